@@ -1,0 +1,82 @@
+# Detects the optional parts (CUDA, MPI, NCCL, NVSHMEM) and the required
+# libraries. Each optional part sets HALOEX_HAVE_<PART> and a reason string
+# for the configuration summary.
+
+find_package(fmt REQUIRED)
+find_package(Threads REQUIRED)
+if(HALOEX_BUILD_APPS)
+  find_package(CLI11 CONFIG REQUIRED)
+  find_package(nlohmann_json REQUIRED)
+endif()
+
+# --- CUDA -------------------------------------------------------------------
+set(HALOEX_HAVE_CUDA OFF)
+set(HALOEX_CUDA_REASON "disabled (HALOEX_ENABLE_CUDA=OFF)")
+if(HALOEX_ENABLE_CUDA)
+  include(CheckLanguage)
+  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+    # Hopper (H100/H200): TMA bulk copies need sm_90.
+    set(CMAKE_CUDA_ARCHITECTURES 90)
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    enable_language(CUDA)
+    find_package(CUDAToolkit REQUIRED)
+    set(CMAKE_CUDA_STANDARD 20)
+    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
+    set(HALOEX_HAVE_CUDA ON)
+    set(HALOEX_CUDA_REASON "nvcc ${CMAKE_CUDA_COMPILER_VERSION}, architectures ${CMAKE_CUDA_ARCHITECTURES}")
+  else()
+    set(HALOEX_CUDA_REASON "no CUDA compiler found (put nvcc on PATH or set CMAKE_CUDA_COMPILER)")
+  endif()
+endif()
+
+# --- MPI --------------------------------------------------------------------
+set(HALOEX_HAVE_MPI OFF)
+set(HALOEX_MPI_REASON "disabled (HALOEX_ENABLE_MPI=OFF)")
+if(HALOEX_ENABLE_MPI)
+  find_package(MPI COMPONENTS CXX)
+  if(MPI_CXX_FOUND)
+    set(HALOEX_HAVE_MPI ON)
+    set(HALOEX_MPI_REASON "MPI ${MPI_CXX_VERSION}, launcher ${MPIEXEC_EXECUTABLE}")
+    set(HALOEX_MPIEXEC "${MPIEXEC_EXECUTABLE}")
+  else()
+    set(HALOEX_MPI_REASON "MPI not found (Debian: apt-get install libopenmpi-dev openmpi-bin)")
+  endif()
+endif()
+
+# --- NCCL -------------------------------------------------------------------
+set(HALOEX_HAVE_NCCL OFF)
+set(HALOEX_NCCL_REASON "disabled (HALOEX_ENABLE_NCCL=OFF)")
+if(HALOEX_ENABLE_NCCL AND NOT HALOEX_HAVE_CUDA)
+  set(HALOEX_NCCL_REASON "needs CUDA")
+elseif(HALOEX_ENABLE_NCCL)
+  include(FindNCCL)
+  if(NCCL_FOUND)
+    set(HALOEX_HAVE_NCCL ON)
+    set(HALOEX_NCCL_REASON "NCCL ${NCCL_VERSION} in ${NCCL_LIBRARY}")
+  else()
+    set(HALOEX_NCCL_REASON "NCCL not found (set NCCL_HOME, or pip install nvidia-nccl-cu13)")
+  endif()
+endif()
+
+# --- NVSHMEM ----------------------------------------------------------------
+set(HALOEX_HAVE_NVSHMEM OFF)
+set(HALOEX_NVSHMEM_REASON "disabled (HALOEX_ENABLE_NVSHMEM=OFF)")
+if(HALOEX_ENABLE_NVSHMEM AND NOT (HALOEX_HAVE_CUDA AND HALOEX_HAVE_MPI))
+  set(HALOEX_NVSHMEM_REASON "needs CUDA and MPI (the unique id is broadcast over MPI)")
+elseif(HALOEX_ENABLE_NVSHMEM)
+  include(FindNVSHMEM)
+  if(NVSHMEM_FOUND)
+    set(HALOEX_HAVE_NVSHMEM ON)
+    set(HALOEX_NVSHMEM_REASON "NVSHMEM ${NVSHMEM_VERSION} in ${NVSHMEM_HOME}")
+  else()
+    set(HALOEX_NVSHMEM_REASON
+        "NVSHMEM not found (set NVSHMEM_HOME, or pip install nvidia-nvshmem-cu13==3.4.5)")
+  endif()
+endif()
+
+# --- tests ------------------------------------------------------------------
+if(HALOEX_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()

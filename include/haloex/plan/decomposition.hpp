@@ -1,0 +1,63 @@
+#pragma once
+// A validated domain decomposition: box, rank grid, cutoffs, pulses per
+// dimension and the global pulse order. Construction refuses what would give
+// wrong physics (an atom meeting its own image), with a message that names the
+// dimension, the cell width and the halo distance.
+#include <array>
+#include <vector>
+
+#include "haloex/plan/box.hpp"
+#include "haloex/plan/rank_grid.hpp"
+
+namespace haloex::plan {
+
+struct DecompositionSpec {
+    Box box;
+    RankGrid grid;
+    double rc = 0.9;     // interaction cutoff (nm)
+    double rlist = 0.9;  // buffered pair-list cutoff = halo distance (nm), >= rc
+    // Dimensions in pulse order; the paper's order is z, y, x.
+    std::array<int, 3> dimOrder{2, 1, 0};
+};
+
+struct PulseSlot {
+    int dim;
+    int stage;
+};
+
+class Decomposition {
+public:
+    explicit Decomposition(const DecompositionSpec& spec);  // throws Plan / InvalidInput
+
+    const DecompositionSpec& spec() const { return spec_; }
+    const Box& box() const { return spec_.box; }
+    const RankGrid& grid() const { return spec_.grid; }
+    double rlist() const { return spec_.rlist; }
+    double rc() const { return spec_.rc; }
+
+    double cellWidth(int d) const { return spec_.box.length[d] / spec_.grid.dim(d); }
+    double cellLo(int rank, int d) const;
+    double cellHi(int rank, int d) const;
+    int pulsesInDim(int d) const { return pulsesPerDim_[d]; }
+    // The global pulse order: dims in spec().dimOrder, stages in order.
+    const std::vector<PulseSlot>& pulseOrder() const { return pulseOrder_; }
+    int totalPulses() const { return static_cast<int>(pulseOrder_.size()); }
+
+    // Rank whose home cell holds x (x must already be wrapped into the box).
+    int ownerRank(const Vec3d& x) const;
+
+private:
+    DecompositionSpec spec_;
+    std::array<int, 3> pulsesPerDim_{0, 0, 0};
+    std::vector<PulseSlot> pulseOrder_;
+};
+
+// Number of pulses needed to cover `halo` over cells `cellWidth` wide.
+int pulsesNeeded(double halo, double cellWidth);
+
+// Chooses a rank grid for numRanks: among the factorisations the planner
+// accepts, the one with the smallest halo volume per rank (ties: fewer
+// decomposed dimensions, then x before y before z). Throws Plan if none fits.
+RankGrid chooseRankGrid(int numRanks, const Box& box, double rc, double rlist);
+
+}  // namespace haloex::plan

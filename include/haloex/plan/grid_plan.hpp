@@ -1,0 +1,57 @@
+#pragma once
+// Structured-grid halo plan (stencils): a block-distributed 2D/3D array with a
+// halo of `haloWidth` cells on both sides of every dimension that has more than
+// one cell. Each dimension has two pulses (Down fills the upper halo, Up the
+// lower one); dimensions are taken in order and each later dimension forwards
+// the halos filled earlier, so edges and corners arrive without extra messages
+// -- the same staged forwarding as the particle plan, on the same Pulse type.
+//
+// Local layout: x fastest, then y, then z, with the halo included:
+// index = (i + hx) + ax * ((j + hy) + ay * (k + hz)) for interior cell (i, j, k),
+// where (ax, ay, az) = allocated extents and (hx, hy, hz) = halo widths.
+#include <array>
+#include <vector>
+
+#include "haloex/plan/pulse.hpp"
+#include "haloex/plan/rank_grid.hpp"
+
+namespace haloex::plan {
+
+struct GridSpec {
+    Int3 cells{1, 1, 1};        // global interior cells; a 2D grid has cells[2] == 1
+    RankGrid grid;
+    int haloWidth = 1;
+    std::array<bool, 3> periodic{true, true, true};
+    std::array<int, 3> dimOrder{2, 1, 0};
+};
+
+struct GridHaloPlan {
+    int rank = 0;
+    Int3 coord{0, 0, 0};
+    Int3 interior{1, 1, 1};    // this rank's interior extents
+    Int3 origin{0, 0, 0};      // global index of its first interior cell
+    Int3 halo{0, 0, 0};        // halo width per dimension (0 where the grid has one cell)
+    Int3 allocated{1, 1, 1};   // interior + 2 * halo
+    std::vector<Pulse> pulses; // scattered placement: recvIndices / remoteRecvIndices
+    std::vector<int> receivedInPulse;  // per local cell: filling pulse id, or -1
+
+    int numLocal() const { return allocated[0] * allocated[1] * allocated[2]; }
+    // Local index of cell (i, j, k) in interior coordinates (halo cells are
+    // negative or >= interior).
+    int localIndex(int i, int j, int k) const {
+        return (i + halo[0]) + allocated[0] * ((j + halo[1]) + allocated[1] * (k + halo[2]));
+    }
+};
+
+// Throws InvalidInput for a halo wider than a rank's interior, empty blocks,
+// or a rank grid larger than the cell grid, naming the dimension.
+void validateGridSpec(const GridSpec& spec);
+
+// The plan of one rank (computed without communication).
+GridHaloPlan buildGridPlan(const GridSpec& spec, int rank);
+
+// Block distribution: first cell and extent of block `c` of `n` over `cells`.
+int blockStart(int cells, int n, int c);
+int blockExtent(int cells, int n, int c);
+
+}  // namespace haloex::plan

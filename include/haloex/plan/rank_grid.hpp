@@ -1,0 +1,40 @@
+#pragma once
+// The Cartesian grid of ranks. Rank numbering: x fastest, then y, then z
+// (rank = cx + nx*(cy + ny*cz)). Neighbours are periodic.
+#include <array>
+#include <string>
+#include <string_view>
+
+namespace haloex::plan {
+
+using Int3 = std::array<int, 3>;
+
+class RankGrid {
+public:
+    RankGrid() = default;
+    explicit RankGrid(Int3 dims);  // throws InvalidInput unless every entry is >= 1
+
+    const Int3& dims() const { return dims_; }
+    int dim(int d) const { return dims_[d]; }
+    int size() const { return dims_[0] * dims_[1] * dims_[2]; }
+    bool decomposed(int d) const { return dims_[d] > 1; }
+
+    Int3 coordOf(int rank) const;
+    int rankOf(const Int3& coord) const;  // coordinates are wrapped periodically
+    // The rank one step along dimension d (step = -1 lower, +1 upper), periodic.
+    int neighbour(int rank, int d, int step) const;
+
+    std::string toString() const;  // "2x2x1"
+
+private:
+    Int3 dims_{1, 1, 1};
+};
+
+// Parses "NXxNYxNZ" (also "NX" or "NXxNY"; missing dimensions are 1).
+// Throws InvalidInput with the offending text.
+RankGrid parseRankGrid(std::string_view text);
+
+// Throws InvalidInput unless grid.size() == numRanks, naming both.
+void requireGridMatchesRanks(const RankGrid& grid, int numRanks);
+
+}  // namespace haloex::plan

@@ -1,0 +1,123 @@
+#pragma once
+// The job's ranks as seen from one of them: identity, the local rank that
+// picks a GPU, and the host-side collectives used at set-up and at
+// repartitioning (never on an MD step's critical path).
+//
+// Implementations: MpiWorld (one process per rank, launched by mpirun/srun)
+// and the in-process thread world (virtual ranks as threads, for the CPU
+// reference path and tests). Every call is blocking on the calling host thread.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace haloex::runtime {
+
+enum class ReduceOp { Sum, Max, Min };
+
+class World {
+public:
+    virtual ~World() = default;
+
+    virtual int rank() const = 0;
+    virtual int size() const = 0;
+    // Rank among the ranks on this node, and their count (to pick a GPU).
+    virtual int localRank() const = 0;
+    virtual int localSize() const = 0;
+    virtual std::string kind() const = 0;  // "mpi", "threads", "single"
+
+    virtual void barrier() = 0;
+    // Sends `send` to `dest` and receives exactly recv.size() bytes from `src`.
+    // Either peer may be -1 (no peer, like MPI_PROC_NULL): nothing is sent,
+    // or nothing is received (recv must then be empty).
+    virtual void sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src,
+                               int tag) = 0;
+    virtual void allReduce(std::span<double> values, ReduceOp op) = 0;
+    virtual void allReduce(std::span<std::int64_t> values, ReduceOp op) = 0;
+    virtual void broadcastBytes(std::span<std::byte> data, int root) = 0;
+    // Every rank contributes mine.size() bytes (the same on all ranks).
+    virtual void allGatherBytes(std::span<const std::byte> mine, std::span<std::byte> all) = 0;
+    // sendCounts[r] bytes of `send` (consecutively) go to rank r; returns what
+    // arrived, ordered by source rank, and fills recvCounts.
+    virtual std::vector<std::byte> allToAllBytes(std::span<const std::byte> send, std::span<const std::int64_t> sendCounts,
+                                                 std::vector<std::int64_t>& recvCounts) = 0;
+    // Ends the whole job (every rank) with a message; used when one rank has
+    // found an error that the others cannot see, so nobody hangs.
+    [[noreturn]] virtual void abort(const std::string& message, int code = 1) = 0;
+
+    // Typed helpers.
+    template <class T>
+    std::vector<T> sendRecv(const std::vector<T>& send, int dest, int src, int tag);
+    template <class T>
+    T allReduceValue(T value, ReduceOp op);
+    template <class T>
+    std::vector<T> allGather(const T& mine);
+    template <class T>
+    std::vector<T> allToAll(const std::vector<std::vector<T>>& sendByRank);
+};
+
+// Runs `body` on `numRanks` threads, each with its own World. Rethrows the
+// first exception a rank raised (the others are released with an error
+// instead of hanging).
+void runInProcess(int numRanks, const std::function<void(World&)>& body);
+
+// A world of one rank (no MPI, no threads).
+World& singleRankWorld();
+
+// ---- typed helpers ----------------------------------------------------------
+template <class T>
+std::vector<T> World::sendRecv(const std::vector<T>& send, int dest, int src, int tag) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::int64_t sendCount = static_cast<std::int64_t>(send.size());
+    std::int64_t recvCount = 0;
+    std::span<std::int64_t> recvCountSpan(&recvCount, src >= 0 ? 1 : 0);
+    sendRecvBytes(std::as_bytes(std::span(&sendCount, 1)), dest, std::as_writable_bytes(recvCountSpan), src,
+                  tag);
+    std::vector<T> recv(static_cast<std::size_t>(recvCount));
+    sendRecvBytes(std::as_bytes(std::span(send)), dest, std::as_writable_bytes(std::span(recv)), src, tag);
+    return recv;
+}
+
+template <class T>
+T World::allReduceValue(T value, ReduceOp op) {
+    if constexpr (std::is_floating_point_v<T>) {
+        double v = value;
+        allReduce(std::span(&v, 1), op);
+        return static_cast<T>(v);
+    } else {
+        std::int64_t v = value;
+        allReduce(std::span(&v, 1), op);
+        return static_cast<T>(v);
+    }
+}
+
+template <class T>
+std::vector<T> World::allGather(const T& mine) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::vector<T> all(static_cast<std::size_t>(size()));
+    allGatherBytes(std::as_bytes(std::span(&mine, 1)), std::as_writable_bytes(std::span(all)));
+    return all;
+}
+
+template <class T>
+std::vector<T> World::allToAll(const std::vector<std::vector<T>>& sendByRank) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    std::vector<std::byte> send;
+    std::vector<std::int64_t> sendCounts(static_cast<std::size_t>(size()), 0);
+    for (std::size_t r = 0; r < sendByRank.size(); ++r) {
+        const auto bytes = std::as_bytes(std::span(sendByRank[r]));
+        send.insert(send.end(), bytes.begin(), bytes.end());
+        sendCounts[r] = static_cast<std::int64_t>(bytes.size());
+    }
+    std::vector<std::int64_t> recvCounts;
+    const std::vector<std::byte> recv = allToAllBytes(send, sendCounts, recvCounts);
+    std::vector<T> out(recv.size() / sizeof(T));
+    std::memcpy(out.data(), recv.data(), recv.size());
+    return out;
+}
+
+}  // namespace haloex::runtime

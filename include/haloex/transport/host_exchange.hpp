@@ -1,0 +1,69 @@
+#pragma once
+// Pulse-by-pulse halo exchange of host arrays over a World: the plain
+// algorithm every other transport must reproduce. Works for any Pulse list
+// (particle or grid plans) and any element type.
+#include <span>
+#include <vector>
+
+#include "haloex/core/error.hpp"
+#include "haloex/plan/pulse.hpp"
+#include "haloex/runtime/world.hpp"
+
+namespace haloex::transport {
+
+// One pulse's message: to `dest`, from `src`; either may be -1 (no peer at
+// a non-periodic edge).
+template <class T>
+std::vector<T> exchangeWithPeers(runtime::World& world, const plan::Pulse& pulse, const std::vector<T>& send, int dest,
+                                 int src) {
+    return world.sendRecv(send, dest, src, pulse.id);
+}
+
+// Local index of the i-th element received in a pulse.
+inline int receiveIndex(const plan::Pulse& pulse, int i) {
+    return pulse.recvOffset >= 0 ? pulse.recvOffset + i : pulse.recvIndices[i];
+}
+
+// Forward exchange in pulse order; pack(pulse, value) transforms each packed
+// element (e.g. applies the periodic shift).
+template <class T, class Pack>
+void forwardPulses(runtime::World& world, const std::vector<plan::Pulse>& pulses, std::span<T> data, Pack&& pack) {
+    for (const plan::Pulse& pulse : pulses) {
+        std::vector<T> send;
+        send.reserve(pulse.sendIndices.size());
+        for (int index : pulse.sendIndices) send.push_back(pack(pulse, data[index]));
+        std::vector<T> recv = exchangeWithPeers(world, pulse, send, pulse.sendRank, pulse.recvRank);
+        if (static_cast<int>(recv.size()) != pulse.recvCount) {
+            throwError(ErrorKind::Internal, "pulse " + std::to_string(pulse.id) + ": received " +
+                                                std::to_string(recv.size()) + " elements, the plan expects " +
+                                                std::to_string(pulse.recvCount));
+        }
+        for (int i = 0; i < pulse.recvCount; ++i) data[receiveIndex(pulse, i)] = recv[i];
+    }
+}
+
+template <class T>
+void forwardPulses(runtime::World& world, const std::vector<plan::Pulse>& pulses, std::span<T> data) {
+    forwardPulses(world, pulses, data, [](const plan::Pulse&, const T& v) { return v; });
+}
+
+// Reverse exchange in reverse pulse order: received elements go back to the
+// rank they came from and are added into the entries they were packed from.
+template <class T>
+void reversePulses(runtime::World& world, const std::vector<plan::Pulse>& pulses, std::span<T> data) {
+    for (auto it = pulses.rbegin(); it != pulses.rend(); ++it) {
+        const plan::Pulse& pulse = *it;
+        std::vector<T> send;
+        send.reserve(pulse.recvCount);
+        for (int i = 0; i < pulse.recvCount; ++i) send.push_back(data[receiveIndex(pulse, i)]);
+        std::vector<T> recv = exchangeWithPeers(world, pulse, send, pulse.recvRank, pulse.sendRank);
+        if (recv.size() != pulse.sendIndices.size()) {
+            throwError(ErrorKind::Internal, "reverse pulse " + std::to_string(pulse.id) + ": received " +
+                                                std::to_string(recv.size()) + " elements for " +
+                                                std::to_string(pulse.sendIndices.size()) + " sent");
+        }
+        for (std::size_t i = 0; i < recv.size(); ++i) data[pulse.sendIndices[i]] += recv[i];
+    }
+}
+
+}  // namespace haloex::transport

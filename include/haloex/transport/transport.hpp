@@ -1,0 +1,69 @@
+#pragma once
+// The one interface every particle halo transport implements (DESIGN §1).
+//
+// A transport owns the rank's per-atom coordinate and force arrays (home
+// atoms first, then the receive slots of the plan), because some mechanisms
+// need them in special memory (NVSHMEM's symmetric heap). It moves data in two
+// verbs: forward (coordinates, owners -> halo copies, shifted by the periodic
+// box) and reverse (forces, halo copies -> owners, accumulated).
+//
+// Ordering: forward/reverse/clearForces are enqueued on the given CUDA stream
+// (StreamHandle is a cudaStream_t; null for host transports, which complete
+// before returning). Only the CPU-orchestrated transports (staged, ipc) block
+// the calling host thread inside them; count() reports how often.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "haloex/core/vec3.hpp"
+#include "haloex/plan/box.hpp"
+#include "haloex/plan/particle_plan.hpp"
+
+namespace haloex::transport {
+
+using StreamHandle = void*;
+
+enum class MemorySpace { Host, Device };
+
+// Counters a transport keeps so runs can report what the host did.
+struct TransportCounters {
+    std::int64_t forwardCalls = 0;
+    std::int64_t reverseCalls = 0;
+    std::int64_t hostSyncs = 0;  // host waits on device work or on peers inside forward/reverse
+};
+
+class ParticleTransport {
+public:
+    virtual ~ParticleTransport() = default;
+
+    virtual std::string name() const = 0;
+    virtual MemorySpace memorySpace() const = 0;
+
+    // Collective over the job: adopts a new plan (after repartitioning) and
+    // makes coordinates()/forces() hold at least plan.numLocal atoms. Array
+    // contents are not preserved; pointers may change.
+    virtual void setPlan(const plan::ParticleHaloPlan& plan) = 0;
+    virtual const plan::ParticleHaloPlan& plan() const = 0;
+
+    // numLocal atoms each, in memorySpace().
+    virtual Vec3f* coordinates() = 0;
+    virtual Vec3f* forces() = 0;
+
+    // Forward: the plan's send entries of coordinates() (shifted by the box
+    // where the plan says so) into the receivers' slots.
+    virtual void forwardCoordinates(const plan::Box& box, StreamHandle stream) = 0;
+    // Reverse: forces of received atoms back to their owners, added into the
+    // owners' entries. After it the home entries hold complete forces.
+    virtual void reverseForces(StreamHandle stream) = 0;
+    // Zeroes forces() for the next step, ordered after any peer's reads of them.
+    virtual void clearForces(StreamHandle stream) = 0;
+    // Forward of a caller-owned per-atom array of numLocal elements of
+    // `elementSize` bytes in memorySpace() (static data at search steps:
+    // types, charges, global ids). May block the host.
+    virtual void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) = 0;
+
+    virtual const TransportCounters& counters() const = 0;
+};
+
+}  // namespace haloex::transport
