@@ -1,0 +1,167 @@
+#pragma once
+// RAII owners for device memory, pinned host memory, streams and events.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <utility>
+
+#include "haloex/cuda/check.hpp"
+
+namespace haloex::cuda {
+
+// Device array of T. Not initialised. Growing discards the contents.
+template <class T>
+class DeviceBuffer {
+public:
+    DeviceBuffer() = default;
+    explicit DeviceBuffer(std::size_t count) { resize(count); }
+    DeviceBuffer(const DeviceBuffer&) = delete;
+    DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+    DeviceBuffer(DeviceBuffer&& o) noexcept { swap(o); }
+    DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+        if (this != &o) {
+            release();
+            swap(o);
+        }
+        return *this;
+    }
+    ~DeviceBuffer() { release(); }
+
+    // Ensures room for `count` elements (reallocates only to grow).
+    void reserve(std::size_t count) {
+        if (count <= capacity_) return;
+        release();
+        HALOEX_CUDA_CHECK(cudaMalloc(&data_, count * sizeof(T)));
+        capacity_ = count;
+    }
+    void resize(std::size_t count) {
+        reserve(count);
+        size_ = count;
+    }
+    void zeroAsync(cudaStream_t stream) {
+        if (size_) HALOEX_CUDA_CHECK(cudaMemsetAsync(data_, 0, size_ * sizeof(T), stream));
+    }
+
+    T* data() { return data_; }
+    const T* data() const { return data_; }
+    std::size_t size() const { return size_; }
+    std::size_t capacity() const { return capacity_; }
+    std::size_t bytes() const { return size_ * sizeof(T); }
+
+private:
+    void release() noexcept {
+        if (data_) cudaFree(data_);
+        data_ = nullptr;
+        size_ = capacity_ = 0;
+    }
+    void swap(DeviceBuffer& o) noexcept {
+        std::swap(data_, o.data_);
+        std::swap(size_, o.size_);
+        std::swap(capacity_, o.capacity_);
+    }
+    T* data_ = nullptr;
+    std::size_t size_ = 0;
+    std::size_t capacity_ = 0;
+};
+
+// Page-locked host array (for asynchronous copies and mapped flags).
+template <class T>
+class PinnedBuffer {
+public:
+    PinnedBuffer() = default;
+    explicit PinnedBuffer(std::size_t count, unsigned flags = cudaHostAllocDefault) { allocate(count, flags); }
+    PinnedBuffer(const PinnedBuffer&) = delete;
+    PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+    PinnedBuffer(PinnedBuffer&& o) noexcept { swap(o); }
+    PinnedBuffer& operator=(PinnedBuffer&& o) noexcept {
+        if (this != &o) {
+            release();
+            swap(o);
+        }
+        return *this;
+    }
+    ~PinnedBuffer() { release(); }
+
+    void allocate(std::size_t count, unsigned flags = cudaHostAllocDefault) {
+        release();
+        if (count) HALOEX_CUDA_CHECK(cudaHostAlloc(&data_, count * sizeof(T), flags));
+        size_ = count;
+    }
+    void reserve(std::size_t count) {
+        if (count > size_) allocate(count);
+    }
+    T* data() { return data_; }
+    const T* data() const { return data_; }
+    std::size_t size() const { return size_; }
+    T& operator[](std::size_t i) { return data_[i]; }
+
+private:
+    void release() noexcept {
+        if (data_) cudaFreeHost(data_);
+        data_ = nullptr;
+        size_ = 0;
+    }
+    void swap(PinnedBuffer& o) noexcept {
+        std::swap(data_, o.data_);
+        std::swap(size_, o.size_);
+    }
+    T* data_ = nullptr;
+    std::size_t size_ = 0;
+};
+
+class Stream {
+public:
+    // priority: lower numbers are higher priority (cudaDeviceGetStreamPriorityRange).
+    explicit Stream(int priority = 0) {
+        HALOEX_CUDA_CHECK(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority));
+    }
+    Stream(const Stream&) = delete;
+    Stream& operator=(const Stream&) = delete;
+    ~Stream() {
+        if (stream_) cudaStreamDestroy(stream_);
+    }
+    cudaStream_t get() const { return stream_; }
+    operator cudaStream_t() const { return stream_; }
+
+    // The highest priority the device offers (for the non-local/halo stream).
+    static int highestPriority() {
+        int least = 0, greatest = 0;
+        HALOEX_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+        return greatest;
+    }
+
+private:
+    cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+public:
+    explicit Event(bool timing = false) {
+        HALOEX_CUDA_CHECK(cudaEventCreateWithFlags(&event_, timing ? cudaEventDefault : cudaEventDisableTiming));
+    }
+    Event(const Event&) = delete;
+    Event& operator=(const Event&) = delete;
+    ~Event() {
+        if (event_) cudaEventDestroy(event_);
+    }
+    cudaEvent_t get() const { return event_; }
+    operator cudaEvent_t() const { return event_; }
+    void record(cudaStream_t stream) { HALOEX_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+    // Makes `stream` wait for this event (no host blocking).
+    void waitOn(cudaStream_t stream) const { HALOEX_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
+
+private:
+    cudaEvent_t event_ = nullptr;
+};
+
+// Number of CUDA devices; 0 (not an error) when there is no driver or device.
+inline int deviceCount() {
+    int n = 0;
+    if (cudaGetDeviceCount(&n) != cudaSuccess) {
+        cudaGetLastError();  // clear the sticky "no device" state
+        return 0;
+    }
+    return n;
+}
+
+}  // namespace haloex::cuda
