@@ -6,10 +6,11 @@ foreach(_h IN ITEMS "${NCCL_HOME}" "$ENV{NCCL_HOME}" "${CUDAToolkit_LIBRARY_ROOT
     list(APPEND _nccl_hints "${_h}")
   endif()
 endforeach()
-find_package(Python3 COMPONENTS Interpreter QUIET)
-if(Python3_Interpreter_FOUND)
+# The python3 on PATH (the one a user's `python3 -c 'import nvidia.nccl'` uses).
+find_program(HALOEX_PYTHON3 NAMES python3)
+if(HALOEX_PYTHON3)
   execute_process(
-    COMMAND ${Python3_EXECUTABLE} -c "import nvidia.nccl as m; print(list(m.__path__)[0])"
+    COMMAND ${HALOEX_PYTHON3} -c "import nvidia.nccl as m; print(list(m.__path__)[0])"
     OUTPUT_VARIABLE _nccl_py OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
   if(_rc EQUAL 0 AND _nccl_py)
     list(APPEND _nccl_hints "${_nccl_py}")

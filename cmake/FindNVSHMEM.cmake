@@ -1,18 +1,20 @@
 # Finds NVSHMEM: NVSHMEM_HOME (variable or environment) or the Python wheel
-# nvidia-nvshmem-cu13 (python3 -c 'import nvidia.nvshmem'). The wheel ships
+# nvidia-nvshmem-cu13 (python3 -c 'import nvidia.nvshmem', or installed by
+# scripts/setup.sh into .deps/python). The wheel ships
 # libnvshmem_host.so.3 (no unversioned link) and libnvshmem_device.a.
 # Defines NVSHMEM::host, NVSHMEM::device, NVSHMEM_FOUND, NVSHMEM_HOME,
 # NVSHMEM_LIBRARY_DIR and NVSHMEM_VERSION.
 set(_nvshmem_hints)
-foreach(_h IN ITEMS "${NVSHMEM_HOME}" "$ENV{NVSHMEM_HOME}")
+foreach(_h IN ITEMS "${NVSHMEM_HOME}" "$ENV{NVSHMEM_HOME}" "${PROJECT_SOURCE_DIR}/.deps/python/nvidia/nvshmem")
   if(_h)
     list(APPEND _nvshmem_hints "${_h}")
   endif()
 endforeach()
-find_package(Python3 COMPONENTS Interpreter QUIET)
-if(Python3_Interpreter_FOUND)
+# The python3 on PATH (the one a user's `python3 -c 'import nvidia.nvshmem'` uses).
+find_program(HALOEX_PYTHON3 NAMES python3)
+if(HALOEX_PYTHON3)
   execute_process(
-    COMMAND ${Python3_EXECUTABLE} -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])"
+    COMMAND ${HALOEX_PYTHON3} -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])"
     OUTPUT_VARIABLE _nvshmem_py OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
   if(_rc EQUAL 0 AND _nvshmem_py)
     list(APPEND _nvshmem_hints "${_nvshmem_py}")

@@ -4,9 +4,9 @@
 
 find_package(fmt REQUIRED)
 find_package(Threads REQUIRED)
+find_package(nlohmann_json REQUIRED)
 if(HALOEX_BUILD_APPS)
   find_package(CLI11 CONFIG REQUIRED)
-  find_package(nlohmann_json REQUIRED)
 endif()
 
 # --- CUDA -------------------------------------------------------------------
@@ -21,6 +21,11 @@ if(HALOEX_ENABLE_CUDA)
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # CMake < 3.26 does not know nvcc's C++20 flag (the GPU machine's CMake does).
+    if(NOT DEFINED CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     find_package(CUDAToolkit REQUIRED)
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)

@@ -99,6 +99,10 @@ double Decomposition::cellLo(int rank, int d) const {
 
 double Decomposition::cellHi(int rank, int d) const {
     const int c = spec_.grid.coordOf(rank)[d];
+    // The last cell ends exactly at the box face: L * n / n can round to one
+    // ulp above or below L, which would misplace wrapped atoms near L and
+    // images shifted by exactly L (the upper neighbour's atoms at 0).
+    if (c + 1 == spec_.grid.dim(d)) return spec_.box.length[d];
     return spec_.box.length[d] * (c + 1) / spec_.grid.dim(d);
 }
 

@@ -141,9 +141,11 @@ int ParticlePlanBuilder::recvOffset(int p) const {
 ParticleHaloPlan ParticlePlanBuilder::finish() {
     HALOEX_ASSERT(nextReceive_ == numPulses(), "finish() before every pulse was received");
     if (numPulses() == 0) {
-        // Keep numLocal aligned like the receive slots would be.
+        // Keep numLocal aligned like the receive slots would be; padding is
+        // NaN here too, so code that forgets the mask fails loudly.
+        const double nan = std::numeric_limits<double>::quiet_NaN();
         while (static_cast<int>(positions_.size()) % plan_.alignment) {
-            positions_.push_back(Vec3d{});
+            positions_.push_back(Vec3d{nan, nan, nan});
             plan_.zoneMask.push_back(kPaddingMask);
             plan_.receivedInPulse.push_back(-1);
         }
@@ -179,8 +181,8 @@ InProcessPlans buildParticlePlansInProcess(const Decomposition& decomposition,
     }
     InProcessPlans result;
     for (auto& builder : builders) {
+        result.plans.push_back(builder.finish());  // first: it may append padding
         result.localPositions.push_back(builder.localPositions());
-        result.plans.push_back(builder.finish());
     }
     return result;
 }

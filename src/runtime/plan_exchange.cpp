@@ -5,9 +5,11 @@
 namespace haloex::runtime {
 
 namespace {
-constexpr int kTagPositions = 1 << 20;
-constexpr int kTagMasks = (1 << 20) + 1;
-constexpr int kTagOffsets = (1 << 20) + 2;
+// Apart from the pulse ids that exchanges use as tags, and within 32767, the
+// only tag range MPI guarantees (MPI_TAG_UB may be as low as that).
+constexpr int kTagPositions = 32700;
+constexpr int kTagMasks = 32701;
+constexpr int kTagOffsets = 32702;
 }  // namespace
 
 RankPlan buildParticlePlan(const plan::Decomposition& decomposition, std::span<const Vec3d> homePositions,
@@ -35,8 +37,8 @@ RankPlan buildParticlePlan(const plan::Decomposition& decomposition, std::span<c
         builder.setRemoteRecvOffset(p, theirs[0]);
     }
     RankPlan result;
+    result.plan = builder.finish();  // first: it may append padding
     result.localPositions = builder.localPositions();
-    result.plan = builder.finish();
     return result;
 }
 

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "haloex/core/vec3.hpp"
 #include "haloex/plan/box.hpp"
@@ -64,6 +65,13 @@ public:
     virtual void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) = 0;
 
     virtual const TransportCounters& counters() const = 0;
+
+    // Lines for the run summary: what the transport chose and why (e.g. the
+    // nvshmem path towards every peer).
+    virtual std::vector<std::string> describe() const { return {}; }
+    // Whether forward/reverse/clearForces may be captured in a CUDA graph
+    // (no host synchronisation, no host-side state that changes per call).
+    virtual bool graphCapturable() const { return false; }
 };
 
 }  // namespace haloex::transport

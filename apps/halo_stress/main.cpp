@@ -1,0 +1,226 @@
+// haloex-halo-stress: the acceptance test for a transport's ordering. Runs
+// thousands of forward/reverse exchanges back to back (no host
+// synchronisation between steps) and checks on the device, every step, every
+// received coordinate and every accumulated force against closed-form values
+// that the reference algorithm implies; repartitions the atoms every
+// --repartition-every steps. Launch with mpirun; exits 77 (skipped) without a
+// GPU or when the transport cannot run here (e.g. NCCL with shared GPUs).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "haloex/core/error.hpp"
+#include "haloex/cuda/check.hpp"
+#include "haloex/cuda/device_buffer.hpp"
+#include "haloex/cuda/device_select.hpp"
+#include "haloex/plan/decomposition.hpp"
+#include "haloex/runtime/mpi_world.hpp"
+#include "haloex/runtime/plan_exchange.hpp"
+#include "haloex/transport/factory.hpp"
+#include "haloex/transport/host_exchange.hpp"
+#include "stress_kernels.hpp"
+
+namespace {
+
+using namespace haloex;
+constexpr int kSkipped = 77;
+
+struct Options {
+    std::string transport = "nvshmem";
+    std::string nvshmemPath = "auto";
+    std::string grid = "2x1x1";
+    int atoms = 4000;
+    double density = 100.0;
+    double rlist = 1.0;
+    long long steps = 2000;
+    int repartitionEvery = 250;
+    int checkEvery = 100;
+    bool allowSharedGpus = false;
+    double waitTimeout = 0.0;
+    unsigned seed = 7;
+};
+
+// What a halo copy carries, forwarded through the plan at repartitioning.
+struct CopyTag {
+    std::int64_t globalId;
+    std::int32_t image[3];
+    std::int32_t unused;
+};
+
+struct Epoch {
+    runtime::RankPlan plan;
+    std::vector<stress::SlotInfo> slots;
+    std::vector<Vec3f> homeBase;
+};
+
+Epoch buildEpoch(const plan::Decomposition& dd, const std::vector<Vec3f>& base, runtime::World& world) {
+    std::vector<Vec3d> positions(base.size());
+    for (std::size_t i = 0; i < base.size(); ++i) positions[i] = static_cast<Vec3d>(base[i]);
+    const auto owners = plan::partitionAtoms(dd, positions);
+    const auto& mine = owners[world.rank()];
+    Epoch e;
+    std::vector<Vec3d> home;
+    for (int g : mine) {
+        home.push_back(positions[g]);
+        e.homeBase.push_back(base[g]);
+    }
+    e.plan = runtime::buildParticlePlan(dd, home, world, /*alignment=*/4);
+    const auto& p = e.plan.plan;
+    std::vector<CopyTag> tags(p.numLocal, CopyTag{-1, {0, 0, 0}, 0});
+    for (std::size_t i = 0; i < mine.size(); ++i) tags[i].globalId = mine[i];
+    transport::forwardPulses(world, p.pulses, std::span<CopyTag>(tags), [](const plan::Pulse& pulse, CopyTag t) {
+        t.image[pulse.dim] += pulse.shiftSign;
+        return t;
+    });
+    std::vector<std::int32_t> copies(p.numLocal, 0);
+    for (int i = p.numHome; i < p.numLocal; ++i) copies[i] = p.receivedInPulse[i] >= 0 ? 1 : 0;
+    transport::reversePulses(world, p.pulses, std::span<std::int32_t>(copies));
+    e.slots.resize(p.numLocal);
+    for (int i = 0; i < p.numLocal; ++i) {
+        stress::SlotInfo& s = e.slots[i];
+        const bool real = i < p.numHome || p.receivedInPulse[i] >= 0;
+        s.globalId = real ? tags[i].globalId : -1;
+        for (int d = 0; d < 3; ++d) {
+            // Exactly what the transports add: the double product rounded once.
+            s.shift[d] = tags[i].image[d] != 0 ? static_cast<float>(tags[i].image[d] * dd.box().length[d]) : 0.f;
+        }
+        s.copies = i < p.numHome ? copies[i] : 0;
+    }
+    return e;
+}
+
+int runStress(const Options& o, runtime::MpiWorld& world) {
+    if (cuda::deviceCount() == 0) {
+        if (world.rank() == 0) fmt::print("SKIPPED: no GPU is visible, the stress test needs one\n");
+        return kSkipped;
+    }
+    cuda::selectDevice(world, o.allowSharedGpus);
+    transport::TransportOptions topts;
+    topts.memorySpace = transport::MemorySpace::Device;
+    topts.allowSharedGpus = o.allowSharedGpus;
+    topts.nvshmemPath = o.nvshmemPath;
+    topts.waitTimeoutSeconds = o.waitTimeout;
+    std::unique_ptr<transport::ParticleTransport> transport;
+    try {
+        transport = transport::makeTransport(o.transport, world, topts);
+    } catch (const Error& e) {
+        if (e.kind() == ErrorKind::Nccl || e.kind() == ErrorKind::InvalidInput) {
+            if (world.rank() == 0) fmt::print("SKIPPED: {}\n", e.what());
+            return kSkipped;
+        }
+        throw;
+    }
+
+    const double side = std::cbrt(o.atoms / o.density);
+    plan::DecompositionSpec spec{plan::Box{{side, side, side}}, plan::parseRankGrid(o.grid), 0.9, o.rlist};
+    const plan::Decomposition dd(spec);
+    plan::requireGridMatchesRanks(dd.grid(), world.size());
+
+    cuda::Stream stream;
+    cuda::DeviceBuffer<stress::SlotInfo> dSlots;
+    cuda::DeviceBuffer<Vec3f> dHomeBase, dBaseById;
+    cuda::DeviceBuffer<stress::StepCheck> dCheck(1);
+    HALOEX_CUDA_CHECK(cudaMemset(dCheck.data(), 0, sizeof(stress::StepCheck)));
+    std::mt19937_64 rng(o.seed);
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+
+    const auto start = std::chrono::steady_clock::now();
+    long long step = 0;
+    int epochs = 0;
+    stress::StepCheck total{};
+    while (step < o.steps) {
+        // New random positions (same on every rank), new partition and plan.
+        std::vector<Vec3f> base(o.atoms);
+        for (auto& b : base) {
+            for (int d = 0; d < 3; ++d) b[d] = static_cast<float>(uniform(rng) * side * 0.999);
+        }
+        const Epoch e = buildEpoch(dd, base, world);
+        transport->setPlan(e.plan.plan);
+        ++epochs;
+        const auto& p = transport->plan();
+        dSlots.resize(std::max(1, p.numLocal));
+        dHomeBase.resize(std::max<std::size_t>(1, e.homeBase.size()));
+        dBaseById.resize(base.size());
+        HALOEX_CUDA_CHECK(cudaMemcpy(dSlots.data(), e.slots.data(), e.slots.size() * sizeof(stress::SlotInfo),
+                                     cudaMemcpyHostToDevice));
+        HALOEX_CUDA_CHECK(cudaMemcpy(dHomeBase.data(), e.homeBase.data(), e.homeBase.size() * sizeof(Vec3f),
+                                     cudaMemcpyHostToDevice));
+        HALOEX_CUDA_CHECK(
+            cudaMemcpy(dBaseById.data(), base.data(), base.size() * sizeof(Vec3f), cudaMemcpyHostToDevice));
+        const long long epochEnd = std::min<long long>(o.steps, step + o.repartitionEvery);
+        for (; step < epochEnd; ++step) {
+            stress::setHomePositions(transport->coordinates(), dHomeBase.data(), dSlots.data(), p.numHome, step,
+                                     stream);
+            transport->clearForces(stream.get());
+            transport->forwardCoordinates(dd.box(), stream.get());
+            stress::checkHaloAndFillForces(transport->coordinates(), transport->forces(), dBaseById.data(),
+                                           dSlots.data(), p.numHome, p.numLocal, step, dCheck.data(), stream);
+            transport->reverseForces(stream.get());
+            stress::checkForces(transport->forces(), dSlots.data(), p.numHome, step, dCheck.data(), stream);
+            if ((step + 1) % o.checkEvery == 0 || step + 1 == epochEnd) {
+                HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+                HALOEX_CUDA_CHECK(cudaMemcpy(&total, dCheck.data(), sizeof total, cudaMemcpyDeviceToHost));
+                std::vector<std::int64_t> errors{static_cast<std::int64_t>(total.coordinateErrors),
+                                                 static_cast<std::int64_t>(total.forceErrors),
+                                                 static_cast<std::int64_t>(total.haloForceNotCleared)};
+                world.allReduce(std::span<std::int64_t>(errors.data(), errors.size()), runtime::ReduceOp::Sum);
+                if (errors[0] + errors[1] + errors[2] > 0) {
+                    fmt::print(stderr,
+                               "rank {}: step {}: {} coordinate errors, {} force errors, {} uncleared halo forces "
+                               "(first on this rank: slot {} at step {})\n",
+                               world.rank(), step, total.coordinateErrors, total.forceErrors,
+                               total.haloForceNotCleared, total.firstBadSlot, total.firstBadStep);
+                    world.barrier();
+                    if (world.rank() == 0) {
+                        fmt::print("FAILED: {} {} on {} after {} steps: {} coordinate, {} force, {} clearing errors\n",
+                                   o.transport, o.nvshmemPath, o.grid, step + 1, errors[0], errors[1], errors[2]);
+                    }
+                    return 1;
+                }
+            }
+        }
+    }
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (world.rank() == 0) {
+        for (const auto& line : transport->describe()) fmt::print("  {}\n", line);
+        fmt::print("PASSED: {} (path {}) on {} ranks, grid {}, {} atoms: {} steps, {} repartitionings, every halo "
+                   "coordinate and accumulated force checked each step ({:.1f} s)\n",
+                   o.transport, o.nvshmemPath, world.size(), o.grid, o.atoms, o.steps, epochs, seconds);
+    }
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    Options o;
+    CLI::App app{"haloex-halo-stress: checks a halo transport's ordering under load against the reference "
+                 "algorithm (launch with mpirun; exit code 77 means skipped)"};
+    app.add_option("--transport", o.transport, "staged, ipc, nccl or nvshmem")->capture_default_str();
+    app.add_option("--nvshmem-path", o.nvshmemPath, "auto, direct, tma or put")->capture_default_str();
+    app.add_option("--grid", o.grid, "Rank grid NXxNYxNZ")->capture_default_str();
+    app.add_option("--atoms", o.atoms, "Atoms (random positions, redrawn at every repartitioning)")
+        ->capture_default_str();
+    app.add_option("--rlist", o.rlist, "Halo distance (nm)")->capture_default_str();
+    app.add_option("--steps", o.steps, "Exchanges (forward + reverse) to run")->capture_default_str();
+    app.add_option("--repartition-every", o.repartitionEvery, "Steps between repartitionings")
+        ->capture_default_str();
+    app.add_option("--check-every", o.checkEvery, "Steps between reading the device-side error counters")
+        ->capture_default_str();
+    app.add_flag("--allow-shared-gpus", o.allowSharedGpus, "Allow several ranks per GPU (start MPS)");
+    app.add_option("--wait-timeout", o.waitTimeout, "nvshmem: device-side wait limit in seconds (0: default)");
+    app.add_option("--seed", o.seed, "Random seed")->capture_default_str();
+    CLI11_PARSE(app, argc, argv);
+
+    runtime::MpiSession session(argc, argv);
+    runtime::MpiWorld world;
+    try {
+        return runStress(o, world);
+    } catch (const std::exception& e) {
+        world.abort(fmt::format("haloex-halo-stress: {}", e.what()));
+    }
+}

@@ -1,0 +1,206 @@
+// haloex-md: the MD proxy application (DESIGN §4, §5). One process per GPU
+// under mpirun/srun; without a launcher, one GPU, or the CPU reference with
+// several virtual ranks as threads of one process.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <iostream>
+#include <memory>
+#include <optional>
+
+#include "haloex/config.hpp"
+#include "haloex/core/error.hpp"
+#include "haloex/md/cpu_backend.hpp"
+#include "haloex/md/engine.hpp"
+#include "haloex/md/gpu_backend.hpp"
+#include "haloex/md/report.hpp"
+#include "haloex/runtime/world.hpp"
+#include "haloex/transport/reference.hpp"
+#if HALOEX_HAVE_MPI
+#include "haloex/runtime/mpi_world.hpp"
+#endif
+#if __has_include("haloex/transport/factory.hpp")
+#include "haloex/transport/factory.hpp"
+#define HALOEX_HAVE_FACTORY 1
+#else
+#define HALOEX_HAVE_FACTORY 0
+#endif
+
+namespace {
+
+using namespace haloex;
+
+void addOptions(CLI::App& app, md::MdOptions& o) {
+    app.add_option("--atoms", o.atoms,
+                   "Atoms of the lattice start (even, >= 1000); 0: 22 500 per GPU rank, 3 000 on the CPU");
+    app.add_option("--gro", o.groFile, "Start from this .gro file (POS/P = +q, NEG/N = -q) instead of the lattice");
+    app.add_option("--seed", o.seed, "Random seed of the lattice start and the thermostat")->capture_default_str();
+    app.add_option("--temperature", o.temperature, "Start and thermostat temperature (K)")->capture_default_str();
+    app.add_option("--steps", o.steps, "MD steps to run; 0: 2 000 on GPUs, 200 on the CPU");
+    app.add_option("--dt", o.dt, "Time step (ps)")->capture_default_str();
+    app.add_option("--rc", o.rc, "Interaction cutoff (nm)")->capture_default_str();
+    app.add_option("--rlist", o.rlist,
+                   "Pair-list cutoff = halo distance (nm); 0: the smallest whose estimated drift is within "
+                   "--buffer-tolerance");
+    app.add_option("--nstlist", o.nstlist, "Steps between pair searches and repartitioning; 0: 50");
+    app.add_option("--buffer-tolerance", o.bufferTolerance,
+                   "Energy drift allowed by the pair-list buffer (kJ/mol/ps per atom)")
+        ->capture_default_str();
+    app.add_option("--thermostat", o.thermostat, "none or v-rescale (coupled on energy steps)")
+        ->capture_default_str();
+    app.add_option("--tau-t", o.tauT, "Thermostat coupling time (ps)")->capture_default_str();
+    app.add_option("--grid", o.grid, "Rank grid NXxNYxNZ, or auto (smallest halo volume)")->capture_default_str();
+    app.add_option("--ranks", o.virtualRanks,
+                   "CPU runs without mpirun: virtual ranks (threads of this process); 0: 4");
+    app.add_option("--device", o.device, "auto (GPU when there is one), cpu or gpu")->capture_default_str();
+    app.add_option("--transport", o.transport,
+                   "Halo exchange: auto, reference (CPU, in-process), staged, ipc, nccl, nvshmem")
+        ->capture_default_str();
+    app.add_option("--nvshmem-path", o.nvshmemPath,
+                   "nvshmem transport path per peer: auto, direct (NVLink stores), tma (NVLink bulk copies) or put "
+                   "(put-with-signal, what InfiniBand needs)")
+        ->capture_default_str();
+    app.add_flag("--allow-shared-gpus", o.allowSharedGpus,
+                 "Allow more ranks than GPUs on a node (start MPS first; for correctness runs)");
+    app.add_option("--cuda-graphs", o.cudaGraphs, "Capture the MD step in a CUDA graph where the transport allows")
+        ->capture_default_str();
+    app.add_option("--wait-timeout", o.waitTimeoutSeconds,
+                   "Seconds a device-side wait may take before the job is aborted with a diagnostic; 0: default");
+    app.add_option("--thermo-every", o.thermoEvery, "Steps between energy lines; 0: steps/10");
+    app.add_option("--traj", o.trajFile, "Write a multi-frame .gro trajectory to this file");
+    app.add_option("--traj-every", o.trajEvery, "Steps between trajectory frames");
+    app.add_option("--cpt", o.checkpointFile, "Write checkpoints to this file (atomically)");
+    app.add_option("--cpt-every", o.checkpointEvery, "Steps between checkpoints (rounded up to a search step)");
+    app.add_option("--restart", o.restartFile, "Continue the trajectory stored in this checkpoint");
+    app.add_option("--write-gromacs", o.writeGromacsDir,
+                   "Write conf.gro, topol.top and md.mdp for the same system into this directory");
+    app.add_option("--json", o.jsonFile, "Write the run summary (performance, energies, settings) as JSON");
+    app.add_flag("--quiet", o.quiet, "Print only the final summary");
+}
+
+bool wantGpu(const md::MdOptions& o) {
+    const int gpus = md::visibleGpuCount();
+    if (o.device == "gpu") {
+        if (!HALOEX_HAVE_CUDA) {
+            throwError(ErrorKind::InvalidInput, "--device gpu: this haloex was built without CUDA");
+        }
+        if (gpus == 0) throwError(ErrorKind::InvalidInput, "--device gpu: no GPU is visible to this process");
+        return true;
+    }
+    if (o.device == "cpu") return false;
+    if (o.device != "auto") {
+        throwError(ErrorKind::InvalidInput, fmt::format("--device '{}': use auto, cpu or gpu", o.device));
+    }
+    return gpus > 0;
+}
+
+std::unique_ptr<transport::ParticleTransport> makeTransportFor(const md::MdOptions& o, runtime::World& world,
+                                                               bool gpu) {
+    std::string name = o.transport;
+    if (world.kind() == "threads") {
+        if (name != "auto" && name != "reference") {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("--transport {}: virtual ranks in one process use the reference transport; "
+                                   "launch with mpirun for {}",
+                                   name, name));
+        }
+        return std::make_unique<transport::ReferenceTransport>(world);
+    }
+#if HALOEX_HAVE_FACTORY
+    transport::TransportOptions options;
+    options.memorySpace = gpu ? transport::MemorySpace::Device : transport::MemorySpace::Host;
+    options.allowSharedGpus = o.allowSharedGpus;
+    options.nvshmemPath = o.nvshmemPath;
+    options.waitTimeoutSeconds = o.waitTimeoutSeconds;
+    if (name == "auto") {
+        if (!gpu || world.size() == 1) name = "staged";
+        else name = HALOEX_HAVE_NVSHMEM ? "nvshmem" : "ipc";
+    }
+    return transport::makeTransport(name, world, options);
+#else
+    (void)gpu;
+    throwError(ErrorKind::InvalidInput, "this build has no transport factory");
+#endif
+}
+
+// One rank's run; rank 0 reports.
+md::RunSummary runRank(const md::MdOptions& resolved, runtime::World& world, bool gpu) {
+    auto transport = makeTransportFor(resolved, world, gpu);
+    std::unique_ptr<md::RankBackend> backend;
+    if (gpu) {
+        md::GpuBackendOptions gpuOptions;
+        backend = md::makeGpuBackend(gpuOptions);
+    } else {
+        backend = md::makeCpuBackend();
+    }
+    md::Engine engine(resolved, world, *transport, *backend);
+    return engine.run();
+}
+
+void report(const md::RunSummary& summary, const md::MdOptions& o) {
+    md::printPerformanceSummary(std::cout, summary);
+    if (!o.jsonFile.empty()) {
+        md::writeSummaryJson(o.jsonFile, summary, o);
+        fmt::print("Wrote {}\n", o.jsonFile);
+    }
+}
+
+int run(md::MdOptions o) {
+    const bool gpu = wantGpu(o);
+#if HALOEX_HAVE_MPI
+    if (runtime::MpiSession::launchedByMpiLauncher()) {
+        runtime::MpiSession session;
+        runtime::MpiWorld world;
+        try {
+            if (gpu) md::selectGpuForRank(world, o.allowSharedGpus);
+            const md::MdOptions resolved = md::resolveOptions(o, world.size(), gpu);
+            const md::RunSummary summary = runRank(resolved, world, gpu);
+            if (world.rank() == 0) report(summary, resolved);
+        } catch (const std::exception& e) {
+            // One rank's error: end the whole job so no rank waits forever.
+            world.abort(e.what());
+        }
+        return 0;
+    }
+#endif
+    if (gpu) {
+        runtime::World& world = runtime::singleRankWorld();
+        const md::MdOptions resolved = md::resolveOptions(o, 1, true);
+        report(runRank(resolved, world, true), resolved);
+        return 0;
+    }
+    const int ranks = o.virtualRanks > 0 ? o.virtualRanks : 4;
+    const md::MdOptions resolved = md::resolveOptions(o, ranks, false);
+    std::optional<md::RunSummary> summary;
+    runtime::runInProcess(ranks, [&](runtime::World& world) {
+        md::RunSummary mine = runRank(resolved, world, false);
+        if (world.rank() == 0) summary = std::move(mine);
+    });
+    report(*summary, resolved);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    md::MdOptions options;
+    CLI::App app{"haloex-md: molecular dynamics of a charged Lennard-Jones liquid (DESIGN §5) with a "
+                 "domain-decomposed, GPU-initiated halo exchange.\n"
+                 "Launch with mpirun/srun for one rank per GPU; without a launcher it uses one GPU, or the CPU "
+                 "reference with --ranks virtual ranks when there is no GPU."};
+    addOptions(app, options);
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        return app.exit(e);
+    }
+    try {
+        return run(options);
+    } catch (const haloex::Error& e) {
+        fmt::print(stderr, "haloex-md: {} error: {}\n", haloex::toString(e.kind()), e.what());
+        return 1;
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "haloex-md: error: {}\n", e.what());
+        return 1;
+    }
+}

@@ -1,0 +1,70 @@
+#pragma once
+// The MD run of one rank: the loop, repartitioning at search steps, output
+// steps, and the performance summary. Collective over the World; every rank
+// calls run() with the same options.
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "haloex/md/backend.hpp"
+#include "haloex/md/forcefield.hpp"
+#include "haloex/md/options.hpp"
+#include "haloex/runtime/world.hpp"
+#include "haloex/transport/transport.hpp"
+
+namespace haloex::md {
+
+struct EnergySample {
+    std::int64_t step = 0;
+    double time = 0.0;  // ps
+    double lj = 0.0, coulomb = 0.0, potential = 0.0, kinetic = 0.0, total = 0.0, conserved = 0.0;
+    double temperature = 0.0;  // K
+    double pressure = 0.0;     // bar
+};
+
+struct RunSummary {
+    std::string transport;
+    std::string backend;
+    int ranks = 1;
+    std::string grid;
+    std::int64_t atoms = 0;
+    std::int64_t firstStep = 0;
+    std::int64_t steps = 0;
+    double dt = 0.0, rc = 0.0, rlist = 0.0;
+    int nstlist = 0;
+    double estimatedBufferDrift = 0.0;
+    std::int64_t searchSteps = 0;
+    std::int64_t normalSteps = 0;
+    double normalSeconds = 0.0;   // wall time of steps without search
+    double totalSeconds = 0.0;    // wall time of all steps
+    double usPerStep = 0.0;       // without search steps
+    double usPerStepWithSearch = 0.0;
+    double nsPerDay = 0.0;
+    double hostSyncsPerStep = 0.0;
+    bool graphs = false;
+    std::vector<EnergySample> energies;
+    StepTimings timings;
+    std::vector<std::string> transportNotes;  // e.g. the nvshmem path per peer and why
+};
+
+class Engine {
+public:
+    // `options` must be resolved (resolveOptions); the transport and backend
+    // must match (host transport for the CPU backend).
+    Engine(MdOptions options, runtime::World& world, transport::ParticleTransport& transport, RankBackend& backend);
+    RunSummary run();
+
+private:
+    struct Impl;
+    MdOptions options_;
+    runtime::World& world_;
+    transport::ParticleTransport& transport_;
+    RankBackend& backend_;
+};
+
+// Fills the "auto" options for a run on `numRanks` ranks with or without
+// GPUs, and checks the rest (throws InvalidInput with the option's name).
+MdOptions resolveOptions(MdOptions options, int numRanks, bool onGpu);
+
+}  // namespace haloex::md

@@ -1,0 +1,31 @@
+#pragma once
+// Verlet-buffer estimate: how far beyond rc the pair list must reach so that
+// pairs that move inside rc during the list's lifetime (nstlist - 1 steps)
+// cost less energy than a tolerance (kJ/mol/ps per atom).
+//
+// The model is deliberately conservative: atoms move ballistically with the
+// Maxwell-Boltzmann velocity spread (a Gaussian relative displacement of
+// variance 2 kT t^2 / m per dimension), each missed pair contributes |V(r)|
+// (no cancellation between like and unlike charges), at uniform density.
+// Measured drifts (bench/, docs/md-engine.md) are below the estimate.
+#include "haloex/md/forcefield.hpp"
+
+namespace haloex::md {
+
+struct BufferEstimate {
+    double rlist = 0.0;       // nm
+    int nstlist = 0;
+    double estimatedDrift = 0.0;  // kJ/mol/ps per atom at this rlist
+};
+
+// Estimated drift (kJ/mol/ps per atom) for a list of radius rlist rebuilt
+// every nstlist steps of dt (ps), at number density (atoms/nm^3) and T (K).
+double estimateBufferDrift(const ForceField& ff, double density, double temperature, double rlist, int nstlist,
+                           double dt);
+
+// The smallest rlist (rounded up to 0.005 nm, at least rc) whose estimated
+// drift is within the tolerance.
+BufferEstimate chooseRlist(const ForceField& ff, double density, double temperature, int nstlist, double dt,
+                           double tolerance);
+
+}  // namespace haloex::md

@@ -1,0 +1,80 @@
+#pragma once
+// The MPI runtime: one process per rank, launched by mpirun/srun (DESIGN §1).
+//
+// MpiSession owns MPI's lifetime (create one at the top of main, before any
+// MpiWorld); MpiWorld is the World over a private duplicate of a communicator,
+// so haloex's messages never match the application's. Every MPI failure
+// throws Error(Runtime) with MPI's own error string and the failing call.
+#include <mpi.h>
+
+#include <string>
+
+#include "haloex/runtime/world.hpp"
+
+namespace haloex::runtime {
+
+class MpiSession {
+public:
+    // MPI_Init_thread(MPI_THREAD_FUNNELED): only the thread that created the
+    // session calls MPI. If MPI is already initialised (by the application),
+    // the session neither initialises nor finalises it.
+    MpiSession();
+    MpiSession(int& argc, char**& argv);
+    MpiSession(const MpiSession&) = delete;
+    MpiSession& operator=(const MpiSession&) = delete;
+    ~MpiSession();  // MPI_Finalize when this session initialised MPI
+
+    bool ownsMpi() const { return owns_; }
+
+    // True when the environment shows an MPI/PMI launcher started this process
+    // (OpenMPI, MPICH/Hydra, PMIx, Slurm's srun, MVAPICH), so applications can
+    // choose MPI without a command-line switch.
+    static bool launchedByMpiLauncher();
+
+private:
+    void init(int* argc, char*** argv);
+    bool owns_ = false;
+};
+
+class MpiWorld final : public World {
+public:
+    // Duplicates `parent` (needs an initialised MPI: create an MpiSession
+    // first). Collective over `parent`.
+    explicit MpiWorld(MPI_Comm parent = MPI_COMM_WORLD);
+    MpiWorld(const MpiWorld&) = delete;
+    MpiWorld& operator=(const MpiWorld&) = delete;
+    ~MpiWorld() override;
+
+    int rank() const override { return rank_; }
+    int size() const override { return size_; }
+    int localRank() const override { return localRank_; }
+    int localSize() const override { return localSize_; }
+    std::string kind() const override { return "mpi"; }
+
+    void barrier() override;
+    void sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src,
+                       int tag) override;
+    void allReduce(std::span<double> values, ReduceOp op) override;
+    void allReduce(std::span<std::int64_t> values, ReduceOp op) override;
+    void broadcastBytes(std::span<std::byte> data, int root) override;
+    void allGatherBytes(std::span<const std::byte> mine, std::span<std::byte> all) override;
+    std::vector<std::byte> allToAllBytes(std::span<const std::byte> send, std::span<const std::int64_t> sendCounts,
+                                         std::vector<std::int64_t>& recvCounts) override;
+    // Prints "haloex: rank R aborts the job: <message>" to stderr, then MPI_Abort.
+    [[noreturn]] void abort(const std::string& message, int code = 1) override;
+
+    // The private communicator (e.g. to bootstrap NVSHMEM or NCCL).
+    MPI_Comm comm() const { return comm_; }
+    // The communicator of the ranks on this node.
+    MPI_Comm localComm() const { return localComm_; }
+
+private:
+    MPI_Comm comm_ = MPI_COMM_NULL;
+    MPI_Comm localComm_ = MPI_COMM_NULL;
+    int rank_ = 0;
+    int size_ = 1;
+    int localRank_ = 0;
+    int localSize_ = 1;
+};
+
+}  // namespace haloex::runtime

@@ -1,0 +1,33 @@
+#pragma once
+// The `ipc` transport (library haloex_cuda): the paper's CPU-orchestrated
+// baseline, done the way CUDA-aware MPI and GROMACS's "GPU direct" path do it
+// on one node (DESIGN §1).
+//
+// setPlan exchanges CUDA IPC handles of the coordinate array and of a
+// per-pulse force receive buffer with the peers (ranks of one process share
+// raw pointers instead), again whenever an array was reallocated.
+// Per pulse, in order, every rank: packs its send entries into a local
+// buffer, waits for its stream (host sync 1), handshakes with its peers over
+// the World (the receiver's stream is idle, so its slot is free), copies the
+// packed block straight into the receiver's coordinates, waits for the copy
+// (host sync 2) and notifies the receiver. Forces, in reverse pulse order:
+// the owner of halo forces waits for its stream (sync 1), handshakes, copies
+// them into the sender's receive buffer, waits (sync 2), notifies; the sender
+// adds them into its atoms with a kernel. Exactly 2 host syncs per pulse and
+// direction (counters().hostSyncs). forwardBytes is host-staged (caller
+// arrays have no IPC handles).
+//
+// Needs every rank on one node (World::localSize() == size()); two ranks may
+// share a GPU. Other streams that read coordinates or write forces must be
+// ordered before the next call on the transport's stream.
+#include <memory>
+
+#include "haloex/runtime/world.hpp"
+#include "haloex/transport/transport.hpp"
+
+namespace haloex::transport {
+
+// Collective. The calling thread's current CUDA device holds the arrays.
+std::unique_ptr<ParticleTransport> makeIpcTransport(runtime::World& world);
+
+}  // namespace haloex::transport

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Everything haloex does on the GPU machine, in one call of the device tool:
+#   scripts/device/run.sh STAGE...      stages: build test stress md-bench nb-bench jacobi commbench sanitize
+# Logs and results go to $OUT (or ./out). Stages run in the order given; a
+# failing stage is reported and the next one still runs.
+set -uo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+out="${OUT:-$root/out}"
+mkdir -p "$out"
+build="$root/build-gpu"
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1
+export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
+ngpu=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
+summary="$out/summary.txt"
+note() { printf '%s\n' "$*" | tee -a "$summary"; }
+mpirun_np() { mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$@"; }
+
+start_mps() {
+  mkdir -p /tmp/mps /tmp/mpslog
+  nvidia-cuda-mps-control -d 2>/dev/null && note "MPS started" || note "MPS not started (already running?)"
+}
+stop_mps() { echo quit | nvidia-cuda-mps-control 2>/dev/null || true; }
+
+stage_build() {
+  note "== build ($(nproc) cores, $ngpu GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
+  if [ ! -f "$build/CMakeCache.txt" ]; then
+    cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+      >"$out/configure.log" 2>&1 || { tail -40 "$out/configure.log"; note "configure FAILED"; return 1; }
+    sed -n '/haloex .* configuration/,/executables/p' "$out/configure.log" | tee -a "$summary"
+  fi
+  local t0=$SECONDS
+  cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1 \
+    || { grep -E -A8 'error' "$out/build.log" | head -60; note "build FAILED"; return 1; }
+  note "build ok ($((SECONDS - t0)) s)"
+}
+
+stage_test() {
+  note "== ctest (gpu + unit)"
+  start_mps
+  (cd "$build" && ctest --output-on-failure --timeout 300 -j 4 -L 'gpu|unit' >"$out/ctest.log" 2>&1)
+  local rc=$?
+  grep -E 'tests passed|tests failed|\*\*\*Failed|Timeout|Not Run' "$out/ctest.log" | tee -a "$summary"
+  [ $rc -eq 0 ] || grep -E -B5 -A30 'FAILED|Failure' "$out/ctest.log" | head -120
+  stop_mps
+}
+
+stress_one() {  # np grid transport path steps
+  local np=$1 grid=$2 transport=$3 path=$4 steps=$5
+  local log="$out/stress-$transport-$path-$grid-$np.log"
+  timeout 300 mpirun_np "$np" "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport "$transport" \
+    --nvshmem-path "$path" --grid "$grid" --steps "$steps" --repartition-every 500 --atoms 6000 \
+    --wait-timeout 20 >"$log" 2>&1
+  local rc=$?
+  note "stress np=$np $grid $transport/$path: rc=$rc $(grep -E 'PASSED|FAILED|SKIPPED' "$log" | head -1 | cut -c1-160)"
+  [ $rc -eq 0 ] || [ $rc -eq 77 ] || tail -15 "$log"
+}
+
+stage_stress() {
+  note "== stress (every halo element checked every step)"
+  start_mps
+  local steps=${STRESS_STEPS:-3000}
+  local np2=2
+  for path in direct tma put; do
+    stress_one $np2 2x1x1 nvshmem $path "$steps"
+    stress_one 4 4x1x1 nvshmem $path "$steps"
+    stress_one 4 2x2x1 nvshmem $path "$steps"
+    stress_one 4 1x2x2 nvshmem $path "$steps"
+  done
+  for t in staged ipc nccl; do
+    stress_one $np2 2x1x1 $t auto 500
+    stress_one 4 2x2x1 $t auto 500
+  done
+  stop_mps
+}
+
+stage_timeout() {
+  note "== timeout diagnostic (a withheld signal must abort the job, not hang)"
+  start_mps
+  local log="$out/timeout.log"
+  HALOEX_TEST_WITHHOLD_SIGNAL=1:0 timeout 120 mpirun_np 2 "$build/bin/haloex-halo-stress" --allow-shared-gpus \
+    --transport nvshmem --grid 2x1x1 --steps 50 --wait-timeout 3 >"$log" 2>&1
+  note "timeout run rc=$? $(grep -m1 -o 'nvshmem wait timed out: .*' "$log" | cut -c1-300)"
+  stop_mps
+}
+
+for stage in "$@"; do
+  if declare -F "stage_${stage//-/_}" >/dev/null; then
+    "stage_${stage//-/_}" || note "stage $stage FAILED"
+  else
+    note "unknown stage $stage"
+  fi
+done
+note "== done"

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs the whole test suite (ctest).
+# GPU tests skip with a printed reason on machines without a GPU.
+#   scripts/test.sh [extra ctest arguments, e.g. -L unit]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${HALOEX_BUILD_DIR:-$root/build}"
+"$root/scripts/setup.sh"
+cd "$build"
+# MPI tests start several processes; as root OpenMPI needs these.
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
+set +e
+ctest --output-on-failure --timeout 600 "$@" 2>&1 | tee "$build/ctest.log"
+status=${PIPESTATUS[0]}
+set -e
+echo
+echo "[haloex test] summary:"
+grep -E 'tests passed|tests failed' "$build/ctest.log" || true
+skipped=$(grep -c 'Skipped' "$build/ctest.log" || true)
+echo "[haloex test] skipped (with their reasons above): $skipped"
+grep -E -A1 '\*\*\*Skipped|SKIPPED' "$build/ctest.log" | head -20 || true
+exit "$status"

@@ -1,0 +1,249 @@
+// haloex-bench-nonbonded: times the MD kernels of one rank holding the whole
+// system (all atoms home): pair search (build), the local non-bonded step
+// (gather + kernel + scatter), the leapfrog update, and a whole step
+// (clear forces + local non-bonded + update) launched on a stream and
+// replayed as a CUDA graph. Prints a table and JSON (DESIGN §5 system).
+//
+//   haloex-bench-nonbonded [--sizes 11250,22500,...] [--steps 200] [--rlist 1.0]
+//                          [--json FILE] [--seed N]
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "haloex/core/error.hpp"
+#include "haloex/cuda/device_buffer.hpp"
+#include "haloex/md/gpu/integrate.hpp"
+#include "haloex/md/gpu/nonbonded.hpp"
+#include "haloex/md/system.hpp"
+
+using namespace haloex;
+using namespace haloex::md::gpu;
+
+namespace {
+
+struct Options {
+    std::vector<int> sizes{11250, 22500, 45000, 90000, 180000, 360000, 720000};
+    int steps = 200;
+    double rlist = 1.0;
+    std::string json;
+    unsigned long long seed = 2026;
+};
+
+[[noreturn]] void usage(const std::string& problem) {
+    fmt::print(stderr,
+               "haloex-bench-nonbonded: {}\nusage: haloex-bench-nonbonded [--sizes N,N,...] [--steps S] "
+               "[--rlist R] [--json FILE] [--seed N]\n",
+               problem);
+    std::exit(2);
+}
+
+Options parse(int argc, char** argv) {
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const auto value = [&]() -> std::string {
+            if (i + 1 >= argc) usage(arg + " needs a value");
+            return argv[++i];
+        };
+        try {
+            if (arg == "--sizes") {
+                o.sizes.clear();
+                std::string list = value();
+                std::size_t start = 0;
+                while (start <= list.size()) {
+                    const std::size_t end = std::min(list.find(',', start), list.size());
+                    o.sizes.push_back(std::stoi(list.substr(start, end - start)));
+                    start = end + 1;
+                }
+            } else if (arg == "--steps") {
+                o.steps = std::stoi(value());
+            } else if (arg == "--rlist") {
+                o.rlist = std::stod(value());
+            } else if (arg == "--json") {
+                o.json = value();
+            } else if (arg == "--seed") {
+                o.seed = std::stoull(value());
+            } else {
+                usage("unknown option " + arg);
+            }
+        } catch (const std::logic_error&) {
+            usage("bad value for " + arg);
+        }
+    }
+    if (o.steps < 1) usage("--steps must be at least 1");
+    return o;
+}
+
+// Per-step targets on one H200 (us), from the project brief.
+double targetUs(int atoms) {
+    static const std::map<int, double> targets{{22500, 56},   {45000, 75},   {90000, 124},
+                                               {180000, 224}, {360000, 412}, {720000, 790}};
+    const auto it = targets.find(atoms);
+    return it == targets.end() ? 0.0 : it->second;
+}
+
+struct Row {
+    int atoms = 0;
+    int clusters = 0;
+    PairListStats list;
+    std::int64_t pairsWithinCutoff = 0;
+    double buildMs = 0, localUs = 0, localEnergyUs = 0, leapfrogUs = 0, stepUs = 0, graphStepUs = 0;
+};
+
+// Average time of `count` repetitions of `work` on `stream`, in us.
+template <class Work>
+double timeUs(cudaStream_t stream, int count, Work&& work) {
+    cuda::Event start(true), stop(true);
+    work();  // warm-up
+    start.record(stream);
+    for (int k = 0; k < count; ++k) work();
+    stop.record(stream);
+    HALOEX_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0.f;
+    HALOEX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return 1000.0 * ms / count;
+}
+
+Row run(int numAtoms, const Options& o) {
+    const md::ForceField ff;
+    const md::System system = md::makeLatticeSystem(numAtoms, o.seed, 300.0, ff);
+    std::vector<Vec3f> x(numAtoms), v(numAtoms);
+    std::vector<float> q(numAtoms);
+    for (int i = 0; i < numAtoms; ++i) {
+        x[i] = Vec3f(system.positions[i]);
+        v[i] = Vec3f(system.velocities[i]);
+        q[i] = static_cast<float>(ff.chargeOfType(system.types[i]));
+    }
+    const std::size_t bytes = numAtoms * sizeof(Vec3f);
+    cuda::DeviceBuffer<Vec3f> dX0(numAtoms), dX(numAtoms), dV0(numAtoms), dV(numAtoms), dF(numAtoms);
+    cuda::DeviceBuffer<float> dQ(numAtoms);
+    HALOEX_CUDA_CHECK(cudaMemcpy(dX0.data(), x.data(), bytes, cudaMemcpyHostToDevice));
+    HALOEX_CUDA_CHECK(cudaMemcpy(dV0.data(), v.data(), bytes, cudaMemcpyHostToDevice));
+    HALOEX_CUDA_CHECK(cudaMemcpy(dQ.data(), q.data(), numAtoms * sizeof(float), cudaMemcpyHostToDevice));
+    cuda::Stream stream;
+    const auto restore = [&] {
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(dX.data(), dX0.data(), bytes, cudaMemcpyDeviceToDevice, stream));
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(dV.data(), dV0.data(), bytes, cudaMemcpyDeviceToDevice, stream));
+    };
+    restore();
+
+    Row row;
+    row.atoms = numAtoms;
+    Nonbonded nb(ff, o.rlist);
+    const std::array<bool, 3> periodic{true, true, true};
+    nb.build(dX.data(), dQ.data(), nullptr, numAtoms, numAtoms, system.box, periodic, stream);  // warm-up
+    std::vector<double> builds;
+    for (int k = 0; k < 3; ++k) {
+        const auto t0 = std::chrono::steady_clock::now();
+        nb.build(dX.data(), dQ.data(), nullptr, numAtoms, numAtoms, system.box, periodic, stream);
+        builds.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(builds.begin(), builds.end());
+    row.buildMs = builds[1];
+    row.clusters = nb.numClusters();
+    row.list = nb.stats(ListKind::Local);
+    row.pairsWithinCutoff = nb.countPairsWithinCutoff(ListKind::Local, dX.data(), stream);
+
+    HALOEX_CUDA_CHECK(cudaMemsetAsync(dF.data(), 0, bytes, stream));
+    row.localUs = timeUs(stream, o.steps, [&] { nb.computeLocal(dX.data(), dF.data(), false, stream); });
+    row.localEnergyUs = timeUs(stream, o.steps, [&] {
+        nb.clearEnergies(stream);
+        nb.computeLocal(dX.data(), dF.data(), true, stream);
+    });
+
+    LeapfrogArgs a;
+    a.x = dX.data();
+    a.v = dV.data();
+    a.f = dF.data();
+    a.numAtoms = numAtoms;
+    a.dt = 0.002f;
+    a.invMass = static_cast<float>(1.0 / ff.mass);
+    HALOEX_CUDA_CHECK(cudaMemsetAsync(dF.data(), 0, bytes, stream));  // zero forces: atoms only drift
+    row.leapfrogUs = timeUs(stream, o.steps, [&] { leapfrog(a, stream); });
+
+    const auto step = [&] {
+        HALOEX_CUDA_CHECK(cudaMemsetAsync(dF.data(), 0, bytes, stream));
+        nb.computeLocal(dX.data(), dF.data(), false, stream);
+        leapfrog(a, stream);
+    };
+    restore();
+    row.stepUs = timeUs(stream, o.steps, step);
+
+    restore();
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    HALOEX_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    step();
+    HALOEX_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    row.graphStepUs = timeUs(stream, o.steps, [&] { HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+    HALOEX_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    HALOEX_CUDA_CHECK(cudaGraphDestroy(graph));
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Options o = parse(argc, argv);
+    try {
+        if (cuda::deviceCount() == 0) {
+            fmt::print(stderr, "haloex-bench-nonbonded: no CUDA device visible\n");
+            return 1;
+        }
+        cudaDeviceProp prop{};
+        HALOEX_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+        fmt::print("device: {} ({} SMs), rlist {} nm, rc 0.9 nm, {} timed repetitions\n", prop.name,
+                   prop.multiProcessorCount, o.rlist, o.steps);
+        for (const KernelResources& k : nonbondedKernelResources()) {
+            fmt::print("  kernel {}: {} registers, {} bytes local memory\n", k.name, k.registers, k.localBytes);
+        }
+        fmt::print("{:>8} {:>8} {:>10} {:>7} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>8}\n", "atoms", "clusters",
+                   "clpairs", "eff%", "build_ms", "local_us", "localE_us", "update_us", "step_us", "graph_us",
+                   "target");
+        std::vector<Row> rows;
+        for (int n : o.sizes) {
+            const Row r = run(n, o);
+            rows.push_back(r);
+            fmt::print("{:>8} {:>8} {:>10} {:>7.1f} {:>9.2f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>8}\n",
+                       r.atoms, r.clusters, r.list.clusterPairs,
+                       100.0 * r.pairsWithinCutoff / std::max<double>(1.0, 64.0 * r.list.clusterPairs), r.buildMs,
+                       r.localUs, r.localEnergyUs, r.leapfrogUs, r.stepUs, r.graphStepUs,
+                       targetUs(r.atoms) > 0 ? fmt::format("{:.0f}", targetUs(r.atoms)) : "-");
+            std::fflush(stdout);
+        }
+        std::string json = fmt::format("{{\"device\": \"{}\", \"rlist_nm\": {}, \"repetitions\": {}, \"results\": [",
+                                       prop.name, o.rlist, o.steps);
+        for (std::size_t k = 0; k < rows.size(); ++k) {
+            const Row& r = rows[k];
+            json += fmt::format(
+                "{}\n  {{\"atoms\": {}, \"clusters\": {}, \"entries\": {}, \"cluster_pairs\": {}, \"atom_pairs_in_list\": "
+                "{}, \"pairs_within_rc\": {}, \"build_ms\": {:.3f}, \"local_us\": {:.2f}, \"local_energies_us\": "
+                "{:.2f}, \"leapfrog_us\": {:.2f}, \"step_us\": {:.2f}, \"graph_step_us\": {:.2f}, \"target_step_us\": "
+                "{}}}",
+                k ? "," : "", r.atoms, r.clusters, r.list.entries, r.list.clusterPairs, r.list.atomPairs,
+                r.pairsWithinCutoff, r.buildMs, r.localUs, r.localEnergyUs, r.leapfrogUs, r.stepUs, r.graphStepUs,
+                targetUs(r.atoms));
+        }
+        json += "\n]}\n";
+        fmt::print("{}", json);
+        if (!o.json.empty()) {
+            std::FILE* f = std::fopen(o.json.c_str(), "w");
+            if (f == nullptr) throwError(ErrorKind::Io, "cannot write " + o.json);
+            std::fputs(json.c_str(), f);
+            std::fclose(f);
+        }
+    } catch (const std::exception& e) {
+        fmt::print(stderr, "haloex-bench-nonbonded: {}\n", e.what());
+        return 1;
+    }
+    return 0;
+}

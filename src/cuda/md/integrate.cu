@@ -1,0 +1,113 @@
+// Leapfrog update, kinetic energy and the non-finite check (integrate.hpp).
+#include <algorithm>
+
+#include "haloex/cuda/check.hpp"
+#include "haloex/md/gpu/integrate.hpp"
+
+namespace haloex::md::gpu {
+namespace {
+
+constexpr int kThreads = 256;
+// Reductions: enough blocks to fill the GPU, few enough that the per-block
+// double atomics on one address stay cheap.
+constexpr int kMaxReductionBlocks = 264;
+constexpr unsigned kFullWarp = 0xffffffffu;
+
+int blocksFor(int n) { return std::max(1, (n + kThreads - 1) / kThreads); }
+
+// Sums `value` over the block; thread 0 adds it to *target.
+__device__ void blockSumAtomicAdd(double value, double* target) {
+    __shared__ double partial[kThreads / 32];
+    for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_down_sync(kFullWarp, value, offset);
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (lane == 0) partial[warp] = value;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        double total = 0.0;
+        for (int w = 0; w < kThreads / 32; ++w) total += partial[w];
+        atomicAdd(target, total);
+    }
+}
+
+template <bool kAverageEkin>
+__global__ void __launch_bounds__(kThreads) leapfrogKernel(LeapfrogArgs a) {
+    const float lambda = a.velocityScale != nullptr ? *a.velocityScale : 1.0f;
+    double ekin2 = 0.0;  // sum m (|v_old|^2 + |v_new|^2), halved twice at the end
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.numAtoms; i += gridDim.x * blockDim.x) {
+        const float invMass = a.invMassPerAtom != nullptr ? a.invMassPerAtom[i] : a.invMass;
+        const Vec3f f = a.f[i];
+        Vec3f v = a.v[i];
+        const Vec3f vOld = v;
+        const float s = invMass * a.dt;
+        v.x = lambda * v.x + f.x * s;
+        v.y = lambda * v.y + f.y * s;
+        v.z = lambda * v.z + f.z * s;
+        Vec3f x = a.x[i];
+        x.x += v.x * a.dt;
+        x.y += v.y * a.dt;
+        x.z += v.z * a.dt;
+        a.v[i] = v;
+        a.x[i] = x;
+        if constexpr (kAverageEkin) {
+            const float m = a.invMassPerAtom != nullptr ? 1.0f / invMass : a.mass;
+            ekin2 += static_cast<double>(m * (norm2(vOld) + norm2(v)));
+        }
+    }
+    if constexpr (kAverageEkin) blockSumAtomicAdd(0.25 * ekin2, a.averageKineticEnergy);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    kineticEnergyKernel(const Vec3f* __restrict__ v, int n, float mass, const float* __restrict__ massPerAtom,
+                        double* __restrict__ ekin) {
+    double sum = 0.0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const float m = massPerAtom != nullptr ? massPerAtom[i] : mass;
+        sum += static_cast<double>(m * norm2(v[i]));
+    }
+    blockSumAtomicAdd(0.5 * sum, ekin);
+}
+
+__device__ inline bool finite3(const Vec3f& a) { return isfinite(a.x) && isfinite(a.y) && isfinite(a.z); }
+
+__global__ void checkFiniteKernel(const Vec3f* __restrict__ x, const Vec3f* __restrict__ f, int n,
+                                  unsigned* __restrict__ firstBad) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const bool bad = !finite3(x[i]) || (f != nullptr && !finite3(f[i]));
+    // "None" is all bits set, so an unsigned minimum keeps the first bad atom.
+    if (bad) atomicMin(firstBad, static_cast<unsigned>(i));
+}
+
+}  // namespace
+
+void leapfrog(const LeapfrogArgs& args, cudaStream_t stream) {
+    if (args.numAtoms <= 0) return;
+    const int blocks = std::min(blocksFor(args.numAtoms), args.averageKineticEnergy ? kMaxReductionBlocks : 1 << 30);
+    if (args.averageKineticEnergy != nullptr) {
+        leapfrogKernel<true><<<blocks, kThreads, 0, stream>>>(args);
+    } else {
+        leapfrogKernel<false><<<blocks, kThreads, 0, stream>>>(args);
+    }
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void accumulateKineticEnergy(const Vec3f* v, int numAtoms, float mass, const float* massPerAtom, double* dEkin,
+                             cudaStream_t stream) {
+    if (numAtoms <= 0) return;
+    kineticEnergyKernel<<<std::min(blocksFor(numAtoms), kMaxReductionBlocks), kThreads, 0, stream>>>(
+        v, numAtoms, mass, massPerAtom, dEkin);
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void resetFiniteCheck(int* dFirstBad, cudaStream_t stream) {
+    HALOEX_CUDA_CHECK(cudaMemsetAsync(dFirstBad, 0xff, sizeof(int), stream));
+}
+
+void checkFinite(const Vec3f* x, const Vec3f* f, int numAtoms, int* dFirstBad, cudaStream_t stream) {
+    if (numAtoms <= 0) return;
+    checkFiniteKernel<<<blocksFor(numAtoms), kThreads, 0, stream>>>(x, f, numAtoms,
+                                                                    reinterpret_cast<unsigned*>(dFirstBad));
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace haloex::md::gpu

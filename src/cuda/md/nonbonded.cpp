@@ -1,0 +1,220 @@
+// Nonbonded: the host side of the GPU non-bonded module (nonbonded.hpp). The
+// kernels and their launchers live in the .cu files.
+#include "haloex/md/gpu/nonbonded.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "haloex/core/error.hpp"
+#include "nonbonded_internal.cuh"
+
+namespace haloex::md::gpu {
+
+namespace detail {
+
+void throwNonFiniteAtom(int atom, int numHome) {
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("pair search: local atom {} ({} atom) has a non-finite position; only padding atoms (zone "
+                           "mask kPaddingMask) may. Check the previous step's forces and the halo exchange",
+                           atom, atom < numHome ? "home" : "halo"));
+}
+
+void throwSearchPassesDisagree(bool nonlocal) {
+    throwError(ErrorKind::Internal,
+               fmt::format("pair search ({} list): the count and fill passes found different cluster pairs; this is "
+                           "a bug in haloex (report it with the system that triggers it)",
+                           nonlocal ? "non-local" : "local"));
+}
+
+}  // namespace detail
+
+using namespace detail;
+
+struct Nonbonded::Impl {
+    ForceField ff;
+    double rlist = 0.0;
+    NonbondedOptions options;
+    KernelParams params{};
+    SearchSettings settings;
+    DeviceLayout layout;
+    DeviceList lists[2];  // local, non-local
+    cuda::DeviceBuffer<double> energies;
+    cuda::DeviceBuffer<unsigned long long> diagnosticCounter;
+    int energyBlocks = 1;
+    bool built = false;
+
+    DeviceList& list(ListKind kind) { return lists[kind == ListKind::Local ? 0 : 1]; }
+    const DeviceList& list(ListKind kind) const { return lists[kind == ListKind::Local ? 0 : 1]; }
+
+    void requireBuilt(const char* what) const {
+        if (!built) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("Nonbonded::{} called before build(): build the pair lists first", what));
+        }
+    }
+
+    // Gather, kernel, scatter for one list. Enqueue only.
+    void compute(ListKind kind, const Vec3f* dX, Vec3f* dF, bool withEnergies, cudaStream_t stream) {
+        const DeviceList& l = list(kind);
+        if (l.numEntries == 0) return;
+        const bool local = kind == ListKind::Local;
+        launchGather(dX, layout, local, stream);
+        launchNonbonded(params, l, layout, local, withEnergies, energyBlocks, energies.data(), stream);
+        launchScatter(layout, local, dF, stream);
+    }
+};
+
+Nonbonded::Nonbonded(const ForceField& ff, double rlist, NonbondedOptions options) : impl_(std::make_unique<Impl>()) {
+    if (!(rlist >= ff.rc) || !std::isfinite(rlist)) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("Nonbonded: rlist = {} nm must be finite and at least rc = {} nm", rlist, ff.rc));
+    }
+    if (options.maxJClustersPerEntry < 1 || options.maxJClustersPerEntry > 32) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("Nonbonded: maxJClustersPerEntry = {} must be in [1, 32] (one warp loads an entry's "
+                               "pair records at once)",
+                               options.maxJClustersPerEntry));
+    }
+    if (!(options.growthFactor >= 1.0)) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("Nonbonded: growthFactor = {} must be at least 1", options.growthFactor));
+    }
+    impl_->ff = ff;
+    impl_->rlist = rlist;
+    impl_->options = options;
+    impl_->params.c = makePairConstants(ff);
+    impl_->energies.resize(kNumEnergies);
+    HALOEX_CUDA_CHECK(cudaMemset(impl_->energies.data(), 0, impl_->energies.bytes()));
+    impl_->diagnosticCounter.resize(1);
+    int device = 0, numSms = 1;
+    HALOEX_CUDA_CHECK(cudaGetDevice(&device));
+    HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, device));
+    impl_->energyBlocks = std::max(1, numSms * energyKernelBlocksPerSm());
+}
+
+Nonbonded::~Nonbonded() = default;
+
+void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask, int numHome,
+                      int numLocal, const plan::Box& box, std::array<bool, 3> periodic, cudaStream_t stream) {
+    Impl& m = *impl_;
+    m.built = false;
+    if (numHome < 0 || numLocal < numHome) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("Nonbonded::build: {} home atoms but {} local atoms; need 0 <= numHome <= numLocal",
+                               numHome, numLocal));
+    }
+    if (dZoneMask == nullptr && numLocal != numHome) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("Nonbonded::build: {} halo atoms but no zone masks; pass the plan's zone masks",
+                               numLocal - numHome));
+    }
+    if (numLocal > 0 && (dX == nullptr || dCharge == nullptr)) {
+        throwError(ErrorKind::InvalidInput, "Nonbonded::build: null position or charge array");
+    }
+    m.settings = SearchSettings{box, periodic, m.rlist, m.options.maxJClustersPerEntry};
+    validateSearchSettings(m.settings, "Nonbonded::build");
+    const Float3 lengths = boxLengthsF(box);
+    for (int s = 0; s < kNumShifts; ++s) {
+        const Float3 v = shiftVector(s, lengths);
+        m.params.shifts[s] = make_float3(v.x, v.y, v.z);
+    }
+    buildLayout(m.layout, dX, dCharge, dZoneMask, numHome, numLocal, m.params.c.sqrtCoulomb,
+                m.options.growthFactor, stream);
+    searchList(m.lists[0], m.layout, false, m.settings, m.options.growthFactor, stream);
+    searchList(m.lists[1], m.layout, true, m.settings, m.options.growthFactor, stream);
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    m.built = true;
+}
+
+void Nonbonded::computeLocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream) {
+    impl_->requireBuilt("computeLocal");
+    impl_->compute(ListKind::Local, dX, dF, energies, stream);
+}
+
+void Nonbonded::computeNonlocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream) {
+    impl_->requireBuilt("computeNonlocal");
+    impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream);
+}
+
+void Nonbonded::clearEnergies(cudaStream_t stream) { impl_->energies.zeroAsync(stream); }
+
+const double* Nonbonded::deviceEnergies() const { return impl_->energies.data(); }
+
+PairListStats Nonbonded::stats(ListKind kind) const {
+    const DeviceList& l = impl_->list(kind);
+    return {l.numEntries, l.numPairs, l.atomPairs};
+}
+
+int Nonbonded::numHome() const { return impl_->layout.numHome; }
+int Nonbonded::numLocal() const { return impl_->layout.numLocal; }
+int Nonbonded::numHomeClusters() const { return impl_->layout.numHomeClusters; }
+int Nonbonded::numClusters() const { return impl_->layout.numClusters; }
+double Nonbonded::rlist() const { return impl_->rlist; }
+
+std::int64_t Nonbonded::countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream) {
+    Impl& m = *impl_;
+    m.requireBuilt("countPairsWithinCutoff");
+    const DeviceList& l = m.list(kind);
+    if (l.numEntries == 0) return 0;
+    const bool local = kind == ListKind::Local;
+    launchGather(dX, m.layout, local, stream);
+    m.diagnosticCounter.zeroAsync(stream);
+    launchCountWithinCutoff(l, m.layout, local, boxLengthsF(m.settings.box), m.params.c.rc2,
+                            m.diagnosticCounter.data(), stream);
+    unsigned long long n = 0;
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(&n, m.diagnosticCounter.data(), sizeof(n), cudaMemcpyDeviceToHost, stream));
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return static_cast<std::int64_t>(n);
+}
+
+ClusterLayoutHost Nonbonded::copyLayoutToHost() const {
+    const DeviceLayout& l = impl_->layout;
+    ClusterLayoutHost h;
+    h.grids = l.grids;
+    h.numHomeClusters = l.numHomeClusters;
+    h.numClusters = l.numClusters;
+    h.columnClusterStart.resize(static_cast<std::size_t>(l.numColumns()) + 1);
+    h.atomOfSlot.resize(static_cast<std::size_t>(l.numSlots()));
+    std::vector<float4> lo(static_cast<std::size_t>(l.numClusters)), hi(static_cast<std::size_t>(l.numClusters));
+    HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+    HALOEX_CUDA_CHECK(cudaMemcpy(h.columnClusterStart.data(), l.columnClusterStart.data(),
+                                 h.columnClusterStart.size() * sizeof(int), cudaMemcpyDeviceToHost));
+    if (l.numClusters > 0) {
+        HALOEX_CUDA_CHECK(cudaMemcpy(h.atomOfSlot.data(), l.atomOfSlot.data(), h.atomOfSlot.size() * sizeof(int),
+                                     cudaMemcpyDeviceToHost));
+        HALOEX_CUDA_CHECK(cudaMemcpy(lo.data(), l.bboxLo.data(), lo.size() * sizeof(float4), cudaMemcpyDeviceToHost));
+        HALOEX_CUDA_CHECK(cudaMemcpy(hi.data(), l.bboxHi.data(), hi.size() * sizeof(float4), cudaMemcpyDeviceToHost));
+    }
+    for (std::size_t c = 0; c < lo.size(); ++c) {
+        h.bboxLo.push_back({lo[c].x, lo[c].y, lo[c].z});
+        h.bboxHi.push_back({hi[c].x, hi[c].y, hi[c].z});
+    }
+    return h;
+}
+
+PairListHost Nonbonded::copyListToHost(ListKind kind) const {
+    const DeviceList& l = impl_->list(kind);
+    PairListHost h;
+    h.entries.resize(static_cast<std::size_t>(l.numEntries));
+    h.pairs.resize(static_cast<std::size_t>(l.numPairs));
+    HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+    if (l.numEntries > 0) {
+        HALOEX_CUDA_CHECK(cudaMemcpy(h.entries.data(), l.entries.data(), h.entries.size() * sizeof(ClusterEntry),
+                                     cudaMemcpyDeviceToHost));
+        HALOEX_CUDA_CHECK(cudaMemcpy(h.pairs.data(), l.pairs.data(), h.pairs.size() * sizeof(ClusterPair),
+                                     cudaMemcpyDeviceToHost));
+    }
+    return h;
+}
+
+std::array<KernelResources, 3> nonbondedKernelResources() {
+    const auto pack = [](const char* name, const cudaFuncAttributes& a) {
+        return KernelResources{name, a.numRegs, static_cast<int>(a.localSizeBytes), a.maxThreadsPerBlock};
+    };
+    return {pack("nonbonded (forces)", nonbondedKernelAttributes(false)),
+            pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true)),
+            pack("pair search (fill)", searchKernelAttributes())};
+}
+
+}  // namespace haloex::md::gpu

@@ -1,0 +1,117 @@
+#pragma once
+// Internals of the GPU non-bonded module shared by its .cu files: the device
+// cluster layout, the device pair lists, and the build steps that fill them.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "haloex/cuda/device_buffer.hpp"
+#include "haloex/md/gpu/cluster_reference.hpp"
+
+namespace haloex::md::gpu::detail {
+
+inline constexpr unsigned kFullWarp = 0xffffffffu;
+
+inline int blocksFor(long long n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
+
+// Grows a device buffer with headroom (contents are not kept).
+template <class T>
+void reserveWithHeadroom(cuda::DeviceBuffer<T>& buffer, std::size_t count, double growth) {
+    if (count <= buffer.capacity()) {
+        buffer.resize(count);
+        return;
+    }
+    buffer.reserve(static_cast<std::size_t>(static_cast<double>(count) * growth) + 16);
+    buffer.resize(count);
+}
+
+// Atoms in cluster order on the device (one slot per cluster position).
+struct DeviceLayout {
+    GridChoice grids;
+    int numHome = 0;
+    int numLocal = 0;
+    int numHomeAtoms = 0;  // atoms gridded (equals numHome)
+    int numHaloAtoms = 0;  // non-padding halo atoms
+    int numHomeClusters = 0;
+    int numClusters = 0;
+    int numColumns() const { return grids.numColumns(); }
+    long long numSlots() const { return static_cast<long long>(numClusters) * kClusterSize; }
+    long long numHomeSlots() const { return static_cast<long long>(numHomeClusters) * kClusterSize; }
+
+    cuda::DeviceBuffer<int> columnClusterStart;  // numColumns + 1
+    cuda::DeviceBuffer<int> atomOfSlot;          // -1: empty slot
+    cuda::DeviceBuffer<std::uint8_t> zoneOfSlot; // kPaddingMask for empty slots
+    cuda::DeviceBuffer<float> chargeOfSlot;      // q sqrt(f); 0 for empty slots
+    cuda::DeviceBuffer<float4> bboxLo, bboxHi;   // per cluster
+    // Positions + scaled charge per slot: the local kernel's copy (home slots)
+    // and the non-local kernel's copy (all slots, written by the non-local
+    // gather), so the two never race when they run on different streams.
+    cuda::DeviceBuffer<float4> xqLocal, xqNonlocal;
+    // Force accumulators in slot order, zero between steps (the scatter into
+    // the caller's array clears them).
+    cuda::DeviceBuffer<float4> fLocal, fNonlocal;
+
+    // Build scratch.
+    cuda::DeviceBuffer<std::uint64_t> keys, keysSorted;
+    cuda::DeviceBuffer<int> atoms, atomsSorted;
+    cuda::DeviceBuffer<int> columnCount, columnAtomStart, columnClusters, clusterColumn;
+    cuda::DeviceBuffer<unsigned char> cubTemp;
+};
+
+struct BoundsPartial {
+    float lo[3];
+    float hi[3];
+    int count;
+    int firstNonFinite;  // INT_MAX if none
+};
+
+// Grids the atoms and fills the layout (synchronises `stream`). Throws
+// InvalidInput for a non-finite position of a non-padding atom.
+void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
+                 int numHome, int numLocal, float sqrtCoulomb, double growth, cudaStream_t stream);
+
+struct DeviceList {
+    int numEntries = 0;
+    long long numPairs = 0;
+    long long atomPairs = 0;
+    cuda::DeviceBuffer<ClusterEntry> entries;
+    cuda::DeviceBuffer<ClusterPair> pairs;
+    // Search scratch: per task pair and entry counts and their scans.
+    cuda::DeviceBuffer<int> pairCount, entryCount, pairOffset, entryOffset;
+    cuda::DeviceBuffer<unsigned long long> counters;  // [atom pairs, error flag]
+    cuda::DeviceBuffer<unsigned char> cubTemp;
+};
+
+// Builds the local (home-home) or non-local list (synchronises `stream`).
+void searchList(DeviceList& list, DeviceLayout& layout, bool nonlocal, const SearchSettings& settings,
+                double growth, cudaStream_t stream);
+
+// Registers of the search kernel (fill variant).
+cudaFuncAttributes searchKernelAttributes();
+
+// Error reports (nonbonded.cpp: fmt stays out of nvcc's way).
+[[noreturn]] void throwNonFiniteAtom(int atom, int numHome);
+[[noreturn]] void throwSearchPassesDisagree(bool nonlocal);
+
+// --- per-step kernels (nonbonded.cu) -----------------------------------------
+struct KernelParams {
+    PairConstants c;
+    float3 shifts[kNumShifts];
+};
+
+// Gathers positions of the local list's slots (home) or the non-local list's
+// (all) into the matching xq copy.
+void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream);
+// The pair kernel over one list into the list's slot-ordered force buffer.
+// With energies, the grid is capped at maxEnergyBlocks.
+void launchNonbonded(const KernelParams& params, const DeviceList& list, DeviceLayout& layout, bool local,
+                     bool energies, int maxEnergyBlocks, double* dEnergies, cudaStream_t stream);
+// Adds the list's slot-ordered forces into dF and clears them.
+void launchScatter(DeviceLayout& layout, bool local, Vec3f* dF, cudaStream_t stream);
+// Adds to *dCount the list's atom pairs with atomDistance2 < rc2 (diagnostic).
+void launchCountWithinCutoff(const DeviceList& list, DeviceLayout& layout, bool local, Float3 boxLengths, float rc2,
+                             unsigned long long* dCount, cudaStream_t stream);
+int energyKernelBlocksPerSm();
+cudaFuncAttributes nonbondedKernelAttributes(bool energies);
+
+}  // namespace haloex::md::gpu::detail

@@ -1,0 +1,322 @@
+// The `ipc` transport: CPU-orchestrated GPU-direct copies through CUDA IPC,
+// with handshakes over the World (see transport/ipc.hpp for the protocol).
+#include "haloex/transport/ipc.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <exception>
+#include <fmt/format.h>
+#include <map>
+#include <random>
+#include <set>
+
+#include "halo_kernels.hpp"
+#include "staged_path.hpp"
+
+namespace haloex::transport {
+namespace {
+
+// Message tags (the World is shared with set-up traffic); + pulse id.
+constexpr int kTagExportX = 9000;
+constexpr int kTagExportF = 9500;
+constexpr int kTagReadyForward = 5000;
+constexpr int kTagDoneForward = 6000;
+constexpr int kTagReadyReverse = 7000;
+constexpr int kTagDoneReverse = 8000;
+constexpr int kTagBytes = 10000;
+
+// Identifies this process, so ranks that are threads of one process can use
+// each other's pointers directly (a process cannot open its own IPC handles).
+std::uint64_t processToken() {
+    static const std::uint64_t token = [] {
+        std::random_device device;
+        const auto now = static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+        return (static_cast<std::uint64_t>(device()) << 32) ^ device() ^ now ^
+               (static_cast<std::uint64_t>(getpid()) << 16);
+    }();
+    return token;
+}
+
+// A new id for every allocation this process exports, so importers know when
+// a mapping is stale (the same address may come back from cudaMalloc).
+std::uint64_t nextAllocationId() {
+    static std::atomic<std::uint64_t> counter{1};
+    return counter++;
+}
+
+// What a rank tells a peer about one of its buffers.
+struct ExportedBuffer {
+    std::uint64_t process = 0;
+    std::uint64_t allocation = 0;
+    std::uint64_t pointer = 0;  // valid inside `process` only
+    cudaIpcMemHandle_t handle{};
+    std::int64_t offsetBytes = 0;  // where the peer's slot starts
+};
+
+// A device array whose allocation can be exported.
+template <class T>
+struct ExportableArray {
+    cuda::DeviceBuffer<T> buffer;
+    std::uint64_t allocation = 0;
+    cudaIpcMemHandle_t handle{};
+
+    bool needsGrowth(std::size_t count) const { return count > buffer.capacity() || allocation == 0; }
+    void allocate(std::size_t count) {
+        buffer = cuda::DeviceBuffer<T>(std::max<std::size_t>(count, 1));
+        buffer.resize(count);
+        HALOEX_CUDA_CHECK(cudaIpcGetMemHandle(&handle, buffer.data()));
+        allocation = nextAllocationId();
+    }
+    ExportedBuffer exported(std::int64_t offsetBytes) const {
+        ExportedBuffer e;
+        e.process = processToken();
+        e.allocation = allocation;
+        e.pointer = reinterpret_cast<std::uint64_t>(buffer.data());
+        e.handle = handle;
+        e.offsetBytes = offsetBytes;
+        return e;
+    }
+};
+
+class IpcTransport final : public ParticleTransport {
+public:
+    explicit IpcTransport(runtime::World& world) : world_(world), bytesPath_(world) {
+        if (world.localSize() != world.size()) {
+            throwError(ErrorKind::Runtime,
+                       fmt::format("the ipc transport needs every rank on one node (CUDA IPC does not cross nodes), "
+                                   "but rank {} shares its node with {} of {} ranks; use staged, nccl or nvshmem",
+                                   world.rank(), world.localSize(), world.size()));
+        }
+    }
+
+    ~IpcTransport() override {
+        closeImports([](const Import&) { return true; });
+        // Owners free their arrays below: wait until no peer maps them. Skipped
+        // while an exception unwinds (the job is failing; a barrier could hang).
+        if (std::uncaught_exceptions() == 0) {
+            try {
+                world_.barrier();
+            } catch (...) {
+            }
+        }
+    }
+
+    std::string name() const override { return "ipc"; }
+    MemorySpace memorySpace() const override { return MemorySpace::Device; }
+
+    void setPlan(const plan::ParticleHaloPlan& plan) override;
+    const plan::ParticleHaloPlan& plan() const override { return plan_; }
+    Vec3f* coordinates() override { return x_.buffer.data(); }
+    Vec3f* forces() override { return f_.data(); }
+
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override;
+    void reverseForces(StreamHandle stream) override;
+    void clearForces(StreamHandle stream) override { f_.zeroAsync(static_cast<cudaStream_t>(stream)); }
+    void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
+        HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
+        bytesPath_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
+                           static_cast<cudaStream_t>(stream), kTagBytes);
+    }
+    const TransportCounters& counters() const override { return counters_; }
+
+private:
+    struct Import {
+        int owner = -1;
+        std::uint64_t process = 0;
+        std::uint64_t allocation = 0;
+        void* base = nullptr;
+        bool opened = false;  // through cudaIpcOpenMemHandle (else a same-process pointer)
+    };
+
+    void* importBuffer(int owner, const ExportedBuffer& e);
+    template <class Keep>
+    void closeImports(Keep keep);
+    // Handshake: this rank's value to `dest`, the peer's from `src` (either
+    // may be -1); the values are the exchange counters, which must agree.
+    void handshake(int dest, int src, int tag);
+
+    runtime::World& world_;
+    plan::ParticleHaloPlan plan_;
+    ExportableArray<Vec3f> x_;
+    cuda::DeviceBuffer<Vec3f> f_;
+    ExportableArray<Vec3f> forceRecv_;  // one slot per pulse: forces of the atoms this rank sent
+    std::vector<std::size_t> forceSlot_;
+    cuda::DeviceBuffer<Vec3f> send_;
+    cuda::DevicePulseMaps maps_;
+    cuda::StagedPath bytesPath_;
+    // Per pulse: the receiver's coordinate slot, the sender's force slot.
+    std::vector<Vec3f*> peerX_, peerForceSlot_;
+    std::map<std::pair<std::uint64_t, std::uint64_t>, Import> imports_;  // by (process, allocation)
+    std::int64_t exchange_ = 0;
+    TransportCounters counters_;
+};
+
+void* IpcTransport::importBuffer(int owner, const ExportedBuffer& e) {
+    const auto key = std::pair{e.process, e.allocation};
+    if (auto it = imports_.find(key); it != imports_.end()) return it->second.base;
+    Import import;
+    import.owner = owner;
+    import.process = e.process;
+    import.allocation = e.allocation;
+    if (e.process == processToken()) {
+        import.base = reinterpret_cast<void*>(e.pointer);
+    } else {
+        const cudaError_t status = cudaIpcOpenMemHandle(&import.base, e.handle, cudaIpcMemLazyEnablePeerAccess);
+        if (status != cudaSuccess) {
+            cudaGetLastError();
+            throwError(ErrorKind::Cuda,
+                       fmt::format("rank {}: cudaIpcOpenMemHandle of rank {}'s buffer failed: {} ({}); CUDA IPC needs "
+                                   "the ranks on one node with peer-accessible GPUs (and no container isolation of "
+                                   "the GPU driver); use the staged transport otherwise",
+                                   world_.rank(), owner, cudaGetErrorName(status), cudaGetErrorString(status)));
+        }
+        import.opened = true;
+    }
+    imports_.emplace(key, import);
+    return import.base;
+}
+
+template <class Keep>
+void IpcTransport::closeImports(Keep keep) {
+    for (auto it = imports_.begin(); it != imports_.end();) {
+        if (keep(it->second)) {
+            ++it;
+            continue;
+        }
+        if (it->second.opened) cudaIpcCloseMemHandle(it->second.base);
+        it = imports_.erase(it);
+    }
+}
+
+void IpcTransport::setPlan(const plan::ParticleHaloPlan& plan) {
+    plan_ = plan;
+    const auto numLocal = static_cast<std::size_t>(plan_.numLocal);
+    forceSlot_.assign(plan_.pulses.size(), 0);
+    std::size_t forceSlots = 0;
+    for (const plan::Pulse& p : plan_.pulses) {
+        forceSlot_[static_cast<std::size_t>(p.id)] = forceSlots;
+        forceSlots += p.sendIndices.size();
+    }
+
+    // Importers must unmap an allocation before its owner frees it.
+    const bool regrow = x_.needsGrowth(numLocal) || forceRecv_.needsGrowth(forceSlots);
+    const std::vector<std::int64_t> regrows = world_.allGather<std::int64_t>(regrow ? 1 : 0);
+    closeImports([&](const Import& i) { return regrows[static_cast<std::size_t>(i.owner)] == 0; });
+    world_.barrier();
+    if (x_.needsGrowth(numLocal)) x_.allocate(numLocal);
+    if (forceRecv_.needsGrowth(forceSlots)) forceRecv_.allocate(forceSlots);
+    x_.buffer.resize(numLocal);
+    forceRecv_.buffer.resize(forceSlots);
+    f_.resize(numLocal);
+    send_.resize(std::max<std::size_t>(static_cast<std::size_t>(plan_.maxSendCount()), 1));
+    if (numLocal) {
+        HALOEX_CUDA_CHECK(cudaMemset(x_.buffer.data(), 0, x_.buffer.bytes()));
+        HALOEX_CUDA_CHECK(cudaMemset(f_.data(), 0, f_.bytes()));
+    }
+    maps_.upload(plan_);
+
+    // Per pulse, tell the peers where to write into this rank and learn where
+    // to write into them (an allocation seen before keeps its mapping).
+    peerX_.assign(plan_.pulses.size(), nullptr);
+    peerForceSlot_.assign(plan_.pulses.size(), nullptr);
+    std::set<std::pair<std::uint64_t, std::uint64_t>> used;
+    for (const plan::Pulse& p : plan_.pulses) {
+        const auto id = static_cast<std::size_t>(p.id);
+        // My coordinates are written by my recvRank; I write into my sendRank's.
+        const std::vector<ExportedBuffer> mineX{x_.exported(0)};
+        const auto theirX = world_.sendRecv(mineX, p.recvRank, p.sendRank, kTagExportX + p.id);
+        // My force slot of this pulse is written by my sendRank; I write into my recvRank's.
+        const std::vector<ExportedBuffer> mineF{
+            forceRecv_.exported(static_cast<std::int64_t>(forceSlot_[id] * sizeof(Vec3f)))};
+        const auto theirF = world_.sendRecv(mineF, p.sendRank, p.recvRank, kTagExportF + p.id);
+        if (p.sends()) {
+            HALOEX_ASSERT(theirX.size() == 1, "one coordinate export per pulse");
+            peerX_[id] = static_cast<Vec3f*>(importBuffer(p.sendRank, theirX[0])) + p.remoteRecvOffset;
+            used.insert({theirX[0].process, theirX[0].allocation});
+        }
+        if (p.receives()) {
+            HALOEX_ASSERT(theirF.size() == 1, "one force-slot export per pulse");
+            peerForceSlot_[id] = reinterpret_cast<Vec3f*>(static_cast<std::byte*>(importBuffer(p.recvRank, theirF[0])) +
+                                                          theirF[0].offsetBytes);
+            used.insert({theirF[0].process, theirF[0].allocation});
+        }
+    }
+    closeImports([&](const Import& i) { return used.count({i.process, i.allocation}) > 0; });
+}
+
+void IpcTransport::handshake(int dest, int src, int tag) {
+    const std::int64_t mine = exchange_;
+    std::int64_t theirs = mine;
+    world_.sendRecvBytes(std::as_bytes(std::span(&mine, 1)), dest,
+                         std::as_writable_bytes(std::span(&theirs, src >= 0 ? 1 : 0)), src, tag);
+    if (theirs != mine) {
+        throwError(ErrorKind::Internal,
+                   fmt::format("ipc transport: rank {} is in exchange {} but rank {} in exchange {} (tag {}); every "
+                               "rank must call forward/reverse the same number of times",
+                               world_.rank(), mine, src, theirs, tag));
+    }
+}
+
+void IpcTransport::forwardCoordinates(const plan::Box& box, StreamHandle streamHandle) {
+    const auto stream = static_cast<cudaStream_t>(streamHandle);
+    ++exchange_;
+    for (const plan::Pulse& p : plan_.pulses) {
+        const auto id = static_cast<std::size_t>(p.id);
+        const int count = p.sends() ? p.sendCount() : 0;
+        cuda::packCoordinates(x_.buffer.data(), maps_.pulse(p.id), count, cuda::pulseShift(p, box), send_.data(),
+                              stream);
+        // Sync 1: the packed block is complete (MPI cannot wait on a stream),
+        // and this rank's stream is idle, so its own receive slot is free.
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        ++counters_.hostSyncs;
+        handshake(p.recvRank, p.sendRank, kTagReadyForward + p.id);
+        if (count > 0) {
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(peerX_[id], send_.data(), static_cast<std::size_t>(count) * sizeof(Vec3f),
+                                              cudaMemcpyDefault, stream));
+        }
+        // Sync 2: the data is in the receiver's memory before it is told so.
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        ++counters_.hostSyncs;
+        // After this, my slot of pulse p is filled: later pulses may pack from it.
+        handshake(p.sendRank, p.recvRank, kTagDoneForward + p.id);
+    }
+    ++counters_.forwardCalls;
+}
+
+void IpcTransport::reverseForces(StreamHandle streamHandle) {
+    const auto stream = static_cast<cudaStream_t>(streamHandle);
+    ++exchange_;
+    for (auto it = plan_.pulses.rbegin(); it != plan_.pulses.rend(); ++it) {
+        const plan::Pulse& p = *it;
+        const auto id = static_cast<std::size_t>(p.id);
+        // Sync 1: the halo forces are final (force kernels and the later
+        // pulses' accumulation done) and this rank's force slots are free.
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        ++counters_.hostSyncs;
+        handshake(p.sendRank, p.recvRank, kTagReadyReverse + p.id);
+        const int haloCount = p.receives() ? p.recvCount : 0;
+        if (haloCount > 0) {
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(peerForceSlot_[id], f_.data() + p.recvOffset,
+                                              static_cast<std::size_t>(haloCount) * sizeof(Vec3f), cudaMemcpyDefault,
+                                              stream));
+        }
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        ++counters_.hostSyncs;
+        handshake(p.recvRank, p.sendRank, kTagDoneReverse + p.id);
+        if (p.sends()) {
+            cuda::unpackAddForces(forceRecv_.buffer.data() + forceSlot_[id], maps_.pulse(p.id), p.sendCount(),
+                                  f_.data(), stream);
+        }
+    }
+    ++counters_.reverseCalls;
+}
+
+}  // namespace
+
+std::unique_ptr<ParticleTransport> makeIpcTransport(runtime::World& world) {
+    return std::make_unique<IpcTransport>(world);
+}
+
+}  // namespace haloex::transport

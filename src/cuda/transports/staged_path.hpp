@@ -1,0 +1,46 @@
+#pragma once
+// Host-staged movement of device arrays, pulse by pulse over a World: pack on
+// the device, copy to pinned host memory, wait for the stream, sendRecvBytes,
+// copy the received block back. The `staged` transport is built from it, and
+// the `ipc` transport uses it for forwardBytes (caller-owned arrays have no
+// IPC handles). Internal to haloex.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "halo_kernels.hpp"
+#include "haloex/plan/particle_plan.hpp"
+#include "haloex/runtime/world.hpp"
+
+namespace haloex::cuda {
+
+class StagedPath {
+public:
+    explicit StagedPath(runtime::World& world) : world_(world) {}
+
+    // Forward of a per-atom device array of elementSize bytes (packed entries
+    // to the receivers' slots). With `box` the elements are Vec3f coordinates
+    // and get the pulses' periodic shifts. Returns the host syncs it made.
+    std::int64_t forward(const plan::ParticleHaloPlan& plan, const DevicePulseMaps& maps, std::byte* data,
+                         std::size_t elementSize, const plan::Box* box, cudaStream_t stream, int tagBase);
+    // Reverse: halo forces back to their owners, added through the index maps.
+    std::int64_t reverseAdd(const plan::ParticleHaloPlan& plan, const DevicePulseMaps& maps, Vec3f* f,
+                            cudaStream_t stream, int tagBase);
+
+private:
+    // Grows the staging buffers; waits for the previous call's copies first.
+    void reserve(std::size_t sendBytes, std::size_t recvBytes);
+    // Host buffers are rewritten by the next call: that call's stream must
+    // first pass the point where this call's copies from them were queued.
+    void beginCall(cudaStream_t stream);
+    void endCall(cudaStream_t stream);
+
+    runtime::World& world_;
+    DeviceBuffer<std::byte> deviceSend_, deviceRecv_;
+    PinnedBuffer<std::byte> hostSend_, hostRecv_;
+    Event lastUse_;
+    bool used_ = false;
+};
+
+}  // namespace haloex::cuda

@@ -1,0 +1,117 @@
+#include "haloex/md/cpu_backend.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "haloex/core/error.hpp"
+#include "haloex/md/force_oracle.hpp"
+
+namespace haloex::md {
+namespace {
+
+class CpuBackend final : public RankBackend {
+public:
+    std::string description() const override { return "CPU reference"; }
+    transport::MemorySpace memorySpace() const override { return transport::MemorySpace::Host; }
+
+    void setHome(transport::ParticleTransport& transport, std::span<const AtomRecord> home) override {
+        HALOEX_ASSERT(transport.memorySpace() == transport::MemorySpace::Host, "the CPU backend needs host arrays");
+        Vec3f* x = transport.coordinates();
+        velocities_.resize(home.size());
+        globalIds_.resize(home.size());
+        for (std::size_t i = 0; i < home.size(); ++i) {
+            x[i] = static_cast<Vec3f>(home[i].position);
+            velocities_[i] = static_cast<Vec3f>(home[i].velocity);
+            globalIds_[i] = home[i].globalId;
+        }
+    }
+
+    void prepare(transport::ParticleTransport& transport, const LocalStatics& statics,
+                 const BackendContext& context) override {
+        statics_ = statics;
+        context_ = context;
+        numLocal_ = transport.plan().numLocal;
+        numHome_ = transport.plan().numHome;
+    }
+
+    void getHome(transport::ParticleTransport& transport, std::span<AtomRecord> home) override {
+        HALOEX_ASSERT(static_cast<int>(home.size()) == numHome_, "home atom count changed between searches");
+        const Vec3f* x = transport.coordinates();
+        for (int i = 0; i < numHome_; ++i) {
+            home[i].position = static_cast<Vec3d>(x[i]);
+            home[i].velocity = static_cast<Vec3d>(velocities_[i]);
+        }
+    }
+
+    void runSteps(transport::ParticleTransport& transport, int count, bool energiesOnLast) override {
+        for (int s = 0; s < count; ++s) step(transport, energiesOnLast && s == count - 1);
+    }
+
+    EnergyTerms energies() override { return energies_; }
+    std::int64_t stepsRun() const override { return stepsRun_; }
+    void setVelocityScale(double lambda) override { velocityScale_ = static_cast<float>(lambda); }
+    void synchronize() override {}
+
+private:
+    void step(transport::ParticleTransport& transport, bool computeEnergies) {
+        const ForceField& ff = *context_.forceField;
+        transport.forwardCoordinates(context_.box, nullptr);
+        std::span<const Vec3f> x(transport.coordinates(), numLocal_);
+        const PairForces<float> pair =
+            computeForcesRank<float>(x, statics_.charges, statics_.zoneMasks, context_.box, context_.periodic, ff);
+        Vec3f* f = transport.forces();
+        std::copy(pair.forces.begin(), pair.forces.end(), f);
+        transport.reverseForces(nullptr);
+
+        const float dt = static_cast<float>(context_.dt);
+        const float invMass = static_cast<float>(1.0 / ff.mass);
+        Vec3f* xw = transport.coordinates();
+        double kineticBefore = 0.0, kineticAfter = 0.0;
+        std::int64_t nonFinite = -1;
+        for (int i = 0; i < numHome_; ++i) {
+            if (nonFinite < 0 && !(isFinite(f[i]) && isFinite(xw[i]))) nonFinite = globalIds_[i];
+            const Vec3f vOld = velocities_[i];
+            const Vec3f vNew = (vOld + f[i] * (invMass * dt)) * velocityScale_;
+            velocities_[i] = vNew;
+            xw[i] += vNew * dt;
+            if (computeEnergies) {
+                kineticBefore += norm2(static_cast<Vec3d>(vOld));
+                kineticAfter += norm2(static_cast<Vec3d>(vNew));
+            }
+        }
+        velocityScale_ = 1.0f;
+        if (computeEnergies) {
+            energies_ = {};
+            energies_.lj = pair.ljEnergy;
+            energies_.coulombPairs = pair.coulombEnergy;
+            double sumQ2 = 0.0;
+            for (int i = 0; i < numHome_; ++i) sumQ2 += double(statics_.charges[i]) * statics_.charges[i];
+            energies_.coulombSelf = ff.selfEnergy(1.0) * sumQ2;
+            energies_.kinetic = 0.25 * ff.mass * (kineticBefore + kineticAfter);
+            energies_.virial = pair.virial;
+        }
+        if (nonFinite >= 0 && nonFiniteAtom_ < 0) {
+            nonFiniteAtom_ = nonFinite;
+            nonFiniteStep_ = stepsRun_;
+        }
+        energies_.nonFiniteAtom = nonFiniteAtom_;
+        energies_.nonFiniteStep = nonFiniteStep_;
+        ++stepsRun_;
+    }
+
+    LocalStatics statics_;
+    BackendContext context_;
+    int numLocal_ = 0, numHome_ = 0;
+    std::vector<Vec3f> velocities_;
+    std::vector<std::int64_t> globalIds_;
+    EnergyTerms energies_;
+    float velocityScale_ = 1.0f;
+    std::int64_t stepsRun_ = 0;
+    std::int64_t nonFiniteAtom_ = -1, nonFiniteStep_ = -1;
+};
+
+}  // namespace
+
+std::unique_ptr<RankBackend> makeCpuBackend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace haloex::md

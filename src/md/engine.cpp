@@ -1,0 +1,302 @@
+#include "haloex/md/engine.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "haloex/core/error.hpp"
+#include "haloex/md/gro.hpp"
+#include "haloex/md/system.hpp"
+#include "haloex/md/thermostat.hpp"
+#include "haloex/md/verlet_buffer.hpp"
+#include "haloex/plan/decomposition.hpp"
+#include "haloex/runtime/plan_exchange.hpp"
+#include "haloex/transport/host_exchange.hpp"
+
+namespace haloex::md {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr double kBarPerKJMolNm3 = 16.6054;
+
+double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
+
+void requireOption(bool ok, const std::string& message) {
+    if (!ok) throwError(ErrorKind::InvalidInput, message);
+}
+
+System initialSystem(const MdOptions& o, const ForceField& ff) {
+    if (!o.groFile.empty()) {
+        GroFrame frame = readGro(o.groFile);
+        return std::move(frame.system);
+    }
+    return makeLatticeSystem(static_cast<int>(o.atoms), o.seed, o.temperature, ff);
+}
+
+}  // namespace
+
+MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
+    requireOption(o.dt > 0.0 && std::isfinite(o.dt), fmt::format("--dt {} ps: the time step must be positive", o.dt));
+    requireOption(o.rc > 0.0 && std::isfinite(o.rc), fmt::format("--rc {} nm: the cutoff must be positive", o.rc));
+    requireOption(o.steps >= 0, fmt::format("--steps {}: the step count cannot be negative", o.steps));
+    requireOption(o.nstlist >= 0, fmt::format("--nstlist {}: must be positive (or 0 for auto)", o.nstlist));
+    requireOption(o.rlist == 0.0 || o.rlist >= o.rc,
+                  fmt::format("--rlist {} nm is below --rc {} nm: the pair list must reach at least the cutoff",
+                              o.rlist, o.rc));
+    requireOption(o.thermostat == "none" || o.thermostat == "v-rescale",
+                  fmt::format("--thermostat '{}': use none or v-rescale", o.thermostat));
+    requireOption(o.temperature > 0.0, fmt::format("--temperature {} K must be positive", o.temperature));
+    if (o.groFile.empty() && o.atoms == 0) o.atoms = onGpu ? 22500LL * numRanks : 3000;
+    if (o.groFile.empty()) {
+        requireOption(o.atoms >= kMinAtoms && o.atoms % 2 == 0,
+                      fmt::format("--atoms {}: the proxy system needs an even number of atoms, at least {} (so the "
+                                  "box exceeds 2 x rlist and the lattice start is not tight)",
+                                  o.atoms, kMinAtoms));
+    }
+    if (o.steps == 0) o.steps = onGpu ? 2000 : 200;
+    if (o.nstlist == 0) o.nstlist = 50;
+    if (o.rlist == 0.0) {
+        ForceField ff;
+        ff.rc = o.rc;
+        o.rlist = chooseRlist(ff, kNumberDensity, o.temperature, o.nstlist, o.dt, o.bufferTolerance).rlist;
+    }
+    if (o.thermoEvery == 0) o.thermoEvery = static_cast<int>(std::max<std::int64_t>(1, o.steps / 10));
+    if (o.checkpointEvery > 0) {
+        // Checkpoints at search steps restart bitwise-identically where forces are deterministic.
+        o.checkpointEvery = (o.checkpointEvery + o.nstlist - 1) / o.nstlist * o.nstlist;
+    }
+    return o;
+}
+
+struct Engine::Impl {
+    Engine& e;
+    ForceField ff;
+    plan::Box box;
+    plan::RankGrid grid;
+    std::vector<AtomRecord> home;
+    std::int64_t totalAtoms = 0;
+    std::int64_t step = 0;
+    double thermostatEnergy = 0.0;  // energy removed by the thermostat so far
+    Thermostat thermostat;
+    RunSummary summary;
+    Clock::time_point runStart;
+
+    explicit Impl(Engine& engine) : e(engine), thermostat(engine.options_.seed) {}
+
+    bool isRoot() const { return e.world_.rank() == 0; }
+
+    void setUp() {
+        const MdOptions& o = e.options_;
+        ff.rc = o.rc;
+        System system = initialSystem(o, ff);
+        system.validate();
+        box = system.box;
+        totalAtoms = system.size();
+        grid = o.grid == "auto" ? plan::chooseRankGrid(e.world_.size(), box, o.rc, o.rlist)
+                                : plan::parseRankGrid(o.grid);
+        plan::requireGridMatchesRanks(grid, e.world_.size());
+        // Every rank holds the same start; each keeps the atoms of its cell.
+        std::vector<AtomRecord> mine;
+        const plan::Decomposition dd(spec());
+        for (int i = 0; i < system.size(); ++i) {
+            AtomRecord a;
+            a.globalId = system.globalIds[i];
+            a.type = system.types[i];
+            a.position = plan::wrapIntoBox(system.positions[i], box, "an atom of the start configuration");
+            a.velocity = system.velocities[i];
+            if (dd.ownerRank(a.position) == e.world_.rank()) mine.push_back(a);
+        }
+        home = std::move(mine);
+        summary.transport = e.transport_.name();
+        summary.backend = e.backend_.description();
+        summary.ranks = e.world_.size();
+        summary.grid = grid.toString();
+        summary.atoms = totalAtoms;
+        summary.firstStep = step;
+        summary.steps = o.steps;
+        summary.dt = o.dt;
+        summary.rc = o.rc;
+        summary.rlist = o.rlist;
+        summary.nstlist = o.nstlist;
+        summary.estimatedBufferDrift = estimateBufferDrift(ff, totalAtoms / box.volume(), o.temperature, o.rlist,
+                                                           o.nstlist, o.dt);
+    }
+
+    plan::DecompositionSpec spec() const {
+        return plan::DecompositionSpec{box, grid, e.options_.rc, e.options_.rlist};
+    }
+
+    // Repartitions, rebuilds the plan and the pair lists.
+    void search(bool first) {
+        if (!first) e.backend_.getHome(e.transport_, home);
+        const plan::Decomposition dd(spec());
+        home = migrateAtoms(std::move(home), dd, e.world_);
+        const std::int64_t count = countAtoms(home, e.world_);
+        if (count != totalAtoms) {
+            throwError(ErrorKind::Internal,
+                       fmt::format("repartitioning at step {} lost or duplicated atoms: {} instead of {}", step, count,
+                                   totalAtoms));
+        }
+        std::vector<Vec3d> positions(home.size());
+        for (std::size_t i = 0; i < home.size(); ++i) positions[i] = home[i].position;
+        runtime::RankPlan rankPlan = runtime::buildParticlePlan(dd, positions, e.world_, transportAlignment());
+        e.transport_.setPlan(rankPlan.plan);
+        e.backend_.setHome(e.transport_, home);
+
+        // Static data of halo atoms, once per search, on the host.
+        const auto& plan = e.transport_.plan();
+        LocalStatics statics;
+        statics.charges.assign(plan.numLocal, 0.0f);
+        statics.types.assign(plan.numLocal, 0);
+        statics.globalIds.assign(plan.numLocal, -1);
+        for (std::size_t i = 0; i < home.size(); ++i) {
+            statics.types[i] = home[i].type;
+            statics.charges[i] = static_cast<float>(ff.chargeOfType(home[i].type));
+            statics.globalIds[i] = home[i].globalId;
+        }
+        transport::forwardPulses(e.world_, plan.pulses, std::span(statics.types));
+        transport::forwardPulses(e.world_, plan.pulses, std::span(statics.charges));
+        transport::forwardPulses(e.world_, plan.pulses, std::span(statics.globalIds));
+        statics.zoneMasks = plan.zoneMask;
+
+        BackendContext context;
+        context.forceField = &ff;
+        context.box = box;
+        for (int d = 0; d < 3; ++d) context.periodic[d] = !grid.decomposed(d);
+        context.rlist = e.options_.rlist;
+        context.dt = e.options_.dt;
+        context.useGraphs = e.options_.cudaGraphs;
+        e.backend_.prepare(e.transport_, statics, context);
+    }
+
+    int transportAlignment() const { return e.transport_.memorySpace() == transport::MemorySpace::Device ? 4 : 1; }
+
+    bool isEnergyStep(std::int64_t s) const {
+        const std::int64_t last = summary.firstStep + e.options_.steps - 1;
+        return s == last || (s - summary.firstStep) % e.options_.thermoEvery == 0;
+    }
+
+    void recordEnergies(std::int64_t s) {
+        const EnergyTerms local = e.backend_.energies();
+        std::vector<double> sums{local.lj, local.coulombPairs, local.coulombSelf, local.kinetic, local.virial};
+        e.world_.allReduce(std::span(sums), runtime::ReduceOp::Sum);
+        std::vector<std::int64_t> bad{local.nonFiniteAtom >= 0 ? local.nonFiniteStep : INT64_MAX,
+                                      local.nonFiniteAtom >= 0 ? local.nonFiniteAtom : INT64_MAX};
+        e.world_.allReduce(std::span(bad), runtime::ReduceOp::Min);
+        if (bad[1] != INT64_MAX) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("non-finite force or position of atom {} (global id) found at step {} (checked "
+                                   "every energy step); the system blew up: use a smaller --dt, check the input "
+                                   "structure, or relax it first",
+                                   bad[1], summary.firstStep + bad[0]));
+        }
+        EnergySample sample;
+        sample.step = s;
+        sample.time = s * e.options_.dt;
+        sample.lj = sums[0];
+        sample.coulomb = sums[1] + sums[2];
+        sample.potential = sample.lj + sample.coulomb;
+        sample.kinetic = sums[3];
+        sample.total = sample.potential + sample.kinetic;
+        sample.conserved = sample.total - thermostatEnergy;
+        const int dof = degreesOfFreedom(static_cast<int>(totalAtoms));
+        sample.temperature = 2.0 * sample.kinetic / (dof * kBoltzmann);
+        sample.pressure = 2.0 / (3.0 * box.volume()) * (sample.kinetic - sums[4]) * kBarPerKJMolNm3;
+        summary.energies.push_back(sample);
+        if (e.options_.thermostat == "v-rescale") {
+            const double lambda = thermostat.scale(sample.kinetic, dof, e.options_.temperature, e.options_.tauT,
+                                                   e.options_.thermoEvery * e.options_.dt);
+            thermostatEnergy += (lambda * lambda - 1.0) * sample.kinetic;
+            e.backend_.setVelocityScale(lambda);
+        }
+        printThermo(sample);
+    }
+
+    void printThermo(const EnergySample& s) const {
+        if (!isRoot() || e.options_.quiet) return;
+        if (summary.energies.size() == 1) {
+            fmt::print("{:>10} {:>10} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13} {:>9} {:>10}  {}\n", "Step", "Time",
+                       "LJ (SR)", "Coulomb (RF)", "Potential", "Kinetic", "Total", "Conserved", "Temp", "Pres(bar)",
+                       "progress");
+        }
+        const double done = double(s.step - summary.firstStep + 1) / e.options_.steps;
+        const double elapsed = seconds(runStart, Clock::now());
+        const double left = done > 0 ? elapsed * (1.0 - done) / done : 0.0;
+        fmt::print("{:>10} {:>10.3f} {:>13.5g} {:>13.6g} {:>13.6g} {:>13.6g} {:>13.6g} {:>13.6g} {:>9.2f} {:>10.4g}  "
+                   "{:3.0f}%, {:.0f} s left\n",
+                   s.step, s.time, s.lj, s.coulomb, s.potential, s.kinetic, s.total, s.conserved, s.temperature,
+                   s.pressure, 100.0 * done, left);
+        std::fflush(stdout);
+    }
+
+    RunSummary run() {
+        setUp();
+        const MdOptions& o = e.options_;
+        const std::int64_t first = summary.firstStep;
+        const std::int64_t end = first + o.steps;
+        step = first;
+        runStart = Clock::now();
+        double searchSeconds = 0.0;
+        bool firstSearch = true;
+        while (step < end) {
+            if ((step - first) % o.nstlist == 0) {
+                const auto t0 = Clock::now();
+                search(firstSearch);
+                firstSearch = false;
+                e.backend_.runSteps(e.transport_, 1, isEnergyStep(step));
+                e.backend_.synchronize();
+                searchSeconds += seconds(t0, Clock::now());
+                ++summary.searchSteps;
+                if (isEnergyStep(step)) recordEnergies(step);
+                ++step;
+                continue;
+            }
+            // Run up to the next search, the next energy step (inclusive) or the end.
+            std::int64_t chunkEnd = std::min(end, first + ((step - first) / o.nstlist + 1) * o.nstlist);
+            for (std::int64_t s = step; s < chunkEnd; ++s) {
+                if (isEnergyStep(s)) {
+                    chunkEnd = s + 1;
+                    break;
+                }
+            }
+            const int count = static_cast<int>(chunkEnd - step);
+            const auto t0 = Clock::now();
+            e.backend_.runSteps(e.transport_, count, isEnergyStep(chunkEnd - 1));
+            e.backend_.synchronize();
+            summary.normalSeconds += seconds(t0, Clock::now());
+            summary.normalSteps += count;
+            step = chunkEnd;
+            if (isEnergyStep(step - 1)) recordEnergies(step - 1);
+        }
+        summary.totalSeconds = summary.normalSeconds + searchSeconds;
+        finishSummary();
+        return summary;
+    }
+
+    void finishSummary() {
+        // The slowest rank sets the pace.
+        summary.normalSeconds = e.world_.allReduceValue(summary.normalSeconds, runtime::ReduceOp::Max);
+        summary.totalSeconds = e.world_.allReduceValue(summary.totalSeconds, runtime::ReduceOp::Max);
+        if (summary.normalSteps > 0 && summary.normalSeconds > 0) {
+            summary.usPerStep = 1e6 * summary.normalSeconds / summary.normalSteps;
+            summary.nsPerDay = (summary.normalSteps * e.options_.dt * 1e-3) / (summary.normalSeconds / 86400.0);
+        }
+        if (e.options_.steps > 0) summary.usPerStepWithSearch = 1e6 * summary.totalSeconds / e.options_.steps;
+        const std::int64_t steps = std::max<std::int64_t>(1, e.backend_.stepsRun());
+        summary.hostSyncsPerStep = double(e.backend_.hostSyncsInSteps() + e.transport_.counters().hostSyncs) / steps;
+        summary.graphs = e.backend_.graphsActive();
+        summary.timings = e.backend_.timings();
+    }
+};
+
+Engine::Engine(MdOptions options, runtime::World& world, transport::ParticleTransport& transport,
+               RankBackend& backend)
+    : options_(std::move(options)), world_(world), transport_(transport), backend_(backend) {}
+
+RunSummary Engine::run() {
+    Impl impl(*this);
+    return impl.run();
+}
+
+}  // namespace haloex::md

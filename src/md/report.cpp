@@ -1,0 +1,133 @@
+#include "haloex/md/report.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <numeric>
+#include <ostream>
+
+#include "haloex/build_info.hpp"
+#include "haloex/core/error.hpp"
+
+namespace haloex::md {
+namespace {
+
+struct Distribution {
+    double mean = 0, median = 0, p10 = 0, p90 = 0, min = 0, max = 0;
+};
+
+Distribution describe(std::vector<double> v) {
+    Distribution d;
+    if (v.empty()) return d;
+    std::sort(v.begin(), v.end());
+    const auto at = [&](double q) { return v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)]; };
+    d.mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
+    d.median = at(0.5);
+    d.p10 = at(0.1);
+    d.p90 = at(0.9);
+    d.min = v.front();
+    d.max = v.back();
+    return d;
+}
+
+nlohmann::json toJson(const Distribution& d) {
+    return {{"mean", d.mean}, {"median", d.median}, {"p10", d.p10}, {"p90", d.p90}, {"min", d.min}, {"max", d.max}};
+}
+
+}  // namespace
+
+void printPerformanceSummary(std::ostream& out, const RunSummary& s) {
+    fmt::print(out, "\nRun: {} atoms, {} rank(s) on grid {}, transport {}, compute {}\n", s.atoms, s.ranks, s.grid,
+               s.transport, s.backend);
+    fmt::print(out, "     rc {} nm, rlist {} nm, nstlist {} (estimated buffer drift {:.2g} kJ/mol/ps per atom), "
+                    "dt {} ps\n",
+               s.rc, s.rlist, s.nstlist, s.estimatedBufferDrift, s.dt);
+    for (const auto& note : s.transportNotes) fmt::print(out, "     {}\n", note);
+    fmt::print(out, "\n               Wall t (s)    steps\n");
+    fmt::print(out, "       Time: {:12.3f} {:8}   (all steps)\n", s.totalSeconds, s.steps);
+    fmt::print(out, "             {:12.3f} {:8}   (without {} search steps)\n", s.normalSeconds, s.normalSteps,
+               s.searchSteps);
+    const double hoursPerNs = s.nsPerDay > 0 ? 24.0 / s.nsPerDay : 0.0;
+    fmt::print(out, "                 (ns/day)    (hour/ns)\n");
+    fmt::print(out, "Performance: {:12.3f} {:12.3f}\n", s.nsPerDay, hoursPerNs);
+    fmt::print(out, "             {:12.2f} us/step without search, {:.2f} us/step with search\n", s.usPerStep,
+               s.usPerStepWithSearch);
+    fmt::print(out, "             host synchronisations per step: {:.2f}; CUDA graphs: {}\n", s.hostSyncsPerStep,
+               s.graphs ? "yes" : "no");
+    if (s.timings.samples > 0) {
+        const auto local = describe(s.timings.localUs), nonlocal = describe(s.timings.nonlocalUs),
+                   overlap = describe(s.timings.nonoverlapUs);
+        fmt::print(out, "Device timeline (us, {} steps; mean / median / p90): local {:.1f} / {:.1f} / {:.1f}, "
+                        "non-local {:.1f} / {:.1f} / {:.1f}, non-overlap {:.1f} / {:.1f} / {:.1f}\n",
+                   s.timings.samples, local.mean, local.median, local.p90, nonlocal.mean, nonlocal.median,
+                   nonlocal.p90, overlap.mean, overlap.median, overlap.p90);
+    }
+}
+
+std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
+    nlohmann::json j;
+    j["program"] = "haloex-md";
+    j["commit"] = gitCommit();
+    j["transport"] = s.transport;
+    j["backend"] = s.backend;
+    j["ranks"] = s.ranks;
+    j["grid"] = s.grid;
+    j["atoms"] = s.atoms;
+    j["steps"] = s.steps;
+    j["first_step"] = s.firstStep;
+    j["search_steps"] = s.searchSteps;
+    j["ns_per_day"] = s.nsPerDay;
+    j["us_per_step"] = s.usPerStep;
+    j["us_per_step_with_search"] = s.usPerStepWithSearch;
+    j["wall_seconds"] = s.totalSeconds;
+    j["host_syncs_per_step"] = s.hostSyncsPerStep;
+    j["cuda_graphs"] = s.graphs;
+    j["transport_notes"] = s.transportNotes;
+    j["settings"] = {{"rc", s.rc},
+                     {"rlist", s.rlist},
+                     {"nstlist", s.nstlist},
+                     {"dt", s.dt},
+                     {"seed", o.seed},
+                     {"temperature", o.temperature},
+                     {"thermostat", o.thermostat},
+                     {"estimated_buffer_drift", s.estimatedBufferDrift},
+                     {"device", o.device},
+                     {"nvshmem_path", o.nvshmemPath},
+                     {"gro", o.groFile}};
+    if (!s.energies.empty()) {
+        const EnergySample& e = s.energies.back();
+        j["energies"] = {{"step", e.step},           {"lj", e.lj},           {"coulomb", e.coulomb},
+                         {"potential", e.potential}, {"kinetic", e.kinetic}, {"total", e.total},
+                         {"conserved", e.conserved}, {"temperature", e.temperature}, {"pressure", e.pressure}};
+        nlohmann::json series = nlohmann::json::array();
+        for (const auto& x : s.energies) {
+            series.push_back({x.step, x.potential, x.kinetic, x.total, x.conserved, x.temperature});
+        }
+        j["energy_series"] = {{"columns", {"step", "potential", "kinetic", "total", "conserved", "temperature"}},
+                              {"rows", series}};
+    }
+    nlohmann::json timing = {{"samples", s.timings.samples}};
+    if (s.timings.samples > 0) {
+        const auto local = describe(s.timings.localUs), nonlocal = describe(s.timings.nonlocalUs),
+                   overlap = describe(s.timings.nonoverlapUs);
+        timing["local_us"] = local.mean;
+        timing["nonlocal_us"] = nonlocal.mean;
+        timing["nonoverlap_us"] = overlap.mean;
+        timing["local"] = toJson(local);
+        timing["nonlocal"] = toJson(nonlocal);
+        timing["nonoverlap"] = toJson(overlap);
+    }
+    j["timing"] = timing;
+    return j.dump(2);
+}
+
+void writeSummaryJson(const std::string& path, const RunSummary& s, const MdOptions& o) {
+    std::ofstream out(path);
+    if (!out) throwError(ErrorKind::Io, fmt::format("cannot write the JSON summary to '{}'", path));
+    out << summaryToJson(s, o) << '\n';
+    if (!out) throwError(ErrorKind::Io, fmt::format("writing the JSON summary to '{}' failed", path));
+}
+
+}  // namespace haloex::md

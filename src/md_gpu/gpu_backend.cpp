@@ -1,0 +1,298 @@
+// The GPU backend of haloex-md (DESIGN §4): one rank's step as a device
+// schedule. Local non-bonded forces on the local stream overlap the halo
+// exchange and the non-local forces on a high-priority stream; the update
+// waits for both. No host synchronisation inside a step; with a transport that
+// allows it the whole step is one CUDA graph launch.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <optional>
+
+#include "haloex/core/error.hpp"
+#include "haloex/cuda/check.hpp"
+#include "haloex/cuda/device_buffer.hpp"
+#include "haloex/cuda/device_select.hpp"
+#include "haloex/md/gpu/integrate.hpp"
+#include "haloex/md/gpu/nonbonded.hpp"
+#include "haloex/md/gpu_backend.hpp"
+
+namespace haloex::md {
+namespace {
+
+// Events that delimit one step's device timeline (DESIGN §6).
+struct TimelineEvents {
+    cuda::Event localStart{true}, localEnd{true}, nonlocalStart{true}, nonlocalEnd{true};
+};
+
+class GpuBackend final : public RankBackend {
+public:
+    explicit GpuBackend(const GpuBackendOptions& options)
+        : options_(options), local_(0), nonlocal_(cuda::Stream::highestPriority()) {
+        int device = 0;
+        HALOEX_CUDA_CHECK(cudaGetDevice(&device));
+        cudaDeviceProp prop{};
+        HALOEX_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+        description_ = fmt::format("GPU {}: {}", device, prop.name);
+        energies_.allocate(gpu::kNumEnergies + 1);
+        firstBadHost_.allocate(1);
+        scaleHost_.allocate(1);
+        kinetic_.resize(1);
+        firstBad_.resize(1);
+        scale_.resize(1);
+    }
+
+    ~GpuBackend() override {
+        destroyGraphs();
+        if (std::uncaught_exceptions() == 0) cudaDeviceSynchronize();
+    }
+
+    std::string description() const override { return description_; }
+    transport::MemorySpace memorySpace() const override { return transport::MemorySpace::Device; }
+
+    void setHome(transport::ParticleTransport& transport, std::span<const AtomRecord> home) override {
+        HALOEX_ASSERT(transport.memorySpace() == transport::MemorySpace::Device, "the GPU backend needs device arrays");
+        numHome_ = static_cast<int>(home.size());
+        std::vector<Vec3f> x(home.size()), v(home.size());
+        globalIds_.resize(home.size());
+        for (std::size_t i = 0; i < home.size(); ++i) {
+            x[i] = static_cast<Vec3f>(home[i].position);
+            v[i] = static_cast<Vec3f>(home[i].velocity);
+            globalIds_[i] = home[i].globalId;
+        }
+        velocities_.resize(std::max<std::size_t>(1, home.size()));
+        if (!home.empty()) {
+            HALOEX_CUDA_CHECK(cudaMemcpy(transport.coordinates(), x.data(), x.size() * sizeof(Vec3f),
+                                         cudaMemcpyHostToDevice));
+            HALOEX_CUDA_CHECK(cudaMemcpy(velocities_.data(), v.data(), v.size() * sizeof(Vec3f),
+                                         cudaMemcpyHostToDevice));
+        }
+    }
+
+    void prepare(transport::ParticleTransport& transport, const LocalStatics& statics,
+                 const BackendContext& context) override {
+        context_ = context;
+        const auto& plan = transport.plan();
+        numLocal_ = plan.numLocal;
+        HALOEX_ASSERT(numHome_ == plan.numHome, "setHome and the plan disagree on the home count");
+        charges_.resize(std::max(1, numLocal_));
+        masks_.resize(std::max(1, numLocal_));
+        HALOEX_CUDA_CHECK(cudaMemcpy(charges_.data(), statics.charges.data(), numLocal_ * sizeof(float),
+                                     cudaMemcpyHostToDevice));
+        HALOEX_CUDA_CHECK(cudaMemcpy(masks_.data(), statics.zoneMasks.data(), numLocal_ * sizeof(std::uint8_t),
+                                     cudaMemcpyHostToDevice));
+        if (!nonbonded_ || nonbonded_->rlist() != context.rlist) {
+            nonbonded_ = std::make_unique<gpu::Nonbonded>(*context.forceField, context.rlist);
+        }
+        // Halo positions for the search (every rank takes part).
+        transport.clearForces(local_.get());
+        transport.forwardCoordinates(context.box, local_.get());
+        nonbonded_->build(transport.coordinates(), charges_.data(), masks_.data(), numHome_, numLocal_, context.box,
+                          context.periodic, local_.get());
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
+        // A forward without its reverse: complete the pair so the transports'
+        // ordering contract (forward, reverse alternate) holds. The forces are
+        // zero; the reverse only advances the exchange state.
+        transport.reverseForces(local_.get());
+        transport.clearForces(local_.get());
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
+        destroyGraphs();
+        useGraphs_ = context.useGraphs && transport.graphCapturable();
+        graphedTransport_ = &transport;
+    }
+
+    void getHome(transport::ParticleTransport& transport, std::span<AtomRecord> home) override {
+        synchronize();
+        HALOEX_ASSERT(static_cast<int>(home.size()) == numHome_, "home atom count changed between searches");
+        std::vector<Vec3f> x(home.size()), v(home.size());
+        if (!home.empty()) {
+            HALOEX_CUDA_CHECK(cudaMemcpy(x.data(), transport.coordinates(), x.size() * sizeof(Vec3f),
+                                         cudaMemcpyDeviceToHost));
+            HALOEX_CUDA_CHECK(
+                cudaMemcpy(v.data(), velocities_.data(), v.size() * sizeof(Vec3f), cudaMemcpyDeviceToHost));
+        }
+        for (std::size_t i = 0; i < home.size(); ++i) {
+            home[i].position = static_cast<Vec3d>(x[i]);
+            home[i].velocity = static_cast<Vec3d>(v[i]);
+        }
+    }
+
+    std::int64_t stepsRun() const override { return stepsRun_; }
+
+    void runSteps(transport::ParticleTransport& transport, int count, bool energiesOnLast) override {
+        for (int s = 0; s < count; ++s) {
+            const bool energies = energiesOnLast && s == count - 1;
+            const bool scaled = pendingScale_.has_value();
+            if (scaled) {
+                *scaleHost_.data() = static_cast<float>(*pendingScale_);
+                HALOEX_CUDA_CHECK(cudaMemcpyAsync(scale_.data(), scaleHost_.data(), sizeof(float),
+                                                  cudaMemcpyHostToDevice, local_.get()));
+                pendingScale_.reset();
+            }
+            if (useGraphs_ && !scaled) {
+                cudaGraphExec_t& exec = energies ? energyGraph_ : normalGraph_;
+                if (!exec) exec = captureStep(transport, energies);
+                HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, local_.get()));
+            } else {
+                enqueueStep(transport, energies, scaled);
+            }
+            ++stepsRun_;
+            timelinePending_ = true;
+        }
+    }
+
+    EnergyTerms energies() override {
+        synchronize();
+        EnergyTerms e;
+        HALOEX_CUDA_CHECK(cudaMemcpy(energies_.data(), nonbonded_->deviceEnergies(), gpu::kNumEnergies * sizeof(double),
+                                     cudaMemcpyDeviceToHost));
+        HALOEX_CUDA_CHECK(cudaMemcpy(energies_.data() + gpu::kNumEnergies, kinetic_.data(), sizeof(double),
+                                     cudaMemcpyDeviceToHost));
+        HALOEX_CUDA_CHECK(cudaMemcpy(firstBadHost_.data(), firstBad_.data(), sizeof(int), cudaMemcpyDeviceToHost));
+        e.lj = energies_[gpu::kEnergyLj];
+        e.coulombPairs = energies_[gpu::kEnergyCoulomb];
+        e.virial = energies_[gpu::kEnergyVirial];
+        e.kinetic = energies_[gpu::kNumEnergies];
+        double sumQ2 = 0.0;
+        const double q = context_.forceField->charge;
+        sumQ2 = numHome_ * q * q;  // every atom carries +q or -q
+        e.coulombSelf = context_.forceField->selfEnergy(1.0) * sumQ2;
+        const int bad = *firstBadHost_.data();
+        if (bad != gpu::kAllFinite && nonFiniteAtom_ < 0 && bad >= 0 && bad < numHome_) {
+            nonFiniteAtom_ = globalIds_[bad];
+            nonFiniteStep_ = stepsRun_ - 1;
+        }
+        e.nonFiniteAtom = nonFiniteAtom_;
+        e.nonFiniteStep = nonFiniteStep_;
+        return e;
+    }
+
+    void setVelocityScale(double lambda) override {
+        if (lambda != 1.0) pendingScale_ = lambda;
+    }
+
+    void synchronize() override {
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(nonlocal_.get()));
+        if (timelinePending_ && options_.timing) sampleTimeline();
+        timelinePending_ = false;
+    }
+
+    StepTimings timings() const override { return timings_; }
+    bool graphsActive() const override { return useGraphs_; }
+
+private:
+    // One MD step, enqueued on the two streams.
+    void enqueueStep(transport::ParticleTransport& transport, bool energies, bool scaled) {
+        cudaStream_t local = local_.get(), nonlocal = nonlocal_.get();
+        const bool timing = options_.timing;
+        if (energies) {
+            nonbonded_->clearEnergies(local);
+            HALOEX_CUDA_CHECK(cudaMemsetAsync(kinetic_.data(), 0, sizeof(double), local));
+            gpu::resetFiniteCheck(firstBad_.data(), local);
+        }
+        stepStart_.record(local);
+        stepStart_.waitOn(nonlocal);
+
+        // Non-local: halo coordinates in, non-local forces, halo forces out.
+        if (timing) events_.nonlocalStart.record(nonlocal);
+        transport.forwardCoordinates(context_.box, nonlocal);
+        nonbonded_->computeNonlocal(transport.coordinates(), transport.forces(), energies, nonlocal);
+        transport.reverseForces(nonlocal);
+        if (timing) events_.nonlocalEnd.record(nonlocal);
+        nonlocalDone_.record(nonlocal);
+
+        // Local: home-home forces, overlapping the above.
+        if (timing) events_.localStart.record(local);
+        nonbonded_->computeLocal(transport.coordinates(), transport.forces(), energies, local);
+        if (timing) events_.localEnd.record(local);
+
+        // Update once all forces are home.
+        nonlocalDone_.waitOn(local);
+        if (energies) gpu::checkFinite(transport.coordinates(), transport.forces(), numHome_, firstBad_.data(), local);
+        gpu::LeapfrogArgs args;
+        args.x = transport.coordinates();
+        args.v = velocities_.data();
+        args.f = transport.forces();
+        args.numAtoms = numHome_;
+        args.dt = static_cast<float>(context_.dt);
+        args.mass = static_cast<float>(context_.forceField->mass);
+        args.invMass = 1.0f / args.mass;
+        args.velocityScale = scaled ? scale_.data() : nullptr;
+        args.averageKineticEnergy = energies ? kinetic_.data() : nullptr;
+        if (numHome_ > 0) gpu::leapfrog(args, local);
+        transport.clearForces(local);
+    }
+
+    cudaGraphExec_t captureStep(transport::ParticleTransport& transport, bool energies) {
+        cudaGraph_t graph = nullptr;
+        HALOEX_CUDA_CHECK(cudaStreamBeginCapture(local_.get(), cudaStreamCaptureModeThreadLocal));
+        enqueueStep(transport, energies, false);
+        HALOEX_CUDA_CHECK(cudaStreamEndCapture(local_.get(), &graph));
+        cudaGraphExec_t exec = nullptr;
+        HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        HALOEX_CUDA_CHECK(cudaGraphDestroy(graph));
+        return exec;
+    }
+
+    void destroyGraphs() {
+        if (normalGraph_) cudaGraphExecDestroy(normalGraph_);
+        if (energyGraph_) cudaGraphExecDestroy(energyGraph_);
+        normalGraph_ = energyGraph_ = nullptr;
+    }
+
+    // The last step's timeline (events are re-recorded every step).
+    void sampleTimeline() {
+        float local = 0.f, nonlocal = 0.f, overlapEnd = 0.f;
+        if (cudaEventElapsedTime(&local, events_.localStart, events_.localEnd) != cudaSuccess ||
+            cudaEventElapsedTime(&nonlocal, events_.nonlocalStart, events_.nonlocalEnd) != cudaSuccess ||
+            cudaEventElapsedTime(&overlapEnd, events_.localEnd, events_.nonlocalEnd) != cudaSuccess) {
+            cudaGetLastError();
+            return;
+        }
+        timings_.localUs.push_back(1e3 * local);
+        timings_.nonlocalUs.push_back(1e3 * nonlocal);
+        timings_.nonoverlapUs.push_back(std::max(0.0, 1e3 * overlapEnd));
+        ++timings_.samples;
+    }
+
+    GpuBackendOptions options_;
+    std::string description_;
+    cuda::Stream local_;
+    cuda::Stream nonlocal_;
+    cuda::Event stepStart_, nonlocalDone_;
+    TimelineEvents events_;
+    BackendContext context_;
+    std::unique_ptr<gpu::Nonbonded> nonbonded_;
+    cuda::DeviceBuffer<Vec3f> velocities_;
+    cuda::DeviceBuffer<float> charges_;
+    cuda::DeviceBuffer<std::uint8_t> masks_;
+    cuda::DeviceBuffer<double> kinetic_;
+    cuda::DeviceBuffer<int> firstBad_;
+    cuda::DeviceBuffer<float> scale_;
+    cuda::PinnedBuffer<double> energies_;
+    cuda::PinnedBuffer<int> firstBadHost_;
+    cuda::PinnedBuffer<float> scaleHost_;
+    std::vector<std::int64_t> globalIds_;
+    int numHome_ = 0, numLocal_ = 0;
+    std::int64_t stepsRun_ = 0;
+    std::int64_t nonFiniteAtom_ = -1, nonFiniteStep_ = -1;
+    std::optional<double> pendingScale_;
+    bool useGraphs_ = false;
+    bool timelinePending_ = false;
+    const transport::ParticleTransport* graphedTransport_ = nullptr;
+    cudaGraphExec_t normalGraph_ = nullptr, energyGraph_ = nullptr;
+    StepTimings timings_;
+};
+
+}  // namespace
+
+int visibleGpuCount() { return cuda::deviceCount(); }
+
+void selectGpuForRank(runtime::World& world, bool allowShared) { cuda::selectDevice(world, allowShared); }
+
+std::unique_ptr<RankBackend> makeGpuBackend(const GpuBackendOptions& options) {
+    return std::make_unique<GpuBackend>(options);
+}
+
+}  // namespace haloex::md

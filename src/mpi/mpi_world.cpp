@@ -1,0 +1,238 @@
+#include "haloex/runtime/mpi_world.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fmt/format.h>
+#include <limits>
+
+#include "haloex/core/error.hpp"
+
+namespace haloex::runtime {
+namespace {
+
+// MPI counts are int: larger messages travel in pieces of this many bytes.
+constexpr std::size_t kMaxChunkBytes = std::size_t{1} << 30;
+
+std::string mpiErrorString(int code) {
+    char text[MPI_MAX_ERROR_STRING];
+    int length = 0;
+    if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return fmt::format("MPI error code {}", code);
+    return std::string(text, static_cast<std::size_t>(length));
+}
+
+void checkMpi(int code, const char* call, const char* file, int line) {
+    if (code == MPI_SUCCESS) return;
+    throwError(ErrorKind::Runtime, fmt::format("{} failed: {} at {}:{}", call, mpiErrorString(code), file, line));
+}
+
+#define HALOEX_MPI_CHECK(call) checkMpi((call), #call, __FILE__, __LINE__)
+
+bool mpiFinalized() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    return finalized != 0;
+}
+
+int chunksFor(std::size_t bytes) { return static_cast<int>(std::max<std::size_t>(1, (bytes + kMaxChunkBytes - 1) / kMaxChunkBytes)); }
+
+// Piece `i` of a byte span split into kMaxChunkBytes pieces (empty past the end).
+template <class Span>
+Span chunkOf(Span bytes, int i) {
+    const std::size_t begin = std::min(bytes.size(), static_cast<std::size_t>(i) * kMaxChunkBytes);
+    const std::size_t end = std::min(bytes.size(), begin + kMaxChunkBytes);
+    return bytes.subspan(begin, end - begin);
+}
+
+int toIntCount(std::size_t n, const char* what) {
+    if (n > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+        throwError(ErrorKind::Runtime, fmt::format("{} of {} bytes exceeds what one MPI call can move (2^31-1 bytes); "
+                                                   "exchange smaller pieces",
+                                                   what, n));
+    }
+    return static_cast<int>(n);
+}
+
+MPI_Op toMpiOp(ReduceOp op) {
+    switch (op) {
+        case ReduceOp::Sum: return MPI_SUM;
+        case ReduceOp::Max: return MPI_MAX;
+        case ReduceOp::Min: return MPI_MIN;
+    }
+    return MPI_SUM;
+}
+
+}  // namespace
+
+// ---- MpiSession -----------------------------------------------------------------
+
+MpiSession::MpiSession() { init(nullptr, nullptr); }
+MpiSession::MpiSession(int& argc, char**& argv) { init(&argc, &argv); }
+
+void MpiSession::init(int* argc, char*** argv) {
+    int initialized = 0;
+    HALOEX_MPI_CHECK(MPI_Initialized(&initialized));
+    if (initialized) return;  // the application owns MPI
+    if (mpiFinalized()) {
+        throwError(ErrorKind::Runtime, "MPI was already finalized in this process; it cannot be started again");
+    }
+    int provided = 0;
+    HALOEX_MPI_CHECK(MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided));
+    owns_ = true;
+    if (provided < MPI_THREAD_FUNNELED) {
+        MPI_Finalize();
+        owns_ = false;
+        throwError(ErrorKind::Runtime, fmt::format("the MPI library provides thread level {} but haloex needs "
+                                                   "MPI_THREAD_FUNNELED; use an MPI built with thread support",
+                                                   provided));
+    }
+}
+
+MpiSession::~MpiSession() {
+    if (owns_ && !mpiFinalized()) MPI_Finalize();
+}
+
+bool MpiSession::launchedByMpiLauncher() {
+    // Variables that OpenMPI, PMI-1/2 (MPICH Hydra, Intel MPI), PMIx, Slurm's
+    // srun and MVAPICH set in every process they start.
+    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID",
+                             "MV2_COMM_WORLD_SIZE"}) {
+        if (std::getenv(name) != nullptr) return true;
+    }
+    return false;
+}
+
+// ---- MpiWorld -------------------------------------------------------------------
+
+MpiWorld::MpiWorld(MPI_Comm parent) {
+    int initialized = 0;
+    HALOEX_MPI_CHECK(MPI_Initialized(&initialized));
+    if (!initialized || mpiFinalized()) {
+        throwError(ErrorKind::Runtime, "MpiWorld needs an initialised MPI: create a runtime::MpiSession first");
+    }
+    HALOEX_MPI_CHECK(MPI_Comm_dup(parent, &comm_));
+    // Errors come back as codes, so they can become exceptions with a message.
+    HALOEX_MPI_CHECK(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN));
+    HALOEX_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
+    HALOEX_MPI_CHECK(MPI_Comm_size(comm_, &size_));
+    HALOEX_MPI_CHECK(MPI_Comm_split_type(comm_, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &localComm_));
+    HALOEX_MPI_CHECK(MPI_Comm_set_errhandler(localComm_, MPI_ERRORS_RETURN));
+    HALOEX_MPI_CHECK(MPI_Comm_rank(localComm_, &localRank_));
+    HALOEX_MPI_CHECK(MPI_Comm_size(localComm_, &localSize_));
+}
+
+MpiWorld::~MpiWorld() {
+    if (mpiFinalized()) return;  // the communicators went with MPI
+    if (localComm_ != MPI_COMM_NULL) MPI_Comm_free(&localComm_);
+    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+}
+
+void MpiWorld::barrier() { HALOEX_MPI_CHECK(MPI_Barrier(comm_)); }
+
+void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src,
+                             int tag) {
+    for (const auto& [peer, what] : {std::pair{dest, "destination"}, std::pair{src, "source"}}) {
+        if (peer < -1 || peer >= size_) {
+            throwError(ErrorKind::Internal,
+                       fmt::format("rank {}: {} rank {} is outside 0..{}", rank_, what, peer, size_ - 1));
+        }
+    }
+    if (src < 0 && !recv.empty()) {
+        throwError(ErrorKind::Internal,
+                   fmt::format("rank {}: {} bytes expected without a source rank (tag {})", rank_, recv.size(), tag));
+    }
+    int* tagUpperBound = nullptr;
+    int found = 0;
+    HALOEX_MPI_CHECK(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &tagUpperBound, &found));
+    if (tag < 0 || (found && tagUpperBound && tag > *tagUpperBound)) {
+        throwError(ErrorKind::Internal, fmt::format("rank {}: message tag {} is outside this MPI's range 0..{}", rank_,
+                                                    tag, found && tagUpperBound ? *tagUpperBound : 32767));
+    }
+    const int sendChunks = dest >= 0 ? chunksFor(send.size()) : 0;
+    const int recvChunks = src >= 0 ? chunksFor(recv.size()) : 0;
+    for (int i = 0; i < std::max(sendChunks, recvChunks); ++i) {
+        const auto out = chunkOf(send, i);
+        const auto in = chunkOf(recv, i);
+        MPI_Status status;
+        HALOEX_MPI_CHECK(MPI_Sendrecv(out.data(), static_cast<int>(out.size()), MPI_BYTE,
+                                      i < sendChunks ? dest : MPI_PROC_NULL, tag, in.data(),
+                                      static_cast<int>(in.size()), MPI_BYTE, i < recvChunks ? src : MPI_PROC_NULL,
+                                      tag, comm_, &status));
+        if (i < recvChunks) {
+            int received = 0;
+            HALOEX_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &received));
+            if (static_cast<std::size_t>(received) != in.size()) {
+                throwError(ErrorKind::Internal, fmt::format("rank {} expected {} bytes from rank {} (tag {}) but got {}",
+                                                            rank_, in.size(), src, tag, received));
+            }
+        }
+    }
+}
+
+void MpiWorld::allReduce(std::span<double> values, ReduceOp op) {
+    HALOEX_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), toIntCount(values.size(), "an allReduce"), MPI_DOUBLE,
+                                   toMpiOp(op), comm_));
+}
+
+void MpiWorld::allReduce(std::span<std::int64_t> values, ReduceOp op) {
+    HALOEX_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), toIntCount(values.size(), "an allReduce"),
+                                   MPI_INT64_T, toMpiOp(op), comm_));
+}
+
+void MpiWorld::broadcastBytes(std::span<std::byte> data, int root) {
+    if (root < 0 || root >= size_) {
+        throwError(ErrorKind::Internal, fmt::format("broadcast root {} is outside 0..{}", root, size_ - 1));
+    }
+    for (int i = 0; i < chunksFor(data.size()); ++i) {
+        const auto piece = chunkOf(data, i);
+        HALOEX_MPI_CHECK(MPI_Bcast(piece.data(), static_cast<int>(piece.size()), MPI_BYTE, root, comm_));
+    }
+}
+
+void MpiWorld::allGatherBytes(std::span<const std::byte> mine, std::span<std::byte> all) {
+    if (all.size() != mine.size() * static_cast<std::size_t>(size_)) {
+        throwError(ErrorKind::Internal, fmt::format("allGather: output of {} bytes for {} ranks x {} bytes",
+                                                    all.size(), size_, mine.size()));
+    }
+    toIntCount(all.size(), "an allGather");
+    HALOEX_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
+                                   static_cast<int>(mine.size()), MPI_BYTE, comm_));
+}
+
+std::vector<std::byte> MpiWorld::allToAllBytes(std::span<const std::byte> send,
+                                               std::span<const std::int64_t> sendCounts,
+                                               std::vector<std::int64_t>& recvCounts) {
+    if (static_cast<int>(sendCounts.size()) != size_) {
+        throwError(ErrorKind::Internal,
+                   fmt::format("allToAll: {} send counts for {} ranks", sendCounts.size(), size_));
+    }
+    recvCounts.assign(static_cast<std::size_t>(size_), 0);
+    HALOEX_MPI_CHECK(MPI_Alltoall(sendCounts.data(), 1, MPI_INT64_T, recvCounts.data(), 1, MPI_INT64_T, comm_));
+    std::vector<int> sendInt(size_), sendDispl(size_), recvInt(size_), recvDispl(size_);
+    std::size_t sendTotal = 0, recvTotal = 0;
+    for (int r = 0; r < size_; ++r) {
+        sendInt[r] = toIntCount(static_cast<std::size_t>(sendCounts[r]), "an allToAll piece");
+        recvInt[r] = toIntCount(static_cast<std::size_t>(recvCounts[r]), "an allToAll piece");
+        sendDispl[r] = toIntCount(sendTotal, "an allToAll send buffer");
+        recvDispl[r] = toIntCount(recvTotal, "an allToAll receive buffer");
+        sendTotal += static_cast<std::size_t>(sendCounts[r]);
+        recvTotal += static_cast<std::size_t>(recvCounts[r]);
+    }
+    if (sendTotal != send.size()) {
+        throwError(ErrorKind::Internal,
+                   fmt::format("allToAll: send counts add up to {} bytes but {} were given", sendTotal, send.size()));
+    }
+    std::vector<std::byte> recv(recvTotal);
+    HALOEX_MPI_CHECK(MPI_Alltoallv(send.data(), sendInt.data(), sendDispl.data(), MPI_BYTE, recv.data(),
+                                   recvInt.data(), recvDispl.data(), MPI_BYTE, comm_));
+    return recv;
+}
+
+void MpiWorld::abort(const std::string& message, int code) {
+    std::fprintf(stderr, "haloex: rank %d aborts the job: %s\n", rank_, message.c_str());
+    std::fflush(stderr);
+    MPI_Abort(comm_ != MPI_COMM_NULL ? comm_ : MPI_COMM_WORLD, code);
+    std::abort();  // MPI_Abort should not return; make sure the process ends
+}
+
+}  // namespace haloex::runtime

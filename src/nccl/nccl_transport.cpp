@@ -1,0 +1,156 @@
+// The `nccl` transport: one stream-ordered NCCL send/receive pair per pulse.
+#include <nccl.h>
+
+#include <fmt/format.h>
+
+#include "halo_kernels.hpp"
+#include "haloex/cuda/device_select.hpp"
+#include "haloex/transport/nccl.hpp"
+
+namespace haloex::transport {
+namespace {
+
+[[noreturn]] void throwNcclError(ncclResult_t status, const char* call, const char* file, int line) {
+    throwError(ErrorKind::Nccl, fmt::format("{} failed: {} (NCCL {}) at {}:{}; rerun with NCCL_DEBUG=WARN for "
+                                            "NCCL's own explanation",
+                                            call, ncclGetErrorString(status), ncclGetLastError(nullptr), file, line));
+}
+
+#define HALOEX_NCCL_CHECK(call)                                                        \
+    do {                                                                               \
+        const ncclResult_t haloex_nccl_status_ = (call);                               \
+        if (haloex_nccl_status_ != ncclSuccess)                                        \
+            throwNcclError(haloex_nccl_status_, #call, __FILE__, __LINE__);            \
+    } while (0)
+
+ncclComm_t createCommunicator(runtime::World& world) {
+    const std::vector<cuda::GpuIdentity> gpus = cuda::gatherGpuIdentities(world);
+    if (const auto shared = cuda::findSharedGpu(gpus)) {
+        const auto& gpu = gpus[static_cast<std::size_t>(shared->first)];
+        throwError(ErrorKind::Nccl,
+                   fmt::format("the nccl transport cannot run here: NCCL refuses two ranks on one GPU (ranks {} and {} "
+                               "share {} on {}); launch at most one rank per GPU, or use the staged, ipc or nvshmem "
+                               "transport",
+                               shared->first, shared->second, gpu.busId, gpu.host));
+    }
+    ncclUniqueId id{};
+    if (world.rank() == 0) HALOEX_NCCL_CHECK(ncclGetUniqueId(&id));
+    world.broadcastBytes(std::as_writable_bytes(std::span(&id, 1)), 0);
+    ncclComm_t comm = nullptr;
+    HALOEX_NCCL_CHECK(ncclCommInitRank(&comm, world.size(), id, world.rank()));
+    return comm;
+}
+
+class NcclTransport final : public ParticleTransport {
+public:
+    explicit NcclTransport(runtime::World& world) : comm_(createCommunicator(world)) {}
+    ~NcclTransport() override {
+        if (comm_) ncclCommDestroy(comm_);
+    }
+    NcclTransport(const NcclTransport&) = delete;
+    NcclTransport& operator=(const NcclTransport&) = delete;
+
+    std::string name() const override { return "nccl"; }
+    MemorySpace memorySpace() const override { return MemorySpace::Device; }
+
+    void setPlan(const plan::ParticleHaloPlan& plan) override {
+        plan_ = plan;
+        const auto n = static_cast<std::size_t>(plan_.numLocal);
+        x_.resize(n);
+        f_.resize(n);
+        if (n) {
+            HALOEX_CUDA_CHECK(cudaMemset(x_.data(), 0, x_.bytes()));
+            HALOEX_CUDA_CHECK(cudaMemset(f_.data(), 0, f_.bytes()));
+        }
+        const auto maxSend = static_cast<std::size_t>(std::max(plan_.maxSendCount(), 1));
+        send_.resize(maxSend * sizeof(Vec3f));
+        forceRecv_.resize(maxSend);
+        maps_.upload(plan_);
+    }
+    const plan::ParticleHaloPlan& plan() const override { return plan_; }
+    Vec3f* coordinates() override { return x_.data(); }
+    Vec3f* forces() override { return f_.data(); }
+
+    void forwardCoordinates(const plan::Box& box, StreamHandle streamHandle) override {
+        const auto stream = static_cast<cudaStream_t>(streamHandle);
+        auto* packed = reinterpret_cast<Vec3f*>(send_.data());
+        for (const plan::Pulse& p : plan_.pulses) {
+            const int count = p.sends() ? p.sendCount() : 0;
+            cuda::packCoordinates(x_.data(), maps_.pulse(p.id), count, cuda::pulseShift(p, box), packed, stream);
+            // Stream order: the next pulse's pack runs after this receive.
+            exchange(packed, count, p.sendRank, x_.data() + p.recvOffset, p.receives() ? p.recvCount : 0, p.recvRank,
+                     sizeof(Vec3f), stream);
+        }
+        ++counters_.forwardCalls;
+    }
+
+    void reverseForces(StreamHandle streamHandle) override {
+        const auto stream = static_cast<cudaStream_t>(streamHandle);
+        for (auto it = plan_.pulses.rbegin(); it != plan_.pulses.rend(); ++it) {
+            const plan::Pulse& p = *it;
+            const int ownerCount = p.sends() ? p.sendCount() : 0;
+            exchange(f_.data() + p.recvOffset, p.receives() ? p.recvCount : 0, p.recvRank, forceRecv_.data(),
+                     ownerCount, p.sendRank, sizeof(Vec3f), stream);
+            cuda::unpackAddForces(forceRecv_.data(), maps_.pulse(p.id), ownerCount, f_.data(), stream);
+        }
+        ++counters_.reverseCalls;
+    }
+
+    void clearForces(StreamHandle stream) override { f_.zeroAsync(static_cast<cudaStream_t>(stream)); }
+
+    void forwardBytes(void* data, std::size_t elementSize, StreamHandle streamHandle) override {
+        HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
+        const auto stream = static_cast<cudaStream_t>(streamHandle);
+        const auto maxSend = static_cast<std::size_t>(std::max(plan_.maxSendCount(), 1));
+        if (send_.size() < maxSend * elementSize) {
+            // Growing frees the old buffer, which queued sends may still read.
+            HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+            send_.resize(maxSend * elementSize);
+        }
+        auto* bytes = static_cast<std::byte*>(data);
+        for (const plan::Pulse& p : plan_.pulses) {
+            const int count = p.sends() ? p.sendCount() : 0;
+            cuda::packElements(bytes, elementSize, maps_.pulse(p.id), count, send_.data(), stream);
+            exchange(send_.data(), count, p.sendRank, bytes + static_cast<std::size_t>(p.recvOffset) * elementSize,
+                     p.receives() ? p.recvCount : 0, p.recvRank, elementSize, stream);
+        }
+    }
+
+    const TransportCounters& counters() const override { return counters_; }
+
+private:
+    // One pulse: `sendCount` elements to `dest`, `recvCount` from `src`.
+    // Both peers know both counts from the plan, so empty halves are skipped
+    // on both sides alike.
+    void exchange(const void* send, int sendCount, int dest, void* recv, int recvCount, int src,
+                  std::size_t elementSize, cudaStream_t stream) {
+        const bool sending = dest >= 0 && sendCount > 0;
+        const bool receiving = src >= 0 && recvCount > 0;
+        if (!sending && !receiving) return;
+        HALOEX_NCCL_CHECK(ncclGroupStart());
+        if (sending) {
+            HALOEX_NCCL_CHECK(ncclSend(send, static_cast<std::size_t>(sendCount) * elementSize, ncclUint8, dest, comm_,
+                                       stream));
+        }
+        if (receiving) {
+            HALOEX_NCCL_CHECK(ncclRecv(recv, static_cast<std::size_t>(recvCount) * elementSize, ncclUint8, src, comm_,
+                                       stream));
+        }
+        HALOEX_NCCL_CHECK(ncclGroupEnd());
+    }
+
+    ncclComm_t comm_ = nullptr;
+    plan::ParticleHaloPlan plan_;
+    cuda::DeviceBuffer<Vec3f> x_, f_, forceRecv_;
+    cuda::DeviceBuffer<std::byte> send_;
+    cuda::DevicePulseMaps maps_;
+    TransportCounters counters_;
+};
+
+}  // namespace
+
+std::unique_ptr<ParticleTransport> makeNcclTransport(runtime::World& world) {
+    return std::make_unique<NcclTransport>(world);
+}
+
+}  // namespace haloex::transport

@@ -1,0 +1,65 @@
+#pragma once
+// Kernel-side description of the fused exchange: one record per pulse (in
+// device memory, rebuilt at setPlan) and the per-launch arguments.
+#include <cstdint>
+
+#include "haloex/core/vec3.hpp"
+#include "wait_diagnostics.hpp"
+
+namespace haloex::nvshmem_detail {
+
+inline constexpr int kMaxPulses = 32;
+
+// How data reaches a peer (chosen per peer at setPlan).
+enum class PathKind : int {
+    Direct = 0,  // NVLink/P2P: plain stores into (loads from) the peer's arrays
+    Tma = 1,     // NVLink/P2P: warp-level bulk copies (cp.async.bulk)
+    Put = 2,     // symmetric staging + nvshmem put-with-signal (what InfiniBand needs)
+};
+
+struct PulseRecord {
+    const int* indexMap = nullptr;  // this rank's send entries (device)
+    int sendCount = 0;
+    int numIndependent = 0;
+    int recvCount = 0;
+    int recvOffset = 0;
+    int recvCapacity = 0;
+    int remoteRecvOffset = 0;   // where sendPe places what this rank sends
+    int dim = 0;
+    int shiftSign = 0;
+    int sendPe = -1;            // coordinates go to sendPe; forces come back from it
+    int recvPe = -1;            // coordinates come from recvPe; forces go back to it
+    PathKind sendPath = PathKind::Direct;  // towards sendPe
+    PathKind recvPath = PathKind::Direct;  // towards recvPe
+    // NVLink views of the peers' symmetric arrays (null on the put path).
+    Vec3f* peerX = nullptr;                 // sendPe's coordinates
+    const Vec3f* peerF = nullptr;           // sendPe's forces (pulled)
+    std::uint64_t* peerCoordSignal = nullptr;  // sendPe's coordinate signal of this pulse
+    std::uint64_t* peerForceSignal = nullptr;  // recvPe's force signal of this pulse
+    std::uint64_t waitsForward = 0;  // bit q: pulse q's receive before the dependent entries
+    std::uint64_t waitsReverse = 0;  // bit q: pulse q's accumulation before sending forces back
+};
+
+struct FusedArgs {
+    const PulseRecord* pulses = nullptr;
+    int numPulses = 0;
+    Vec3f* x = nullptr;                 // symmetric
+    Vec3f* f = nullptr;                 // symmetric
+    Vec3f* staging = nullptr;           // symmetric, coordinate send slots (put path)
+    Vec3f* forceStaging = nullptr;      // symmetric, force receive slots (put path)
+    int stagingStride = 0;              // atoms per slot (same on every rank)
+    std::uint64_t* coordSignal = nullptr;  // symmetric [kMaxPulses]
+    std::uint64_t* forceSignal = nullptr;  // symmetric [kMaxPulses]
+    std::uint64_t* sequence = nullptr;     // device: the exchange counter of this kernel kind
+    std::uint64_t* doneWords = nullptr;    // device [kMaxPulses]: pulse's forces accumulated (= sequence)
+    unsigned* pulseBlockCounters = nullptr;  // device [kMaxPulses]
+    unsigned* kernelBlockCounter = nullptr;  // device [1]
+    float shift[kMaxPulses] = {};          // per pulse, shiftSign * L[dim] rounded once to float
+    WaitDiagnostics* diagnostics = nullptr;
+    int* abortFlag = nullptr;
+    std::uint64_t timeoutNs = 0;
+    int myPe = 0;
+    int withholdPulse = -1;  // test hook: never signal this pulse (provokes a timeout)
+};
+
+}  // namespace haloex::nvshmem_detail

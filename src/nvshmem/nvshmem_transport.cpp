@@ -1,0 +1,426 @@
+// The nvshmem particle transport: symmetric arrays, per-pulse records, path
+// choice per peer, and the launches of the fused kernels.
+#include <nvshmem.h>
+#include <nvshmemx.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fmt/format.h>
+#include <optional>
+
+#include "fused_kernels.hpp"
+#include "haloex/core/error.hpp"
+#include "haloex/cuda/check.hpp"
+#include "haloex/cuda/device_buffer.hpp"
+#include "haloex/transport/host_exchange.hpp"
+#include "haloex/transport/nvshmem.hpp"
+#include "session.hpp"
+#include "watchdog.hpp"
+
+namespace haloex::transport {
+namespace {
+
+using namespace nvshmem_detail;
+
+constexpr const char* kDimName = "xyz";
+constexpr double kDefaultTimeoutSeconds = 120.0;
+
+// A fixed-size element for byte-wise forwarded fields.
+struct WideElement {
+    std::byte b[16];
+};
+
+// nvshmem_malloc'd array; freeing is collective, like allocating.
+class SymmetricBuffer {
+public:
+    SymmetricBuffer() = default;
+    SymmetricBuffer(const SymmetricBuffer&) = delete;
+    SymmetricBuffer& operator=(const SymmetricBuffer&) = delete;
+    ~SymmetricBuffer() { release(); }
+
+    void allocate(std::size_t bytes, const char* what) {
+        release();
+        ptr_ = nvshmem_malloc(bytes);
+        if (!ptr_ && bytes > 0) {
+            throwError(ErrorKind::Nvshmem,
+                       fmt::format("nvshmem_malloc of {} bytes for {} failed: the symmetric heap ({} bytes) is too "
+                                   "small; set NVSHMEM_SYMMETRIC_SIZE to at least {} (e.g. {}M)",
+                                   bytes, what, symmetricHeapBytes(), 2 * bytes + symmetricHeapBytes(),
+                                   (2 * bytes + symmetricHeapBytes()) / (1024 * 1024) + 1));
+        }
+        bytes_ = bytes;
+        HALOEX_CUDA_CHECK(cudaMemset(ptr_, 0, bytes));
+    }
+    void release() {
+        // Collective: skipped while an exception unwinds one rank (the job is aborting).
+        if (ptr_ && std::uncaught_exceptions() == 0) nvshmem_free(ptr_);
+        ptr_ = nullptr;
+        bytes_ = 0;
+    }
+    template <class T>
+    T* as() const {
+        return static_cast<T*>(ptr_);
+    }
+
+private:
+    void* ptr_ = nullptr;
+    std::size_t bytes_ = 0;
+};
+
+std::optional<PathKind> parsePath(const std::string& text) {
+    if (text == "auto") return std::nullopt;
+    if (text == "direct") return PathKind::Direct;
+    if (text == "tma") return PathKind::Tma;
+    if (text == "put") return PathKind::Put;
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("--nvshmem-path '{}': use auto, direct, tma or put", text));
+}
+
+const char* pathName(PathKind p) {
+    switch (p) {
+        case PathKind::Direct: return "direct";
+        case PathKind::Tma: return "tma";
+        case PathKind::Put: return "put";
+    }
+    return "?";
+}
+
+double timeoutSeconds(double option) {
+    if (option > 0) return option;
+    if (const char* env = std::getenv("HALOEX_WAIT_TIMEOUT")) {
+        const double v = std::atof(env);
+        if (v > 0) return v;
+    }
+    return kDefaultTimeoutSeconds;
+}
+
+class NvshmemTransport final : public ParticleTransport {
+public:
+    NvshmemTransport(runtime::World& world, const TransportOptions& options)
+        : world_(world), forcedPath_(parsePath(options.nvshmemPath)),
+          timeoutNs_(static_cast<std::uint64_t>(timeoutSeconds(options.waitTimeoutSeconds) * 1e9)) {
+        if (options.memorySpace != MemorySpace::Device) {
+            throwError(ErrorKind::InvalidInput, "the nvshmem transport keeps coordinates and forces in device memory");
+        }
+        if (const char* withhold = std::getenv("HALOEX_TEST_WITHHOLD_SIGNAL")) {
+            // Test hook "rank:pulse": that rank never signals that pulse.
+            int rank = -1, pulse = -1;
+            if (std::sscanf(withhold, "%d:%d", &rank, &pulse) == 2 && rank == world.rank()) withholdPulse_ = pulse;
+        }
+    }
+
+    ~NvshmemTransport() override {
+        watchdog_.reset();
+        if (std::uncaught_exceptions() == 0 && initialised_) cudaDeviceSynchronize();
+    }
+
+    std::string name() const override { return "nvshmem"; }
+    MemorySpace memorySpace() const override { return MemorySpace::Device; }
+    const plan::ParticleHaloPlan& plan() const override { return plan_; }
+    Vec3f* coordinates() override { return x_.as<Vec3f>(); }
+    Vec3f* forces() override { return f_.as<Vec3f>(); }
+    const TransportCounters& counters() const override { return counters_; }
+    bool graphCapturable() const override { return true; }
+    std::vector<std::string> describe() const override { return notes_; }
+
+    void setPlan(const plan::ParticleHaloPlan& plan) override {
+        const int numPulses = static_cast<int>(plan.pulses.size());
+        if (numPulses > kMaxPulses) {
+            throwError(ErrorKind::Plan, fmt::format("the plan has {} pulses; the nvshmem transport supports at most {}",
+                                                    numPulses, kMaxPulses));
+        }
+        if (plan.alignment % 4 != 0 && numPulses > 0) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("the nvshmem transport needs receive slots aligned to 4 atoms (16-byte bulk "
+                                   "copies); the plan has alignment {}",
+                                   plan.alignment));
+        }
+        plan_ = plan;
+        ensureCapacity();
+        uploadPulses();
+        notes_ = pathNotes();
+        HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+        nvshmem_barrier_all();  // every rank's arrays and records are ready before any kernel signals
+    }
+
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
+        ++counters_.forwardCalls;
+        if (plan_.pulses.empty()) return;
+        FusedArgs args = baseArgs(coordState_);
+        for (std::size_t p = 0; p < plan_.pulses.size(); ++p) {
+            const auto& pulse = plan_.pulses[p];
+            args.shift[p] = static_cast<float>(pulse.shiftSign * box.length[pulse.dim]);
+        }
+        launchFusedPackCommX(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
+    }
+
+    void reverseForces(StreamHandle stream) override {
+        ++counters_.reverseCalls;
+        if (plan_.pulses.empty()) return;
+        launchFusedCommUnpackF(baseArgs(forceState_), blocksPerPulse_, static_cast<cudaStream_t>(stream));
+    }
+
+    void clearForces(StreamHandle stream) override {
+        // Home atoms (and alignment padding before the first slot); the halo
+        // slots are cleared by the next forward, after the peers pulled them.
+        const int upTo = plan_.pulses.empty() ? plan_.numLocal : plan_.pulses.front().recvOffset;
+        if (upTo > 0) {
+            HALOEX_CUDA_CHECK(
+                cudaMemsetAsync(f_.as<Vec3f>(), 0, upTo * sizeof(Vec3f), static_cast<cudaStream_t>(stream)));
+        }
+    }
+
+    void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
+        // Search steps only: through the host, pulse by pulse.
+        HALOEX_ASSERT(elementSize > 0 && elementSize <= 16, "forwardBytes supports elements of 1..16 bytes");
+        const std::size_t n = plan_.numLocal;
+        std::vector<std::byte> bytes(n * elementSize);
+        auto s = static_cast<cudaStream_t>(stream);
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(bytes.data(), data, bytes.size(), cudaMemcpyDeviceToHost, s));
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(s));
+        std::vector<WideElement> wide(n);
+        for (std::size_t i = 0; i < n; ++i) std::memcpy(wide[i].b, bytes.data() + i * elementSize, elementSize);
+        forwardPulses(world_, plan_.pulses, std::span<WideElement>(wide.data(), wide.size()));
+        for (std::size_t i = 0; i < n; ++i) std::memcpy(bytes.data() + i * elementSize, wide[i].b, elementSize);
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, s));
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(s));
+    }
+
+private:
+    // Counters and sequence of one kernel kind (coordinates or forces).
+    struct KernelState {
+        cuda::DeviceBuffer<std::uint64_t> sequence;   // [1], starts at 1
+        cuda::DeviceBuffer<std::uint64_t> doneWords;  // [kMaxPulses]
+        cuda::DeviceBuffer<unsigned> pulseCounters;   // [kMaxPulses]
+        cuda::DeviceBuffer<unsigned> kernelCounter;   // [1]
+        void allocate() {
+            sequence.resize(1);
+            doneWords.resize(kMaxPulses);
+            pulseCounters.resize(kMaxPulses);
+            kernelCounter.resize(1);
+            const std::uint64_t one = 1;
+            HALOEX_CUDA_CHECK(cudaMemcpy(sequence.data(), &one, sizeof one, cudaMemcpyHostToDevice));
+            HALOEX_CUDA_CHECK(cudaMemset(doneWords.data(), 0, doneWords.bytes()));
+            HALOEX_CUDA_CHECK(cudaMemset(pulseCounters.data(), 0, pulseCounters.bytes()));
+            HALOEX_CUDA_CHECK(cudaMemset(kernelCounter.data(), 0, kernelCounter.bytes()));
+        }
+    };
+
+    std::size_t bytesFor(std::size_t atoms, std::size_t stagingAtoms) const {
+        return 2 * atoms * sizeof(Vec3f) + 2 * kMaxPulses * stagingAtoms * sizeof(Vec3f) +
+               2 * kMaxPulses * sizeof(std::uint64_t);
+    }
+
+    // Sizes every symmetric array by the maximum over ranks (all ranks must
+    // allocate identically); grows collectively with headroom.
+    void ensureCapacity() {
+        const int stagingNeed = (std::max(plan_.maxSendCount(), plan_.maxRecvCapacity()) + 3) / 4 * 4;
+        std::vector<std::int64_t> need{plan_.numLocal, stagingNeed};
+        world_.allReduce(std::span<std::int64_t>(need.data(), need.size()), runtime::ReduceOp::Max);
+        if (!initialised_) {
+            ensureNvshmem(world_, bytesFor(static_cast<std::size_t>(need[0] * 1.25) + 64,
+                                           static_cast<std::size_t>(need[1] * 1.25) + 64));
+            if (heapSizeSetByUser() && bytesFor(need[0], need[1]) > symmetricHeapBytes()) {
+                throwError(ErrorKind::Nvshmem,
+                           fmt::format("NVSHMEM_SYMMETRIC_SIZE={} bytes is too small: the halo exchange of {} local "
+                                       "atoms needs {} bytes of symmetric heap; set NVSHMEM_SYMMETRIC_SIZE to at "
+                                       "least {}M",
+                                       symmetricHeapBytes(), need[0], bytesFor(need[0], need[1]),
+                                       2 * bytesFor(need[0], need[1]) / (1024 * 1024) + 1));
+            }
+            signals_.allocate(2 * kMaxPulses * sizeof(std::uint64_t), "signals");
+            coordState_.allocate();
+            forceState_.allocate();
+            diagnostics_.allocate(1, cudaHostAllocMapped);
+            *diagnostics_.data() = WaitDiagnostics{};
+            HALOEX_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&diagnosticsDevice_),
+                                                       diagnostics_.data(), 0));
+            abortFlag_.resize(1);
+            HALOEX_CUDA_CHECK(cudaMemset(abortFlag_.data(), 0, sizeof(int)));
+            watchdog_ = std::make_unique<Watchdog>(world_, diagnostics_.data(),
+                                                   [this](int p) { return describePulse(p); });
+            initialised_ = true;
+        }
+        if (need[0] > capacityAtoms_ || need[1] > stagingStride_) {
+            // Collective on every rank (the maxima are the same everywhere).
+            HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+            capacityAtoms_ = std::max<std::int64_t>(need[0], capacityAtoms_ * 5 / 4) + 64;
+            stagingStride_ = static_cast<int>((std::max<std::int64_t>(need[1], stagingStride_ * 5 / 4) + 64 + 3) / 4 * 4);
+            x_.release();
+            f_.release();
+            staging_.release();
+            forceStaging_.release();
+            x_.allocate(capacityAtoms_ * sizeof(Vec3f), "coordinates");
+            f_.allocate(capacityAtoms_ * sizeof(Vec3f), "forces");
+            staging_.allocate(std::size_t(kMaxPulses) * stagingStride_ * sizeof(Vec3f), "coordinate staging");
+            forceStaging_.allocate(std::size_t(kMaxPulses) * stagingStride_ * sizeof(Vec3f), "force staging");
+        }
+    }
+
+    PathKind choosePath(int peer, void* peerPointer, std::string& why) const {
+        const bool reachable = peerPointer != nullptr;
+        if (!forcedPath_) {
+            why = reachable ? "auto: nvshmem_ptr reaches the peer (NVLink/P2P), direct stores"
+                            : "auto: no load/store access to the peer (nvshmem_ptr is null), put-with-signal";
+            return reachable ? PathKind::Direct : PathKind::Put;
+        }
+        if (*forcedPath_ != PathKind::Put && !reachable) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("--nvshmem-path {} needs load/store access to rank {}, but nvshmem_ptr() is null "
+                                   "(no NVLink/P2P between them); use put or auto",
+                                   pathName(*forcedPath_), peer));
+        }
+        why = *forcedPath_ == PathKind::Put && reachable
+                  ? "forced: put-with-signal through NVSHMEM's peer-to-peer transport (not InfiniBand)"
+                  : "forced by --nvshmem-path";
+        return *forcedPath_;
+    }
+
+    void uploadPulses() {
+        const int numPulses = static_cast<int>(plan_.pulses.size());
+        std::size_t totalIndices = 0;
+        for (const auto& p : plan_.pulses) totalIndices += p.sendIndices.size();
+        std::vector<int> indices;
+        indices.reserve(totalIndices);
+        for (const auto& p : plan_.pulses) indices.insert(indices.end(), p.sendIndices.begin(), p.sendIndices.end());
+        indexMaps_.resize(std::max<std::size_t>(1, indices.size()));
+        if (!indices.empty()) {
+            HALOEX_CUDA_CHECK(cudaMemcpy(indexMaps_.data(), indices.data(), indices.size() * sizeof(int),
+                                         cudaMemcpyHostToDevice));
+        }
+        std::vector<PulseRecord> records(numPulses);
+        whyPath_.assign(numPulses, {});
+        std::size_t offset = 0;
+        int maxWork = 1;
+        auto* coordSignals = signals_.as<std::uint64_t>();
+        auto* forceSignals = coordSignals + kMaxPulses;
+        for (int p = 0; p < numPulses; ++p) {
+            const plan::Pulse& pulse = plan_.pulses[p];
+            PulseRecord& r = records[p];
+            r.indexMap = indexMaps_.data() + offset;
+            offset += pulse.sendIndices.size();
+            r.sendCount = pulse.sendCount();
+            r.numIndependent = pulse.numIndependent;
+            r.recvCount = pulse.recvCount;
+            r.recvOffset = pulse.recvOffset;
+            r.recvCapacity = pulse.recvCapacity;
+            r.remoteRecvOffset = pulse.remoteRecvOffset;
+            r.dim = pulse.dim;
+            r.shiftSign = pulse.shiftSign;
+            r.sendPe = pulse.sendRank;
+            r.recvPe = pulse.recvRank;
+            void* peerX = nvshmem_ptr(x_.as<void>(), pulse.sendRank);
+            std::string whySend, whyRecv;
+            r.sendPath = choosePath(pulse.sendRank, peerX, whySend);
+            r.recvPath = choosePath(pulse.recvRank, nvshmem_ptr(f_.as<void>(), pulse.recvRank), whyRecv);
+            whyPath_[p] = {pathName(r.sendPath), whySend};
+            if (r.sendPath != PathKind::Put) {
+                r.peerX = static_cast<Vec3f*>(peerX);
+                r.peerF = static_cast<const Vec3f*>(nvshmem_ptr(f_.as<void>(), pulse.sendRank));
+                r.peerCoordSignal = static_cast<std::uint64_t*>(nvshmem_ptr(coordSignals + p, pulse.sendRank));
+            }
+            if (r.recvPath != PathKind::Put) {
+                r.peerForceSignal = static_cast<std::uint64_t*>(nvshmem_ptr(forceSignals + p, pulse.recvRank));
+            }
+            for (int q : pulse.waitsForward) r.waitsForward |= std::uint64_t{1} << q;
+            for (int q : pulse.waitsReverse) r.waitsReverse |= std::uint64_t{1} << q;
+            maxWork = std::max({maxWork, pulse.sendCount(), pulse.recvCapacity});
+        }
+        pulseRecords_.resize(std::max(1, numPulses));
+        if (numPulses > 0) {
+            HALOEX_CUDA_CHECK(cudaMemcpy(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord),
+                                         cudaMemcpyHostToDevice));
+        }
+        // Every block of a fused kernel spins while it waits, so all must be
+        // resident at once: bound the grid by occupancy, shared by the ranks
+        // on this GPU, and keep it small enough to leave the SMs to compute.
+        const int work = static_cast<int>(world_.allReduceValue<std::int64_t>(maxWork, runtime::ReduceOp::Max));
+        const int ranksPerGpu = std::max(1, world_.localSize() / std::max(1, deviceCountOnNode()));
+        const int maxPulses = static_cast<int>(world_.allReduceValue<std::int64_t>(numPulses, runtime::ReduceOp::Max));
+        const int resident = maxResidentFusedBlocks() / ranksPerGpu;
+        const int bySms = std::max(1, multiprocessorCount() / (4 * ranksPerGpu) / std::max(1, maxPulses));
+        const int byWork = (work + kFusedThreads * 4 - 1) / (kFusedThreads * 4);
+        blocksPerPulse_ = std::max(1, std::min({byWork, bySms, resident / std::max(1, maxPulses)}));
+        if (blocksPerPulse_ * std::max(1, maxPulses) > resident) {
+            throwError(ErrorKind::Internal, "the fused kernels cannot have all their blocks resident on this GPU");
+        }
+    }
+
+    static int deviceCountOnNode() {
+        int n = 0;
+        HALOEX_CUDA_CHECK(cudaGetDeviceCount(&n));
+        return n;
+    }
+
+    std::string describePulse(int p) const {
+        if (p < 0 || p >= static_cast<int>(plan_.pulses.size())) return fmt::format("{}", p);
+        const auto& pulse = plan_.pulses[p];
+        return fmt::format("{} (dimension {}, stage {})", p, kDimName[pulse.dim], pulse.stage);
+    }
+
+    std::vector<std::string> pathNotes() const {
+        std::vector<std::string> notes;
+        notes.push_back(fmt::format("nvshmem: {} pulse(s), {} block(s) of {} threads per pulse, wait limit {:.0f} s",
+                                    plan_.pulses.size(), blocksPerPulse_, kFusedThreads, timeoutNs_ * 1e-9));
+        for (std::size_t p = 0; p < plan_.pulses.size(); ++p) {
+            notes.push_back(fmt::format("nvshmem rank {} pulse {} -> rank {}: {} ({})", world_.rank(),
+                                        describePulse(static_cast<int>(p)), plan_.pulses[p].sendRank,
+                                        whyPath_[p].first, whyPath_[p].second));
+        }
+        return notes;
+    }
+
+    FusedArgs baseArgs(KernelState& state) const {
+        FusedArgs a;
+        a.pulses = pulseRecords_.data();
+        a.numPulses = static_cast<int>(plan_.pulses.size());
+        a.x = x_.as<Vec3f>();
+        a.f = f_.as<Vec3f>();
+        a.staging = staging_.as<Vec3f>();
+        a.forceStaging = forceStaging_.as<Vec3f>();
+        a.stagingStride = stagingStride_;
+        a.coordSignal = signals_.as<std::uint64_t>();
+        a.forceSignal = signals_.as<std::uint64_t>() + kMaxPulses;
+        a.sequence = state.sequence.data();
+        a.doneWords = state.doneWords.data();
+        a.pulseBlockCounters = state.pulseCounters.data();
+        a.kernelBlockCounter = state.kernelCounter.data();
+        a.diagnostics = diagnosticsDevice_;
+        a.abortFlag = const_cast<int*>(abortFlag_.data());
+        a.timeoutNs = timeoutNs_;
+        a.myPe = world_.rank();
+        a.withholdPulse = withholdPulse_;
+        return a;
+    }
+
+    runtime::World& world_;
+    std::optional<PathKind> forcedPath_;
+    std::uint64_t timeoutNs_;
+    int withholdPulse_ = -1;
+    bool initialised_ = false;
+    plan::ParticleHaloPlan plan_;
+    TransportCounters counters_;
+    std::vector<std::string> notes_;
+    std::vector<std::pair<std::string, std::string>> whyPath_;
+
+    SymmetricBuffer x_, f_, staging_, forceStaging_, signals_;
+    std::int64_t capacityAtoms_ = 0;
+    int stagingStride_ = 0;
+    KernelState coordState_, forceState_;
+    cuda::DeviceBuffer<int> indexMaps_;
+    cuda::DeviceBuffer<PulseRecord> pulseRecords_;
+    cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
+    WaitDiagnostics* diagnosticsDevice_ = nullptr;
+    cuda::DeviceBuffer<int> abortFlag_;
+    int blocksPerPulse_ = 1;
+    std::unique_ptr<Watchdog> watchdog_;
+};
+
+}  // namespace
+
+std::unique_ptr<ParticleTransport> makeNvshmemTransport(runtime::World& world, const TransportOptions& options) {
+    return std::make_unique<NvshmemTransport>(world, options);
+}
+
+}  // namespace haloex::transport

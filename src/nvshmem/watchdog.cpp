@@ -1,0 +1,56 @@
+#include "watchdog.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <fmt/format.h>
+
+namespace haloex::nvshmem_detail {
+
+std::string describeTimeout(const WaitDiagnostics& d, const char* pulseName) {
+    static constexpr const char* kKernel[] = {"coordinate exchange (FusedPackCommX)",
+                                              "force exchange (FusedCommUnpackF)"};
+    const char* what = "a signal";
+    switch (d.what) {
+        case WaitDiagnostics::CoordinateReceive: what = "the coordinates of pulse"; break;
+        case WaitDiagnostics::CoordinateDependency: what = "the coordinates (needed for forwarding) of pulse"; break;
+        case WaitDiagnostics::ForceReady: what = "the halo forces of pulse"; break;
+        case WaitDiagnostics::ForceDependency: what = "this rank's own accumulation of pulse"; break;
+    }
+    return fmt::format("rank {}: the {} waited {:.3f} s for {} {} from rank {}: signal expected >= {}, seen {}. "
+                       "The peer is slower than the wait limit (raise --wait-timeout / HALOEX_WAIT_TIMEOUT), or it "
+                       "stopped (look for its error above)",
+                       d.rank, kKernel[d.kernel == WaitDiagnostics::ForceKernel ? 1 : 0], d.waitedNs * 1e-9, what,
+                       pulseName, d.peer, d.expected, d.seen);
+}
+
+Watchdog::Watchdog(runtime::World& world, const WaitDiagnostics* diagnostics,
+                   std::function<std::string(int)> describePulse)
+    : world_(world), diagnostics_(diagnostics), describePulse_(std::move(describePulse)) {
+    thread_ = std::thread([this] { run(); });
+}
+
+Watchdog::~Watchdog() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+}
+
+std::string Watchdog::pendingTimeout() const {
+    const auto* ready = reinterpret_cast<const volatile int*>(&diagnostics_->ready);
+    if (!*ready) return {};
+    return describeTimeout(*diagnostics_, describePulse_(diagnostics_->pulse).c_str());
+}
+
+void Watchdog::run() {
+    using namespace std::chrono_literals;
+    while (!stop_) {
+        const std::string message = pendingTimeout();
+        if (!message.empty()) {
+            std::fprintf(stderr, "haloex: nvshmem wait timed out: %s\n", message.c_str());
+            std::fflush(stderr);
+            world_.abort("nvshmem wait timed out: " + message, 3);
+        }
+        std::this_thread::sleep_for(20ms);
+    }
+}
+
+}  // namespace haloex::nvshmem_detail

@@ -1,0 +1,37 @@
+#pragma once
+// The host side of hang-proof waits: a thread that polls the mapped
+// diagnostics a timed-out kernel leaves behind, prints them and aborts the
+// whole job (World::abort, i.e. MPI_Abort under MPI), so no rank hangs.
+#include <atomic>
+#include <functional>
+#include <string>
+#include <thread>
+
+#include "haloex/runtime/world.hpp"
+#include "wait_diagnostics.hpp"
+
+namespace haloex::nvshmem_detail {
+
+class Watchdog {
+public:
+    // describePulse(p) names a pulse for the message ("1 (y, stage 0)").
+    Watchdog(runtime::World& world, const WaitDiagnostics* diagnostics,
+             std::function<std::string(int)> describePulse);
+    Watchdog(const Watchdog&) = delete;
+    Watchdog& operator=(const Watchdog&) = delete;
+    ~Watchdog();
+
+    // The message of a timeout that has been recorded, or empty (main thread
+    // checks this at synchronisation points to fail with a clean error).
+    std::string pendingTimeout() const;
+
+private:
+    void run();
+    runtime::World& world_;
+    const WaitDiagnostics* diagnostics_;
+    std::function<std::string(int)> describePulse_;
+    std::atomic<bool> stop_{false};
+    std::thread thread_;
+};
+
+}  // namespace haloex::nvshmem_detail

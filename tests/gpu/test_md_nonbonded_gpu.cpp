@@ -1,0 +1,464 @@
+// GPU non-bonded module (nonbonded.hpp) against the CPU reference of the
+// same cluster-pair list (exact: layout and lists element by element) and
+// against the double-precision force oracle (forces, energies, pair counts),
+// for whole systems and ranks of in-process decompositions; plus concurrent
+// streams, CUDA-graph capture, rebuilds and input errors.
+//
+// Every failure message says what differs (first differing element, worst
+// atoms), so one run on the GPU machine is enough to locate a problem.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fmt/format.h>
+#include <string>
+#include <vector>
+
+#include "haloex/core/error.hpp"
+#include "haloex/cuda/device_buffer.hpp"
+#include "haloex/md/gpu/cluster_reference.hpp"
+#include "haloex/md/gpu/nonbonded.hpp"
+#include "md_test_support.hpp"
+
+using namespace haloex;
+using namespace haloex::md::gpu;
+using haloex::testing::FloatSystem;
+using haloex::testing::RankSystem;
+
+namespace {
+
+constexpr double kRlist = 1.0;
+constexpr double kForceTolerance = 1e-5;   // ||df|| / ||f|| against the double oracle
+constexpr double kEnergyTolerance = 1e-5;  // relative to the sum of |pair terms|
+
+#define HALOEX_REQUIRE_GPU()                                                                                  \
+    do {                                                                                                      \
+        if (haloex::cuda::deviceCount() == 0)                                                                 \
+            GTEST_SKIP() << "no CUDA device visible: GPU test skipped (run `ctest -L gpu` on a GPU machine)"; \
+    } while (0)
+
+template <class T>
+cuda::DeviceBuffer<T> upload(const std::vector<T>& host) {
+    cuda::DeviceBuffer<T> d(std::max<std::size_t>(host.size(), 1));
+    if (!host.empty()) HALOEX_CUDA_CHECK(cudaMemcpy(d.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    return d;
+}
+
+template <class T>
+std::vector<T> download(const cuda::DeviceBuffer<T>& d, std::size_t count) {
+    std::vector<T> host(count);
+    HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+    if (count) HALOEX_CUDA_CHECK(cudaMemcpy(host.data(), d.data(), count * sizeof(T), cudaMemcpyDeviceToHost));
+    return host;
+}
+
+// One rank's inputs, on the host and the device.
+struct Inputs {
+    std::string name;
+    std::vector<Vec3f> x;
+    std::vector<float> q;
+    std::vector<plan::ZoneMask> zone;  // empty: all home
+    int numHome = 0;
+    plan::Box box;
+    std::array<bool, 3> periodic{true, true, true};
+    std::vector<bool> padding;
+
+    int numLocal() const { return static_cast<int>(x.size()); }
+    SearchSettings settings() const { return {box, periodic, kRlist, NonbondedOptions{}.maxJClustersPerEntry}; }
+};
+
+Inputs inputsOf(const FloatSystem& s) {
+    Inputs in{s.name, s.x, s.q, {}, static_cast<int>(s.x.size()), s.box, {true, true, true}, {}};
+    in.padding.assign(s.x.size(), false);
+    return in;
+}
+
+Inputs inputsOf(const RankSystem& r, const std::string& name) {
+    Inputs in{fmt::format("{} rank {}", name, r.rank), r.x, r.q, r.zone, r.numHome, r.box, r.periodic, {}};
+    for (int i = 0; i < r.numLocal; ++i) in.padding.push_back((r.zone[i] & plan::kPaddingMask) != 0);
+    return in;
+}
+
+struct DeviceInputs {
+    cuda::DeviceBuffer<Vec3f> x;
+    cuda::DeviceBuffer<float> q;
+    cuda::DeviceBuffer<std::uint8_t> zone;
+    cuda::DeviceBuffer<Vec3f> f;
+    bool haveZone = false;
+
+    explicit DeviceInputs(const Inputs& in)
+        : x(upload(in.x)), q(upload(in.q)), zone(upload(in.zone)), f(std::max(in.x.size(), std::size_t{1})),
+          haveZone(!in.zone.empty()) {}
+    const std::uint8_t* zonePtr() const { return haveZone ? zone.data() : nullptr; }
+};
+
+void build(Nonbonded& nb, const Inputs& in, DeviceInputs& d, cudaStream_t stream) {
+    nb.build(d.x.data(), d.q.data(), d.zonePtr(), in.numHome, in.numLocal(), in.box, in.periodic, stream);
+}
+
+// --- exact comparison with the CPU reference ------------------------------
+
+std::string firstLayoutDifference(const ClusterLayoutHost& gpu, const ClusterLayoutHost& ref) {
+    const auto grid = [](const ColumnGrid& g) {
+        return fmt::format("origin ({}, {}, {}) inv cell ({}, {}) {}x{} columns from {}", g.x0, g.y0, g.z0, g.invCellX,
+                           g.invCellY, g.nx, g.ny, g.firstColumn);
+    };
+    for (int k = 0; k < 2; ++k) {
+        const ColumnGrid& a = k == 0 ? gpu.grids.home : gpu.grids.halo;
+        const ColumnGrid& b = k == 0 ? ref.grids.home : ref.grids.halo;
+        if (grid(a) != grid(b)) return fmt::format("{} grid: GPU {} vs CPU {}", k == 0 ? "home" : "halo", grid(a), grid(b));
+    }
+    if (gpu.numClusters != ref.numClusters || gpu.numHomeClusters != ref.numHomeClusters) {
+        return fmt::format("clusters: GPU {} ({} home) vs CPU {} ({} home)", gpu.numClusters, gpu.numHomeClusters,
+                           ref.numClusters, ref.numHomeClusters);
+    }
+    for (std::size_t c = 0; c < ref.columnClusterStart.size(); ++c) {
+        if (gpu.columnClusterStart[c] != ref.columnClusterStart[c]) {
+            return fmt::format("column {} starts at cluster {} on the GPU, {} on the CPU", c, gpu.columnClusterStart[c],
+                               ref.columnClusterStart[c]);
+        }
+    }
+    for (std::size_t s = 0; s < ref.atomOfSlot.size(); ++s) {
+        if (gpu.atomOfSlot[s] != ref.atomOfSlot[s]) {
+            return fmt::format("slot {} (cluster {}) holds atom {} on the GPU, {} on the CPU", s, s / kClusterSize,
+                               gpu.atomOfSlot[s], ref.atomOfSlot[s]);
+        }
+    }
+    for (int c = 0; c < ref.numClusters; ++c) {
+        const auto& a = gpu.bboxLo[c];
+        const auto& b = ref.bboxLo[c];
+        const auto& ah = gpu.bboxHi[c];
+        const auto& bh = ref.bboxHi[c];
+        if (a.x != b.x || a.y != b.y || a.z != b.z || ah.x != bh.x || ah.y != bh.y || ah.z != bh.z) {
+            return fmt::format("bounding box of cluster {}: GPU ({},{},{})-({},{},{}) CPU ({},{},{})-({},{},{})", c, a.x,
+                               a.y, a.z, ah.x, ah.y, ah.z, b.x, b.y, b.z, bh.x, bh.y, bh.z);
+        }
+    }
+    return {};
+}
+
+std::string firstListDifference(const PairListHost& gpu, const PairListHost& ref) {
+    if (gpu.pairs.size() != ref.pairs.size() || gpu.entries.size() != ref.entries.size()) {
+        std::string s = fmt::format("GPU list has {} entries / {} cluster pairs, CPU {} / {}", gpu.entries.size(),
+                                    gpu.pairs.size(), ref.entries.size(), ref.pairs.size());
+        // Point at the first i cluster whose j count differs.
+        const std::size_t n = std::min(gpu.entries.size(), ref.entries.size());
+        for (std::size_t e = 0; e < n; ++e) {
+            const ClusterEntry& a = gpu.entries[e];
+            const ClusterEntry& b = ref.entries[e];
+            if (a.ci != b.ci || a.jBegin != b.jBegin || a.jEnd != b.jEnd) {
+                s += fmt::format("; first differing entry {}: GPU (ci {}, j [{}, {})) CPU (ci {}, j [{}, {}))", e, a.ci,
+                                 a.jBegin, a.jEnd, b.ci, b.jBegin, b.jEnd);
+                break;
+            }
+        }
+        return s;
+    }
+    for (std::size_t e = 0; e < ref.entries.size(); ++e) {
+        const ClusterEntry& a = gpu.entries[e];
+        const ClusterEntry& b = ref.entries[e];
+        if (a.ci != b.ci || a.jBegin != b.jBegin || a.jEnd != b.jEnd) {
+            return fmt::format("entry {}: GPU (ci {}, j [{}, {})) CPU (ci {}, j [{}, {}))", e, a.ci, a.jBegin, a.jEnd,
+                               b.ci, b.jBegin, b.jEnd);
+        }
+    }
+    for (std::size_t k = 0; k < ref.pairs.size(); ++k) {
+        const ClusterPair& a = gpu.pairs[k];
+        const ClusterPair& b = ref.pairs[k];
+        if (a.cj != b.cj || a.shift != b.shift || a.maskLo != b.maskLo || a.maskHi != b.maskHi) {
+            return fmt::format("cluster pair {}: GPU (cj {}, shift {}, mask {:08x}{:08x}) CPU (cj {}, shift {}, mask "
+                               "{:08x}{:08x})",
+                               k, a.cj, a.shift, a.maskHi, a.maskLo, b.cj, b.shift, b.maskHi, b.maskLo);
+        }
+    }
+    return {};
+}
+
+void expectSameAsReference(const Inputs& in, Nonbonded& nb) {
+    const ClusterLayoutHost ref = buildLayoutReference(in.x, in.zone, in.numHome);
+    const ClusterLayoutHost gpu = nb.copyLayoutToHost();
+    const std::string layoutDiff = firstLayoutDifference(gpu, ref);
+    EXPECT_TRUE(layoutDiff.empty()) << in.name << ": cluster layout differs from the CPU reference: " << layoutDiff;
+    if (!layoutDiff.empty()) return;
+    for (bool nonlocal : {false, true}) {
+        const PairListHost refList = searchReference(ref, in.x, in.zone, nonlocal, in.settings());
+        const PairListHost gpuList = nb.copyListToHost(nonlocal ? ListKind::Nonlocal : ListKind::Local);
+        const std::string diff = firstListDifference(gpuList, refList);
+        EXPECT_TRUE(diff.empty()) << in.name << ": " << (nonlocal ? "non-local" : "local")
+                                  << " list differs from the CPU reference: " << diff;
+        const PairListStats stats = nb.stats(nonlocal ? ListKind::Nonlocal : ListKind::Local);
+        EXPECT_EQ(stats.clusterPairs, static_cast<std::int64_t>(refList.pairs.size())) << in.name;
+        EXPECT_EQ(stats.entries, static_cast<int>(refList.entries.size())) << in.name;
+        EXPECT_EQ(stats.atomPairs, refList.atomPairs()) << in.name << " (set mask bits)";
+    }
+}
+
+// --- forces and energies ----------------------------------------------------
+
+struct GpuResult {
+    std::vector<Vec3f> forces;
+    double energies[kNumEnergies] = {0, 0, 0};
+    std::int64_t pairsLocal = 0, pairsNonlocal = 0;
+};
+
+GpuResult computeOnGpu(Nonbonded& nb, const Inputs& in, DeviceInputs& d, cudaStream_t stream) {
+    GpuResult r;
+    HALOEX_CUDA_CHECK(cudaMemsetAsync(d.f.data(), 0, d.f.bytes(), stream));
+    nb.clearEnergies(stream);
+    nb.computeLocal(d.x.data(), d.f.data(), true, stream);
+    nb.computeNonlocal(d.x.data(), d.f.data(), true, stream);
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    r.forces = download(d.f, in.x.size());
+    HALOEX_CUDA_CHECK(cudaMemcpy(r.energies, nb.deviceEnergies(), sizeof(r.energies), cudaMemcpyDeviceToHost));
+    r.pairsLocal = nb.countPairsWithinCutoff(ListKind::Local, d.x.data(), stream);
+    r.pairsNonlocal = nb.countPairsWithinCutoff(ListKind::Nonlocal, d.x.data(), stream);
+    return r;
+}
+
+// The CPU reference evaluation of the same lists (float, kernel formula).
+struct ReferenceResult {
+    std::vector<Vec3f> forces;
+    ListEnergies local, nonlocal;
+};
+
+ReferenceResult evaluateReference(const Inputs& in, const md::ForceField& ff) {
+    ReferenceResult r;
+    const ClusterLayoutHost layout = buildLayoutReference(in.x, in.zone, in.numHome);
+    r.forces.assign(in.x.size(), Vec3f{});
+    const PairListHost local = searchReference(layout, in.x, in.zone, false, in.settings());
+    const PairListHost nonlocal = searchReference(layout, in.x, in.zone, true, in.settings());
+    r.local = evaluateListReference(layout, local, in.x, in.q, in.settings(), ff, r.forces);
+    r.nonlocal = evaluateListReference(layout, nonlocal, in.x, in.q, in.settings(), ff, r.forces);
+    return r;
+}
+
+void expectMatches(const Inputs& in, const GpuResult& gpu, const md::PairForces<double>& oracle,
+                   const ReferenceResult& ref) {
+    std::unique_ptr<bool[]> skip(new bool[in.x.size()]);
+    for (std::size_t i = 0; i < in.x.size(); ++i) skip[i] = in.padding[i];
+    const std::span<const bool> skipSpan(skip.get(), in.x.size());
+    const auto diff = haloex::testing::compareForces(gpu.forces, oracle.forces, -1, skipSpan);
+    EXPECT_LE(diff.relativeNorm, kForceTolerance) << in.name << ": GPU forces vs double oracle: " << diff.report;
+    std::vector<Vec3d> refForces(ref.forces.size());
+    for (std::size_t i = 0; i < ref.forces.size(); ++i) refForces[i] = Vec3d(ref.forces[i]);
+    const auto diffRef = haloex::testing::compareForces(gpu.forces, refForces, -1, skipSpan);
+    EXPECT_LE(diffRef.relativeNorm, kForceTolerance) << in.name << ": GPU forces vs CPU list evaluation: " << diffRef.report;
+
+    // Pair counts: exactly the reference's (same rounding); the oracle may
+    // decide pairs within an ulp of rc differently.
+    EXPECT_EQ(gpu.pairsLocal, ref.local.pairsWithinCutoff) << in.name << ": local pairs within rc";
+    EXPECT_EQ(gpu.pairsNonlocal, ref.nonlocal.pairsWithinCutoff) << in.name << ": non-local pairs within rc";
+    const std::int64_t pairs = gpu.pairsLocal + gpu.pairsNonlocal;
+    EXPECT_LE(std::abs(pairs - oracle.pairsWithinCutoff),
+              haloex::testing::allowedPairCountDifference(oracle.pairsWithinCutoff))
+        << in.name << ": " << gpu.pairsLocal << " local + " << gpu.pairsNonlocal << " non-local pairs, oracle "
+        << oracle.pairsWithinCutoff;
+
+    const auto expectEnergy = [&](const char* what, double got, double expected, double magnitude) {
+        EXPECT_TRUE(haloex::testing::energyAgrees(got, expected, magnitude, kEnergyTolerance))
+            << in.name << ": " << what << " GPU " << fmt::format("{:.8g}", got) << " oracle "
+            << fmt::format("{:.8g}", expected) << " (sum of |terms| " << magnitude << ")";
+    };
+    expectEnergy("LJ", gpu.energies[kEnergyLj], oracle.ljEnergy, ref.local.ljMagnitude + ref.nonlocal.ljMagnitude);
+    expectEnergy("Coulomb", gpu.energies[kEnergyCoulomb], oracle.coulombEnergy,
+                 ref.local.coulombMagnitude + ref.nonlocal.coulombMagnitude);
+    expectEnergy("virial", gpu.energies[kEnergyVirial], oracle.virial,
+                 ref.local.virialMagnitude + ref.nonlocal.virialMagnitude);
+    fmt::print("{}: pairs within rc {} (oracle {}), ||df||/||f|| {:.2e} (vs CPU list {:.2e}), "
+               "LJ {:.6f} / {:.6f}, Coulomb {:.6f} / {:.6f}\n",
+               in.name, pairs, oracle.pairsWithinCutoff, diff.relativeNorm, diffRef.relativeNorm,
+               gpu.energies[kEnergyLj], oracle.ljEnergy, gpu.energies[kEnergyCoulomb], oracle.coulombEnergy);
+}
+
+void checkSystem(const Inputs& in, const md::PairForces<double>& oracle) {
+    const md::ForceField ff;
+    cuda::Stream stream;
+    Nonbonded nb(ff, kRlist);
+    DeviceInputs d(in);
+    build(nb, in, d, stream);
+    expectSameAsReference(in, nb);
+    const GpuResult gpu = computeOnGpu(nb, in, d, stream);
+    expectMatches(in, gpu, oracle, evaluateReference(in, ff));
+}
+
+}  // namespace
+
+TEST(NonbondedGpu, Ref3000MatchesOracle) {
+    HALOEX_REQUIRE_GPU();
+    const md::ForceField ff;
+    const FloatSystem s = haloex::testing::loadRef3000(ff);
+    checkSystem(inputsOf(s), haloex::testing::oracleSingle(s, ff));
+}
+
+TEST(NonbondedGpu, LatticeSystemsMatchOracle) {
+    HALOEX_REQUIRE_GPU();
+    const md::ForceField ff;
+    for (int n : {1000, 6000, 30000, 100000}) {
+        const FloatSystem s = haloex::testing::latticeSystem(n, 100 + n, 0.02, ff);
+        checkSystem(inputsOf(s), haloex::testing::oracleSingle(s, ff));
+    }
+}
+
+TEST(NonbondedGpu, UniformRandomSystemListsMatchReference) {
+    HALOEX_REQUIRE_GPU();
+    const md::ForceField ff;
+    for (int n : {777, 5000}) {
+        const FloatSystem s = haloex::testing::uniformSystem(n, std::cbrt(n / 100.0) + 0.4, 7 + n, ff);
+        const Inputs in = inputsOf(s);
+        cuda::Stream stream;
+        Nonbonded nb(ff, kRlist);
+        DeviceInputs d(in);
+        build(nb, in, d, stream);
+        expectSameAsReference(in, nb);
+        // Random positions give close pairs: compare with the CPU evaluation of the same list.
+        const GpuResult gpu = computeOnGpu(nb, in, d, stream);
+        const ReferenceResult ref = evaluateReference(in, ff);
+        std::vector<Vec3d> refForces(ref.forces.size());
+        for (std::size_t i = 0; i < ref.forces.size(); ++i) refForces[i] = Vec3d(ref.forces[i]);
+        const auto diff = haloex::testing::compareForces(gpu.forces, refForces);
+        EXPECT_LE(diff.relativeNorm, 1e-4) << in.name << ": " << diff.report;
+        EXPECT_EQ(gpu.pairsLocal, ref.local.pairsWithinCutoff) << in.name;
+    }
+}
+
+struct RankCase {
+    std::string name;
+    plan::Int3 grid;
+    int numAtoms;
+    int alignment;
+};
+
+class NonbondedGpuRanks : public ::testing::TestWithParam<RankCase> {};
+
+TEST_P(NonbondedGpuRanks, LocalPlusNonlocalMatchRankOracle) {
+    HALOEX_REQUIRE_GPU();
+    const md::ForceField ff;
+    const RankCase& c = GetParam();
+    const FloatSystem s = haloex::testing::latticeSystem(c.numAtoms, 31, 0.02, ff);
+    const auto ranks = haloex::testing::decompose(s, c.grid, ff.rc, kRlist, c.alignment);
+    for (const RankSystem& r : ranks) {
+        const Inputs in = inputsOf(r, c.name);
+        checkSystem(in, haloex::testing::oracleRank(r, ff));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Grids, NonbondedGpuRanks,
+                         ::testing::Values(RankCase{"g2x2x1", {2, 2, 1}, 8000, 1},
+                                           RankCase{"g2x2x2_padded", {2, 2, 2}, 16000, 4},
+                                           RankCase{"g4x1x1_2pulses", {4, 1, 1}, 3000, 8},
+                                           RankCase{"g3x2x1", {3, 2, 1}, 20000, 4}),
+                         [](const auto& param) { return param.param.name; });
+
+// Local and non-local on two streams at once, then the same captured in a
+// CUDA graph and replayed: identical forces and energies each time.
+TEST(NonbondedGpu, ConcurrentStreamsAndGraphReplay) {
+    HALOEX_REQUIRE_GPU();
+    const md::ForceField ff;
+    const FloatSystem s = haloex::testing::latticeSystem(16000, 5, 0.02, ff);
+    const auto ranks = haloex::testing::decompose(s, {2, 2, 1}, ff.rc, kRlist, 4);
+    const Inputs in = inputsOf(ranks[0], "g2x2x1");
+    const auto oracle = haloex::testing::oracleRank(ranks[0], ff);
+    const ReferenceResult ref = evaluateReference(in, ff);
+
+    cuda::Stream localStream, nonlocalStream(cuda::Stream::highestPriority());
+    cuda::Event forked, joined;
+    Nonbonded nb(ff, kRlist);
+    DeviceInputs d(in);
+    build(nb, in, d, localStream);
+    ASSERT_GT(nb.stats(ListKind::Nonlocal).clusterPairs, 0);
+
+    const auto enqueueStep = [&] {
+        HALOEX_CUDA_CHECK(cudaMemsetAsync(d.f.data(), 0, d.f.bytes(), localStream));
+        nb.clearEnergies(localStream);
+        forked.record(localStream);
+        forked.waitOn(nonlocalStream);
+        nb.computeNonlocal(d.x.data(), d.f.data(), true, nonlocalStream);
+        nb.computeLocal(d.x.data(), d.f.data(), true, localStream);
+        joined.record(nonlocalStream);
+        joined.waitOn(localStream);
+    };
+    const auto collect = [&] {
+        GpuResult r;
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(localStream));
+        r.forces = download(d.f, in.x.size());
+        HALOEX_CUDA_CHECK(cudaMemcpy(r.energies, nb.deviceEnergies(), sizeof(r.energies), cudaMemcpyDeviceToHost));
+        r.pairsLocal = ref.local.pairsWithinCutoff;
+        r.pairsNonlocal = ref.nonlocal.pairsWithinCutoff;
+        return r;
+    };
+
+    enqueueStep();
+    expectMatches(in, collect(), oracle, ref);
+
+    cudaGraph_t graph = nullptr;
+    HALOEX_CUDA_CHECK(cudaStreamBeginCapture(localStream, cudaStreamCaptureModeThreadLocal));
+    enqueueStep();
+    HALOEX_CUDA_CHECK(cudaStreamEndCapture(localStream, &graph));
+    cudaGraphExec_t exec = nullptr;
+    HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    for (int replay = 0; replay < 3; ++replay) {
+        HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, localStream));
+        SCOPED_TRACE(fmt::format("graph replay {}", replay));
+        expectMatches(in, collect(), oracle, ref);
+    }
+    HALOEX_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    HALOEX_CUDA_CHECK(cudaGraphDestroy(graph));
+}
+
+// Forces without the energy flag leave the energies alone; a rebuild with a
+// larger, then a smaller system reuses and grows buffers correctly.
+TEST(NonbondedGpu, RebuildsAndEnergyFlag) {
+    HALOEX_REQUIRE_GPU();
+    const md::ForceField ff;
+    cuda::Stream stream;
+    Nonbonded nb(ff, kRlist);
+    for (int n : {2000, 24000, 3000}) {
+        const FloatSystem s = haloex::testing::latticeSystem(n, 77 + n, 0.02, ff);
+        const Inputs in = inputsOf(s);
+        DeviceInputs d(in);
+        build(nb, in, d, stream);
+        expectSameAsReference(in, nb);
+        nb.clearEnergies(stream);
+        HALOEX_CUDA_CHECK(cudaMemsetAsync(d.f.data(), 0, d.f.bytes(), stream));
+        nb.computeLocal(d.x.data(), d.f.data(), false, stream);
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        double e[kNumEnergies];
+        HALOEX_CUDA_CHECK(cudaMemcpy(e, nb.deviceEnergies(), sizeof(e), cudaMemcpyDeviceToHost));
+        EXPECT_EQ(e[kEnergyLj], 0.0) << "energies touched without the energy flag";
+        const auto oracle = haloex::testing::oracleSingle(s, ff);
+        const auto diff = haloex::testing::compareForces(download(d.f, in.x.size()), oracle.forces);
+        EXPECT_LE(diff.relativeNorm, kForceTolerance) << in.name << ": " << diff.report;
+    }
+}
+
+TEST(NonbondedGpu, RejectsBadInput) {
+    HALOEX_REQUIRE_GPU();
+    const md::ForceField ff;
+    EXPECT_THROW((void)Nonbonded(ff, 0.8), haloex::Error);  // rlist < rc
+    cuda::Stream stream;
+    Nonbonded nb(ff, kRlist);
+    FloatSystem s = haloex::testing::latticeSystem(2000, 3, 0.0, ff);
+    Vec3f dummy{};
+    EXPECT_THROW(nb.computeLocal(&dummy, &dummy, false, stream), haloex::Error) << "compute before build";
+    s.x[17].y = std::nanf("");
+    const Inputs in = inputsOf(s);
+    DeviceInputs d(in);
+    try {
+        build(nb, in, d, stream);
+        ADD_FAILURE() << "a NaN position was accepted";
+    } catch (const haloex::Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+        EXPECT_NE(std::string(e.what()).find("atom 17"), std::string::npos) << e.what();
+    }
+    // Halo atoms without zone masks.
+    EXPECT_THROW(nb.build(d.x.data(), d.q.data(), nullptr, 1000, 2000, s.box, {true, true, true}, stream),
+                 haloex::Error);
+}
+
+TEST(NonbondedGpu, ReportsKernelResources) {
+    HALOEX_REQUIRE_GPU();
+    for (const KernelResources& k : nonbondedKernelResources()) {
+        fmt::print("{}: {} registers, {} bytes local memory\n", k.name, k.registers, k.localBytes);
+        EXPECT_EQ(k.localBytes, 0) << k.name << " spills to local memory";
+        EXPECT_GE(k.maxThreadsPerBlock, 128) << k.name;
+    }
+}

@@ -1,0 +1,3 @@
+#include "mpi_test_main.hpp"
+
+int main(int argc, char** argv) { return haloex::testsupport::runMpiTests(argc, argv); }

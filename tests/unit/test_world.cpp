@@ -1,0 +1,269 @@
+// The in-process thread world: identity, collectives, point-to-point with
+// missing peers, and failure of one rank reaching every rank (no hang) with
+// the original message.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <future>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "haloex/core/error.hpp"
+#include "haloex/runtime/world.hpp"
+
+namespace haloex::testing {
+namespace {
+
+using runtime::ReduceOp;
+using runtime::World;
+
+// Runs `job` on a helper thread and fails the test (instead of hanging the
+// suite) when it does not finish in time. Exceptions are handed back.
+void runWithDeadline(const std::function<void()>& job, std::chrono::seconds limit = std::chrono::seconds(30)) {
+    auto task = std::make_shared<std::packaged_task<void()>>(job);
+    std::future<void> done = task->get_future();
+    std::thread([task] { (*task)(); }).detach();
+    if (done.wait_for(limit) != std::future_status::ready) {
+        // The stuck ranks cannot be recovered: report and stop the process.
+        ADD_FAILURE() << "the in-process job did not finish within " << limit.count() << " s (hang)";
+        std::fflush(stdout);
+        std::_Exit(1);
+    }
+    done.get();
+}
+
+TEST(ThreadWorld, IdentityOfEveryRank) {
+    std::vector<int> seen(5, 0);
+    runtime::runInProcess(5, [&](World& w) {
+        EXPECT_EQ(w.size(), 5);
+        EXPECT_EQ(w.localSize(), 5);
+        EXPECT_EQ(w.localRank(), w.rank());
+        EXPECT_EQ(w.kind(), "threads");
+        seen[w.rank()] += 1;
+        w.barrier();
+    });
+    EXPECT_EQ(seen, std::vector<int>(5, 1));
+}
+
+TEST(ThreadWorld, AllReduceSumMaxMin) {
+    constexpr int n = 4;
+    runWithDeadline([] {
+        runtime::runInProcess(n, [](World& w) {
+            const int r = w.rank();
+            for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min}) {
+                std::vector<double> d{1.0 * r, -2.5 * r, 0.125 + r * r};
+                std::vector<std::int64_t> i{r, -7 * r, (std::int64_t{1} << 40) + r};
+                w.allReduce(std::span(d), op);
+                w.allReduce(std::span(i), op);
+                if (op == ReduceOp::Sum) {
+                    EXPECT_EQ(d, (std::vector<double>{6.0, -15.0, 0.5 + 14.0}));
+                    EXPECT_EQ(i, (std::vector<std::int64_t>{6, -42, 4 * (std::int64_t{1} << 40) + 6}));
+                } else if (op == ReduceOp::Max) {
+                    EXPECT_EQ(d, (std::vector<double>{3.0, 0.0, 9.125}));
+                    EXPECT_EQ(i, (std::vector<std::int64_t>{3, 0, (std::int64_t{1} << 40) + 3}));
+                } else {
+                    EXPECT_EQ(d, (std::vector<double>{0.0, -7.5, 0.125}));
+                    EXPECT_EQ(i, (std::vector<std::int64_t>{0, -21, std::int64_t{1} << 40}));
+                }
+            }
+            EXPECT_EQ(w.allReduceValue(r + 1, ReduceOp::Sum), 10);
+            EXPECT_EQ(w.allReduceValue(0.5 * r, ReduceOp::Max), 1.5);
+            EXPECT_EQ(w.allReduceValue(std::int64_t{-r}, ReduceOp::Min), -3);
+        });
+    });
+}
+
+TEST(ThreadWorld, AllReduceGivesBitwiseIdenticalResultsOnEveryRank) {
+    constexpr int n = 6;
+    std::vector<double> result(n);
+    runtime::runInProcess(n, [&](World& w) {
+        // Values whose sum depends on the order of addition.
+        result[w.rank()] = w.allReduceValue(1.0 / (3.0 + w.rank()) * (w.rank() % 2 ? 1e16 : 1.0), ReduceOp::Sum);
+    });
+    for (int r = 1; r < n; ++r) EXPECT_EQ(result[r], result[0]);
+}
+
+struct Record {
+    int rank;
+    double value;
+    char tag[4];
+};
+
+TEST(ThreadWorld, AllGatherOrdersByRank) {
+    runWithDeadline([] {
+        runtime::runInProcess(3, [](World& w) {
+            const Record mine{w.rank(), 0.5 * w.rank(), {'r', static_cast<char>('0' + w.rank()), 0, 0}};
+            const auto all = w.allGather(mine);
+            ASSERT_EQ(all.size(), 3u);
+            for (int r = 0; r < 3; ++r) {
+                EXPECT_EQ(all[r].rank, r);
+                EXPECT_EQ(all[r].value, 0.5 * r);
+                EXPECT_EQ(all[r].tag[1], '0' + r);
+            }
+        });
+    });
+}
+
+TEST(ThreadWorld, AllToAllWithUnevenAndEmptyMessages) {
+    constexpr int n = 4;
+    runWithDeadline([] {
+        runtime::runInProcess(n, [](World& w) {
+            const int me = w.rank();
+            // Rank s sends (s + d) % 3 values to rank d, each encoding (s, d, k).
+            std::vector<std::vector<int>> out(n);
+            for (int d = 0; d < n; ++d) {
+                for (int k = 0; k < (me + d) % 3; ++k) out[d].push_back(1000 * me + 100 * d + k);
+            }
+            const auto in = w.allToAll(out);
+            std::vector<int> expected;
+            for (int s = 0; s < n; ++s) {
+                for (int k = 0; k < (s + me) % 3; ++k) expected.push_back(1000 * s + 100 * me + k);
+            }
+            EXPECT_EQ(in, expected);
+        });
+    });
+}
+
+TEST(ThreadWorld, BroadcastFromEveryRoot) {
+    constexpr int n = 3;
+    runWithDeadline([] {
+        runtime::runInProcess(n, [](World& w) {
+            for (int root = 0; root < n; ++root) {
+                std::vector<std::int32_t> data(5, w.rank() == root ? 100 + root : -1);
+                w.broadcastBytes(std::as_writable_bytes(std::span(data)), root);
+                EXPECT_EQ(data, std::vector<std::int32_t>(5, 100 + root));
+            }
+        });
+    });
+}
+
+TEST(ThreadWorld, SendRecvRingAndOpenChainWithMissingPeers) {
+    constexpr int n = 5;
+    runWithDeadline([] {
+        runtime::runInProcess(n, [](World& w) {
+            const int me = w.rank();
+            // Periodic ring: send up, receive from below, with per-rank sizes.
+            std::vector<double> mine(me + 1, 10.0 * me);
+            const auto fromBelow = w.sendRecv(mine, (me + 1) % n, (me + n - 1) % n, 7);
+            const int below = (me + n - 1) % n;
+            EXPECT_EQ(fromBelow, std::vector<double>(below + 1, 10.0 * below));
+            // Open chain: the top rank sends nowhere, rank 0 receives from nobody.
+            const int dest = me + 1 < n ? me + 1 : -1;
+            const int src = me > 0 ? me - 1 : -1;
+            const auto got = w.sendRecv(std::vector<int>{me, me}, dest, src, 8);
+            if (src < 0) {
+                EXPECT_TRUE(got.empty());
+            } else {
+                EXPECT_EQ(got, (std::vector<int>{src, src}));
+            }
+            // Empty messages and sending to oneself.
+            EXPECT_TRUE(w.sendRecv(std::vector<int>{}, (me + 1) % n, below, 9).empty());
+            EXPECT_EQ(w.sendRecv(std::vector<int>{me}, me, me, 10), std::vector<int>{me});
+            // Raw bytes with no peer at all.
+            w.sendRecvBytes({}, -1, {}, -1, 11);
+        });
+    });
+}
+
+TEST(ThreadWorld, MessagesOfOneTagArriveInOrder) {
+    runWithDeadline([] {
+        runtime::runInProcess(2, [](World& w) {
+            const int other = 1 - w.rank();
+            for (int k = 0; k < 20; ++k) {
+                const auto got = w.sendRecv(std::vector<int>{k, w.rank()}, other, other, 3);
+                EXPECT_EQ(got, (std::vector<int>{k, other}));
+            }
+        });
+    });
+}
+
+void expectMessageContains(const std::function<void()>& f, const std::string& part) {
+    try {
+        f();
+        ADD_FAILURE() << "nothing was thrown";
+    } catch (const std::exception& e) {
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+}
+
+TEST(ThreadWorld, ExceptionOnOneRankReleasesRanksBlockedInCollectives) {
+    runWithDeadline([] {
+        try {
+            runtime::runInProcess(4, [](World& w) {
+                if (w.rank() == 2) throwError(ErrorKind::InvalidInput, "rank two found bad input in atom 17");
+                std::vector<double> v{1.0};
+                w.allReduce(std::span(v), ReduceOp::Sum);  // the others wait here for rank 2
+                w.barrier();
+            });
+            ADD_FAILURE() << "nothing was thrown";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+            EXPECT_STREQ(e.what(), "rank two found bad input in atom 17");
+        }
+    });
+}
+
+TEST(ThreadWorld, ExceptionOnOneRankReleasesRanksBlockedInReceives) {
+    runWithDeadline([] {
+        // Ranks wait for a message from rank 0, which fails first.
+        expectMessageContains(
+            [] {
+                runtime::runInProcess(3, [](World& w) {
+                    if (w.rank() == 0) throw std::runtime_error("plain std exception from rank 0");
+                    std::vector<int> nothing;
+                    w.sendRecv(nothing, -1, 0, 5);
+                });
+            },
+            "plain std exception from rank 0");
+        // A failure after some successful communication, in a later barrier.
+        expectMessageContains(
+            [] {
+                runtime::runInProcess(3, [](World& w) {
+                    w.barrier();
+                    if (w.rank() == 1) throwError(ErrorKind::Plan, "late failure on rank 1");
+                    w.barrier();
+                    w.barrier();
+                });
+            },
+            "late failure on rank 1");
+    });
+}
+
+TEST(ThreadWorld, AbortEndsTheJobWithItsMessage) {
+    runWithDeadline([] {
+        try {
+            runtime::runInProcess(3, [](World& w) {
+                if (w.rank() == 1) w.abort("numbers went wrong on rank 1");
+                w.barrier();
+            });
+            ADD_FAILURE() << "nothing was thrown";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::Runtime);
+            EXPECT_NE(std::string(e.what()).find("numbers went wrong on rank 1"), std::string::npos) << e.what();
+        }
+    });
+}
+
+TEST(ThreadWorld, RefusesNonPositiveRankCounts) {
+    expectMessageContains([] { runtime::runInProcess(0, [](World&) {}); }, "cannot run 0 in-process ranks");
+}
+
+TEST(SingleRankWorld, BehavesLikeAJobOfOne) {
+    World& w = runtime::singleRankWorld();
+    EXPECT_EQ(w.rank(), 0);
+    EXPECT_EQ(w.size(), 1);
+    EXPECT_EQ(w.kind(), "single");
+    EXPECT_EQ(w.allReduceValue(2.5, ReduceOp::Sum), 2.5);
+    EXPECT_EQ(w.allGather(7), std::vector<int>{7});
+    EXPECT_EQ(w.sendRecv(std::vector<int>{1, 2, 3}, 0, 0, 1), (std::vector<int>{1, 2, 3}));
+    EXPECT_TRUE(w.sendRecv(std::vector<int>{1}, -1, -1, 1).empty());
+    const auto all = w.allToAll(std::vector<std::vector<int>>{{4, 5}});
+    EXPECT_EQ(all, (std::vector<int>{4, 5}));
+}
+
+}  // namespace
+}  // namespace haloex::testing
