@@ -163,6 +163,7 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
             stress::checkForces(transport->forces(), dSlots.data(), p.numHome, step, dCheck.data(), stream);
             if ((step + 1) % o.checkEvery == 0 || step + 1 == epochEnd) {
                 HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+                transport->checkForFailure();
                 HALOEX_CUDA_CHECK(cudaMemcpy(&total, dCheck.data(), sizeof total, cudaMemcpyDeviceToHost));
                 std::vector<std::int64_t> errors{static_cast<std::int64_t>(total.coordinateErrors),
                                                  static_cast<std::int64_t>(total.forceErrors),

@@ -14,7 +14,7 @@ export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
 summary="$out/summary.txt"
 note() { printf '%s\n' "$*" | tee -a "$summary"; }
-mpirun_np() { mpirun --allow-run-as-root --oversubscribe --bind-to none -np "$@"; }
+mpirun_np=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np)
 
 start_mps() {
   mkdir -p /tmp/mps /tmp/mpslog
@@ -48,7 +48,7 @@ stage_test() {
 stress_one() {  # np grid transport path steps
   local np=$1 grid=$2 transport=$3 path=$4 steps=$5
   local log="$out/stress-$transport-$path-$grid-$np.log"
-  timeout 300 mpirun_np "$np" "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport "$transport" \
+  timeout 300 "${mpirun_np[@]}" "$np" "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport "$transport" \
     --nvshmem-path "$path" --grid "$grid" --steps "$steps" --repartition-every 500 --atoms 6000 \
     --wait-timeout 20 >"$log" 2>&1
   local rc=$?
@@ -78,9 +78,65 @@ stage_timeout() {
   note "== timeout diagnostic (a withheld signal must abort the job, not hang)"
   start_mps
   local log="$out/timeout.log"
-  HALOEX_TEST_WITHHOLD_SIGNAL=1:0 timeout 120 mpirun_np 2 "$build/bin/haloex-halo-stress" --allow-shared-gpus \
+  HALOEX_TEST_WITHHOLD_SIGNAL=1:0 timeout 120 "${mpirun_np[@]}" 2 "$build/bin/haloex-halo-stress" --allow-shared-gpus \
     --transport nvshmem --grid 2x1x1 --steps 50 --wait-timeout 3 >"$log" 2>&1
   note "timeout run rc=$? $(grep -m1 -o 'nvshmem wait timed out: .*' "$log" | cut -c1-300)"
+  stop_mps
+}
+
+md_json() {  # np out.json args...  (haloex-md under mpirun, shared GPU)
+  local np=$1 json=$2; shift 2
+  timeout 300 "${mpirun_np[@]}" "$np" "$build/bin/haloex-md" --allow-shared-gpus --quiet --json "$json" "$@" \
+    >"$json.log" 2>&1
+  local rc=$?
+  note "  md np=$np $*: rc=$rc $(grep -E 'us/step without' "$json.log" | head -1 | sed 's/^ *//')"
+  [ $rc -eq 0 ] || tail -20 "$json.log"
+}
+
+stage_md_check() {
+  note "== MD on one GPU shared by 2 ranks: transports agree (first 50 steps), long nvshmem runs complete"
+  start_mps
+  local common=(--atoms 22500 --steps 60 --thermo-every 1 --grid 2x1x1)
+  md_json 2 "$out/dd-ipc.json" --transport ipc "${common[@]}"
+  md_json 2 "$out/dd-staged.json" --transport staged "${common[@]}"
+  for path in direct tma put; do
+    md_json 2 "$out/dd-nvshmem-$path.json" --transport nvshmem --nvshmem-path $path "${common[@]}"
+  done
+  md_json 2 "$out/dd-nvshmem-nograph.json" --transport nvshmem --cuda-graphs 0 "${common[@]}"
+  python3 "$root/bench/compare_energies.py" "$out/dd-ipc.json" "$out"/dd-staged.json "$out"/dd-nvshmem-*.json \
+    --steps 50 --rtol 1e-5 2>&1 | tee -a "$summary"
+  note "-- 10 000 steps, repartitioning every nstlist = 50 steps"
+  md_json 2 "$out/long-nvshmem-2.json" --transport nvshmem --atoms 22500 --steps 10000 --nstlist 50 --grid 2x1x1
+  md_json 4 "$out/long-nvshmem-4.json" --transport nvshmem --atoms 45000 --steps 10000 --nstlist 50 --grid 4x1x1
+  md_json 4 "$out/long-nvshmem-2x2.json" --transport nvshmem --nvshmem-path tma --atoms 45000 --steps 3000 --grid 2x2x1
+  stop_mps
+}
+
+stage_md_single() {
+  note "== haloex-md on one GPU: sizes 11.25k..720k (bench/md_bench.py single)"
+  python3 "$root/bench/md_bench.py" single --build "$build" --out "$out" ${QUICK:+--quick} 2>&1 | tee -a "$summary"
+}
+
+stage_sanitize() {
+  note "== compute-sanitizer (memcheck, synccheck) on small cases"
+  local t
+  for t in memcheck synccheck; do
+    timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_md_nonbonded_gpu" \
+      --gtest_filter='NonbondedGpu.Ref3000MatchesOracle' >"$out/sanitize-nb-$t.log" 2>&1
+    note "  nonbonded+pair search ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-nb-$t.log")"
+    timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_md_integrate_gpu" \
+      >"$out/sanitize-int-$t.log" 2>&1
+    note "  integrate ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-int-$t.log")"
+  done
+  start_mps
+  for t in memcheck synccheck; do
+    for path in direct tma put; do
+      timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool $t --error-exitcode 9 \
+        "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport nvshmem --nvshmem-path $path --grid 2x1x1 \
+        --atoms 3000 --steps 20 --repartition-every 10 >"$out/sanitize-nvshmem-$path-$t.log" 2>&1
+      note "  nvshmem fused kernels $path ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-nvshmem-$path-$t.log")"
+    done
+  done
   stop_mps
 }
 
@@ -92,3 +148,5 @@ for stage in "$@"; do
   fi
 done
 note "== done"
+# The device tool brings back at most 8 files: pack the logs.
+(cd "$out" && tar czf logs.tar.gz --exclude=logs.tar.gz --exclude=summary.txt --exclude='*.json' . 2>/dev/null)

@@ -71,7 +71,8 @@ private:
         for (int i = 0; i < numHome_; ++i) {
             if (nonFinite < 0 && !(isFinite(f[i]) && isFinite(xw[i]))) nonFinite = globalIds_[i];
             const Vec3f vOld = velocities_[i];
-            const Vec3f vNew = (vOld + f[i] * (invMass * dt)) * velocityScale_;
+            // GROMACS's leapfrog with velocity rescaling: v' = lambda v + f/m dt.
+            const Vec3f vNew = vOld * velocityScale_ + f[i] * (invMass * dt);
             velocities_[i] = vNew;
             xw[i] += vNew * dt;
             if (computeEnergies) {

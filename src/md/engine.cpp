@@ -246,6 +246,7 @@ struct Engine::Impl {
                 firstSearch = false;
                 e.backend_.runSteps(e.transport_, 1, isEnergyStep(step));
                 e.backend_.synchronize();
+                e.transport_.checkForFailure();
                 searchSeconds += seconds(t0, Clock::now());
                 ++summary.searchSteps;
                 if (isEnergyStep(step)) recordEnergies(step);
@@ -264,6 +265,7 @@ struct Engine::Impl {
             const auto t0 = Clock::now();
             e.backend_.runSteps(e.transport_, count, isEnergyStep(chunkEnd - 1));
             e.backend_.synchronize();
+            e.transport_.checkForFailure();
             summary.normalSeconds += seconds(t0, Clock::now());
             summary.normalSteps += count;
             step = chunkEnd;

@@ -9,7 +9,7 @@ namespace haloex::md {
 
 double PortableRandom::uniform() {
     // The top 53 bits fill a double's mantissa exactly.
-    return static_cast<double>(engine_() >> 11) * 0x1.0p-53;
+    return static_cast<double>(next() >> 11) * 0x1.0p-53;
 }
 
 std::uint64_t PortableRandom::below(std::uint64_t n) {
@@ -17,7 +17,7 @@ std::uint64_t PortableRandom::below(std::uint64_t n) {
     // Reject the lowest 2^64 mod n values so every residue is equally likely.
     const std::uint64_t threshold = (std::uint64_t{0} - n) % n;
     for (;;) {
-        const std::uint64_t x = engine_();
+        const std::uint64_t x = next();
         if (x >= threshold) return x % n;
     }
 }
@@ -37,6 +37,15 @@ double PortableRandom::normal() {
     spareNormal_ = v * factor;
     haveSpare_ = true;
     return u * factor;
+}
+
+void PortableRandom::setState(const PortableRandomState& state) {
+    engine_.seed(state.seed);
+    engine_.discard(state.draws);
+    seed_ = state.seed;
+    draws_ = state.draws;
+    spareNormal_ = state.spareNormal;
+    haveSpare_ = state.haveSpare;
 }
 
 }  // namespace haloex::md

@@ -119,6 +119,10 @@ MpiWorld::MpiWorld(MPI_Comm parent) {
     HALOEX_MPI_CHECK(MPI_Comm_set_errhandler(localComm_, MPI_ERRORS_RETURN));
     HALOEX_MPI_CHECK(MPI_Comm_rank(localComm_, &localRank_));
     HALOEX_MPI_CHECK(MPI_Comm_size(localComm_, &localSize_));
+    int* upperBound = nullptr;
+    int found = 0;
+    HALOEX_MPI_CHECK(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &upperBound, &found));
+    if (found && upperBound) tagUpperBound_ = *upperBound;
 }
 
 MpiWorld::~MpiWorld() {
@@ -141,12 +145,9 @@ void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::spa
         throwError(ErrorKind::Internal,
                    fmt::format("rank {}: {} bytes expected without a source rank (tag {})", rank_, recv.size(), tag));
     }
-    int* tagUpperBound = nullptr;
-    int found = 0;
-    HALOEX_MPI_CHECK(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &tagUpperBound, &found));
-    if (tag < 0 || (found && tagUpperBound && tag > *tagUpperBound)) {
-        throwError(ErrorKind::Internal, fmt::format("rank {}: message tag {} is outside this MPI's range 0..{}", rank_,
-                                                    tag, found && tagUpperBound ? *tagUpperBound : 32767));
+    if (tag < 0 || tag > tagUpperBound_) {
+        throwError(ErrorKind::Internal,
+                   fmt::format("rank {}: message tag {} is outside this MPI's range 0..{}", rank_, tag, tagUpperBound_));
     }
     const int sendChunks = dest >= 0 ? chunksFor(send.size()) : 0;
     const int recvChunks = src >= 0 ? chunksFor(recv.size()) : 0;

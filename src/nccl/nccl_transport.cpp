@@ -117,6 +117,12 @@ public:
     }
 
     const TransportCounters& counters() const override { return counters_; }
+    std::vector<std::string> describe() const override {
+        int version = 0;
+        ncclGetVersion(&version);
+        return {fmt::format("nccl: NCCL {}, one ncclSend/ncclRecv group per pulse on the stream, no host syncs",
+                            version)};
+    }
 
 private:
     // One pulse: `sendCount` elements to `dest`, `recvCount` from `src`.

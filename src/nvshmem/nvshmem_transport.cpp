@@ -145,6 +145,7 @@ public:
     }
 
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
+        throwIfTimedOut();
         ++counters_.forwardCalls;
         if (plan_.pulses.empty()) return;
         FusedArgs args = baseArgs(coordState_);
@@ -156,6 +157,7 @@ public:
     }
 
     void reverseForces(StreamHandle stream) override {
+        throwIfTimedOut();
         ++counters_.reverseCalls;
         if (plan_.pulses.empty()) return;
         launchFusedCommUnpackF(baseArgs(forceState_), blocksPerPulse_, static_cast<cudaStream_t>(stream));
@@ -345,6 +347,16 @@ private:
         if (blocksPerPulse_ * std::max(1, maxPulses) > resident) {
             throwError(ErrorKind::Internal, "the fused kernels cannot have all their blocks resident on this GPU");
         }
+    }
+
+    // A device-side wait that timed out has left its diagnostic in mapped
+    // memory: stop here with it instead of exchanging garbage.
+    void checkForFailure() const override { throwIfTimedOut(); }
+
+    void throwIfTimedOut() const {
+        if (!watchdog_) return;
+        const std::string message = watchdog_->pendingTimeout();
+        if (!message.empty()) throwError(ErrorKind::Timeout, "nvshmem wait timed out: " + message);
     }
 
     static int deviceCountOnNode() {

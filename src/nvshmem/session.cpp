@@ -10,6 +10,7 @@
 #include <string>
 
 #include "haloex/core/error.hpp"
+#include "haloex/nvshmem/bootstrap.hpp"
 
 namespace haloex::nvshmem_detail {
 namespace {
@@ -18,12 +19,12 @@ bool initialised = false;
 std::size_t heapBytes = 0;
 bool userHeap = false;
 
-struct Finalizer {
-    ~Finalizer() {
-        if (initialised) nvshmem_finalize();
-    }
-};
-Finalizer finalizer;
+// Registered after CUDA is up, so it runs before the CUDA runtime tears down
+// (a static object's destructor would run after it, and finalize would fail).
+void finalizeAtExit() {
+    if (initialised) nvshmem_finalize();
+    initialised = false;
+}
 
 }  // namespace
 
@@ -50,7 +51,7 @@ bool heapSizeSetByUser() { return userHeap; }
 void ensureNvshmem(runtime::World& world, std::size_t heapBytesWanted) {
     if (initialised) return;
     // Never NVLink multicast here (it can take a shared host's GPUs down).
-    setenv("NVSHMEM_DISABLE_NVLS", "1", /*overwrite=*/0);
+    setenv("NVSHMEM_DISABLE_NVLS", "1", /*overwrite=*/0);  // before NVSHMEM reads its environment
     const char* userSize = std::getenv("NVSHMEM_SYMMETRIC_SIZE");
     if (userSize) {
         userHeap = true;
@@ -66,23 +67,9 @@ void ensureNvshmem(runtime::World& world, std::size_t heapBytesWanted) {
         setenv("NVSHMEM_SYMMETRIC_SIZE", std::to_string(heapBytes).c_str(), 1);
     }
 
-    nvshmemx_uniqueid_t id = NVSHMEMX_UNIQUEID_INITIALIZER;
-    if (world.rank() == 0 && nvshmemx_get_uniqueid(&id) != 0) {
-        throwError(ErrorKind::Nvshmem, "nvshmemx_get_uniqueid failed on rank 0");
-    }
-    world.broadcastBytes(std::as_writable_bytes(std::span(&id, 1)), 0);
-    nvshmemx_init_attr_t attr = NVSHMEMX_INIT_ATTR_INITIALIZER;
-    if (nvshmemx_set_attr_uniqueid_args(world.rank(), world.size(), &id, &attr) != 0) {
-        throwError(ErrorKind::Nvshmem, fmt::format("nvshmemx_set_attr_uniqueid_args failed on rank {}", world.rank()));
-    }
-    if (nvshmemx_init_attr(NVSHMEMX_INIT_WITH_UNIQUEID, &attr) != 0) {
-        throwError(ErrorKind::Nvshmem, fmt::format("nvshmemx_init_attr failed on rank {}", world.rank()));
-    }
+    nvshmem_bootstrap::initWithUniqueId(world);
     initialised = true;
-    if (nvshmem_my_pe() != world.rank() || nvshmem_n_pes() != world.size()) {
-        throwError(ErrorKind::Nvshmem, fmt::format("NVSHMEM numbered this rank PE {} of {}, the job says rank {} of {}",
-                                                   nvshmem_my_pe(), nvshmem_n_pes(), world.rank(), world.size()));
-    }
+    std::atexit(finalizeAtExit);
 }
 
 }  // namespace haloex::nvshmem_detail

@@ -32,6 +32,13 @@ Watchdog::Watchdog(runtime::World& world, const WaitDiagnostics* diagnostics,
 Watchdog::~Watchdog() {
     stop_ = true;
     if (thread_.joinable()) thread_.join();
+    // A timeout recorded just before shutdown still ends the job with its diagnostic.
+    const std::string message = pendingTimeout();
+    if (!message.empty()) {
+        std::fprintf(stderr, "haloex: nvshmem wait timed out: %s\n", message.c_str());
+        std::fflush(stderr);
+        world_.abort("nvshmem wait timed out: " + message, 3);
+    }
 }
 
 std::string Watchdog::pendingTimeout() const {

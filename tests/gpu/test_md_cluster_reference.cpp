@@ -9,6 +9,7 @@
 #include <cmath>
 #include <fmt/format.h>
 #include <map>
+#include <ostream>
 #include <tuple>
 
 #include "haloex/core/error.hpp"
@@ -234,6 +235,8 @@ struct DecompositionCase {
     int numAtoms;
     int alignment;
 };
+
+void PrintTo(const DecompositionCase& c, std::ostream* os) { *os << c.name; }
 
 class ClusterReferenceRanks : public ::testing::TestWithParam<DecompositionCase> {};
 

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <ostream>
 #include <fmt/format.h>
 #include <string>
 #include <vector>
@@ -63,7 +64,8 @@ struct Inputs {
     std::vector<bool> padding;
 
     int numLocal() const { return static_cast<int>(x.size()); }
-    SearchSettings settings() const { return {box, periodic, kRlist, NonbondedOptions{}.maxJClustersPerEntry}; }
+    int maxJ = 32;  // the entry length the GPU build chose (Nonbonded::maxJClustersPerEntry)
+    SearchSettings settings() const { return {box, periodic, kRlist, maxJ}; }
 };
 
 Inputs inputsOf(const FloatSystem& s) {
@@ -91,8 +93,9 @@ struct DeviceInputs {
     const std::uint8_t* zonePtr() const { return haveZone ? zone.data() : nullptr; }
 };
 
-void build(Nonbonded& nb, const Inputs& in, DeviceInputs& d, cudaStream_t stream) {
+void build(Nonbonded& nb, Inputs& in, DeviceInputs& d, cudaStream_t stream) {
     nb.build(d.x.data(), d.q.data(), d.zonePtr(), in.numHome, in.numLocal(), in.box, in.periodic, stream);
+    in.maxJ = nb.maxJClustersPerEntry();
 }
 
 // --- exact comparison with the CPU reference ------------------------------
@@ -269,10 +272,10 @@ void expectMatches(const Inputs& in, const GpuResult& gpu, const md::PairForces<
                gpu.energies[kEnergyLj], oracle.ljEnergy, gpu.energies[kEnergyCoulomb], oracle.coulombEnergy);
 }
 
-void checkSystem(const Inputs& in, const md::PairForces<double>& oracle) {
+void checkSystem(Inputs in, const md::PairForces<double>& oracle, NonbondedOptions options = {}) {
     const md::ForceField ff;
     cuda::Stream stream;
-    Nonbonded nb(ff, kRlist);
+    Nonbonded nb(ff, kRlist, options);
     DeviceInputs d(in);
     build(nb, in, d, stream);
     expectSameAsReference(in, nb);
@@ -286,7 +289,15 @@ TEST(NonbondedGpu, Ref3000MatchesOracle) {
     HALOEX_REQUIRE_GPU();
     const md::ForceField ff;
     const FloatSystem s = haloex::testing::loadRef3000(ff);
-    checkSystem(inputsOf(s), haloex::testing::oracleSingle(s, ff));
+    const auto oracle = haloex::testing::oracleSingle(s, ff);
+    checkSystem(inputsOf(s), oracle);
+    // Explicit entry lengths, including one that is not a power of two.
+    for (int maxJ : {32, 5, 1}) {
+        NonbondedOptions options;
+        options.maxJClustersPerEntry = maxJ;
+        SCOPED_TRACE(fmt::format("maxJClustersPerEntry {}", maxJ));
+        checkSystem(inputsOf(s), oracle, options);
+    }
 }
 
 TEST(NonbondedGpu, LatticeSystemsMatchOracle) {
@@ -303,7 +314,7 @@ TEST(NonbondedGpu, UniformRandomSystemListsMatchReference) {
     const md::ForceField ff;
     for (int n : {777, 5000}) {
         const FloatSystem s = haloex::testing::uniformSystem(n, std::cbrt(n / 100.0) + 0.4, 7 + n, ff);
-        const Inputs in = inputsOf(s);
+        Inputs in = inputsOf(s);
         cuda::Stream stream;
         Nonbonded nb(ff, kRlist);
         DeviceInputs d(in);
@@ -326,6 +337,9 @@ struct RankCase {
     int numAtoms;
     int alignment;
 };
+
+// Keeps gtest from printing the case as raw bytes.
+void PrintTo(const RankCase& c, std::ostream* os) { *os << c.name; }
 
 class NonbondedGpuRanks : public ::testing::TestWithParam<RankCase> {};
 
@@ -355,15 +369,15 @@ TEST(NonbondedGpu, ConcurrentStreamsAndGraphReplay) {
     const md::ForceField ff;
     const FloatSystem s = haloex::testing::latticeSystem(16000, 5, 0.02, ff);
     const auto ranks = haloex::testing::decompose(s, {2, 2, 1}, ff.rc, kRlist, 4);
-    const Inputs in = inputsOf(ranks[0], "g2x2x1");
+    Inputs in = inputsOf(ranks[0], "g2x2x1");
     const auto oracle = haloex::testing::oracleRank(ranks[0], ff);
-    const ReferenceResult ref = evaluateReference(in, ff);
 
     cuda::Stream localStream, nonlocalStream(cuda::Stream::highestPriority());
     cuda::Event forked, joined;
     Nonbonded nb(ff, kRlist);
     DeviceInputs d(in);
     build(nb, in, d, localStream);
+    const ReferenceResult ref = evaluateReference(in, ff);
     ASSERT_GT(nb.stats(ListKind::Nonlocal).clusterPairs, 0);
 
     const auto enqueueStep = [&] {
@@ -413,7 +427,7 @@ TEST(NonbondedGpu, RebuildsAndEnergyFlag) {
     Nonbonded nb(ff, kRlist);
     for (int n : {2000, 24000, 3000}) {
         const FloatSystem s = haloex::testing::latticeSystem(n, 77 + n, 0.02, ff);
-        const Inputs in = inputsOf(s);
+        Inputs in = inputsOf(s);
         DeviceInputs d(in);
         build(nb, in, d, stream);
         expectSameAsReference(in, nb);
@@ -440,7 +454,7 @@ TEST(NonbondedGpu, RejectsBadInput) {
     Vec3f dummy{};
     EXPECT_THROW(nb.computeLocal(&dummy, &dummy, false, stream), haloex::Error) << "compute before build";
     s.x[17].y = std::nanf("");
-    const Inputs in = inputsOf(s);
+    Inputs in = inputsOf(s);
     DeviceInputs d(in);
     try {
         build(nb, in, d, stream);

@@ -49,6 +49,7 @@ TEST(MpiStagedHost, MatchesReferenceBitwise) {
         auto t = transport::makeTransport("staged", w, options);
         EXPECT_EQ(t->name(), "staged");
         EXPECT_EQ(t->memorySpace(), transport::MemorySpace::Host);
+        EXPECT_FALSE(t->describe().empty()) << "the run summary names what the transport does";
         const int steps = 2;
         const auto got = testsupport::runTransport(*t, e.plans[r], e.inputs[r], d.box(), testsupport::hostMemory(), steps);
         EXPECT_EQ(testsupport::compareResults(got, e.outputs[r], w.rank()), "");

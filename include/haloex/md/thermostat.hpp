@@ -18,6 +18,10 @@ public:
     // time tau (ps) and the interval between couplings (ps).
     double scale(double kinetic, int dof, double temperature, double tau, double interval);
 
+    // The random stream's position, for checkpoints (a restart continues it).
+    PortableRandomState randomState() const { return random_.state(); }
+    void setRandomState(const PortableRandomState& state) { random_.setState(state); }
+
 private:
     double sumOfSquaredNormals(int n);  // chi-squared with n degrees of freedom
     double gamma(double shape);         // Gamma(shape, 1), Marsaglia-Tsang

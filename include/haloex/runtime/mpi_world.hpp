@@ -75,6 +75,7 @@ private:
     int size_ = 1;
     int localRank_ = 0;
     int localSize_ = 1;
+    int tagUpperBound_ = 32767;  // the least MPI guarantees; MPI_TAG_UB when known
 };
 
 }  // namespace haloex::runtime

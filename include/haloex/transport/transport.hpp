@@ -69,6 +69,9 @@ public:
     // Lines for the run summary: what the transport chose and why (e.g. the
     // nvshmem path towards every peer).
     virtual std::vector<std::string> describe() const { return {}; }
+    // Throws (e.g. Error(Timeout) with the diagnostic) if the transport has
+    // detected a failure in work already queued. Call after synchronising.
+    virtual void checkForFailure() const {}
     // Whether forward/reverse/clearForces may be captured in a CUDA graph
     // (no host synchronisation, no host-side state that changes per call).
     virtual bool graphCapturable() const { return false; }

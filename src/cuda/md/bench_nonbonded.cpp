@@ -92,6 +92,7 @@ double targetUs(int atoms) {
 struct Row {
     int atoms = 0;
     int clusters = 0;
+    int maxJ = 0;
     PairListStats list;
     std::int64_t pairsWithinCutoff = 0;
     double buildMs = 0, localUs = 0, localEnergyUs = 0, leapfrogUs = 0, stepUs = 0, graphStepUs = 0;
@@ -148,6 +149,7 @@ Row run(int numAtoms, const Options& o) {
     std::sort(builds.begin(), builds.end());
     row.buildMs = builds[1];
     row.clusters = nb.numClusters();
+    row.maxJ = nb.maxJClustersPerEntry();
     row.list = nb.stats(ListKind::Local);
     row.pairsWithinCutoff = nb.countPairsWithinCutoff(ListKind::Local, dX.data(), stream);
 
@@ -225,11 +227,11 @@ int main(int argc, char** argv) {
         for (std::size_t k = 0; k < rows.size(); ++k) {
             const Row& r = rows[k];
             json += fmt::format(
-                "{}\n  {{\"atoms\": {}, \"clusters\": {}, \"entries\": {}, \"cluster_pairs\": {}, \"atom_pairs_in_list\": "
+                "{}\n  {{\"atoms\": {}, \"clusters\": {}, \"max_j_per_entry\": {}, \"entries\": {}, \"cluster_pairs\": {}, \"atom_pairs_in_list\": "
                 "{}, \"pairs_within_rc\": {}, \"build_ms\": {:.3f}, \"local_us\": {:.2f}, \"local_energies_us\": "
                 "{:.2f}, \"leapfrog_us\": {:.2f}, \"step_us\": {:.2f}, \"graph_step_us\": {:.2f}, \"target_step_us\": "
                 "{}}}",
-                k ? "," : "", r.atoms, r.clusters, r.list.entries, r.list.clusterPairs, r.list.atomPairs,
+                k ? "," : "", r.atoms, r.clusters, r.maxJ, r.list.entries, r.list.clusterPairs, r.list.atomPairs,
                 r.pairsWithinCutoff, r.buildMs, r.localUs, r.localEnergyUs, r.leapfrogUs, r.stepUs, r.graphStepUs,
                 targetUs(r.atoms));
         }

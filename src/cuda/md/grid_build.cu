@@ -178,12 +178,13 @@ void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, co
     layout.numLocal = numLocal;
 
     // 1. Bounds of the home and halo atoms (and the first non-finite atom).
-    cuda::DeviceBuffer<BoundsPartial> partials(2 * kBoundsBlocks);
-    boundsKernel<<<dim3(kBoundsBlocks, 2), kBoundsThreads, 0, stream>>>(dX, dZoneMask, numHome, numLocal,
-                                                                       partials.data());
-    HALOEX_CUDA_CHECK_LAUNCH();
     std::vector<BoundsPartial> host(2 * kBoundsBlocks);
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(host.data(), partials.data(), partials.bytes(), cudaMemcpyDeviceToHost, stream));
+    const std::size_t partialBytes = host.size() * sizeof(BoundsPartial);
+    layout.boundsPartials.reserve(partialBytes);
+    auto* partials = reinterpret_cast<BoundsPartial*>(layout.boundsPartials.data());
+    boundsKernel<<<dim3(kBoundsBlocks, 2), kBoundsThreads, 0, stream>>>(dX, dZoneMask, numHome, numLocal, partials);
+    HALOEX_CUDA_CHECK_LAUNCH();
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(host.data(), partials, partialBytes, cudaMemcpyDeviceToHost, stream));
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
     int firstBad = INT_MAX;
     for (const BoundsPartial& p : host) firstBad = std::min(firstBad, p.firstNonFinite);

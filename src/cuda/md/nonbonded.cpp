@@ -31,6 +31,24 @@ void throwSearchPassesDisagree(bool nonlocal) {
 
 using namespace detail;
 
+namespace {
+
+// Entry length for the automatic choice: the longest of 32, 16, 8 whose local
+// list still gives at least three waves of warps (about 66 j clusters per i
+// cluster at 100 atoms/nm^3 and rlist 1 nm; ~7.8 atoms per cluster).
+int chooseEntryLength(int numHome, int residentWarps) {
+    constexpr double kJClustersPerCluster = 66.0;
+    constexpr double kAtomsPerCluster = 7.8;
+    const double clusters = numHome / kAtomsPerCluster;
+    for (int maxJ : {32, 16}) {
+        const double entries = clusters * std::ceil(kJClustersPerCluster / maxJ);
+        if (entries >= 3.0 * residentWarps) return maxJ;
+    }
+    return 8;
+}
+
+}  // namespace
+
 struct Nonbonded::Impl {
     ForceField ff;
     double rlist = 0.0;
@@ -42,6 +60,8 @@ struct Nonbonded::Impl {
     cuda::DeviceBuffer<double> energies;
     cuda::DeviceBuffer<unsigned long long> diagnosticCounter;
     int energyBlocks = 1;
+    int residentWarps = 1;  // force-kernel warps the GPU holds at once
+    int maxJ = 32;          // entry length of the last build
     bool built = false;
 
     DeviceList& list(ListKind kind) { return lists[kind == ListKind::Local ? 0 : 1]; }
@@ -70,10 +90,10 @@ Nonbonded::Nonbonded(const ForceField& ff, double rlist, NonbondedOptions option
         throwError(ErrorKind::InvalidInput,
                    fmt::format("Nonbonded: rlist = {} nm must be finite and at least rc = {} nm", rlist, ff.rc));
     }
-    if (options.maxJClustersPerEntry < 1 || options.maxJClustersPerEntry > 32) {
+    if (options.maxJClustersPerEntry < 0 || options.maxJClustersPerEntry > 32) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("Nonbonded: maxJClustersPerEntry = {} must be in [1, 32] (one warp loads an entry's "
-                               "pair records at once)",
+                               "pair records at once), or 0 for automatic",
                                options.maxJClustersPerEntry));
     }
     if (!(options.growthFactor >= 1.0)) {
@@ -91,6 +111,7 @@ Nonbonded::Nonbonded(const ForceField& ff, double rlist, NonbondedOptions option
     HALOEX_CUDA_CHECK(cudaGetDevice(&device));
     HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, device));
     impl_->energyBlocks = std::max(1, numSms * energyKernelBlocksPerSm());
+    impl_->residentWarps = std::max(1, numSms * forceKernelBlocksPerSm() * kForceKernelWarpsPerBlock);
 }
 
 Nonbonded::~Nonbonded() = default;
@@ -112,7 +133,9 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     if (numLocal > 0 && (dX == nullptr || dCharge == nullptr)) {
         throwError(ErrorKind::InvalidInput, "Nonbonded::build: null position or charge array");
     }
-    m.settings = SearchSettings{box, periodic, m.rlist, m.options.maxJClustersPerEntry};
+    m.maxJ = m.options.maxJClustersPerEntry > 0 ? m.options.maxJClustersPerEntry
+                                                : chooseEntryLength(numHome, m.residentWarps);
+    m.settings = SearchSettings{box, periodic, m.rlist, m.maxJ};
     validateSearchSettings(m.settings, "Nonbonded::build");
     const Float3 lengths = boxLengthsF(box);
     for (int s = 0; s < kNumShifts; ++s) {
@@ -151,6 +174,7 @@ int Nonbonded::numLocal() const { return impl_->layout.numLocal; }
 int Nonbonded::numHomeClusters() const { return impl_->layout.numHomeClusters; }
 int Nonbonded::numClusters() const { return impl_->layout.numClusters; }
 double Nonbonded::rlist() const { return impl_->rlist; }
+int Nonbonded::maxJClustersPerEntry() const { return impl_->maxJ; }
 
 std::int64_t Nonbonded::countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream) {
     Impl& m = *impl_;

@@ -30,28 +30,29 @@ constexpr int kNbWarps = kNbThreads / 32;
 constexpr int kNbMinBlocks = 8;  // 32 warps per SM: at most 64 registers per thread
 constexpr int kThreads = 256;
 
+// One pair: i atom xi against (shifted) j atom xj, counted when `inList` (its
+// mask bit) and r < rc. Forces accumulate with FMAs: fi += F/r d, fj -= F/r d.
 template <bool kEnergies>
 __device__ __forceinline__ void pairInteraction(const PairConstants& c, const float4& xi, const float4& xj,
-                                                unsigned maskBit, float3& fi, float3& fj, float& lj, float& coul,
+                                                bool inList, float3& fi, float3& fj, float& lj, float& coul,
                                                 float& virial) {
     const float dx = xi.x - xj.x;
     const float dy = xi.y - xj.y;
     const float dz = xi.z - xj.z;
-    const float r2 = dx * dx + dy * dy + dz * dz;
-    const bool interacts = maskBit != 0u && r2 < c.rc2;
+    const float r2 = __fmaf_rn(dz, dz, __fmaf_rn(dy, dy, dx * dx));
+    const bool interacts = inList && r2 < c.rc2;
     float vlj = 0.f, vc = 0.f;
     const float fscal = pairForceOverR<kEnergies>(c, r2, xi.w * xj.w, interacts, vlj, vc);
-    const float tx = fscal * dx, ty = fscal * dy, tz = fscal * dz;
-    fi.x += tx;
-    fi.y += ty;
-    fi.z += tz;
-    fj.x -= tx;
-    fj.y -= ty;
-    fj.z -= tz;
+    fi.x = __fmaf_rn(fscal, dx, fi.x);
+    fi.y = __fmaf_rn(fscal, dy, fi.y);
+    fi.z = __fmaf_rn(fscal, dz, fi.z);
+    fj.x = __fmaf_rn(-fscal, dx, fj.x);
+    fj.y = __fmaf_rn(-fscal, dy, fj.y);
+    fj.z = __fmaf_rn(-fscal, dz, fj.z);
     if constexpr (kEnergies) {
         lj += vlj;
         coul += vc;
-        virial -= 0.5f * fscal * r2;
+        virial = __fmaf_rn(-0.5f * fscal, r2, virial);
     }
 }
 
@@ -74,6 +75,10 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
     const int warp = threadIdx.x >> 5;
     const int ti = lane >> 3;  // i slots ti and ti + 4
     const int tj = lane & 7;   // j slot
+    const unsigned laneBit = 1u << lane;
+    // The entry's pair records, staged once per entry (one coalesced load) and
+    // read back as shared-memory broadcasts: one instruction per j cluster.
+    __shared__ int4 records[kNbWarps][32];
     double sumLj = 0.0, sumCoul = 0.0, sumVirial = 0.0;
 
     for (int e = blockIdx.x * kNbWarps + warp; e < numEntries; e += gridDim.x * kNbWarps) {
@@ -85,25 +90,26 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
         float3 fi1 = make_float3(0.f, 0.f, 0.f);
         float lj = 0.f, coul = 0.f, virial = 0.f;
         const int numJ = entry.jEnd - entry.jBegin;  // <= 32 (NonbondedOptions)
-        int4 record = make_int4(0, 0, 0, 0);
-        if (lane < numJ) record = reinterpret_cast<const int4*>(pairs)[entry.jBegin + lane];
+        __syncwarp();  // the previous entry's reads of `records` are done
+        if (lane < numJ) records[warp][lane] = reinterpret_cast<const int4*>(pairs)[entry.jBegin + lane];
+        __syncwarp();
 
         for (int k = 0; k < numJ; ++k) {
-            const int cj = __shfl_sync(kFullWarp, record.x, k);
-            const int shift = __shfl_sync(kFullWarp, record.y, k);
-            const unsigned maskLo = static_cast<unsigned>(__shfl_sync(kFullWarp, record.z, k));
-            const unsigned maskHi = static_cast<unsigned>(__shfl_sync(kFullWarp, record.w, k));
+            const int4 record = records[warp][k];  // {cj, shift, maskLo, maskHi}
+            const int cj = record.x;
             float4 xj = xq[cj * kClusterSize + tj];
-            if (shift != kCentralShift) {  // uniform branch; most pairs need no image
-                const float3 sv = p.shifts[shift];
+            if (record.y != kCentralShift) {  // uniform branch; most pairs need no image
+                const float3 sv = p.shifts[record.y];
                 xj.x += sv.x;
                 xj.y += sv.y;
                 xj.z += sv.z;
             }
             // -0 is the additive identity the compiler may fold (0 - t is not -t for t = 0).
             float3 fj = make_float3(-0.f, -0.f, -0.f);
-            pairInteraction<kEnergies>(p.c, xi0, xj, (maskLo >> lane) & 1u, fi0, fj, lj, coul, virial);
-            pairInteraction<kEnergies>(p.c, xi1, xj, (maskHi >> lane) & 1u, fi1, fj, lj, coul, virial);
+            pairInteraction<kEnergies>(p.c, xi0, xj, (static_cast<unsigned>(record.z) & laneBit) != 0u, fi0, fj, lj,
+                                       coul, virial);
+            pairInteraction<kEnergies>(p.c, xi1, xj, (static_cast<unsigned>(record.w) & laneBit) != 0u, fi1, fj, lj,
+                                       coul, virial);
             // Sum over the four lanes of j slot tj: lanes tj, tj + 8, tj + 16, tj + 24.
             fj.x += __shfl_xor_sync(kFullWarp, fj.x, 8);
             fj.y += __shfl_xor_sync(kFullWarp, fj.y, 8);
@@ -263,6 +269,13 @@ void launchCountWithinCutoff(const DeviceList& list, DeviceLayout& layout, bool 
                               stream>>>(list.entries.data(), list.numEntries, list.pairs.data(), xq, boxLengths, rc2,
                                         dCount);
     HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+int forceKernelBlocksPerSm() {
+    static_assert(kForceKernelWarpsPerBlock == kNbWarps);
+    int perSm = 1;
+    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<false>, kNbThreads, 0));
+    return std::max(perSm, 1);
 }
 
 int energyKernelBlocksPerSm() {

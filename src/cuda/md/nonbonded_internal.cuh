@@ -52,6 +52,7 @@ struct DeviceLayout {
     cuda::DeviceBuffer<float4> fLocal, fNonlocal;
 
     // Build scratch.
+    cuda::DeviceBuffer<unsigned char> boundsPartials;  // BoundsPartial[2 * blocks]
     cuda::DeviceBuffer<std::uint64_t> keys, keysSorted;
     cuda::DeviceBuffer<int> atoms, atomsSorted;
     cuda::DeviceBuffer<int> columnCount, columnAtomStart, columnClusters, clusterColumn;
@@ -112,6 +113,8 @@ void launchScatter(DeviceLayout& layout, bool local, Vec3f* dF, cudaStream_t str
 void launchCountWithinCutoff(const DeviceList& list, DeviceLayout& layout, bool local, Float3 boxLengths, float rc2,
                              unsigned long long* dCount, cudaStream_t stream);
 int energyKernelBlocksPerSm();
+int forceKernelBlocksPerSm();
+inline constexpr int kForceKernelWarpsPerBlock = 4;
 cudaFuncAttributes nonbondedKernelAttributes(bool energies);
 
 }  // namespace haloex::md::gpu::detail

@@ -120,6 +120,13 @@ public:
                            static_cast<cudaStream_t>(stream), kTagBytes);
     }
     const TransportCounters& counters() const override { return counters_; }
+    std::vector<std::string> describe() const override {
+        int opened = 0, sameProcess = 0;
+        for (const auto& [key, import] : imports_) (import.opened ? opened : sameProcess) += 1;
+        return {fmt::format("ipc: per pulse pack kernel, 2 host syncs, copy into the peer's memory ({} CUDA IPC "
+                            "mapping(s), {} same-process pointer(s)), MPI handshakes",
+                            opened, sameProcess)};
+    }
 
 private:
     struct Import {

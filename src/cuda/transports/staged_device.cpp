@@ -57,6 +57,10 @@ public:
     }
 
     const TransportCounters& counters() const override { return counters_; }
+    std::vector<std::string> describe() const override {
+        return {"staged: device memory; per pulse pack kernel, copy to pinned host memory, 1 host sync, "
+                "World::sendRecv, copy back"};
+    }
 
 private:
     plan::ParticleHaloPlan plan_;

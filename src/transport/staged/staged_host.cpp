@@ -59,6 +59,9 @@ public:
     }
 
     const TransportCounters& counters() const override { return counters_; }
+    std::vector<std::string> describe() const override {
+        return {"staged: host memory, one World::sendRecv per pulse and direction"};
+    }
 
 private:
     runtime::World& world_;

@@ -19,7 +19,9 @@
 // host reads) and may run concurrently on two streams: they use separate
 // internal buffers and add into dF with atomics. They are capturable in a
 // CUDA graph; a graph must be re-captured after every build() (list sizes and
-// buffers change).
+// buffers change). Two calls for the same list (e.g. computeLocal twice) must
+// be ordered (same stream, or an event between them): each list has one set
+// of internal buffers.
 #include <cuda_runtime.h>
 
 #include <array>
@@ -35,8 +37,10 @@ namespace haloex::md::gpu {
 
 struct NonbondedOptions {
     // Long i-cluster lists are split into warp work items of at most this
-    // many j clusters: more, shorter items balance small systems.
-    int maxJClustersPerEntry = 32;
+    // many j clusters (1..32). 0: automatic -- 32, or 16 or 8 when the
+    // local list would otherwise give fewer than 3 waves of warps on this
+    // GPU (small systems balance better with more, shorter items).
+    int maxJClustersPerEntry = 0;
     // Buffers grow with this headroom so later searches rarely reallocate.
     double growthFactor = 1.25;
 };
@@ -91,6 +95,8 @@ public:
     int numHomeClusters() const;
     int numClusters() const;
     double rlist() const;
+    // The entry length the last build() used (resolves the automatic choice).
+    int maxJClustersPerEntry() const;
 
     // --- diagnostics (synchronise; for tests and benchmarks) ----------------
     // Atom pairs of the list closer than rc at the positions in dX.

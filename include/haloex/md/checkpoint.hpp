@@ -1,0 +1,69 @@
+#pragma once
+// Binary checkpoints of a whole haloex-md run: the step, the settings a
+// restart must keep, the thermostat's state and every atom (gathered by global
+// id), so that a restart continues the trajectory exactly.
+//
+// Layout (native byte order, checked on reading with a marker):
+//   "HALOEXCP" | u32 format version | u32 byte-order marker 0x01020304 |
+//   i64 step | f64 time | f64 box[3] | f64 rc | f64 rlist | i32 nstlist |
+//   i32 thermostat (0 none, 1 v-rescale) | f64 dt | u64 seed | f64 temperature |
+//   f64 tau_t | f64 thermostat energy | f64 pending velocity scale |
+//   u64 rng seed | u64 rng draws | f64 rng spare normal | u32 rng has spare |
+//   u32 zero | i64 atom count |
+//   per atom: i64 global id | i32 type | i32 zero | f64 x[3] | f64 v[3] |
+//   u64 FNV-1a-64 checksum of every byte before it.
+#include <cstdint>
+#include <string>
+
+#include "haloex/md/random.hpp"
+#include "haloex/md/system.hpp"
+
+namespace haloex::md {
+
+inline constexpr std::uint32_t kCheckpointFormatVersion = 1;
+
+struct CheckpointData {
+    std::int64_t step = 0;  // the next step to run
+    double time = 0.0;      // ps, step * dt
+
+    // The run's settings: a restart adopts them (and refuses to change the
+    // first four).
+    double rc = 0.0;     // nm
+    double rlist = 0.0;  // nm
+    int nstlist = 0;
+    double dt = 0.0;     // ps
+    std::uint64_t seed = 0;
+    double temperature = 0.0;          // K
+    std::string thermostat = "none";   // none | v-rescale
+    double tauT = 0.0;                 // ps
+
+    // Thermostat state.
+    double thermostatEnergy = 0.0;      // kJ/mol taken out so far (for the conserved energy)
+    double pendingVelocityScale = 1.0;  // lambda decided at the last energy step, applied in the next step
+    PortableRandomState thermostatRandom;
+
+    // Box and atoms, sorted by global id; velocities are v(t - dt/2) (leapfrog).
+    System system;
+};
+
+// Writes atomically: to "<path>.tmp.<pid>", fsync, then rename over `path`;
+// an existing checkpoint is kept as "<path>.prev" first (hard link, or a copy
+// where links are not supported). On failure the temporary is removed, `path`
+// is untouched, and Io is thrown naming the file and the reason. InvalidInput
+// for data that could not be read back (unsorted or duplicate ids, sizes that
+// differ, an unknown thermostat).
+void writeCheckpoint(const std::string& path, const CheckpointData& data);
+
+// Reads and checks everything: throws Io when the file cannot be read, and
+// InvalidInput naming the file and the problem when it is not a haloex
+// checkpoint, has a newer format version or the other byte order, is
+// truncated ("expected N bytes, got M"), fails its checksum, or holds
+// inconsistent atoms (count, duplicate or unsorted ids, bad types).
+CheckpointData readCheckpoint(const std::string& path);
+
+// Everything but the atoms (system.box is set, the atom arrays stay empty):
+// checks the header and the file size, not the checksum (that needs the whole
+// file). For choosing options before the full read.
+CheckpointData readCheckpointHeader(const std::string& path);
+
+}  // namespace haloex::md

@@ -1,0 +1,236 @@
+// The device transports (staged in device memory, ipc, nccl) reproduce the
+// in-process reference bitwise: forwarded coordinates (with periodic shifts),
+// typed per-atom fields, and reverse-accumulated forces (each pulse unpacks in
+// its own kernel, after the later pulses, so even the atomic adds happen in
+// the reference's order). Ranks are threads of this process, or MPI ranks
+// when the suite is launched by mpirun (ctest's *_np2/*_np4 variants).
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <iostream>
+
+#include "haloex/config.hpp"
+#include "haloex/core/error.hpp"
+#include "haloex/runtime/world.hpp"
+#include "haloex/transport/factory.hpp"
+#include "transport_check.hpp"
+
+#if HALOEX_HAVE_CUDA
+#include "haloex/cuda/device_buffer.hpp"
+#include "haloex/cuda/device_select.hpp"
+#endif
+#if HALOEX_TEST_WITH_MPI
+#include "haloex/runtime/mpi_world.hpp"
+#include "mpi_test_main.hpp"
+#endif
+
+using namespace haloex;
+
+namespace {
+
+// The MPI job's world when launched by mpirun, else null (thread ranks).
+runtime::World* mpiWorld() {
+#if HALOEX_TEST_WITH_MPI
+    if (runtime::MpiSession::launchedByMpiLauncher()) return &testsupport::mpiTestWorld();
+#endif
+    return nullptr;
+}
+
+// Why device tests cannot run here, or empty.
+std::string noGpuReason() {
+#if HALOEX_HAVE_CUDA
+    if (cuda::deviceCount() == 0) return "no CUDA device is visible on this machine (no driver or no GPU)";
+    return {};
+#else
+    return "this build has no CUDA";
+#endif
+}
+
+#if HALOEX_HAVE_CUDA
+testsupport::MemoryOps deviceMemory(cudaStream_t stream) {
+    testsupport::MemoryOps m;
+    m.stream = stream;
+    m.allocate = [](std::size_t bytes) {
+        void* p = nullptr;
+        HALOEX_CUDA_CHECK(cudaMalloc(&p, std::max<std::size_t>(bytes, 1)));
+        return p;
+    };
+    m.release = [](void* p) { cudaFree(p); };
+    m.copy = [](void* dst, const void* src, std::size_t bytes) {
+        if (bytes) HALOEX_CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDefault));
+    };
+    m.synchronize = [stream] { HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream)); };
+    return m;
+}
+#endif
+
+struct RankOutcome {
+    std::string mismatch;
+    transport::TransportCounters counters;
+    std::int64_t pulses = 0;
+};
+
+constexpr int kSteps = 2;
+
+// One rank: pick its GPU, make the transport, run kSteps rounds, compare.
+RankOutcome runRank(runtime::World& world, const std::string& name, const plan::Box& box,
+                    const testsupport::Expected& expected) {
+    RankOutcome outcome;
+#if HALOEX_HAVE_CUDA
+    cuda::selectDevice(world, /*allowSharedGpus=*/true);
+    cuda::Stream stream;
+    const testsupport::MemoryOps memory = deviceMemory(stream);
+    transport::TransportOptions options;
+    options.memorySpace = transport::MemorySpace::Device;
+    options.allowSharedGpus = true;
+    auto t = transport::makeTransport(name, world, options);
+    if (t->name() != name) outcome.mismatch = "the factory made '" + t->name() + "'";
+    if (t->memorySpace() != transport::MemorySpace::Device) outcome.mismatch += "not in device memory; ";
+    if (t->describe().empty()) outcome.mismatch += "describe() is empty; ";
+    const auto r = static_cast<std::size_t>(world.rank());
+    const auto result =
+        testsupport::runTransport(*t, expected.plans[r], expected.inputs[r], box, memory, kSteps);
+    outcome.mismatch += testsupport::compareResults(result, expected.outputs[r], world.rank());
+    outcome.counters = result.counters;
+    outcome.pulses = static_cast<std::int64_t>(expected.plans[r].pulses.size());
+#else
+    (void)world, (void)name, (void)box, (void)expected;
+#endif
+    return outcome;
+}
+
+bool isSharedGpuRefusal(const Error& e) {
+    return e.kind() == ErrorKind::Nccl && std::string(e.what()).find("refuses two ranks on one GPU") != std::string::npos;
+}
+
+// Host syncs per pulse and direction that each transport promises.
+std::int64_t syncsPerPulseAndDirection(const std::string& name) {
+    if (name == "staged") return 1;
+    if (name == "ipc") return 2;
+    return 0;  // nccl: stream-ordered
+}
+
+class DeviceTransport : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DeviceTransport, MatchesReferenceBitwise) {
+    const std::string name = GetParam();
+    if (const std::string why = noGpuReason(); !why.empty()) GTEST_SKIP() << why;
+    if (const std::string why = transport::transportUnavailableReason(name); !why.empty()) GTEST_SKIP() << why;
+
+    runtime::World* mpi = mpiWorld();
+    const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{2, 4};
+    for (int numRanks : rankCounts) {
+        const auto scenarios = testsupport::scenariosForRanks(numRanks);
+        ASSERT_FALSE(scenarios.empty()) << "no decomposition scenario for " << numRanks << " ranks";
+        for (const auto& s : scenarios) {
+            SCOPED_TRACE(fmt::format("{} on grid {} ({})", name, s.grid, mpi ? "MPI ranks" : "thread ranks"));
+            const plan::Decomposition d = testsupport::makeDecomposition(s);
+            const testsupport::Expected expected = testsupport::referenceResults(d, s);
+            std::vector<RankOutcome> outcomes(static_cast<std::size_t>(numRanks));
+            try {
+                if (mpi) {
+                    outcomes[static_cast<std::size_t>(mpi->rank())] = runRank(*mpi, name, d.box(), expected);
+                } else {
+                    runtime::runInProcess(numRanks, [&](runtime::World& w) {
+                        outcomes[static_cast<std::size_t>(w.rank())] = runRank(w, name, d.box(), expected);
+                    });
+                }
+            } catch (const Error& e) {
+                if (isSharedGpuRefusal(e)) GTEST_SKIP() << e.what();
+                throw;
+            }
+            const int first = mpi ? mpi->rank() : 0;
+            const int last = mpi ? mpi->rank() + 1 : numRanks;
+            for (int r = first; r < last; ++r) {
+                const RankOutcome& o = outcomes[static_cast<std::size_t>(r)];
+                EXPECT_EQ(o.mismatch, "") << "rank " << r;
+                EXPECT_EQ(o.counters.forwardCalls, kSteps);
+                EXPECT_EQ(o.counters.reverseCalls, kSteps);
+                EXPECT_EQ(o.counters.hostSyncs, 2 * kSteps * o.pulses * syncsPerPulseAndDirection(name))
+                    << "rank " << r << " with " << o.pulses << " pulses";
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, DeviceTransport, ::testing::Values("staged", "ipc", "nccl"),
+                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+
+TEST(DeviceSelection, RefusesMoreRanksThanGpusWithoutOptIn) {
+    if (const std::string why = noGpuReason(); !why.empty()) GTEST_SKIP() << why;
+    if (mpiWorld()) GTEST_SKIP() << "checked with thread ranks only";
+#if HALOEX_HAVE_CUDA
+    const int gpus = cuda::deviceCount();
+    try {
+        runtime::runInProcess(gpus + 1, [](runtime::World& w) { cuda::selectDevice(w, false); });
+        ADD_FAILURE() << gpus + 1 << " ranks on " << gpus << " GPUs must be refused";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--allow-shared-gpus"), std::string::npos) << e.what();
+    }
+    runtime::runInProcess(gpus + 1, [&](runtime::World& w) {
+        const int device = cuda::selectDevice(w, true);
+        EXPECT_EQ(device, w.rank() % gpus);
+        const auto ids = cuda::gatherGpuIdentities(w);
+        EXPECT_EQ(static_cast<int>(ids.size()), gpus + 1);
+        EXPECT_TRUE(cuda::findSharedGpu(ids).has_value()) << "rank " << gpus << " shares GPU 0 with rank 0";
+    });
+#endif
+}
+
+#if HALOEX_HAVE_CUDA
+TEST(DeviceSelection, FindsTheFirstSharedGpu) {
+    // Pure host logic: runs without a GPU too.
+    const std::vector<cuda::GpuIdentity> gpus{
+        {"node-a", "0000:1B:00.0", 0}, {"node-b", "0000:1B:00.0", 0}, {"node-a", "0000:2C:00.0", 1},
+        {"node-a", "0000:1B:00.0", 0}};
+    const auto shared = cuda::findSharedGpu(gpus);
+    ASSERT_TRUE(shared.has_value());
+    EXPECT_EQ(*shared, (std::pair{0, 3}));
+    EXPECT_FALSE(cuda::findSharedGpu({gpus[0], gpus[1], gpus[2]}).has_value()) << "same bus id on other nodes";
+}
+#endif
+
+TEST(TransportFactory, DeviceTransportsRefuseHostMemory) {
+    if (mpiWorld()) GTEST_SKIP() << "checked with thread ranks only";
+    transport::TransportOptions host;
+    host.memorySpace = transport::MemorySpace::Host;
+    for (const char* name : {"ipc", "nccl"}) {
+        try {
+            transport::makeTransport(name, runtime::singleRankWorld(), host);
+            ADD_FAILURE() << name << " in host memory must be refused";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::InvalidInput) << e.what();
+        }
+    }
+}
+
+TEST(TransportFactory, ListsWhatThisBuildHasAndExplainsTheRest) {
+    const auto available = transport::availableTransports();
+    ASSERT_GE(available.size(), 2u);
+    EXPECT_EQ(available[0], "reference");
+    EXPECT_EQ(available[1], "staged");
+    for (const std::string& name : transport::knownTransports()) {
+        const std::string why = transport::transportUnavailableReason(name);
+        const bool listed = std::find(available.begin(), available.end(), name) != available.end();
+        EXPECT_EQ(why.empty(), listed) << name;
+        if (listed) continue;
+        std::cout << "  " << name << " is not in this build: " << why << "\n";
+        try {
+            transport::makeTransport(name, runtime::singleRankWorld(), {});
+            ADD_FAILURE() << name << " is unavailable but was made";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+            EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+        }
+    }
+    // The oracle runs on in-process worlds, in host memory.
+    transport::TransportOptions host;
+    host.memorySpace = transport::MemorySpace::Host;
+    EXPECT_EQ(transport::makeTransport("reference", runtime::singleRankWorld(), host)->name(), "reference");
+    EXPECT_THROW(transport::makeTransport("reference", runtime::singleRankWorld(), {}), Error)
+        << "the reference has no device memory";
+}
+
+}  // namespace
