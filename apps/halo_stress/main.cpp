@@ -151,6 +151,8 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
                                      cudaMemcpyHostToDevice));
         HALOEX_CUDA_CHECK(
             cudaMemcpy(dBaseById.data(), base.data(), base.size() * sizeof(Vec3f), cudaMemcpyHostToDevice));
+        // The copies above ran on the legacy stream, which our non-blocking stream does not wait for.
+        HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
         const long long epochEnd = std::min<long long>(o.steps, step + o.repartitionEvery);
         for (; step < epochEnd; ++step) {
             stress::setHomePositions(transport->coordinates(), dHomeBase.data(), dSlots.data(), p.numHome, step,

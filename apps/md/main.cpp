@@ -194,6 +194,10 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     }
+    // A restart adopts the checkpoint's settings except those given here.
+    for (const char* name : {"rc", "rlist", "nstlist", "dt", "seed", "temperature", "thermostat", "tau-t"}) {
+        if (app.count(std::string("--") + name) > 0) options.explicitOptions.emplace_back(name);
+    }
     try {
         return run(options);
     } catch (const haloex::Error& e) {

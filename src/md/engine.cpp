@@ -6,7 +6,11 @@
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
+#include "haloex/md/checkpoint.hpp"
 #include "haloex/md/gro.hpp"
+#include "haloex/md/gromacs_export.hpp"
+#include "haloex/md/restart.hpp"
+#include "haloex/md/run_output.hpp"
 #include "haloex/md/system.hpp"
 #include "haloex/md/thermostat.hpp"
 #include "haloex/md/verlet_buffer.hpp"
@@ -37,6 +41,10 @@ System initialSystem(const MdOptions& o, const ForceField& ff) {
 }  // namespace
 
 MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
+    if (!o.restartFile.empty()) {
+        const std::string path = o.restartFile;
+        o = adoptCheckpointSettings(std::move(o), readCheckpointHeader(path), path);
+    }
     requireOption(o.dt > 0.0 && std::isfinite(o.dt), fmt::format("--dt {} ps: the time step must be positive", o.dt));
     requireOption(o.rc > 0.0 && std::isfinite(o.rc), fmt::format("--rc {} nm: the cutoff must be positive", o.rc));
     requireOption(o.steps >= 0, fmt::format("--steps {}: the step count cannot be negative", o.steps));
@@ -66,6 +74,9 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
         // Checkpoints at search steps restart bitwise-identically where forces are deterministic.
         o.checkpointEvery = (o.checkpointEvery + o.nstlist - 1) / o.nstlist * o.nstlist;
     }
+    requireOption(o.trajEvery >= 0 && o.checkpointEvery >= 0,
+                  fmt::format("--traj-every {} / --cpt-every {}: cannot be negative", o.trajEvery, o.checkpointEvery));
+    if (!o.trajFile.empty() && o.trajEvery == 0) o.trajEvery = o.thermoEvery;
     return o;
 }
 
@@ -78,9 +89,12 @@ struct Engine::Impl {
     std::int64_t totalAtoms = 0;
     std::int64_t step = 0;
     double thermostatEnergy = 0.0;  // energy removed by the thermostat so far
+    double lastVelocityScale = 1.0;   // the thermostat's lambda at the last energy step
+    double startVelocityScale = 1.0;  // a restart's lambda still to apply at its first step
     Thermostat thermostat;
     RunSummary summary;
     Clock::time_point runStart;
+    std::int64_t normalStepSyncs = 0;
 
     explicit Impl(Engine& engine) : e(engine), thermostat(engine.options_.seed) {}
 
@@ -89,8 +103,11 @@ struct Engine::Impl {
     void setUp() {
         const MdOptions& o = e.options_;
         ff.rc = o.rc;
-        System system = initialSystem(o, ff);
+        System system = o.restartFile.empty() ? initialSystem(o, ff) : restoreCheckpoint();
         system.validate();
+        if (!o.writeGromacsDir.empty()) {
+            runOnRoot(e.world_, [&] { writeGromacsInputs(o.writeGromacsDir, system, o, ff); });
+        }
         box = system.box;
         totalAtoms = system.size();
         grid = o.grid == "auto" ? plan::chooseRankGrid(e.world_.size(), box, o.rc, o.rlist)
@@ -121,6 +138,33 @@ struct Engine::Impl {
         summary.nstlist = o.nstlist;
         summary.estimatedBufferDrift = estimateBufferDrift(ff, totalAtoms / box.volume(), o.temperature, o.rlist,
                                                            o.nstlist, o.dt);
+    }
+
+    // --restart: the checkpoint's atoms, step and thermostat state (every rank reads it).
+    System restoreCheckpoint() {
+        CheckpointData checkpoint = readCheckpoint(e.options_.restartFile);
+        requireCheckpointSettings(e.options_, checkpoint, e.options_.restartFile);
+        step = checkpoint.step;
+        thermostatEnergy = checkpoint.thermostatEnergy;
+        thermostat.setRandomState(checkpoint.thermostatRandom);
+        startVelocityScale = checkpoint.pendingVelocityScale;
+        if (startVelocityScale != 1.0) e.backend_.setVelocityScale(startVelocityScale);
+        return std::move(checkpoint.system);
+    }
+
+    // The velocity scale the next step will apply: the thermostat's lambda
+    // when the step before was an energy step (DESIGN: coupled on energy steps).
+    double pendingVelocityScale() const {
+        if (step == summary.firstStep) return startVelocityScale;
+        return e.options_.thermostat == "v-rescale" && isEnergyStep(step - 1) ? lastVelocityScale : 1.0;
+    }
+
+    // Trajectory frames and checkpoints at the boundary before `step` (collective).
+    void writeOutput(RunOutput& output, bool beforeFirstSearch, bool last) {
+        if (!output.isOutputStep(step, last)) return;
+        if (!beforeFirstSearch) e.backend_.getHome(e.transport_, home);
+        const RunState state{step, thermostatEnergy, pendingVelocityScale(), thermostat.randomState()};
+        output.write(e.world_, box, home, state, last);
     }
 
     plan::DecompositionSpec spec() const {
@@ -208,6 +252,7 @@ struct Engine::Impl {
             const double lambda = thermostat.scale(sample.kinetic, dof, e.options_.temperature, e.options_.tauT,
                                                    e.options_.thermoEvery * e.options_.dt);
             thermostatEnergy += (lambda * lambda - 1.0) * sample.kinetic;
+            lastVelocityScale = lambda;
             e.backend_.setVelocityScale(lambda);
         }
         printThermo(sample);
@@ -239,7 +284,9 @@ struct Engine::Impl {
         runStart = Clock::now();
         double searchSeconds = 0.0;
         bool firstSearch = true;
+        RunOutput output(o, first);
         while (step < end) {
+            writeOutput(output, firstSearch, false);
             if ((step - first) % o.nstlist == 0) {
                 const auto t0 = Clock::now();
                 search(firstSearch);
@@ -253,8 +300,9 @@ struct Engine::Impl {
                 ++step;
                 continue;
             }
-            // Run up to the next search, the next energy step (inclusive) or the end.
+            // Run up to the next search, output step, energy step (inclusive) or the end.
             std::int64_t chunkEnd = std::min(end, first + ((step - first) / o.nstlist + 1) * o.nstlist);
+            chunkEnd = std::min(chunkEnd, output.nextOutputStep(step));
             for (std::int64_t s = step; s < chunkEnd; ++s) {
                 if (isEnergyStep(s)) {
                     chunkEnd = s + 1;
@@ -262,18 +310,42 @@ struct Engine::Impl {
                 }
             }
             const int count = static_cast<int>(chunkEnd - step);
+            const std::int64_t syncsBefore = hostSyncs();
             const auto t0 = Clock::now();
             e.backend_.runSteps(e.transport_, count, isEnergyStep(chunkEnd - 1));
             e.backend_.synchronize();
             e.transport_.checkForFailure();
             summary.normalSeconds += seconds(t0, Clock::now());
             summary.normalSteps += count;
+            normalStepSyncs += hostSyncs() - syncsBefore;
             step = chunkEnd;
             if (isEnergyStep(step - 1)) recordEnergies(step - 1);
         }
+        writeOutput(output, firstSearch, true);
         summary.totalSeconds = summary.normalSeconds + searchSeconds;
         finishSummary();
         return summary;
+    }
+
+    std::int64_t hostSyncs() const { return e.backend_.hostSyncsInSteps() + e.transport_.counters().hostSyncs; }
+
+    // Every rank's transport notes (e.g. the nvshmem path per peer), in rank order.
+    std::vector<std::string> gatherNotes(const std::vector<std::string>& mine) const {
+        std::string joined;
+        for (const auto& line : mine) joined += line + '\n';
+        std::vector<std::vector<char>> toAll(e.world_.size(), std::vector<char>(joined.begin(), joined.end()));
+        const std::vector<char> all = e.world_.allToAll(toAll);
+        std::vector<std::string> notes;
+        std::string line;
+        for (char c : all) {
+            if (c == '\n') {
+                notes.push_back(line);
+                line.clear();
+            } else {
+                line += c;
+            }
+        }
+        return notes;
     }
 
     void finishSummary() {
@@ -285,8 +357,9 @@ struct Engine::Impl {
             summary.nsPerDay = (summary.normalSteps * e.options_.dt * 1e-3) / (summary.normalSeconds / 86400.0);
         }
         if (e.options_.steps > 0) summary.usPerStepWithSearch = 1e6 * summary.totalSeconds / e.options_.steps;
-        const std::int64_t steps = std::max<std::int64_t>(1, e.backend_.stepsRun());
-        summary.hostSyncsPerStep = double(e.backend_.hostSyncsInSteps() + e.transport_.counters().hostSyncs) / steps;
+        // Host synchronisations inside normal steps (search steps excluded).
+        summary.hostSyncsPerStep = summary.normalSteps > 0 ? double(normalStepSyncs) / summary.normalSteps : 0.0;
+        summary.transportNotes = gatherNotes(e.transport_.describe());
         summary.graphs = e.backend_.graphsActive();
         summary.timings = e.backend_.timings();
     }

@@ -25,6 +25,12 @@ struct TimelineEvents {
     cuda::Event localStart{true}, localEnd{true}, nonlocalStart{true}, nonlocalEnd{true};
 };
 
+// Records a timing event; inside a stream capture it becomes a real event
+// node of the graph (a plain record would only be a dependency edge).
+void recordTimingEvent(const cuda::Event& event, cudaStream_t stream) {
+    HALOEX_CUDA_CHECK(cudaEventRecordWithFlags(event.get(), stream, cudaEventRecordExternal));
+}
+
 class GpuBackend final : public RankBackend {
 public:
     explicit GpuBackend(const GpuBackendOptions& options)
@@ -61,11 +67,13 @@ public:
             globalIds_[i] = home[i].globalId;
         }
         velocities_.resize(std::max<std::size_t>(1, home.size()));
+        // On our (non-blocking) stream, so later work on it is ordered after the copies.
         if (!home.empty()) {
-            HALOEX_CUDA_CHECK(cudaMemcpy(transport.coordinates(), x.data(), x.size() * sizeof(Vec3f),
-                                         cudaMemcpyHostToDevice));
-            HALOEX_CUDA_CHECK(cudaMemcpy(velocities_.data(), v.data(), v.size() * sizeof(Vec3f),
-                                         cudaMemcpyHostToDevice));
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(transport.coordinates(), x.data(), x.size() * sizeof(Vec3f),
+                                              cudaMemcpyHostToDevice, local_.get()));
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(velocities_.data(), v.data(), v.size() * sizeof(Vec3f),
+                                              cudaMemcpyHostToDevice, local_.get()));
+            HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         }
     }
 
@@ -77,10 +85,11 @@ public:
         HALOEX_ASSERT(numHome_ == plan.numHome, "setHome and the plan disagree on the home count");
         charges_.resize(std::max(1, numLocal_));
         masks_.resize(std::max(1, numLocal_));
-        HALOEX_CUDA_CHECK(cudaMemcpy(charges_.data(), statics.charges.data(), numLocal_ * sizeof(float),
-                                     cudaMemcpyHostToDevice));
-        HALOEX_CUDA_CHECK(cudaMemcpy(masks_.data(), statics.zoneMasks.data(), numLocal_ * sizeof(std::uint8_t),
-                                     cudaMemcpyHostToDevice));
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(charges_.data(), statics.charges.data(), numLocal_ * sizeof(float),
+                                          cudaMemcpyHostToDevice, local_.get()));
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(masks_.data(), statics.zoneMasks.data(),
+                                          numLocal_ * sizeof(std::uint8_t), cudaMemcpyHostToDevice, local_.get()));
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         if (!nonbonded_ || nonbonded_->rlist() != context.rlist) {
             nonbonded_ = std::make_unique<gpu::Nonbonded>(*context.forceField, context.rlist);
         }
@@ -106,10 +115,11 @@ public:
         HALOEX_ASSERT(static_cast<int>(home.size()) == numHome_, "home atom count changed between searches");
         std::vector<Vec3f> x(home.size()), v(home.size());
         if (!home.empty()) {
-            HALOEX_CUDA_CHECK(cudaMemcpy(x.data(), transport.coordinates(), x.size() * sizeof(Vec3f),
-                                         cudaMemcpyDeviceToHost));
-            HALOEX_CUDA_CHECK(
-                cudaMemcpy(v.data(), velocities_.data(), v.size() * sizeof(Vec3f), cudaMemcpyDeviceToHost));
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(x.data(), transport.coordinates(), x.size() * sizeof(Vec3f),
+                                              cudaMemcpyDeviceToHost, local_.get()));
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(v.data(), velocities_.data(), v.size() * sizeof(Vec3f),
+                                              cudaMemcpyDeviceToHost, local_.get()));
+            HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         }
         for (std::size_t i = 0; i < home.size(); ++i) {
             home[i].position = static_cast<Vec3d>(x[i]);
@@ -144,11 +154,13 @@ public:
     EnergyTerms energies() override {
         synchronize();
         EnergyTerms e;
-        HALOEX_CUDA_CHECK(cudaMemcpy(energies_.data(), nonbonded_->deviceEnergies(), gpu::kNumEnergies * sizeof(double),
-                                     cudaMemcpyDeviceToHost));
-        HALOEX_CUDA_CHECK(cudaMemcpy(energies_.data() + gpu::kNumEnergies, kinetic_.data(), sizeof(double),
-                                     cudaMemcpyDeviceToHost));
-        HALOEX_CUDA_CHECK(cudaMemcpy(firstBadHost_.data(), firstBad_.data(), sizeof(int), cudaMemcpyDeviceToHost));
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(energies_.data(), nonbonded_->deviceEnergies(),
+                                          gpu::kNumEnergies * sizeof(double), cudaMemcpyDeviceToHost, local_.get()));
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(energies_.data() + gpu::kNumEnergies, kinetic_.data(), sizeof(double),
+                                          cudaMemcpyDeviceToHost, local_.get()));
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(firstBadHost_.data(), firstBad_.data(), sizeof(int),
+                                          cudaMemcpyDeviceToHost, local_.get()));
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         e.lj = energies_[gpu::kEnergyLj];
         e.coulombPairs = energies_[gpu::kEnergyCoulomb];
         e.virial = energies_[gpu::kEnergyVirial];
@@ -195,17 +207,17 @@ private:
         stepStart_.waitOn(nonlocal);
 
         // Non-local: halo coordinates in, non-local forces, halo forces out.
-        if (timing) events_.nonlocalStart.record(nonlocal);
+        if (timing) recordTimingEvent(events_.nonlocalStart, nonlocal);
         transport.forwardCoordinates(context_.box, nonlocal);
         nonbonded_->computeNonlocal(transport.coordinates(), transport.forces(), energies, nonlocal);
         transport.reverseForces(nonlocal);
-        if (timing) events_.nonlocalEnd.record(nonlocal);
+        if (timing) recordTimingEvent(events_.nonlocalEnd, nonlocal);
         nonlocalDone_.record(nonlocal);
 
         // Local: home-home forces, overlapping the above.
-        if (timing) events_.localStart.record(local);
+        if (timing) recordTimingEvent(events_.localStart, local);
         nonbonded_->computeLocal(transport.coordinates(), transport.forces(), energies, local);
-        if (timing) events_.localEnd.record(local);
+        if (timing) recordTimingEvent(events_.localEnd, local);
 
         // Update once all forces are home.
         nonlocalDone_.waitOn(local);

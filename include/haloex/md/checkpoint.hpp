@@ -44,6 +44,9 @@ struct CheckpointData {
 
     // Box and atoms, sorted by global id; velocities are v(t - dt/2) (leapfrog).
     System system;
+    // Atoms in the file: set by the readers (readCheckpointHeader leaves
+    // `system` empty); the writer uses system.size().
+    std::int64_t atomCount = 0;
 };
 
 // Writes atomically: to "<path>.tmp.<pid>", fsync, then rename over `path`;

@@ -3,6 +3,7 @@
 // DESIGN §5; "auto" values are resolved by resolveOptions() and reported.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace haloex::md {
 
@@ -40,6 +41,11 @@ struct MdOptions {
     std::string checkpointFile;
     int checkpointEvery = 0;
     std::string restartFile;
+    // Options the user set explicitly, by name without dashes ("dt", "rc"):
+    // with --restart, a given rc/rlist/nstlist/dt that differs from the
+    // checkpoint's is refused, and settings not given are adopted from it.
+    // (Values other than the defaults count as given too.)
+    std::vector<std::string> explicitOptions;
     std::string writeGromacsDir;
     std::string jsonFile;
     bool quiet = false;

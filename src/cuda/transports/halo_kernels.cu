@@ -128,6 +128,9 @@ void DevicePulseMaps::upload(const plan::ParticleHaloPlan& plan) {
     indices_.resize(std::max<std::size_t>(all.size(), 1));
     if (!all.empty()) {
         HALOEX_CUDA_CHECK(cudaMemcpy(indices_.data(), all.data(), all.size() * sizeof(int), cudaMemcpyHostToDevice));
+        // A pageable upload may still be in flight when cudaMemcpy returns, and the
+        // transports' non-blocking streams do not wait for the legacy stream.
+        HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
     }
 }
 

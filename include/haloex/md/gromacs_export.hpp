@@ -1,0 +1,36 @@
+#pragma once
+// GROMACS inputs for the proxy system (DESIGN §5), so the same run can be
+// repeated with GROMACS (gmx grompp -f md.mdp -c conf.gro -p topol.top):
+//   conf.gro   positions and velocities (POS/P = +q, NEG/N = -q), the box;
+//   topol.top  atom types P and N (mass, charge, LJ sigma/epsilon, combination
+//              rule 2, explicit [ nonbond_params ]), molecule types POS and NEG
+//              of one atom each, [ molecules ] in conf.gro's order (one line
+//              per run of consecutive atoms of one type);
+//   md.mdp     leapfrog, dt, nsteps, Verlet lists with our nstlist and rlist,
+//              reaction field with eps_rf = infinity, potential-shifted LJ, the
+//              thermostat, energies every thermo-every steps.
+#include <string>
+#include <vector>
+
+#include "haloex/md/forcefield.hpp"
+#include "haloex/md/options.hpp"
+#include "haloex/md/system.hpp"
+
+namespace haloex::md {
+
+// Writes conf.gro, topol.top and md.mdp into `dir`, creating it if missing.
+// `resolvedOptions` must be resolved (resolveOptions: nstlist, rlist, steps and
+// thermo-every set). Throws Io naming the path when a file cannot be written,
+// InvalidInput for a system that fails System::validate().
+void writeGromacsInputs(const std::string& dir, const System& system, const MdOptions& resolvedOptions,
+                        const ForceField& forceField);
+
+// The [ molecules ] entries: runs of consecutive atoms of one type, in order
+// (type 0 is POS, type 1 is NEG).
+struct MoleculeRun {
+    int type = 0;
+    int count = 0;
+};
+std::vector<MoleculeRun> moleculeRuns(const System& system);
+
+}  // namespace haloex::md

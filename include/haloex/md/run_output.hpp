@@ -1,0 +1,69 @@
+#pragma once
+// What an MD run writes at step boundaries: trajectory frames (--traj,
+// --traj-every) and checkpoints (--cpt, --cpt-every, and at the end). The
+// engine ends its step chunks at nextOutputStep() and calls write() there.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+
+#include "haloex/md/checkpoint.hpp"
+#include "haloex/md/gro.hpp"
+#include "haloex/md/home_atoms.hpp"
+#include "haloex/md/options.hpp"
+#include "haloex/plan/box.hpp"
+#include "haloex/runtime/world.hpp"
+
+namespace haloex::md {
+
+// The engine's state at a step boundary, besides the atoms.
+struct RunState {
+    std::int64_t step = 0;              // the next step to run
+    double thermostatEnergy = 0.0;      // kJ/mol
+    double pendingVelocityScale = 1.0;  // lambda the next step applies
+    PortableRandomState thermostatRandom;
+};
+
+class RunOutput {
+public:
+    // `resolved`: resolved options; `firstStep`: the run's first step. A
+    // restarted run writes nothing at its first step (the previous run did)
+    // and appends to its trajectory.
+    RunOutput(MdOptions resolved, std::int64_t firstStep);
+
+    // The first boundary after `step` at which something may be written
+    // (INT64_MAX when nothing): trajectory steps are multiples of traj-every,
+    // checkpoint steps multiples of cpt-every (absolute step numbers).
+    std::int64_t nextOutputStep(std::int64_t step) const;
+    // Whether write() would write anything at `step`; `last`: the end of the run
+    // (a checkpoint is always written there when --cpt is set).
+    bool isOutputStep(std::int64_t step, bool last) const;
+
+    // Collective. Gathers every rank's home atoms (positions x(step),
+    // velocities v(step - dt/2)) on rank 0, which writes the frame
+    // ("haloex-md t= <time> step= <step>", positions only) and the checkpoint
+    // (atomically) due at state.step. An error on rank 0 is thrown on every rank.
+    void write(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home, const RunState& state,
+               bool last);
+
+    int framesWritten() const { return trajectory_ ? trajectory_->framesWritten() : 0; }
+
+private:
+    bool trajectoryDue(std::int64_t step) const;
+    bool checkpointDue(std::int64_t step, bool last) const;
+    CheckpointData checkpoint(const plan::Box& box, std::span<const AtomRecord> atoms, const RunState& state) const;
+
+    MdOptions options_;
+    std::int64_t firstStep_ = 0;
+    bool restarted_ = false;
+    std::unique_ptr<GroTrajectoryWriter> trajectory_;  // rank 0, opened at the first frame
+};
+
+// The atoms as a System (same order).
+System systemFromAtoms(const plan::Box& box, std::span<const AtomRecord> atoms);
+
+// Runs `task` on rank 0 only. Collective: an exception there is rethrown on
+// every rank (same kind and message), so no rank waits for one that failed.
+void runOnRoot(runtime::World& world, const std::function<void()>& task);
+
+}  // namespace haloex::md

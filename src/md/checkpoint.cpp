@@ -1,0 +1,470 @@
+#include "haloex/md/checkpoint.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fmt/format.h>
+#include <limits>
+#include <memory>
+#include <span>
+#include <sys/stat.h>
+#include <type_traits>
+#include <unistd.h>
+#include <vector>
+
+#include "haloex/core/error.hpp"
+
+namespace haloex::md {
+namespace {
+
+constexpr std::array<char, 8> kMagic{'H', 'A', 'L', 'O', 'E', 'X', 'C', 'P'};
+constexpr std::uint32_t kByteOrderMarker = 0x01020304u;
+constexpr std::uint32_t kSwappedByteOrderMarker = 0x04030201u;
+constexpr std::size_t kHeaderBytes = 168;   // everything up to and including the atom count
+constexpr std::size_t kAtomBytes = 64;      // id, type, zero, x[3], v[3]
+constexpr std::size_t kChecksumBytes = 8;
+constexpr std::size_t kIoBlockBytes = std::size_t{1} << 20;
+
+std::string systemError() { return std::strerror(errno); }
+
+// FNV-1a, 64 bit: simple, no table, enough to catch torn or flipped bytes.
+class Fnv1a {
+public:
+    void add(std::span<const std::byte> bytes) {
+        for (const std::byte b : bytes) {
+            hash_ ^= static_cast<std::uint64_t>(b);
+            hash_ *= 0x100000001b3ULL;
+        }
+    }
+    std::uint64_t value() const { return hash_; }
+
+private:
+    std::uint64_t hash_ = 0xcbf29ce484222325ULL;
+};
+
+class FileDescriptor {
+public:
+    explicit FileDescriptor(int fd) : fd_(fd) {}
+    FileDescriptor(const FileDescriptor&) = delete;
+    FileDescriptor& operator=(const FileDescriptor&) = delete;
+    ~FileDescriptor() {
+        if (fd_ >= 0) ::close(fd_);
+    }
+    int get() const { return fd_; }
+    // Closes now and reports the error close() found (delayed write errors on some file systems).
+    int close() {
+        const int rc = ::close(fd_);
+        fd_ = -1;
+        return rc;
+    }
+
+private:
+    int fd_;
+};
+
+// ---- encoding ---------------------------------------------------------------
+
+class ByteWriter {
+public:
+    template <class T>
+    void put(const T& value) {
+        static_assert(std::is_trivially_copyable_v<T>);
+        const auto* p = reinterpret_cast<const std::byte*>(&value);
+        bytes_.insert(bytes_.end(), p, p + sizeof(T));
+    }
+    std::vector<std::byte>& bytes() { return bytes_; }
+
+private:
+    std::vector<std::byte> bytes_;
+};
+
+class ByteReader {
+public:
+    explicit ByteReader(std::span<const std::byte> bytes) : bytes_(bytes) {}
+    template <class T>
+    T get() {
+        static_assert(std::is_trivially_copyable_v<T>);
+        HALOEX_ASSERT(offset_ + sizeof(T) <= bytes_.size(), "checkpoint field read past its buffer");
+        T value;
+        std::memcpy(&value, bytes_.data() + offset_, sizeof(T));
+        offset_ += sizeof(T);
+        return value;
+    }
+
+private:
+    std::span<const std::byte> bytes_;
+    std::size_t offset_ = 0;
+};
+
+std::int32_t thermostatCode(const std::string& name) {
+    if (name == "none") return 0;
+    if (name == "v-rescale") return 1;
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("checkpoint: unknown thermostat '{}' (use none or v-rescale)", name));
+}
+
+std::vector<std::byte> encodeHeader(const CheckpointData& d) {
+    ByteWriter w;
+    for (const char c : kMagic) w.put(c);
+    w.put(kCheckpointFormatVersion);
+    w.put(kByteOrderMarker);
+    w.put(d.step);
+    w.put(d.time);
+    for (int k = 0; k < 3; ++k) w.put(d.system.box.length[k]);
+    w.put(d.rc);
+    w.put(d.rlist);
+    w.put(static_cast<std::int32_t>(d.nstlist));
+    w.put(thermostatCode(d.thermostat));
+    w.put(d.dt);
+    w.put(d.seed);
+    w.put(d.temperature);
+    w.put(d.tauT);
+    w.put(d.thermostatEnergy);
+    w.put(d.pendingVelocityScale);
+    w.put(d.thermostatRandom.seed);
+    w.put(d.thermostatRandom.draws);
+    w.put(d.thermostatRandom.spareNormal);
+    w.put(static_cast<std::uint32_t>(d.thermostatRandom.haveSpare ? 1 : 0));
+    w.put(std::uint32_t{0});
+    w.put(static_cast<std::int64_t>(d.system.size()));
+    HALOEX_ASSERT(w.bytes().size() == kHeaderBytes, "checkpoint header size changed: update kHeaderBytes");
+    return std::move(w.bytes());
+}
+
+// The header's fields after the magic, version and byte-order marker were checked.
+CheckpointData decodeHeader(std::span<const std::byte> header) {
+    ByteReader r(header);
+    r.get<std::array<char, 8>>();
+    r.get<std::uint32_t>();
+    r.get<std::uint32_t>();
+    CheckpointData d;
+    d.step = r.get<std::int64_t>();
+    d.time = r.get<double>();
+    for (int k = 0; k < 3; ++k) d.system.box.length[k] = r.get<double>();
+    d.rc = r.get<double>();
+    d.rlist = r.get<double>();
+    d.nstlist = r.get<std::int32_t>();
+    const std::int32_t thermostat = r.get<std::int32_t>();
+    d.thermostat = thermostat == 0 ? "none" : thermostat == 1 ? "v-rescale" : fmt::format("#{}", thermostat);
+    d.dt = r.get<double>();
+    d.seed = r.get<std::uint64_t>();
+    d.temperature = r.get<double>();
+    d.tauT = r.get<double>();
+    d.thermostatEnergy = r.get<double>();
+    d.pendingVelocityScale = r.get<double>();
+    d.thermostatRandom.seed = r.get<std::uint64_t>();
+    d.thermostatRandom.draws = r.get<std::uint64_t>();
+    d.thermostatRandom.spareNormal = r.get<double>();
+    d.thermostatRandom.haveSpare = r.get<std::uint32_t>() != 0;
+    r.get<std::uint32_t>();
+    d.atomCount = r.get<std::int64_t>();
+    return d;
+}
+
+struct PackedAtom {
+    std::int64_t globalId;
+    std::int32_t type;
+    std::int32_t zero;
+    double position[3];
+    double velocity[3];
+};
+static_assert(sizeof(PackedAtom) == kAtomBytes);
+
+// ---- writing ----------------------------------------------------------------
+
+// Buffered writes to a file descriptor with a running checksum.
+class ChecksummedSink {
+public:
+    ChecksummedSink(int fd, const std::string& path) : fd_(fd), path_(path) { buffer_.reserve(kIoBlockBytes); }
+
+    void put(std::span<const std::byte> bytes) {
+        checksum_.add(bytes);
+        buffer_.insert(buffer_.end(), bytes.begin(), bytes.end());
+        if (buffer_.size() >= kIoBlockBytes) flush();
+    }
+    // Writes the checksum of everything put so far (not itself checksummed).
+    void finish() {
+        const std::uint64_t sum = checksum_.value();
+        const auto* p = reinterpret_cast<const std::byte*>(&sum);
+        buffer_.insert(buffer_.end(), p, p + sizeof(sum));
+        flush();
+    }
+
+private:
+    void flush() {
+        const std::byte* p = buffer_.data();
+        std::size_t left = buffer_.size();
+        while (left > 0) {
+            const ssize_t n = ::write(fd_, p, left);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) {
+                throwError(ErrorKind::Io, fmt::format("cannot write checkpoint data to '{}': {} (is the disk full?)",
+                                                      path_, n < 0 ? systemError() : "nothing written"));
+            }
+            p += n;
+            left -= static_cast<std::size_t>(n);
+        }
+        buffer_.clear();
+    }
+
+    int fd_;
+    const std::string& path_;
+    std::vector<std::byte> buffer_;
+    Fnv1a checksum_;
+};
+
+void requireWritable(const CheckpointData& d) {
+    d.system.validate();
+    thermostatCode(d.thermostat);
+    const auto& ids = d.system.globalIds;
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0 || (i > 0 && ids[i] <= ids[i - 1])) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("checkpoint: atom {} has global id {} after {}: the atoms must be sorted by "
+                                   "unique, non-negative global ids (gather them with gatherAllAtoms)",
+                                   i, ids[i], i > 0 ? ids[i - 1] : -1));
+        }
+    }
+}
+
+void writeContents(int fd, const std::string& tmpPath, const CheckpointData& d) {
+    ChecksummedSink sink(fd, tmpPath);
+    sink.put(encodeHeader(d));
+    std::vector<PackedAtom> block;
+    const std::size_t atomsPerBlock = kIoBlockBytes / kAtomBytes;
+    block.reserve(atomsPerBlock);
+    const System& s = d.system;
+    for (int i = 0; i < s.size(); ++i) {
+        block.push_back(PackedAtom{s.globalIds[i],
+                                   s.types[i],
+                                   0,
+                                   {s.positions[i].x, s.positions[i].y, s.positions[i].z},
+                                   {s.velocities[i].x, s.velocities[i].y, s.velocities[i].z}});
+        if (block.size() == atomsPerBlock || i + 1 == s.size()) {
+            sink.put(std::as_bytes(std::span(block)));
+            block.clear();
+        }
+    }
+    sink.finish();
+}
+
+// Keeps the checkpoint being replaced as "<path>.prev". Best effort: a missing
+// .prev never stops a new checkpoint from being written.
+void keepPrevious(const std::string& path) {
+    namespace fs = std::filesystem;
+    std::error_code ec;
+    if (!fs::is_regular_file(path, ec)) return;
+    const std::string prev = path + ".prev";
+    fs::remove(prev, ec);
+    // A hard link keeps `path` in place, so there is always a checkpoint at `path`.
+    if (::link(path.c_str(), prev.c_str()) == 0) return;
+    fs::copy_file(path, prev, fs::copy_options::overwrite_existing, ec);
+}
+
+void syncDirectoryOf(const std::string& path) {
+    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+    const std::string dir = parent.empty() ? "." : parent.string();
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;  // durability of the rename only; the data itself is synced
+    ::fsync(fd);
+    ::close(fd);
+}
+
+// ---- reading ----------------------------------------------------------------
+
+[[noreturn]] void refuse(const std::string& path, const std::string& what) {
+    throwError(ErrorKind::InvalidInput, fmt::format("checkpoint '{}': {}", path, what));
+}
+
+std::string printable(std::span<const std::byte> bytes) {
+    std::string s;
+    for (const std::byte b : bytes) {
+        const char c = static_cast<char>(b);
+        s += (c >= 0x20 && c < 0x7f) ? c : '.';
+    }
+    return s;
+}
+
+void readExactly(int fd, std::byte* data, std::size_t size, const std::string& path, std::size_t expected) {
+    std::size_t got = 0;
+    while (got < size) {
+        const ssize_t n = ::read(fd, data + got, size - got);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throwError(ErrorKind::Io, fmt::format("cannot read checkpoint '{}': {}", path, systemError()));
+        if (n == 0) {
+            refuse(path, fmt::format("truncated while reading (expected {} bytes): was it replaced meanwhile?",
+                                     expected));
+        }
+        got += static_cast<std::size_t>(n);
+    }
+}
+
+struct OpenCheckpoint {
+    std::unique_ptr<FileDescriptor> fd;
+    std::vector<std::byte> header;
+    CheckpointData data;  // header fields only
+    std::size_t expectedSize = 0;
+};
+
+OpenCheckpoint openCheckpoint(const std::string& path) {
+    OpenCheckpoint cp;
+    cp.fd = std::make_unique<FileDescriptor>(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (cp.fd->get() < 0) {
+        throwError(ErrorKind::Io, fmt::format("cannot open checkpoint '{}': {}", path, systemError()));
+    }
+    struct stat st {};
+    if (::fstat(cp.fd->get(), &st) != 0) {
+        throwError(ErrorKind::Io, fmt::format("cannot stat checkpoint '{}': {}", path, systemError()));
+    }
+    if (!S_ISREG(st.st_mode)) refuse(path, "not a regular file");
+    const auto size = static_cast<std::size_t>(st.st_size);
+    if (size == 0) {
+        refuse(path, fmt::format("the file is empty (0 bytes), not a haloex checkpoint: was its write interrupted? "
+                                 "'{}.prev' holds the previous checkpoint, if any",
+                                 path));
+    }
+    cp.header.resize(std::min(size, kHeaderBytes));
+    readExactly(cp.fd->get(), cp.header.data(), cp.header.size(), path, size);
+    const std::size_t magicBytes = std::min(cp.header.size(), kMagic.size());
+    if (std::memcmp(cp.header.data(), kMagic.data(), magicBytes) != 0) {
+        refuse(path, fmt::format("not a haloex checkpoint: it does not start with \"HALOEXCP\" (it starts with "
+                                 "\"{}\"); give the file --cpt wrote",
+                                 printable(std::span(cp.header).first(magicBytes))));
+    }
+    if (size < kHeaderBytes) {
+        refuse(path, fmt::format("truncated: expected at least {} bytes of header, got {}", kHeaderBytes, size));
+    }
+    ByteReader r(cp.header);
+    r.get<std::array<char, 8>>();
+    const auto version = r.get<std::uint32_t>();
+    const auto marker = r.get<std::uint32_t>();
+    if (marker == kSwappedByteOrderMarker) {
+        refuse(path, "written on a machine with the other byte order; restart on a machine like the one that "
+                     "wrote it");
+    }
+    if (marker != kByteOrderMarker) refuse(path, fmt::format("corrupt header (byte-order marker {:#010x})", marker));
+    if (version == 0) refuse(path, "corrupt header (format version 0)");
+    if (version > kCheckpointFormatVersion) {
+        refuse(path, fmt::format("format version {} is newer than this haloex reads (up to {}); use the haloex "
+                                 "version that wrote it, or a newer one",
+                                 version, kCheckpointFormatVersion));
+    }
+    cp.data = decodeHeader(cp.header);
+    const std::int64_t n = cp.data.atomCount;
+    const auto maxAtoms = static_cast<std::int64_t>((std::numeric_limits<std::int64_t>::max() - kHeaderBytes -
+                                                     kChecksumBytes) / kAtomBytes);
+    if (n < 0 || n > maxAtoms) refuse(path, fmt::format("inconsistent atom count {} in the header", n));
+    cp.expectedSize = kHeaderBytes + static_cast<std::size_t>(n) * kAtomBytes + kChecksumBytes;
+    if (size < cp.expectedSize) {
+        refuse(path, fmt::format("truncated: expected {} bytes for {} atoms, got {}", cp.expectedSize, n, size));
+    }
+    if (size > cp.expectedSize) {
+        refuse(path, fmt::format("{} unexpected bytes after the checksum (expected {} bytes for {} atoms, got {})",
+                                 size - cp.expectedSize, cp.expectedSize, n, size));
+    }
+    if (n > std::numeric_limits<int>::max()) {
+        refuse(path, fmt::format("{} atoms: more than this haloex holds in one system", n));
+    }
+    return cp;
+}
+
+void requireConsistentAtoms(const std::string& path, const CheckpointData& d) {
+    const System& s = d.system;
+    for (int i = 0; i < s.size(); ++i) {
+        if (s.types[i] != 0 && s.types[i] != 1) {
+            refuse(path, fmt::format("atom {} (global id {}) has type {} (expected 0 or 1)", i, s.globalIds[i],
+                                     s.types[i]));
+        }
+        if (s.globalIds[i] < 0 || (i > 0 && s.globalIds[i] <= s.globalIds[i - 1])) {
+            refuse(path, fmt::format("atom {} has global id {} after {}: ids must be unique, non-negative and "
+                                     "sorted",
+                                     i, s.globalIds[i], i > 0 ? s.globalIds[i - 1] : -1));
+        }
+    }
+    if (d.thermostat != "none" && d.thermostat != "v-rescale") {
+        refuse(path, fmt::format("unknown thermostat code {}", d.thermostat));
+    }
+    if (!(d.dt > 0.0) || !(d.rc > 0.0) || !(d.rlist >= d.rc) || d.nstlist <= 0 || d.step < 0) {
+        refuse(path, fmt::format("inconsistent settings (step {}, dt {}, rc {}, rlist {}, nstlist {})", d.step, d.dt,
+                                 d.rc, d.rlist, d.nstlist));
+    }
+    try {
+        s.validate();
+    } catch (const Error& e) {
+        refuse(path, e.what());
+    }
+}
+
+}  // namespace
+
+void writeCheckpoint(const std::string& path, const CheckpointData& data) {
+    requireWritable(data);
+    const std::string tmpPath = fmt::format("{}.tmp.{}", path, ::getpid());
+    FileDescriptor fd(::open(tmpPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
+    if (fd.get() < 0) {
+        throwError(ErrorKind::Io, fmt::format("cannot create the checkpoint's temporary file '{}': {}; check that "
+                                              "the directory exists and is writable",
+                                              tmpPath, systemError()));
+    }
+    try {
+        writeContents(fd.get(), tmpPath, data);
+        if (::fsync(fd.get()) != 0) {
+            throwError(ErrorKind::Io, fmt::format("cannot sync checkpoint '{}' to disk: {}", tmpPath, systemError()));
+        }
+        if (fd.close() != 0) {
+            throwError(ErrorKind::Io, fmt::format("cannot close checkpoint '{}': {}", tmpPath, systemError()));
+        }
+        keepPrevious(path);
+        if (::rename(tmpPath.c_str(), path.c_str()) != 0) {
+            throwError(ErrorKind::Io, fmt::format("cannot rename '{}' to '{}': {}", tmpPath, path, systemError()));
+        }
+    } catch (...) {
+        ::unlink(tmpPath.c_str());  // never leave a half-written temporary behind
+        throw;
+    }
+    syncDirectoryOf(path);
+}
+
+CheckpointData readCheckpointHeader(const std::string& path) { return openCheckpoint(path).data; }
+
+CheckpointData readCheckpoint(const std::string& path) {
+    OpenCheckpoint cp = openCheckpoint(path);
+    CheckpointData d = std::move(cp.data);
+    Fnv1a checksum;
+    checksum.add(cp.header);
+    const auto n = static_cast<std::size_t>(d.atomCount);
+    System& s = d.system;
+    s.positions.resize(n);
+    s.velocities.resize(n);
+    s.types.resize(n);
+    s.globalIds.resize(n);
+    std::vector<PackedAtom> block(kIoBlockBytes / kAtomBytes);
+    for (std::size_t first = 0; first < n; first += block.size()) {
+        const std::size_t count = std::min(block.size(), n - first);
+        const auto bytes = std::as_writable_bytes(std::span(block).first(count));
+        readExactly(cp.fd->get(), bytes.data(), bytes.size(), path, cp.expectedSize);
+        checksum.add(bytes);
+        for (std::size_t k = 0; k < count; ++k) {
+            const PackedAtom& a = block[k];
+            s.globalIds[first + k] = a.globalId;
+            s.types[first + k] = a.type;
+            s.positions[first + k] = Vec3d{a.position[0], a.position[1], a.position[2]};
+            s.velocities[first + k] = Vec3d{a.velocity[0], a.velocity[1], a.velocity[2]};
+        }
+    }
+    std::uint64_t stored = 0;
+    readExactly(cp.fd->get(), reinterpret_cast<std::byte*>(&stored), sizeof(stored), path, cp.expectedSize);
+    if (stored != checksum.value()) {
+        refuse(path, fmt::format("checksum mismatch (stored {:#018x}, computed {:#018x}): the file is corrupt; "
+                                 "'{}.prev' holds the previous checkpoint, if any",
+                                 stored, checksum.value(), path));
+    }
+    requireConsistentAtoms(path, d);
+    return d;
+}
+
+}  // namespace haloex::md

@@ -1,0 +1,82 @@
+#include "haloex/md/restart.hpp"
+
+#include <algorithm>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <vector>
+
+#include "haloex/core/error.hpp"
+
+namespace haloex::md {
+namespace {
+
+bool named(const MdOptions& o, const char* name) {
+    return std::find(o.explicitOptions.begin(), o.explicitOptions.end(), name) != o.explicitOptions.end();
+}
+
+template <class T>
+bool given(const MdOptions& o, const char* name, const T& value, const T& defaultValue) {
+    return named(o, name) || value != defaultValue;
+}
+
+// The settings a restart must keep: a different list or time step changes the trajectory.
+std::vector<std::string> differences(const MdOptions& o, const CheckpointData& c, bool onlyGiven) {
+    const MdOptions defaults;
+    std::vector<std::string> out;
+    auto check = [&](const char* name, auto value, auto defaultValue, auto checkpointValue) {
+        if (onlyGiven && !given(o, name, value, decltype(value)(defaultValue))) return;
+        if (value != checkpointValue) {
+            out.push_back(fmt::format("--{} {} (the checkpoint has {})", name, value, checkpointValue));
+        }
+    };
+    check("rc", o.rc, defaults.rc, c.rc);
+    check("rlist", o.rlist, 0.0, c.rlist);
+    check("nstlist", o.nstlist, 0, c.nstlist);
+    check("dt", o.dt, defaults.dt, c.dt);
+    return out;
+}
+
+}  // namespace
+
+MdOptions adoptCheckpointSettings(MdOptions o, const CheckpointData& c, const std::string& path) {
+    const std::vector<std::string> changed = differences(o, c, true);
+    if (!changed.empty()) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--restart {}: {} differ from the checkpoint's; a restart keeps rc, rlist, nstlist "
+                               "and dt: leave these options out to use the checkpoint's values",
+                               path, fmt::join(changed, ", ")));
+    }
+    if (!o.groFile.empty()) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--gro {} and --restart {}: both give the start configuration; use one", o.groFile,
+                               path));
+    }
+    if (o.atoms != 0 && o.atoms != c.atomCount) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--atoms {} but the checkpoint {} holds {} atoms; leave --atoms out", o.atoms, path,
+                               c.atomCount));
+    }
+    const MdOptions defaults;
+    o.rc = c.rc;
+    o.rlist = c.rlist;
+    o.nstlist = c.nstlist;
+    o.dt = c.dt;
+    o.atoms = c.atomCount;
+    if (!given(o, "seed", o.seed, defaults.seed)) o.seed = c.seed;
+    if (!given(o, "temperature", o.temperature, defaults.temperature)) o.temperature = c.temperature;
+    if (!given(o, "thermostat", o.thermostat, defaults.thermostat)) o.thermostat = c.thermostat;
+    if (!given(o, "tau-t", o.tauT, defaults.tauT)) o.tauT = c.tauT;
+    return o;
+}
+
+void requireCheckpointSettings(const MdOptions& resolved, const CheckpointData& c, const std::string& path) {
+    const std::vector<std::string> changed = differences(resolved, c, false);
+    if (!changed.empty()) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--restart {}: the run's {} differ from the checkpoint's; resolve the options with "
+                               "resolveOptions (it adopts the checkpoint's settings)",
+                               path, fmt::join(changed, ", ")));
+    }
+}
+
+}  // namespace haloex::md

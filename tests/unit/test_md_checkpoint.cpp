@@ -1,0 +1,357 @@
+// Binary checkpoints: bitwise round trips, atomic replacement, and one test per
+// kind of damaged or foreign file (the error names the file and the problem).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <stdexcept>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include "haloex/core/error.hpp"
+#include "haloex/md/checkpoint.hpp"
+#include "haloex/md/random.hpp"
+#include "haloex/md/system.hpp"
+
+using namespace haloex;
+using namespace haloex::md;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::size_t kHeaderBytes = 168;
+constexpr std::size_t kAtomBytes = 64;
+
+// A fresh directory for one test (ctest may run tests in parallel).
+fs::path freshDir() {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    const fs::path dir = fs::path(::testing::TempDir()) /
+                         fmt::format("haloex_cpt_{}_{}_{}", info->test_suite_name(), info->name(), ::getpid());
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    return dir;
+}
+
+CheckpointData sampleData() {
+    ForceField ff;
+    CheckpointData d;
+    d.system = makeLatticeSystem(1000, 7, 300.0, ff);
+    // Ids with gaps, as after a user's .gro subset: they need not be 0..N-1.
+    for (int i = 0; i < d.system.size(); ++i) d.system.globalIds[i] = 3 * i + 1;
+    d.step = 1250;
+    d.dt = 0.002;
+    d.time = 2.5;
+    d.rc = 0.9;
+    d.rlist = 1.0123456789;
+    d.nstlist = 50;
+    d.seed = 0xfeedfacecafebeefULL;
+    d.temperature = 310.5;
+    d.thermostat = "v-rescale";
+    d.tauT = 0.25;
+    d.thermostatEnergy = -123.456789012345;
+    d.pendingVelocityScale = 0.99871234;
+    PortableRandom random(99);
+    random.uniform();
+    random.normal();  // leaves a spare normal
+    d.thermostatRandom = random.state();
+    return d;
+}
+
+std::vector<char> fileBytes(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void writeBytes(const fs::path& path, const std::vector<char>& bytes) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+// Overwrites sizeof(T) bytes at `offset`.
+template <class T>
+void patch(std::vector<char>& bytes, std::size_t offset, const T& value) {
+    if (bytes.empty() || offset + sizeof(T) > bytes.size()) throw std::out_of_range("patch past the end");
+    std::memcpy(&bytes[offset], &value, sizeof(T));
+}
+
+template <class T>
+T peek(const std::vector<char>& bytes, std::size_t offset) {
+    if (bytes.empty() || offset + sizeof(T) > bytes.size()) throw std::out_of_range("peek past the end");
+    T value;
+    std::memcpy(&value, &bytes[offset], sizeof(T));
+    return value;
+}
+
+// FNV-1a 64 as the format defines it, to forge files whose only fault is elsewhere.
+void resealChecksum(std::vector<char>& bytes) {
+    std::uint64_t h = 0xcbf29ce484222325ULL;
+    for (std::size_t i = 0; i + 8 < bytes.size(); ++i) {
+        h ^= static_cast<unsigned char>(bytes[i]);
+        h *= 0x100000001b3ULL;
+    }
+    std::memcpy(bytes.data() + bytes.size() - 8, &h, 8);
+}
+
+// Reads `path` expecting InvalidInput whose message names the file and contains `what`.
+void expectRefused(const fs::path& path, const std::string& what) {
+    try {
+        readCheckpoint(path.string());
+        ADD_FAILURE() << "accepted " << path << " (expected: " << what << ")";
+    } catch (const Error& e) {
+        const std::string msg = e.what();
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidInput) << msg;
+        EXPECT_NE(msg.find(path.string()), std::string::npos) << msg;
+        EXPECT_NE(msg.find(what), std::string::npos) << "expected '" << what << "' in: " << msg;
+    }
+}
+
+bool bitwiseEqual(const std::vector<Vec3d>& a, const std::vector<Vec3d>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(Vec3d)) == 0;
+}
+
+std::vector<std::string> filesIn(const fs::path& dir) {
+    std::vector<std::string> names;
+    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
+    std::sort(names.begin(), names.end());
+    return names;
+}
+
+}  // namespace
+
+TEST(PortableRandomState, SetStateContinuesTheSequenceExactly) {
+    PortableRandom a(12345);
+    for (int i = 0; i < 37; ++i) a.normal();  // odd count of normals: a spare is pending
+    a.uniform();
+    const PortableRandomState state = a.state();
+    EXPECT_TRUE(state.haveSpare);
+    EXPECT_GT(state.draws, 37u);
+    PortableRandom b(1);
+    b.setState(state);
+    EXPECT_EQ(b.state(), state);
+    for (int i = 0; i < 100; ++i) {
+        ASSERT_EQ(a.normal(), b.normal()) << i;
+        ASSERT_EQ(a.below(1000), b.below(1000)) << i;
+    }
+}
+
+TEST(Checkpoint, RoundTripIsBitwise) {
+    const fs::path path = freshDir() / "run.cpt";
+    const CheckpointData d = sampleData();
+    writeCheckpoint(path.string(), d);
+    EXPECT_EQ(fs::file_size(path), kHeaderBytes + d.system.size() * kAtomBytes + 8);
+
+    const CheckpointData r = readCheckpoint(path.string());
+    EXPECT_EQ(r.step, d.step);
+    EXPECT_EQ(r.time, d.time);
+    EXPECT_EQ(r.rc, d.rc);
+    EXPECT_EQ(r.rlist, d.rlist);
+    EXPECT_EQ(r.nstlist, d.nstlist);
+    EXPECT_EQ(r.dt, d.dt);
+    EXPECT_EQ(r.seed, d.seed);
+    EXPECT_EQ(r.temperature, d.temperature);
+    EXPECT_EQ(r.thermostat, d.thermostat);
+    EXPECT_EQ(r.tauT, d.tauT);
+    EXPECT_EQ(r.thermostatEnergy, d.thermostatEnergy);
+    EXPECT_EQ(r.pendingVelocityScale, d.pendingVelocityScale);
+    EXPECT_EQ(r.thermostatRandom, d.thermostatRandom);
+    EXPECT_EQ(r.atomCount, d.system.size());
+    EXPECT_EQ(r.system.box.length, d.system.box.length);
+    EXPECT_EQ(r.system.globalIds, d.system.globalIds);
+    EXPECT_EQ(r.system.types, d.system.types);
+    EXPECT_TRUE(bitwiseEqual(r.system.positions, d.system.positions));
+    EXPECT_TRUE(bitwiseEqual(r.system.velocities, d.system.velocities));
+
+    // Writing what was read gives the same bytes.
+    const fs::path again = path.parent_path() / "again.cpt";
+    writeCheckpoint(again.string(), r);
+    EXPECT_EQ(fileBytes(again), fileBytes(path));
+
+    const CheckpointData header = readCheckpointHeader(path.string());
+    EXPECT_EQ(header.step, d.step);
+    EXPECT_EQ(header.rlist, d.rlist);
+    EXPECT_EQ(header.atomCount, d.system.size());
+    EXPECT_EQ(header.system.size(), 0);
+}
+
+TEST(Checkpoint, TruncatedFilesAreRefusedWithBothSizes) {
+    const fs::path dir = freshDir();
+    const fs::path path = dir / "run.cpt";
+    writeCheckpoint(path.string(), sampleData());
+    const std::vector<char> bytes = fileBytes(path);
+    const fs::path cut = dir / "cut.cpt";
+    for (const std::size_t length : {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{100},
+                                     kHeaderBytes - 1, kHeaderBytes, kHeaderBytes + 1, kHeaderBytes + 5 * kAtomBytes,
+                                     bytes.size() - 8, bytes.size() - 1}) {
+        SCOPED_TRACE(fmt::format("length {}", length));
+        writeBytes(cut, std::vector<char>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(length)));
+        expectRefused(cut, "truncated");
+        expectRefused(cut, fmt::format("got {}", length));
+        EXPECT_THROW(readCheckpointHeader(cut.string()), Error);
+    }
+    std::vector<char> longer = bytes;
+    longer.push_back('x');
+    writeBytes(cut, longer);
+    expectRefused(cut, "1 unexpected bytes after the checksum");
+}
+
+TEST(Checkpoint, FlippedBytesFailTheChecksum) {
+    const fs::path dir = freshDir();
+    const fs::path path = dir / "run.cpt";
+    writeCheckpoint(path.string(), sampleData());
+    const std::vector<char> bytes = fileBytes(path);
+    const fs::path bad = dir / "bad.cpt";
+    // The step, the thermostat energy, a position bit, a type, the checksum itself.
+    for (const std::size_t offset : {std::size_t{16}, std::size_t{112}, kHeaderBytes + 20 * kAtomBytes + 17,
+                                     kHeaderBytes + 999 * kAtomBytes + 8, bytes.size() - 1}) {
+        SCOPED_TRACE(fmt::format("offset {}", offset));
+        std::vector<char> flipped = bytes;
+        flipped[offset] = static_cast<char>(flipped[offset] ^ 0x10);
+        writeBytes(bad, flipped);
+        expectRefused(bad, "checksum mismatch");
+    }
+}
+
+TEST(Checkpoint, ForeignAndEmptyFilesAreNotCheckpoints) {
+    const fs::path dir = freshDir();
+    expectRefused(fs::path(HALOEX_TEST_DATA_DIR) / "ref-3000.gro", "not a haloex checkpoint");
+    const fs::path empty = dir / "empty.cpt";
+    writeBytes(empty, {});
+    expectRefused(empty, "empty (0 bytes)");
+    expectRefused(empty, "not a haloex checkpoint");
+    const fs::path text = dir / "short.cpt";
+    writeBytes(text, {'h', 'i', '\n'});
+    expectRefused(text, "not a haloex checkpoint");
+    try {
+        readCheckpoint((dir / "missing.cpt").string());
+        ADD_FAILURE() << "read a missing file";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Io);
+        EXPECT_NE(std::string(e.what()).find("missing.cpt"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Checkpoint, NewerVersionsAndOtherByteOrderAreRefused) {
+    const fs::path dir = freshDir();
+    const fs::path path = dir / "run.cpt";
+    writeCheckpoint(path.string(), sampleData());
+    const std::vector<char> bytes = fileBytes(path);
+
+    std::vector<char> newer = bytes;
+    const std::uint32_t version = kCheckpointFormatVersion + 1;
+    patch(newer, 8, version);
+    resealChecksum(newer);
+    writeBytes(dir / "newer.cpt", newer);
+    expectRefused(dir / "newer.cpt", fmt::format("format version {} is newer", version));
+
+    std::vector<char> swapped = bytes;
+    std::reverse(swapped.begin() + 12, swapped.begin() + 16);
+    writeBytes(dir / "swapped.cpt", swapped);
+    expectRefused(dir / "swapped.cpt", "other byte order");
+}
+
+TEST(Checkpoint, InconsistentAtomsAreRefused) {
+    const fs::path dir = freshDir();
+    const fs::path path = dir / "run.cpt";
+    const CheckpointData d = sampleData();
+    writeCheckpoint(path.string(), d);
+    const std::vector<char> bytes = fileBytes(path);
+
+    // Atom 1 takes atom 0's id: a duplicate, checksum intact.
+    std::vector<char> duplicate = bytes;
+    patch(duplicate, kHeaderBytes + kAtomBytes, peek<std::int64_t>(duplicate, kHeaderBytes));
+    resealChecksum(duplicate);
+    writeBytes(dir / "dup.cpt", duplicate);
+    expectRefused(dir / "dup.cpt", "ids must be unique");
+
+    // A type that is neither +q nor -q.
+    std::vector<char> badType = bytes;
+    const std::int32_t type = 5;
+    patch(badType, kHeaderBytes + 3 * kAtomBytes + 8, type);
+    resealChecksum(badType);
+    writeBytes(dir / "type.cpt", badType);
+    expectRefused(dir / "type.cpt", "has type 5");
+
+    // A header atom count that does not match the atoms in the file.
+    std::vector<char> count = bytes;
+    const std::int64_t n = d.system.size() + 1;
+    patch(count, kHeaderBytes - 8, n);
+    resealChecksum(count);
+    writeBytes(dir / "count.cpt", count);
+    expectRefused(dir / "count.cpt", fmt::format("expected {} bytes for {} atoms", bytes.size() + kAtomBytes, n));
+
+    // The writer refuses what it could not read back.
+    CheckpointData unsorted = d;
+    std::swap(unsorted.system.globalIds[3], unsorted.system.globalIds[4]);
+    EXPECT_THROW(writeCheckpoint((dir / "unsorted.cpt").string(), unsorted), Error);
+    CheckpointData ragged = d;
+    ragged.system.velocities.pop_back();
+    EXPECT_THROW(writeCheckpoint((dir / "ragged.cpt").string(), ragged), Error);
+    EXPECT_FALSE(fs::exists(dir / "unsorted.cpt"));
+    EXPECT_FALSE(fs::exists(dir / "ragged.cpt"));
+}
+
+TEST(Checkpoint, ReplacingKeepsThePreviousAndLeavesNoTemporary) {
+    const fs::path dir = freshDir();
+    const fs::path path = dir / "run.cpt";
+    CheckpointData d = sampleData();
+    writeCheckpoint(path.string(), d);
+    EXPECT_EQ(filesIn(dir), (std::vector<std::string>{"run.cpt"}));
+    d.step += 100;
+    writeCheckpoint(path.string(), d);
+    EXPECT_EQ(filesIn(dir), (std::vector<std::string>{"run.cpt", "run.cpt.prev"}));
+    EXPECT_EQ(readCheckpoint(path.string()).step, d.step);
+    EXPECT_EQ(readCheckpoint(path.string() + ".prev").step, d.step - 100);
+}
+
+TEST(Checkpoint, AFailedWriteLeavesTheTargetIntactAndNoTemporary) {
+    const fs::path dir = freshDir();
+    const fs::path path = dir / "run.cpt";
+    CheckpointData d = sampleData();
+    writeCheckpoint(path.string(), d);
+    const std::vector<char> before = fileBytes(path);
+
+    // A full disk, simulated by a file-size limit: the write fails halfway.
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+    auto* previousHandler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit small = saved;
+    small.rlim_cur = 4096;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    d.step += 100;
+    std::string message;
+    ErrorKind kind = ErrorKind::Internal;
+    try {
+        writeCheckpoint(path.string(), d);
+    } catch (const Error& e) {
+        message = e.what();
+        kind = e.kind();
+    }
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+    std::signal(SIGXFSZ, previousHandler);
+
+    EXPECT_EQ(kind, ErrorKind::Io) << message;
+    EXPECT_NE(message.find("run.cpt.tmp."), std::string::npos) << message;
+    EXPECT_EQ(filesIn(dir), (std::vector<std::string>{"run.cpt"}));
+    EXPECT_EQ(fileBytes(path), before);
+    EXPECT_EQ(readCheckpoint(path.string()).step, d.step - 100);
+}
+
+TEST(Checkpoint, UnwritableDirectoryIsAnIoError) {
+    const fs::path dir = freshDir();
+    const fs::path path = dir / "no-such-dir" / "run.cpt";
+    try {
+        writeCheckpoint(path.string(), sampleData());
+        ADD_FAILURE() << "wrote into a missing directory";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Io);
+        EXPECT_NE(std::string(e.what()).find("no-such-dir"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(filesIn(dir), std::vector<std::string>{});
+}
