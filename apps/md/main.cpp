@@ -76,6 +76,9 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                    "Write conf.gro, topol.top and md.mdp for the same system into this directory");
     app.add_option("--json", o.jsonFile, "Write the run summary (performance, energies, settings) as JSON");
     app.add_flag("--quiet", o.quiet, "Print only the final summary");
+    app.add_flag("--measure-buffer", o.measureBuffer,
+                 "At every search step, recount exactly the pairs within rc that the previous pair list could not "
+                 "hold, and report their energy per atom and ps (the pair-list buffer's error)");
 }
 
 bool wantGpu(const md::MdOptions& o) {
@@ -138,7 +141,7 @@ md::RunSummary runRank(const md::MdOptions& resolved, runtime::World& world, boo
 }
 
 void report(const md::RunSummary& summary, const md::MdOptions& o) {
-    md::printPerformanceSummary(std::cout, summary);
+    md::printPerformanceSummary(std::cout, summary, o);
     if (!o.jsonFile.empty()) {
         md::writeSummaryJson(o.jsonFile, summary, o);
         fmt::print("Wrote {}\n", o.jsonFile);

@@ -131,9 +131,9 @@ stage_sanitize() {
   start_mps
   for t in memcheck synccheck; do
     for path in direct tma put; do
-      timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool $t --error-exitcode 9 \
+      timeout 90 "${mpirun_np[@]}" 2 compute-sanitizer --tool $t --error-exitcode 9 \
         "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport nvshmem --nvshmem-path $path --grid 2x1x1 \
-        --atoms 3000 --steps 20 --repartition-every 10 >"$out/sanitize-nvshmem-$path-$t.log" 2>&1
+        --atoms 3000 --steps 10 --repartition-every 5 >"$out/sanitize-nvshmem-$path-$t.log" 2>&1
       note "  nvshmem fused kernels $path ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-nvshmem-$path-$t.log")"
     done
   done

@@ -7,6 +7,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/checkpoint.hpp"
+#include "haloex/md/buffer_check.hpp"
 #include "haloex/md/gro.hpp"
 #include "haloex/md/gromacs_export.hpp"
 #include "haloex/md/restart.hpp"
@@ -174,6 +175,7 @@ struct Engine::Impl {
     // Repartitions, rebuilds the plan and the pair lists.
     void search(bool first) {
         if (!first) e.backend_.getHome(e.transport_, home);
+        if (e.options_.measureBuffer) measureBuffer(first);
         const plan::Decomposition dd(spec());
         home = migrateAtoms(std::move(home), dd, e.world_);
         const std::int64_t count = countAtoms(home, e.world_);
@@ -212,6 +214,33 @@ struct Engine::Impl {
         context.dt = e.options_.dt;
         context.useGraphs = e.options_.cudaGraphs;
         e.backend_.prepare(e.transport_, statics, context);
+    }
+
+    // Positions (by global id) when the current list was built.
+    std::vector<Vec3d> positionsAtLastSearch;
+    std::int64_t lastSearchStep = 0;
+
+    void measureBuffer(bool first) {
+        const std::vector<AtomRecord> all = gatherAllAtoms(home, e.world_);
+        std::vector<Vec3d> now(all.size());
+        std::vector<double> charges(all.size());
+        for (std::size_t i = 0; i < all.size(); ++i) {
+            now[i] = all[i].position;
+            charges[i] = ff.chargeOfType(all[i].type);
+        }
+        if (!first && e.world_.rank() == 0) {
+            const MissedPairs m = countMissedPairs(positionsAtLastSearch, now, charges, box, ff, e.options_.rlist);
+            summary.bufferSamples.push_back({step, m.count, m.energy, m.absoluteEnergy});
+            // The list lived from the last search to this one.
+            const double life = (step - lastSearchStep) * e.options_.dt;
+            const std::size_t k = summary.bufferSamples.size();
+            const double net = std::abs(m.energy) / life / static_cast<double>(totalAtoms);
+            const double abs = m.absoluteEnergy / life / static_cast<double>(totalAtoms);
+            summary.measuredBufferDrift += (net - summary.measuredBufferDrift) / static_cast<double>(k);
+            summary.measuredBufferDriftAbsolute += (abs - summary.measuredBufferDriftAbsolute) / static_cast<double>(k);
+        }
+        positionsAtLastSearch = std::move(now);
+        lastSearchStep = step;
     }
 
     int transportAlignment() const { return e.transport_.memorySpace() == transport::MemorySpace::Device ? 4 : 1; }

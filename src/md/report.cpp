@@ -38,13 +38,19 @@ nlohmann::json toJson(const Distribution& d) {
 
 }  // namespace
 
-void printPerformanceSummary(std::ostream& out, const RunSummary& s) {
+void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOptions& o) {
     fmt::print(out, "\nRun: {} atoms, {} rank(s) on grid {}, transport {}, compute {}\n", s.atoms, s.ranks, s.grid,
                s.transport, s.backend);
     fmt::print(out, "     rc {} nm, rlist {} nm, nstlist {} (estimated buffer drift {:.2g} kJ/mol/ps per atom), "
                     "dt {} ps\n",
                s.rc, s.rlist, s.nstlist, s.estimatedBufferDrift, s.dt);
     for (const auto& note : s.transportNotes) fmt::print(out, "     {}\n", note);
+    if (!s.bufferSamples.empty()) {
+        fmt::print(out, "     buffer check ({} lists recounted): missed pairs cost {:.2g} kJ/mol/ps per atom "
+                        "({:.2g} without cancellation; estimate {:.2g}, tolerance {})\n",
+                   s.bufferSamples.size(), s.measuredBufferDrift, s.measuredBufferDriftAbsolute,
+                   s.estimatedBufferDrift, o.bufferTolerance);
+    }
     fmt::print(out, "\n               Wall t (s)    steps\n");
     fmt::print(out, "       Time: {:12.3f} {:8}   (all steps)\n", s.totalSeconds, s.steps);
     fmt::print(out, "             {:12.3f} {:8}   (without {} search steps)\n", s.normalSeconds, s.normalSteps,
@@ -120,6 +126,16 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
         timing["nonoverlap"] = toJson(overlap);
     }
     j["timing"] = timing;
+    if (!s.bufferSamples.empty()) {
+        nlohmann::json samples = nlohmann::json::array();
+        for (const auto& b : s.bufferSamples) samples.push_back({b.step, b.count, b.energy, b.absoluteEnergy});
+        j["buffer_check"] = {{"measured_drift", s.measuredBufferDrift},
+                             {"measured_drift_absolute", s.measuredBufferDriftAbsolute},
+                             {"estimated_drift", s.estimatedBufferDrift},
+                             {"tolerance", o.bufferTolerance},
+                             {"columns", {"step", "missed_pairs", "energy", "absolute_energy"}},
+                             {"samples", samples}};
+    }
     return j.dump(2);
 }
 

@@ -46,6 +46,14 @@ struct RunSummary {
     std::vector<EnergySample> energies;
     StepTimings timings;
     std::vector<std::string> transportNotes;  // e.g. the nvshmem path per peer and why
+    // --measure-buffer: pairs the lists missed (exact recount at each search).
+    struct BufferSample {
+        std::int64_t step = 0, count = 0;
+        double energy = 0.0, absoluteEnergy = 0.0;  // kJ/mol
+    };
+    std::vector<BufferSample> bufferSamples;
+    double measuredBufferDrift = 0.0;          // mean |net missed energy| / list life / atoms, kJ/mol/ps per atom
+    double measuredBufferDriftAbsolute = 0.0;  // the same with every pair's |energy| (no cancellation)
 };
 
 class Engine {

@@ -49,6 +49,9 @@ struct MdOptions {
     std::string writeGromacsDir;
     std::string jsonFile;
     bool quiet = false;
+    // Recount, at every search step, the pairs within rc that the previous
+    // list could not hold (beyond rlist when it was built): the buffer's error.
+    bool measureBuffer = false;
 };
 
 }  // namespace haloex::md

@@ -8,7 +8,7 @@
 
 namespace haloex::md {
 
-void printPerformanceSummary(std::ostream& out, const RunSummary& summary);
+void printPerformanceSummary(std::ostream& out, const RunSummary& summary, const MdOptions& options);
 // The JSON record: transport, ranks, grid, atoms, steps, ns_per_day,
 // us_per_step, energies at the last energy step, timing, settings, commit.
 std::string summaryToJson(const RunSummary& summary, const MdOptions& options);

@@ -1,0 +1,26 @@
+#pragma once
+// Exact recount of what the Verlet buffer misses: pairs that are within rc at
+// the end of a pair list's life but were beyond rlist when the list was built
+// (so no list can hold them). Their energy is the error the buffer lets in
+// (DESIGN §5: it should stay below the tolerance, kJ/mol/ps per atom).
+#include <cstdint>
+#include <span>
+
+#include "haloex/core/vec3.hpp"
+#include "haloex/md/forcefield.hpp"
+#include "haloex/plan/box.hpp"
+
+namespace haloex::md {
+
+struct MissedPairs {
+    std::int64_t count = 0;
+    double energy = 0.0;          // sum of the missed pairs' energies (kJ/mol)
+    double absoluteEnergy = 0.0;  // sum of their magnitudes (no cancellation)
+};
+
+// Both position sets index the same atoms; minimum image in every dimension.
+MissedPairs countMissedPairs(std::span<const Vec3d> atBuild, std::span<const Vec3d> now,
+                             std::span<const double> charges, const plan::Box& box, const ForceField& ff,
+                             double rlist);
+
+}  // namespace haloex::md
