@@ -117,6 +117,13 @@ stage_md_single() {
   python3 "$root/bench/md_bench.py" single --build "$build" --out "$out" ${QUICK:+--quick} 2>&1 | tee -a "$summary"
 }
 
+stage_md_quality() {
+  note "== MD quality on one GPU: NVE drift, buffer recount, GPU vs CPU energies"
+  "$build/bin/tests/test_md_engine_gpu" 2>&1 | grep -E 'NVE:|step 0:|OK|FAILED' | tee -a "$summary"
+  timeout 300 "$build/bin/haloex-md" --device gpu --atoms 22500 --steps 2000 --measure-buffer --quiet \
+    --json "$out/buffer-22500.json" 2>&1 | grep -E 'buffer check|us/step' | tee -a "$summary"
+}
+
 stage_sanitize() {
   note "== compute-sanitizer (memcheck, synccheck) on small cases"
   local t
