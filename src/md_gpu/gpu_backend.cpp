@@ -25,10 +25,14 @@ struct TimelineEvents {
     cuda::Event localStart{true}, localEnd{true}, nonlocalStart{true}, nonlocalEnd{true};
 };
 
-// Records a timing event; inside a stream capture it becomes a real event
-// node of the graph (a plain record would only be a dependency edge).
+// Records a timing event. Inside a stream capture it must be an external
+// event node (a plain record would only be a dependency edge); outside a
+// capture that flag is illegal.
 void recordTimingEvent(const cuda::Event& event, cudaStream_t stream) {
-    HALOEX_CUDA_CHECK(cudaEventRecordWithFlags(event.get(), stream, cudaEventRecordExternal));
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    HALOEX_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+    const unsigned flags = status == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault;
+    HALOEX_CUDA_CHECK(cudaEventRecordWithFlags(event.get(), stream, flags));
 }
 
 class GpuBackend final : public RankBackend {
