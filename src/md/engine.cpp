@@ -173,9 +173,19 @@ struct Engine::Impl {
     }
 
     // Repartitions, rebuilds the plan and the pair lists.
+    // Wall time of each part of the search steps (ms, summed over searches).
+    void phase(const char* name, Clock::time_point& since) {
+        const auto now = Clock::now();
+        summary.searchPhasesMs[name] += 1e3 * seconds(since, now);
+        since = now;
+    }
+
     void search(bool first) {
+        auto t = Clock::now();
         if (!first) e.backend_.getHome(e.transport_, home);
+        phase("download", t);
         if (e.options_.measureBuffer) measureBuffer(first);
+        phase("buffer check", t);
         const plan::Decomposition dd(spec());
         home = migrateAtoms(std::move(home), dd, e.world_);
         const std::int64_t count = countAtoms(home, e.world_);
@@ -186,9 +196,13 @@ struct Engine::Impl {
         }
         std::vector<Vec3d> positions(home.size());
         for (std::size_t i = 0; i < home.size(); ++i) positions[i] = home[i].position;
+        phase("migrate", t);
         runtime::RankPlan rankPlan = runtime::buildParticlePlan(dd, positions, e.world_, transportAlignment());
+        phase("plan", t);
         e.transport_.setPlan(rankPlan.plan);
+        phase("transport set-up", t);
         e.backend_.setHome(e.transport_, home);
+        phase("upload", t);
 
         // Static data of halo atoms, once per search, on the host.
         const auto& plan = e.transport_.plan();
@@ -205,6 +219,7 @@ struct Engine::Impl {
         transport::forwardPulses(e.world_, plan.pulses, std::span(statics.charges));
         transport::forwardPulses(e.world_, plan.pulses, std::span(statics.globalIds));
         statics.zoneMasks = plan.zoneMask;
+        phase("static data", t);
 
         BackendContext context;
         context.forceField = &ff;
@@ -214,6 +229,7 @@ struct Engine::Impl {
         context.dt = e.options_.dt;
         context.useGraphs = e.options_.cudaGraphs;
         e.backend_.prepare(e.transport_, statics, context);
+        phase("pair search", t);
     }
 
     // Positions (by global id) when the current list was built.

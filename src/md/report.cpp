@@ -62,6 +62,12 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                s.usPerStepWithSearch);
     fmt::print(out, "             host synchronisations per step: {:.2f}; CUDA graphs: {}\n", s.hostSyncsPerStep,
                s.graphs ? "yes" : "no");
+    if (!s.searchPhasesMs.empty() && s.searchSteps > 0) {
+        std::string parts;
+        for (const auto& [name, ms] : s.searchPhasesMs) parts += fmt::format(" {} {:.2f},", name, ms / s.searchSteps);
+        if (!parts.empty()) parts.pop_back();
+        fmt::print(out, "Search steps (ms per search, rank 0):{}\n", parts);
+    }
     if (s.timings.samples > 0) {
         const auto local = describe(s.timings.localUs), nonlocal = describe(s.timings.nonlocalUs),
                    overlap = describe(s.timings.nonoverlapUs);
@@ -126,6 +132,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
         timing["nonoverlap"] = toJson(overlap);
     }
     j["timing"] = timing;
+    j["search_phases_ms"] = s.searchPhasesMs;
     if (!s.bufferSamples.empty()) {
         nlohmann::json samples = nlohmann::json::array();
         for (const auto& b : s.bufferSamples) samples.push_back({b.step, b.count, b.energy, b.absoluteEnergy});

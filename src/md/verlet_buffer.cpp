@@ -42,13 +42,13 @@ double estimateBufferDrift(const ForceField& ff, double density, double temperat
             for (int j = 0; j < kSteps; ++j) {
                 const double r = rMin + (j + 0.5) * dr;
                 const double g = norm * std::exp(-(r - r0) * (r - r0) / (2.0 * variance));
-                inside += g * std::abs(pairPotential(ff, r, qq)) * dr;
+                inside += g * pairPotential(ff, r, qq) * dr;
             }
             perType += 4.0 * std::numbers::pi * r0 * r0 * inside * dr0;
         }
         error += 0.5 * density * 0.5 * perType;  // 1/2: each pair shared by two atoms
     }
-    return error / lifetime;
+    return std::abs(error) / lifetime;
 }
 
 BufferEstimate chooseRlist(const ForceField& ff, double density, double temperature, int nstlist, double dt,

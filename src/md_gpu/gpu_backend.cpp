@@ -207,6 +207,16 @@ private:
             HALOEX_CUDA_CHECK(cudaMemsetAsync(kinetic_.data(), 0, sizeof(double), local));
             gpu::resetFiniteCheck(firstBad_.data(), local);
         }
+        if (transport.plan().pulses.empty()) {
+            // One rank: no halo, so no non-local work and no second stream.
+            if (timing) recordTimingEvent(events_.localStart, local);
+            nonbonded_->computeLocal(transport.coordinates(), transport.forces(), energies, local);
+            if (timing) recordTimingEvent(events_.localEnd, local);
+            update(transport, energies, scaled);
+            haloInLastStep_ = false;
+            return;
+        }
+        haloInLastStep_ = true;
         stepStart_.record(local);
         stepStart_.waitOn(nonlocal);
 
@@ -225,6 +235,11 @@ private:
 
         // Update once all forces are home.
         nonlocalDone_.waitOn(local);
+        update(transport, energies, scaled);
+    }
+
+    void update(transport::ParticleTransport& transport, bool energies, bool scaled) {
+        cudaStream_t local = local_.get();
         if (energies) gpu::checkFinite(transport.coordinates(), transport.forces(), numHome_, firstBad_.data(), local);
         gpu::LeapfrogArgs args;
         args.x = transport.coordinates();
@@ -260,6 +275,17 @@ private:
     // The last step's timeline (events are re-recorded every step).
     void sampleTimeline() {
         float local = 0.f, nonlocal = 0.f, overlapEnd = 0.f;
+        if (!haloInLastStep_) {
+            if (cudaEventElapsedTime(&local, events_.localStart, events_.localEnd) != cudaSuccess) {
+                cudaGetLastError();
+                return;
+            }
+            timings_.localUs.push_back(1e3 * local);
+            timings_.nonlocalUs.push_back(0.0);
+            timings_.nonoverlapUs.push_back(0.0);
+            ++timings_.samples;
+            return;
+        }
         if (cudaEventElapsedTime(&local, events_.localStart, events_.localEnd) != cudaSuccess ||
             cudaEventElapsedTime(&nonlocal, events_.nonlocalStart, events_.nonlocalEnd) != cudaSuccess ||
             cudaEventElapsedTime(&overlapEnd, events_.localEnd, events_.nonlocalEnd) != cudaSuccess) {
@@ -296,6 +322,7 @@ private:
     std::optional<double> pendingScale_;
     bool useGraphs_ = false;
     bool timelinePending_ = false;
+    bool haloInLastStep_ = false;
     const transport::ParticleTransport* graphedTransport_ = nullptr;
     cudaGraphExec_t normalGraph_ = nullptr, energyGraph_ = nullptr;
     StepTimings timings_;

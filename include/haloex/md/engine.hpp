@@ -46,6 +46,7 @@ struct RunSummary {
     std::vector<EnergySample> energies;
     StepTimings timings;
     std::vector<std::string> transportNotes;  // e.g. the nvshmem path per peer and why
+    std::map<std::string, double> searchPhasesMs;  // rank 0's search-step wall time by part, summed
     // --measure-buffer: pairs the lists missed (exact recount at each search).
     struct BufferSample {
         std::int64_t step = 0, count = 0;
