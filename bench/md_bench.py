@@ -37,7 +37,11 @@ def machine():
 
 
 def commit():
-    return sh(f"git -C {ROOT} describe --always --dirty --abbrev=40") or "unknown"
+    """The git commit; a copy without .git may carry it in .commit."""
+    c = sh(f"git -C {ROOT} describe --always --dirty --abbrev=40 2>/dev/null")
+    if not c and os.path.exists(os.path.join(ROOT, ".commit")):
+        c = open(os.path.join(ROOT, ".commit")).read().strip()
+    return c or "unknown"
 
 
 def run_md(build, ranks, args, timeout):
