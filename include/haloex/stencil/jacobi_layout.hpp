@@ -34,6 +34,16 @@ struct FaceMessage {
     int peer = -1;        // the receiving rank (may be this rank: periodic with one rank along dim)
     Line send;            // local indices of the cells sent
     Line remote;          // where they land in the peer's array
+    // Cells k in [normBegin, normEnd) of `send` count towards the residual
+    // norm (lines overlap at the corners; each cell is counted once).
+    int normBegin = 0, normEnd = 0;
+};
+
+// A boundary line that no message covers (a fixed global edge), with its
+// counted range as above.
+struct UnsentLine {
+    Line cells;
+    int normBegin = 0, normEnd = 0;
 };
 
 // One halo line of this rank's array, filled by `peer` through `pulse`.
@@ -55,7 +65,7 @@ struct LocalStencil {
     std::vector<FaceReceive> receives;
     // Boundary lines of the interior that no message covers (a fixed global
     // edge): computed like the sent lines, before any signal.
-    std::vector<Line> unsentLines;
+    std::vector<UnsentLine> unsentLines;
 
     std::int64_t index(int i, int j) const {
         return static_cast<std::int64_t>(i + 1) + static_cast<std::int64_t>(ax) * (j + 1);

@@ -59,6 +59,8 @@ public:
 
     // What was chosen and why (path per peer, blocks), for the run summary.
     virtual std::vector<std::string> describe() const = 0;
+    // "direct", "put", "mixed" (some peers each), or "-" (no peers).
+    virtual std::string pathSummary() const = 0;
     virtual int blocks() const = 0;
 };
 

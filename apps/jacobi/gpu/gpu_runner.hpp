@@ -1,0 +1,55 @@
+#pragma once
+// The GPU side of haloex-jacobi: device selection, the one-GPU reference, and
+// the timed runs of the transports (staged, ipc, nccl: CPU-orchestrated;
+// nvshmem: one fused, GPU-initiated kernel per iteration).
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "../core/jacobi_check.hpp"
+#include "../core/jacobi_problem.hpp"
+#include "../core/jacobi_report.hpp"
+#include "haloex/runtime/mpi_world.hpp"
+#include "haloex/stencil/jacobi_layout.hpp"
+
+namespace haloex::jacobi::gpu {
+
+struct GpuSettings {
+    int warmup = 10;   // iterations run (and discarded) before the timed runs
+    int repeats = 1;   // timed runs; the median is reported
+    bool allowSharedGpus = false;
+    std::string nvshmemPath = "auto";
+    double waitTimeoutSeconds = 0.0;
+    int maxBlocks = 0;       // nvshmem fused kernel (0: occupancy bound)
+    bool printNorms = true;  // rank 0 prints the norm at every --nccheck period
+};
+
+// The transports this build can run on GPUs, in the order they are run.
+std::vector<std::string> builtTransports();
+// Empty when `name` can run in this build; otherwise why not.
+std::string notBuiltReason(const std::string& name);
+
+// Empty when every rank sees a GPU; otherwise the reason (the same on every
+// rank). Collective.
+std::string noGpuReason(runtime::World& world);
+
+// Picks this rank's GPU (see cuda::selectDevice). Collective only in that
+// every rank calls it.
+void selectGpu(runtime::World& world, bool allowSharedGpus);
+
+// The whole grid on rank 0's GPU, timed with the same warm-up and repeats.
+// Collective (the other ranks wait). With `crossCheckCpu` the result is also
+// compared with the CPU reference (throws Internal when they differ).
+Reference gpuReference(const ProblemSpec& spec, runtime::World& world, const GpuSettings& settings,
+                       bool crossCheckCpu);
+
+// One transport, timed and checked. Skips (status Skipped with the reason)
+// where the transport cannot run here. Collective.
+RunResult runGpuTransport(const std::string& name, const ProblemSpec& spec, const stencil::LocalStencil& stencil,
+                          runtime::MpiWorld& world, const GpuSettings& settings, const Reference& reference);
+
+// The devices of the job, for the benchmark record. Collective.
+nlohmann::json gpuMachineInfo(runtime::World& world);
+
+}  // namespace haloex::jacobi::gpu

@@ -1,0 +1,143 @@
+#!/usr/bin/env python3
+"""Communication micro-benchmarks: runs haloex-commbench once (every
+measurement, GPU-initiated and CPU-orchestrated, between ranks 0 and 1) and
+writes
+
+    bench/results/commbench-<machine>-<date>.json   (and .csv, and .md tables)
+
+then checks the latency goals: put-with-signal half round trip <= 2.5 us and
+direct-store flag <= 1.8 us (block-level, 1 KiB, median).
+
+Examples:
+    python3 bench/commbench.py                 # 2 ranks, one per GPU (several minutes)
+    python3 bench/commbench.py --quick         # well under a minute
+    python3 bench/commbench.py --shared-gpus   # both ranks on one GPU (MPS): no NVLink numbers
+"""
+import argparse
+import datetime
+import glob
+import json
+import os
+import shlex
+import socket
+import subprocess
+import sys
+import time
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+GOALS = [  # (benchmark, variant, bytes, limit in us, text)
+    ("put_signal_pingpong", "block", 1024, 2.5, "put-with-signal half round trip <= 2.5 us"),
+    ("direct_store_flag", "block", 1024, 1.8, "direct stores + system release of a flag <= 1.8 us"),
+]
+
+
+def launcher_environment():
+    """OpenMPI refuses to run as root unless told twice (containers run as root)."""
+    env = dict(os.environ)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return env
+
+
+def find_executable(name):
+    candidates = sorted(glob.glob(os.path.join(REPO, "build*", "bin", name)), key=os.path.getmtime, reverse=True)
+    return candidates[0] if candidates else None
+
+
+def size_text(b):
+    if b >= 1 << 20 and b % (1 << 20) == 0:
+        return "%d MiB" % (b >> 20)
+    if b >= 1024 and b % 1024 == 0:
+        return "%d KiB" % (b >> 10)
+    return "%d B" % b
+
+
+def markdown(results):
+    """One table per benchmark: size rows, median [min, max]."""
+    lines = []
+    groups = {}
+    for r in results:
+        groups.setdefault((r["driver"], r["benchmark"], r["unit"], r["metric"]), []).append(r)
+    for (driver, bench, unit, metric), rows in groups.items():
+        lines.append("### %s (%s-%s; %s, %s)\n" % (bench, driver, "initiated" if driver == "gpu" else "orchestrated",
+                                                   metric, unit))
+        lines.append("| variant | size | median | min | max | p25 | p75 |")
+        lines.append("|---|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            if r["skipped"]:
+                lines.append("| %s | %s | skipped: %s | | | | |" % (r["variant"], size_text(r["bytes"]), r["skipped"]))
+            else:
+                lines.append("| %s | %s | %.4g | %.4g | %.4g | %.4g | %.4g |" % (
+                    r["variant"], size_text(r["bytes"]), r["median"], r["min"], r["max"], r["p25"], r["p75"]))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--exe", default=None, help="haloex-commbench (default: newest build*/bin/haloex-commbench)")
+    p.add_argument("--mpirun", default="mpirun")
+    p.add_argument("--mpirun-args", default="--bind-to none",
+                   help="launcher arguments (default '--bind-to none': NVSHMEM's proxy thread needs a core of its own)")
+    p.add_argument("--quick", action="store_true")
+    p.add_argument("--reps", type=int, default=0)
+    p.add_argument("--iters", type=int, default=0)
+    p.add_argument("--shared-gpus", action="store_true", help="pass --allow-shared-gpus")
+    p.add_argument("--machine", default=socket.gethostname().split(".")[0])
+    p.add_argument("--out", default=None, help="output JSON (default bench/results/commbench-<machine>-<date>.json)")
+    args = p.parse_args()
+
+    exe = args.exe or find_executable("haloex-commbench")
+    if not exe or not os.access(exe, os.X_OK):
+        sys.exit("haloex-commbench not found: build it (cmake --build build --target haloex-commbench) or pass --exe")
+    date = datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = args.out or os.path.join(REPO, "bench", "results", "commbench-%s-%s.json" % (args.machine, date))
+    stem = out[:-5] if out.endswith(".json") else out
+    os.makedirs(os.path.dirname(out), exist_ok=True)
+
+    cmd = shlex.split(args.mpirun) + ["-np", "2"] + shlex.split(args.mpirun_args) + [exe, "--json", out,
+                                                                                      "--csv", stem + ".csv"]
+    if args.quick:
+        cmd.append("--quick")
+    if args.reps:
+        cmd += ["--reps", str(args.reps)]
+    if args.iters:
+        cmd += ["--iters", str(args.iters)]
+    if args.shared_gpus:
+        cmd.append("--allow-shared-gpus")
+    print("$ " + " ".join(shlex.quote(c) for c in cmd), flush=True)
+    t0 = time.time()
+    proc = subprocess.run(cmd, env=launcher_environment())
+    if proc.returncode == 77:
+        print("haloex-commbench skipped (see its message above); nothing written")
+        sys.exit(77)
+    if proc.returncode != 0 or not os.path.exists(out):
+        sys.exit("haloex-commbench failed (exit code %d)" % proc.returncode)
+    with open(out) as f:
+        doc = json.load(f)
+    doc["driver"] = {"tool": "bench/commbench.py", "machine_name": args.machine, "command": cmd,
+                     "wall_seconds": round(time.time() - t0, 1)}
+    with open(out, "w") as f:
+        json.dump(doc, f, indent=2)
+    with open(stem + ".md", "w") as f:
+        f.write("# haloex-commbench on %s (%s, commit %s)\n\n" % (args.machine, doc["date"], doc["commit"]))
+        if doc["machine"].get("shared_gpus"):
+            f.write("Both ranks ran on ONE GPU: these numbers say nothing about NVLink.\n\n")
+        f.write(markdown(doc["results"]))
+
+    print("\ngoals (median of the samples):")
+    for bench, variant, size, limit, text in GOALS:
+        row = next((r for r in doc["results"] if r["benchmark"] == bench and r["variant"] == variant
+                    and r["bytes"] == size), None)
+        if row is None or row["skipped"]:
+            print("  n/a    %s (%s)" % (text, row["skipped"] if row else "not measured"))
+        else:
+            print("  %-6s %s: %.2f us" % ("met" if row["median"] <= limit else "MISSED", text, row["median"]))
+    if doc["machine"].get("shared_gpus"):
+        print("  (both ranks shared one GPU: the goals are about NVLink and cannot be judged from this run)")
+    print("\nwrote %s, %s.csv, %s.md (%.0f s)" % (out, stem, stem, time.time() - t0))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,228 @@
+// The fused, GPU-initiated Jacobi iteration: one launch computes the new
+// field, delivers the sent face lines into the peers' halos and returns once
+// this rank's own halo lines have arrived (haloex/stencil/jacobi_nvshmem.hpp).
+//
+// Work is handed out dynamically (one counter): the boundary chunks come
+// first, so the lines the peers wait for are computed by the first blocks to
+// start, and the interior tiles follow while the halo travels. The block that
+// completes the last boundary chunk signals every receiver; the last block to
+// finish waits for this rank's senders. No block ever waits for another block
+// of the same launch, and only one block per launch spins.
+//
+// Why a signal may follow all boundary chunks but need not follow the
+// interior: the only cells that read a halo are the boundary lines, so once
+// they are computed this rank no longer reads the halo the peers will
+// overwrite in the next iteration (they write the other field of the pair).
+#include <nvshmem.h>
+#include <nvshmemx.h>
+
+#include "device_sync.cuh"
+#include "haloex/cuda/check.hpp"
+#include "haloex/stencil/jacobi_update.hpp"
+#include "stencil_kernels.hpp"
+
+namespace haloex::nvshmem_detail {
+namespace {
+
+constexpr int kWarps = kJacobiThreads / 32;
+
+__device__ __forceinline__ std::int64_t lineAt(const stencil::Line& line, int k) {
+    return line.start + static_cast<std::int64_t>(k) * line.stride;
+}
+
+__device__ __forceinline__ std::int64_t slotOffset(std::uint64_t seq, int pulse, std::int64_t stride) {
+    return (static_cast<std::int64_t>(seq & 1u) * kJacobiMaxPulses + pulse) * stride;
+}
+
+// Chunk `c` of a message: compute, store here, deliver (peer memory or staging).
+__device__ void messageChunk(const JacobiArgs& a, const JacobiMessage& m, int c, const double* cur, double* next,
+                             double& norm) {
+    const int begin = c * a.chunkCells;
+    const int end = min(m.send.count, begin + a.chunkCells);
+    const int nextParity = 1 - a.parity;
+    double* peer = m.direct ? m.peerField[nextParity] : nullptr;
+    double* staged = a.staging + slotOffset(a.seq, m.pulse, a.slotStride);
+    for (int k = begin + static_cast<int>(threadIdx.x); k < end; k += blockDim.x) {
+        const std::int64_t cell = lineAt(m.send, k);
+        const double old = cur[cell];
+        const double v = stencil::jacobiAt(cur, cell, a.ax);
+        next[cell] = v;
+        if (k >= m.normBegin && k < m.normEnd) norm += (v - old) * (v - old);
+        if (peer) {
+            peer[lineAt(m.remote, k)] = v;
+        } else {
+            staged[k] = v;
+        }
+    }
+    // Each thread orders its own deliveries before the chunk is counted.
+    if (peer) {
+        __threadfence_system();
+    } else {
+        __threadfence();
+    }
+}
+
+__device__ void unsentChunk(const JacobiArgs& a, const JacobiUnsent& u, int c, const double* cur, double* next,
+                            double& norm) {
+    const int begin = c * a.chunkCells;
+    const int end = min(u.cells.count, begin + a.chunkCells);
+    for (int k = begin + static_cast<int>(threadIdx.x); k < end; k += blockDim.x) {
+        const std::int64_t cell = lineAt(u.cells, k);
+        const double old = cur[cell];
+        const double v = stencil::jacobiAt(cur, cell, a.ax);
+        next[cell] = v;
+        if (k >= u.normBegin && k < u.normEnd) norm += (v - old) * (v - old);
+    }
+}
+
+__device__ void boundaryChunk(const JacobiArgs& a, int item, const double* cur, double* next, double& norm) {
+    for (int m = 0; m < a.numMsgs; ++m) {
+        const JacobiMessage& msg = a.msgs[m];
+        if (item >= msg.firstChunk && item < msg.firstChunk + msg.numChunks) {
+            messageChunk(a, msg, item - msg.firstChunk, cur, next, norm);
+            return;
+        }
+    }
+    for (int u = 0; u < a.numUnsent; ++u) {
+        const JacobiUnsent& line = a.unsent[u];
+        if (item >= line.firstChunk && item < line.firstChunk + line.numChunks) {
+            unsentChunk(a, line, item - line.firstChunk, cur, next, norm);
+            return;
+        }
+    }
+}
+
+__device__ void interiorTile(const JacobiArgs& a, int tile, const double* cur, double* next, double& norm) {
+    const unsigned begin = static_cast<unsigned>(tile) * static_cast<unsigned>(a.tileCells);
+    const unsigned end = min(a.interiorCells, begin + static_cast<unsigned>(a.tileCells));
+    for (unsigned l = begin + threadIdx.x; l < end; l += blockDim.x) {
+        const unsigned j = l / a.interiorCols;
+        const unsigned i = l - j * a.interiorCols;
+        // interior cell (i + 1, j + 1): local index (i + 2) + ax * (j + 2)
+        const std::int64_t cell = static_cast<std::int64_t>(i + 2) + a.ax * static_cast<std::int64_t>(j + 2);
+        const double old = cur[cell];
+        const double v = stencil::jacobiAt(cur, cell, a.ax);
+        next[cell] = v;
+        norm += (v - old) * (v - old);
+    }
+}
+
+// Whole block: tell every receiver its line is there. Direct: the data went
+// out as plain stores (ordered before this by the system-scope fences of the
+// boundary counter); put: the staged lines go out with their signal.
+__device__ void signalReceivers(const JacobiArgs& a) {
+    const int nextParity = 1 - a.parity;
+    for (int m = 0; m < a.numMsgs; ++m) {
+        const JacobiMessage& msg = a.msgs[m];
+        if (msg.pulse == a.withholdPulse) continue;
+        if (msg.direct) {
+            if (threadIdx.x == 0) releaseStoreSys(msg.peerSignal, a.seq);
+        } else {
+            double* dest = msg.putIntoField ? a.field[nextParity] + msg.remote.start
+                                            : a.slots + slotOffset(a.seq, msg.pulse, a.slotStride);
+            const double* src = a.staging + slotOffset(a.seq, msg.pulse, a.slotStride);
+            nvshmemx_putmem_signal_nbi_block(dest, src, static_cast<std::size_t>(msg.send.count) * sizeof(double),
+                                             &a.signals[msg.pulse], a.seq, NVSHMEM_SIGNAL_SET, msg.peer);
+        }
+    }
+}
+
+// Last block: wait for this rank's senders, then unpack what came into slots.
+__device__ void receiveHalo(const JacobiArgs& a, double* next, const WaitContext& ctx) {
+    __shared__ int ok;
+    if (threadIdx.x == 0) {
+        ok = 1;
+        for (int r = 0; r < a.numRecvs && ok; ++r) {
+            ok = waitSignalGe(&a.signals[a.recvs[r].pulse], a.seq, ctx, WaitDiagnostics::CoordinateReceive,
+                              a.recvs[r].pulse, a.recvs[r].peer);
+        }
+    }
+    __syncthreads();
+    if (!ok) return;
+    for (int r = 0; r < a.numRecvs; ++r) {
+        const JacobiReceive& rv = a.recvs[r];
+        if (!rv.fromSlot) continue;
+        const double* slot = a.slots + slotOffset(a.seq, rv.pulse, a.slotStride);
+        for (int k = threadIdx.x; k < rv.recv.count; k += blockDim.x) next[lineAt(rv.recv, k)] = slot[k];
+    }
+}
+
+__device__ double blockSum(double v) {
+    __shared__ double partial[kWarps];
+    for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
+    if (threadIdx.x % 32 == 0) partial[threadIdx.x / 32] = v;
+    __syncthreads();
+    double total = 0.0;
+    if (threadIdx.x == 0) {
+        for (int w = 0; w < kWarps; ++w) total += partial[w];
+    }
+    return total;  // meaningful in thread 0
+}
+
+}  // namespace
+
+__global__ void __launch_bounds__(kJacobiThreads) jacobiFused(JacobiArgs a) {
+    __shared__ int item;
+    __shared__ int flag;
+    const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, kJacobiKernelId};
+    if (threadIdx.x == 0) flag = aborted(ctx);
+    __syncthreads();
+    if (flag) return;  // a wait timed out somewhere: the job is being aborted
+
+    const double* cur = a.field[a.parity];
+    double* next = a.field[1 - a.parity];
+    const int totalItems = a.boundaryChunks + a.interiorTiles;
+    double norm = 0.0;
+    for (;;) {
+        if (threadIdx.x == 0) item = static_cast<int>(atomicAdd(a.itemCounter, 1u));
+        __syncthreads();
+        const int t = item;
+        if (t >= totalItems) break;
+        if (t < a.boundaryChunks) {
+            boundaryChunk(a, t, cur, next, norm);
+            __syncthreads();
+            if (threadIdx.x == 0) {
+                __threadfence_system();  // this chunk's stores (also to peers) before the count
+                const unsigned last = static_cast<unsigned>(a.boundaryChunks) - 1u;
+                flag = atomicInc(a.boundaryCounter, last) == last;
+                if (flag) __threadfence_system();  // every chunk's stores before the signals
+            }
+            __syncthreads();
+            if (flag) signalReceivers(a);
+        } else {
+            interiorTile(a, t - a.boundaryChunks, cur, next, norm);
+        }
+        __syncthreads();  // `item` and `flag` are rewritten next round
+    }
+
+    if (a.normSquared) {
+        const double sum = blockSum(norm);
+        if (threadIdx.x == 0 && sum != 0.0) atomicAdd(a.normSquared, sum);
+    }
+
+    // The last block to finish: reset the work counter for the next launch
+    // (every block has made its final, failing fetch) and wait for the halo.
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        __threadfence();
+        flag = atomicInc(a.kernelCounter, gridDim.x - 1) == gridDim.x - 1;
+        if (flag) *a.itemCounter = 0u;
+    }
+    __syncthreads();
+    if (flag) receiveHalo(a, next, ctx);
+}
+
+void launchJacobiFused(const JacobiArgs& args, int blocks, cudaStream_t stream) {
+    jacobiFused<<<blocks, kJacobiThreads, 0, stream>>>(args);
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+int maxResidentJacobiBlocks() {
+    int device = 0, sms = 0, perSm = 0;
+    HALOEX_CUDA_CHECK(cudaGetDevice(&device));
+    HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, jacobiFused, kJacobiThreads, 0));
+    return sms * perSm;
+}
+
+}  // namespace haloex::nvshmem_detail
