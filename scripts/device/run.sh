@@ -124,6 +124,22 @@ stage_md_quality() {
     --json "$out/buffer-22500.json" 2>&1 | grep -E 'buffer check|us/step' | tee -a "$summary"
 }
 
+stage_jacobi() {
+  note "== haloex-jacobi, all transports side by side (bench/jacobi_bench.py)"
+  start_mps
+  timeout 400 python3 "$root/bench/jacobi_bench.py" --exe "$build/bin/haloex-jacobi" --np "${JACOBI_NP:-2}" \
+    ${SHARED:+--shared-gpus} ${QUICK:+--quick} --out "$out" 2>&1 | tail -40 | tee -a "$summary"
+  stop_mps
+}
+
+stage_commbench() {
+  note "== haloex-commbench (bench/commbench.py)"
+  start_mps
+  timeout 300 python3 "$root/bench/commbench.py" --exe "$build/bin/haloex-commbench" ${SHARED:+--shared-gpus} \
+    ${QUICK:+--quick} --out "$out" 2>&1 | tail -40 | tee -a "$summary"
+  stop_mps
+}
+
 stage_sanitize() {
   note "== compute-sanitizer (memcheck, synccheck) on small cases"
   local t
