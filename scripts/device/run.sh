@@ -128,7 +128,8 @@ stage_jacobi() {
   note "== haloex-jacobi, all transports side by side (bench/jacobi_bench.py)"
   start_mps
   timeout 400 python3 "$root/bench/jacobi_bench.py" --exe "$build/bin/haloex-jacobi" --np "${JACOBI_NP:-2}" \
-    ${SHARED:+--shared-gpus} ${QUICK:+--quick} --out "$out" 2>&1 | tail -40 | tee -a "$summary"
+    ${SHARED:+--shared-gpus} ${QUICK:+--quick} --out "$out/jacobi-${SHARED:+shared-}$(date +%F).json" 2>&1 \
+    | grep -E 'summary|bitwise|SKIPPED|FAILED|speedup|wrote' | tail -30 | tee -a "$summary"
   stop_mps
 }
 
@@ -136,7 +137,21 @@ stage_commbench() {
   note "== haloex-commbench (bench/commbench.py)"
   start_mps
   timeout 300 python3 "$root/bench/commbench.py" --exe "$build/bin/haloex-commbench" ${SHARED:+--shared-gpus} \
-    ${QUICK:+--quick} --out "$out" 2>&1 | tail -40 | tee -a "$summary"
+    ${QUICK:+--quick} --out "$out/commbench-${SHARED:+shared-}$(date +%F).json" 2>&1 | tail -40 | tee -a "$summary"
+  stop_mps
+}
+
+stage_md_stability() {
+  note "== MD stability at the default buffer: 6000 atoms, 6000 steps"
+  local r
+  for r in "--rlist 0.985" "--rlist 0.985 --cuda-graphs 0" "--rlist 1.04" "--rlist 0.985 --nstlist 20"; do
+    timeout 120 "$build/bin/haloex-md" --device gpu --atoms 6000 --steps 6000 --thermo-every 1000 $r \
+      >"$out/stab.log" 2>&1
+    note "  1 rank $r: rc=$? $(grep -cE '^ +[0-9]+ ' "$out/stab.log") energy lines; $(grep -E 'error|us/step without' "$out/stab.log" | head -1 | cut -c1-150)"
+    grep -E '^ +[0-9]+ ' "$out/stab.log" | awk '{print "    step", $1, "total", $7, "T", $9}' | tail -3 | tee -a "$summary"
+  done
+  start_mps
+  md_json 2 "$out/stab-2rank.json" --transport nvshmem --atoms 6000 --steps 6000 --thermo-every 1000 --rlist 0.985 --grid 2x1x1
   stop_mps
 }
 
