@@ -110,7 +110,8 @@ public:
         transport.clearForces(local_.get());
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         destroyGraphs();
-        useGraphs_ = context.useGraphs && transport.graphCapturable();
+        // Without pulses the transport does nothing in a step, so any step can be captured.
+        useGraphs_ = context.useGraphs && (transport.graphCapturable() || plan.pulses.empty());
         graphedTransport_ = &transport;
     }
 
