@@ -15,7 +15,15 @@ void sortById(std::vector<AtomRecord>& atoms) {
 
 std::vector<AtomRecord> migrateAtoms(std::vector<AtomRecord> atoms, const plan::Decomposition& decomposition,
                                      runtime::World& world) {
-    std::vector<std::vector<AtomRecord>> byRank(world.size());
+    // Atoms that stay keep their (id-sorted) order; only the few that move
+    // are exchanged, sorted and merged in: O(N) per search, not O(N log N).
+    if (!std::is_sorted(atoms.begin(), atoms.end(),
+                        [](const AtomRecord& a, const AtomRecord& b) { return a.globalId < b.globalId; })) {
+        sortById(atoms);
+    }
+    std::vector<std::vector<AtomRecord>> leaving(world.size());
+    std::vector<AtomRecord> staying;
+    staying.reserve(atoms.size());
     for (AtomRecord& atom : atoms) {
         if (!isFinite(atom.position)) {
             throwError(ErrorKind::InvalidInput,
@@ -24,10 +32,18 @@ std::vector<AtomRecord> migrateAtoms(std::vector<AtomRecord> atoms, const plan::
                                    atom.globalId, world.rank(), atom.position.x, atom.position.y, atom.position.z));
         }
         atom.position = plan::wrapIntoBox(atom.position, decomposition.box());
-        byRank[decomposition.ownerRank(atom.position)].push_back(atom);
+        const int owner = decomposition.ownerRank(atom.position);
+        if (owner == world.rank()) {
+            staying.push_back(atom);
+        } else {
+            leaving[owner].push_back(atom);
+        }
     }
-    std::vector<AtomRecord> mine = world.allToAll(byRank);
-    sortById(mine);
+    std::vector<AtomRecord> arriving = world.allToAll(leaving);
+    sortById(arriving);
+    std::vector<AtomRecord> mine(staying.size() + arriving.size());
+    std::merge(staying.begin(), staying.end(), arriving.begin(), arriving.end(), mine.begin(),
+               [](const AtomRecord& a, const AtomRecord& b) { return a.globalId < b.globalId; });
     return mine;
 }
 
