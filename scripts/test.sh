@@ -17,7 +17,13 @@ set -e
 echo
 echo "[haloex test] summary:"
 grep -E 'tests passed|tests failed' "$build/ctest.log" || true
-skipped=$(grep -c 'Skipped' "$build/ctest.log" || true)
-echo "[haloex test] skipped (with their reasons above): $skipped"
-grep -E -A1 '\*\*\*Skipped|SKIPPED' "$build/ctest.log" | head -20 || true
+skipped=$(grep -c '(Skipped)' "$build/ctest.log" || true)
+echo "[haloex test] skipped: $skipped test(s); their reasons (count, reason):"
+# gtest prints "file:line: Skipped" and the reason on the next line; the
+# programs that exit 77 print "SKIPPED: reason".
+log="$build/Testing/Temporary/LastTest.log"
+if [ -f "$log" ]; then
+  { grep -A1 -E ': Skipped$' "$log" | grep -vE ': Skipped$|^--$'; grep -ohE 'SKIPPED: .*' "$log"; } \
+    | sed 's/^ *//' | cut -c1-160 | sort | uniq -c | sort -rn | head -15
+fi
 exit "$status"
