@@ -67,18 +67,6 @@ BenchSettings settingsFrom(const Options& o) {
     return s;
 }
 
-std::string hostName() {
-    char name[256] = {};
-    gethostname(name, sizeof name - 1);
-    return name;
-}
-
-std::string utcNow() {
-    const std::time_t t = std::time(nullptr);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    return text;
-}
 
 int run(const Options& o, const BenchSettings& s, runtime::MpiWorld& world) {
     const bool root = world.rank() == 0;
@@ -127,7 +115,7 @@ int run(const Options& o, const BenchSettings& s, runtime::MpiWorld& world) {
             for (const auto& g : gpus) ranks.push_back(nlohmann::json{{"host", g.host}, {"bus_id", g.busId}, {"device", g.device}});
             nlohmann::json doc{{"tool", "haloex-commbench"},
                                {"commit", gitCommit()},
-                               {"date", utcNow()},
+                               {"date", utcTimestamp()},
                                {"machine",
                                 {{"host", hostName()},
                                  {"gpu_name", prop.name},

@@ -129,18 +129,6 @@ ProblemSpec makeSpec(const Options& o, int ranks) {
     return spec;
 }
 
-std::string hostName() {
-    char name[256] = {};
-    gethostname(name, sizeof name - 1);
-    return name;
-}
-
-std::string utcNow() {
-    const std::time_t t = std::time(nullptr);
-    char text[32];
-    std::strftime(text, sizeof text, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-    return text;
-}
 
 int run(const Options& o, const ProblemSpec& spec, const std::vector<std::string>& names, runtime::MpiWorld& world) {
     const plan::GridHaloPlan plan = plan::buildGridPlan(gridSpec(spec), world.rank());
@@ -243,7 +231,7 @@ int run(const Options& o, const ProblemSpec& spec, const std::vector<std::string
         if (!o.json.empty()) {
             nlohmann::json doc{{"tool", "haloex-jacobi"},
                                {"commit", gitCommit()},
-                               {"date", utcNow()},
+                               {"date", utcTimestamp()},
                                {"machine", machine},
                                {"settings",
                                 {{"nx", spec.nx},

@@ -56,12 +56,8 @@ public:
     void setPlan(const plan::ParticleHaloPlan& plan) override {
         plan_ = plan;
         const auto n = static_cast<std::size_t>(plan_.numLocal);
-        x_.resize(n);
-        f_.resize(n);
-        if (n) {
-            HALOEX_CUDA_CHECK(cudaMemset(x_.data(), 0, x_.bytes()));
-            HALOEX_CUDA_CHECK(cudaMemset(f_.data(), 0, f_.bytes()));
-        }
+        x_.resizeZeroed(n);
+        f_.resizeZeroed(n);
         const auto maxSend = static_cast<std::size_t>(std::max(plan_.maxSendCount(), 1));
         send_.resize(maxSend * sizeof(Vec3f));
         forceRecv_.resize(maxSend);

@@ -38,6 +38,11 @@ public:
         reserve(count);
         size_ = count;
     }
+    // resize(count), then every element set to zero bytes (synchronously).
+    void resizeZeroed(std::size_t count) {
+        resize(count);
+        if (size_) HALOEX_CUDA_CHECK(cudaMemset(data_, 0, size_ * sizeof(T)));
+    }
     void zeroAsync(cudaStream_t stream) {
         if (size_) HALOEX_CUDA_CHECK(cudaMemsetAsync(data_, 0, size_ * sizeof(T), stream));
     }
