@@ -159,18 +159,8 @@ int run(const Options& o, const ProblemSpec& spec, const std::vector<std::string
             if (n != "cpu") gpuNames.push_back(n);
         auto skipAll = [&](const std::string& reason) {
             for (const auto& n : gpuNames) {
-                RunResult r;
-                r.transport = n;
+                RunResult r = newRunResult(n, spec, world.size(), 0);
                 r.reason = reason;
-                r.ranks = world.size();
-                r.px = spec.px;
-                r.py = spec.py;
-                r.nx = spec.nx;
-                r.ny = spec.ny;
-                r.localNx = spec.localNx();
-                r.localNy = spec.localNy();
-                r.boundary = toString(spec.boundary);
-                r.niter = spec.niter;
                 results.push_back(r);
             }
         };

@@ -34,18 +34,7 @@ Reference cpuReferenceOnRank0(const ProblemSpec& spec, runtime::World& world, in
 
 RunResult runCpuTransport(const ProblemSpec& spec, const stencil::LocalStencil& stencil, runtime::World& world,
                           int repeats, const Reference& reference) {
-    RunResult r;
-    r.transport = "cpu";
-    r.ranks = world.size();
-    r.px = spec.px;
-    r.py = spec.py;
-    r.nx = spec.nx;
-    r.ny = spec.ny;
-    r.localNx = spec.localNx();
-    r.localNy = spec.localNy();
-    r.boundary = toString(spec.boundary);
-    r.niter = spec.niter;
-    r.repeats = repeats;
+    RunResult r = newRunResult("cpu", spec, world.size(), repeats);
     r.notes.push_back("host arrays, one thread per rank, halos pulse by pulse through the World (MPI_Sendrecv)");
     std::vector<double> samples;
     FieldResult result;

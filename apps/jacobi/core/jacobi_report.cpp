@@ -29,6 +29,22 @@ const char* toString(RunStatus s) {
     return "?";
 }
 
+RunResult newRunResult(const std::string& transport, const ProblemSpec& spec, int ranks, int repeats) {
+    RunResult r;
+    r.transport = transport;
+    r.ranks = ranks;
+    r.px = spec.px;
+    r.py = spec.py;
+    r.nx = spec.nx;
+    r.ny = spec.ny;
+    r.localNx = spec.localNx();
+    r.localNy = spec.localNy();
+    r.boundary = toString(spec.boundary);
+    r.niter = spec.niter;
+    r.repeats = repeats;
+    return r;
+}
+
 void computeScaling(RunResult& r) {
     if (r.usPerIteration.median > 0 && r.singleUsPerIteration > 0) {
         r.speedup = r.singleUsPerIteration / r.usPerIteration.median;

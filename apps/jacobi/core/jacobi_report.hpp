@@ -39,6 +39,9 @@ struct RunResult {
     double norm = 0, referenceNorm = 0, normRelativeError = 0;
 };
 
+// A result for `transport` on `ranks` ranks with the problem's sizes filled in.
+RunResult newRunResult(const std::string& transport, const ProblemSpec& spec, int ranks, int repeats);
+
 // speedup = reference / run, efficiency = speedup / ranks (0 when unknown).
 void computeScaling(RunResult& r);
 

@@ -487,19 +487,7 @@ Measured measure(Variant& v, const ProblemSpec& spec, const stencil::LocalStenci
 }
 
 RunResult baseResult(const std::string& name, const ProblemSpec& spec, runtime::World& world, const GpuSettings& st) {
-    RunResult r;
-    r.transport = name;
-    r.ranks = world.size();
-    r.px = spec.px;
-    r.py = spec.py;
-    r.nx = spec.nx;
-    r.ny = spec.ny;
-    r.localNx = spec.localNx();
-    r.localNy = spec.localNy();
-    r.boundary = toString(spec.boundary);
-    r.niter = spec.niter;
-    r.repeats = st.repeats;
-    return r;
+    return newRunResult(name, spec, world.size(), st.repeats);
 }
 
 // Why NCCL cannot run here (two ranks on one GPU), or empty. Collective.
