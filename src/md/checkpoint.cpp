@@ -225,7 +225,7 @@ void requireWritable(const CheckpointData& d) {
         if (ids[i] < 0 || (i > 0 && ids[i] <= ids[i - 1])) {
             throwError(ErrorKind::InvalidInput,
                        fmt::format("checkpoint: atom {} has global id {} after {}: the atoms must be sorted by "
-                                   "unique, non-negative global ids (gather them with gatherAllAtoms)",
+                                   "unique, non-negative global ids (gather them with gatherAtomsOnRoot)",
                                    i, ids[i], i > 0 ? ids[i - 1] : -1));
         }
     }

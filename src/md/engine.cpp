@@ -237,7 +237,8 @@ struct Engine::Impl {
     std::int64_t lastSearchStep = 0;
 
     void measureBuffer(bool first) {
-        const std::vector<AtomRecord> all = gatherAllAtoms(home, e.world_);
+        // Only rank 0 recounts; the others contribute their atoms.
+        const std::vector<AtomRecord> all = gatherAtomsOnRoot(home, e.world_);
         std::vector<Vec3d> now(all.size());
         std::vector<double> charges(all.size());
         for (std::size_t i = 0; i < all.size(); ++i) {

@@ -51,9 +51,10 @@ std::int64_t countAtoms(std::span<const AtomRecord> atoms, runtime::World& world
     return world.allReduceValue<std::int64_t>(static_cast<std::int64_t>(atoms.size()), runtime::ReduceOp::Sum);
 }
 
-std::vector<AtomRecord> gatherAllAtoms(std::span<const AtomRecord> atoms, runtime::World& world) {
-    std::vector<std::vector<AtomRecord>> toAll(world.size(), std::vector<AtomRecord>(atoms.begin(), atoms.end()));
-    std::vector<AtomRecord> all = world.allToAll(toAll);
+std::vector<AtomRecord> gatherAtomsOnRoot(std::span<const AtomRecord> atoms, runtime::World& world) {
+    std::vector<std::vector<AtomRecord>> send(static_cast<std::size_t>(world.size()));
+    send[0] = std::vector<AtomRecord>(atoms.begin(), atoms.end());
+    std::vector<AtomRecord> all = world.allToAll(send);
     sortById(all);
     return all;
 }

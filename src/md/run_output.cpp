@@ -1,5 +1,7 @@
 #include "haloex/md/run_output.hpp"
 
+#include "haloex/md/home_atoms.hpp"
+
 #include <algorithm>
 #include <array>
 #include <filesystem>
@@ -17,17 +19,6 @@ namespace {
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 
 std::int64_t nextMultipleAfter(std::int64_t step, std::int64_t every) { return (step / every + 1) * every; }
-
-// Rank 0 receives everything, the others nothing: O(N) traffic and memory,
-// unlike an all-gather.
-std::vector<AtomRecord> gatherOnRoot(std::span<const AtomRecord> home, runtime::World& world) {
-    std::vector<std::vector<AtomRecord>> send(static_cast<std::size_t>(world.size()));
-    send.front() = std::vector<AtomRecord>(home.begin(), home.end());
-    std::vector<AtomRecord> all = world.allToAll(send);
-    std::sort(all.begin(), all.end(),
-              [](const AtomRecord& a, const AtomRecord& b) { return a.globalId < b.globalId; });
-    return all;
-}
 
 void requireDirectoryOf(const char* option, const std::string& path) {
     if (path.empty()) return;
@@ -144,7 +135,7 @@ void RunOutput::write(runtime::World& world, const plan::Box& box, std::span<con
     const bool frame = trajectoryDue(state.step);
     const bool checkpointNow = checkpointDue(state.step, last);
     if (!frame && !checkpointNow) return;
-    const std::vector<AtomRecord> all = gatherOnRoot(home, world);
+    const std::vector<AtomRecord> all = gatherAtomsOnRoot(home, world);
     runOnRoot(world, [&] {
         if (frame) {
             if (!trajectory_) {

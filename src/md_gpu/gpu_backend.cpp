@@ -112,7 +112,6 @@ public:
         destroyGraphs();
         // Without pulses the transport does nothing in a step, so any step can be captured.
         useGraphs_ = context.useGraphs && (transport.graphCapturable() || plan.pulses.empty());
-        graphedTransport_ = &transport;
     }
 
     void getHome(transport::ParticleTransport& transport, std::span<AtomRecord> home) override {
@@ -170,10 +169,8 @@ public:
         e.coulombPairs = energies_[gpu::kEnergyCoulomb];
         e.virial = energies_[gpu::kEnergyVirial];
         e.kinetic = energies_[gpu::kNumEnergies];
-        double sumQ2 = 0.0;
-        const double q = context_.forceField->charge;
-        sumQ2 = numHome_ * q * q;  // every atom carries +q or -q
-        e.coulombSelf = context_.forceField->selfEnergy(1.0) * sumQ2;
+        // Every atom carries +q or -q.
+        e.coulombSelf = numHome_ * context_.forceField->selfEnergy(context_.forceField->charge);
         const int bad = *firstBadHost_.data();
         if (bad != gpu::kAllFinite && nonFiniteAtom_ < 0 && bad >= 0 && bad < numHome_) {
             nonFiniteAtom_ = globalIds_[bad];
@@ -324,7 +321,6 @@ private:
     bool useGraphs_ = false;
     bool timelinePending_ = false;
     bool haloInLastStep_ = false;
-    const transport::ParticleTransport* graphedTransport_ = nullptr;
     cudaGraphExec_t normalGraph_ = nullptr, energyGraph_ = nullptr;
     StepTimings timings_;
 };

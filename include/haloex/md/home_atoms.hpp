@@ -28,8 +28,9 @@ std::vector<AtomRecord> migrateAtoms(std::vector<AtomRecord> atoms, const plan::
 // Total atom count over the job (collective), for conservation checks.
 std::int64_t countAtoms(std::span<const AtomRecord> atoms, runtime::World& world);
 
-// Gathers every rank's atoms on every rank, sorted by global id (collective;
-// for output steps, checkpoints and tests, not for the hot path).
-std::vector<AtomRecord> gatherAllAtoms(std::span<const AtomRecord> atoms, runtime::World& world);
+// Every rank's atoms on rank 0, sorted by global id; the other ranks get
+// nothing (O(N) traffic and memory). Collective; for output steps, checkpoints
+// and checks, not for the hot path.
+std::vector<AtomRecord> gatherAtomsOnRoot(std::span<const AtomRecord> atoms, runtime::World& world);
 
 }  // namespace haloex::md
