@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <vector>
 
+#include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
@@ -46,8 +47,8 @@ public:
           active_(world.rank() < 2) {
         buffer_.resize(s.maxBytes());
         source_.resize(s.maxBytes());
-        HALOEX_CUDA_CHECK(cudaMemset(buffer_.data(), 0, buffer_.bytes()));
-        HALOEX_CUDA_CHECK(cudaMemset(source_.data(), 0x3c, source_.bytes()));
+        cuda::fillBytesNow(buffer_.data(), 0, buffer_.bytes());
+        cuda::fillBytesNow(source_.data(), 0x3c, source_.bytes());
         hostSend_.allocate(s.maxBytes());
         hostRecv_.allocate(s.maxBytes());
         std::memset(hostSend_.data(), 0x3c, s.maxBytes());

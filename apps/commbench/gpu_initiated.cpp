@@ -12,6 +12,7 @@
 #include <functional>
 
 #include "bench_kernels.hpp"
+#include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
@@ -28,7 +29,7 @@ public:
                                                        "(e.g. 1G) or pass a smaller --max-bytes",
                                                        bytes));
         }
-        HALOEX_CUDA_CHECK(cudaMemset(ptr_, 0, bytes));
+        cuda::fillBytesNow(ptr_, 0, bytes);
     }
     Symmetric(const Symmetric&) = delete;
     Symmetric& operator=(const Symmetric&) = delete;
@@ -50,14 +51,14 @@ public:
         : world_(world), s_(settings), rank_(world.rank()), peer_(world.rank() == 0 ? 1 : 0),
           data_(settings.maxBytes()), signal_(64), messages_(kMessageSlots * 8) {
         source_.resize(settings.maxBytes());
-        HALOEX_CUDA_CHECK(cudaMemset(source_.data(), 0x5a, source_.bytes()));
+        cuda::fillBytesNow(source_.data(), 0x5a, source_.bytes());
         elapsed_.resize(1);
         diagnostics_.allocate(1, cudaHostAllocMapped);
         *diagnostics_.data() = nvshmem_detail::WaitDiagnostics{};
         HALOEX_CUDA_CHECK(
             cudaHostGetDevicePointer(reinterpret_cast<void**>(&diagnosticsDevice_), diagnostics_.data(), 0));
         abortFlag_.resize(1);
-        HALOEX_CUDA_CHECK(cudaMemset(abortFlag_.data(), 0, sizeof(int)));
+        cuda::fillBytesNow(abortFlag_.data(), 0, sizeof(int));
         active_ = rank_ < 2;
         if (active_) {
             peerData_ = nvshmem_ptr(data_.get(), peer_);
@@ -140,8 +141,8 @@ private:
     // One sample on both PEs: fresh signals, both ranks ready, launch, wait.
     // Returns the initiator's elapsed nanoseconds (rank 0; 0 elsewhere).
     double sample(const char* what, bool bothPes, const std::function<void()>& launch) {
-        HALOEX_CUDA_CHECK(cudaMemset(signal_.get(), 0, 64));
-        HALOEX_CUDA_CHECK(cudaMemset(elapsed_.data(), 0, sizeof(unsigned long long)));
+        cuda::fillBytesNow(signal_.get(), 0, 64);
+        cuda::fillBytesNow(elapsed_.data(), 0, sizeof(unsigned long long));
         HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
         world_.barrier();
         if (rank_ == 0 || (bothPes && active_)) launch();

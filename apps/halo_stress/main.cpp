@@ -13,6 +13,7 @@
 #include <random>
 #include <vector>
 
+#include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
@@ -124,7 +125,7 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
     cuda::DeviceBuffer<stress::SlotInfo> dSlots;
     cuda::DeviceBuffer<Vec3f> dHomeBase, dBaseById;
     cuda::DeviceBuffer<stress::StepCheck> dCheck(1);
-    HALOEX_CUDA_CHECK(cudaMemset(dCheck.data(), 0, sizeof(stress::StepCheck)));
+    cuda::fillBytesNow(dCheck.data(), 0, sizeof(stress::StepCheck));
     std::mt19937_64 rng(o.seed);
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
 
@@ -145,10 +146,8 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
         dSlots.resize(std::max(1, p.numLocal));
         dHomeBase.resize(std::max<std::size_t>(1, e.homeBase.size()));
         dBaseById.resize(base.size());
-        HALOEX_CUDA_CHECK(cudaMemcpy(dSlots.data(), e.slots.data(), e.slots.size() * sizeof(stress::SlotInfo),
-                                     cudaMemcpyHostToDevice));
-        HALOEX_CUDA_CHECK(cudaMemcpy(dHomeBase.data(), e.homeBase.data(), e.homeBase.size() * sizeof(Vec3f),
-                                     cudaMemcpyHostToDevice));
+        cuda::copyToDeviceNow(dSlots.data(), e.slots.data(), e.slots.size() * sizeof(stress::SlotInfo));
+        cuda::copyToDeviceNow(dHomeBase.data(), e.homeBase.data(), e.homeBase.size() * sizeof(Vec3f));
         HALOEX_CUDA_CHECK(
             cudaMemcpy(dBaseById.data(), base.data(), base.size() * sizeof(Vec3f), cudaMemcpyHostToDevice));
         // The copies above ran on the legacy stream, which our non-blocking stream does not wait for.

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "fused_kernels.hpp"
+#include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
@@ -50,7 +51,7 @@ public:
                                    (2 * bytes + symmetricHeapBytes()) / (1024 * 1024) + 1));
         }
         bytes_ = bytes;
-        HALOEX_CUDA_CHECK(cudaMemset(ptr_, 0, bytes));
+        cuda::fillBytesNow(ptr_, 0, bytes);
     }
     void release() {
         // Collective: skipped while an exception unwinds one rank (the job is aborting).
@@ -202,10 +203,10 @@ private:
             pulseCounters.resize(kMaxPulses);
             kernelCounter.resize(1);
             const std::uint64_t one = 1;
-            HALOEX_CUDA_CHECK(cudaMemcpy(sequence.data(), &one, sizeof one, cudaMemcpyHostToDevice));
-            HALOEX_CUDA_CHECK(cudaMemset(doneWords.data(), 0, doneWords.bytes()));
-            HALOEX_CUDA_CHECK(cudaMemset(pulseCounters.data(), 0, pulseCounters.bytes()));
-            HALOEX_CUDA_CHECK(cudaMemset(kernelCounter.data(), 0, kernelCounter.bytes()));
+            cuda::copyToDeviceNow(sequence.data(), &one, sizeof one);
+            cuda::fillBytesNow(doneWords.data(), 0, doneWords.bytes());
+            cuda::fillBytesNow(pulseCounters.data(), 0, pulseCounters.bytes());
+            cuda::fillBytesNow(kernelCounter.data(), 0, kernelCounter.bytes());
         }
     };
 
@@ -239,7 +240,7 @@ private:
             HALOEX_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&diagnosticsDevice_),
                                                        diagnostics_.data(), 0));
             abortFlag_.resize(1);
-            HALOEX_CUDA_CHECK(cudaMemset(abortFlag_.data(), 0, sizeof(int)));
+            cuda::fillBytesNow(abortFlag_.data(), 0, sizeof(int));
             watchdog_ = std::make_unique<Watchdog>(world_, diagnostics_.data(),
                                                    [this](int p) { return describePulse(p); });
             initialised_ = true;
@@ -288,8 +289,7 @@ private:
         for (const auto& p : plan_.pulses) indices.insert(indices.end(), p.sendIndices.begin(), p.sendIndices.end());
         indexMaps_.resize(std::max<std::size_t>(1, indices.size()));
         if (!indices.empty()) {
-            HALOEX_CUDA_CHECK(cudaMemcpy(indexMaps_.data(), indices.data(), indices.size() * sizeof(int),
-                                         cudaMemcpyHostToDevice));
+            cuda::copyToDeviceNow(indexMaps_.data(), indices.data(), indices.size() * sizeof(int));
         }
         std::vector<PulseRecord> records(numPulses);
         whyPath_.assign(numPulses, {});
@@ -331,8 +331,7 @@ private:
         }
         pulseRecords_.resize(std::max(1, numPulses));
         if (numPulses > 0) {
-            HALOEX_CUDA_CHECK(cudaMemcpy(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord),
-                                         cudaMemcpyHostToDevice));
+            cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
         }
         // Every block of a fused kernel spins while it waits, so all must be
         // resident at once: bound the grid by occupancy, shared by the ranks

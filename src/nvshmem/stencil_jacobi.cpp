@@ -15,6 +15,7 @@
 #include <span>
 #include <thread>
 
+#include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
@@ -58,7 +59,7 @@ public:
                                    bytes, what, symmetricHeapBytes(),
                                    (2 * bytes + symmetricHeapBytes()) / (1024 * 1024) + 1));
         }
-        HALOEX_CUDA_CHECK(cudaMemset(ptr_, 0, bytes));
+        cuda::fillBytesNow(ptr_, 0, bytes);
     }
     template <class T>
     T* as() const {
@@ -201,13 +202,13 @@ private:
         signals_.allocate(kJacobiMaxPulses * sizeof(std::uint64_t), "signals");
 
         counters_.resize(3);
-        HALOEX_CUDA_CHECK(cudaMemset(counters_.data(), 0, counters_.bytes()));
+        cuda::fillBytesNow(counters_.data(), 0, counters_.bytes());
         diagnostics_.allocate(1, cudaHostAllocMapped);
         *diagnostics_.data() = WaitDiagnostics{};
         HALOEX_CUDA_CHECK(
             cudaHostGetDevicePointer(reinterpret_cast<void**>(&diagnosticsDevice_), diagnostics_.data(), 0));
         abortFlag_.resize(1);
-        HALOEX_CUDA_CHECK(cudaMemset(abortFlag_.data(), 0, sizeof(int)));
+        cuda::fillBytesNow(abortFlag_.data(), 0, sizeof(int));
         watcher_ = std::make_unique<TimeoutWatcher>(world_, diagnostics_.data(),
                                                     [this](const WaitDiagnostics& d) { return describeTimeout(d); });
 

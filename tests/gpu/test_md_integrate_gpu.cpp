@@ -26,7 +26,7 @@ namespace {
 template <class T>
 cuda::DeviceBuffer<T> upload(const std::vector<T>& host) {
     cuda::DeviceBuffer<T> d(std::max<std::size_t>(host.size(), 1));
-    HALOEX_CUDA_CHECK(cudaMemcpy(d.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    cuda::copyToDeviceNow(d.data(), host.data(), host.size() * sizeof(T));
     return d;
 }
 
@@ -185,7 +185,7 @@ TEST(IntegrateGpu, UpdateIsGraphCapturable) {
     std::vector<Vec3f> x = x0, v = v0;
     for (int replay = 0; replay < 3; ++replay) {
         const float lambda = 1.0f - 0.01f * replay;
-        HALOEX_CUDA_CHECK(cudaMemcpy(dLambda.data(), &lambda, sizeof(float), cudaMemcpyHostToDevice));
+        cuda::copyToDeviceNow(dLambda.data(), &lambda, sizeof(float));
         HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, stream));
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
         for (int i = 0; i < n; ++i) {

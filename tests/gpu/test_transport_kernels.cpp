@@ -21,7 +21,7 @@ namespace {
 template <class T>
 cuda::DeviceBuffer<T> toDevice(const std::vector<T>& host) {
     cuda::DeviceBuffer<T> d(std::max<std::size_t>(host.size(), 1));
-    if (!host.empty()) HALOEX_CUDA_CHECK(cudaMemcpy(d.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    if (!host.empty()) cuda::copyToDeviceNow(d.data(), host.data(), host.size() * sizeof(T));
     return d;
 }
 

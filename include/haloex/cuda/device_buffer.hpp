@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <utility>
 
+#include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 
 namespace haloex::cuda {
@@ -38,10 +39,11 @@ public:
         reserve(count);
         size_ = count;
     }
-    // resize(count), then every element set to zero bytes (synchronously).
+    // resize(count), then every element set to zero bytes, finished on the
+    // device on return (blocking_ops.hpp says why that matters).
     void resizeZeroed(std::size_t count) {
         resize(count);
-        if (size_) HALOEX_CUDA_CHECK(cudaMemset(data_, 0, size_ * sizeof(T)));
+        fillBytesNow(data_, 0, size_ * sizeof(T));
     }
     void zeroAsync(cudaStream_t stream) {
         if (size_) HALOEX_CUDA_CHECK(cudaMemsetAsync(data_, 0, size_ * sizeof(T), stream));

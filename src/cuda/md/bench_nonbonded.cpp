@@ -125,9 +125,9 @@ Row run(int numAtoms, const Options& o) {
     const std::size_t bytes = numAtoms * sizeof(Vec3f);
     cuda::DeviceBuffer<Vec3f> dX0(numAtoms), dX(numAtoms), dV0(numAtoms), dV(numAtoms), dF(numAtoms);
     cuda::DeviceBuffer<float> dQ(numAtoms);
-    HALOEX_CUDA_CHECK(cudaMemcpy(dX0.data(), x.data(), bytes, cudaMemcpyHostToDevice));
-    HALOEX_CUDA_CHECK(cudaMemcpy(dV0.data(), v.data(), bytes, cudaMemcpyHostToDevice));
-    HALOEX_CUDA_CHECK(cudaMemcpy(dQ.data(), q.data(), numAtoms * sizeof(float), cudaMemcpyHostToDevice));
+    cuda::copyToDeviceNow(dX0.data(), x.data(), bytes);
+    cuda::copyToDeviceNow(dV0.data(), v.data(), bytes);
+    cuda::copyToDeviceNow(dQ.data(), q.data(), numAtoms * sizeof(float));
     cuda::Stream stream;
     const auto restore = [&] {
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(dX.data(), dX0.data(), bytes, cudaMemcpyDeviceToDevice, stream));

@@ -1,6 +1,7 @@
 #include <cstdint>
 
 #include "halo_kernels.hpp"
+#include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 
 namespace haloex::cuda {
@@ -127,10 +128,7 @@ void DevicePulseMaps::upload(const plan::ParticleHaloPlan& plan) {
     }
     indices_.resize(std::max<std::size_t>(all.size(), 1));
     if (!all.empty()) {
-        HALOEX_CUDA_CHECK(cudaMemcpy(indices_.data(), all.data(), all.size() * sizeof(int), cudaMemcpyHostToDevice));
-        // A pageable upload may still be in flight when cudaMemcpy returns, and the
-        // transports' non-blocking streams do not wait for the legacy stream.
-        HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+        cuda::copyToDeviceNow(indices_.data(), all.data(), all.size() * sizeof(int));
     }
 }
 

@@ -1,5 +1,6 @@
 // The `ipc` transport: CPU-orchestrated GPU-direct copies through CUDA IPC,
 // with handshakes over the World (see transport/ipc.hpp for the protocol).
+#include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/transport/ipc.hpp"
 
 #include <unistd.h>
@@ -219,8 +220,8 @@ void IpcTransport::setPlan(const plan::ParticleHaloPlan& plan) {
     f_.resize(numLocal);
     send_.resize(std::max<std::size_t>(static_cast<std::size_t>(plan_.maxSendCount()), 1));
     if (numLocal) {
-        HALOEX_CUDA_CHECK(cudaMemset(x_.buffer.data(), 0, x_.buffer.bytes()));
-        HALOEX_CUDA_CHECK(cudaMemset(f_.data(), 0, f_.bytes()));
+        cuda::fillBytesNow(x_.buffer.data(), 0, x_.buffer.bytes());
+        cuda::fillBytesNow(f_.data(), 0, f_.bytes());
     }
     maps_.upload(plan_);
 
