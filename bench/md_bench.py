@@ -104,6 +104,8 @@ def suite_dd(a):
     sizes = [22500, 45000, 90000, 180000, 360000, 720000]
     if a.quick:
         sizes = [22500, 90000]
+    if a.sizes:
+        sizes = [int(n) for n in a.sizes.split(",")]
     variants = [("staged", "auto"), ("ipc", "auto"), ("nccl", "auto"),
                 ("nvshmem", "direct"), ("nvshmem", "tma"), ("nvshmem", "put")]
     runs = []
@@ -135,6 +137,7 @@ def main():
     p.add_argument("--grid", default="auto")
     p.add_argument("--shared-gpus", action="store_true", help="ranks share GPUs (correctness only, not timings)")
     p.add_argument("--quick", action="store_true")
+    p.add_argument("--sizes", help="comma-separated atom counts (dd suite), instead of the default series")
     p.add_argument("--timeout", type=int, default=300)
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     a = p.parse_args()

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
-#   scripts/device/run.sh STAGE...      stages: build test stress md-bench nb-bench jacobi commbench sanitize
+#   scripts/device/run.sh STAGE...
+#   stages: build test stress timeout mps-nan md-check md-quality md-single md-dd md-stability sanitize
+#           jacobi commbench
 # Logs and results go to $OUT (or ./out). Stages run in the order given; a
 # failing stage is reported and the next one still runs.
 set -uo pipefail
@@ -69,9 +71,45 @@ stage_stress() {
   done
   for t in staged ipc nccl; do
     stress_one $np2 2x1x1 $t auto 500
+    stress_one 4 4x1x1 $t auto 500
     stress_one 4 2x2x1 $t auto 500
+    stress_one 4 1x2x2 $t auto 500
   done
   stop_mps
+}
+
+# Independent single-rank runs sharing GPU 0 under MPS, ending at different
+# times (the NaN of issue 3 showed up only like this).
+stage_mps_nan() {
+  note "== single-rank haloex-md processes sharing GPU 0 under MPS"
+  start_mps
+  local round i pid bad=0 runs=0
+  for round in 1 2 3; do
+    local pids=()
+    for i in 1 2 3 4; do
+      CUDA_VISIBLE_DEVICES=0 timeout 300 "$build/bin/haloex-md" --device gpu --atoms 22500 \
+        --steps $((1000 * i + 500 * round)) --thermo-every 500 --seed $((10 * round + i)) \
+        >"$out/mps-nan-$round-$i.log" 2>&1 &
+      pids+=($!)
+    done
+    for i in 1 2 3 4; do
+      wait "${pids[$((i - 1))]}"
+      local rc=$?
+      runs=$((runs + 1))
+      if [ $rc -ne 0 ] || grep -qiE 'nan|non-finite' "$out/mps-nan-$round-$i.log"; then
+        bad=$((bad + 1))
+        note "  round $round run $i: rc=$rc $(grep -m1 -iE 'nan|non-finite|error' "$out/mps-nan-$round-$i.log" | cut -c1-200)"
+      fi
+    done
+  done
+  note "mps-nan: $bad of $runs runs failed"
+  stop_mps
+}
+
+stage_md_dd() {
+  note "== haloex-md on ${DD_RANKS:-2} ranks: 1 GPU, staged, ipc, nccl, nvshmem paths (bench/md_bench.py dd)"
+  python3 "$root/bench/md_bench.py" dd --build "$build" --ranks "${DD_RANKS:-2}" --out "$out" ${QUICK:+--quick} \
+    ${DD_SIZES:+--sizes $DD_SIZES} 2>&1 | tee -a "$summary"
 }
 
 stage_timeout() {
