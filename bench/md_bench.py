@@ -108,6 +108,8 @@ def suite_dd(a):
         sizes = [int(n) for n in a.sizes.split(",")]
     variants = [("staged", "auto"), ("ipc", "auto"), ("nccl", "auto"),
                 ("nvshmem", "direct"), ("nvshmem", "tma"), ("nvshmem", "put")]
+    if a.variants:
+        variants = [tuple((v.split("/") + ["auto"])[:2]) for v in a.variants.split(",")]
     runs = []
     shared = ["--allow-shared-gpus"] if a.shared_gpus else []
     for n in sizes:
@@ -138,6 +140,7 @@ def main():
     p.add_argument("--shared-gpus", action="store_true", help="ranks share GPUs (correctness only, not timings)")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--sizes", help="comma-separated atom counts (dd suite), instead of the default series")
+    p.add_argument("--variants", help="dd suite: comma-separated transport[/path], e.g. nccl,nvshmem/tma")
     p.add_argument("--timeout", type=int, default=300)
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
     a = p.parse_args()

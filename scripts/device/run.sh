@@ -109,7 +109,7 @@ stage_mps_nan() {
 stage_md_dd() {
   note "== haloex-md on ${DD_RANKS:-2} ranks: 1 GPU, staged, ipc, nccl, nvshmem paths (bench/md_bench.py dd)"
   python3 "$root/bench/md_bench.py" dd --build "$build" --ranks "${DD_RANKS:-2}" --out "$out" ${QUICK:+--quick} \
-    ${DD_SIZES:+--sizes $DD_SIZES} 2>&1 | tee -a "$summary"
+    ${DD_SIZES:+--sizes $DD_SIZES} ${DD_VARIANTS:+--variants $DD_VARIANTS} 2>&1 | tee -a "$summary"
 }
 
 stage_timeout() {

@@ -263,7 +263,10 @@ private:
         enqueueStep(transport, energies, false);
         HALOEX_CUDA_CHECK(cudaStreamEndCapture(local_.get(), &graph));
         cudaGraphExec_t exec = nullptr;
-        HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        // Keep the captured stream priorities: without this flag every node
+        // runs at the launch stream's (normal) priority, and the non-local
+        // chain queues behind the thousands of local non-bonded blocks.
+        HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority));
         HALOEX_CUDA_CHECK(cudaGraphDestroy(graph));
         return exec;
     }
