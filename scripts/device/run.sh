@@ -87,8 +87,8 @@ stage_mps_nan() {
   for round in 1 2 3; do
     local pids=()
     for i in 1 2 3 4; do
-      CUDA_VISIBLE_DEVICES=0 timeout 300 "$build/bin/haloex-md" --device gpu --atoms 22500 \
-        --steps $((1000 * i + 500 * round)) --thermo-every 500 --seed $((10 * round + i)) \
+      CUDA_VISIBLE_DEVICES=0 timeout 300 "$build/bin/haloex-md" --device gpu --atoms $((6000 * (1 + (i + round) % 2))) \
+        --steps $((20000 - 3000 * i + 1000 * round)) --thermo-every 1000 --seed $((10 * round + i)) \
         >"$out/mps-nan-$round-$i.log" 2>&1 &
       pids+=($!)
     done
@@ -167,7 +167,7 @@ stage_jacobi() {
   start_mps
   timeout 400 python3 "$root/bench/jacobi_bench.py" --exe "$build/bin/haloex-jacobi" --np "${JACOBI_NP:-2}" \
     ${SHARED:+--shared-gpus} ${QUICK:+--quick} --out "$out/jacobi-${SHARED:+shared-}$(date +%F).json" 2>&1 \
-    | grep -E 'summary|bitwise|SKIPPED|FAILED|speedup|wrote' | tail -30 | tee -a "$summary"
+    | grep -E 'summary \(|\^2 |met |MISSED|SKIPPED|FAILED|wrote' | tail -40 | tee -a "$summary"
   stop_mps
 }
 

@@ -31,6 +31,27 @@ __device__ __forceinline__ std::uint64_t loadAcquireGpu(const std::uint64_t* add
     return v;
 }
 
+// Spinning reads: relaxed loads, then one acquire fence once the value has
+// come (the PTX memory model's acquire pattern). An acquire load in every
+// poll would also discard the L1 on every iteration of the spin.
+__device__ __forceinline__ std::uint64_t loadRelaxed(const std::uint64_t* addr, bool systemScope) {
+    std::uint64_t v;
+    if (systemScope) {
+        asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
+    } else {
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
+    }
+    return v;
+}
+
+__device__ __forceinline__ void fenceAcquire(bool systemScope) {
+    if (systemScope) {
+        asm volatile("fence.acq_rel.sys;" ::: "memory");
+    } else {
+        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+    }
+}
+
 // Stores with release semantics at system scope: the receiver that acquires
 // this value also sees every write this thread's fences ordered before it
 // (here: the packed data of all blocks of a pulse, stored into peer memory).
@@ -83,13 +104,19 @@ __device__ inline void reportTimeout(const WaitContext& ctx, int what, int pulse
 // or when another wait of this transport has already timed out.
 __device__ inline bool waitSignalGe(const std::uint64_t* signal, std::uint64_t expected, const WaitContext& ctx,
                                     int what, int pulse, int peer, bool systemScope = true) {
-    std::uint64_t seen = systemScope ? loadAcquireSys(signal) : loadAcquireGpu(signal);
-    if (seen >= expected) return true;
+    std::uint64_t seen = loadRelaxed(signal, systemScope);
+    if (seen >= expected) {
+        fenceAcquire(systemScope);
+        return true;
+    }
     const std::uint64_t start = globalTimerNs();
     unsigned polls = 0;
     for (;;) {
-        seen = systemScope ? loadAcquireSys(signal) : loadAcquireGpu(signal);
-        if (seen >= expected) return true;
+        seen = loadRelaxed(signal, systemScope);
+        if (seen >= expected) {
+            fenceAcquire(systemScope);
+            return true;
+        }
         if ((++polls & 255u) == 0) {
             if (aborted(ctx)) return false;
             const std::uint64_t waited = globalTimerNs() - start;

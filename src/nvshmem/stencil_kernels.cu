@@ -92,17 +92,49 @@ __device__ void boundaryChunk(const JacobiArgs& a, int item, const double* cur, 
     }
 }
 
-__device__ void interiorTile(const JacobiArgs& a, int tile, const double* cur, double* next, double& norm) {
+// Interior cell number l -> local index: cell (i + 1, j + 1) of the rank's
+// field sits at (i + 2) + ax (j + 2).
+__device__ __forceinline__ std::int64_t interiorCell(const JacobiArgs& a, unsigned l) {
+    const unsigned j = l / a.interiorCols;
+    const unsigned i = l - j * a.interiorCols;
+    return static_cast<std::int64_t>(i + 2) + a.ax * static_cast<std::int64_t>(j + 2);
+}
+
+// The bulk of the bytes. `cur` is read-only for the whole launch (peers write
+// only the other field), so its loads may take the non-coherent path; each
+// thread issues the loads of kUnroll cells before it stores any, which the
+// compiler may not do by itself (it cannot prove `next` and `cur` apart), to
+// keep enough reads in flight for the memory system. The arithmetic is
+// jacobiUpdate's, in the same order: results stay bitwise equal.
+__device__ void interiorTile(const JacobiArgs& a, int tile, const double* __restrict__ cur,
+                             double* __restrict__ next, double& norm) {
+    constexpr int kUnroll = 4;
     const unsigned begin = static_cast<unsigned>(tile) * static_cast<unsigned>(a.tileCells);
     const unsigned end = min(a.interiorCells, begin + static_cast<unsigned>(a.tileCells));
-    for (unsigned l = begin + threadIdx.x; l < end; l += blockDim.x) {
-        const unsigned j = l / a.interiorCols;
-        const unsigned i = l - j * a.interiorCols;
-        // interior cell (i + 1, j + 1): local index (i + 2) + ax * (j + 2)
-        const std::int64_t cell = static_cast<std::int64_t>(i + 2) + a.ax * static_cast<std::int64_t>(j + 2);
-        const double old = cur[cell];
-        const double v = stencil::jacobiAt(cur, cell, a.ax);
-        next[cell] = v;
+    const std::int64_t ax = a.ax;
+    unsigned l = begin + threadIdx.x;
+    for (; l + (kUnroll - 1) * blockDim.x < end; l += kUnroll * blockDim.x) {
+        std::int64_t cell[kUnroll];
+        double old[kUnroll], v[kUnroll];
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            cell[u] = interiorCell(a, l + u * blockDim.x);
+            old[u] = __ldg(cur + cell[u]);
+            v[u] = stencil::jacobiUpdate(__ldg(cur + cell[u] - 1), __ldg(cur + cell[u] + 1),
+                                         __ldg(cur + cell[u] - ax), __ldg(cur + cell[u] + ax));
+        }
+#pragma unroll
+        for (int u = 0; u < kUnroll; ++u) {
+            next[cell[u]] = v[u];
+            norm += (v[u] - old[u]) * (v[u] - old[u]);
+        }
+    }
+    for (; l < end; l += blockDim.x) {
+        const std::int64_t c = interiorCell(a, l);
+        const double old = __ldg(cur + c);
+        const double v = stencil::jacobiUpdate(__ldg(cur + c - 1), __ldg(cur + c + 1), __ldg(cur + c - ax),
+                                               __ldg(cur + c + ax));
+        next[c] = v;
         norm += (v - old) * (v - old);
     }
 }
