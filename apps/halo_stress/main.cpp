@@ -8,8 +8,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <deque>
 #include <random>
 #include <vector>
 
@@ -43,6 +45,7 @@ struct Options {
     bool allowSharedGpus = false;
     double waitTimeout = 0.0;
     unsigned seed = 7;
+    int timeExchanges = 0;
 };
 
 // What a halo copy carries, forwarded through the plan at repartitioning.
@@ -93,6 +96,9 @@ Epoch buildEpoch(const plan::Decomposition& dd, const std::vector<Vec3f>& base, 
     }
     return e;
 }
+
+void timeExchanges(const Options& o, transport::ParticleTransport& transport, const plan::Box& box,
+                   runtime::World& world, const cuda::Stream& stream);
 
 int runStress(const Options& o, runtime::MpiWorld& world) {
     if (cuda::deviceCount() == 0) {
@@ -187,6 +193,7 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
         }
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (o.timeExchanges > 0) timeExchanges(o, *transport, dd.box(), world, stream);
     if (world.rank() == 0) {
         for (const auto& line : transport->describe()) fmt::print("  {}\n", line);
         fmt::print("PASSED: {} (path {}) on {} ranks, grid {}, {} atoms: {} steps, {} repartitionings, every halo "
@@ -194,6 +201,57 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
                    o.transport, o.nvshmemPath, world.size(), o.grid, o.atoms, o.steps, epochs, seconds);
     }
     return 0;
+}
+
+// Device time of each forward and reverse exchange alone (CUDA events around
+// each call, back to back, no check kernels): pack, transfer, signal and the
+// wait for this rank's own halo. Medians and 10th/90th percentiles; the
+// slowest rank is printed (the ranks wait for each other).
+void timeExchanges(const Options& o, transport::ParticleTransport& transport, const plan::Box& box,
+                   runtime::World& world, const cuda::Stream& stream) {
+    const int n = o.timeExchanges;
+    std::deque<cuda::Event> marks;  // events cannot move
+    for (int i = 0; i < 3 * n; ++i) marks.emplace_back(true);
+    for (int warm = 0; warm < 20; ++warm) {
+        transport.forwardCoordinates(box, stream.get());
+        transport.reverseForces(stream.get());
+    }
+    for (int i = 0; i < n; ++i) {
+        marks[3 * i].record(stream.get());
+        transport.forwardCoordinates(box, stream.get());
+        marks[3 * i + 1].record(stream.get());
+        transport.reverseForces(stream.get());
+        marks[3 * i + 2].record(stream.get());
+    }
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    transport.checkForFailure();
+    std::vector<double> forward(n), reverse(n);
+    for (int i = 0; i < n; ++i) {
+        float ms = 0.f;
+        HALOEX_CUDA_CHECK(cudaEventElapsedTime(&ms, marks[3 * i].get(), marks[3 * i + 1].get()));
+        forward[i] = 1e3 * ms;
+        HALOEX_CUDA_CHECK(cudaEventElapsedTime(&ms, marks[3 * i + 1].get(), marks[3 * i + 2].get()));
+        reverse[i] = 1e3 * ms;
+    }
+    auto quantile = [](std::vector<double> v, double q) {
+        std::sort(v.begin(), v.end());
+        return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+    };
+    std::vector<double> stats{quantile(forward, 0.5), quantile(forward, 0.1), quantile(forward, 0.9),
+                              quantile(reverse, 0.5), quantile(reverse, 0.1), quantile(reverse, 0.9)};
+    world.allReduce(std::span<double>(stats.data(), stats.size()), runtime::ReduceOp::Max);
+    const auto& plan = transport.plan();
+    std::int64_t haloAtoms = plan.numLocal - plan.numHome;
+    std::vector<std::int64_t> halo{haloAtoms, static_cast<std::int64_t>(plan.pulses.size())};
+    world.allReduce(std::span<std::int64_t>(halo.data(), halo.size()), runtime::ReduceOp::Max);
+    if (world.rank() == 0) {
+        fmt::print("TIMING: {} (path {}) {} atoms on {} ranks, grid {}, {} pulse(s), up to {} halo atoms ({} bytes of "
+                   "coordinates) per rank, {} exchanges: forward {:.2f} us (p10 {:.2f}, p90 {:.2f}), reverse {:.2f} "
+                   "us (p10 {:.2f}, p90 {:.2f}); slowest rank\n",
+                   o.transport, o.nvshmemPath, o.atoms, world.size(), o.grid, halo[1], halo[0],
+                   halo[0] * static_cast<std::int64_t>(sizeof(Vec3f)), n, stats[0], stats[1], stats[2], stats[3],
+                   stats[4], stats[5]);
+    }
 }
 
 }  // namespace
@@ -216,6 +274,9 @@ int main(int argc, char** argv) {
     app.add_flag("--allow-shared-gpus", o.allowSharedGpus, "Allow several ranks per GPU (start MPS)");
     app.add_option("--wait-timeout", o.waitTimeout, "nvshmem: device-side wait limit in seconds (0: default)");
     app.add_option("--seed", o.seed, "Random seed")->capture_default_str();
+    app.add_option("--time-exchanges", o.timeExchanges,
+                   "After the checked steps, time this many forward/reverse exchanges alone (0: none)")
+        ->check(CLI::Range(0, 100000));
     CLI11_PARSE(app, argc, argv);
 
     runtime::MpiSession session(argc, argv);

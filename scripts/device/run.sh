@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test stress timeout mps-nan md-check md-quality md-single md-dd md-stability sanitize
+#   stages: build test stress exchange-timing timeout mps-nan md-check md-quality md-single md-dd md-stability sanitize
 #           jacobi commbench
 # Logs and results go to $OUT (or ./out). Stages run in the order given; a
 # failing stage is reported and the next one still runs.
@@ -76,6 +76,21 @@ stage_stress() {
     stress_one 4 1x2x2 $t auto 500
   done
   stop_mps
+}
+
+# One forward and one reverse exchange alone, every transport and path, one
+# rank per GPU (the coordinate-exchange latency goal of the nvshmem issue).
+stage_exchange_timing() {
+  note "== exchange timing (haloex-halo-stress --time-exchanges), 2 ranks, 2x1x1"
+  local atoms t
+  for atoms in 22500 90000; do
+    for t in staged/auto ipc/auto nccl/auto nvshmem/direct nvshmem/tma nvshmem/put; do
+      timeout 120 "${mpirun_np[@]}" 2 "$build/bin/haloex-halo-stress" --transport "${t%/*}" --nvshmem-path "${t#*/}" \
+        --grid 2x1x1 --atoms $atoms --rlist 0.985 --steps 100 --repartition-every 1000 --time-exchanges 2000 \
+        >"$out/timing-${t/\//-}-$atoms.log" 2>&1
+      note "  rc=$? $(grep -E 'TIMING|FAILED|SKIPPED' "$out/timing-${t/\//-}-$atoms.log" | head -1)"
+    done
+  done
 }
 
 # Independent single-rank runs sharing GPU 0 under MPS, ending at different
