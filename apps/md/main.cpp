@@ -46,6 +46,15 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--buffer-tolerance", o.bufferTolerance,
                    "Energy drift allowed by the pair-list buffer (kJ/mol/ps per atom)")
         ->capture_default_str();
+    auto* pruneParts = app.add_option(
+        "--prune-parts", o.pruneParts,
+        "GPU dynamic pair-list pruning (GROMACS's rolling prune): every step re-prunes 1/N of the list to "
+        "--rlist-inner, so each part's inner list lives N steps; 0: off; -1: auto (8 on GPUs, off on the CPU)");
+    pruneParts->capture_default_str();
+    app.add_flag_callback("--no-prune", [&o] { o.pruneParts = 0; }, "Same as --prune-parts 0")->excludes(pruneParts);
+    app.add_option("--rlist-inner", o.rlistInner,
+                   "Radius of the pruned inner list (nm, between --rc and --rlist); 0: the smallest whose estimated "
+                   "drift over --prune-parts steps is within --buffer-tolerance");
     app.add_option("--thermostat", o.thermostat, "none or v-rescale (coupled on energy steps)")
         ->capture_default_str();
     app.add_option("--tau-t", o.tauT, "Thermostat coupling time (ps)")->capture_default_str();
@@ -78,7 +87,8 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_flag("--quiet", o.quiet, "Print only the final summary");
     app.add_flag("--measure-buffer", o.measureBuffer,
                  "At every search step, recount exactly the pairs within rc that the previous pair list could not "
-                 "hold, and report their energy per atom and ps (the pair-list buffer's error)");
+                 "hold, and report their energy per atom and ps (the pair-list buffer's error); with pruning also "
+                 "those the pruned inner list dropped (positions of the oldest prune, --prune-parts steps back)");
 }
 
 bool wantGpu(const md::MdOptions& o) {

@@ -20,12 +20,10 @@ double distance2(const Vec3d& a, const Vec3d& b, const plan::Box& box) {
     return r2;
 }
 
-}  // namespace
-
-MissedPairs countMissedPairs(std::span<const Vec3d> atBuild, std::span<const Vec3d> now,
-                             std::span<const double> charges, const plan::Box& box, const ForceField& ff,
-                             double rlist) {
-    HALOEX_ASSERT(atBuild.size() == now.size() && now.size() == charges.size(), "one position pair per atom");
+// The pairs within rc at `now` for which isMissed(i, j) holds, with their energies.
+template <class Missed>
+MissedPairs countMissedWithinCutoff(std::span<const Vec3d> now, std::span<const double> charges,
+                                    const plan::Box& box, const ForceField& ff, Missed isMissed) {
     const int n = static_cast<int>(now.size());
     // Cell list over the current positions with cells of at least rc.
     int cells[3];
@@ -45,7 +43,7 @@ MissedPairs countMissedPairs(std::span<const Vec3d> atBuild, std::span<const Vec
         bins[b].push_back(i);
         binOf[i] = b;
     }
-    const double rc2 = ff.rc * ff.rc, rlist2 = rlist * rlist;
+    const double rc2 = ff.rc * ff.rc;
     const double c6 = ff.c6(), c12 = ff.c12(), shift = ff.ljShift(), krf = ff.krf(), crf = ff.crf();
     MissedPairs missed;
     for (int i = 0; i < n; ++i) {
@@ -63,7 +61,7 @@ MissedPairs countMissedPairs(std::span<const Vec3d> atBuild, std::span<const Vec
                     for (int j : bins[c]) {
                         if (j <= i) continue;
                         const double r2 = distance2(now[i], now[j], box);
-                        if (r2 >= rc2 || distance2(atBuild[i], atBuild[j], box) < rlist2) continue;
+                        if (r2 >= rc2 || !isMissed(i, j)) continue;
                         const double r = std::sqrt(r2);
                         const double r6 = r2 * r2 * r2;
                         const double v = c12 / (r6 * r6) - c6 / r6 - shift +
@@ -75,6 +73,28 @@ MissedPairs countMissedPairs(std::span<const Vec3d> atBuild, std::span<const Vec
                 }
     }
     return missed;
+}
+
+}  // namespace
+
+MissedPairs countMissedPairs(std::span<const Vec3d> atBuild, std::span<const Vec3d> now,
+                             std::span<const double> charges, const plan::Box& box, const ForceField& ff,
+                             double rlist) {
+    HALOEX_ASSERT(atBuild.size() == now.size() && now.size() == charges.size(), "one position pair per atom");
+    const double rlist2 = rlist * rlist;
+    return countMissedWithinCutoff(now, charges, box, ff,
+                                   [&](int i, int j) { return distance2(atBuild[i], atBuild[j], box) >= rlist2; });
+}
+
+MissedPairs countMissedByPruning(std::span<const Vec3d> atBuild, std::span<const Vec3d> atPrune,
+                                 std::span<const Vec3d> now, std::span<const double> charges, const plan::Box& box,
+                                 const ForceField& ff, double rlist, double rlistInner) {
+    HALOEX_ASSERT(atBuild.size() == now.size() && atPrune.size() == now.size() && now.size() == charges.size(),
+                  "one position triple per atom");
+    const double rlist2 = rlist * rlist, inner2 = rlistInner * rlistInner;
+    return countMissedWithinCutoff(now, charges, box, ff, [&](int i, int j) {
+        return distance2(atBuild[i], atBuild[j], box) < rlist2 && distance2(atPrune[i], atPrune[j], box) >= inner2;
+    });
 }
 
 }  // namespace haloex::md

@@ -39,6 +39,38 @@ System initialSystem(const MdOptions& o, const ForceField& ff) {
     return makeLatticeSystem(static_cast<int>(o.atoms), o.seed, o.temperature, ff);
 }
 
+// Dynamic pruning (GPU only): parts and inner radius, after rlist.
+void resolvePruning(MdOptions& o, bool onGpu) {
+    requireOption(o.pruneParts >= -1,
+                  fmt::format("--prune-parts {}: use 0 (no pruning), a positive number of parts, or -1 (auto)",
+                              o.pruneParts));
+    const bool automatic = o.pruneParts == -1;
+    if (automatic) o.pruneParts = onGpu ? kDefaultPruneParts : 0;
+    requireOption(onGpu || o.pruneParts == 0,
+                  fmt::format("--prune-parts {}: pair-list pruning is a GPU-backend feature (the CPU reference "
+                              "computes exactly the pairs within rc every step); use --prune-parts 0 or run on a GPU",
+                              o.pruneParts));
+    requireOption(o.rlistInner == 0.0 || o.pruneParts > 0,
+                  fmt::format("--rlist-inner {} nm without pruning: give --prune-parts N > 0 too, or drop "
+                              "--rlist-inner",
+                              o.rlistInner));
+    requireOption(o.rlistInner == 0.0 || (o.rlistInner >= o.rc && o.rlistInner <= o.rlist),
+                  fmt::format("--rlist-inner {} nm must lie between --rc {} nm and the pair-list radius {} nm (the "
+                              "inner list is pruned from the outer one and must hold every pair within rc)",
+                              o.rlistInner, o.rc, o.rlist));
+    if (o.pruneParts == 0 || o.rlistInner != 0.0) return;
+    ForceField ff;
+    ff.rc = o.rc;
+    o.rlistInner =
+        chooseRlistInner(ff, kNumberDensity, o.temperature, o.pruneParts, o.dt, o.bufferTolerance, o.rlist).rlist;
+    // An inner list as large as the outer one would drop nothing: skip the
+    // prune passes unless pruning was asked for explicitly.
+    if (automatic && o.rlistInner >= o.rlist) {
+        o.pruneParts = 0;
+        o.rlistInner = 0.0;
+    }
+}
+
 }  // namespace
 
 MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
@@ -70,6 +102,7 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
         ff.rc = o.rc;
         o.rlist = chooseRlist(ff, kNumberDensity, o.temperature, o.nstlist, o.dt, o.bufferTolerance).rlist;
     }
+    resolvePruning(o, onGpu);
     if (o.thermoEvery == 0) o.thermoEvery = static_cast<int>(std::max<std::int64_t>(1, o.steps / 10));
     if (o.checkpointEvery > 0) {
         // Checkpoints at search steps restart bitwise-identically where forces are deterministic.
@@ -139,6 +172,12 @@ struct Engine::Impl {
         summary.nstlist = o.nstlist;
         summary.estimatedBufferDrift = estimateBufferDrift(ff, totalAtoms / box.volume(), o.temperature, o.rlist,
                                                            o.nstlist, o.dt);
+        summary.rlistInner = o.pruneParts > 0 ? o.rlistInner : 0.0;
+        summary.pruneParts = o.pruneParts;
+        if (o.pruneParts > 0) {
+            summary.estimatedPruneDrift = estimatePruneDrift(ff, totalAtoms / box.volume(), o.temperature,
+                                                             o.rlistInner, o.pruneParts, o.dt);
+        }
     }
 
     // --restart: the checkpoint's atoms, step and thermostat state (every rank reads it).
@@ -226,6 +265,8 @@ struct Engine::Impl {
         context.box = box;
         for (int d = 0; d < 3; ++d) context.periodic[d] = !grid.decomposed(d);
         context.rlist = e.options_.rlist;
+        context.rlistInner = e.options_.rlistInner;
+        context.pruneParts = e.options_.pruneParts;
         context.dt = e.options_.dt;
         context.useGraphs = e.options_.cudaGraphs;
         e.backend_.prepare(e.transport_, statics, context);
@@ -235,6 +276,35 @@ struct Engine::Impl {
     // Positions (by global id) when the current list was built.
     std::vector<Vec3d> positionsAtLastSearch;
     std::int64_t lastSearchStep = 0;
+    // With pruning: positions (by global id) at the step the oldest part of
+    // the inner list will have been pruned with when the next search comes
+    // (pruneSampleStep), and that step; -1: none for the current list.
+    std::vector<Vec3d> positionsAtPrune;
+    std::int64_t pruneSampleTaken = -1;
+
+    // --measure-buffer with pruning: every step re-prunes one of pruneParts
+    // parts, so at the next search the oldest part was pruned pruneParts
+    // steps before it (or at the build, where the whole list was pruned).
+    // That step, when it lies after the current step's search and the next
+    // search is within the run; else -1. `s` is not a search step.
+    std::int64_t pruneSampleStep(std::int64_t s) const {
+        const MdOptions& o = e.options_;
+        if (!o.measureBuffer || o.pruneParts <= 0) return -1;
+        const std::int64_t first = summary.firstStep;
+        const std::int64_t nextSearch = first + ((s - first) / o.nstlist + 1) * o.nstlist;
+        const std::int64_t sample = nextSearch - o.pruneParts;
+        if (nextSearch >= first + o.steps || sample <= nextSearch - o.nstlist) return -1;
+        return sample;
+    }
+
+    // The positions of pruneSampleStep, gathered on rank 0 (collective).
+    void samplePrunePositions() {
+        e.backend_.getHome(e.transport_, home);
+        const std::vector<AtomRecord> all = gatherAtomsOnRoot(home, e.world_);
+        positionsAtPrune.resize(all.size());
+        for (std::size_t i = 0; i < all.size(); ++i) positionsAtPrune[i] = all[i].position;
+        pruneSampleTaken = step;
+    }
 
     void measureBuffer(bool first) {
         // Only rank 0 recounts; the others contribute their atoms.
@@ -247,17 +317,38 @@ struct Engine::Impl {
         }
         if (!first && e.world_.rank() == 0) {
             const MissedPairs m = countMissedPairs(positionsAtLastSearch, now, charges, box, ff, e.options_.rlist);
-            summary.bufferSamples.push_back({step, m.count, m.energy, m.absoluteEnergy});
+            RunSummary::BufferSample sample{step, m.count, m.energy, m.absoluteEnergy};
             // The list lived from the last search to this one.
             const double life = (step - lastSearchStep) * e.options_.dt;
-            const std::size_t k = summary.bufferSamples.size();
-            const double net = std::abs(m.energy) / life / static_cast<double>(totalAtoms);
-            const double abs = m.absoluteEnergy / life / static_cast<double>(totalAtoms);
+            const std::size_t k = summary.bufferSamples.size() + 1;
+            const double perAtom = 1.0 / static_cast<double>(totalAtoms);
+            const double net = std::abs(m.energy) / life * perAtom;
+            const double abs = m.absoluteEnergy / life * perAtom;
             summary.measuredBufferDrift += (net - summary.measuredBufferDrift) / static_cast<double>(k);
             summary.measuredBufferDriftAbsolute += (abs - summary.measuredBufferDriftAbsolute) / static_cast<double>(k);
+            if (e.options_.pruneParts > 0) {
+                // The inner list's oldest part: pruned at the sampled step,
+                // or with the whole list at the build.
+                const bool sampled = pruneSampleTaken > lastSearchStep;
+                const MissedPairs p =
+                    countMissedByPruning(positionsAtLastSearch, sampled ? positionsAtPrune : positionsAtLastSearch,
+                                         now, charges, box, ff, e.options_.rlist, e.options_.rlistInner);
+                sample.prunedCount = p.count;
+                sample.prunedEnergy = p.energy;
+                sample.prunedAbsoluteEnergy = p.absoluteEnergy;
+                sample.pruneAge = step - (sampled ? pruneSampleTaken : lastSearchStep);
+                const double pruneLife = static_cast<double>(sample.pruneAge) * e.options_.dt;
+                const double pnet = std::abs(p.energy) / pruneLife * perAtom;
+                const double pabs = p.absoluteEnergy / pruneLife * perAtom;
+                summary.measuredPruneDrift += (pnet - summary.measuredPruneDrift) / static_cast<double>(k);
+                summary.measuredPruneDriftAbsolute +=
+                    (pabs - summary.measuredPruneDriftAbsolute) / static_cast<double>(k);
+            }
+            summary.bufferSamples.push_back(sample);
         }
         positionsAtLastSearch = std::move(now);
         lastSearchStep = step;
+        positionsAtPrune.clear();
     }
 
     int transportAlignment() const { return e.transport_.memorySpace() == transport::MemorySpace::Device ? 4 : 1; }
@@ -346,9 +437,14 @@ struct Engine::Impl {
                 ++step;
                 continue;
             }
-            // Run up to the next search, output step, energy step (inclusive) or the end.
+            // --measure-buffer with pruning: positions for the inner list's check.
+            const std::int64_t pruneSample = pruneSampleStep(step);
+            if (step == pruneSample) samplePrunePositions();
+            // Run up to the next search, output step, energy step (inclusive),
+            // prune sample or the end.
             std::int64_t chunkEnd = std::min(end, first + ((step - first) / o.nstlist + 1) * o.nstlist);
             chunkEnd = std::min(chunkEnd, output.nextOutputStep(step));
+            if (pruneSample > step) chunkEnd = std::min(chunkEnd, pruneSample);
             for (std::int64_t s = step; s < chunkEnd; ++s) {
                 if (isEnergyStep(s)) {
                     chunkEnd = s + 1;

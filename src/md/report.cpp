@@ -44,12 +44,26 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
     fmt::print(out, "     rc {} nm, rlist {} nm, nstlist {} (estimated buffer drift {:.2g} kJ/mol/ps per atom), "
                     "dt {} ps\n",
                s.rc, s.rlist, s.nstlist, s.estimatedBufferDrift, s.dt);
+    if (s.pruneParts > 0) {
+        fmt::print(out, "     dynamic pruning: inner list rlist-inner {} nm, each part re-pruned every {} steps "
+                        "(rolling, 1/{} of the list per step; estimated drift {:.2g} kJ/mol/ps per atom)\n",
+                   s.rlistInner, s.pruneParts, s.pruneParts, s.estimatedPruneDrift);
+    } else {
+        fmt::print(out, "     dynamic pruning: off\n");
+    }
     for (const auto& note : s.transportNotes) fmt::print(out, "     {}\n", note);
     if (!s.bufferSamples.empty()) {
         fmt::print(out, "     buffer check ({} lists recounted): missed pairs cost {:.2g} kJ/mol/ps per atom "
                         "({:.2g} without cancellation; estimate {:.2g}, tolerance {})\n",
                    s.bufferSamples.size(), s.measuredBufferDrift, s.measuredBufferDriftAbsolute,
                    s.estimatedBufferDrift, o.bufferTolerance);
+        if (s.pruneParts > 0) {
+            fmt::print(out, "     pairs the pruned inner list dropped (per atom pair, oldest part: an upper bound) "
+                            "cost another {:.2g} kJ/mol/ps per atom ({:.2g} without cancellation; estimate {:.2g}); "
+                            "together {:.2g}\n",
+                       s.measuredPruneDrift, s.measuredPruneDriftAbsolute, s.estimatedPruneDrift,
+                       s.measuredBufferDrift + s.measuredPruneDrift);
+        }
     }
     fmt::print(out, "\n               Wall t (s)    steps\n");
     fmt::print(out, "       Time: {:12.3f} {:8}   (all steps)\n", s.totalSeconds, s.steps);
@@ -105,6 +119,9 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"temperature", o.temperature},
                      {"thermostat", o.thermostat},
                      {"estimated_buffer_drift", s.estimatedBufferDrift},
+                     {"prune_parts", s.pruneParts},
+                     {"rlist_inner", s.rlistInner},
+                     {"estimated_prune_drift", s.estimatedPruneDrift},
                      {"device", o.device},
                      {"nvshmem_path", o.nvshmemPath},
                      {"gro", o.groFile}};
@@ -135,12 +152,20 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     j["search_phases_ms"] = s.searchPhasesMs;
     if (!s.bufferSamples.empty()) {
         nlohmann::json samples = nlohmann::json::array();
-        for (const auto& b : s.bufferSamples) samples.push_back({b.step, b.count, b.energy, b.absoluteEnergy});
+        for (const auto& b : s.bufferSamples) {
+            samples.push_back({b.step, b.count, b.energy, b.absoluteEnergy, b.prunedCount, b.prunedEnergy,
+                               b.prunedAbsoluteEnergy, b.pruneAge});
+        }
         j["buffer_check"] = {{"measured_drift", s.measuredBufferDrift},
                              {"measured_drift_absolute", s.measuredBufferDriftAbsolute},
                              {"estimated_drift", s.estimatedBufferDrift},
+                             {"measured_prune_drift", s.measuredPruneDrift},
+                             {"measured_prune_drift_absolute", s.measuredPruneDriftAbsolute},
+                             {"estimated_prune_drift", s.estimatedPruneDrift},
                              {"tolerance", o.bufferTolerance},
-                             {"columns", {"step", "missed_pairs", "energy", "absolute_energy"}},
+                             {"columns",
+                              {"step", "missed_pairs", "energy", "absolute_energy", "pruned_missed_pairs",
+                               "pruned_energy", "pruned_absolute_energy", "prune_age_steps"}},
                              {"samples", samples}};
     }
     return j.dump(2);

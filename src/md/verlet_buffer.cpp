@@ -63,4 +63,21 @@ BufferEstimate chooseRlist(const ForceField& ff, double density, double temperat
     return best;
 }
 
+double estimatePruneDrift(const ForceField& ff, double density, double temperature, double rlistInner,
+                          int pruneInterval, double dt) {
+    // estimateBufferDrift's list lives nstlist - 1 steps.
+    return estimateBufferDrift(ff, density, temperature, rlistInner, pruneInterval + 1, dt);
+}
+
+BufferEstimate chooseRlistInner(const ForceField& ff, double density, double temperature, int pruneInterval,
+                                double dt, double tolerance, double rlist) {
+    BufferEstimate inner = chooseRlist(ff, density, temperature, pruneInterval + 1, dt, tolerance);
+    if (inner.rlist > rlist) {
+        inner.rlist = rlist;
+        inner.estimatedDrift = estimatePruneDrift(ff, density, temperature, rlist, pruneInterval, dt);
+    }
+    inner.nstlist = pruneInterval;
+    return inner;
+}
+
 }  // namespace haloex::md

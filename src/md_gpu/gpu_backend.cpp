@@ -94,8 +94,14 @@ public:
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(masks_.data(), statics.zoneMasks.data(),
                                           numLocal_ * sizeof(std::uint8_t), cudaMemcpyHostToDevice, local_.get()));
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
-        if (!nonbonded_ || nonbonded_->rlist() != context.rlist) {
-            nonbonded_ = std::make_unique<gpu::Nonbonded>(*context.forceField, context.rlist);
+        // Dynamic pruning: every step's non-bonded calls re-prune one part of
+        // their list on the device (captured into the step graph).
+        gpu::NonbondedOptions nbOptions;
+        nbOptions.rlistInner = context.pruneParts > 0 ? context.rlistInner : 0.0;
+        nbOptions.pruneParts = std::max(1, context.pruneParts);
+        if (!nonbonded_ || nonbonded_->rlist() != context.rlist || nonbonded_->rlistInner() != nbOptions.rlistInner ||
+            (nbOptions.rlistInner > 0.0 && nonbonded_->pruneParts() != nbOptions.pruneParts)) {
+            nonbonded_ = std::make_unique<gpu::Nonbonded>(*context.forceField, context.rlist, nbOptions);
         }
         // Halo positions for the search (every rank takes part).
         transport.clearForces(local_.get());

@@ -40,7 +40,7 @@ constexpr double kEnergyTolerance = 1e-5;  // relative to the sum of |pair terms
 template <class T>
 cuda::DeviceBuffer<T> upload(const std::vector<T>& host) {
     cuda::DeviceBuffer<T> d(std::max<std::size_t>(host.size(), 1));
-    if (!host.empty()) HALOEX_CUDA_CHECK(cudaMemcpy(d.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice));
+    if (!host.empty()) cuda::copyToDeviceNow(d.data(), host.data(), host.size() * sizeof(T));
     return d;
 }
 

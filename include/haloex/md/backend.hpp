@@ -48,6 +48,9 @@ struct BackendContext {
     plan::Box box;
     std::array<bool, 3> periodic{true, true, true};  // undecomposed dimensions
     double rlist = 0.0;
+    // Dynamic pruning (GPU backend; MdOptions::pruneParts): 0 parts = off.
+    double rlistInner = 0.0;
+    int pruneParts = 0;
     double dt = 0.002;
     bool useGraphs = true;
 };

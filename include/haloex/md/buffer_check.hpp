@@ -23,4 +23,17 @@ MissedPairs countMissedPairs(std::span<const Vec3d> atBuild, std::span<const Vec
                              std::span<const double> charges, const plan::Box& box, const ForceField& ff,
                              double rlist);
 
+// With dynamic pruning the kernel evaluates the inner list, so it also
+// misses pairs the outer list holds: within rc now, within rlist at the
+// build (so not counted above; the two counts add up) but beyond rlistInner
+// at `atPrune`, the positions the inner list was pruned with. Given the
+// positions of the oldest prune before the next search (pruneParts steps
+// back), this is what the inner list misses at the end of its life. Like
+// countMissedPairs it decides per atom pair, so it bounds the GPU's misses
+// from above: the GPU keeps a whole cluster pair when any of its atom pairs
+// is within rlistInner, and its younger parts were pruned later.
+MissedPairs countMissedByPruning(std::span<const Vec3d> atBuild, std::span<const Vec3d> atPrune,
+                                 std::span<const Vec3d> now, std::span<const double> charges, const plan::Box& box,
+                                 const ForceField& ff, double rlist, double rlistInner);
+
 }  // namespace haloex::md

@@ -34,6 +34,11 @@ struct RunSummary {
     double dt = 0.0, rc = 0.0, rlist = 0.0;
     int nstlist = 0;
     double estimatedBufferDrift = 0.0;
+    // Dynamic pruning (GPU): inner radius and parts (= inner-list life in
+    // steps); pruneParts 0 = off.
+    double rlistInner = 0.0;
+    int pruneParts = 0;
+    double estimatedPruneDrift = 0.0;
     std::int64_t searchSteps = 0;
     std::int64_t normalSteps = 0;
     double normalSeconds = 0.0;   // wall time of steps without search
@@ -48,13 +53,20 @@ struct RunSummary {
     std::vector<std::string> transportNotes;  // e.g. the nvshmem path per peer and why
     std::map<std::string, double> searchPhasesMs;  // rank 0's search-step wall time by part, summed
     // --measure-buffer: pairs the lists missed (exact recount at each search).
+    // With pruning also the pairs the outer list held but the inner list
+    // (at the end of its life) did not: countMissedByPruning.
     struct BufferSample {
         std::int64_t step = 0, count = 0;
         double energy = 0.0, absoluteEnergy = 0.0;  // kJ/mol
+        std::int64_t prunedCount = 0;
+        double prunedEnergy = 0.0, prunedAbsoluteEnergy = 0.0;  // kJ/mol
+        std::int64_t pruneAge = 0;  // steps since the prune those pairs were missed by
     };
     std::vector<BufferSample> bufferSamples;
     double measuredBufferDrift = 0.0;          // mean |net missed energy| / list life / atoms, kJ/mol/ps per atom
     double measuredBufferDriftAbsolute = 0.0;  // the same with every pair's |energy| (no cancellation)
+    double measuredPruneDrift = 0.0;           // the same for the inner list (life: pruneAge steps)
+    double measuredPruneDriftAbsolute = 0.0;
 };
 
 class Engine {

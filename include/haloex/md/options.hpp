@@ -7,6 +7,19 @@
 
 namespace haloex::md {
 
+// Rolling-prune parts (= steps an inner list lives) when pruning is on by
+// default (GPU). Each step the force kernel evaluates one part from the outer
+// list and prunes it with the distances it computes anyway (nonbonded.cu), so
+// a step costs the inner list plus 1/parts of the extra outer pairs, while
+// the inner radius grows with the life: at the default tolerance
+// chooseRlistInner gives rc for 4 steps, rc + 0.005 nm for 8, + 0.015 for 16.
+// Measured on one H200 (single runs, docs/md-engine.md): us/step against no
+// pruning -0.7 / -2.1 / -3.7 % with 4 parts, -2.0 / -5.6 / -7.0 % with 8,
+// -3.0 / -6.6 / -7.6 % with 16, at 22 500 / 180 000 / 720 000 atoms. 8 takes
+// nearly all of the gain with the smaller inner buffer, and lies in GROMACS's
+// range of GPU prune intervals (4-10); --prune-parts changes it.
+inline constexpr int kDefaultPruneParts = 8;
+
 struct MdOptions {
     // System
     std::int64_t atoms = 0;      // 0: auto (22 500 per GPU rank; 3 000 on the CPU)
@@ -21,6 +34,13 @@ struct MdOptions {
     double rlist = 0.0;          // nm; 0: from the Verlet-buffer estimate for nstlist
     int nstlist = 0;             // steps between searches; 0: auto (50)
     double bufferTolerance = 0.005;  // kJ/mol/ps per atom, for the rlist estimate
+    // Dynamic ("rolling") pruning of the GPU pair list, GROMACS's dual list:
+    // every step re-prunes 1/pruneParts of the list's entries to rlistInner,
+    // so each entry's inner list lives pruneParts steps. -1: auto (8 on the
+    // GPU, see kDefaultPruneParts; off on the CPU backend, which computes
+    // exact rc pairs every step); 0: off.
+    int pruneParts = -1;
+    double rlistInner = 0.0;     // nm; 0: the Verlet-buffer estimate for pruneParts steps
     std::string thermostat = "none";  // none | v-rescale
     double tauT = 0.1;           // ps
 

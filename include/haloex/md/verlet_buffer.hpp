@@ -32,4 +32,24 @@ double estimateBufferDrift(const ForceField& ff, double density, double temperat
 BufferEstimate chooseRlist(const ForceField& ff, double density, double temperature, int nstlist, double dt,
                            double tolerance);
 
+// Dynamic (rolling) pruning of the GPU list (NonbondedOptions::rlistInner):
+// an entry pruned by the force kernel of step s, with the positions of step
+// s, is evaluated at steps s+1 .. s+pruneInterval (then pruned again),
+// so the inner list lives pruneInterval steps -- the model above with a life
+// of pruneInterval * dt (a list built at a search lives nstlist - 1 steps).
+// The same model and tolerance as the outer list, as GROMACS does. The model
+// treats the outer list as complete; a pair the outer list lacks came from
+// beyond rlist, so it was usually beyond rlistInner at the last prune too and
+// the two estimates overlap rather than add (--measure-buffer counts both
+// kinds of misses, disjointly: buffer_check.hpp). Drift of an inner list of
+// radius rlistInner:
+double estimatePruneDrift(const ForceField& ff, double density, double temperature, double rlistInner,
+                          int pruneInterval, double dt);
+// The smallest inner radius (0.005 nm steps, at least rc) within the
+// tolerance for pruneInterval steps, capped at rlist (then pruning would
+// drop nothing the buffer allows: callers may turn it off). The result's
+// nstlist field holds pruneInterval.
+BufferEstimate chooseRlistInner(const ForceField& ff, double density, double temperature, int pruneInterval,
+                                double dt, double tolerance, double rlist);
+
 }  // namespace haloex::md

@@ -171,6 +171,36 @@ PairListHost searchReference(const ClusterLayoutHost& layout, std::span<const Ve
     return list;
 }
 
+PairListHost pruneReference(const ClusterLayoutHost& layout, const PairListHost& outer, std::span<const Vec3f> x,
+                            const SearchSettings& settings, double rlistInner, int entryBegin, int entryEnd) {
+    const float rlistInner2 = rlistSquared(rlistInner);
+    const Float3 lengths = boxLengthsF(settings.box);
+    const int numEntries = static_cast<int>(outer.entries.size());
+    if (entryEnd < 0) entryEnd = numEntries;
+    PairListHost inner;
+    inner.entries.reserve(outer.entries.size());
+    for (int e = 0; e < numEntries; ++e) {
+        const ClusterEntry& entry = outer.entries[e];
+        const bool prune = e >= entryBegin && e < entryEnd;
+        const int begin = static_cast<int>(inner.pairs.size());
+        for (int k = entry.jBegin; k < entry.jEnd; ++k) {
+            const ClusterPair& p = outer.pairs[k];
+            const Float3 sv = shiftVector(p.shift, lengths);
+            bool near = !prune;
+            for (int bit = 0; bit < kClusterSize * kClusterSize && !near; ++bit) {
+                const bool inMask = ((bit < 32 ? p.maskLo >> bit : p.maskHi >> (bit - 32)) & 1u) != 0;
+                if (!inMask) continue;
+                const int ai = layout.atomOfSlot[entry.ci * kClusterSize + bit / kClusterSize];
+                const int aj = layout.atomOfSlot[p.cj * kClusterSize + bit % kClusterSize];
+                near = atomDistance2(toFloat3(x[ai]), toFloat3(x[aj]), sv) < rlistInner2;
+            }
+            if (near) inner.pairs.push_back(p);
+        }
+        inner.entries.push_back({entry.ci, begin, static_cast<int>(inner.pairs.size()), 0});
+    }
+    return inner;
+}
+
 ListEnergies evaluateListReference(const ClusterLayoutHost& layout, const PairListHost& list,
                                    std::span<const Vec3f> x, std::span<const float> charges,
                                    const SearchSettings& settings, const ForceField& ff, std::span<Vec3f> forces) {

@@ -1,5 +1,6 @@
 // Nonbonded: the host side of the GPU non-bonded module (nonbonded.hpp). The
 // kernels and their launchers live in the .cu files.
+#include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
 
 #include <algorithm>
@@ -62,7 +63,10 @@ struct Nonbonded::Impl {
     int energyBlocks = 1;
     int residentWarps = 1;  // force-kernel warps the GPU holds at once
     int maxJ = 32;          // entry length of the last build
+    float rlistInner2 = 0.f;  // pruning radius squared, as the prune kernel compares it
     bool built = false;
+
+    bool pruning() const { return options.rlistInner > 0.0; }
 
     DeviceList& list(ListKind kind) { return lists[kind == ListKind::Local ? 0 : 1]; }
     const DeviceList& list(ListKind kind) const { return lists[kind == ListKind::Local ? 0 : 1]; }
@@ -74,14 +78,15 @@ struct Nonbonded::Impl {
         }
     }
 
-    // Gather, kernel, scatter for one list. Enqueue only.
+    // Gather, kernel, scatter for one list. With pruning the kernel also
+    // re-prunes the next part of the list (fused). Enqueue only.
     void compute(ListKind kind, const Vec3f* dX, Vec3f* dF, bool withEnergies, cudaStream_t stream) {
-        const DeviceList& l = list(kind);
+        DeviceList& l = list(kind);
         if (l.numEntries == 0) return;
         const bool local = kind == ListKind::Local;
         launchGather(dX, layout, local, stream);
         launchNonbonded(params, l, layout, local, withEnergies, energyBlocks, energies.data(), stream);
-        launchScatter(layout, local, dF, stream);
+        launchScatter(layout, l, local, dF, stream);
     }
 };
 
@@ -100,12 +105,26 @@ Nonbonded::Nonbonded(const ForceField& ff, double rlist, NonbondedOptions option
         throwError(ErrorKind::InvalidInput,
                    fmt::format("Nonbonded: growthFactor = {} must be at least 1", options.growthFactor));
     }
+    if (options.rlistInner != 0.0 && !(options.rlistInner >= ff.rc && options.rlistInner <= rlist)) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("Nonbonded: rlistInner = {} nm must lie between rc = {} nm and rlist = {} nm (the "
+                               "inner list is pruned from the rlist list and must hold every pair within rc), or "
+                               "be 0 for no pruning",
+                               options.rlistInner, ff.rc, rlist));
+    }
+    if (options.rlistInner > 0.0 && options.pruneParts < 1) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("Nonbonded: pruneParts = {} must be at least 1 with pruning (rlistInner = {} nm); "
+                               "set rlistInner = 0 to turn pruning off",
+                               options.pruneParts, options.rlistInner));
+    }
     impl_->ff = ff;
     impl_->rlist = rlist;
     impl_->options = options;
     impl_->params.c = makePairConstants(ff);
+    impl_->rlistInner2 = rlistSquared(options.rlistInner);
     impl_->energies.resize(kNumEnergies);
-    HALOEX_CUDA_CHECK(cudaMemset(impl_->energies.data(), 0, impl_->energies.bytes()));
+    cuda::fillBytesNow(impl_->energies.data(), 0, impl_->energies.bytes());
     impl_->diagnosticCounter.resize(1);
     int device = 0, numSms = 1;
     HALOEX_CUDA_CHECK(cudaGetDevice(&device));
@@ -146,6 +165,15 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
                 m.options.growthFactor, stream);
     searchList(m.lists[0], m.layout, false, m.settings, m.options.growthFactor, stream);
     searchList(m.lists[1], m.layout, true, m.settings, m.options.growthFactor, stream);
+    // Pruning: a full prune with the positions of the build (in both xq
+    // copies since buildLayout), so the first step already evaluates the
+    // inner list; the rolling parts start again at part 0.
+    for (int k = 0; k < 2; ++k) {
+        m.lists[k].pruned = false;
+        if (!m.pruning()) continue;
+        preparePrune(m.lists[k], m.options.pruneParts, m.rlistInner2, m.options.growthFactor, stream);
+        launchFullPrune(m.lists[k], m.layout, k == 0, lengths, stream);
+    }
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
     m.built = true;
 }
@@ -174,9 +202,11 @@ int Nonbonded::numLocal() const { return impl_->layout.numLocal; }
 int Nonbonded::numHomeClusters() const { return impl_->layout.numHomeClusters; }
 int Nonbonded::numClusters() const { return impl_->layout.numClusters; }
 double Nonbonded::rlist() const { return impl_->rlist; }
+double Nonbonded::rlistInner() const { return impl_->options.rlistInner; }
+int Nonbonded::pruneParts() const { return impl_->options.pruneParts; }
 int Nonbonded::maxJClustersPerEntry() const { return impl_->maxJ; }
 
-std::int64_t Nonbonded::countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream) {
+std::int64_t Nonbonded::countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream, ListView view) {
     Impl& m = *impl_;
     m.requireBuilt("countPairsWithinCutoff");
     const DeviceList& l = m.list(kind);
@@ -184,7 +214,7 @@ std::int64_t Nonbonded::countPairsWithinCutoff(ListKind kind, const Vec3f* dX, c
     const bool local = kind == ListKind::Local;
     launchGather(dX, m.layout, local, stream);
     m.diagnosticCounter.zeroAsync(stream);
-    launchCountWithinCutoff(l, m.layout, local, boxLengthsF(m.settings.box), m.params.c.rc2,
+    launchCountWithinCutoff(l, view == ListView::Outer, m.layout, local, boxLengthsF(m.settings.box), m.params.c.rc2,
                             m.diagnosticCounter.data(), stream);
     unsigned long long n = 0;
     HALOEX_CUDA_CHECK(cudaMemcpyAsync(&n, m.diagnosticCounter.data(), sizeof(n), cudaMemcpyDeviceToHost, stream));
@@ -217,28 +247,42 @@ ClusterLayoutHost Nonbonded::copyLayoutToHost() const {
     return h;
 }
 
-PairListHost Nonbonded::copyListToHost(ListKind kind) const {
+PairListHost Nonbonded::copyListToHost(ListKind kind, ListView view) const {
     const DeviceList& l = impl_->list(kind);
+    const bool inner = view == ListView::Evaluated && l.pruned;
     PairListHost h;
     h.entries.resize(static_cast<std::size_t>(l.numEntries));
     h.pairs.resize(static_cast<std::size_t>(l.numPairs));
     HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
     if (l.numEntries > 0) {
-        HALOEX_CUDA_CHECK(cudaMemcpy(h.entries.data(), l.entries.data(), h.entries.size() * sizeof(ClusterEntry),
-                                     cudaMemcpyDeviceToHost));
-        HALOEX_CUDA_CHECK(cudaMemcpy(h.pairs.data(), l.pairs.data(), h.pairs.size() * sizeof(ClusterPair),
-                                     cudaMemcpyDeviceToHost));
+        HALOEX_CUDA_CHECK(cudaMemcpy(h.entries.data(), inner ? l.innerEntries.data() : l.entries.data(),
+                                     h.entries.size() * sizeof(ClusterEntry), cudaMemcpyDeviceToHost));
+        HALOEX_CUDA_CHECK(cudaMemcpy(h.pairs.data(), inner ? l.innerPairs.data() : l.pairs.data(),
+                                     h.pairs.size() * sizeof(ClusterPair), cudaMemcpyDeviceToHost));
     }
-    return h;
+    if (!inner) return h;
+    // The inner list shares the outer ranges' starts: make it dense (what
+    // pruneReference returns), dropping the stale tails.
+    PairListHost dense;
+    dense.entries.reserve(h.entries.size());
+    for (const ClusterEntry& e : h.entries) {
+        const int begin = static_cast<int>(dense.pairs.size());
+        dense.pairs.insert(dense.pairs.end(), h.pairs.begin() + e.jBegin, h.pairs.begin() + e.jEnd);
+        dense.entries.push_back({e.ci, begin, static_cast<int>(dense.pairs.size()), 0});
+    }
+    return dense;
 }
 
-std::array<KernelResources, 3> nonbondedKernelResources() {
+std::array<KernelResources, 6> nonbondedKernelResources() {
     const auto pack = [](const char* name, const cudaFuncAttributes& a) {
         return KernelResources{name, a.numRegs, static_cast<int>(a.localSizeBytes), a.maxThreadsPerBlock};
     };
-    return {pack("nonbonded (forces)", nonbondedKernelAttributes(false)),
-            pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true)),
-            pack("pair search (fill)", searchKernelAttributes())};
+    return {pack("nonbonded (forces)", nonbondedKernelAttributes(false, false)),
+            pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true, false)),
+            pack("nonbonded (forces, rolling prune)", nonbondedKernelAttributes(false, true)),
+            pack("nonbonded (forces + energies, rolling prune)", nonbondedKernelAttributes(true, true)),
+            pack("pair search (fill)", searchKernelAttributes()),
+            pack("full prune (search steps)", pruneKernelAttributes())};
 }
 
 }  // namespace haloex::md::gpu

@@ -32,14 +32,25 @@ constexpr int kThreads = 256;
 
 // One pair: i atom xi against (shifted) j atom xj, counted when `inList` (its
 // mask bit) and r < rc. Forces accumulate with FMAs: fi += F/r d, fj -= F/r d.
-template <bool kEnergies>
+// kPruneEntry (an entry being pruned): also sets `near` when the pair is in
+// the list and within rlistInner, with the search's rounding (atomDistance2:
+// dx as here, then explicitly rounded squares and sums), so the CPU
+// reference (pruneReference) decides alike.
+template <bool kEnergies, bool kPruneEntry>
 __device__ __forceinline__ void pairInteraction(const PairConstants& c, const float4& xi, const float4& xj,
                                                 bool inList, float3& fi, float3& fj, float& lj, float& coul,
-                                                float& virial) {
+                                                float& virial, float rlistInner2, bool& near) {
     const float dx = xi.x - xj.x;
     const float dy = xi.y - xj.y;
     const float dz = xi.z - xj.z;
     const float r2 = __fmaf_rn(dz, dz, __fmaf_rn(dy, dy, dx * dx));
+    if constexpr (kPruneEntry) {
+        const float r2Search = __fadd_rn(__fadd_rn(__fmul_rn(dx, dx), __fmul_rn(dy, dy)), __fmul_rn(dz, dz));
+        near = near || (inList && r2Search < rlistInner2);
+    } else {
+        (void)rlistInner2;
+        (void)near;
+    }
     const bool interacts = inList && r2 < c.rc2;
     float vlj = 0.f, vc = 0.f;
     const float fscal = pairForceOverR<kEnergies>(c, r2, xi.w * xj.w, interacts, vlj, vc);
@@ -66,11 +77,86 @@ __device__ __forceinline__ void atomicAddForce(float4* address, float3 f) {
 #endif
 }
 
-template <bool kEnergies>
+// The j clusters of one entry (records staged in shared memory): forces
+// into fi0 / fi1 (registers) and f (atomics), energies into lj / coul /
+// virial. kPruneEntry: returns bit k set when pair k has an atom pair within
+// rlistInner (the rolling prune's decision, see pairInteraction).
+template <bool kEnergies, bool kPruneEntry>
+__device__ __forceinline__ unsigned jLoop(const KernelParams& p, const int4* records, int numJ,
+                                          const float4* __restrict__ xq, float4* __restrict__ f, const float4& xi0,
+                                          const float4& xi1, float3& fi0, float3& fi1, float& lj, float& coul,
+                                          float& virial, float rlistInner2) {
+    const int lane = threadIdx.x & 31;
+    const int ti = lane >> 3;
+    const int tj = lane & 7;
+    const unsigned laneBit = 1u << lane;
+    unsigned keep = 0;
+    for (int k = 0; k < numJ; ++k) {
+        const int4 record = records[k];  // {cj, shift, maskLo, maskHi}
+        const int cj = record.x;
+        float4 xj = xq[cj * kClusterSize + tj];
+        if (record.y != kCentralShift) {  // uniform branch; most pairs need no image
+            const float3 sv = p.shifts[record.y];
+            xj.x += sv.x;
+            xj.y += sv.y;
+            xj.z += sv.z;
+        }
+        // -0 is the additive identity the compiler may fold (0 - t is not -t for t = 0).
+        float3 fj = make_float3(-0.f, -0.f, -0.f);
+        bool near = false;
+        pairInteraction<kEnergies, kPruneEntry>(p.c, xi0, xj, (static_cast<unsigned>(record.z) & laneBit) != 0u,
+                                                fi0, fj, lj, coul, virial, rlistInner2, near);
+        pairInteraction<kEnergies, kPruneEntry>(p.c, xi1, xj, (static_cast<unsigned>(record.w) & laneBit) != 0u,
+                                                fi1, fj, lj, coul, virial, rlistInner2, near);
+        if constexpr (kPruneEntry) {
+            if (__any_sync(kFullWarp, near)) keep |= 1u << k;
+        }
+        // Sum over the four lanes of j slot tj: lanes tj, tj + 8, tj + 16, tj + 24.
+        fj.x += __shfl_xor_sync(kFullWarp, fj.x, 8);
+        fj.y += __shfl_xor_sync(kFullWarp, fj.y, 8);
+        fj.z += __shfl_xor_sync(kFullWarp, fj.z, 8);
+        fj.x += __shfl_xor_sync(kFullWarp, fj.x, 16);
+        fj.y += __shfl_xor_sync(kFullWarp, fj.y, 16);
+        fj.z += __shfl_xor_sync(kFullWarp, fj.z, 16);
+        if (ti == 0) atomicAddForce(&f[cj * kClusterSize + tj], fj);
+    }
+    return keep;
+}
+
+// Rolling pruning fused into the force kernel (kPrune): the entries of the
+// part the device state names are evaluated from the outer list -- the same
+// forces, as pairs beyond rc add nothing -- and, from the distances the
+// kernel computes anyway, get their inner list rewritten for the next steps.
+// The other entries read the inner list. The scatter kernel that follows on
+// the stream moves the state on (advancePrunePart), so a replayed graph
+// prunes the next part each step. (A last-block-done counter in this kernel
+// cost ~10 % at 720 000 atoms: a block-wide barrier plus a same-address
+// atomic in each of ~70 000 short blocks.)
+struct PruneArgs {
+    const ClusterEntry* outerEntries;
+    const ClusterPair* outerPairs;
+    ClusterEntry* innerEntries;  // entries and pairs passed to the kernel are these
+    ClusterPair* innerPairs;
+    const int* state;            // DeviceList::pruneState: [first entry, end entry, part]
+    float rlistInner2;
+};
+
+// The part after this step's, and its entry range (one thread).
+__device__ __forceinline__ void advancePrunePart(int* state, int numEntries, int parts) {
+    const int next = (state[2] + 1) % parts;
+    state[0] = prunePartBegin(numEntries, parts, next);
+    state[1] = prunePartBegin(numEntries, parts, next + 1);
+    state[2] = next;
+}
+
+// (kPrune: entries / pairs are the inner list, which the kernel rewrites for
+// the entries it prunes; those it reads from the outer list instead, so no
+// location is both read through these pointers and written in one launch.)
+template <bool kEnergies, bool kPrune>
 __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
     nonbondedKernel(const KernelParams p, const ClusterEntry* __restrict__ entries, int numEntries,
                     const ClusterPair* __restrict__ pairs, const float4* __restrict__ xq, float4* __restrict__ f,
-                    double* __restrict__ energies) {
+                    double* __restrict__ energies, const PruneArgs prune) {
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int ti = lane >> 3;  // i slots ti and ti + 4
@@ -82,7 +168,13 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
     double sumLj = 0.0, sumCoul = 0.0, sumVirial = 0.0;
 
     for (int e = blockIdx.x * kNbWarps + warp; e < numEntries; e += gridDim.x * kNbWarps) {
-        const ClusterEntry entry = entries[e];
+        bool pruneEntry = false;  // warp-uniform
+        if constexpr (kPrune) {
+            const int2 range = __ldg(reinterpret_cast<const int2*>(prune.state));  // [first, end) entry
+            pruneEntry = e >= range.x && e < range.y;
+        }
+        const ClusterEntry entry = pruneEntry ? prune.outerEntries[e] : entries[e];
+        const ClusterPair* entryPairs = pruneEntry ? prune.outerPairs : pairs;
         const int ci = entry.ci;
         const float4 xi0 = xq[ci * kClusterSize + ti];
         const float4 xi1 = xq[ci * kClusterSize + ti + 4];
@@ -91,33 +183,21 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
         float lj = 0.f, coul = 0.f, virial = 0.f;
         const int numJ = entry.jEnd - entry.jBegin;  // <= 32 (NonbondedOptions)
         __syncwarp();  // the previous entry's reads of `records` are done
-        if (lane < numJ) records[warp][lane] = reinterpret_cast<const int4*>(pairs)[entry.jBegin + lane];
+        if (lane < numJ) records[warp][lane] = reinterpret_cast<const int4*>(entryPairs)[entry.jBegin + lane];
         __syncwarp();
+        unsigned keep = 0;  // kPrune: bit k = pair k has an atom pair within rlistInner
 
-        for (int k = 0; k < numJ; ++k) {
-            const int4 record = records[warp][k];  // {cj, shift, maskLo, maskHi}
-            const int cj = record.x;
-            float4 xj = xq[cj * kClusterSize + tj];
-            if (record.y != kCentralShift) {  // uniform branch; most pairs need no image
-                const float3 sv = p.shifts[record.y];
-                xj.x += sv.x;
-                xj.y += sv.y;
-                xj.z += sv.z;
+        if constexpr (kPrune) {
+            // Two copies of the loop: entries not pruned now run exactly the
+            // plain kernel's (a run-time flag in the loop cost issue slots).
+            if (pruneEntry) {
+                keep = jLoop<kEnergies, true>(p, records[warp], numJ, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial,
+                                              prune.rlistInner2);
+            } else {
+                jLoop<kEnergies, false>(p, records[warp], numJ, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial, 0.f);
             }
-            // -0 is the additive identity the compiler may fold (0 - t is not -t for t = 0).
-            float3 fj = make_float3(-0.f, -0.f, -0.f);
-            pairInteraction<kEnergies>(p.c, xi0, xj, (static_cast<unsigned>(record.z) & laneBit) != 0u, fi0, fj, lj,
-                                       coul, virial);
-            pairInteraction<kEnergies>(p.c, xi1, xj, (static_cast<unsigned>(record.w) & laneBit) != 0u, fi1, fj, lj,
-                                       coul, virial);
-            // Sum over the four lanes of j slot tj: lanes tj, tj + 8, tj + 16, tj + 24.
-            fj.x += __shfl_xor_sync(kFullWarp, fj.x, 8);
-            fj.y += __shfl_xor_sync(kFullWarp, fj.y, 8);
-            fj.z += __shfl_xor_sync(kFullWarp, fj.z, 8);
-            fj.x += __shfl_xor_sync(kFullWarp, fj.x, 16);
-            fj.y += __shfl_xor_sync(kFullWarp, fj.y, 16);
-            fj.z += __shfl_xor_sync(kFullWarp, fj.z, 16);
-            if (ti == 0) atomicAddForce(&f[cj * kClusterSize + tj], fj);
+        } else {
+            jLoop<kEnergies, false>(p, records[warp], numJ, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial, 0.f);
         }
         // Sum over the eight lanes of i slot ti: lanes 8 ti .. 8 ti + 7.
 #pragma unroll
@@ -137,6 +217,18 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
             sumLj += lj;
             sumCoul += coul;
             sumVirial += virial;
+        }
+        if constexpr (kPrune) {
+            // Kept records in their order at [jBegin, jBegin + kept) (popc of
+            // the kept bits below each lane's record); read back from
+            // `records` before the next entry's __syncwarp lets them change.
+            if (pruneEntry) {
+                if (lane < numJ && ((keep >> lane) & 1u) != 0u) {
+                    reinterpret_cast<int4*>(prune.innerPairs)[entry.jBegin + __popc(keep & (laneBit - 1u))] =
+                        records[warp][lane];
+                }
+                if (lane == 0) prune.innerEntries[e] = ClusterEntry{ci, entry.jBegin, entry.jBegin + __popc(keep), 0};
+            }
         }
     }
 
@@ -188,9 +280,13 @@ __global__ void gatherKernel(const Vec3f* __restrict__ x, const int* __restrict_
 
 // Adds slot-ordered forces into the caller's array and clears them for the
 // next step (atomics: the other list's scatter and the halo force unpack may
-// add to the same atoms concurrently).
+// add to the same atoms concurrently). With pruneState (the list is pruned):
+// moves the rolling prune on to the next part -- the force kernel before it
+// on the stream has read the current one.
 __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __restrict__ atomOfSlot,
-                                    long long numSlots, Vec3f* __restrict__ f) {
+                                    long long numSlots, Vec3f* __restrict__ f, int* pruneState, int numEntries,
+                                    int parts) {
+    if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
     const long long slot = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (slot >= numSlots) return;
     const float4 v = fSlots[slot];
@@ -237,59 +333,84 @@ void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void launchNonbonded(const KernelParams& params, const DeviceList& list, DeviceLayout& layout, bool local,
-                     bool energies, int maxEnergyBlocks, double* dEnergies, cudaStream_t stream) {
+void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout& layout, bool local, bool energies,
+                     int maxEnergyBlocks, double* dEnergies, cudaStream_t stream) {
     if (list.numEntries == 0) return;
     const float4* xq = local ? layout.xqLocal.data() : layout.xqNonlocal.data();
     float4* f = local ? layout.fLocal.data() : layout.fNonlocal.data();
     const int blocks = blocksFor(list.numEntries, kNbWarps);
-    if (energies) {
-        nonbondedKernel<true><<<std::min(blocks, std::max(maxEnergyBlocks, 1)), kNbThreads, 0, stream>>>(
-            params, list.entries.data(), list.numEntries, list.pairs.data(), xq, f, dEnergies);
+    // With pruning the entries' jEnd is the pruned end: an entry that kept
+    // nothing costs one empty pass (numJ = 0), its i forces add zero.
+    const ClusterEntry* entries = list.evaluatedEntries();
+    const ClusterPair* pairs = list.evaluatedPairs();
+    const int energyBlocks = std::min(blocks, std::max(maxEnergyBlocks, 1));
+    if (list.pruned) {
+        const PruneArgs prune{list.entries.data(),    list.pairs.data(),      list.innerEntries.data(),
+                              list.innerPairs.data(), list.pruneState.data(), list.rlistInner2};
+        if (energies) {
+            nonbondedKernel<true, true><<<energyBlocks, kNbThreads, 0, stream>>>(params, entries, list.numEntries,
+                                                                                 pairs, xq, f, dEnergies, prune);
+        } else {
+            nonbondedKernel<false, true><<<blocks, kNbThreads, 0, stream>>>(params, entries, list.numEntries, pairs,
+                                                                            xq, f, dEnergies, prune);
+        }
     } else {
-        nonbondedKernel<false><<<blocks, kNbThreads, 0, stream>>>(params, list.entries.data(), list.numEntries,
-                                                                  list.pairs.data(), xq, f, dEnergies);
+        const PruneArgs none{};
+        if (energies) {
+            nonbondedKernel<true, false><<<energyBlocks, kNbThreads, 0, stream>>>(params, entries, list.numEntries,
+                                                                                  pairs, xq, f, dEnergies, none);
+        } else {
+            nonbondedKernel<false, false><<<blocks, kNbThreads, 0, stream>>>(params, entries, list.numEntries, pairs,
+                                                                             xq, f, dEnergies, none);
+        }
     }
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void launchScatter(DeviceLayout& layout, bool local, Vec3f* dF, cudaStream_t stream) {
+void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream) {
     const long long slots = local ? layout.numHomeSlots() : layout.numSlots();
     if (slots == 0) return;
     float4* f = local ? layout.fLocal.data() : layout.fNonlocal.data();
-    scatterForcesKernel<<<blocksFor(slots, kThreads), kThreads, 0, stream>>>(f, layout.atomOfSlot.data(), slots, dF);
+    int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
+    scatterForcesKernel<<<blocksFor(slots, kThreads), kThreads, 0, stream>>>(f, layout.atomOfSlot.data(), slots, dF,
+                                                                             pruneState, list.numEntries,
+                                                                             list.pruneParts);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void launchCountWithinCutoff(const DeviceList& list, DeviceLayout& layout, bool local, Float3 boxLengths, float rc2,
-                             unsigned long long* dCount, cudaStream_t stream) {
+void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,
+                             float rc2, unsigned long long* dCount, cudaStream_t stream) {
     if (list.numEntries == 0) return;
     const float4* xq = local ? layout.xqLocal.data() : layout.xqNonlocal.data();
+    const ClusterEntry* entries = outer ? list.entries.data() : list.evaluatedEntries();
+    const ClusterPair* pairs = outer ? list.pairs.data() : list.evaluatedPairs();
     countWithinCutoffKernel<<<blocksFor(static_cast<long long>(list.numEntries) * 32, kThreads), kThreads, 0,
-                              stream>>>(list.entries.data(), list.numEntries, list.pairs.data(), xq, boxLengths, rc2,
-                                        dCount);
+                              stream>>>(entries, list.numEntries, pairs, xq, boxLengths, rc2, dCount);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
 int forceKernelBlocksPerSm() {
     static_assert(kForceKernelWarpsPerBlock == kNbWarps);
     int perSm = 1;
-    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<false>, kNbThreads, 0));
+    HALOEX_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<false, false>, kNbThreads, 0));
     return std::max(perSm, 1);
 }
 
 int energyKernelBlocksPerSm() {
     int perSm = 1;
-    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<true>, kNbThreads, 0));
+    HALOEX_CUDA_CHECK(
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<true, false>, kNbThreads, 0));
     return std::max(perSm, 1);
 }
 
-cudaFuncAttributes nonbondedKernelAttributes(bool energies) {
+cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune) {
     cudaFuncAttributes a{};
     if (energies) {
-        HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, nonbondedKernel<true>));
+        HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, prune ? nonbondedKernel<true, true> : nonbondedKernel<true, false>));
     } else {
-        HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, nonbondedKernel<false>));
+        HALOEX_CUDA_CHECK(
+            cudaFuncGetAttributes(&a, prune ? nonbondedKernel<false, true> : nonbondedKernel<false, false>));
     }
     return a;
 }

@@ -81,6 +81,26 @@ struct DeviceList {
     cuda::DeviceBuffer<int> pairCount, entryCount, pairOffset, entryOffset;
     cuda::DeviceBuffer<unsigned long long> counters;  // [atom pairs, error flag]
     cuda::DeviceBuffer<unsigned char> cubTemp;
+
+    // Rolling pruning (NonbondedOptions::rlistInner > 0): the inner list the
+    // force kernel reads. innerEntries[e] is entries[e] with jEnd = jBegin +
+    // kept; innerPairs[jBegin, jBegin + kept) are entry e's kept pairs in
+    // their outer order (the rest of its outer range is stale). Same
+    // capacities as entries / pairs, so an entry never moves.
+    bool pruned = false;
+    int pruneParts = 1;
+    float rlistInner2 = 0.f;  // as the kernels compare it (rlistSquared)
+    cuda::DeviceBuffer<ClusterEntry> innerEntries;
+    cuda::DeviceBuffer<ClusterPair> innerPairs;
+    // [first entry, end entry, part] of the part to prune next (the range
+    // first: the force kernel loads it as one 8-byte int2): device state
+    // (advanced by the scatter after each force kernel), so a replayed graph
+    // prunes a different part each step.
+    cuda::DeviceBuffer<int> pruneState;
+
+    // What the force kernel evaluates.
+    const ClusterEntry* evaluatedEntries() const { return pruned ? innerEntries.data() : entries.data(); }
+    const ClusterPair* evaluatedPairs() const { return pruned ? innerPairs.data() : pairs.data(); }
 };
 
 // Builds the local (home-home) or non-local list (synchronises `stream`).
@@ -103,18 +123,37 @@ struct KernelParams {
 // Gathers positions of the local list's slots (home) or the non-local list's
 // (all) into the matching xq copy.
 void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream);
-// The pair kernel over one list into the list's slot-ordered force buffer.
-// With energies, the grid is capped at maxEnergyBlocks.
-void launchNonbonded(const KernelParams& params, const DeviceList& list, DeviceLayout& layout, bool local,
-                     bool energies, int maxEnergyBlocks, double* dEnergies, cudaStream_t stream);
-// Adds the list's slot-ordered forces into dF and clears them.
-void launchScatter(DeviceLayout& layout, bool local, Vec3f* dF, cudaStream_t stream);
-// Adds to *dCount the list's atom pairs with atomDistance2 < rc2 (diagnostic).
-void launchCountWithinCutoff(const DeviceList& list, DeviceLayout& layout, bool local, Float3 boxLengths, float rc2,
-                             unsigned long long* dCount, cudaStream_t stream);
+// The pair kernel over one list (list.evaluated*: the inner list when
+// pruned) into the list's slot-ordered force buffer.
+// With energies, the grid is capped at maxEnergyBlocks. When the list is
+// pruned the kernel also does the rolling prune: it evaluates the part of
+// the entries the device counter names from the outer list, rewrites their
+// inner lists from the distances it computed (with this step's positions)
+// (the scatter then advances the part) -- no second pass over the list.
+void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout& layout, bool local, bool energies,
+                     int maxEnergyBlocks, double* dEnergies, cudaStream_t stream);
+// Adds the list's slot-ordered forces into dF and clears them; a pruned
+// list's rolling prune moves on to its next part.
+void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream);
+// Adds to *dCount the atom pairs with atomDistance2 < rc2 of the list's
+// evaluated entries (outer = false) or of its outer list (diagnostic).
+void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,
+                             float rc2, unsigned long long* dCount, cudaStream_t stream);
+
+// --- pruning (prune.cu) -------------------------------------------------------
+// Sizes the list's inner buffers to its outer list, sets its pruning
+// parameters and resets the part counter to 0 (enqueued on `stream`). Call
+// after searchList.
+void preparePrune(DeviceList& list, int parts, float rlistInner2, double growth, cudaStream_t stream);
+// Prunes every entry of the list against list.rlistInner2 with the positions
+// in the list's xq copy (local: xqLocal, else xqNonlocal): the search step's
+// full prune. The rolling prune of later steps is fused into the force
+// kernel (launchNonbonded).
+void launchFullPrune(DeviceList& list, DeviceLayout& layout, bool local, Float3 boxLengths, cudaStream_t stream);
+cudaFuncAttributes pruneKernelAttributes();
 int energyKernelBlocksPerSm();
 int forceKernelBlocksPerSm();
 inline constexpr int kForceKernelWarpsPerBlock = 4;
-cudaFuncAttributes nonbondedKernelAttributes(bool energies);
+cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune);
 
 }  // namespace haloex::md::gpu::detail

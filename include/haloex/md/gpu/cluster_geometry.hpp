@@ -197,6 +197,14 @@ HALOEX_HD inline bool atomPairInList(plan::ZoneMask zi, plan::ZoneMask zj, int a
     return true;
 }
 
+// Rolling pruning (nonbonded.hpp, NonbondedOptions::pruneParts): part k of
+// `parts` is the contiguous entry range [prunePartBegin(k), prunePartBegin(k+1));
+// sizes differ by at most one. Contiguous rather than strided so a part's
+// pair records are one stretch of memory.
+HALOEX_HD inline int prunePartBegin(int numEntries, int parts, int k) {
+    return static_cast<int>(static_cast<long long>(numEntries) * k / parts);
+}
+
 // Column size of the grids: cubic clusters of 8 at the given number density.
 // Shared so the CPU reference and the GPU choose identical grids.
 float chooseColumnCellSize(double numberDensity);

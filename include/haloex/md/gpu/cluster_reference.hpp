@@ -77,6 +77,17 @@ ClusterLayoutHost buildLayoutReference(std::span<const Vec3f> x, std::span<const
 PairListHost searchReference(const ClusterLayoutHost& layout, std::span<const Vec3f> x,
                              std::span<const plan::ZoneMask> zoneMask, bool nonlocal, const SearchSettings& settings);
 
+// The inner list of `outer` for dynamic pruning (NonbondedOptions::
+// rlistInner): every entry, in order, keeps the pairs, in order, that have an
+// unmasked atom pair with atomDistance2 < rlistSquared(rlistInner) at the
+// positions x -- the device prune's decision, bit for bit. Dense (like
+// searchReference's lists, comparable with Nonbonded::copyListToHost(kind,
+// ListView::Evaluated)). Entries [entryBegin, entryEnd) are pruned; the others
+// keep all their pairs (entryEnd < 0: to the last entry).
+PairListHost pruneReference(const ClusterLayoutHost& layout, const PairListHost& outer, std::span<const Vec3f> x,
+                            const SearchSettings& settings, double rlistInner, int entryBegin = 0,
+                            int entryEnd = -1);
+
 // Forces and energies over one list, in float with the kernel's formula
 // (energies summed in double). Forces are added into `forces` (numLocal).
 // pairsWithinCutoff counts r^2 < rc^2 with atomDistance2 (exactly what the

@@ -43,23 +43,50 @@ struct NonbondedOptions {
     int maxJClustersPerEntry = 0;
     // Buffers grow with this headroom so later searches rarely reallocate.
     double growthFactor = 1.25;
+    // Dynamic ("rolling") pruning of the lists, as GROMACS does on GPUs.
+    // rlistInner (nm): radius of the inner list the force kernel evaluates,
+    // rc <= rlistInner <= rlist. 0 = no pruning: the kernel evaluates the
+    // whole list built at build(), exactly as without this option.
+    // With pruning, build() prunes every entry of the (outer) list against
+    // rlistInner with the positions of the build; then every computeLocal /
+    // computeNonlocal re-prunes, inside its force kernel, one of `pruneParts`
+    // contiguous parts of that list's entries (prunePartBegin in
+    // cluster_geometry.hpp), in turn, with the positions of that step (the
+    // kernel evaluates that part from the outer list -- the same forces, as
+    // pairs beyond rc add nothing -- and keeps the distances it computes
+    // anyway, so pruning needs no extra pass over the list). So an
+    // entry is pruned every pruneParts steps and its inner list is used for
+    // the next pruneParts steps: rlistInner must cover pruneParts steps of
+    // motion (chooseRlistInner in verlet_buffer.hpp). The part to prune next
+    // lives on the device and advances on the device, so a captured step
+    // graph replays correctly; build() resets it to part 0.
+    double rlistInner = 0.0;
+    int pruneParts = 8;  // >= 1; used only when rlistInner > 0 (haloex-md: kDefaultPruneParts)
 };
 
 enum class ListKind { Local, Nonlocal };
 
-// Host-side counters of one list, known after build().
+// Host-side counters of one list, known after build(). With pruning these
+// are the outer list's (the inner list changes on the device every step:
+// copyListToHost(kind, ListView::Evaluated) reads it).
 struct PairListStats {
     int entries = 0;               // warp work items
     std::int64_t clusterPairs = 0;
     std::int64_t atomPairs = 0;    // set mask bits: atom pairs in the list (within rlist or not)
 };
 
+// Which list a diagnostic reads: the one the force kernel evaluates (the
+// pruned inner list when pruning is on, else the list built at build()) or
+// the outer list built at build().
+enum class ListView { Evaluated, Outer };
+
 // Energy slots in deviceEnergies().
 enum EnergyIndex : int { kEnergyLj = 0, kEnergyCoulomb = 1, kEnergyVirial = 2, kNumEnergies = 3 };
 
 class Nonbonded {
 public:
-    // rlist >= ff.rc: the pair-list (buffered) cutoff. Throws InvalidInput.
+    // rlist >= ff.rc: the pair-list (buffered) cutoff. Throws InvalidInput
+    // (also for rlistInner outside [rc, rlist] or pruneParts < 1 with pruning).
     Nonbonded(const ForceField& ff, double rlist, NonbondedOptions options = {});
     ~Nonbonded();
     Nonbonded(const Nonbonded&) = delete;
@@ -78,6 +105,8 @@ public:
     // entries, the rank's layout) reading the positions now in dX. With
     // `energies`, also adds LJ, Coulomb (pair part, without the reaction-field
     // self term) and virial (-1/2 sum r_ij . f_ij) into deviceEnergies().
+    // With pruning, the same kernel also re-prunes the next part of the local
+    // list with these positions (the next call evaluates the result).
     void computeLocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream);
     // Same for the non-local list; reads halo positions, adds forces on home
     // and halo atoms (the latter go home by the reverse halo exchange).
@@ -95,16 +124,27 @@ public:
     int numHomeClusters() const;
     int numClusters() const;
     double rlist() const;
+    double rlistInner() const;  // 0: no pruning
+    int pruneParts() const;     // meaningful when rlistInner() > 0
+    bool pruning() const { return rlistInner() > 0.0; }
     // The entry length the last build() used (resolves the automatic choice).
     int maxJClustersPerEntry() const;
 
     // --- diagnostics (synchronise; for tests and benchmarks) ----------------
-    // Atom pairs of the list closer than rc at the positions in dX.
-    std::int64_t countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream);
+    // Atom pairs of the list closer than rc at the positions in dX. The
+    // default counts what the force kernel evaluates now (the inner list when
+    // pruning), so "pairs within rc" and the fraction of useful pairs are
+    // honest; ListView::Outer counts the list built at build(). Overwrites
+    // the list's gathered positions (the next compute gathers again).
+    std::int64_t countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream,
+                                        ListView view = ListView::Evaluated);
     // Copies of the device layout and lists, comparable with the CPU
-    // reference (cluster_reference.hpp).
+    // reference (cluster_reference.hpp). ListView::Outer (the default) is
+    // the list of the last build(); ListView::Evaluated the one the next
+    // force kernel would read, made dense (entries in the same order, each
+    // pointing at its kept pairs): compare with pruneReference().
     ClusterLayoutHost copyLayoutToHost() const;
-    PairListHost copyListToHost(ListKind kind) const;
+    PairListHost copyListToHost(ListKind kind, ListView view = ListView::Outer) const;
 
 private:
     struct Impl;
@@ -118,6 +158,8 @@ struct KernelResources {
     int localBytes;  // > 0 means spills / local arrays
     int maxThreadsPerBlock;
 };
-std::array<KernelResources, 3> nonbondedKernelResources();  // forces, forces+energies, search
+// Forces, forces + energies, the same two with the fused rolling prune, the
+// search (fill pass), the search step's full prune.
+std::array<KernelResources, 6> nonbondedKernelResources();
 
 }  // namespace haloex::md::gpu
