@@ -100,7 +100,7 @@ def suite_single(a):
     return {"runs": runs, "nonbonded_kernels": kernels}
 
 
-def suite_dd(a):
+def suite_dd(a, save=lambda partial: None):
     sizes = [22500, 45000, 90000, 180000, 360000, 720000]
     if a.quick:
         sizes = [22500, 90000]
@@ -128,7 +128,8 @@ def suite_dd(a):
             print(f"{n:>8} {transport}/{path:6}: {r.get('us_per_step', float('nan')):9.1f} us/step, "
                   f"local {t.get('local_us', float('nan')):7.1f} nonlocal {t.get('nonlocal_us', float('nan')):7.1f} "
                   f"non-overlap {t.get('nonoverlap_us', float('nan')):7.1f} {r.get('error', '')[:200]}", flush=True)
-    return {"runs": runs}
+        save({"runs": runs, "complete": False})
+    return {"runs": runs, "complete": True}
 
 
 def main():
@@ -148,13 +149,18 @@ def main():
               "commit": commit(), "machine": machine(),
               "settings": {"ranks": a.ranks if a.suite == "dd" else 1, "grid": a.grid, "quick": a.quick,
                            "shared_gpus": a.shared_gpus}}
-    record.update(suite_single(a) if a.suite == "single" else suite_dd(a))
     gpu = (record["machine"]["gpus"][0].split(",")[0] if record["machine"]["gpus"] else "cpu").replace(" ", "-")
     os.makedirs(a.out, exist_ok=True)
-    name = f"md-{a.suite}-{gpu}-{datetime.date.today().isoformat()}.json"
-    with open(os.path.join(a.out, name), "w") as f:
-        json.dump(record, f, indent=1)
-    print(f"wrote {os.path.join(a.out, name)}")
+    path = os.path.join(a.out, f"md-{a.suite}-{gpu}-{datetime.date.today().isoformat()}.json")
+
+    def save(partial):
+        """Rewritten after every size, so a run cut short keeps what it measured."""
+        record.update(partial)
+        with open(path, "w") as f:
+            json.dump(record, f, indent=1)
+
+    save(suite_single(a) if a.suite == "single" else suite_dd(a, save))
+    print(f"wrote {path}")
 
 
 if __name__ == "__main__":
