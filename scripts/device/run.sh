@@ -147,7 +147,7 @@ md_json() {  # np out.json args...  (haloex-md under mpirun, shared GPU)
 }
 
 stage_md_check() {
-  note "== MD on one GPU shared by 2 ranks: transports agree (first 50 steps), long nvshmem runs complete"
+  note "== MD on 2 ranks (one per GPU, or sharing one under MPS): transports agree (first 50 steps), long nvshmem runs complete"
   start_mps
   local common=(--atoms 22500 --steps 60 --thermo-every 1 --grid 2x1x1)
   md_json 2 "$out/dd-ipc.json" --transport ipc "${common[@]}"
