@@ -3,6 +3,9 @@
 #   scripts/device/run.sh STAGE...
 #   stages: build test stress exchange-timing timeout mps-nan md-check md-quality md-single md-dd md-stability sanitize
 #           jacobi commbench
+# Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
+#   mkdir -p /root/hx && tar xzf .devsrc/src.tar.gz -C /root/hx &&
+#   cp .devsrc/commit /root/hx/.commit && cd /root/hx && bash scripts/device/run.sh STAGE...
 # Logs and results go to $OUT (or ./out). Stages run in the order given; a
 # failing stage is reported and the next one still runs.
 set -uo pipefail
