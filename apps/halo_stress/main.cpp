@@ -154,10 +154,7 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
         dBaseById.resize(base.size());
         cuda::copyToDeviceNow(dSlots.data(), e.slots.data(), e.slots.size() * sizeof(stress::SlotInfo));
         cuda::copyToDeviceNow(dHomeBase.data(), e.homeBase.data(), e.homeBase.size() * sizeof(Vec3f));
-        HALOEX_CUDA_CHECK(
-            cudaMemcpy(dBaseById.data(), base.data(), base.size() * sizeof(Vec3f), cudaMemcpyHostToDevice));
-        // The copies above ran on the legacy stream, which our non-blocking stream does not wait for.
-        HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+        cuda::copyToDeviceNow(dBaseById.data(), base.data(), base.size() * sizeof(Vec3f));
         const long long epochEnd = std::min<long long>(o.steps, step + o.repartitionEvery);
         for (; step < epochEnd; ++step) {
             stress::setHomePositions(transport->coordinates(), dHomeBase.data(), dSlots.data(), p.numHome, step,

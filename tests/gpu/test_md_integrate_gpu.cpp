@@ -9,34 +9,16 @@
 #include <random>
 #include <vector>
 
+#include "gpu_test_support.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/md/gpu/integrate.hpp"
 
 using namespace haloex;
 using namespace haloex::md::gpu;
+using haloex::testing::upload;
+using haloex::testing::download;
 
 namespace {
-
-#define HALOEX_REQUIRE_GPU()                                                                                  \
-    do {                                                                                                      \
-        if (haloex::cuda::deviceCount() == 0)                                                                 \
-            GTEST_SKIP() << "no CUDA device visible: GPU test skipped (run `ctest -L gpu` on a GPU machine)"; \
-    } while (0)
-
-template <class T>
-cuda::DeviceBuffer<T> upload(const std::vector<T>& host) {
-    cuda::DeviceBuffer<T> d(std::max<std::size_t>(host.size(), 1));
-    cuda::copyToDeviceNow(d.data(), host.data(), host.size() * sizeof(T));
-    return d;
-}
-
-template <class T>
-std::vector<T> download(const cuda::DeviceBuffer<T>& d, std::size_t count) {
-    std::vector<T> host(count);
-    HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
-    HALOEX_CUDA_CHECK(cudaMemcpy(host.data(), d.data(), count * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-}
 
 std::vector<Vec3f> randomVectors(int n, float scale, unsigned seed) {
     std::mt19937 rng(seed);

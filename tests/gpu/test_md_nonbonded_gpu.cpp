@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "gpu_test_support.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/md/gpu/cluster_reference.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
@@ -24,33 +25,14 @@ using namespace haloex;
 using namespace haloex::md::gpu;
 using haloex::testing::FloatSystem;
 using haloex::testing::RankSystem;
+using haloex::testing::upload;
+using haloex::testing::download;
 
 namespace {
 
 constexpr double kRlist = 1.0;
 constexpr double kForceTolerance = 1e-5;   // ||df|| / ||f|| against the double oracle
 constexpr double kEnergyTolerance = 1e-5;  // relative to the sum of |pair terms|
-
-#define HALOEX_REQUIRE_GPU()                                                                                  \
-    do {                                                                                                      \
-        if (haloex::cuda::deviceCount() == 0)                                                                 \
-            GTEST_SKIP() << "no CUDA device visible: GPU test skipped (run `ctest -L gpu` on a GPU machine)"; \
-    } while (0)
-
-template <class T>
-cuda::DeviceBuffer<T> upload(const std::vector<T>& host) {
-    cuda::DeviceBuffer<T> d(std::max<std::size_t>(host.size(), 1));
-    if (!host.empty()) cuda::copyToDeviceNow(d.data(), host.data(), host.size() * sizeof(T));
-    return d;
-}
-
-template <class T>
-std::vector<T> download(const cuda::DeviceBuffer<T>& d, std::size_t count) {
-    std::vector<T> host(count);
-    HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
-    if (count) HALOEX_CUDA_CHECK(cudaMemcpy(host.data(), d.data(), count * sizeof(T), cudaMemcpyDeviceToHost));
-    return host;
-}
 
 // One rank's inputs, on the host and the device.
 struct Inputs {

@@ -20,6 +20,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/blocking_ops.hpp"
+#include "gpu_test_support.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/md/gpu/cluster_reference.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
@@ -29,6 +30,7 @@ using namespace haloex;
 using namespace haloex::md::gpu;
 using haloex::testing::FloatSystem;
 using haloex::testing::RankSystem;
+using haloex::testing::upload;
 
 namespace {
 
@@ -40,19 +42,6 @@ constexpr float kMaxStep = 0.002f;  // nm per step and dimension
 // for the inner list's life; and 0.055 nm in 8 steps < rlist - rc.
 constexpr double kRlistInner = 0.93;
 constexpr int kSteps = 8;
-
-#define HALOEX_REQUIRE_GPU()                                                                                  \
-    do {                                                                                                      \
-        if (haloex::cuda::deviceCount() == 0)                                                                 \
-            GTEST_SKIP() << "no CUDA device visible: GPU test skipped (run `ctest -L gpu` on a GPU machine)"; \
-    } while (0)
-
-template <class T>
-cuda::DeviceBuffer<T> upload(const std::vector<T>& host) {
-    cuda::DeviceBuffer<T> d(std::max<std::size_t>(host.size(), 1));
-    if (!host.empty()) cuda::copyToDeviceNow(d.data(), host.data(), host.size() * sizeof(T));
-    return d;
-}
 
 // One rank's atoms and their positions at steps 0, 1, ...: x(j) = x(0) + j v,
 // v per global atom (halo copies move with their atom).
