@@ -16,21 +16,6 @@ __device__ __forceinline__ std::uint64_t globalTimerNs() {
     return t;
 }
 
-// Loads with acquire semantics at system scope: later reads see everything
-// the writer released before its signal, also when the writer is a peer GPU.
-__device__ __forceinline__ std::uint64_t loadAcquireSys(const std::uint64_t* addr) {
-    std::uint64_t v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
-    return v;
-}
-
-// Loads with acquire semantics at GPU scope (device-local words).
-__device__ __forceinline__ std::uint64_t loadAcquireGpu(const std::uint64_t* addr) {
-    std::uint64_t v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
-    return v;
-}
-
 // Spinning reads: relaxed loads, then one acquire fence once the value has
 // come (the PTX memory model's acquire pattern). An acquire load in every
 // poll would also discard the L1 on every iteration of the spin.
