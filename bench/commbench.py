@@ -15,7 +15,6 @@ Examples:
 """
 import argparse
 import datetime
-import glob
 import json
 import os
 import shlex
@@ -24,25 +23,13 @@ import subprocess
 import sys
 import time
 
+from bench_common import find_executable, launcher_environment
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOALS = [  # (benchmark, variant, bytes, limit in us, text)
     ("put_signal_pingpong", "block", 1024, 2.5, "put-with-signal half round trip <= 2.5 us"),
     ("direct_store_flag", "block", 1024, 1.8, "direct stores + system release of a flag <= 1.8 us"),
 ]
-
-
-def launcher_environment():
-    """OpenMPI refuses to run as root unless told twice (containers run as root)."""
-    env = dict(os.environ)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    return env
-
-
-def find_executable(name):
-    candidates = sorted(glob.glob(os.path.join(REPO, "build*", "bin", name)), key=os.path.getmtime, reverse=True)
-    return candidates[0] if candidates else None
 
 
 def size_text(b):

@@ -17,7 +17,6 @@ Then: python3 bench/plot_jacobi.py bench/results/jacobi-<...>.json
 """
 import argparse
 import datetime
-import glob
 import json
 import os
 import shlex
@@ -27,22 +26,10 @@ import sys
 import tempfile
 import time
 
+from bench_common import find_executable, launcher_environment
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CPU_ORCHESTRATED = ("staged", "ipc", "nccl")
-
-
-def launcher_environment():
-    """OpenMPI refuses to run as root unless told twice (containers run as root)."""
-    env = dict(os.environ)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    return env
-
-
-def find_executable(name):
-    candidates = sorted(glob.glob(os.path.join(REPO, "build*", "bin", name)), key=os.path.getmtime, reverse=True)
-    return candidates[0] if candidates else None
 
 
 def iterations_for(n, quick):

@@ -1,0 +1,21 @@
+"""What the benchmark drivers share: finding a built executable and the
+environment for launching it under mpirun."""
+import glob
+import os
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def launcher_environment():
+    """OpenMPI refuses to run as root unless told twice (containers run as root)."""
+    env = dict(os.environ)
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
+        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    return env
+
+
+def find_executable(name):
+    """The newest build*/bin/<name> of this checkout, or None."""
+    candidates = sorted(glob.glob(os.path.join(REPO, "build*", "bin", name)), key=os.path.getmtime, reverse=True)
+    return candidates[0] if candidates else None
