@@ -204,50 +204,114 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
 // each call, back to back, no check kernels): pack, transfer, signal and the
 // wait for this rank's own halo. Medians and 10th/90th percentiles; the
 // slowest rank is printed (the ranks wait for each other).
-void timeExchanges(const Options& o, transport::ParticleTransport& transport, const plan::Box& box,
-                   runtime::World& world, const cuda::Stream& stream) {
-    const int n = o.timeExchanges;
-    std::deque<cuda::Event> marks;  // events cannot move
-    for (int i = 0; i < 3 * n; ++i) marks.emplace_back(true);
-    for (int warm = 0; warm < 20; ++warm) {
-        transport.forwardCoordinates(box, stream.get());
-        transport.reverseForces(stream.get());
+//
+// Two ways: launched from the host one call at a time ("stream": includes
+// whatever launch latency the host cannot hide), and, where the transport can
+// be captured, replayed from a CUDA graph of kGraphPairs exchanges ("graph":
+// the device's own time, as in an MD step graph).
+struct ExchangeTimes {
+    std::vector<double> forward, reverse;
+};
+
+double quantile(std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
+}
+
+// Records an event; inside a stream capture it must be an external event node.
+void recordMark(const cuda::Event& event, cudaStream_t stream) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    HALOEX_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+    const unsigned flags = status == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault;
+    HALOEX_CUDA_CHECK(cudaEventRecordWithFlags(event.get(), stream, flags));
+}
+
+void enqueuePairs(transport::ParticleTransport& transport, const plan::Box& box, std::deque<cuda::Event>& marks,
+                  int pairs, cudaStream_t stream) {
+    for (int i = 0; i < pairs; ++i) {
+        recordMark(marks[3 * i], stream);
+        transport.forwardCoordinates(box, stream);
+        recordMark(marks[3 * i + 1], stream);
+        transport.reverseForces(stream);
+        recordMark(marks[3 * i + 2], stream);
     }
-    for (int i = 0; i < n; ++i) {
-        marks[3 * i].record(stream.get());
-        transport.forwardCoordinates(box, stream.get());
-        marks[3 * i + 1].record(stream.get());
-        transport.reverseForces(stream.get());
-        marks[3 * i + 2].record(stream.get());
-    }
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    transport.checkForFailure();
-    std::vector<double> forward(n), reverse(n);
-    for (int i = 0; i < n; ++i) {
+}
+
+void collect(const std::deque<cuda::Event>& marks, int pairs, ExchangeTimes& times) {
+    for (int i = 0; i < pairs; ++i) {
         float ms = 0.f;
         HALOEX_CUDA_CHECK(cudaEventElapsedTime(&ms, marks[3 * i].get(), marks[3 * i + 1].get()));
-        forward[i] = 1e3 * ms;
+        times.forward.push_back(1e3 * ms);
         HALOEX_CUDA_CHECK(cudaEventElapsedTime(&ms, marks[3 * i + 1].get(), marks[3 * i + 2].get()));
-        reverse[i] = 1e3 * ms;
+        times.reverse.push_back(1e3 * ms);
     }
-    auto quantile = [](std::vector<double> v, double q) {
-        std::sort(v.begin(), v.end());
-        return v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
-    };
-    std::vector<double> stats{quantile(forward, 0.5), quantile(forward, 0.1), quantile(forward, 0.9),
-                              quantile(reverse, 0.5), quantile(reverse, 0.1), quantile(reverse, 0.9)};
+}
+
+ExchangeTimes timeFromStream(transport::ParticleTransport& transport, const plan::Box& box, int n,
+                             const cuda::Stream& stream) {
+    std::deque<cuda::Event> marks;  // events cannot move
+    for (int i = 0; i < 3 * n; ++i) marks.emplace_back(true);
+    enqueuePairs(transport, box, marks, n, stream.get());
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    transport.checkForFailure();
+    ExchangeTimes times;
+    collect(marks, n, times);
+    return times;
+}
+
+ExchangeTimes timeFromGraph(transport::ParticleTransport& transport, const plan::Box& box, int n,
+                            const cuda::Stream& stream) {
+    constexpr int kGraphPairs = 50;
+    std::deque<cuda::Event> marks;
+    for (int i = 0; i < 3 * kGraphPairs; ++i) marks.emplace_back(true);
+    cudaGraph_t graph = nullptr;
+    HALOEX_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+    enqueuePairs(transport, box, marks, kGraphPairs, stream.get());
+    HALOEX_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
+    cudaGraphExec_t exec = nullptr;
+    HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    HALOEX_CUDA_CHECK(cudaGraphDestroy(graph));
+    ExchangeTimes times;
+    for (int launched = 0; launched < std::max(2, n / kGraphPairs); ++launched) {
+        HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+        transport.checkForFailure();
+        if (launched > 0) collect(marks, kGraphPairs, times);  // the first launch warms up
+    }
+    HALOEX_CUDA_CHECK(cudaGraphExecDestroy(exec));
+    return times;
+}
+
+void printTimes(const Options& o, const char* how, const ExchangeTimes& t, transport::ParticleTransport& transport,
+                runtime::World& world) {
+    std::vector<double> stats{quantile(t.forward, 0.5), quantile(t.forward, 0.1), quantile(t.forward, 0.9),
+                              quantile(t.reverse, 0.5), quantile(t.reverse, 0.1), quantile(t.reverse, 0.9)};
     world.allReduce(std::span<double>(stats.data(), stats.size()), runtime::ReduceOp::Max);
     const auto& plan = transport.plan();
     std::int64_t haloAtoms = plan.numLocal - plan.numHome;
     std::vector<std::int64_t> halo{haloAtoms, static_cast<std::int64_t>(plan.pulses.size())};
     world.allReduce(std::span<std::int64_t>(halo.data(), halo.size()), runtime::ReduceOp::Max);
     if (world.rank() == 0) {
-        fmt::print("TIMING: {} (path {}) {} atoms on {} ranks, grid {}, {} pulse(s), up to {} halo atoms ({} bytes of "
-                   "coordinates) per rank, {} exchanges: forward {:.2f} us (p10 {:.2f}, p90 {:.2f}), reverse {:.2f} "
-                   "us (p10 {:.2f}, p90 {:.2f}); slowest rank\n",
-                   o.transport, o.nvshmemPath, o.atoms, world.size(), o.grid, halo[1], halo[0],
-                   halo[0] * static_cast<std::int64_t>(sizeof(Vec3f)), n, stats[0], stats[1], stats[2], stats[3],
-                   stats[4], stats[5]);
+        fmt::print("TIMING ({}): {} (path {}) {} atoms on {} ranks, grid {}, {} pulse(s), up to {} halo atoms ({} "
+                    "bytes of coordinates) per rank, {} exchanges: forward {:.2f} us (p10 {:.2f}, p90 {:.2f}), "
+                    "reverse {:.2f} us (p10 {:.2f}, p90 {:.2f}); slowest rank\n",
+                    how, o.transport, o.nvshmemPath, o.atoms, world.size(), o.grid, halo[1], halo[0],
+                    halo[0] * static_cast<std::int64_t>(sizeof(Vec3f)), t.forward.size(), stats[0], stats[1],
+                    stats[2], stats[3], stats[4], stats[5]);
+    }
+}
+
+void timeExchanges(const Options& o, transport::ParticleTransport& transport, const plan::Box& box,
+                   runtime::World& world, const cuda::Stream& stream) {
+    for (int warm = 0; warm < 20; ++warm) {
+        transport.forwardCoordinates(box, stream.get());
+        transport.reverseForces(stream.get());
+    }
+    printTimes(o, "stream", timeFromStream(transport, box, o.timeExchanges, stream), transport, world);
+    if (transport.graphCapturable()) {
+        printTimes(o, "graph", timeFromGraph(transport, box, o.timeExchanges, stream), transport, world);
+    } else if (world.rank() == 0) {
+        fmt::print("TIMING (graph): skipped, {} cannot be captured in a CUDA graph\n", o.transport);
     }
 }
 

@@ -48,6 +48,7 @@ struct Options {
     std::string transports = "all";
     std::string nvshmemPath = "auto";
     int maxBlocks = 0;
+    int tileCells = 0;
     bool allowSharedGpus = false;
     double waitTimeout = 0.0;
     bool csv = false;
@@ -99,6 +100,7 @@ ProblemSpec makeSpec(const Options& o, int ranks) {
                    fmt::format("--nvshmem-path '{}': the Jacobi kernel supports auto, direct and put", o.nvshmemPath));
     }
     if (o.maxBlocks < 0) throwError(ErrorKind::InvalidInput, fmt::format("--max-blocks {}: use 0 or more", o.maxBlocks));
+    if (o.tileCells < 0) throwError(ErrorKind::InvalidInput, fmt::format("--tile-cells {}: use 0 or more", o.tileCells));
     if (o.perRank) {
         if (o.nx < 1 || o.ny < 1) {
             throwError(ErrorKind::InvalidInput,
@@ -183,6 +185,7 @@ int run(const Options& o, const ProblemSpec& spec, const std::vector<std::string
             settings.nvshmemPath = o.nvshmemPath;
             settings.waitTimeoutSeconds = o.waitTimeout;
             settings.maxBlocks = o.maxBlocks;
+            settings.tileCells = o.tileCells;
             settings.printNorms = !o.csv;
             machine["gpu"] = gpu::gpuMachineInfo(world);
             // The one-GPU reference is itself checked against the CPU where that is cheap.
@@ -270,6 +273,10 @@ int main(int argc, char** argv) {
     app.add_option("--nvshmem-path", o.nvshmemPath, "nvshmem: auto, direct or put")->capture_default_str();
     app.add_option("--max-blocks", o.maxBlocks, "nvshmem: at most this many blocks in the fused kernel (0: all that "
                                                 "fit)")
+        ->capture_default_str();
+    app.add_option("--tile-cells", o.tileCells,
+                   "nvshmem: interior cells per work item of the fused kernel, rounded up to a multiple of 256 "
+                   "(0: 4096)")
         ->capture_default_str();
     app.add_flag("--allow-shared-gpus", o.allowSharedGpus, "Allow several ranks per GPU (start the CUDA MPS daemon)");
     app.add_option("--wait-timeout", o.waitTimeout, "nvshmem: device-side wait limit in seconds (0: default 120)");

@@ -2,7 +2,7 @@
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
 #   stages: build test stress exchange-timing timeout mps-nan md-check md-quality md-single md-dd md-stability sanitize
-#           jacobi commbench
+#           jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
 #   mkdir -p /root/hx && tar xzf .devsrc/src.tar.gz -C /root/hx &&
 #   cp .devsrc/commit /root/hx/.commit && cd /root/hx && bash scripts/device/run.sh STAGE...
@@ -91,7 +91,7 @@ stage_exchange_timing() {
       timeout 120 "${mpirun_np[@]}" 2 "$build/bin/haloex-halo-stress" --transport "${t%/*}" --nvshmem-path "${t#*/}" \
         --grid 2x1x1 --atoms $atoms --rlist 0.985 --steps 100 --repartition-every 1000 --time-exchanges 2000 \
         >"$out/timing-${t/\//-}-$atoms.log" 2>&1
-      note "  rc=$? $(grep -E 'TIMING|FAILED|SKIPPED' "$out/timing-${t/\//-}-$atoms.log" | head -1)"
+      note "  rc=$? $(grep -E 'TIMING|FAILED|SKIPPED' "$out/timing-${t/\//-}-$atoms.log" | head -2)"
     done
   done
 }
@@ -187,6 +187,20 @@ stage_jacobi() {
     ${SHARED:+--shared-gpus} ${QUICK:+--quick} --out "$out/jacobi-${SHARED:+shared-}$(date +%F).json" 2>&1 \
     | grep -E 'summary \(|\^2 |met |MISSED|SKIPPED|FAILED|wrote' | tail -40 | tee -a "$summary"
   stop_mps
+}
+
+# The fused kernel's interior work item (--tile-cells) at the sizes where it
+# matters, nvshmem alone; the stage `jacobi` then runs every transport.
+stage_jacobi_tiles() {
+  note "== haloex-jacobi nvshmem: --tile-cells sweep at 8192^2 and 16384^2 per GPU"
+  local n tile
+  for n in 4096 8192 16384; do
+    for tile in 1024 4096 16384 65536 262144; do
+      timeout 60 "${mpirun_np[@]}" 2 "$build/bin/haloex-jacobi" --per-rank --nx $n --ny $n --niter 200 \
+        --transport nvshmem --tile-cells $tile --csv >"$out/jacobi-tile-$n-$tile.log" 2>&1
+      note "  rc=$? n=$n tile=$tile: $(grep -v '^#' "$out/jacobi-tile-$n-$tile.log" | grep nvshmem | tail -1)"
+    done
+  done
 }
 
 stage_commbench() {

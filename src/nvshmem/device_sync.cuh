@@ -16,9 +16,10 @@ __device__ __forceinline__ std::uint64_t globalTimerNs() {
     return t;
 }
 
-// Spinning reads: relaxed loads, then one acquire fence once the value has
-// come (the PTX memory model's acquire pattern). An acquire load in every
-// poll would also discard the L1 on every iteration of the spin.
+// Spinning reads: relaxed loads, then one acquire load of the same word once
+// the value has come. The acquire load reads that value or a later one of
+// the same monotonic counter, so it synchronises with the release that wrote
+// it. (A fence.acq_rel.sys instead cost ~0.6 us per wait on 2 x H200.)
 __device__ __forceinline__ std::uint64_t loadRelaxed(const std::uint64_t* addr, bool systemScope) {
     std::uint64_t v;
     if (systemScope) {
@@ -29,12 +30,14 @@ __device__ __forceinline__ std::uint64_t loadRelaxed(const std::uint64_t* addr, 
     return v;
 }
 
-__device__ __forceinline__ void fenceAcquire(bool systemScope) {
+__device__ __forceinline__ std::uint64_t loadAcquire(const std::uint64_t* addr, bool systemScope) {
+    std::uint64_t v;
     if (systemScope) {
-        asm volatile("fence.acq_rel.sys;" ::: "memory");
+        asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
     } else {
-        asm volatile("fence.acq_rel.gpu;" ::: "memory");
+        asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
     }
+    return v;
 }
 
 // Stores with release semantics at system scope: the receiver that acquires
@@ -89,17 +92,14 @@ __device__ inline void reportTimeout(const WaitContext& ctx, int what, int pulse
 // or when another wait of this transport has already timed out.
 __device__ inline bool waitSignalGe(const std::uint64_t* signal, std::uint64_t expected, const WaitContext& ctx,
                                     int what, int pulse, int peer, bool systemScope = true) {
-    std::uint64_t seen = loadRelaxed(signal, systemScope);
-    if (seen >= expected) {
-        fenceAcquire(systemScope);
-        return true;
-    }
+    std::uint64_t seen = loadAcquire(signal, systemScope);
+    if (seen >= expected) return true;
     const std::uint64_t start = globalTimerNs();
     unsigned polls = 0;
     for (;;) {
         seen = loadRelaxed(signal, systemScope);
         if (seen >= expected) {
-            fenceAcquire(systemScope);
+            loadAcquire(signal, systemScope);
             return true;
         }
         if ((++polls & 255u) == 0) {

@@ -12,6 +12,7 @@ namespace haloex::nvshmem_detail {
 inline constexpr int kJacobiMaxPulses = 4;  // a 2D plan: x and y, both directions
 inline constexpr int kJacobiMaxUnsent = 4;
 inline constexpr int kJacobiThreads = 256;
+inline constexpr int kJacobiDefaultTileCells = 16 * kJacobiThreads;
 inline constexpr int kJacobiKernelId = 2;   // WaitDiagnostics::kernel of the Jacobi kernel
 
 struct JacobiMessage {

@@ -142,7 +142,7 @@ public:
         }
         allocate();
         choosePaths(options.path);
-        planWork(options.maxBlocks);
+        planWork(options.maxBlocks, options.tileCells);
         HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
         nvshmem_barrier_all();  // every rank's arrays and counters are ready before any kernel signals
     }
@@ -314,7 +314,7 @@ private:
         }
     }
 
-    void planWork(int maxBlocksOption) {
+    void planWork(int maxBlocksOption, int tileCellsOption) {
         const int chunk = kJacobiThreads;
         args_.chunkCells = chunk;
         int items = 0;
@@ -340,10 +340,12 @@ private:
         const int resident = maxResidentJacobiBlocks();
         int blocks = maxBlocksOption > 0 ? std::min(maxBlocksOption, resident) : resident;
         const auto interior = static_cast<std::int64_t>(stencil_.interiorCols()) * stencil_.interiorRows();
-        // Tiles of whole blocks' worth of cells, about eight per block: few
-        // fetches of the work counter, and a short tail.
-        const std::int64_t perTile = (interior + 8 * std::int64_t{blocks} - 1) / (8 * std::int64_t{blocks});
-        const std::int64_t tileCells = std::max<std::int64_t>(chunk, (perTile + chunk - 1) / chunk * chunk);
+        // Tiles of whole blocks' worth of cells, handed out in order: at any
+        // moment the blocks work on one band of rows (L2 keeps the rows they
+        // share), as the blocks of a plain kernel do. The next tile is fetched
+        // while the current one is computed, so small tiles cost no stall.
+        const std::int64_t wanted = tileCellsOption > 0 ? tileCellsOption : kJacobiDefaultTileCells;
+        const std::int64_t tileCells = std::max<std::int64_t>(chunk, (wanted + chunk - 1) / chunk * chunk);
         args_.tileCells = static_cast<int>(tileCells);
         args_.interiorTiles = static_cast<int>((interior + tileCells - 1) / tileCells);
         args_.interiorCells = static_cast<unsigned>(interior);

@@ -205,11 +205,14 @@ __global__ void __launch_bounds__(kJacobiThreads) jacobiFused(JacobiArgs a) {
     double* next = a.field[1 - a.parity];
     const int totalItems = a.boundaryChunks + a.interiorTiles;
     double norm = 0.0;
+    if (threadIdx.x == 0) item = static_cast<int>(atomicAdd(a.itemCounter, 1u));
+    __syncthreads();
     for (;;) {
-        if (threadIdx.x == 0) item = static_cast<int>(atomicAdd(a.itemCounter, 1u));
-        __syncthreads();
         const int t = item;
         if (t >= totalItems) break;
+        // Fetch the next item now; its latency hides behind this one's work.
+        int fetched = 0;
+        if (threadIdx.x == 0) fetched = static_cast<int>(atomicAdd(a.itemCounter, 1u));
         if (t < a.boundaryChunks) {
             boundaryChunk(a, t, cur, next, norm);
             __syncthreads();
@@ -224,7 +227,9 @@ __global__ void __launch_bounds__(kJacobiThreads) jacobiFused(JacobiArgs a) {
         } else {
             interiorTile(a, t - a.boundaryChunks, cur, next, norm);
         }
-        __syncthreads();  // `item` and `flag` are rewritten next round
+        __syncthreads();  // every thread has read `item` and `flag`
+        if (threadIdx.x == 0) item = fetched;
+        __syncthreads();
     }
 
     if (a.normSquared) {

@@ -393,6 +393,7 @@ public:
         o.path = settings.nvshmemPath;
         o.waitTimeoutSeconds = settings.waitTimeoutSeconds;
         o.maxBlocks = settings.maxBlocks;
+        o.tileCells = settings.tileCells;
         impl_ = stencil::makeNvshmemJacobi(world, s, o);
     }
     double* field(int parity) override { return impl_->field(parity); }

@@ -22,6 +22,7 @@ struct GpuSettings {
     std::string nvshmemPath = "auto";
     double waitTimeoutSeconds = 0.0;
     int maxBlocks = 0;       // nvshmem fused kernel (0: occupancy bound)
+    int tileCells = 0;       // nvshmem fused kernel: interior cells per work item (0: default)
     bool printNorms = true;  // rank 0 prints the norm at every --nccheck period
 };
 

@@ -33,6 +33,12 @@ struct NvshmemJacobiOptions {
     // Upper bound on the kernel's blocks (0: what the occupancy calculator
     // allows on this GPU; the kernel never launches more than that).
     int maxBlocks = 0;
+    // Interior cells a block takes per fetch of the work counter (0: 4096, a
+    // multiple of the block size). Small tiles keep the blocks working on one
+    // band of rows, whose neighbour rows stay in L2; large tiles spread them
+    // over the whole field, and above ~8192^2 cells per GPU the rows they
+    // share are read from memory again.
+    int tileCells = 0;
 };
 
 class NvshmemJacobi {
