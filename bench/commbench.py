@@ -26,9 +26,13 @@ import time
 from bench_common import find_executable, launcher_environment
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GOALS = [  # (benchmark, variant, bytes, limit in us, text)
-    ("put_signal_pingpong", "block", 1024, 2.5, "put-with-signal half round trip <= 2.5 us"),
-    ("direct_store_flag", "block", 1024, 1.8, "direct stores + system release of a flag <= 1.8 us"),
+GOALS = [  # (benchmark, variant, bytes, limit in us, text): every row is judged and printed
+    ("put_signal_pingpong", "thread", 8, 2.5, "put-with-signal half round trip <= 2.5 us (thread, 8 B)"),
+    ("put_signal_pingpong", "block", 1024, 2.5, "put-with-signal half round trip <= 2.5 us (block, 1 KiB)"),
+    ("direct_store_flag", "thread", 8, 1.8, "direct stores + system release of a flag <= 1.8 us (thread, 8 B)"),
+    ("direct_store_flag", "warp", 8, 1.8, "direct stores + system release of a flag <= 1.8 us (warp, 8 B)"),
+    ("direct_store_flag", "block", 8, 1.8, "direct stores + system release of a flag <= 1.8 us (block, 8 B)"),
+    ("direct_store_flag", "block", 1024, 1.8, "direct stores + system release of a flag <= 1.8 us (block, 1 KiB)"),
 ]
 
 

@@ -41,10 +41,21 @@ __device__ __forceinline__ void putNbi(void* dest, const void* source, std::size
     }
 }
 
-// Thread 0 waits (with the time limit); the block learns the outcome.
+// The barrier of the threads that take part at scope S.
+template <Scope S>
+__device__ __forceinline__ void scopeBarrier() {
+    if constexpr (S == Scope::Block) {
+        __syncthreads();
+    } else if constexpr (S == Scope::Warp) {
+        __syncwarp();
+    }
+}
+
+// Thread 0 waits (with the time limit); the threads of scope S learn the outcome.
+template <Scope S = Scope::Block>
 __device__ bool blockWait(const PingPongArgs& a, std::uint64_t value, int* ok) {
     if (threadIdx.x == 0) *ok = *ok && waitSignalGe(a.signal, value, context(a), 0, static_cast<int>(value), a.peer);
-    __syncthreads();
+    scopeBarrier<S>();
     return *ok != 0;
 }
 
@@ -86,6 +97,8 @@ __device__ __forceinline__ void storeWords(void* dst, const void* src, std::size
     for (std::size_t w = threadIdx.x; w < bytes / 8; w += blockDim.x) d[w] = s[w];
 }
 
+// Stores by the threads of scope S (one thread, one warp or one block).
+template <Scope S>
 __global__ void directStorePingPongKernel(PingPongArgs a) {
     __shared__ int ok;
     if (threadIdx.x == 0) ok = 1;
@@ -93,11 +106,11 @@ __global__ void directStorePingPongKernel(PingPongArgs a) {
     const std::uint64_t t0 = nvshmem_detail::globalTimerNs();
     for (int i = 1; i <= a.iterations; ++i) {
         const auto value = static_cast<std::uint64_t>(i);
-        if (!a.initiator && !blockWait(a, value, &ok)) break;
+        if (!a.initiator && !blockWait<S>(a, value, &ok)) break;
         storeWords(a.peerData, a.source, a.bytes);
-        __syncthreads();  // every thread's stores before the flag (release is cumulative)
+        scopeBarrier<S>();  // every thread's stores before the flag (release is cumulative)
         if (threadIdx.x == 0) nvshmem_detail::releaseStoreSys(a.peerSignal, value);
-        if (a.initiator && !blockWait(a, value, &ok)) break;
+        if (a.initiator && !blockWait<S>(a, value, &ok)) break;
     }
     if (a.initiator && threadIdx.x == 0) *a.elapsedNs = nvshmem_detail::globalTimerNs() - t0;
 }
@@ -208,9 +221,9 @@ void launchPutSignalPingPong(const PingPongArgs& a, Scope scope, cudaStream_t st
                  putSignalPingPongKernel<Scope::Block>, scope, a, stream);
 }
 
-void launchDirectStorePingPong(const PingPongArgs& a, cudaStream_t stream) {
-    directStorePingPongKernel<<<1, kBlockThreads, 0, stream>>>(a);
-    HALOEX_CUDA_CHECK_LAUNCH();
+void launchDirectStorePingPong(const PingPongArgs& a, Scope scope, cudaStream_t stream) {
+    launchScoped(directStorePingPongKernel<Scope::Thread>, directStorePingPongKernel<Scope::Warp>,
+                 directStorePingPongKernel<Scope::Block>, scope, a, stream);
 }
 
 void launchTmaPingPong(const PingPongArgs& a, cudaStream_t stream) {

@@ -43,7 +43,7 @@ void launchPutLatency(const PingPongArgs& a, Scope scope, cudaStream_t stream);
 void launchPutSignalPingPong(const PingPongArgs& a, Scope scope, cudaStream_t stream);
 // Ping-pong with plain stores through peerData and a system-scope release
 // store of the flag (one block, both PEs).
-void launchDirectStorePingPong(const PingPongArgs& a, cudaStream_t stream);
+void launchDirectStorePingPong(const PingPongArgs& a, Scope scope, cudaStream_t stream);
 // Ping-pong with a TMA bulk store (cp.async.bulk) from shared memory to
 // peerData, then the flag (one block, both PEs). bytes: multiple of 16, at
 // most kTmaMaxBytes.

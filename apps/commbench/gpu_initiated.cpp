@@ -82,7 +82,9 @@ public:
         for (std::size_t bytes : s_.latencySizes) {
             for (Scope scope : {Scope::Thread, Scope::Warp, Scope::Block}) out.push_back(putSignalPingPong(scope, bytes));
         }
-        for (std::size_t bytes : s_.latencySizes) out.push_back(directPingPong(bytes));
+        for (std::size_t bytes : s_.latencySizes) {
+            for (Scope scope : {Scope::Thread, Scope::Warp, Scope::Block}) out.push_back(directPingPong(scope, bytes));
+        }
         for (std::size_t bytes : s_.latencySizes) {
             if (bytes % 16 == 0 && bytes <= kTmaMaxBytes) out.push_back(tmaPingPong(bytes));
         }
@@ -181,16 +183,16 @@ private:
         return world_.allReduceValue<std::int64_t>(active_ ? reachable : 1, runtime::ReduceOp::Min) == 1;
     }
 
-    Measurement directPingPong(std::size_t bytes) {
+    Measurement directPingPong(Scope scope, std::size_t bytes) {
         const int iters = s_.latencyIterations;
-        Measurement m = make("direct_store_flag", "block", bytes, "us", "half round trip", iters);
+        Measurement m = make("direct_store_flag", toString(scope), bytes, "us", "half round trip", iters);
         if (!peerReachable()) {
             m.skipped = "nvshmem_ptr() is null: no load/store path between ranks 0 and 1 (NVLink/P2P)";
             return m;
         }
         for (int r = 0; r < s_.repetitions; ++r) {
             const double ns = sample("direct-store ping-pong", true,
-                                     [&] { launchDirectStorePingPong(pingPongArgs(bytes, iters), stream_); });
+                                     [&] { launchDirectStorePingPong(pingPongArgs(bytes, iters), scope, stream_); });
             if (rank_ == 0) m.samples.push_back(ns * 1e-3 / (2.0 * iters));
         }
         return m;
