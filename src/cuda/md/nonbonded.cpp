@@ -165,6 +165,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
                 m.options.growthFactor, stream);
     searchList(m.lists[0], m.layout, false, m.settings, m.options.growthFactor, stream);
     searchList(m.lists[1], m.layout, true, m.settings, m.options.growthFactor, stream);
+    collectNonlocalHomeClusters(m.layout, m.lists[1], m.options.growthFactor, stream);
     // Pruning: a full prune with the positions of the build (in both xq
     // copies since buildLayout), so the first step already evaluates the
     // inner list; the rolling parts start again at part 0.

@@ -265,13 +265,43 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
     }
 }
 
-// Positions of slots [begin, end) from the caller's array; empty slots keep
+// The slots a gather or scatter visits, numbered t = 0, 1, ...: first the
+// slots of `listedClusters` (listedSlots of them), then the contiguous slots
+// from tailBegin on. The local list: no listed clusters, tail = home slots.
+// The non-local list: its home clusters, then the halo slots.
+struct SlotSet {
+    const int* listedClusters = nullptr;
+    long long listedSlots = 0;
+    long long tailBegin = 0;
+    long long count = 0;
+
+    __device__ long long slot(long long t) const {
+        return t < listedSlots ? static_cast<long long>(listedClusters[t / kClusterSize]) * kClusterSize +
+                                     t % kClusterSize
+                               : tailBegin + (t - listedSlots);
+    }
+};
+
+SlotSet slotSet(const DeviceLayout& layout, bool local) {
+    SlotSet s;
+    if (local) {
+        s.count = layout.numHomeSlots();
+    } else {
+        s.listedClusters = layout.nonlocalHomeClusters.data();
+        s.listedSlots = static_cast<long long>(layout.numNonlocalHomeClusters) * kClusterSize;
+        s.tailBegin = layout.numHomeSlots();
+        s.count = layout.numNonlocalSlots();
+    }
+    return s;
+}
+
+// Positions of the set's slots from the caller's array; empty slots keep
 // their far-away position and zero charge from the build.
 __global__ void gatherKernel(const Vec3f* __restrict__ x, const int* __restrict__ atomOfSlot,
-                             const float* __restrict__ chargeOfSlot, long long begin, long long end,
-                             float4* __restrict__ xq) {
-    const long long slot = begin + static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (slot >= end) return;
+                             const float* __restrict__ chargeOfSlot, const SlotSet set, float4* __restrict__ xq) {
+    const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t >= set.count) return;
+    const long long slot = set.slot(t);
     const int atom = atomOfSlot[slot];
     if (atom < 0) return;
     const Vec3f p = x[atom];
@@ -284,11 +314,12 @@ __global__ void gatherKernel(const Vec3f* __restrict__ x, const int* __restrict_
 // moves the rolling prune on to the next part -- the force kernel before it
 // on the stream has read the current one.
 __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __restrict__ atomOfSlot,
-                                    long long numSlots, Vec3f* __restrict__ f, int* pruneState, int numEntries,
+                                    const SlotSet set, Vec3f* __restrict__ f, int* pruneState, int numEntries,
                                     int parts) {
     if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
-    const long long slot = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (slot >= numSlots) return;
+    const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t >= set.count) return;
+    const long long slot = set.slot(t);
     const float4 v = fSlots[slot];
     fSlots[slot] = make_float4(0.f, 0.f, 0.f, 0.f);
     const int atom = atomOfSlot[slot];
@@ -325,11 +356,11 @@ __global__ void countWithinCutoffKernel(const ClusterEntry* __restrict__ entries
 }  // namespace
 
 void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream) {
-    const long long slots = local ? layout.numHomeSlots() : layout.numSlots();
-    if (slots == 0) return;
+    const SlotSet set = slotSet(layout, local);
+    if (set.count == 0) return;
     float4* xq = local ? layout.xqLocal.data() : layout.xqNonlocal.data();
-    gatherKernel<<<blocksFor(slots, kThreads), kThreads, 0, stream>>>(dX, layout.atomOfSlot.data(),
-                                                                     layout.chargeOfSlot.data(), 0, slots, xq);
+    gatherKernel<<<blocksFor(set.count, kThreads), kThreads, 0, stream>>>(dX, layout.atomOfSlot.data(),
+                                                                         layout.chargeOfSlot.data(), set, xq);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
@@ -368,13 +399,13 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
 }
 
 void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream) {
-    const long long slots = local ? layout.numHomeSlots() : layout.numSlots();
-    if (slots == 0) return;
+    const SlotSet set = slotSet(layout, local);
+    if (set.count == 0) return;
     float4* f = local ? layout.fLocal.data() : layout.fNonlocal.data();
     int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
-    scatterForcesKernel<<<blocksFor(slots, kThreads), kThreads, 0, stream>>>(f, layout.atomOfSlot.data(), slots, dF,
-                                                                             pruneState, list.numEntries,
-                                                                             list.pruneParts);
+    scatterForcesKernel<<<blocksFor(set.count, kThreads), kThreads, 0, stream>>>(f, layout.atomOfSlot.data(), set, dF,
+                                                                                 pruneState, list.numEntries,
+                                                                                 list.pruneParts);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

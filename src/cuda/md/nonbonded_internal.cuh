@@ -50,6 +50,17 @@ struct DeviceLayout {
     // Force accumulators in slot order, zero between steps (the scatter into
     // the caller's array clears them).
     cuda::DeviceBuffer<float4> fLocal, fNonlocal;
+    // Home clusters that the non-local list reads or writes (as i or j
+    // cluster of its outer list), in no particular order: the non-local
+    // gather and scatter visit these and the halo clusters only, not every
+    // home slot (at 180k atoms per GPU that was ~10 us of the step).
+    cuda::DeviceBuffer<int> nonlocalHomeClusters;
+    int numNonlocalHomeClusters = 0;
+    // The slots the non-local gather and scatter visit: the listed home
+    // clusters' slots, then every halo slot.
+    long long numNonlocalSlots() const {
+        return static_cast<long long>(numNonlocalHomeClusters) * kClusterSize + (numSlots() - numHomeSlots());
+    }
 
     // Build scratch.
     cuda::DeviceBuffer<unsigned char> boundsPartials;  // BoundsPartial[2 * blocks]
@@ -57,6 +68,7 @@ struct DeviceLayout {
     cuda::DeviceBuffer<int> atoms, atomsSorted;
     cuda::DeviceBuffer<int> columnCount, columnAtomStart, columnClusters, clusterColumn;
     cuda::DeviceBuffer<unsigned char> cubTemp;
+    cuda::DeviceBuffer<int> clusterFlag, flaggedCount;
 };
 
 struct BoundsPartial {
@@ -107,6 +119,11 @@ struct DeviceList {
 void searchList(DeviceList& list, DeviceLayout& layout, bool nonlocal, const SearchSettings& settings,
                 double growth, cudaStream_t stream);
 
+// Fills layout.nonlocalHomeClusters from the non-local (outer) list
+// (synchronises `stream`). Call after searchList of the non-local list.
+void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonlocalList, double growth,
+                                 cudaStream_t stream);
+
 // Registers of the search kernel (fill variant).
 cudaFuncAttributes searchKernelAttributes();
 
@@ -121,7 +138,7 @@ struct KernelParams {
 };
 
 // Gathers positions of the local list's slots (home) or the non-local list's
-// (all) into the matching xq copy.
+// (its home clusters and the halo) into the matching xq copy.
 void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream);
 // The pair kernel over one list (list.evaluated*: the inner list when
 // pruned) into the list's slot-ordered force buffer.
@@ -132,8 +149,8 @@ void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_
 // (the scatter then advances the part) -- no second pass over the list.
 void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout& layout, bool local, bool energies,
                      int maxEnergyBlocks, double* dEnergies, cudaStream_t stream);
-// Adds the list's slot-ordered forces into dF and clears them; a pruned
-// list's rolling prune moves on to its next part.
+// Adds the list's slot-ordered forces into dF and clears them (the slots the
+// gather visits); a pruned list's rolling prune moves on to its next part.
 void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream);
 // Adds to *dCount the atom pairs with atomDistance2 < rc2 of the list's
 // evaluated entries (outer = false) or of its outer list (diagnostic).

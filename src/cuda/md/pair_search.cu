@@ -123,7 +123,52 @@ __global__ void __launch_bounds__(kSearchThreads)
     }
 }
 
+// One warp per entry of the non-local list: flags the home clusters it names.
+__global__ void flagNonlocalHomeClusters(const ClusterEntry* __restrict__ entries, int numEntries,
+                                         const ClusterPair* __restrict__ pairs, int numHomeClusters,
+                                         int* __restrict__ flag) {
+    const long long e = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    if (e >= numEntries) return;
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    const ClusterEntry entry = entries[e];
+    if (lane == 0 && entry.ci < numHomeClusters) flag[entry.ci] = 1;
+    for (int k = entry.jBegin + lane; k < entry.jEnd; k += 32) {
+        const int cj = pairs[k].cj;
+        if (cj < numHomeClusters) flag[cj] = 1;
+    }
+}
+
+__global__ void compactFlagged(const int* __restrict__ flag, int n, int* __restrict__ out, int* __restrict__ count) {
+    const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+    if (c < n && flag[c] != 0) out[atomicAdd(count, 1)] = c;
+}
+
 }  // namespace
+
+void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonlocalList, double growth,
+                                 cudaStream_t stream) {
+    layout.numNonlocalHomeClusters = 0;
+    const int numHome = layout.numHomeClusters;
+    if (nonlocalList.numEntries == 0 || numHome == 0) return;
+    reserveWithHeadroom(layout.clusterFlag, static_cast<std::size_t>(numHome), growth);
+    reserveWithHeadroom(layout.nonlocalHomeClusters, static_cast<std::size_t>(numHome), growth);
+    reserveWithHeadroom(layout.flaggedCount, 1, growth);
+    layout.clusterFlag.zeroAsync(stream);
+    layout.flaggedCount.zeroAsync(stream);
+    flagNonlocalHomeClusters<<<blocksFor(static_cast<long long>(nonlocalList.numEntries) * 32, kSearchThreads),
+                               kSearchThreads, 0, stream>>>(nonlocalList.entries.data(), nonlocalList.numEntries,
+                                                            nonlocalList.pairs.data(), numHome,
+                                                            layout.clusterFlag.data());
+    HALOEX_CUDA_CHECK_LAUNCH();
+    compactFlagged<<<blocksFor(numHome, kSearchThreads), kSearchThreads, 0, stream>>>(
+        layout.clusterFlag.data(), numHome, layout.nonlocalHomeClusters.data(), layout.flaggedCount.data());
+    HALOEX_CUDA_CHECK_LAUNCH();
+    int count = 0;
+    HALOEX_CUDA_CHECK(
+        cudaMemcpyAsync(&count, layout.flaggedCount.data(), sizeof(int), cudaMemcpyDeviceToHost, stream));
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    layout.numNonlocalHomeClusters = count;
+}
 
 cudaFuncAttributes searchKernelAttributes() {
     cudaFuncAttributes a{};
