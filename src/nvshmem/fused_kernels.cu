@@ -8,6 +8,7 @@
 #include "fused_args.hpp"
 #include "fused_kernels.hpp"
 #include "haloex/cuda/check.hpp"
+#include "haloex/cuda/dependent_launch.cuh"
 
 namespace haloex::nvshmem_detail {
 namespace {
@@ -131,6 +132,10 @@ __global__ void __launch_bounds__(kFusedThreads) fusedPackCommX(FusedArgs a) {
     __shared__ int okShared;
     __shared__ alignas(128) Vec3f tmaBuffer[kWarps][2][kTmaAtoms];
 
+    // May be a programmatic dependent of the previous kernel on the stream
+    // (which may advance a.sequence): wait for it before reading anything.
+    cuda::waitForPrerequisiteGrids();
+    cuda::allowDependentGrids();
     const int p = blockIdx.y;
     const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::CoordinateKernel};
@@ -248,6 +253,8 @@ __global__ void __launch_bounds__(kFusedThreads) fusedCommUnpackF(FusedArgs a) {
     __shared__ alignas(128) Vec3f tmaBuffer[kWarps][kTmaAtoms];
     __shared__ alignas(8) std::uint64_t tmaBarrier[kWarps];
 
+    cuda::waitForPrerequisiteGrids();  // e.g. the scatter of the halo forces
+    cuda::allowDependentGrids();
     const int p = a.numPulses - 1 - static_cast<int>(blockIdx.y);
     const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::ForceKernel};
@@ -352,14 +359,12 @@ __global__ void __launch_bounds__(kFusedThreads) fusedCommUnpackF(FusedArgs a) {
 
 void launchFusedPackCommX(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream) {
     const dim3 grid(blocksPerPulse, args.numPulses);
-    fusedPackCommX<<<grid, kFusedThreads, 0, stream>>>(args);
-    HALOEX_CUDA_CHECK_LAUNCH();
+    cuda::launchDependent(fusedPackCommX, grid, kFusedThreads, 0, stream, args);
 }
 
 void launchFusedCommUnpackF(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream) {
     const dim3 grid(blocksPerPulse, args.numPulses);
-    fusedCommUnpackF<<<grid, kFusedThreads, 0, stream>>>(args);
-    HALOEX_CUDA_CHECK_LAUNCH();
+    cuda::launchDependent(fusedCommUnpackF, grid, kFusedThreads, 0, stream, args);
 }
 
 int maxResidentFusedBlocks() {

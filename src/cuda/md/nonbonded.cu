@@ -19,6 +19,7 @@
 #include <algorithm>
 
 #include "haloex/md/gpu/nonbonded.hpp"
+#include "haloex/cuda/dependent_launch.cuh"
 #include "nonbonded_internal.cuh"
 
 namespace haloex::md::gpu {
@@ -157,6 +158,9 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
     nonbondedKernel(const KernelParams p, const ClusterEntry* __restrict__ entries, int numEntries,
                     const ClusterPair* __restrict__ pairs, const float4* __restrict__ xq, float4* __restrict__ f,
                     double* __restrict__ energies, const PruneArgs prune) {
+    // Launched as a dependent of the gather (cuda/dependent_launch.cuh).
+    cuda::waitForPrerequisiteGrids();
+    cuda::allowDependentGrids();
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int ti = lane >> 3;  // i slots ti and ti + 4
@@ -299,6 +303,8 @@ SlotSet slotSet(const DeviceLayout& layout, bool local) {
 // their far-away position and zero charge from the build.
 __global__ void gatherKernel(const Vec3f* __restrict__ x, const int* __restrict__ atomOfSlot,
                              const float* __restrict__ chargeOfSlot, const SlotSet set, float4* __restrict__ xq) {
+    cuda::waitForPrerequisiteGrids();
+    cuda::allowDependentGrids();
     const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (t >= set.count) return;
     const long long slot = set.slot(t);
@@ -316,6 +322,8 @@ __global__ void gatherKernel(const Vec3f* __restrict__ x, const int* __restrict_
 __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __restrict__ atomOfSlot,
                                     const SlotSet set, Vec3f* __restrict__ f, int* pruneState, int numEntries,
                                     int parts) {
+    cuda::waitForPrerequisiteGrids();
+    cuda::allowDependentGrids();
     if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
     const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (t >= set.count) return;
@@ -359,9 +367,8 @@ void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_
     const SlotSet set = slotSet(layout, local);
     if (set.count == 0) return;
     float4* xq = local ? layout.xqLocal.data() : layout.xqNonlocal.data();
-    gatherKernel<<<blocksFor(set.count, kThreads), kThreads, 0, stream>>>(dX, layout.atomOfSlot.data(),
-                                                                         layout.chargeOfSlot.data(), set, xq);
-    HALOEX_CUDA_CHECK_LAUNCH();
+    cuda::launchDependent(gatherKernel, blocksFor(set.count, kThreads), kThreads, 0, stream, dX,
+                          layout.atomOfSlot.data(), layout.chargeOfSlot.data(), set, xq);
 }
 
 void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout& layout, bool local, bool energies,
@@ -375,27 +382,14 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
     const ClusterEntry* entries = list.evaluatedEntries();
     const ClusterPair* pairs = list.evaluatedPairs();
     const int energyBlocks = std::min(blocks, std::max(maxEnergyBlocks, 1));
-    if (list.pruned) {
-        const PruneArgs prune{list.entries.data(),    list.pairs.data(),      list.innerEntries.data(),
-                              list.innerPairs.data(), list.pruneState.data(), list.rlistInner2};
-        if (energies) {
-            nonbondedKernel<true, true><<<energyBlocks, kNbThreads, 0, stream>>>(params, entries, list.numEntries,
-                                                                                 pairs, xq, f, dEnergies, prune);
-        } else {
-            nonbondedKernel<false, true><<<blocks, kNbThreads, 0, stream>>>(params, entries, list.numEntries, pairs,
-                                                                            xq, f, dEnergies, prune);
-        }
-    } else {
-        const PruneArgs none{};
-        if (energies) {
-            nonbondedKernel<true, false><<<energyBlocks, kNbThreads, 0, stream>>>(params, entries, list.numEntries,
-                                                                                  pairs, xq, f, dEnergies, none);
-        } else {
-            nonbondedKernel<false, false><<<blocks, kNbThreads, 0, stream>>>(params, entries, list.numEntries, pairs,
-                                                                             xq, f, dEnergies, none);
-        }
-    }
-    HALOEX_CUDA_CHECK_LAUNCH();
+    const PruneArgs prune = list.pruned ? PruneArgs{list.entries.data(),      list.pairs.data(),
+                                                    list.innerEntries.data(), list.innerPairs.data(),
+                                                    list.pruneState.data(),   list.rlistInner2}
+                                        : PruneArgs{};
+    const auto kernel = list.pruned ? (energies ? nonbondedKernel<true, true> : nonbondedKernel<false, true>)
+                                    : (energies ? nonbondedKernel<true, false> : nonbondedKernel<false, false>);
+    cuda::launchDependent(kernel, energies ? energyBlocks : blocks, kNbThreads, 0, stream, params, entries,
+                          list.numEntries, pairs, xq, f, dEnergies, prune);
 }
 
 void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream) {
@@ -403,10 +397,8 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
     if (set.count == 0) return;
     float4* f = local ? layout.fLocal.data() : layout.fNonlocal.data();
     int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
-    scatterForcesKernel<<<blocksFor(set.count, kThreads), kThreads, 0, stream>>>(f, layout.atomOfSlot.data(), set, dF,
-                                                                                 pruneState, list.numEntries,
-                                                                                 list.pruneParts);
-    HALOEX_CUDA_CHECK_LAUNCH();
+    cuda::launchDependent(scatterForcesKernel, blocksFor(set.count, kThreads), kThreads, 0, stream, f,
+                          layout.atomOfSlot.data(), set, dF, pruneState, list.numEntries, list.pruneParts);
 }
 
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

@@ -1,0 +1,62 @@
+#pragma once
+// Programmatic dependent launch (Hopper and later): a kernel launched with
+// launchDependent() may be scheduled while the kernel before it on the same
+// stream is still running, so the launch latency between the two kernels of
+// a chain (gather -> forces -> scatter -> halo exchange) overlaps the first
+// one's tail. Such a kernel must call waitForPrerequisiteGrids() before it
+// touches anything the previous kernel writes; that wait returns once the
+// previous grid has completed and its memory operations are visible. A kernel
+// calls allowDependentGrids() to let the next one be scheduled early (every
+// block of it must have called it, or exited).
+//
+// Off with HALOEX_PDL=0 (plain launches; the device-side calls are then no-ops).
+#include <cuda_runtime.h>
+
+#include <cstdlib>
+#include <string_view>
+#include <utility>
+
+#include "haloex/cuda/check.hpp"
+
+namespace haloex::cuda {
+
+__device__ __forceinline__ void waitForPrerequisiteGrids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void allowDependentGrids() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+inline bool dependentLaunchEnabled() {
+    static const bool enabled = [] {
+        const char* v = std::getenv("HALOEX_PDL");
+        return v == nullptr || std::string_view(v) != "0";
+    }();
+    return enabled;
+}
+
+// kernel<<<grid, block, sharedBytes, stream>>>(args...), marked as a
+// programmatic dependent of the previous kernel on `stream` (when enabled).
+// Captured into CUDA graphs as a programmatic edge.
+template <class... Params, class... Args>
+void launchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t sharedBytes, cudaStream_t stream,
+                     Args&&... args) {
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = sharedBytes;
+    config.stream = stream;
+    config.attrs = &attribute;
+    config.numAttrs = dependentLaunchEnabled() ? 1 : 0;
+    HALOEX_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(std::forward<Args>(args))...));
+}
+
+}  // namespace haloex::cuda
