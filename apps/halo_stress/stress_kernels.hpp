@@ -51,5 +51,7 @@ void checkHaloAndFillForces(const Vec3f* x, Vec3f* f, const Vec3f* baseByGlobalI
 // After the force exchange: home forces must equal own value + copies * halo value.
 void checkForces(const Vec3f* f, const SlotInfo* slots, int numHome, long long step, StepCheck* check,
                  cudaStream_t stream);
+// One block that does nothing: the launch cost an exchange timing includes.
+void launchEmptyKernel(cudaStream_t stream);
 
 }  // namespace haloex::stress

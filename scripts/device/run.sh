@@ -65,18 +65,21 @@ stage_stress() {
   note "== stress (every halo element checked every step)"
   start_mps
   local steps=${STRESS_STEPS:-3000}
-  local np2=2
-  for path in direct tma put; do
-    stress_one $np2 2x1x1 nvshmem $path "$steps"
-    stress_one 4 4x1x1 nvshmem $path "$steps"
-    stress_one 4 2x2x1 nvshmem $path "$steps"
-    stress_one 4 1x2x2 nvshmem $path "$steps"
-  done
-  for t in staged ipc nccl; do
-    stress_one $np2 2x1x1 $t auto 500
-    stress_one 4 4x1x1 $t auto 500
-    stress_one 4 2x2x1 $t auto 500
-    stress_one 4 1x2x2 $t auto 500
+  local np2=2 t path
+  for t in ${STRESS_TRANSPORTS:-nvshmem staged ipc nccl}; do
+    if [ "$t" = nvshmem ]; then
+      for path in direct tma put; do
+        stress_one $np2 2x1x1 nvshmem $path "$steps"
+        stress_one 4 4x1x1 nvshmem $path "$steps"
+        stress_one 4 2x2x1 nvshmem $path "$steps"
+        stress_one 4 1x2x2 nvshmem $path "$steps"
+      done
+    else
+      stress_one $np2 2x1x1 $t auto 500
+      stress_one 4 4x1x1 $t auto 500
+      stress_one 4 2x2x1 $t auto 500
+      stress_one 4 1x2x2 $t auto 500
+    fi
   done
   stop_mps
 }
@@ -86,12 +89,12 @@ stage_stress() {
 stage_exchange_timing() {
   note "== exchange timing (haloex-halo-stress --time-exchanges), 2 ranks, 2x1x1"
   local atoms t
-  for atoms in 22500 90000; do
-    for t in staged/auto ipc/auto nccl/auto nvshmem/direct nvshmem/tma nvshmem/put; do
+  for atoms in ${TIMING_SIZES:-22500 90000}; do
+    for t in ${TIMING_VARIANTS:-staged/auto ipc/auto nccl/auto nvshmem/direct nvshmem/tma nvshmem/put}; do
       timeout 120 "${mpirun_np[@]}" 2 "$build/bin/haloex-halo-stress" --transport "${t%/*}" --nvshmem-path "${t#*/}" \
         --grid 2x1x1 --atoms $atoms --rlist 0.985 --steps 100 --repartition-every 1000 --time-exchanges 2000 \
         >"$out/timing-${t/\//-}-$atoms.log" 2>&1
-      note "  rc=$? $(grep -E 'TIMING|FAILED|SKIPPED' "$out/timing-${t/\//-}-$atoms.log" | head -2)"
+      note "  rc=$? $(grep -E 'TIMING|FAILED|SKIPPED' "$out/timing-${t/\//-}-$atoms.log" | head -3)"
     done
   done
 }

@@ -336,12 +336,16 @@ private:
         // Every block of a fused kernel spins while it waits, so all must be
         // resident at once: bound the grid by occupancy, shared by the ranks
         // on this GPU, and keep it small enough to leave the SMs to compute.
+        // Within that, one atom per thread: each atom is a dependent pair of
+        // loads (index, position) or a load over NVLink (~1-2 us), and a
+        // thread that has several does them one after the other -- at 11k
+        // atoms per GPU, 4 atoms per thread cost ~3 us of the exchange.
         const int work = static_cast<int>(world_.allReduceValue<std::int64_t>(maxWork, runtime::ReduceOp::Max));
         const int ranksPerGpu = std::max(1, world_.localSize() / std::max(1, deviceCountOnNode()));
         const int maxPulses = static_cast<int>(world_.allReduceValue<std::int64_t>(numPulses, runtime::ReduceOp::Max));
         const int resident = maxResidentFusedBlocks() / ranksPerGpu;
         const int bySms = std::max(1, multiprocessorCount() / (4 * ranksPerGpu) / std::max(1, maxPulses));
-        const int byWork = (work + kFusedThreads * 4 - 1) / (kFusedThreads * 4);
+        const int byWork = (work + kFusedThreads - 1) / kFusedThreads;
         blocksPerPulse_ = std::max(1, std::min({byWork, bySms, resident / std::max(1, maxPulses)}));
         if (blocksPerPulse_ * std::max(1, maxPulses) > resident) {
             throwError(ErrorKind::Internal, "the fused kernels cannot have all their blocks resident on this GPU");
