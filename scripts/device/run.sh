@@ -97,6 +97,9 @@ stage_exchange_timing() {
       note "  rc=$? $(grep -E 'TIMING|FAILED|SKIPPED' "$out/timing-${t/\//-}-$atoms.log" | head -3)"
     done
   done
+  python3 "$root/bench/exchange_timing.py" "$out"/timing-*.log --commit "$(cat "$root/.commit" 2>/dev/null || echo unknown)" \
+    --machine "$ngpu x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
+    --out "$out/exchange-timing-$(date +%F).json" 2>&1 | tee -a "$summary"
 }
 
 # Independent single-rank runs sharing GPU 0 under MPS, ending at different
