@@ -1,0 +1,57 @@
+"""bench/exchange_timing.py turns haloex-halo-stress TIMING lines into records
+(run by ctest: python3 -m unittest)."""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import exchange_timing  # noqa: E402
+
+GRAPH = ("TIMING (graph): nvshmem (path direct) 22500 atoms on 2 ranks, grid 2x1x1, 1 pulse(s), up to 3649 halo "
+         "atoms (43788 bytes of coordinates) per rank, 1950 exchanges: forward 10.56 us (p10 9.82, p90 10.91), "
+         "reverse 11.33 us (p10 10.46, p90 11.62); slowest rank")
+SKIPPED = "TIMING (graph): skipped, ipc cannot be captured in a CUDA graph"
+
+
+class ParseTest(unittest.TestCase):
+    def test_fields_of_a_timing_line(self):
+        rows = exchange_timing.parse("noise\n" + GRAPH + "\n" + SKIPPED + "\n")
+        self.assertEqual(len(rows), 1)
+        r = rows[0]
+        self.assertEqual((r["timing"], r["transport"], r["path"]), ("graph", "nvshmem", "direct"))
+        self.assertEqual((r["atoms"], r["ranks"], r["pulses"], r["halo_atoms_per_rank"]), (22500, 2, 1, 3649))
+        self.assertEqual(r["coordinate_bytes_per_rank"], 43788)
+        self.assertEqual(r["forward_us"], {"median": 10.56, "p10": 9.82, "p90": 10.91})
+        self.assertEqual(r["reverse_us"]["median"], 11.33)
+
+    def test_label_with_comma_and_spaces(self):
+        line = GRAPH.replace("TIMING (graph)", "TIMING (graph, empty kernel instead of each exchange)")
+        self.assertEqual(exchange_timing.parse(line)[0]["timing"], "graph, empty kernel instead of each exchange")
+
+    def test_record_and_refusal_without_timings(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            good, bad = os.path.join(tmp, "good.log"), os.path.join(tmp, "bad.log")
+            with open(good, "w") as f:
+                f.write(GRAPH + "\n")
+            with open(bad, "w") as f:
+                f.write("FAILED: something\n")
+            out = os.path.join(tmp, "out.json")
+            script = os.path.join(REPO, "bench", "exchange_timing.py")
+            common = ["--commit", "abc", "--machine", "test", "--out", out]
+            done = subprocess.run([sys.executable, script, good, bad] + common, capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            self.assertIn("bad.log: no TIMING line", done.stderr)
+            with open(out) as f:
+                record = json.load(f)
+            self.assertEqual(record["commit"], "abc")
+            self.assertEqual(len(record["results"]), 1)
+            refused = subprocess.run([sys.executable, script, bad] + common, capture_output=True, text=True)
+            self.assertNotEqual(refused.returncode, 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
