@@ -9,7 +9,8 @@
 // calls allowDependentGrids() to let the next one be scheduled early (every
 // block of it must have called it, or exited).
 //
-// Off with HALOEX_PDL=0 (plain launches; the device-side calls are then no-ops).
+// Off with HALOEX_PDL=0, and before compute capability 9.0 (plain launches;
+// the device-side calls are then no-ops).
 #include <cuda_runtime.h>
 
 #include <cstdlib>
@@ -32,10 +33,16 @@ __device__ __forceinline__ void allowDependentGrids() {
 #endif
 }
 
+// Decided once per process, on the device current at the first launch (one
+// GPU per rank).
 inline bool dependentLaunchEnabled() {
     static const bool enabled = [] {
         const char* v = std::getenv("HALOEX_PDL");
-        return v == nullptr || std::string_view(v) != "0";
+        if (v != nullptr && std::string_view(v) == "0") return false;
+        int device = 0, major = 0;
+        HALOEX_CUDA_CHECK(cudaGetDevice(&device));
+        HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+        return major >= 9;
     }();
     return enabled;
 }
