@@ -44,8 +44,9 @@ struct DeviceLayout {
     cuda::DeviceBuffer<float> chargeOfSlot;      // q sqrt(f); 0 for empty slots
     cuda::DeviceBuffer<float4> bboxLo, bboxHi;   // per cluster
     // Positions + scaled charge per slot: the local kernel's copy (home slots)
-    // and the non-local kernel's copy (all slots, written by the non-local
-    // gather), so the two never race when they run on different streams.
+    // and the non-local kernel's copy (all slots at the build; each step the
+    // non-local gather refreshes the slots the non-local list reads), so the
+    // two never race when they run on different streams.
     cuda::DeviceBuffer<float4> xqLocal, xqNonlocal;
     // Force accumulators in slot order, zero between steps (the scatter into
     // the caller's array clears them).
