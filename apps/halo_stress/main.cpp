@@ -218,32 +218,24 @@ double quantile(std::vector<double> v, double q) {
     return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
-// Records an event; inside a stream capture it must be an external event node.
-void recordMark(const cuda::Event& event, cudaStream_t stream) {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    HALOEX_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-    const unsigned flags = status == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault;
-    HALOEX_CUDA_CHECK(cudaEventRecordWithFlags(event.get(), stream, flags));
-}
-
 // transport == nullptr: an empty kernel in place of each exchange (the
 // launch and event cost every timing below includes).
 void enqueuePairs(transport::ParticleTransport* transport, const plan::Box& box, std::deque<cuda::Event>& marks,
                   int pairs, cudaStream_t stream) {
     for (int i = 0; i < pairs; ++i) {
-        recordMark(marks[3 * i], stream);
+        marks[3 * i].recordTimestamp(stream);
         if (transport) {
             transport->forwardCoordinates(box, stream);
         } else {
             stress::launchEmptyKernel(stream);
         }
-        recordMark(marks[3 * i + 1], stream);
+        marks[3 * i + 1].recordTimestamp(stream);
         if (transport) {
             transport->reverseForces(stream);
         } else {
             stress::launchEmptyKernel(stream);
         }
-        recordMark(marks[3 * i + 2], stream);
+        marks[3 * i + 2].recordTimestamp(stream);
     }
 }
 

@@ -25,16 +25,6 @@ struct TimelineEvents {
     cuda::Event localStart{true}, localEnd{true}, nonlocalStart{true}, nonlocalEnd{true};
 };
 
-// Records a timing event. Inside a stream capture it must be an external
-// event node (a plain record would only be a dependency edge); outside a
-// capture that flag is illegal.
-void recordTimingEvent(const cuda::Event& event, cudaStream_t stream) {
-    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-    HALOEX_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
-    const unsigned flags = status == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault;
-    HALOEX_CUDA_CHECK(cudaEventRecordWithFlags(event.get(), stream, flags));
-}
-
 class GpuBackend final : public RankBackend {
 public:
     explicit GpuBackend(const GpuBackendOptions& options)
@@ -213,9 +203,9 @@ private:
         }
         if (transport.plan().pulses.empty()) {
             // One rank: no halo, so no non-local work and no second stream.
-            if (timing) recordTimingEvent(events_.localStart, local);
+            if (timing) events_.localStart.recordTimestamp(local);
             nonbonded_->computeLocal(transport.coordinates(), transport.forces(), energies, local);
-            if (timing) recordTimingEvent(events_.localEnd, local);
+            if (timing) events_.localEnd.recordTimestamp(local);
             update(transport, energies, scaled);
             haloInLastStep_ = false;
             return;
@@ -228,17 +218,17 @@ private:
         // before the exchange so that a transport which blocks the host (ipc,
         // staged wait for their pack kernels) cannot delay the local kernel's
         // launch -- the order GROMACS and the paper use.
-        if (timing) recordTimingEvent(events_.localStart, local);
+        if (timing) events_.localStart.recordTimestamp(local);
         nonbonded_->computeLocal(transport.coordinates(), transport.forces(), energies, local);
-        if (timing) recordTimingEvent(events_.localEnd, local);
+        if (timing) events_.localEnd.recordTimestamp(local);
 
         // Non-local, overlapping the above on the high-priority stream: halo
         // coordinates in, non-local forces, halo forces out.
-        if (timing) recordTimingEvent(events_.nonlocalStart, nonlocal);
+        if (timing) events_.nonlocalStart.recordTimestamp(nonlocal);
         transport.forwardCoordinates(context_.box, nonlocal);
         nonbonded_->computeNonlocal(transport.coordinates(), transport.forces(), energies, nonlocal);
         transport.reverseForces(nonlocal);
-        if (timing) recordTimingEvent(events_.nonlocalEnd, nonlocal);
+        if (timing) events_.nonlocalEnd.recordTimestamp(nonlocal);
         nonlocalDone_.record(nonlocal);
 
         // Update once all forces are home.

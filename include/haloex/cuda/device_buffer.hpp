@@ -154,6 +154,16 @@ public:
     cudaEvent_t get() const { return event_; }
     operator cudaEvent_t() const { return event_; }
     void record(cudaStream_t stream) { HALOEX_CUDA_CHECK(cudaEventRecord(event_, stream)); }
+    // A timing mark: record() outside a stream capture; inside one, an
+    // external event node (a plain record would only become a dependency
+    // edge and never be timestamped), so each graph launch re-records it.
+    void recordTimestamp(cudaStream_t stream) {
+        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+        HALOEX_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+        const unsigned flags =
+            status == cudaStreamCaptureStatusActive ? cudaEventRecordExternal : cudaEventRecordDefault;
+        HALOEX_CUDA_CHECK(cudaEventRecordWithFlags(event_, stream, flags));
+    }
     // Makes `stream` wait for this event (no host blocking).
     void waitOn(cudaStream_t stream) const { HALOEX_CUDA_CHECK(cudaStreamWaitEvent(stream, event_, 0)); }
 
