@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test stress exchange-timing timeout mps-nan md-check md-quality md-single md-dd md-stability sanitize
-#           jacobi-tiles jacobi commbench
+#   stages: build test stress stress-gpus exchange-timing timeout mps-nan md-check md-quality md-single md-dd
+#           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
 #   mkdir -p /root/hx && tar xzf .devsrc/src.tar.gz -C /root/hx &&
 #   cp .devsrc/commit /root/hx/.commit && cd /root/hx && bash scripts/device/run.sh STAGE...
@@ -54,7 +54,7 @@ stress_one() {  # np grid transport path steps
   local np=$1 grid=$2 transport=$3 path=$4 steps=$5
   local log="$out/stress-$transport-$path-$grid-$np.log"
   timeout 300 "${mpirun_np[@]}" "$np" "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport "$transport" \
-    --nvshmem-path "$path" --grid "$grid" --steps "$steps" --repartition-every 500 --atoms 6000 \
+    --nvshmem-path "$path" --grid "$grid" --steps "$steps" --repartition-every 500 --atoms "${STRESS_ATOMS:-6000}" \
     --wait-timeout 20 >"$log" 2>&1
   local rc=$?
   note "stress np=$np $grid $transport/$path: rc=$rc $(grep -E 'PASSED|FAILED|SKIPPED' "$log" | head -1 | cut -c1-160)"
@@ -82,6 +82,36 @@ stage_stress() {
     fi
   done
   stop_mps
+}
+
+# One rank per GPU on 4- and 8-GPU machines (the 4/8-GPU issue): every
+# transport and path on the grids that need that many GPUs.
+stage_stress_gpus() {
+  note "== stress, one rank per GPU ($ngpu GPUs)"
+  # 24 000 atoms: a 6.2 nm box, so 8x1x1 slabs (0.78 nm) need 2 pulses of rlist 1 nm.
+  local grids=() grid np t path
+  export STRESS_ATOMS=${STRESS_ATOMS:-24000}
+  [ "$ngpu" -ge 4 ] && grids+=(4:4x1x1 4:2x2x1)
+  [ "$ngpu" -ge 8 ] && grids+=(8:2x2x2 8:4x2x1 8:8x1x1)
+  if [ ${#grids[@]} -eq 0 ]; then
+    note "stress-gpus: SKIPPED, needs 4 or more GPUs ($ngpu visible)"
+    return 0
+  fi
+  for grid in "${grids[@]}"; do
+    np=${grid%%:*}
+    for path in direct tma put; do stress_one "$np" "${grid#*:}" nvshmem $path "${STRESS_STEPS:-3000}"; done
+    for t in staged ipc nccl; do stress_one "$np" "${grid#*:}" $t auto 500; done
+  done
+}
+
+# Strong scaling over 1, 2, 4, 8 GPUs (as many as visible), all transports.
+stage_md_scaling() {
+  note "== haloex-md strong scaling (bench/md_bench.py scaling)"
+  python3 "$root/bench/md_bench.py" scaling --build "$build" --out "$out" ${QUICK:+--quick} \
+    ${DD_SIZES:+--sizes $DD_SIZES} ${DD_VARIANTS:+--variants $DD_VARIANTS} 2>&1 | tee -a "$summary"
+  local record
+  record=$(ls -t "$out"/md-scaling-*.json 2>/dev/null | head -1)
+  [ -n "$record" ] && python3 "$root/bench/plot_scaling.py" "$record" 2>&1 | tee -a "$summary"
 }
 
 # One forward and one reverse exchange alone, every transport and path, one

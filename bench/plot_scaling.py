@@ -1,0 +1,91 @@
+#!/usr/bin/env python3
+"""Plots a bench/md_bench.py scaling record (matplotlib, PNG):
+
+  <record>.png with one pair of panels per system size:
+    top:    ns/day over the number of GPUs for every transport and path (the
+            1-GPU run as the first point of each), with the paper's points
+            (NVSHMEM and MPI, GROMACS 2026) where it has one for that size;
+    bottom: parallel efficiency t(1 GPU) / (GPUs x t).
+
+Usage: python3 bench/plot_scaling.py bench/results/md-scaling-<gpu>-<date>.json [--out file.png]
+"""
+import argparse
+import json
+import os
+import sys
+
+STYLE = {"staged/auto": ("tab:blue", "s"), "ipc/auto": ("tab:green", "^"), "nccl/auto": ("tab:purple", "v"),
+         "nvshmem/direct": ("tab:red", "o"), "nvshmem/tma": ("tab:orange", "D"), "nvshmem/put": ("tab:brown", "P")}
+
+
+def collect(record):
+    """{atoms: {label: {gpus: us_per_step}}} and {atoms: {label: {gpus: ns_per_day}}} of the runs that succeeded;
+    the 1-GPU run is every label's point at 1 GPU."""
+    times, rates = {}, {}
+    for r in record["runs"]:
+        if "us_per_step" not in r or not r.get("atoms"):
+            continue
+        n, gpus = r["atoms"], r.get("ranks", 1)
+        labels = [r["label"]] if r["label"] != "1gpu" else list(STYLE)
+        for label in labels:
+            times.setdefault(n, {}).setdefault(label, {})[gpus] = r["us_per_step"]
+            rates.setdefault(n, {}).setdefault(label, {})[gpus] = r["ns_per_day"]
+    return times, rates
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("record")
+    p.add_argument("--out", help="PNG file (default: the record's name with .png)")
+    a = p.parse_args()
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        import matplotlib.ticker
+    except ImportError:
+        sys.exit("matplotlib is needed: pip install matplotlib")
+    with open(a.record) as f:
+        rec = json.load(f)
+    times, rates = collect(rec)
+    sizes = sorted(times)
+    if not sizes:
+        sys.exit(f"{a.record} holds no successful runs to plot")
+    paper = {(p["atoms"], p["gpus"]): p for p in rec.get("paper_points", [])}
+    fig, axes = plt.subplots(2, len(sizes), figsize=(4.2 * len(sizes), 8), squeeze=False)
+    for col, n in enumerate(sizes):
+        ax_rate, ax_eff = axes[0][col], axes[1][col]
+        for label, by in sorted(times[n].items()):
+            if len(by) < 2:
+                continue
+            color, marker = STYLE.get(label, (None, "."))
+            gpus = sorted(by)
+            ax_rate.plot(gpus, [rates[n][label][g] for g in gpus], marker=marker, color=color, label=label)
+            if 1 in by:
+                ax_eff.plot(gpus, [100 * by[1] / (g * by[g]) for g in gpus], marker=marker, color=color, label=label)
+        for (pn, pg), pt in paper.items():
+            if pn == n:
+                ax_rate.scatter([pg], [pt["nvshmem_ns_per_day"]], marker="*", s=140, color="black", zorder=5,
+                                label="paper: NVSHMEM")
+                ax_rate.scatter([pg], [pt["mpi_ns_per_day"]], marker="x", s=80, color="black", zorder=5,
+                                label="paper: MPI")
+        ax_rate.set(xscale="log", yscale="log", xlabel="GPUs", ylabel="ns/day", title=f"{n:,} atoms")
+        ax_eff.axhline(90, color="grey", linestyle="--", linewidth=1)
+        ax_eff.set(xscale="log", xlabel="GPUs", ylabel="parallel efficiency (%)")
+        for ax in (ax_rate, ax_eff):
+            ax.set_xticks([1, 2, 4, 8])
+            ax.set_xticklabels(["1", "2", "4", "8"])
+            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            ax.grid(True, which="both", alpha=0.3)
+        if col == 0:
+            ax_rate.legend(fontsize=7)
+    machine = rec["machine"]["gpus"][0] if rec["machine"].get("gpus") else ""
+    fig.suptitle(f"haloex-md strong scaling — {machine} — commit {rec['commit'][:12]} — {rec['date']}", fontsize=9)
+    fig.tight_layout()
+    out = a.out or os.path.splitext(a.record)[0] + ".png"
+    fig.savefig(out, dpi=110)
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
