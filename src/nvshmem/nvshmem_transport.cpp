@@ -338,8 +338,9 @@ private:
         // on this GPU, and keep it small enough to leave the SMs to compute.
         // Within that, one atom per thread: each atom is a dependent pair of
         // loads (index, position) or a load over NVLink (~1-2 us), and a
-        // thread that has several does them one after the other -- at 11k
-        // atoms per GPU, 4 atoms per thread cost ~3 us of the exchange.
+        // thread that has several does them one after the other: at 11k
+        // atoms per GPU on 2 x H200, 4 atoms per thread cost 1.3 us of the
+        // coordinate exchange and 3.7 us of the force exchange.
         const int work = static_cast<int>(world_.allReduceValue<std::int64_t>(maxWork, runtime::ReduceOp::Max));
         const int ranksPerGpu = std::max(1, world_.localSize() / std::max(1, deviceCountOnNode()));
         const int maxPulses = static_cast<int>(world_.allReduceValue<std::int64_t>(numPulses, runtime::ReduceOp::Max));
