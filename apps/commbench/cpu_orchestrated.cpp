@@ -83,15 +83,7 @@ public:
 private:
     Measurement make(const char* benchmark, const char* variant, std::size_t bytes, const char* unit,
                      const char* metric, int iterations) const {
-        Measurement m;
-        m.benchmark = benchmark;
-        m.variant = variant;
-        m.driver = "cpu";
-        m.bytes = bytes;
-        m.unit = unit;
-        m.metric = metric;
-        m.iterations = iterations;
-        return m;
+        return newMeasurement("cpu", benchmark, variant, bytes, unit, metric, iterations);
     }
 
     // Ranks 0 and 1 map each other's device buffer (CUDA IPC).
@@ -134,6 +126,19 @@ private:
         return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
     }
 
+    // s_.repetitions samples: the ranks start each one together (barrier),
+    // those that take part run `once`, rank 0 keeps what it returns.
+    template <class F>
+    void collectSamples(Measurement& m, bool takesPart, F&& once) {
+        for (int r = 0; r < s_.repetitions; ++r) {
+            world_.barrier();
+            if (!takesPart) continue;
+            const double value = once();
+            if (rank_ == 0) m.samples.push_back(value);
+        }
+        world_.barrier();
+    }
+
     // Copy into the peer's buffer and wait for it on the host (what a
     // CPU-orchestrated transport does before it may tell the peer).
     Measurement memcpyEvent(std::size_t bytes) {
@@ -144,9 +149,7 @@ private:
             return m;
         }
         cuda::Event done;
-        for (int r = 0; r < s_.repetitions; ++r) {
-            world_.barrier();
-            if (rank_ != 0) continue;
+        collectSamples(m, rank_ == 0, [&] {
             const double us = timed([&] {
                 for (int i = 0; i < iters; ++i) {
                     HALOEX_CUDA_CHECK(cudaMemcpyAsync(peerBuffer_, source_.data(), bytes, cudaMemcpyDefault, stream_));
@@ -154,9 +157,8 @@ private:
                     HALOEX_CUDA_CHECK(cudaEventSynchronize(done));
                 }
             });
-            m.samples.push_back(us / iters);
-        }
-        world_.barrier();
+            return us / iters;
+        });
         return m;
     }
 
@@ -169,9 +171,7 @@ private:
             return m;
         }
         char token = 0;
-        for (int r = 0; r < s_.repetitions; ++r) {
-            world_.barrier();
-            if (!active_) continue;
+        collectSamples(m, active_, [&] {
             const double us = timed([&] {
                 for (int i = 0; i < iters; ++i) {
                     if (rank_ == 1) checkMpi(MPI_Recv(&token, 1, MPI_CHAR, peer_, 7200, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
@@ -181,9 +181,8 @@ private:
                     if (rank_ == 0) checkMpi(MPI_Recv(&token, 1, MPI_CHAR, peer_, 7200, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
                 }
             });
-            if (rank_ == 0) m.samples.push_back(us / (2.0 * iters));
-        }
-        world_.barrier();
+            return us / (2.0 * iters);
+        });
         return m;
     }
 
@@ -191,9 +190,7 @@ private:
         const int iters = s_.latencyIterations;
         Measurement m = make("mpi_pingpong", "host buffers", bytes, "us", "half round trip", iters);
         const int count = static_cast<int>(bytes);
-        for (int r = 0; r < s_.repetitions; ++r) {
-            world_.barrier();
-            if (!active_) continue;
+        collectSamples(m, active_, [&] {
             const double us = timed([&] {
                 for (int i = 0; i < iters; ++i) {
                     if (rank_ == 0) {
@@ -205,9 +202,8 @@ private:
                     }
                 }
             });
-            if (rank_ == 0) m.samples.push_back(us / (2.0 * iters));
-        }
-        world_.barrier();
+            return us / (2.0 * iters);
+        });
         return m;
     }
 
@@ -237,9 +233,7 @@ private:
             return m;
         }
 #if HALOEX_COMMBENCH_WITH_NCCL
-        for (int r = 0; r < s_.repetitions; ++r) {
-            world_.barrier();
-            if (!active_) continue;
+        collectSamples(m, active_, [&] {
             const double us = timed([&] {
                 for (int i = 0; i < iters; ++i) {
                     if (rank_ == 0) {
@@ -252,9 +246,8 @@ private:
                     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream_));
                 }
             });
-            if (rank_ == 0) m.samples.push_back(us / (2.0 * iters));
-        }
-        world_.barrier();
+            return us / (2.0 * iters);
+        });
 #endif
         return m;
     }
@@ -267,9 +260,7 @@ private:
             return m;
         }
         cuda::Event start(true), stop(true);
-        for (int r = 0; r < s_.repetitions; ++r) {
-            world_.barrier();
-            if (rank_ != 0) continue;
+        collectSamples(m, rank_ == 0, [&] {
             start.record(stream_);
             for (int i = 0; i < iters; ++i) {
                 HALOEX_CUDA_CHECK(cudaMemcpyAsync(peerBuffer_, source_.data(), bytes, cudaMemcpyDefault, stream_));
@@ -278,9 +269,8 @@ private:
             HALOEX_CUDA_CHECK(cudaEventSynchronize(stop));
             float ms = 0;
             HALOEX_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-            m.samples.push_back(static_cast<double>(bytes) * iters / (ms * 1e-3) / 1e9);
-        }
-        world_.barrier();
+            return static_cast<double>(bytes) * iters / (ms * 1e-3) / 1e9;
+        });
         return m;
     }
 
@@ -292,9 +282,7 @@ private:
             return m;
         }
 #if HALOEX_COMMBENCH_WITH_NCCL
-        for (int r = 0; r < s_.repetitions; ++r) {
-            world_.barrier();
-            if (!active_) continue;
+        collectSamples(m, active_, [&] {
             const double us = timed([&] {
                 for (int i = 0; i < iters; ++i) {
                     if (rank_ == 0) {
@@ -309,9 +297,8 @@ private:
                                       MPI_STATUS_IGNORE),
                          "MPI_Sendrecv");
             });
-            if (rank_ == 0) m.samples.push_back(static_cast<double>(bytes) * iters / (us * 1e-6) / 1e9);
-        }
-        world_.barrier();
+            return static_cast<double>(bytes) * iters / (us * 1e-6) / 1e9;
+        });
 #endif
         return m;
     }

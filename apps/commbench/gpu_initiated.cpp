@@ -102,15 +102,7 @@ private:
 
     Measurement make(const char* benchmark, std::string variant, std::size_t bytes, const char* unit,
                      const char* metric, int iterations) const {
-        Measurement m;
-        m.benchmark = benchmark;
-        m.variant = std::move(variant);
-        m.driver = "gpu";
-        m.bytes = bytes;
-        m.unit = unit;
-        m.metric = metric;
-        m.iterations = iterations;
-        return m;
+        return newMeasurement("gpu", benchmark, std::move(variant), bytes, unit, metric, iterations);
     }
 
     PingPongArgs pingPongArgs(std::size_t bytes, int iterations) {

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <utility>
 
 namespace haloex::commbench {
 namespace {
@@ -28,6 +29,19 @@ Summary summarize(std::vector<double> samples) {
     s.p25 = quantile(samples, 0.25);
     s.p75 = quantile(samples, 0.75);
     return s;
+}
+
+Measurement newMeasurement(std::string driver, std::string benchmark, std::string variant, std::size_t bytes,
+                           std::string unit, std::string metric, int iterations) {
+    Measurement m;
+    m.benchmark = std::move(benchmark);
+    m.variant = std::move(variant);
+    m.driver = std::move(driver);
+    m.bytes = bytes;
+    m.unit = std::move(unit);
+    m.metric = std::move(metric);
+    m.iterations = iterations;
+    return m;
 }
 
 std::string formatBytes(std::size_t bytes) {

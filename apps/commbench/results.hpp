@@ -26,6 +26,10 @@ struct Measurement {
     std::string skipped;    // non-empty: why it did not run
 };
 
+// A measurement with no samples yet.
+Measurement newMeasurement(std::string driver, std::string benchmark, std::string variant, std::size_t bytes,
+                           std::string unit, std::string metric, int iterations);
+
 std::string csvHeader();
 std::string csvLine(const Measurement& m);
 nlohmann::json toJson(const Measurement& m);
