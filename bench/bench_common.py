@@ -2,6 +2,7 @@
 environment for launching it under mpirun."""
 import glob
 import os
+import sys
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -19,3 +20,22 @@ def find_executable(name):
     """The newest build*/bin/<name> of this checkout, or None."""
     candidates = sorted(glob.glob(os.path.join(REPO, "build*", "bin", name)), key=os.path.getmtime, reverse=True)
     return candidates[0] if candidates else None
+
+
+def pyplot():
+    """matplotlib.pyplot on a file-only backend, or exit saying how to get it."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        sys.exit("matplotlib is needed: pip install matplotlib")
+    return plt
+
+
+def save_png(fig, record, out=None, dpi=120):
+    """Writes the figure to `out`, or beside the record (same name, .png), and says where."""
+    path = out or os.path.splitext(record)[0] + ".png"
+    fig.savefig(path, dpi=dpi)
+    print(f"wrote {path}")
+    return path

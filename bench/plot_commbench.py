@@ -15,8 +15,9 @@ Usage: python3 bench/plot_commbench.py bench/results/commbench-<machine>-<date>.
 """
 import argparse
 import json
-import os
 import sys
+
+from bench_common import pyplot, save_png
 
 BANDWIDTH = [("put_bandwidth", "NVSHMEM block puts", "tab:red", "o"),
              ("store_bandwidth", "direct stores (grid)", "tab:orange", "D"),
@@ -39,12 +40,7 @@ def main():
     p.add_argument("record")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        sys.exit("matplotlib is needed: pip install matplotlib")
+    plt = pyplot()
     with open(args.record) as f:
         doc = json.load(f)
     rows = [r for r in doc["results"] if not r.get("skipped")]
@@ -98,9 +94,7 @@ def main():
     fig.suptitle("haloex-commbench — %s — commit %s — %s" % (where, str(doc.get("commit", "?"))[:12],
                                                             doc.get("date", "")), fontsize=10)
     fig.tight_layout()
-    out = args.out or os.path.splitext(args.record)[0] + ".png"
-    fig.savefig(out, dpi=120)
-    print("wrote %s" % out)
+    save_png(fig, args.record, args.out, dpi=120)
 
 
 if __name__ == "__main__":

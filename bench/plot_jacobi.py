@@ -13,8 +13,9 @@ Usage: python3 bench/plot_jacobi.py bench/results/jacobi-<machine>-<date>.json [
 """
 import argparse
 import json
-import os
 import sys
+
+from bench_common import pyplot, save_png
 
 CPU_ORCHESTRATED = ("staged", "ipc", "nccl")
 STYLE = {"nvshmem": ("tab:red", "o"), "staged": ("tab:blue", "s"), "ipc": ("tab:green", "^"),
@@ -48,17 +49,11 @@ def main():
     p.add_argument("record")
     p.add_argument("--out", default=None)
     args = p.parse_args()
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        sys.exit("matplotlib is needed: pip install matplotlib")
+    plt = pyplot()
 
     doc, series, reference, ranks = load(args.record)
     if not series:
         sys.exit("%s holds no passed runs to plot" % args.record)
-    out = args.out or os.path.splitext(args.record)[0] + ".png"
     gpu = doc.get("machine", {}).get("gpu", {})
     shared = gpu.get("shared_gpus", False)
     title = "haloex-jacobi on %s: %s ranks%s, %s, commit %s" % (
@@ -124,8 +119,7 @@ def main():
 
     fig.suptitle(title)
     fig.tight_layout()
-    fig.savefig(out, dpi=120)
-    print("wrote %s" % out)
+    save_png(fig, args.record, args.out, dpi=120)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,9 @@ Usage: python3 bench/plot_md.py bench/results/md-dd-<gpu>-<date>.json [--out fil
 """
 import argparse
 import json
-import os
 import sys
+
+from bench_common import pyplot, save_png
 
 STYLE = {"1gpu": ("black", "x"), "staged/auto": ("tab:blue", "s"), "ipc/auto": ("tab:green", "^"),
          "nccl/auto": ("tab:purple", "v"), "nvshmem/direct": ("tab:red", "o"), "nvshmem/tma": ("tab:orange", "D"),
@@ -34,9 +35,7 @@ def main():
     p.add_argument("record")
     p.add_argument("--out", help="PNG file (default: the record's name with .png)")
     a = p.parse_args()
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    plt = pyplot()
 
     with open(a.record) as f:
         rec = json.load(f)
@@ -77,9 +76,7 @@ def main():
     machine = rec["machine"]["gpus"][0] if rec["machine"].get("gpus") else ""
     fig.suptitle(f"{machine} x {ranks} — commit {rec['commit'][:12]} — {rec['date']}", fontsize=9)
     fig.tight_layout()
-    out = a.out or os.path.splitext(a.record)[0] + ".png"
-    fig.savefig(out, dpi=110)
-    print(f"wrote {out}")
+    save_png(fig, a.record, a.out, dpi=110)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@ Usage: python3 bench/plot_scaling.py bench/results/md-scaling-<gpu>-<date>.json 
 """
 import argparse
 import json
-import os
 import sys
+
+from bench_common import pyplot, save_png
 
 STYLE = {"staged/auto": ("tab:blue", "s"), "ipc/auto": ("tab:green", "^"), "nccl/auto": ("tab:purple", "v"),
          "nvshmem/direct": ("tab:red", "o"), "nvshmem/tma": ("tab:orange", "D"), "nvshmem/put": ("tab:brown", "P")}
@@ -38,13 +39,7 @@ def main():
     p.add_argument("record")
     p.add_argument("--out", help="PNG file (default: the record's name with .png)")
     a = p.parse_args()
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        import matplotlib.ticker
-    except ImportError:
-        sys.exit("matplotlib is needed: pip install matplotlib")
+    plt = pyplot()
     with open(a.record) as f:
         rec = json.load(f)
     times, rates = collect(rec)
@@ -75,16 +70,14 @@ def main():
         for ax in (ax_rate, ax_eff):
             ax.set_xticks([1, 2, 4, 8])
             ax.set_xticklabels(["1", "2", "4", "8"])
-            ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
+            ax.xaxis.set_minor_formatter(plt.NullFormatter())
             ax.grid(True, which="both", alpha=0.3)
         if col == 0:
             ax_rate.legend(fontsize=7)
     machine = rec["machine"]["gpus"][0] if rec["machine"].get("gpus") else ""
     fig.suptitle(f"haloex-md strong scaling — {machine} — commit {rec['commit'][:12]} — {rec['date']}", fontsize=9)
     fig.tight_layout()
-    out = a.out or os.path.splitext(a.record)[0] + ".png"
-    fig.savefig(out, dpi=110)
-    print(f"wrote {out}")
+    save_png(fig, a.record, a.out, dpi=110)
 
 
 if __name__ == "__main__":
