@@ -17,6 +17,7 @@
 #include "haloex/transport/host_exchange.hpp"
 #include "haloex/transport/nvshmem.hpp"
 #include "session.hpp"
+#include "symmetric_buffer.hpp"
 #include "watchdog.hpp"
 
 namespace haloex::transport {
@@ -25,48 +26,10 @@ namespace {
 using namespace nvshmem_detail;
 
 constexpr const char* kDimName = "xyz";
-constexpr double kDefaultTimeoutSeconds = 120.0;
 
 // A fixed-size element for byte-wise forwarded fields.
 struct WideElement {
     std::byte b[16];
-};
-
-// nvshmem_malloc'd array; freeing is collective, like allocating.
-class SymmetricBuffer {
-public:
-    SymmetricBuffer() = default;
-    SymmetricBuffer(const SymmetricBuffer&) = delete;
-    SymmetricBuffer& operator=(const SymmetricBuffer&) = delete;
-    ~SymmetricBuffer() { release(); }
-
-    void allocate(std::size_t bytes, const char* what) {
-        release();
-        ptr_ = nvshmem_malloc(bytes);
-        if (!ptr_ && bytes > 0) {
-            throwError(ErrorKind::Nvshmem,
-                       fmt::format("nvshmem_malloc of {} bytes for {} failed: the symmetric heap ({} bytes) is too "
-                                   "small; set NVSHMEM_SYMMETRIC_SIZE to at least {} (e.g. {}M)",
-                                   bytes, what, symmetricHeapBytes(), 2 * bytes + symmetricHeapBytes(),
-                                   (2 * bytes + symmetricHeapBytes()) / (1024 * 1024) + 1));
-        }
-        bytes_ = bytes;
-        cuda::fillBytesNow(ptr_, 0, bytes);
-    }
-    void release() {
-        // Collective: skipped while an exception unwinds one rank (the job is aborting).
-        if (ptr_ && std::uncaught_exceptions() == 0) nvshmem_free(ptr_);
-        ptr_ = nullptr;
-        bytes_ = 0;
-    }
-    template <class T>
-    T* as() const {
-        return static_cast<T*>(ptr_);
-    }
-
-private:
-    void* ptr_ = nullptr;
-    std::size_t bytes_ = 0;
 };
 
 std::optional<PathKind> parsePath(const std::string& text) {
@@ -87,20 +50,11 @@ const char* pathName(PathKind p) {
     return "?";
 }
 
-double timeoutSeconds(double option) {
-    if (option > 0) return option;
-    if (const char* env = std::getenv("HALOEX_WAIT_TIMEOUT")) {
-        const double v = std::atof(env);
-        if (v > 0) return v;
-    }
-    return kDefaultTimeoutSeconds;
-}
-
 class NvshmemTransport final : public ParticleTransport {
 public:
     NvshmemTransport(runtime::World& world, const TransportOptions& options)
         : world_(world), forcedPath_(parsePath(options.nvshmemPath)),
-          timeoutNs_(static_cast<std::uint64_t>(timeoutSeconds(options.waitTimeoutSeconds) * 1e9)) {
+          timeoutNs_(static_cast<std::uint64_t>(waitTimeoutSeconds(options.waitTimeoutSeconds) * 1e9)) {
         if (options.memorySpace != MemorySpace::Device) {
             throwError(ErrorKind::InvalidInput, "the nvshmem transport keeps coordinates and forces in device memory");
         }
@@ -241,8 +195,9 @@ private:
                                                        diagnostics_.data(), 0));
             abortFlag_.resize(1);
             cuda::fillBytesNow(abortFlag_.data(), 0, sizeof(int));
-            watchdog_ = std::make_unique<Watchdog>(world_, diagnostics_.data(),
-                                                   [this](int p) { return describePulse(p); });
+            watchdog_ = std::make_unique<Watchdog>(world_, diagnostics_.data(), [this](const WaitDiagnostics& d) {
+                return describeTimeout(d, describePulse(d.pulse).c_str());
+            });
             initialised_ = true;
         }
         if (need[0] > capacityAtoms_ || need[1] > stagingStride_) {

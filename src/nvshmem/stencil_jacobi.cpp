@@ -1,19 +1,16 @@
 // Host side of the fused NVSHMEM Jacobi iteration: symmetric fields and
-// slots, the path towards every peer, the kernel's work split, and a watcher
-// that turns a timed-out device-side wait into a message and a job abort.
+// slots, the path towards every peer, the kernel's work split, and the
+// watchdog (watchdog.hpp) that turns a timed-out device-side wait into a
+// message and a job abort.
 #include <nvshmem.h>
 #include <nvshmemx.h>
 
 #include <algorithm>
-#include <atomic>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <functional>
 #include <fmt/format.h>
 #include <span>
-#include <thread>
 
 #include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
@@ -22,94 +19,15 @@
 #include "haloex/stencil/jacobi_nvshmem.hpp"
 #include "session.hpp"
 #include "stencil_kernels.hpp"
+#include "symmetric_buffer.hpp"
+#include "watchdog.hpp"
 
 namespace haloex::stencil {
 namespace {
 
 using namespace nvshmem_detail;
 
-constexpr double kDefaultTimeoutSeconds = 120.0;
 constexpr const char* kDimName = "xy";
-
-double timeoutSeconds(double option) {
-    if (option > 0) return option;
-    if (const char* env = std::getenv("HALOEX_WAIT_TIMEOUT")) {
-        const double v = std::atof(env);
-        if (v > 0) return v;
-    }
-    return kDefaultTimeoutSeconds;
-}
-
-// nvshmem_malloc'd bytes; allocating and freeing are collective.
-class SymmetricArray {
-public:
-    SymmetricArray() = default;
-    SymmetricArray(const SymmetricArray&) = delete;
-    SymmetricArray& operator=(const SymmetricArray&) = delete;
-    ~SymmetricArray() {
-        // Collective: skipped while an exception unwinds one rank (the job is aborting).
-        if (ptr_ && std::uncaught_exceptions() == 0) nvshmem_free(ptr_);
-    }
-    void allocate(std::size_t bytes, const char* what) {
-        ptr_ = nvshmem_malloc(bytes);
-        if (!ptr_) {
-            throwError(ErrorKind::Nvshmem,
-                       fmt::format("nvshmem_malloc of {} bytes for the Jacobi {} failed: the symmetric heap ({} "
-                                   "bytes) is too small; set NVSHMEM_SYMMETRIC_SIZE to at least {}M",
-                                   bytes, what, symmetricHeapBytes(),
-                                   (2 * bytes + symmetricHeapBytes()) / (1024 * 1024) + 1));
-        }
-        cuda::fillBytesNow(ptr_, 0, bytes);
-    }
-    template <class T>
-    T* as() const {
-        return static_cast<T*>(ptr_);
-    }
-
-private:
-    void* ptr_ = nullptr;
-};
-
-// Polls what a timed-out wait leaves in mapped memory; prints it and ends the job.
-class TimeoutWatcher {
-public:
-    TimeoutWatcher(runtime::World& world, const WaitDiagnostics* diagnostics,
-                   std::function<std::string(const WaitDiagnostics&)> describe)
-        : world_(world), diagnostics_(diagnostics), describe_(std::move(describe)) {
-        thread_ = std::thread([this] {
-            using namespace std::chrono_literals;
-            while (!stop_) {
-                abortIfTimedOut();
-                std::this_thread::sleep_for(20ms);
-            }
-        });
-    }
-    TimeoutWatcher(const TimeoutWatcher&) = delete;
-    TimeoutWatcher& operator=(const TimeoutWatcher&) = delete;
-    ~TimeoutWatcher() {
-        stop_ = true;
-        if (thread_.joinable()) thread_.join();
-        abortIfTimedOut();  // a timeout recorded just before shutdown still ends the job
-    }
-    std::string pending() const {
-        if (!*reinterpret_cast<const volatile int*>(&diagnostics_->ready)) return {};
-        return describe_(*diagnostics_);
-    }
-
-private:
-    void abortIfTimedOut() {
-        const std::string message = pending();
-        if (message.empty()) return;
-        std::fprintf(stderr, "haloex: nvshmem wait timed out: %s\n", message.c_str());
-        std::fflush(stderr);
-        world_.abort("nvshmem wait timed out: " + message, 3);
-    }
-    runtime::World& world_;
-    const WaitDiagnostics* diagnostics_;
-    std::function<std::string(const WaitDiagnostics&)> describe_;
-    std::atomic<bool> stop_{false};
-    std::thread thread_;
-};
 
 // Where a line sent to us must land, as the sender sees it (checked at set-up).
 struct PathRecord {
@@ -122,7 +40,7 @@ class NvshmemJacobiImpl final : public NvshmemJacobi {
 public:
     NvshmemJacobiImpl(runtime::World& world, const LocalStencil& s, const NvshmemJacobiOptions& options)
         : world_(world), stencil_(s),
-          timeoutNs_(static_cast<std::uint64_t>(timeoutSeconds(options.waitTimeoutSeconds) * 1e9)) {
+          timeoutNs_(static_cast<std::uint64_t>(waitTimeoutSeconds(options.waitTimeoutSeconds) * 1e9)) {
         if (options.path != "auto" && options.path != "direct" && options.path != "put") {
             throwError(ErrorKind::InvalidInput,
                        fmt::format("--nvshmem-path '{}': the Jacobi kernel supports auto, direct and put",
@@ -158,7 +76,7 @@ public:
     double* field(int parity) override { return fields_[parity & 1].as<double>(); }
 
     void iterate(int parity, double* normSquared, void* stream) override {
-        if (const std::string message = watcher_->pending(); !message.empty()) {
+        if (const std::string message = watcher_->pendingTimeout(); !message.empty()) {
             throwError(ErrorKind::Timeout, message);
         }
         args_.parity = parity & 1;
@@ -168,7 +86,7 @@ public:
     }
 
     void checkForFailure() const override {
-        if (const std::string message = watcher_->pending(); !message.empty()) {
+        if (const std::string message = watcher_->pendingTimeout(); !message.empty()) {
             throwError(ErrorKind::Timeout, message);
         }
     }
@@ -195,11 +113,11 @@ private:
                                    "{} bytes of symmetric heap; set it to at least {}M",
                                    symmetricHeapBytes(), cells, total, 2 * total / (1024 * 1024) + 1));
         }
-        fields_[0].allocate(cells * sizeof(double), "field 0");
-        fields_[1].allocate(cells * sizeof(double), "field 1");
-        staging_.allocate(slotBytes, "send staging");
-        slots_.allocate(slotBytes, "receive slots");
-        signals_.allocate(kJacobiMaxPulses * sizeof(std::uint64_t), "signals");
+        fields_[0].allocate(cells * sizeof(double), "the Jacobi field 0");
+        fields_[1].allocate(cells * sizeof(double), "the Jacobi field 1");
+        staging_.allocate(slotBytes, "the Jacobi send staging");
+        slots_.allocate(slotBytes, "the Jacobi receive slots");
+        signals_.allocate(kJacobiMaxPulses * sizeof(std::uint64_t), "the Jacobi signals");
 
         counters_.resize(3);
         cuda::fillBytesNow(counters_.data(), 0, counters_.bytes());
@@ -209,8 +127,8 @@ private:
             cudaHostGetDevicePointer(reinterpret_cast<void**>(&diagnosticsDevice_), diagnostics_.data(), 0));
         abortFlag_.resize(1);
         cuda::fillBytesNow(abortFlag_.data(), 0, sizeof(int));
-        watcher_ = std::make_unique<TimeoutWatcher>(world_, diagnostics_.data(),
-                                                    [this](const WaitDiagnostics& d) { return describeTimeout(d); });
+        watcher_ = std::make_unique<Watchdog>(world_, diagnostics_.data(),
+                                              [this](const WaitDiagnostics& d) { return describeTimeout(d); });
 
         args_.field[0] = fields_[0].as<double>();
         args_.field[1] = fields_[1].as<double>();
@@ -375,13 +293,13 @@ private:
     LocalStencil stencil_;
     std::uint64_t timeoutNs_;
     int withholdPulse_ = -1;
-    SymmetricArray fields_[2], staging_, slots_, signals_;
+    SymmetricBuffer fields_[2], staging_, slots_, signals_;
     std::int64_t slotStride_ = 0;
     cuda::DeviceBuffer<unsigned> counters_;
     cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
     WaitDiagnostics* diagnosticsDevice_ = nullptr;
     cuda::DeviceBuffer<int> abortFlag_;
-    std::unique_ptr<TimeoutWatcher> watcher_;
+    std::unique_ptr<Watchdog> watcher_;
     JacobiArgs args_;
     int blocks_ = 1;
     std::uint64_t sequence_ = 0;

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fmt/format.h>
 
 namespace haloex::nvshmem_detail {
@@ -23,9 +24,19 @@ std::string describeTimeout(const WaitDiagnostics& d, const char* pulseName) {
                        pulseName, d.peer, d.expected, d.seen);
 }
 
+double waitTimeoutSeconds(double option) {
+    constexpr double kDefaultSeconds = 120.0;
+    if (option > 0) return option;
+    if (const char* env = std::getenv("HALOEX_WAIT_TIMEOUT")) {
+        const double v = std::atof(env);
+        if (v > 0) return v;
+    }
+    return kDefaultSeconds;
+}
+
 Watchdog::Watchdog(runtime::World& world, const WaitDiagnostics* diagnostics,
-                   std::function<std::string(int)> describePulse)
-    : world_(world), diagnostics_(diagnostics), describePulse_(std::move(describePulse)) {
+                   std::function<std::string(const WaitDiagnostics&)> describe)
+    : world_(world), diagnostics_(diagnostics), describe_(std::move(describe)) {
     thread_ = std::thread([this] { run(); });
 }
 
@@ -44,7 +55,7 @@ Watchdog::~Watchdog() {
 std::string Watchdog::pendingTimeout() const {
     const auto* ready = reinterpret_cast<const volatile int*>(&diagnostics_->ready);
     if (!*ready) return {};
-    return describeTimeout(*diagnostics_, describePulse_(diagnostics_->pulse).c_str());
+    return describe_(*diagnostics_);
 }
 
 void Watchdog::run() {

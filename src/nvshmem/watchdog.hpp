@@ -12,11 +12,16 @@
 
 namespace haloex::nvshmem_detail {
 
+// The device-side wait limit in seconds: `option` when positive, else
+// HALOEX_WAIT_TIMEOUT when set and positive, else 120 s (long enough for
+// search and checkpoint steps on the peers).
+double waitTimeoutSeconds(double option);
+
 class Watchdog {
 public:
-    // describePulse(p) names a pulse for the message ("1 (y, stage 0)").
+    // describe(d) turns a recorded timeout into the message for the user.
     Watchdog(runtime::World& world, const WaitDiagnostics* diagnostics,
-             std::function<std::string(int)> describePulse);
+             std::function<std::string(const WaitDiagnostics&)> describe);
     Watchdog(const Watchdog&) = delete;
     Watchdog& operator=(const Watchdog&) = delete;
     ~Watchdog();
@@ -29,7 +34,7 @@ private:
     void run();
     runtime::World& world_;
     const WaitDiagnostics* diagnostics_;
-    std::function<std::string(int)> describePulse_;
+    std::function<std::string(const WaitDiagnostics&)> describe_;
     std::atomic<bool> stop_{false};
     std::thread thread_;
 };
