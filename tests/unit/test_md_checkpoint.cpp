@@ -13,12 +13,12 @@
 #include <iterator>
 #include <stdexcept>
 #include <sys/resource.h>
-#include <unistd.h>
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/checkpoint.hpp"
 #include "haloex/md/random.hpp"
 #include "haloex/md/system.hpp"
+#include "test_temp_dir.hpp"
 
 using namespace haloex;
 using namespace haloex::md;
@@ -29,15 +29,7 @@ namespace {
 constexpr std::size_t kHeaderBytes = 168;
 constexpr std::size_t kAtomBytes = 64;
 
-// A fresh directory for one test (ctest may run tests in parallel).
-fs::path freshDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const fs::path dir = fs::path(::testing::TempDir()) /
-                         fmt::format("haloex_cpt_{}_{}_{}", info->test_suite_name(), info->name(), ::getpid());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
+fs::path freshDir() { return haloex::testing::freshTestDir("haloex_cpt"); }
 
 CheckpointData sampleData() {
     ForceField ff;

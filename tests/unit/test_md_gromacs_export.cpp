@@ -9,13 +9,13 @@
 #include <iterator>
 #include <map>
 #include <sstream>
-#include <unistd.h>
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/engine.hpp"
 #include "haloex/md/gro.hpp"
 #include "haloex/md/gromacs_export.hpp"
 #include "haloex/md/system.hpp"
+#include "test_temp_dir.hpp"
 
 using namespace haloex;
 using namespace haloex::md;
@@ -23,14 +23,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path freshDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const fs::path dir = fs::path(::testing::TempDir()) /
-                         fmt::format("haloex_gmx_{}_{}_{}", info->test_suite_name(), info->name(), ::getpid());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
+fs::path freshDir() { return haloex::testing::freshTestDir("haloex_gmx"); }
 
 std::string readText(const fs::path& path) {
     std::ifstream in(path);

@@ -10,7 +10,6 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <functional>
-#include <unistd.h>
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/checkpoint.hpp"
@@ -20,6 +19,7 @@
 #include "haloex/md/system.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/reference.hpp"
+#include "test_temp_dir.hpp"
 
 using namespace haloex;
 using namespace haloex::md;
@@ -27,14 +27,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-fs::path freshDir() {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const fs::path dir = fs::path(::testing::TempDir()) /
-                         fmt::format("haloex_restart_{}_{}_{}", info->test_suite_name(), info->name(), ::getpid());
-    fs::remove_all(dir);
-    fs::create_directories(dir);
-    return dir;
-}
+fs::path freshDir() { return haloex::testing::freshTestDir("haloex_restart"); }
 
 RunSummary runOnCpu(const MdOptions& resolved, int ranks) {
     RunSummary out;

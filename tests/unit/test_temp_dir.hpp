@@ -1,0 +1,22 @@
+#pragma once
+// A fresh, empty directory for the current test: named after the test and
+// the process, so tests that ctest runs in parallel never share one.
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+namespace haloex::testing {
+
+inline std::filesystem::path freshTestDir(const char* prefix) {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    const std::filesystem::path dir =
+        std::filesystem::path(::testing::TempDir()) /
+        fmt::format("{}_{}_{}_{}", prefix, info->test_suite_name(), info->name(), ::getpid());
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    return dir;
+}
+
+}  // namespace haloex::testing
