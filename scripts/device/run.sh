@@ -104,11 +104,12 @@ stage_stress_gpus() {
   done
 }
 
-# Strong scaling over 1, 2, 4, 8 GPUs (as many as visible), all transports.
+# Strong scaling over 1, 2, 4, 8 GPUs (as many as visible, or SCALING_RANKS), all transports.
 stage_md_scaling() {
   note "== haloex-md strong scaling (bench/md_bench.py scaling)"
   python3 "$root/bench/md_bench.py" scaling --build "$build" --out "$out" ${QUICK:+--quick} \
-    ${DD_SIZES:+--sizes $DD_SIZES} ${DD_VARIANTS:+--variants $DD_VARIANTS} 2>&1 | tee -a "$summary"
+    ${DD_SIZES:+--sizes $DD_SIZES} ${DD_VARIANTS:+--variants $DD_VARIANTS} \
+    ${SCALING_RANKS:+--rank-counts $SCALING_RANKS} 2>&1 | tee -a "$summary"
   local record
   record=$(ls -t "$out"/md-scaling-*.json 2>/dev/null | head -1)
   [ -n "$record" ] && python3 "$root/bench/plot_scaling.py" "$record" 2>&1 | tee -a "$summary"

@@ -134,8 +134,10 @@ __global__ void __launch_bounds__(kFusedThreads) fusedPackCommX(FusedArgs a) {
 
     // May be a programmatic dependent of the previous kernel on the stream
     // (which may advance a.sequence): wait for it before reading anything.
+    // Its own dependents (the non-local gather) are let in only once the
+    // receive has arrived, below: earlier, their blocks would wait resident
+    // through the whole exchange and slow the local force kernel beside it.
     cuda::waitForPrerequisiteGrids();
-    cuda::allowDependentGrids();
     const int p = blockIdx.y;
     const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::CoordinateKernel};
@@ -235,6 +237,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedPackCommX(FusedArgs a) {
                                             P.recvPe);
     }
     __syncthreads();
+    cuda::allowDependentGrids();
     if (okShared) {
         int begin, end;
         blockRange(P.recvCapacity, 1, begin, end);
@@ -254,7 +257,6 @@ __global__ void __launch_bounds__(kFusedThreads) fusedCommUnpackF(FusedArgs a) {
     __shared__ alignas(8) std::uint64_t tmaBarrier[kWarps];
 
     cuda::waitForPrerequisiteGrids();  // e.g. the scatter of the halo forces
-    cuda::allowDependentGrids();
     const int p = a.numPulses - 1 - static_cast<int>(blockIdx.y);
     const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::ForceKernel};
@@ -305,6 +307,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedCommUnpackF(FusedArgs a) {
         okShared = waitSignalGe(&a.forceSignal[p], seq, ctx, WaitDiagnostics::ForceReady, p, P.sendPe);
     }
     __syncthreads();
+    cuda::allowDependentGrids();  // after the wait, as in fusedPackCommX
     const int* map = P.indexMap;
     if (okShared && P.sendPath == PathKind::Tma) {
         const Vec3f* src = P.peerF + P.remoteRecvOffset;

@@ -7,7 +7,10 @@
 // touches anything the previous kernel writes; that wait returns once the
 // previous grid has completed and its memory operations are visible. A kernel
 // calls allowDependentGrids() to let the next one be scheduled early (every
-// block of it must have called it, or exited).
+// block of it must have called it, or exited). Where a kernel waits or works
+// long after its last block has started, it calls it late: the dependent's
+// blocks, once resident, wait there idle and take SM room from the kernels
+// of other streams.
 //
 // Off with HALOEX_PDL=0, and before compute capability 9.0 (plain launches;
 // the device-side calls are then no-ops).

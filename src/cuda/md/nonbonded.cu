@@ -160,7 +160,6 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
                     double* __restrict__ energies, const PruneArgs prune) {
     // Launched as a dependent of the gather (cuda/dependent_launch.cuh).
     cuda::waitForPrerequisiteGrids();
-    cuda::allowDependentGrids();
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int ti = lane >> 3;  // i slots ti and ti + 4
@@ -235,6 +234,12 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
             }
         }
     }
+
+    // Let the scatter launch only now: triggered at the start, its blocks
+    // would sit resident and idle for this whole kernel, taking room on the
+    // SMs from the kernels of the other stream (the non-local list's kernel
+    // fits in one wave, so its trigger would fire at once).
+    cuda::allowDependentGrids();
 
     if constexpr (kEnergies) {
         // Warp, then block sums; three double atomics per block (the energy
