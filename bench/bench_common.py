@@ -1,6 +1,9 @@
 """What the benchmark drivers share: finding a built executable and the
-environment for launching it under mpirun."""
+environment for launching it under mpirun; the plot scripts' command line,
+matplotlib and PNG output."""
+import argparse
 import glob
+import json
 import os
 import sys
 
@@ -20,6 +23,16 @@ def find_executable(name):
     """The newest build*/bin/<name> of this checkout, or None."""
     candidates = sorted(glob.glob(os.path.join(REPO, "build*", "bin", name)), key=os.path.getmtime, reverse=True)
     return candidates[0] if candidates else None
+
+
+def plot_command_line(description):
+    """The plot scripts' command line (a record, --out): (args, the record's JSON)."""
+    p = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("record", help="a JSON record written by a bench/ driver")
+    p.add_argument("--out", help="PNG file (default: the record's name with .png)")
+    args = p.parse_args()
+    with open(args.record) as f:
+        return args, json.load(f)
 
 
 def pyplot():

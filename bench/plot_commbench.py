@@ -13,11 +13,9 @@
 
 Usage: python3 bench/plot_commbench.py bench/results/commbench-<machine>-<date>.json [--out file.png]
 """
-import argparse
-import json
 import sys
 
-from bench_common import pyplot, save_png
+from bench_common import plot_command_line, pyplot, save_png
 
 BANDWIDTH = [("put_bandwidth", "NVSHMEM block puts", "tab:red", "o"),
              ("store_bandwidth", "direct stores (grid)", "tab:orange", "D"),
@@ -36,13 +34,8 @@ GPU_INITIATED = {"put_latency", "put_signal_pingpong", "direct_store_flag"}
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("record")
-    p.add_argument("--out", default=None)
-    args = p.parse_args()
+    args, doc = plot_command_line(__doc__)
     plt = pyplot()
-    with open(args.record) as f:
-        doc = json.load(f)
     rows = [r for r in doc["results"] if not r.get("skipped")]
     if not rows:
         sys.exit("%s holds no measurements to plot" % args.record)

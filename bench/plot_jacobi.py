@@ -11,20 +11,16 @@
 
 Usage: python3 bench/plot_jacobi.py bench/results/jacobi-<machine>-<date>.json [--out file.png]
 """
-import argparse
-import json
 import sys
 
-from bench_common import pyplot, save_png
+from bench_common import plot_command_line, pyplot, save_png
 
 CPU_ORCHESTRATED = ("staged", "ipc", "nccl")
 STYLE = {"nvshmem": ("tab:red", "o"), "staged": ("tab:blue", "s"), "ipc": ("tab:green", "^"),
          "nccl": ("tab:purple", "D"), "cpu": ("tab:gray", "x")}
 
 
-def load(path):
-    with open(path) as f:
-        doc = json.load(f)
+def load(doc):
     series = {}      # transport -> [(n, us, min, max, efficiency)]
     reference = []   # (n, us of the one-GPU run of the whole grid)
     ranks = None
@@ -41,17 +37,14 @@ def load(path):
                 (n, r["us_per_iter"], r["us_per_iter_min"], r["us_per_iter_max"], r["efficiency"]))
             if r["single_us_per_iter"] > 0 and not any(x[0] == n for x in reference):
                 reference.append((n, r["single_us_per_iter"]))
-    return doc, series, sorted(reference), ranks
+    return series, sorted(reference), ranks
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("record")
-    p.add_argument("--out", default=None)
-    args = p.parse_args()
+    args, doc = plot_command_line(__doc__)
     plt = pyplot()
 
-    doc, series, reference, ranks = load(args.record)
+    series, reference, ranks = load(doc)
     if not series:
         sys.exit("%s holds no passed runs to plot" % args.record)
     gpu = doc.get("machine", {}).get("gpu", {})

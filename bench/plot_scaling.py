@@ -9,11 +9,9 @@
 
 Usage: python3 bench/plot_scaling.py bench/results/md-scaling-<gpu>-<date>.json [--out file.png]
 """
-import argparse
-import json
 import sys
 
-from bench_common import pyplot, save_png
+from bench_common import plot_command_line, pyplot, save_png
 
 STYLE = {"staged/auto": ("tab:blue", "s"), "ipc/auto": ("tab:green", "^"), "nccl/auto": ("tab:purple", "v"),
          "nvshmem/direct": ("tab:red", "o"), "nvshmem/tma": ("tab:orange", "D"), "nvshmem/put": ("tab:brown", "P")}
@@ -35,13 +33,8 @@ def collect(record):
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("record")
-    p.add_argument("--out", help="PNG file (default: the record's name with .png)")
-    a = p.parse_args()
+    a, rec = plot_command_line(__doc__)
     plt = pyplot()
-    with open(a.record) as f:
-        rec = json.load(f)
     times, rates = collect(rec)
     sizes = sorted(times)
     if not sizes:
