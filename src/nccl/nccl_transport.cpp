@@ -1,6 +1,7 @@
 // The `nccl` transport: one stream-ordered NCCL send/receive pair per pulse.
 #include <nccl.h>
 
+#include <climits>
 #include <fmt/format.h>
 
 #include "halo_kernels.hpp"
@@ -110,6 +111,15 @@ public:
             exchange(send_.data(), count, p.sendRank, bytes + static_cast<std::size_t>(p.recvOffset) * elementSize,
                      p.receives() ? p.recvCount : 0, p.recvRank, elementSize, stream);
         }
+    }
+
+    // Search steps: one NCCL send/receive pair on the stream, device to device.
+    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
+                       StreamHandle stream) override {
+        HALOEX_ASSERT(sendBytes <= static_cast<std::size_t>(INT_MAX) && recvBytes <= static_cast<std::size_t>(INT_MAX),
+                      "exchangeBlock: blocks of at most 2 GiB");
+        exchange(send, static_cast<int>(sendBytes), dest, recv, static_cast<int>(recvBytes), src, 1,
+                 static_cast<cudaStream_t>(stream));
     }
 
     const TransportCounters& counters() const override { return counters_; }

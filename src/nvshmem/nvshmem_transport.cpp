@@ -10,12 +10,14 @@
 #include <optional>
 
 #include "fused_kernels.hpp"
+#include "index_map_upload.hpp"
 #include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/transport/host_exchange.hpp"
 #include "haloex/transport/nvshmem.hpp"
+#include "block_wait.hpp"
 #include "session.hpp"
 #include "symmetric_buffer.hpp"
 #include "watchdog.hpp"
@@ -92,11 +94,62 @@ public:
                                    plan.alignment));
         }
         plan_ = plan;
-        ensureCapacity();
+        const bool reallocated = ensureCapacity();
         uploadPulses();
         notes_ = pathNotes();
         HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
-        nvshmem_barrier_all();  // every rank's arrays and records are ready before any kernel signals
+        // New arrays: every rank's are in place before any kernel stores into
+        // a peer's. With the same arrays nothing is needed: the peers' first
+        // stores go to halo slots that nothing here reads until this rank's
+        // own forward waits for them, and the host collectives of the search
+        // (uploadPulses' reductions, the plan exchange) already order this
+        // set-up after the peers' previous step.
+        if (reallocated) nvshmem_barrier_all();
+    }
+
+    void reserveAtoms(std::int64_t localAtoms) override { reservedAtoms_ = std::max(reservedAtoms_, localAtoms); }
+
+    // Search-step blocks: the sender puts into the receiver's symmetric
+    // staging with a signal (NVLink or InfiniBand alike), the receiver waits
+    // (timed, diagnosed) and copies out. The reduction at the start sizes
+    // the staging (growing it collectively when needed) and orders the
+    // calls: every rank has copied out its previous block (its stream is
+    // synchronised first) before any rank passes it and puts the next one.
+    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
+                       StreamHandle streamHandle) override {
+        const auto stream = static_cast<cudaStream_t>(streamHandle);
+        throwIfTimedOut();
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        const std::int64_t largest =
+            world_.allReduceValue<std::int64_t>(dest >= 0 ? static_cast<std::int64_t>(sendBytes) : 0,
+                                                runtime::ReduceOp::Max);
+        initialise(static_cast<std::size_t>(largest));
+        if (largest > blockCapacity_) {
+            HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+            blockCapacity_ = std::max<std::int64_t>(largest, blockCapacity_ * 5 / 4) + 4096;
+            blockStaging_.allocate(static_cast<std::size_t>(blockCapacity_), "search-step staging");
+        }
+        ++blockSequence_;
+        auto* signal = blockSignal_.as<std::uint64_t>();
+        if (dest >= 0) {
+            nvshmemx_putmem_signal_on_stream(blockStaging_.as<void>(), send, sendBytes, signal, blockSequence_,
+                                             NVSHMEM_SIGNAL_SET, dest, stream);
+        }
+        if (src >= 0) {
+            BlockWaitArgs wait;
+            wait.signal = signal;
+            wait.expected = blockSequence_;
+            wait.peer = src;
+            wait.diagnostics = diagnosticsDevice_;
+            wait.abortFlag = abortFlag_.data();
+            wait.timeoutNs = timeoutNs_;
+            wait.myRank = world_.rank();
+            launchBlockWait(wait, stream);
+            if (recvBytes > 0) {
+                HALOEX_CUDA_CHECK(
+                    cudaMemcpyAsync(recv, blockStaging_.as<void>(), recvBytes, cudaMemcpyDeviceToDevice, stream));
+            }
+        }
     }
 
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
@@ -169,51 +222,64 @@ private:
                2 * kMaxPulses * sizeof(std::uint64_t);
     }
 
+    // NVSHMEM itself (collective, once): the symmetric heap is sized for
+    // `bytesHint` more bytes than the halo arrays of reserveAtoms() atoms.
+    void initialise(std::size_t bytesHint) {
+        if (initialised_) return;
+        const std::int64_t atoms =
+            world_.allReduceValue<std::int64_t>(std::max<std::int64_t>(reservedAtoms_, plan_.numLocal),
+                                                runtime::ReduceOp::Max);
+        // Before the first plan the staging is estimated (a pulse sends at
+        // most a quarter of the local atoms in the systems haloex runs).
+        const auto a = static_cast<std::size_t>(atoms * 1.25) + 64;
+        ensureNvshmem(world_, bytesFor(a, a / 4 + 64) + 2 * bytesHint);
+        signals_.allocate(2 * kMaxPulses * sizeof(std::uint64_t), "signals");
+        blockSignal_.allocate(sizeof(std::uint64_t), "search-step signal");
+        coordState_.allocate();
+        forceState_.allocate();
+        diagnostics_.allocate(1, cudaHostAllocMapped);
+        *diagnostics_.data() = WaitDiagnostics{};
+        HALOEX_CUDA_CHECK(
+            cudaHostGetDevicePointer(reinterpret_cast<void**>(&diagnosticsDevice_), diagnostics_.data(), 0));
+        abortFlag_.resize(1);
+        cuda::fillBytesNow(abortFlag_.data(), 0, sizeof(int));
+        watchdog_ = std::make_unique<Watchdog>(world_, diagnostics_.data(), [this](const WaitDiagnostics& d) {
+            return describeTimeout(d, describePulse(d.pulse).c_str());
+        });
+        initialised_ = true;
+    }
+
     // Sizes every symmetric array by the maximum over ranks (all ranks must
-    // allocate identically); grows collectively with headroom.
-    void ensureCapacity() {
+    // allocate identically); grows collectively with headroom. Returns
+    // whether the arrays were (re)allocated.
+    bool ensureCapacity() {
         const int stagingNeed = (std::max(plan_.maxSendCount(), plan_.maxRecvCapacity()) + 3) / 4 * 4;
         std::vector<std::int64_t> need{plan_.numLocal, stagingNeed};
         world_.allReduce(std::span<std::int64_t>(need.data(), need.size()), runtime::ReduceOp::Max);
-        if (!initialised_) {
-            ensureNvshmem(world_, bytesFor(static_cast<std::size_t>(need[0] * 1.25) + 64,
-                                           static_cast<std::size_t>(need[1] * 1.25) + 64));
-            if (heapSizeSetByUser() && bytesFor(need[0], need[1]) > symmetricHeapBytes()) {
-                throwError(ErrorKind::Nvshmem,
-                           fmt::format("NVSHMEM_SYMMETRIC_SIZE={} bytes is too small: the halo exchange of {} local "
-                                       "atoms needs {} bytes of symmetric heap; set NVSHMEM_SYMMETRIC_SIZE to at "
-                                       "least {}M",
-                                       symmetricHeapBytes(), need[0], bytesFor(need[0], need[1]),
-                                       2 * bytesFor(need[0], need[1]) / (1024 * 1024) + 1));
-            }
-            signals_.allocate(2 * kMaxPulses * sizeof(std::uint64_t), "signals");
-            coordState_.allocate();
-            forceState_.allocate();
-            diagnostics_.allocate(1, cudaHostAllocMapped);
-            *diagnostics_.data() = WaitDiagnostics{};
-            HALOEX_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&diagnosticsDevice_),
-                                                       diagnostics_.data(), 0));
-            abortFlag_.resize(1);
-            cuda::fillBytesNow(abortFlag_.data(), 0, sizeof(int));
-            watchdog_ = std::make_unique<Watchdog>(world_, diagnostics_.data(), [this](const WaitDiagnostics& d) {
-                return describeTimeout(d, describePulse(d.pulse).c_str());
-            });
-            initialised_ = true;
+        reservedAtoms_ = std::max(reservedAtoms_, need[0]);
+        initialise(0);
+        if (heapSizeSetByUser() && capacityAtoms_ == 0 && bytesFor(need[0], need[1]) > symmetricHeapBytes()) {
+            throwError(ErrorKind::Nvshmem,
+                       fmt::format("NVSHMEM_SYMMETRIC_SIZE={} bytes is too small: the halo exchange of {} local "
+                                   "atoms needs {} bytes of symmetric heap; set NVSHMEM_SYMMETRIC_SIZE to at "
+                                   "least {}M",
+                                   symmetricHeapBytes(), need[0], bytesFor(need[0], need[1]),
+                                   2 * bytesFor(need[0], need[1]) / (1024 * 1024) + 1));
         }
-        if (need[0] > capacityAtoms_ || need[1] > stagingStride_) {
-            // Collective on every rank (the maxima are the same everywhere).
-            HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
-            capacityAtoms_ = std::max<std::int64_t>(need[0], capacityAtoms_ * 5 / 4) + 64;
-            stagingStride_ = static_cast<int>((std::max<std::int64_t>(need[1], stagingStride_ * 5 / 4) + 64 + 3) / 4 * 4);
-            x_.release();
-            f_.release();
-            staging_.release();
-            forceStaging_.release();
-            x_.allocate(capacityAtoms_ * sizeof(Vec3f), "coordinates");
-            f_.allocate(capacityAtoms_ * sizeof(Vec3f), "forces");
-            staging_.allocate(std::size_t(kMaxPulses) * stagingStride_ * sizeof(Vec3f), "coordinate staging");
-            forceStaging_.allocate(std::size_t(kMaxPulses) * stagingStride_ * sizeof(Vec3f), "force staging");
-        }
+        if (need[0] <= capacityAtoms_ && need[1] <= stagingStride_) return false;
+        // Collective on every rank (the maxima are the same everywhere).
+        HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+        capacityAtoms_ = std::max<std::int64_t>(need[0], capacityAtoms_ * 5 / 4) + 64;
+        stagingStride_ = static_cast<int>((std::max<std::int64_t>(need[1], stagingStride_ * 5 / 4) + 64 + 3) / 4 * 4);
+        x_.release();
+        f_.release();
+        staging_.release();
+        forceStaging_.release();
+        x_.allocate(capacityAtoms_ * sizeof(Vec3f), "coordinates");
+        f_.allocate(capacityAtoms_ * sizeof(Vec3f), "forces");
+        staging_.allocate(std::size_t(kMaxPulses) * stagingStride_ * sizeof(Vec3f), "coordinate staging");
+        forceStaging_.allocate(std::size_t(kMaxPulses) * stagingStride_ * sizeof(Vec3f), "force staging");
+        return true;
     }
 
     PathKind choosePath(int peer, void* peerPointer, std::string& why) const {
@@ -237,15 +303,8 @@ private:
 
     void uploadPulses() {
         const int numPulses = static_cast<int>(plan_.pulses.size());
-        std::size_t totalIndices = 0;
-        for (const auto& p : plan_.pulses) totalIndices += p.sendIndices.size();
-        std::vector<int> indices;
-        indices.reserve(totalIndices);
-        for (const auto& p : plan_.pulses) indices.insert(indices.end(), p.sendIndices.begin(), p.sendIndices.end());
-        indexMaps_.resize(std::max<std::size_t>(1, indices.size()));
-        if (!indices.empty()) {
-            cuda::copyToDeviceNow(indexMaps_.data(), indices.data(), indices.size() * sizeof(int));
-        }
+        indexMaps_.resize(std::max<std::size_t>(1, cuda::totalIndexEntries(plan_)));
+        cuda::uploadIndexMaps(plan_, indexMaps_.data());
         std::vector<PulseRecord> records(numPulses);
         whyPath_.assign(numPulses, {});
         std::size_t offset = 0;
@@ -256,7 +315,7 @@ private:
             const plan::Pulse& pulse = plan_.pulses[p];
             PulseRecord& r = records[p];
             r.indexMap = indexMaps_.data() + offset;
-            offset += pulse.sendIndices.size();
+            offset += static_cast<std::size_t>(pulse.sendCount());
             r.sendCount = pulse.sendCount();
             r.numIndependent = pulse.numIndependent;
             r.recvCount = pulse.recvCount;
@@ -376,6 +435,11 @@ private:
     std::vector<std::pair<std::string, std::string>> whyPath_;
 
     SymmetricBuffer x_, f_, staging_, forceStaging_, signals_;
+    // exchangeBlock's receive staging (bytes, the same on every rank) and signal.
+    SymmetricBuffer blockStaging_, blockSignal_;
+    std::int64_t blockCapacity_ = 0;
+    std::uint64_t blockSequence_ = 0;
+    std::int64_t reservedAtoms_ = 0;
     std::int64_t capacityAtoms_ = 0;
     int stagingStride_ = 0;
     KernelState coordState_, forceState_;

@@ -9,19 +9,25 @@ namespace haloex::nvshmem_detail {
 
 std::string describeTimeout(const WaitDiagnostics& d, const char* pulseName) {
     static constexpr const char* kKernel[] = {"coordinate exchange (FusedPackCommX)",
-                                              "force exchange (FusedCommUnpackF)"};
+                                              "force exchange (FusedCommUnpackF)",
+                                              "search-step exchange (exchangeBlock)"};
+    const int kernel = d.kernel >= 0 && d.kernel <= WaitDiagnostics::SearchExchange ? d.kernel : 0;
     const char* what = "a signal";
+    std::string subject = pulseName;
     switch (d.what) {
         case WaitDiagnostics::CoordinateReceive: what = "the coordinates of pulse"; break;
         case WaitDiagnostics::CoordinateDependency: what = "the coordinates (needed for forwarding) of pulse"; break;
         case WaitDiagnostics::ForceReady: what = "the halo forces of pulse"; break;
         case WaitDiagnostics::ForceDependency: what = "this rank's own accumulation of pulse"; break;
+        case WaitDiagnostics::BlockReceive:
+            what = "the block (migrating atoms or halo records) numbered";
+            subject = std::to_string(d.expected);
+            break;
     }
     return fmt::format("rank {}: the {} waited {:.3f} s for {} {} from rank {}: signal expected >= {}, seen {}. "
                        "The peer is slower than the wait limit (raise --wait-timeout / HALOEX_WAIT_TIMEOUT), or it "
                        "stopped (look for its error above)",
-                       d.rank, kKernel[d.kernel == WaitDiagnostics::ForceKernel ? 1 : 0], d.waitedNs * 1e-9, what,
-                       pulseName, d.peer, d.expected, d.seen);
+                       d.rank, kKernel[kernel], d.waitedNs * 1e-9, what, subject, d.peer, d.expected, d.seen);
 }
 
 double waitTimeoutSeconds(double option) {

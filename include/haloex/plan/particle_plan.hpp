@@ -39,6 +39,12 @@ struct ParticleHaloPlan {
     std::vector<ZoneMask> zoneMask;  // one per local atom
     // Pulse that filled each local atom (-1 for home atoms and padding).
     std::vector<int> receivedInPulse;
+    // Plans built on the GPU (particles/device_plan_builder.hpp): the zone
+    // masks (numLocal) and every pulse's index map live in device memory,
+    // owned by the builder until its next build; zoneMask and
+    // receivedInPulse are then empty.
+    const ZoneMask* deviceZoneMask = nullptr;
+    bool onDevice() const { return deviceZoneMask != nullptr; }
 
     int numHalo() const;  // received atoms, padding excluded
     int maxSendCount() const;

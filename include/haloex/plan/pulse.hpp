@@ -28,6 +28,11 @@ struct Pulse {
     // below the home count); the rest wait for the pulses in waitsForward.
     std::vector<int> sendIndices;
     int numIndependent = 0;
+    // Plans built on the GPU (particles/device_plan_builder.hpp) keep the
+    // index map in device memory instead: deviceSendIndices points at its
+    // deviceSendCount entries and sendIndices stays empty. -1: host map.
+    const int* deviceSendIndices = nullptr;
+    int deviceSendCount = -1;
 
     int recvCount = 0;
     // Contiguous placement (particles): received elements go to
@@ -50,7 +55,8 @@ struct Pulse {
     // reverse accumulation must finish before this pulse sends back.
     std::vector<int> waitsReverse;
 
-    int sendCount() const { return static_cast<int>(sendIndices.size()); }
+    bool indexMapOnDevice() const { return deviceSendCount >= 0; }
+    int sendCount() const { return indexMapOnDevice() ? deviceSendCount : static_cast<int>(sendIndices.size()); }
     int numDependent() const { return sendCount() - numIndependent; }
     bool sends() const { return sendRank >= 0; }
     bool receives() const { return recvRank >= 0; }

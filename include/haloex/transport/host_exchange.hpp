@@ -2,14 +2,40 @@
 // Pulse-by-pulse halo exchange of host arrays over a World: the plain
 // algorithm every other transport must reproduce. Works for any Pulse list
 // (particle or grid plans) and any element type.
+#include <cstddef>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/plan/particle_plan.hpp"
 #include "haloex/plan/pulse.hpp"
 #include "haloex/runtime/world.hpp"
 
 namespace haloex::transport {
+
+// Message tag of ParticleTransport::exchangeBlock over a World (within the
+// 32767 MPI guarantees, apart from the pulse ids and plan_exchange's tags).
+inline constexpr int kTagExchangeBlock = 32710;
+
+// ParticleTransport::exchangeBlock for arrays in host memory.
+inline void exchangeBlockOnHost(runtime::World& world, const void* send, std::size_t sendBytes, int dest, void* recv,
+                                std::size_t recvBytes, int src) {
+    world.sendRecvBytes(std::span<const std::byte>(static_cast<const std::byte*>(send), dest >= 0 ? sendBytes : 0),
+                        dest, std::span<std::byte>(static_cast<std::byte*>(recv), src >= 0 ? recvBytes : 0), src,
+                        kTagExchangeBlock);
+}
+
+// Host transports move host index maps only: a plan built on the device
+// (index maps and zone masks in device memory) is refused, naming `who`.
+inline void requireHostPlan(const plan::ParticleHaloPlan& plan, const char* who) {
+    if (plan.onDevice()) {
+        throwError(ErrorKind::InvalidInput,
+                   std::string(who) + " keeps its arrays in host memory and cannot use a plan built on the GPU "
+                                      "(its index maps are in device memory); build the plan on the host "
+                                      "(runtime::buildParticlePlan) or use a device transport");
+    }
+}
 
 // One pulse's message: to `dest`, from `src`; either may be -1 (no peer at
 // a non-periodic edge).

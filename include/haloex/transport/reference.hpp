@@ -31,6 +31,10 @@ public:
     void reverseForces(StreamHandle) override;
     void clearForces(StreamHandle) override;
     void forwardBytes(void* data, std::size_t elementSize, StreamHandle) override;
+    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
+                       StreamHandle) override {
+        exchangeBlockOnHost(world_, send, sendBytes, dest, recv, recvBytes, src);
+    }
     const TransportCounters& counters() const override { return counters_; }
 
     // Typed exchanges on caller arrays (numLocal elements), any precision.

@@ -64,6 +64,24 @@ public:
     // types, charges, global ids). May block the host.
     virtual void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) = 0;
 
+    // A hint before the first setPlan: plans of up to `localAtoms` local
+    // atoms per rank are coming (transports that initialise a library with a
+    // fixed-size heap on first use size it from this). Not collective.
+    virtual void reserveAtoms(std::int64_t localAtoms) { (void)localAtoms; }
+
+    // Search steps (particles migrating to their new owners, a plan built on
+    // the device): sends `sendBytes` bytes at `send` to rank `dest` while
+    // receiving `recvBytes` bytes from rank `src` into `recv`, both in
+    // memorySpace(), by this transport's own mechanism (NVSHMEM put with
+    // signal, NCCL send/receive, host staging for the CPU-orchestrated
+    // ones). A rank of -1 means nothing to send (or receive). Both sides know
+    // the sizes beforehand (the caller exchanges counts over the World).
+    // Collective: every rank makes the same sequence of calls. Ordered on
+    // `stream`: `recv` holds the data for work enqueued there after the call,
+    // and `send` must stay unchanged until then. May block the host.
+    virtual void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes,
+                               int src, StreamHandle stream) = 0;
+
     virtual const TransportCounters& counters() const = 0;
 
     // Lines for the run summary: what the transport chose and why (e.g. the

@@ -1,6 +1,7 @@
 #include <cstdint>
 
 #include "halo_kernels.hpp"
+#include "index_map_upload.hpp"
 #include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 
@@ -120,16 +121,14 @@ void copyBlock(const void* src, std::size_t bytes, void* dst, cudaStream_t strea
 }
 
 void DevicePulseMaps::upload(const plan::ParticleHaloPlan& plan) {
-    std::vector<int> all;
     offsets_.clear();
+    std::size_t total = 0;
     for (const plan::Pulse& pulse : plan.pulses) {
-        offsets_.push_back(all.size());
-        all.insert(all.end(), pulse.sendIndices.begin(), pulse.sendIndices.end());
+        offsets_.push_back(total);
+        total += static_cast<std::size_t>(pulse.sendCount());
     }
-    indices_.resize(std::max<std::size_t>(all.size(), 1));
-    if (!all.empty()) {
-        cuda::copyToDeviceNow(indices_.data(), all.data(), all.size() * sizeof(int));
-    }
+    indices_.resize(std::max<std::size_t>(total, 1));
+    uploadIndexMaps(plan, indices_.data());
 }
 
 }  // namespace haloex::cuda

@@ -115,6 +115,13 @@ public:
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) override;
     void reverseForces(StreamHandle stream) override;
     void clearForces(StreamHandle stream) override { f_.zeroAsync(static_cast<cudaStream_t>(stream)); }
+    // Search-step blocks travel like forwardBytes: through host staging (the
+    // caller's arrays have no IPC handles; this baseline's per-step path is
+    // the peer copies of coordinates and forces).
+    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
+                       StreamHandle stream) override {
+        bytesPath_.exchangeBlock(send, sendBytes, dest, recv, recvBytes, src, static_cast<cudaStream_t>(stream));
+    }
     void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
         HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
         bytesPath_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
@@ -205,7 +212,7 @@ void IpcTransport::setPlan(const plan::ParticleHaloPlan& plan) {
     std::size_t forceSlots = 0;
     for (const plan::Pulse& p : plan_.pulses) {
         forceSlot_[static_cast<std::size_t>(p.id)] = forceSlots;
-        forceSlots += p.sendIndices.size();
+        forceSlots += static_cast<std::size_t>(p.sendCount());
     }
 
     // Importers must unmap an allocation before its owner frees it.

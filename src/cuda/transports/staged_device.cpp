@@ -52,6 +52,11 @@ public:
                       static_cast<cudaStream_t>(stream), kTagBytes);
     }
 
+    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
+                       StreamHandle stream) override {
+        path_.exchangeBlock(send, sendBytes, dest, recv, recvBytes, src, static_cast<cudaStream_t>(stream));
+    }
+
     const TransportCounters& counters() const override { return counters_; }
     std::vector<std::string> describe() const override {
         return {"staged: device memory; per pulse pack kernel, copy to pinned host memory, 1 host sync, "

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <fmt/format.h>
 
+#include "haloex/transport/host_exchange.hpp"
+
 namespace haloex::cuda {
 namespace {
 
@@ -47,7 +49,7 @@ std::int64_t StagedPath::forward(const plan::ParticleHaloPlan& plan, const Devic
     beginCall(stream);
     std::int64_t syncs = 0;
     for (const plan::Pulse& pulse : plan.pulses) {
-        const std::size_t sendBytes = pulse.sends() ? pulse.sendIndices.size() * elementSize : 0;
+        const std::size_t sendBytes = pulse.sends() ? static_cast<std::size_t>(pulse.sendCount()) * elementSize : 0;
         const std::size_t recvBytes = pulse.receives() ? static_cast<std::size_t>(pulse.recvCount) * elementSize : 0;
         if (sendBytes > 0) {
             if (box) {
@@ -83,7 +85,7 @@ std::int64_t StagedPath::reverseAdd(const plan::ParticleHaloPlan& plan, const De
         const plan::Pulse& pulse = *it;
         // Forces of the atoms received in this pulse go back to their sender.
         const std::size_t haloBytes = pulse.receives() ? static_cast<std::size_t>(pulse.recvCount) * sizeof(Vec3f) : 0;
-        const std::size_t ownerBytes = pulse.sends() ? pulse.sendIndices.size() * sizeof(Vec3f) : 0;
+        const std::size_t ownerBytes = pulse.sends() ? static_cast<std::size_t>(pulse.sendCount()) * sizeof(Vec3f) : 0;
         if (haloBytes > 0) {
             HALOEX_CUDA_CHECK(cudaMemcpyAsync(hostSend_.data(), f + pulse.recvOffset, haloBytes,
                                               cudaMemcpyDeviceToHost, stream));
@@ -103,6 +105,25 @@ std::int64_t StagedPath::reverseAdd(const plan::ParticleHaloPlan& plan, const De
     }
     endCall(stream);
     return syncs;
+}
+
+void StagedPath::exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes,
+                               int src, cudaStream_t stream) {
+    sendBytes = dest >= 0 ? sendBytes : 0;
+    recvBytes = src >= 0 ? recvBytes : 0;
+    reserve(sendBytes, recvBytes);
+    beginCall(stream);
+    if (sendBytes > 0) {
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(hostSend_.data(), send, sendBytes, cudaMemcpyDeviceToHost, stream));
+    }
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    transport::exchangeBlockOnHost(world_, hostSend_.data(), sendBytes, dest, hostRecv_.data(), recvBytes, src);
+    if (recvBytes > 0) {
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(recv, hostRecv_.data(), recvBytes, cudaMemcpyHostToDevice, stream));
+    }
+    // The pinned buffers are reused by the next call.
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    endCall(stream);
 }
 
 }  // namespace haloex::cuda

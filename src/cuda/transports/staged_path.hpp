@@ -28,6 +28,11 @@ public:
     std::int64_t reverseAdd(const plan::ParticleHaloPlan& plan, const DevicePulseMaps& maps, Vec3f* f,
                             cudaStream_t stream, int tagBase);
 
+    // ParticleTransport::exchangeBlock through pinned host memory: copy out,
+    // wait, World::sendRecvBytes, copy in (finished on return).
+    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
+                       cudaStream_t stream);
+
 private:
     // Grows the staging buffers; waits for the previous call's copies first.
     void reserve(std::size_t sendBytes, std::size_t recvBytes);

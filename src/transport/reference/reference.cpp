@@ -13,6 +13,7 @@ struct Bytes16 {
 }  // namespace
 
 void ReferenceTransport::setPlan(const plan::ParticleHaloPlan& plan) {
+    requireHostPlan(plan, "the reference transport");
     plan_ = plan;
     x_.assign(plan_.numLocal, Vec3f{});
     f_.assign(plan_.numLocal, Vec3f{});

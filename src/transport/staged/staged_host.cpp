@@ -23,6 +23,7 @@ public:
     MemorySpace memorySpace() const override { return MemorySpace::Host; }
 
     void setPlan(const plan::ParticleHaloPlan& plan) override {
+        requireHostPlan(plan, "the staged transport in host memory");
         plan_ = plan;
         x_.assign(static_cast<std::size_t>(plan_.numLocal), Vec3f{});
         f_.assign(static_cast<std::size_t>(plan_.numLocal), Vec3f{});
@@ -56,6 +57,11 @@ public:
         for (int i = 0; i < plan_.numLocal; ++i) std::memcpy(wide[i].b, bytes + i * elementSize, elementSize);
         forwardPulses(world_, plan_.pulses, std::span<Bytes16>(wide));
         for (int i = 0; i < plan_.numLocal; ++i) std::memcpy(bytes + i * elementSize, wide[i].b, elementSize);
+    }
+
+    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
+                       StreamHandle) override {
+        exchangeBlockOnHost(world_, send, sendBytes, dest, recv, recvBytes, src);
     }
 
     const TransportCounters& counters() const override { return counters_; }
