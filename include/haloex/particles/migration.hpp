@@ -1,0 +1,58 @@
+#pragma once
+// Particle migration on the device (Cabana's Distributor idiom): after the
+// particles of a rank have moved for a while, every one is wrapped into the
+// periodic box and sent to the rank whose cell now holds it, with all its
+// fields. Library code: any domain-decomposed particle program needs it.
+//
+// Dimension by dimension (x, y, z; undecomposed dimensions only wrap), a
+// particle that left this rank's cell along d goes to the lower or upper
+// neighbour along d; later dimensions forward what earlier ones delivered,
+// so diagonal moves arrive without diagonal messages. A particle may cross
+// at most one cell per dimension between two migrations (the step between
+// searches keeps moves far below a cell); more throws InvalidInput naming
+// it. Ownership is decided exactly as plan::Decomposition::ownerRank decides
+// it for the same (float) position, so host and device partitions agree.
+//
+// Data stays on the device: the selection runs in kernels (CUB), the
+// particles travel through the transport's exchangeBlock; only counts reach
+// the host (one small copy and one World message per direction). Particles
+// that stay keep their order; arrivals follow in the order received.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "haloex/cuda/device_buffer.hpp"
+#include "haloex/particles/particle_store.hpp"
+#include "haloex/plan/decomposition.hpp"
+#include "haloex/runtime/world.hpp"
+#include "haloex/transport/transport.hpp"
+
+namespace haloex::particles {
+
+struct MigrationStats {
+    int particles = 0;  // on this rank after the migration
+    int sent = 0;       // particles this rank sent (summed over directions)
+    int received = 0;
+};
+
+class Migrator {
+public:
+    // `idField`: a field of std::int64_t global ids, named in error messages
+    // (-1: none; messages give the local index instead).
+    explicit Migrator(int idField = -1) : idField_(idField) {}
+
+    // Collective over `world` (the transport's World). Enqueues on `stream`
+    // and synchronises it (counts are read on the host).
+    MigrationStats migrate(ParticleStore& particles, const plan::Decomposition& decomposition, runtime::World& world,
+                           transport::ParticleTransport& transport, cudaStream_t stream);
+
+private:
+    int idField_;
+    cuda::DeviceBuffer<std::uint8_t> direction_;  // per particle: stay, down, up, invalid
+    cuda::DeviceBuffer<int> selected_;             // stayers, then leavers down, then up
+    cuda::DeviceBuffer<int> status_;               // device counters and the first bad particle
+    cuda::DeviceBuffer<std::byte> sendBlock_, recvBlock_, cubTemp_;
+    cuda::PinnedBuffer<int> statusHost_;
+};
+
+}  // namespace haloex::particles

@@ -1,0 +1,67 @@
+#pragma once
+// One rank's particles in device memory, as structure of arrays that move
+// together when particles migrate: positions (field 0, Vec3f, nm) and any
+// number of fixed-size fields after them (velocities, types, ids, ...).
+//
+// Capacity grows geometrically (growthFactor) and never shrinks, so the
+// search steps of a run rarely allocate; growing keeps the contents.
+// resize() and the copies are synchronous (set-up and output steps).
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <vector>
+
+#include "haloex/core/vec3.hpp"
+#include "haloex/cuda/device_buffer.hpp"
+
+namespace haloex::particles {
+
+class ParticleStore {
+public:
+    // fieldBytes: element size of each field after the positions.
+    explicit ParticleStore(std::vector<std::size_t> fieldBytes, double growthFactor = 1.25);
+
+    int size() const { return size_; }
+    int capacity() const { return capacity_; }
+    int numFields() const { return static_cast<int>(bytes_.size()); }  // positions included
+    std::size_t elementBytes(int field) const { return bytes_.at(static_cast<std::size_t>(field)); }
+
+    void* field(int k) { return data_.at(static_cast<std::size_t>(k)).data(); }
+    const void* field(int k) const { return data_.at(static_cast<std::size_t>(k)).data(); }
+    template <class T>
+    T* fieldAs(int k) {
+        return static_cast<T*>(field(k));
+    }
+    template <class T>
+    const T* fieldAs(int k) const {
+        return static_cast<const T*>(field(k));
+    }
+    Vec3f* positions() { return fieldAs<Vec3f>(0); }
+    const Vec3f* positions() const { return fieldAs<Vec3f>(0); }
+
+    // Size n; the first min(n, size()) particles are kept.
+    void resize(int n);
+    // n particles from host arrays, one per field (hostFields[k] holds n
+    // elements of elementBytes(k)).
+    void upload(int n, const std::vector<const void*>& hostFields);
+    // Every field's first size() elements into host arrays of that size.
+    void download(const std::vector<void*>& hostFields) const;
+
+    // Migration builds the next contents in a second set of arrays: room for
+    // n particles there (old contents of the second set are not kept) ...
+    void reserveNext(int n);
+    void* nextField(int k) { return next_.at(static_cast<std::size_t>(k)).data(); }
+    // ... and then makes them current, with size n.
+    void swapNext(int n);
+
+private:
+    int grownCapacity(int n) const;
+
+    std::vector<std::size_t> bytes_;
+    std::vector<cuda::DeviceBuffer<std::byte>> data_, next_;
+    double growth_;
+    int size_ = 0;
+    int capacity_ = 0;
+};
+
+}  // namespace haloex::particles

@@ -1,0 +1,150 @@
+// Particle migration on the device (migration.hpp): the orchestration; the
+// kernels are in particle_kernels.cu.
+#include "haloex/particles/migration.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <fmt/format.h>
+
+#include "haloex/core/error.hpp"
+#include "particle_kernels.hpp"
+
+namespace haloex::particles {
+namespace {
+
+using namespace detail;
+
+// World tag of the per-direction particle counts (apart from the other
+// traffic of a search step).
+constexpr int kTagCounts = 32711;
+
+// Sends `mine` to dest and returns what src sent (0 without a src).
+int exchangeCount(runtime::World& world, std::int64_t mine, int dest, int src) {
+    std::int64_t theirs = 0;
+    world.sendRecvBytes(std::as_bytes(std::span(&mine, 1)), dest,
+                        std::as_writable_bytes(std::span(&theirs, src >= 0 ? 1 : 0)), src, kTagCounts);
+    return static_cast<int>(theirs);
+}
+
+}  // namespace
+
+MigrationStats Migrator::migrate(ParticleStore& particles, const plan::Decomposition& decomposition,
+                                 runtime::World& world, transport::ParticleTransport& transport, cudaStream_t stream) {
+    const plan::RankGrid& grid = decomposition.grid();
+    plan::requireGridMatchesRanks(grid, world.size());
+    const int rank = world.rank();
+    const plan::Int3 me = grid.coordOf(rank);
+    const auto& L = decomposition.box().length;
+    const double lengths[3] = {L.x, L.y, L.z};
+    MigrationStats stats;
+    status_.resize(kMigrationStatus);
+    statusHost_.reserve(kMigrationStatus);
+
+    // The id (or the local index) of particle i, for messages.
+    const auto nameOf = [&](int i) {
+        if (idField_ < 0) return fmt::format("local particle {}", i);
+        std::int64_t id = -1;
+        HALOEX_CUDA_CHECK(cudaMemcpy(&id, particles.fieldAs<std::int64_t>(idField_) + i, sizeof(id),
+                                     cudaMemcpyDeviceToHost));
+        return fmt::format("particle {} (global id)", id);
+    };
+    const auto readStatus = [&] {
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(statusHost_.data(), status_.data(), kMigrationStatus * sizeof(int),
+                                          cudaMemcpyDeviceToHost, stream));
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    };
+
+    int n = particles.size();
+    resetMigrationStatus(status_.data(), stream);
+    wrapPositions(particles.positions(), n, lengths, status_.data(), stream);
+    readStatus();
+    if (statusHost_[kFirstNonFinite] != INT_MAX) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{} on rank {} has a non-finite position; the simulation is unstable (too large a "
+                               "time step, or bad input)",
+                               nameOf(statusHost_[kFirstNonFinite]), rank));
+    }
+
+    for (int d = 0; d < 3; ++d) {
+        if (!grid.decomposed(d)) continue;  // wrapping was all this dimension needed
+        const DimensionCut cut{d, grid.dim(d), me[d], lengths[d]};
+        direction_.reserve(static_cast<std::size_t>(std::max(n, 1)));
+        selected_.reserve(3 * static_cast<std::size_t>(std::max(n, 1)));
+        const int* stayList = selected_.data();
+        const int* downList = stayList + n;
+        const int* upList = downList + n;
+        resetMigrationStatus(status_.data(), stream);
+        classifyAndSelect(particles.positions(), n, cut, direction_.data(), selected_.data(), status_.data(), cubTemp_,
+                          stream);
+        readStatus();
+        if (statusHost_[kFirstTooFar] != INT_MAX) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("{} on rank {} moved more than one cell width ({:.4g} nm) along {} since the last "
+                                   "search; the system is unstable, or the cells are too thin for the search "
+                                   "interval: use a smaller --dt or --nstlist, or fewer ranks along {}",
+                                   nameOf(statusHost_[kFirstTooFar]), rank, decomposition.cellWidth(d), "xyz"[d],
+                                   "xyz"[d]));
+        }
+        const int stay = statusHost_[kCountStay];
+        const int down = statusHost_[kCountDown];
+        const int up = statusHost_[kCountUp];
+
+        // Counts first (both sides size the blocks), then the blocks.
+        const int lower = grid.neighbour(rank, d, -1);
+        const int upper = grid.neighbour(rank, d, +1);
+        const int fromUpper = exchangeCount(world, down, lower, upper);
+        const int fromLower = exchangeCount(world, up, upper, lower);
+
+        const int next = stay + fromUpper + fromLower;
+        particles.reserveNext(next);
+        for (int k = 0; k < particles.numFields(); ++k) {
+            gatherElements(particles.field(k), particles.elementBytes(k), stayList, stay, particles.nextField(k),
+                           stream);
+        }
+        // One block per direction, a section per field; arrivals go after
+        // the particles that stayed.
+        const auto blockBytes = [&](int count) {
+            std::size_t total = 0;
+            for (int k = 0; k < particles.numFields(); ++k) {
+                total += alignedSection(static_cast<std::size_t>(count) * particles.elementBytes(k));
+            }
+            return total;
+        };
+        // Room for both directions first: growing frees a buffer that a
+        // queued put may still read.
+        sendBlock_.reserve(std::max({blockBytes(down), blockBytes(up), std::size_t{16}}));
+        recvBlock_.reserve(std::max({blockBytes(fromUpper), blockBytes(fromLower), std::size_t{16}}));
+        const auto move = [&](const int* list, int count, int dest, int arriving, int src, int at) {
+            std::size_t offset = 0;
+            for (int k = 0; k < particles.numFields(); ++k) {
+                gatherElements(particles.field(k), particles.elementBytes(k), list, count, sendBlock_.data() + offset,
+                               stream);
+                offset += alignedSection(static_cast<std::size_t>(count) * particles.elementBytes(k));
+            }
+            transport.exchangeBlock(sendBlock_.data(), blockBytes(count), dest, recvBlock_.data(),
+                                    blockBytes(arriving), src, stream);
+            offset = 0;
+            for (int k = 0; k < particles.numFields(); ++k) {
+                const std::size_t bytes = static_cast<std::size_t>(arriving) * particles.elementBytes(k);
+                if (bytes > 0) {
+                    HALOEX_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::byte*>(particles.nextField(k)) +
+                                                          static_cast<std::size_t>(at) * particles.elementBytes(k),
+                                                      recvBlock_.data() + offset, bytes, cudaMemcpyDeviceToDevice,
+                                                      stream));
+                }
+                offset += alignedSection(bytes);
+            }
+        };
+        move(downList, down, lower, fromUpper, upper, stay);
+        move(upList, up, upper, fromLower, lower, stay + fromUpper);
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        particles.swapNext(next);
+        stats.sent += down + up;
+        stats.received += fromUpper + fromLower;
+        n = next;
+    }
+    stats.particles = n;
+    return stats;
+}
+
+}  // namespace haloex::particles

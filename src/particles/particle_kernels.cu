@@ -1,0 +1,229 @@
+// The particle kernels (particle_kernels.hpp): box arithmetic of
+// plan/box.cpp and plan/decomposition.cpp redone in double precision on the
+// device, so host and device decide alike for the same float positions.
+#include "particle_kernels.hpp"
+
+#include <cub/device/device_select.cuh>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <climits>
+
+#include "haloex/cuda/check.hpp"
+#include "haloex/plan/particle_plan.hpp"
+
+namespace haloex::particles::detail {
+namespace {
+
+constexpr int kThreads = 256;
+
+int blocksFor(long long n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+
+// plan::wrapIntoBox for one coordinate.
+__device__ inline double wrapCoordinate(double x, double L) {
+    double w = x - L * floor(x / L);
+    if (w >= L) w -= L;
+    if (w < 0.0) w = 0.0;
+    return w;
+}
+
+// The cell index along one dimension (plan::Decomposition::ownerRank).
+__device__ inline int cellIndex(double x, int n, double L) {
+    int k = static_cast<int>(floor(x * n / L));
+    k = k < 0 ? 0 : (k > n - 1 ? n - 1 : k);
+    while (k > 0 && x < L * k / n) --k;
+    while (k < n - 1 && x >= L * (k + 1) / n) ++k;
+    return k;
+}
+
+// One thread per 4-byte word where the element size allows, else per byte.
+template <class Word>
+__global__ void gatherKernel(const Word* __restrict__ in, int wordsPerElement, const int* __restrict__ index,
+                             long long count, Word* __restrict__ out) {
+    const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (t >= count * wordsPerElement) return;
+    const long long j = t / wordsPerElement;
+    const int w = static_cast<int>(t % wordsPerElement);
+    out[t] = in[static_cast<long long>(index[j]) * wordsPerElement + w];
+}
+
+__global__ void resetStatusKernel(int* status) {
+    status[kFirstNonFinite] = INT_MAX;
+    status[kFirstTooFar] = INT_MAX;
+    status[kCountStay] = status[kCountDown] = status[kCountUp] = 0;
+}
+
+struct Lengths {
+    double L[3];
+};
+
+__global__ void wrapKernel(Vec3f* __restrict__ x, int n, Lengths box, int* __restrict__ status) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Vec3f p = x[i];
+    if (!(isfinite(p.x) && isfinite(p.y) && isfinite(p.z))) {
+        atomicMin(&status[kFirstNonFinite], i);
+        return;
+    }
+    for (int d = 0; d < 3; ++d) {
+        float w = static_cast<float>(wrapCoordinate(static_cast<double>(p[d]), box.L[d]));
+        if (static_cast<double>(w) >= box.L[d]) w = 0.0f;
+        p[d] = w;
+    }
+    x[i] = p;
+}
+
+__global__ void classifyKernel(const Vec3f* __restrict__ x, int n, DimensionCut cut,
+                               std::uint8_t* __restrict__ direction, int* __restrict__ status) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    const int k = cellIndex(static_cast<double>(x[i][cut.dim]), cut.cells, cut.length);
+    std::uint8_t dir = kStay;
+    if (k != cut.mine) {
+        if (k == (cut.mine - 1 + cut.cells) % cut.cells) {
+            dir = kDown;  // with two cells the upper neighbour is the lower one too
+        } else if (k == (cut.mine + 1) % cut.cells) {
+            dir = kUp;
+        } else {
+            dir = kTooFar;
+            atomicMin(&status[kFirstTooFar], i);
+        }
+    }
+    direction[i] = dir;
+}
+
+struct HasDirection {
+    const std::uint8_t* direction;
+    std::uint8_t wanted;
+    __device__ bool operator()(int i) const { return direction[i] == wanted; }
+};
+
+// ParticlePlanBuilder::selectSend's test on the same float position with the
+// same double-precision shifts.
+struct WithinHalo {
+    HaloSelection s;
+    __device__ bool operator()(int i) const {
+        if (s.mask[i] & plan::kPaddingMask) return false;
+        const double c = static_cast<double>(s.x[i][s.dim]) + (((s.image[i] >> s.dim) & 1u) ? s.length : 0.0);
+        return c < s.limit;
+    }
+};
+
+__global__ void attributeKernel(const int* __restrict__ selected, int maxEntries, int numHome, SourceSlots slots,
+                                int* __restrict__ counters) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= maxEntries || j >= counters[kSelected]) return;
+    const int i = selected[j];
+    if (i < numHome) {
+        atomicAdd(&counters[kIndependent], 1);
+        return;
+    }
+    for (int q = 0; q < slots.count; ++q) {
+        if (i >= slots.offset[q] && i < slots.offset[q] + slots.size[q]) {
+            atomicAdd(&counters[kFirstSource + q], 1);
+            return;
+        }
+    }
+}
+
+__global__ void packHaloKernel(const int* __restrict__ map, int count, const Vec3f* __restrict__ x,
+                               const std::uint8_t* __restrict__ image, const std::uint8_t* __restrict__ mask,
+                               std::uint8_t imageBit, std::uint8_t maskBit, Vec3f* __restrict__ outX,
+                               std::uint8_t* __restrict__ outImage, std::uint8_t* __restrict__ outMask) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= count) return;
+    const int i = map[j];
+    outX[j] = x[i];
+    outImage[j] = image[i] | imageBit;
+    outMask[j] = mask[i] | maskBit;
+}
+
+__global__ void fillPaddingKernel(int begin, int end, Vec3f* __restrict__ x, std::uint8_t* __restrict__ image,
+                                  std::uint8_t* __restrict__ mask) {
+    const int i = begin + blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= end) return;
+    const float nan = __int_as_float(0x7fc00000);
+    x[i] = Vec3f{nan, nan, nan};
+    image[i] = 0;
+    mask[i] = plan::kPaddingMask;
+}
+
+// cub::DeviceSelect::If over the indices [first, first + count).
+template <class Predicate>
+void selectIndices(int first, int count, Predicate predicate, int* out, int* numSelected,
+                   cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream) {
+    const thrust::counting_iterator<int> from(first);
+    std::size_t bytes = 0;
+    HALOEX_CUDA_CHECK(cub::DeviceSelect::If(nullptr, bytes, from, out, numSelected, count, predicate, stream));
+    if (temp.capacity() < bytes) {
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));  // queued work may use the old space
+        temp.reserve(bytes);
+    }
+    bytes = temp.capacity();
+    HALOEX_CUDA_CHECK(cub::DeviceSelect::If(temp.data(), bytes, from, out, numSelected, count, predicate, stream));
+}
+
+}  // namespace
+
+void gatherElements(const void* in, std::size_t elementBytes, const int* index, int count, void* out,
+                    cudaStream_t stream) {
+    if (count <= 0) return;
+    if (elementBytes % 4 == 0) {
+        const int words = static_cast<int>(elementBytes / 4);
+        gatherKernel<<<blocksFor(static_cast<long long>(count) * words), kThreads, 0, stream>>>(
+            static_cast<const std::uint32_t*>(in), words, index, count, static_cast<std::uint32_t*>(out));
+    } else {
+        const int bytes = static_cast<int>(elementBytes);
+        gatherKernel<<<blocksFor(static_cast<long long>(count) * bytes), kThreads, 0, stream>>>(
+            static_cast<const std::uint8_t*>(in), bytes, index, count, static_cast<std::uint8_t*>(out));
+    }
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void resetMigrationStatus(int* status, cudaStream_t stream) {
+    resetStatusKernel<<<1, 1, 0, stream>>>(status);
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void wrapPositions(Vec3f* x, int n, const double boxLength[3], int* status, cudaStream_t stream) {
+    if (n <= 0) return;
+    wrapKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, Lengths{{boxLength[0], boxLength[1], boxLength[2]}},
+                                                      status);
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint8_t* direction, int* lists,
+                       int* status, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream) {
+    if (n <= 0) return;
+    classifyKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, cut, direction, status);
+    HALOEX_CUDA_CHECK_LAUNCH();
+    for (int k = 0; k < 3; ++k) {
+        selectIndices(0, n, HasDirection{direction, static_cast<std::uint8_t>(k)}, lists + static_cast<long long>(k) * n,
+                      status + kCountStay + k, temp, stream);
+    }
+}
+
+void selectHaloCandidates(const HaloSelection& selection, int first, int count, int numHome,
+                          const SourceSlots& slots, int* map, int* counters, cuda::DeviceBuffer<std::byte>& temp,
+                          cudaStream_t stream) {
+    if (count <= 0) return;
+    selectIndices(first, count, WithinHalo{selection}, map, counters + kSelected, temp, stream);
+    attributeKernel<<<blocksFor(count), kThreads, 0, stream>>>(map, count, numHome, slots, counters);
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void packHaloRecords(const int* map, int count, const Vec3f* x, const std::uint8_t* image, const std::uint8_t* mask,
+                     std::uint8_t imageBit, std::uint8_t maskBit, Vec3f* outX, std::uint8_t* outImage,
+                     std::uint8_t* outMask, cudaStream_t stream) {
+    if (count <= 0) return;
+    packHaloKernel<<<blocksFor(count), kThreads, 0, stream>>>(map, count, x, image, mask, imageBit, maskBit, outX,
+                                                              outImage, outMask);
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void fillPadding(int begin, int end, Vec3f* x, std::uint8_t* image, std::uint8_t* mask, cudaStream_t stream) {
+    if (end <= begin) return;
+    fillPaddingKernel<<<blocksFor(end - begin), kThreads, 0, stream>>>(begin, end, x, image, mask);
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace haloex::particles::detail

@@ -1,0 +1,89 @@
+#pragma once
+// Launchers of the particle kernels (migration and the device plan builder),
+// callable from plain C++. Each enqueues on `stream` and returns at once;
+// launch errors throw. Internal to haloex_particles.
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "haloex/core/vec3.hpp"
+#include "haloex/cuda/device_buffer.hpp"
+
+namespace haloex::particles::detail {
+
+// A packed block holds one section per field, each starting 16-byte aligned.
+inline std::size_t alignedSection(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
+
+// out[j] = in[index[j]] for `count` elements of `elementBytes` bytes.
+void gatherElements(const void* in, std::size_t elementBytes, const int* index, int count, void* out,
+                    cudaStream_t stream);
+
+// --- migration ----------------------------------------------------------------
+enum Direction : std::uint8_t { kStay = 0, kDown = 1, kUp = 2, kTooFar = 3 };
+
+// status slots: the first particle with a non-finite position, the first
+// that moved more than one cell, and the lengths of the three lists.
+enum MigrationStatus : int {
+    kFirstNonFinite = 0,
+    kFirstTooFar = 1,
+    kCountStay = 2,
+    kCountDown = 3,
+    kCountUp = 4,
+    kMigrationStatus = 5
+};
+
+// Resets the status (the "first" slots to INT_MAX, the counts to 0).
+void resetMigrationStatus(int* status, cudaStream_t stream);
+// Wraps positions into [0, L) as plan::wrapIntoBox does (double precision,
+// then rounded to float; a value rounding up to L becomes 0). Non-finite
+// positions are left as they are and reported in status[kFirstNonFinite].
+void wrapPositions(Vec3f* x, int n, const double boxLength[3], int* status, cudaStream_t stream);
+
+struct DimensionCut {
+    int dim;
+    int cells;  // ranks along dim
+    int mine;   // this rank's coordinate along dim
+    double length;
+};
+// direction[i] for the cut (ownership as plan::Decomposition::ownerRank,
+// in double precision), then the stable lists of particles staying, going
+// down and going up at lists, lists + n, lists + 2n, with their lengths in
+// status[kCountStay..kCountUp]. temp grows as CUB needs.
+void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint8_t* direction, int* lists,
+                       int* status, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream);
+
+// --- device plan builder ---------------------------------------------------------
+inline constexpr int kMaxSourcePulses = 64;
+// counters: selected entries, of them home atoms, then one per earlier pulse.
+enum PlanCounter : int { kSelected = 0, kIndependent = 1, kFirstSource = 2, kPlanCounters = 2 + kMaxSourcePulses };
+
+struct HaloSelection {
+    const Vec3f* x;
+    const std::uint8_t* image;  // bit d: shifted by +L_d on the way here
+    const std::uint8_t* mask;   // zone masks (padding skipped)
+    int dim;
+    double length;              // box length along dim
+    double limit;               // cellLo(rank, dim) + rlist
+};
+struct SourceSlots {
+    int count;  // earlier pulses
+    int offset[kMaxSourcePulses];
+    int size[kMaxSourcePulses];
+};
+// The candidates [first, first + count) within the halo (ascending, stable)
+// into map, their number in counters[kSelected]; every selected entry is
+// attributed to home (index < numHome) or to the earlier pulse whose slot
+// holds it. counters must be zeroed by the caller.
+void selectHaloCandidates(const HaloSelection& selection, int first, int count, int numHome,
+                          const SourceSlots& slots, int* map, int* counters, cuda::DeviceBuffer<std::byte>& temp,
+                          cudaStream_t stream);
+// The selected atoms as they travel: positions (unshifted), images and zone
+// masks with this pulse's bits added.
+void packHaloRecords(const int* map, int count, const Vec3f* x, const std::uint8_t* image, const std::uint8_t* mask,
+                     std::uint8_t imageBit, std::uint8_t maskBit, Vec3f* outX, std::uint8_t* outImage,
+                     std::uint8_t* outMask, cudaStream_t stream);
+// Padding entries [begin, end): NaN positions, no image, kPaddingMask.
+void fillPadding(int begin, int end, Vec3f* x, std::uint8_t* image, std::uint8_t* mask, cudaStream_t stream);
+
+}  // namespace haloex::particles::detail

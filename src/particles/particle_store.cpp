@@ -1,0 +1,86 @@
+#include "haloex/particles/particle_store.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "haloex/core/error.hpp"
+
+namespace haloex::particles {
+
+ParticleStore::ParticleStore(std::vector<std::size_t> fieldBytes, double growthFactor) : growth_(growthFactor) {
+    if (!(growthFactor >= 1.0)) {
+        throwError(ErrorKind::InvalidInput, fmt::format("ParticleStore: growth factor {} must be at least 1",
+                                                        growthFactor));
+    }
+    bytes_.push_back(sizeof(Vec3f));
+    for (std::size_t b : fieldBytes) {
+        if (b == 0) throwError(ErrorKind::InvalidInput, "ParticleStore: a field of 0 bytes per particle");
+        bytes_.push_back(b);
+    }
+    data_.resize(bytes_.size());
+    next_.resize(bytes_.size());
+}
+
+int ParticleStore::grownCapacity(int n) const {
+    return std::max(n, static_cast<int>(std::ceil(n * growth_))) + 64;
+}
+
+void ParticleStore::resize(int n) {
+    if (n < 0) throwError(ErrorKind::InvalidInput, fmt::format("ParticleStore::resize({})", n));
+    if (n > capacity_) {
+        const int capacity = grownCapacity(n);
+        for (std::size_t k = 0; k < bytes_.size(); ++k) {
+            cuda::DeviceBuffer<std::byte> grown(static_cast<std::size_t>(capacity) * bytes_[k]);
+            if (size_ > 0) {
+                HALOEX_CUDA_CHECK(cudaMemcpy(grown.data(), data_[k].data(), static_cast<std::size_t>(size_) * bytes_[k],
+                                             cudaMemcpyDeviceToDevice));
+            }
+            data_[k] = std::move(grown);
+        }
+        capacity_ = capacity;
+    }
+    size_ = n;
+}
+
+void ParticleStore::upload(int n, const std::vector<const void*>& hostFields) {
+    HALOEX_ASSERT(hostFields.size() == bytes_.size(), "ParticleStore::upload needs one host array per field");
+    resize(n);
+    for (std::size_t k = 0; k < bytes_.size(); ++k) {
+        if (n > 0) cuda::copyToDeviceNow(data_[k].data(), hostFields[k], static_cast<std::size_t>(n) * bytes_[k]);
+    }
+}
+
+void ParticleStore::download(const std::vector<void*>& hostFields) const {
+    HALOEX_ASSERT(hostFields.size() == bytes_.size(), "ParticleStore::download needs one host array per field");
+    for (std::size_t k = 0; k < bytes_.size(); ++k) {
+        if (size_ > 0) {
+            HALOEX_CUDA_CHECK(cudaMemcpy(hostFields[k], data_[k].data(), static_cast<std::size_t>(size_) * bytes_[k],
+                                         cudaMemcpyDeviceToHost));
+        }
+    }
+}
+
+void ParticleStore::reserveNext(int n) {
+    const auto need = static_cast<std::size_t>(std::max(n, 1));
+    for (std::size_t k = 0; k < bytes_.size(); ++k) {
+        if (next_[k].capacity() < need * bytes_[k]) {
+            next_[k].reserve(static_cast<std::size_t>(grownCapacity(n)) * bytes_[k]);
+        }
+        next_[k].resize(next_[k].capacity());
+    }
+}
+
+void ParticleStore::swapNext(int n) {
+    for (std::size_t k = 0; k < bytes_.size(); ++k) {
+        HALOEX_ASSERT(next_[k].size() >= static_cast<std::size_t>(n) * bytes_[k], "swapNext beyond reserveNext");
+        std::swap(data_[k], next_[k]);
+    }
+    capacity_ = static_cast<int>(data_[0].size() / bytes_[0]);
+    for (std::size_t k = 1; k < bytes_.size(); ++k) {
+        capacity_ = std::min(capacity_, static_cast<int>(data_[k].size() / bytes_[k]));
+    }
+    size_ = n;
+}
+
+}  // namespace haloex::particles
