@@ -95,8 +95,9 @@ def suite_single(a):
                                     "--thermo-every", str(steps), "--cuda-graphs", str(graphs)], a.timeout)
             r["label"] = f"1gpu graphs={graphs}"
             runs.append(r)
-            print(f"{n:>8} atoms graphs={graphs}: {r.get('us_per_step', float('nan')):9.1f} us/step "
-                  f"({r.get('us_per_step_with_search', float('nan')):9.1f} with search) "
+            print(f"{n:>8} atoms graphs={graphs}: {r.get('us_per_step', float('nan')):9.1f} us/step all steps "
+                  f"({r.get('us_per_step_steady', float('nan')):9.1f} steady, search step "
+                  f"{r.get('search_step_ms', float('nan')):.2f} ms) "
                   f"{r.get('error', '')[:200]}", flush=True)
     kernels = None
     bench = os.path.join(a.build, "bin", "haloex-bench-nonbonded")

@@ -73,6 +73,11 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                  "Allow more ranks than GPUs on a node (start MPS first; for correctness runs)");
     app.add_option("--cuda-graphs", o.cudaGraphs, "Capture the MD step in a CUDA graph where the transport allows")
         ->capture_default_str();
+    app.add_option("--search", o.search,
+                   "Where search steps run: device (atoms stay on the GPU: migration, halo plan, static data and pair "
+                   "lists built there), host (atoms downloaded and repartitioned on the CPU: the oracle path), or auto "
+                   "(device on GPUs)")
+        ->capture_default_str();
     app.add_option("--wait-timeout", o.waitTimeoutSeconds,
                    "Seconds a device-side wait may take before the job is aborted with a diagnostic; 0: default");
     app.add_option("--thermo-every", o.thermoEvery, "Steps between energy lines; 0: steps/10");

@@ -34,7 +34,7 @@ public:
         numHome_ = transport.plan().numHome;
     }
 
-    void getHome(transport::ParticleTransport& transport, std::span<AtomRecord> home) override {
+    void getHome(transport::ParticleTransport& transport, std::vector<AtomRecord>& home) override {
         HALOEX_ASSERT(static_cast<int>(home.size()) == numHome_, "home atom count changed between searches");
         const Vec3f* x = transport.coordinates();
         for (int i = 0; i < numHome_; ++i) {

@@ -9,6 +9,7 @@
 #include "haloex/md/checkpoint.hpp"
 #include "haloex/md/buffer_check.hpp"
 #include "haloex/md/gro.hpp"
+#include "haloex/md/nstlist_choice.hpp"
 #include "haloex/md/gromacs_export.hpp"
 #include "haloex/md/restart.hpp"
 #include "haloex/md/run_output.hpp"
@@ -71,6 +72,18 @@ void resolvePruning(MdOptions& o, bool onGpu) {
     }
 }
 
+// --search: where search steps run. auto: on the device when the backend
+// and the transport can (GPU backend, device transport), else on the host.
+bool resolveSearchPlace(const std::string& option, bool deviceCapable) {
+    if (option == "host") return false;
+    if (option == "device") {
+        requireOption(deviceCapable, "--search device: this run's backend or transport keeps the atoms on the host "
+                                     "(CPU reference, or a host transport); use --search host or auto");
+        return true;
+    }
+    return deviceCapable;
+}
+
 }  // namespace
 
 MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
@@ -85,6 +98,8 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     requireOption(o.rlist == 0.0 || o.rlist >= o.rc,
                   fmt::format("--rlist {} nm is below --rc {} nm: the pair list must reach at least the cutoff",
                               o.rlist, o.rc));
+    requireOption(o.search == "auto" || o.search == "host" || o.search == "device",
+                  fmt::format("--search '{}': use auto, host or device", o.search));
     requireOption(o.thermostat == "none" || o.thermostat == "v-rescale",
                   fmt::format("--thermostat '{}': use none or v-rescale", o.thermostat));
     requireOption(o.temperature > 0.0, fmt::format("--temperature {} K must be positive", o.temperature));
@@ -96,7 +111,21 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
                                   o.atoms, kMinAtoms));
     }
     if (o.steps == 0) o.steps = onGpu ? 2000 : 200;
-    if (o.nstlist == 0) o.nstlist = 50;
+    if (o.nstlist == 0) {
+        ForceField ff;
+        ff.rc = o.rc;
+        // A .gro start's size is not known yet: the model then assumes the
+        // proxy's 22 500 atoms per rank (it ranks candidates by their cost
+        // per atom and per step; the size only weighs the two).
+        const double atomsPerRank = (o.atoms > 0 ? static_cast<double>(o.atoms) : 22500.0 * numRanks) / numRanks;
+        const int parts = o.pruneParts == -1 ? (onGpu ? kDefaultPruneParts : 0) : o.pruneParts;
+        const NstlistChoice choice = chooseNstlist(ff, kNumberDensity, o.temperature, o.dt, o.bufferTolerance,
+                                                   atomsPerRank, parts, onGpu, o.rlist);
+        o.nstlist = choice.chosen.nstlist;
+        o.nstlistReason = choice.reason;
+    } else {
+        o.nstlistReason = o.restartFile.empty() ? "set by --nstlist" : "from the checkpoint";
+    }
     if (o.rlist == 0.0) {
         ForceField ff;
         ff.rc = o.rc;
@@ -129,6 +158,8 @@ struct Engine::Impl {
     RunSummary summary;
     Clock::time_point runStart;
     std::int64_t normalStepSyncs = 0;
+    // --search: the atoms stay on the device (resolved in setUp).
+    bool deviceSearch = false;
 
     explicit Impl(Engine& engine) : e(engine), thermostat(engine.options_.seed) {}
 
@@ -161,6 +192,8 @@ struct Engine::Impl {
         home = std::move(mine);
         summary.transport = e.transport_.name();
         summary.backend = e.backend_.description();
+        deviceSearch = resolveSearchPlace(o.search, e.backend_.canSearchOnDevice(e.transport_));
+        summary.search = deviceSearch ? "device" : "host";
         summary.ranks = e.world_.size();
         summary.grid = grid.toString();
         summary.atoms = totalAtoms;
@@ -211,28 +244,83 @@ struct Engine::Impl {
         return plan::DecompositionSpec{box, grid, e.options_.rc, e.options_.rlist};
     }
 
-    // Repartitions, rebuilds the plan and the pair lists.
-    // Wall time of each part of the search steps (ms, summed over searches).
+    // Wall time of each part of the search steps (ms, summed over searches;
+    // the start-up's warm-up search into startupPhasesMs).
+    std::map<std::string, double>* phases = &summary.searchPhasesMs;
     void phase(const char* name, Clock::time_point& since) {
         const auto now = Clock::now();
-        summary.searchPhasesMs[name] += 1e3 * seconds(since, now);
+        (*phases)[name] += 1e3 * seconds(since, now);
         since = now;
     }
 
-    void search(bool first) {
-        auto t = Clock::now();
-        if (!first) e.backend_.getHome(e.transport_, home);
-        phase("download", t);
-        if (e.options_.measureBuffer) measureBuffer(first);
-        phase("buffer check", t);
-        const plan::Decomposition dd(spec());
-        home = migrateAtoms(std::move(home), dd, e.world_);
-        const std::int64_t count = countAtoms(home, e.world_);
+    // Which search: the start-up's warm-up (one-time initialisation: the
+    // first setPlan initialises the transport's library, buffers are
+    // allocated, graphs instantiated), the first step's (atoms still on the
+    // host: nothing to download) or a later one.
+    enum class SearchKind { Warmup, First, Regular };
+
+    BackendContext backendContext() const {
+        BackendContext context;
+        context.forceField = &ff;
+        context.box = box;
+        for (int d = 0; d < 3; ++d) context.periodic[d] = !grid.decomposed(d);
+        context.rlist = e.options_.rlist;
+        context.rlistInner = e.options_.rlistInner;
+        context.pruneParts = e.options_.pruneParts;
+        context.dt = e.options_.dt;
+        context.useGraphs = e.options_.cudaGraphs;
+        return context;
+    }
+
+    void requireAtomsConserved(std::int64_t homeCount) {
+        const std::int64_t count = e.world_.allReduceValue(homeCount, runtime::ReduceOp::Sum);
         if (count != totalAtoms) {
             throwError(ErrorKind::Internal,
                        fmt::format("repartitioning at step {} lost or duplicated atoms: {} instead of {}", step, count,
                                    totalAtoms));
         }
+    }
+
+    // Repartitions, rebuilds the plan and the pair lists.
+    void search(SearchKind kind) {
+        if (deviceSearch) {
+            searchOnDevice(kind);
+        } else {
+            searchOnHost(kind);
+        }
+    }
+
+    // The atoms stay on the device: the backend migrates them, builds the
+    // plan and the lists there; the host sees counts only (the buffer check,
+    // a diagnostic, downloads them).
+    void searchOnDevice(SearchKind kind) {
+        auto t = Clock::now();
+        if (kind == SearchKind::Warmup) e.backend_.loadHome(home);
+        phase("upload", t);
+        if (e.options_.measureBuffer && kind != SearchKind::Warmup) {
+            if (kind == SearchKind::Regular) e.backend_.getHome(e.transport_, home);
+            measureBuffer(kind == SearchKind::First);
+            phase("buffer check", t);
+        }
+        const plan::Decomposition dd(spec());
+        const RankBackend::DeviceSearchReport report = e.backend_.searchOnDevice(e.transport_, dd, e.world_,
+                                                                                 backendContext());
+        for (const auto& [name, ms] : report.phasesMs) (*phases)[name] += ms;
+        t = Clock::now();
+        requireAtomsConserved(report.numHome);
+        phase("count check", t);
+    }
+
+    void searchOnHost(SearchKind kind) {
+        const bool first = kind != SearchKind::Regular;
+        auto t = Clock::now();
+        if (!first) e.backend_.getHome(e.transport_, home);
+        phase("download", t);
+        if (e.options_.measureBuffer && kind != SearchKind::Warmup) measureBuffer(kind == SearchKind::First);
+        phase("buffer check", t);
+        const plan::Decomposition dd(spec());
+        home = migrateAtoms(std::move(home), dd, e.world_);
+        requireAtomsConserved(static_cast<std::int64_t>(home.size()));
         std::vector<Vec3d> positions(home.size());
         for (std::size_t i = 0; i < home.size(); ++i) positions[i] = home[i].position;
         phase("migrate", t);
@@ -260,16 +348,7 @@ struct Engine::Impl {
         statics.zoneMasks = plan.zoneMask;
         phase("static data", t);
 
-        BackendContext context;
-        context.forceField = &ff;
-        context.box = box;
-        for (int d = 0; d < 3; ++d) context.periodic[d] = !grid.decomposed(d);
-        context.rlist = e.options_.rlist;
-        context.rlistInner = e.options_.rlistInner;
-        context.pruneParts = e.options_.pruneParts;
-        context.dt = e.options_.dt;
-        context.useGraphs = e.options_.cudaGraphs;
-        e.backend_.prepare(e.transport_, statics, context);
+        e.backend_.prepare(e.transport_, statics, backendContext());
         phase("pair search", t);
     }
 
@@ -413,25 +492,38 @@ struct Engine::Impl {
     }
 
     RunSummary run() {
+        const auto startupBegin = Clock::now();
+        auto t = startupBegin;
+        phases = &summary.startupPhasesMs;
         setUp();
+        phase("set-up", t);
+        search(SearchKind::Warmup);  // records its own parts
+        t = Clock::now();
+        e.backend_.synchronize();
+        phase("synchronise", t);
+        phases = &summary.searchPhasesMs;
+        summary.startupSeconds = seconds(startupBegin, Clock::now());
+
         const MdOptions& o = e.options_;
         const std::int64_t first = summary.firstStep;
         const std::int64_t end = first + o.steps;
         step = first;
         runStart = Clock::now();
-        double searchSeconds = 0.0;
         bool firstSearch = true;
         RunOutput output(o, first);
         while (step < end) {
             writeOutput(output, firstSearch, false);
             if ((step - first) % o.nstlist == 0) {
                 const auto t0 = Clock::now();
-                search(firstSearch);
+                search(firstSearch ? SearchKind::First : SearchKind::Regular);
                 firstSearch = false;
+                auto tStep = Clock::now();
                 e.backend_.runSteps(e.transport_, 1, isEnergyStep(step));
+                e.backend_.dropTimelineSample();
                 e.backend_.synchronize();
                 e.transport_.checkForFailure();
-                searchSeconds += seconds(t0, Clock::now());
+                phase("step", tStep);
+                summary.searchSeconds += seconds(t0, tStep);
                 ++summary.searchSteps;
                 if (isEnergyStep(step)) recordEnergies(step);
                 ++step;
@@ -464,7 +556,8 @@ struct Engine::Impl {
             if (isEnergyStep(step - 1)) recordEnergies(step - 1);
         }
         writeOutput(output, firstSearch, true);
-        summary.totalSeconds = summary.normalSeconds + searchSeconds;
+        // Every step counts, with the energy and output steps' host work.
+        summary.totalSeconds = seconds(runStart, Clock::now());
         finishSummary();
         return summary;
     }
@@ -492,13 +585,24 @@ struct Engine::Impl {
 
     void finishSummary() {
         // The slowest rank sets the pace.
-        summary.normalSeconds = e.world_.allReduceValue(summary.normalSeconds, runtime::ReduceOp::Max);
-        summary.totalSeconds = e.world_.allReduceValue(summary.totalSeconds, runtime::ReduceOp::Max);
-        if (summary.normalSteps > 0 && summary.normalSeconds > 0) {
-            summary.usPerStep = 1e6 * summary.normalSeconds / summary.normalSteps;
-            summary.nsPerDay = (summary.normalSteps * e.options_.dt * 1e-3) / (summary.normalSeconds / 86400.0);
+        auto slowest = [&](double v) { return e.world_.allReduceValue(v, runtime::ReduceOp::Max); };
+        summary.startupSeconds = slowest(summary.startupSeconds);
+        summary.totalSeconds = slowest(summary.totalSeconds);
+        summary.normalSeconds = slowest(summary.normalSeconds);
+        summary.searchSeconds = slowest(summary.searchSeconds);
+        const double psPerStep = e.options_.dt;  // dt is in ps
+        const auto nsPerDay = [&](std::int64_t steps, double wall) {
+            return wall > 0 ? (steps * psPerStep * 1e-3) / (wall / 86400.0) : 0.0;
+        };
+        if (e.options_.steps > 0 && summary.totalSeconds > 0) {
+            summary.usPerStep = 1e6 * summary.totalSeconds / e.options_.steps;
+            summary.nsPerDay = nsPerDay(e.options_.steps, summary.totalSeconds);
         }
-        if (e.options_.steps > 0) summary.usPerStepWithSearch = 1e6 * summary.totalSeconds / e.options_.steps;
+        if (summary.normalSteps > 0 && summary.normalSeconds > 0) {
+            summary.usPerStepSteady = 1e6 * summary.normalSeconds / summary.normalSteps;
+            summary.nsPerDaySteady = nsPerDay(summary.normalSteps, summary.normalSeconds);
+        }
+        if (summary.searchSteps > 0) summary.searchStepMs = 1e3 * summary.searchSeconds / summary.searchSteps;
         // Host synchronisations inside normal steps (search steps excluded).
         summary.hostSyncsPerStep = summary.normalSteps > 0 ? double(normalStepSyncs) / summary.normalSteps : 0.0;
         summary.transportNotes = gatherNotes(e.transport_.describe());

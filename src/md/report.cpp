@@ -39,11 +39,12 @@ nlohmann::json toJson(const Distribution& d) {
 }  // namespace
 
 void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOptions& o) {
-    fmt::print(out, "\nRun: {} atoms, {} rank(s) on grid {}, transport {}, compute {}\n", s.atoms, s.ranks, s.grid,
-               s.transport, s.backend);
+    fmt::print(out, "\nRun: {} atoms, {} rank(s) on grid {}, transport {}, compute {}, search on the {}\n", s.atoms,
+               s.ranks, s.grid, s.transport, s.backend, s.search);
     fmt::print(out, "     rc {} nm, rlist {} nm, nstlist {} (estimated buffer drift {:.2g} kJ/mol/ps per atom), "
                     "dt {} ps\n",
                s.rc, s.rlist, s.nstlist, s.estimatedBufferDrift, s.dt);
+    if (!o.nstlistReason.empty()) fmt::print(out, "     nstlist: {}\n", o.nstlistReason);
     if (s.pruneParts > 0) {
         fmt::print(out, "     dynamic pruning: inner list rlist-inner {} nm, each part re-pruned every {} steps "
                         "(rolling, 1/{} of the list per step; estimated drift {:.2g} kJ/mol/ps per atom)\n",
@@ -65,22 +66,34 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                        s.measuredBufferDrift + s.measuredPruneDrift);
         }
     }
+    // GROMACS's layout: every step counts in "Time" and "Performance";
+    // start-up is apart, the steady state is named as such.
     fmt::print(out, "\n               Wall t (s)    steps\n");
-    fmt::print(out, "       Time: {:12.3f} {:8}   (all steps)\n", s.totalSeconds, s.steps);
-    fmt::print(out, "             {:12.3f} {:8}   (without {} search steps)\n", s.normalSeconds, s.normalSteps,
-               s.searchSteps);
-    const double hoursPerNs = s.nsPerDay > 0 ? 24.0 / s.nsPerDay : 0.0;
+    fmt::print(out, "       Time: {:12.3f} {:8}   (every step, the {} search steps included)\n", s.totalSeconds,
+               s.steps, s.searchSteps);
+    fmt::print(out, "   Start-up: {:12.3f}            (not in Time: input, decomposition, library initialisation, "
+                    "first allocations and graphs)\n",
+               s.startupSeconds);
+    const auto hoursPerNs = [](double nsPerDay) { return nsPerDay > 0 ? 24.0 / nsPerDay : 0.0; };
     fmt::print(out, "                 (ns/day)    (hour/ns)\n");
-    fmt::print(out, "Performance: {:12.3f} {:12.3f}\n", s.nsPerDay, hoursPerNs);
-    fmt::print(out, "             {:12.2f} us/step without search, {:.2f} us/step with search\n", s.usPerStep,
-               s.usPerStepWithSearch);
+    fmt::print(out, "Performance: {:12.3f} {:12.3f}   {:.2f} us/step, all steps\n", s.nsPerDay, hoursPerNs(s.nsPerDay),
+               s.usPerStep);
+    fmt::print(out, "Steady state:{:12.3f} {:12.3f}   {:.2f} us/step, the {} steps without search\n", s.nsPerDaySteady,
+               hoursPerNs(s.nsPerDaySteady), s.usPerStepSteady, s.normalSteps);
     fmt::print(out, "             host synchronisations per step: {:.2f}; CUDA graphs: {}\n", s.hostSyncsPerStep,
                s.graphs ? "yes" : "no");
-    if (!s.searchPhasesMs.empty() && s.searchSteps > 0) {
-        std::string parts;
-        for (const auto& [name, ms] : s.searchPhasesMs) parts += fmt::format(" {} {:.2f},", name, ms / s.searchSteps);
-        if (!parts.empty()) parts.pop_back();
-        fmt::print(out, "Search steps (ms per search, rank 0):{}\n", parts);
+    const auto parts = [](const std::map<std::string, double>& phases, double divisor) {
+        std::string text;
+        for (const auto& [name, ms] : phases) text += fmt::format(" {} {:.3g},", name, ms / divisor);
+        if (!text.empty()) text.pop_back();
+        return text;
+    };
+    if (s.searchSteps > 0) {
+        fmt::print(out, "Search step: {:.3g} ms (rank 0, mean of {}:{})\n", s.searchStepMs, s.searchSteps,
+                   parts(s.searchPhasesMs, static_cast<double>(s.searchSteps)));
+    }
+    if (!s.startupPhasesMs.empty()) {
+        fmt::print(out, "Start-up parts (ms, rank 0):{}\n", parts(s.startupPhasesMs, 1.0));
     }
     if (s.timings.samples > 0) {
         const auto local = describe(s.timings.localUs), nonlocal = describe(s.timings.nonlocalUs),
@@ -98,22 +111,32 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     j["commit"] = gitCommit();
     j["transport"] = s.transport;
     j["backend"] = s.backend;
+    j["search"] = s.search;
     j["ranks"] = s.ranks;
     j["grid"] = s.grid;
     j["atoms"] = s.atoms;
     j["steps"] = s.steps;
     j["first_step"] = s.firstStep;
     j["search_steps"] = s.searchSteps;
+    // Schema 2: ns_per_day / us_per_step count every step (search steps
+    // included, start-up apart); schema 1 (no schema_version) meant the
+    // steady state by them. Readers check the version (bench/bench_common.py).
+    j["schema_version"] = kSummarySchemaVersion;
     j["ns_per_day"] = s.nsPerDay;
     j["us_per_step"] = s.usPerStep;
-    j["us_per_step_with_search"] = s.usPerStepWithSearch;
+    j["ns_per_day_steady"] = s.nsPerDaySteady;
+    j["us_per_step_steady"] = s.usPerStepSteady;
+    j["startup_seconds"] = s.startupSeconds;
     j["wall_seconds"] = s.totalSeconds;
+    j["normal_steps"] = s.normalSteps;
+    j["search_step_ms"] = s.searchStepMs;
     j["host_syncs_per_step"] = s.hostSyncsPerStep;
     j["cuda_graphs"] = s.graphs;
     j["transport_notes"] = s.transportNotes;
     j["settings"] = {{"rc", s.rc},
                      {"rlist", s.rlist},
                      {"nstlist", s.nstlist},
+                     {"nstlist_reason", o.nstlistReason},
                      {"dt", s.dt},
                      {"seed", o.seed},
                      {"temperature", o.temperature},
@@ -149,7 +172,11 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
         timing["nonoverlap"] = toJson(overlap);
     }
     j["timing"] = timing;
-    j["search_phases_ms"] = s.searchPhasesMs;
+    // Per search step (means), and the start-up's parts.
+    nlohmann::json perSearch = nlohmann::json::object();
+    for (const auto& [name, ms] : s.searchPhasesMs) perSearch[name] = s.searchSteps > 0 ? ms / s.searchSteps : 0.0;
+    j["search_phases_ms"] = perSearch;
+    j["startup_phases_ms"] = s.startupPhasesMs;
     if (!s.bufferSamples.empty()) {
         nlohmann::json samples = nlohmann::json::array();
         for (const auto& b : s.bufferSamples) {

@@ -6,6 +6,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <fmt/format.h>
 #include <optional>
 
@@ -16,6 +17,9 @@
 #include "haloex/md/gpu/integrate.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
 #include "haloex/md/gpu_backend.hpp"
+#include "haloex/particles/device_plan_builder.hpp"
+#include "haloex/particles/migration.hpp"
+#include "haloex/particles/particle_store.hpp"
 
 namespace haloex::md {
 namespace {
@@ -24,6 +28,15 @@ namespace {
 struct TimelineEvents {
     cuda::Event localStart{true}, localEnd{true}, nonlocalStart{true}, nonlocalEnd{true};
 };
+
+// Fields of the device-resident home atoms after the positions.
+enum HomeField : int { kVelocity = 1, kType = 2, kGlobalId = 3 };
+
+// Receive slots of device plans start at multiples of 4 atoms (16-byte bulk
+// copies of the nvshmem transport's TMA path).
+constexpr int kDeviceAlignment = 4;
+
+using Clock = std::chrono::steady_clock;
 
 class GpuBackend final : public RankBackend {
 public:
@@ -52,6 +65,7 @@ public:
 
     void setHome(transport::ParticleTransport& transport, std::span<const AtomRecord> home) override {
         HALOEX_ASSERT(transport.memorySpace() == transport::MemorySpace::Device, "the GPU backend needs device arrays");
+        deviceResident_ = false;
         numHome_ = static_cast<int>(home.size());
         std::vector<Vec3f> x(home.size()), v(home.size());
         globalIds_.resize(home.size());
@@ -73,7 +87,6 @@ public:
 
     void prepare(transport::ParticleTransport& transport, const LocalStatics& statics,
                  const BackendContext& context) override {
-        context_ = context;
         const auto& plan = transport.plan();
         numLocal_ = plan.numLocal;
         HALOEX_ASSERT(numHome_ == plan.numHome, "setHome and the plan disagree on the home count");
@@ -84,44 +97,106 @@ public:
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(masks_.data(), statics.zoneMasks.data(),
                                           numLocal_ * sizeof(std::uint8_t), cudaMemcpyHostToDevice, local_.get()));
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
-        // Dynamic pruning: every step's non-bonded calls re-prune one part of
-        // their list on the device (captured into the step graph).
-        gpu::NonbondedOptions nbOptions;
-        nbOptions.rlistInner = context.pruneParts > 0 ? context.rlistInner : 0.0;
-        nbOptions.pruneParts = std::max(1, context.pruneParts);
-        if (!nonbonded_ || nonbonded_->rlist() != context.rlist || nonbonded_->rlistInner() != nbOptions.rlistInner ||
-            (nbOptions.rlistInner > 0.0 && nonbonded_->pruneParts() != nbOptions.pruneParts)) {
-            nonbonded_ = std::make_unique<gpu::Nonbonded>(*context.forceField, context.rlist, nbOptions);
-        }
-        // Halo positions for the search (every rank takes part).
-        transport.clearForces(local_.get());
-        transport.forwardCoordinates(context.box, local_.get());
-        nonbonded_->build(transport.coordinates(), charges_.data(), masks_.data(), numHome_, numLocal_, context.box,
-                          context.periodic, local_.get());
-        HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
-        // A forward without its reverse: complete the pair so the transports'
-        // ordering contract (forward, reverse alternate) holds. The forces are
-        // zero; the reverse only advances the exchange state.
-        transport.reverseForces(local_.get());
-        transport.clearForces(local_.get());
-        HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
-        destroyGraphs();
-        // Without pulses the transport does nothing in a step, so any step can be captured.
-        useGraphs_ = context.useGraphs && (transport.graphCapturable() || plan.pulses.empty());
+        buildLists(transport, charges_.data(), masks_.data(), context);
+        prepareGraphs(transport);
     }
 
-    void getHome(transport::ParticleTransport& transport, std::span<AtomRecord> home) override {
+    bool canSearchOnDevice(const transport::ParticleTransport& transport) const override {
+        return transport.memorySpace() == transport::MemorySpace::Device;
+    }
+
+    void loadHome(std::span<const AtomRecord> home) override {
+        const auto n = home.size();
+        std::vector<Vec3f> x(n), v(n);
+        std::vector<std::int32_t> types(n);
+        std::vector<std::int64_t> ids(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            x[i] = static_cast<Vec3f>(home[i].position);
+            v[i] = static_cast<Vec3f>(home[i].velocity);
+            types[i] = home[i].type;
+            ids[i] = home[i].globalId;
+        }
+        home_.upload(static_cast<int>(n), {x.data(), v.data(), types.data(), ids.data()});
+        numHome_ = static_cast<int>(n);
+        deviceResident_ = true;
+        homeInTransport_ = false;
+    }
+
+    DeviceSearchReport searchOnDevice(transport::ParticleTransport& transport,
+                                      const plan::Decomposition& decomposition, runtime::World& world,
+                                      const BackendContext& context) override {
+        HALOEX_ASSERT(deviceResident_, "searchOnDevice before loadHome");
+        DeviceSearchReport report;
+        cudaStream_t stream = local_.get();
+        auto t = Clock::now();
+        const auto phase = [&](const char* name) {
+            const auto now = Clock::now();
+            report.phasesMs[name] += 1e3 * std::chrono::duration<double>(now - t).count();
+            t = now;
+        };
+        // The positions moved in the transport's array since the last search.
+        if (homeInTransport_ && numHome_ > 0) {
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(home_.positions(), transport.coordinates(), numHome_ * sizeof(Vec3f),
+                                              cudaMemcpyDeviceToDevice, stream));
+        }
+        transport.reserveAtoms(2 * static_cast<std::int64_t>(home_.size()) + 1024);
+        numHome_ = migrator_.migrate(home_, decomposition, world, transport, stream).particles;
+        phase("migrate");
+
+        homeCharges_.resize(std::max(1, numHome_));
+        gpu::chargesOfTypes(home_.fieldAs<std::int32_t>(kType), numHome_,
+                            static_cast<float>(context.forceField->charge), homeCharges_.data(), stream);
+        const particles::DeviceField carried[] = {{homeCharges_.data(), sizeof(float)}};
+        const plan::ParticleHaloPlan& plan = planBuilder_.build(decomposition, home_.positions(), numHome_, carried,
+                                                                kDeviceAlignment, world, transport, stream);
+        phase("plan");
+        transport.setPlan(plan);
+        phase("transport set-up");
+        if (numHome_ > 0) {
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(transport.coordinates(), home_.positions(), numHome_ * sizeof(Vec3f),
+                                              cudaMemcpyDeviceToDevice, stream));
+        }
+        numLocal_ = plan.numLocal;
+        homeInTransport_ = true;
+        phase("positions");
+        buildLists(transport, static_cast<const float*>(planBuilder_.localField(0)), planBuilder_.localZoneMasks(),
+                   context);
+        phase("pair search");
+        prepareGraphs(transport);
+        phase("graphs");
+        report.numHome = numHome_;
+        return report;
+    }
+
+    void getHome(transport::ParticleTransport& transport, std::vector<AtomRecord>& home) override {
         synchronize();
-        HALOEX_ASSERT(static_cast<int>(home.size()) == numHome_, "home atom count changed between searches");
-        std::vector<Vec3f> x(home.size()), v(home.size());
-        if (!home.empty()) {
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(x.data(), transport.coordinates(), x.size() * sizeof(Vec3f),
+        const auto n = static_cast<std::size_t>(numHome_);
+        std::vector<Vec3f> x(n), v(n);
+        if (n > 0) {
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(x.data(), transport.coordinates(), n * sizeof(Vec3f),
                                               cudaMemcpyDeviceToHost, local_.get()));
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(v.data(), velocities_.data(), v.size() * sizeof(Vec3f),
-                                              cudaMemcpyDeviceToHost, local_.get()));
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(v.data(), velocities(), n * sizeof(Vec3f), cudaMemcpyDeviceToHost,
+                                              local_.get()));
             HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         }
-        for (std::size_t i = 0; i < home.size(); ++i) {
+        if (deviceResident_) {
+            // Ids and types travel with the atoms on the device.
+            std::vector<std::int32_t> types(n);
+            std::vector<std::int64_t> ids(n);
+            if (n > 0) {
+                HALOEX_CUDA_CHECK(cudaMemcpy(types.data(), home_.field(kType), n * sizeof(std::int32_t),
+                                             cudaMemcpyDeviceToHost));
+                HALOEX_CUDA_CHECK(cudaMemcpy(ids.data(), home_.field(kGlobalId), n * sizeof(std::int64_t),
+                                             cudaMemcpyDeviceToHost));
+            }
+            home.resize(n);
+            for (std::size_t i = 0; i < n; ++i) {
+                home[i].type = types[i];
+                home[i].globalId = ids[i];
+            }
+        }
+        HALOEX_ASSERT(home.size() == n, "home atom count changed between searches");
+        for (std::size_t i = 0; i < n; ++i) {
             home[i].position = static_cast<Vec3d>(x[i]);
             home[i].velocity = static_cast<Vec3d>(v[i]);
         }
@@ -140,9 +215,9 @@ public:
                 pendingScale_.reset();
             }
             if (useGraphs_ && !scaled) {
-                cudaGraphExec_t& exec = energies ? energyGraph_ : normalGraph_;
-                if (!exec) exec = captureStep(transport, energies);
-                HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, local_.get()));
+                StepGraph& graph = energies ? energyGraph_ : normalGraph_;
+                if (graph.stale) refreshGraph(graph, transport, energies);
+                HALOEX_CUDA_CHECK(cudaGraphLaunch(graph.exec, local_.get()));
             } else {
                 enqueueStep(transport, energies, scaled);
             }
@@ -169,7 +244,7 @@ public:
         e.coulombSelf = numHome_ * context_.forceField->selfEnergy(context_.forceField->charge);
         const int bad = *firstBadHost_.data();
         if (bad != gpu::kAllFinite && nonFiniteAtom_ < 0 && bad >= 0 && bad < numHome_) {
-            nonFiniteAtom_ = globalIds_[bad];
+            nonFiniteAtom_ = globalIdOf(bad);
             nonFiniteStep_ = stepsRun_ - 1;
         }
         e.nonFiniteAtom = nonFiniteAtom_;
@@ -188,6 +263,7 @@ public:
         timelinePending_ = false;
     }
 
+    void dropTimelineSample() override { timelinePending_ = false; }
     StepTimings timings() const override { return timings_; }
     bool graphsActive() const override { return useGraphs_; }
 
@@ -241,7 +317,7 @@ private:
         if (energies) gpu::checkFinite(transport.coordinates(), transport.forces(), numHome_, firstBad_.data(), local);
         gpu::LeapfrogArgs args;
         args.x = transport.coordinates();
-        args.v = velocities_.data();
+        args.v = velocities();
         args.f = transport.forces();
         args.numAtoms = numHome_;
         args.dt = static_cast<float>(context_.dt);
@@ -253,24 +329,99 @@ private:
         transport.clearForces(local);
     }
 
-    cudaGraphExec_t captureStep(transport::ParticleTransport& transport, bool energies) {
+    // A step graph: instantiated once, then updated in place after every
+    // search (cudaGraphExecUpdate: same kernels, new sizes and pointers);
+    // instantiated again only when the update is refused (e.g. a list that
+    // became empty removes a kernel).
+    struct StepGraph {
+        cudaGraphExec_t exec = nullptr;
+        bool stale = true;
+    };
+
+    void refreshGraph(StepGraph& step, transport::ParticleTransport& transport, bool energies) {
         cudaGraph_t graph = nullptr;
         HALOEX_CUDA_CHECK(cudaStreamBeginCapture(local_.get(), cudaStreamCaptureModeThreadLocal));
         enqueueStep(transport, energies, false);
         HALOEX_CUDA_CHECK(cudaStreamEndCapture(local_.get(), &graph));
-        cudaGraphExec_t exec = nullptr;
-        // Keep the captured stream priorities: without this flag every node
-        // runs at the launch stream's (normal) priority, and the non-local
-        // chain queues behind the thousands of local non-bonded blocks.
-        HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, cudaGraphInstantiateFlagUseNodePriority));
+        bool updated = false;
+        if (step.exec) {
+            cudaGraphExecUpdateResultInfo info{};
+            updated = cudaGraphExecUpdate(step.exec, graph, &info) == cudaSuccess;
+            if (!updated) {
+                cudaGetLastError();  // the refusal is not an error: instantiate anew
+                HALOEX_CUDA_CHECK(cudaGraphExecDestroy(step.exec));
+                step.exec = nullptr;
+            }
+        }
+        if (!updated) {
+            // Keep the captured stream priorities: without this flag every
+            // node runs at the launch stream's (normal) priority, and the
+            // non-local chain queues behind the thousands of local
+            // non-bonded blocks.
+            HALOEX_CUDA_CHECK(cudaGraphInstantiate(&step.exec, graph, cudaGraphInstantiateFlagUseNodePriority));
+            ++graphInstantiations_;
+        } else {
+            ++graphUpdates_;
+        }
         HALOEX_CUDA_CHECK(cudaGraphDestroy(graph));
-        return exec;
+        step.stale = false;
+    }
+
+    // After the lists changed: the step graphs must be captured again; the
+    // normal step's now (it runs next), the energy step's when it is needed.
+    void prepareGraphs(transport::ParticleTransport& transport) {
+        normalGraph_.stale = energyGraph_.stale = true;
+        if (useGraphs_) refreshGraph(normalGraph_, transport, false);
     }
 
     void destroyGraphs() {
-        if (normalGraph_) cudaGraphExecDestroy(normalGraph_);
-        if (energyGraph_) cudaGraphExecDestroy(energyGraph_);
-        normalGraph_ = energyGraph_ = nullptr;
+        for (StepGraph* g : {&normalGraph_, &energyGraph_}) {
+            if (g->exec) cudaGraphExecDestroy(g->exec);
+            g->exec = nullptr;
+            g->stale = true;
+        }
+    }
+
+    Vec3f* velocities() { return deviceResident_ ? home_.fieldAs<Vec3f>(kVelocity) : velocities_.data(); }
+
+    std::int64_t globalIdOf(int homeIndex) {
+        if (!deviceResident_) return globalIds_[static_cast<std::size_t>(homeIndex)];
+        std::int64_t id = -1;
+        HALOEX_CUDA_CHECK(cudaMemcpy(&id, home_.fieldAs<std::int64_t>(kGlobalId) + homeIndex, sizeof(id),
+                                     cudaMemcpyDeviceToHost));
+        return id;
+    }
+
+    // The pair lists from the positions now in the transport's array (home
+    // and, after this call's forward exchange, halo), the local atoms'
+    // charges and zone masks (device arrays of numLocal_).
+    void buildLists(transport::ParticleTransport& transport, const float* dCharges, const std::uint8_t* dMasks,
+                    const BackendContext& context) {
+        context_ = context;
+        const auto& plan = transport.plan();
+        // Dynamic pruning: every step's non-bonded calls re-prune one part of
+        // their list on the device (captured into the step graph).
+        gpu::NonbondedOptions nbOptions;
+        nbOptions.rlistInner = context.pruneParts > 0 ? context.rlistInner : 0.0;
+        nbOptions.pruneParts = std::max(1, context.pruneParts);
+        if (!nonbonded_ || nonbonded_->rlist() != context.rlist || nonbonded_->rlistInner() != nbOptions.rlistInner ||
+            (nbOptions.rlistInner > 0.0 && nonbonded_->pruneParts() != nbOptions.pruneParts)) {
+            nonbonded_ = std::make_unique<gpu::Nonbonded>(*context.forceField, context.rlist, nbOptions);
+        }
+        // Halo positions for the search (every rank takes part).
+        transport.clearForces(local_.get());
+        transport.forwardCoordinates(context.box, local_.get());
+        nonbonded_->build(transport.coordinates(), dCharges, dMasks, numHome_, numLocal_, context.box,
+                          context.periodic, local_.get());
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
+        // A forward without its reverse: complete the pair so the transports'
+        // ordering contract (forward, reverse alternate) holds. The forces are
+        // zero; the reverse only advances the exchange state.
+        transport.reverseForces(local_.get());
+        transport.clearForces(local_.get());
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
+        // Without pulses the transport does nothing in a step, so any step can be captured.
+        useGraphs_ = context.useGraphs && (transport.graphCapturable() || plan.pulses.empty());
     }
 
     // The last step's timeline (events are re-recorded every step).
@@ -324,8 +475,18 @@ private:
     bool useGraphs_ = false;
     bool timelinePending_ = false;
     bool haloInLastStep_ = false;
-    cudaGraphExec_t normalGraph_ = nullptr, energyGraph_ = nullptr;
+    StepGraph normalGraph_, energyGraph_;
+    std::int64_t graphInstantiations_ = 0, graphUpdates_ = 0;
     StepTimings timings_;
+    // Device-resident home atoms (device search): positions, velocities,
+    // types, global ids; between searches the positions live in the
+    // transport's array (homeInTransport_).
+    particles::ParticleStore home_{{sizeof(Vec3f), sizeof(std::int32_t), sizeof(std::int64_t)}};
+    particles::Migrator migrator_{kGlobalId};
+    particles::DevicePlanBuilder planBuilder_;
+    cuda::DeviceBuffer<float> homeCharges_;
+    bool deviceResident_ = false;
+    bool homeInTransport_ = false;
 };
 
 }  // namespace

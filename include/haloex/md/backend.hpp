@@ -5,13 +5,17 @@
 // for the halo exchange.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "haloex/core/error.hpp"
 #include "haloex/md/forcefield.hpp"
 #include "haloex/md/home_atoms.hpp"
+#include "haloex/plan/decomposition.hpp"
 #include "haloex/plan/particle_plan.hpp"
+#include "haloex/runtime/world.hpp"
 #include "haloex/transport/transport.hpp"
 
 namespace haloex::md {
@@ -37,7 +41,8 @@ struct EnergyTerms {
     std::int64_t nonFiniteStep = -1;
 };
 
-// Device-side timeline averages over the steps run so far (DESIGN §6), in us.
+// Device-side timeline of sampled normal steps (the last step of each chunk
+// of normal steps; never a search step), in us.
 struct StepTimings {
     std::int64_t samples = 0;
     std::vector<double> localUs, nonlocalUs, nonoverlapUs;  // one value per sampled step
@@ -62,14 +67,36 @@ public:
     virtual std::string description() const = 0;           // "CPU reference", "GPU 0: NVIDIA H200"
     virtual transport::MemorySpace memorySpace() const = 0;
 
-    // Search step, in this order: setHome (positions into the transport's
-    // coordinates, velocities kept by the backend), the engine runs the
-    // transport's forward exchanges, then prepare() builds the pair lists.
+    // Search step on the host (the oracle path), in this order: setHome
+    // (positions into the transport's coordinates, velocities kept by the
+    // backend), the engine forwards the static data over the World, then
+    // prepare() builds the pair lists.
     virtual void setHome(transport::ParticleTransport& transport, std::span<const AtomRecord> home) = 0;
     virtual void prepare(transport::ParticleTransport& transport, const LocalStatics& statics,
                          const BackendContext& context) = 0;
-    // Current home positions and velocities (may block the host).
-    virtual void getHome(transport::ParticleTransport& transport, std::span<AtomRecord> home) = 0;
+    // The current home atoms (may block the host). After a host search the
+    // count is the one setHome was given and only positions and velocities
+    // change; after a device search every field comes from the device and
+    // `home` is resized.
+    virtual void getHome(transport::ParticleTransport& transport, std::vector<AtomRecord>& home) = 0;
+
+    // Search step on the device (the atoms stay there between searches; no
+    // per-atom data crosses PCIe): loadHome puts the home atoms on the device
+    // once (start-up, restart), then every searchOnDevice wraps and migrates
+    // them, builds the halo plan, sets up the transport, carries the static
+    // data to the halo copies and builds the pair lists. Collective.
+    virtual bool canSearchOnDevice(const transport::ParticleTransport& transport) const {
+        (void)transport;
+        return false;
+    }
+    virtual void loadHome(std::span<const AtomRecord> home) { (void)home; }
+    struct DeviceSearchReport {
+        int numHome = 0;                            // home atoms after migration
+        std::map<std::string, double> phasesMs;     // wall time of each part
+    };
+    virtual DeviceSearchReport searchOnDevice(transport::ParticleTransport& transport,
+                                              const plan::Decomposition& decomposition, runtime::World& world,
+                                              const BackendContext& context);
 
     // Steps run since the backend was created (the engine adds its offset).
     virtual std::int64_t stepsRun() const = 0;
@@ -83,9 +110,19 @@ public:
     // Waits for all queued work (timing boundaries, output steps).
     virtual void synchronize() = 0;
 
+    // The steps queued since the last synchronize() are not sampled into
+    // timings() (search steps: the timeline describes normal steps only).
+    virtual void dropTimelineSample() {}
     virtual StepTimings timings() const { return {}; }
     virtual std::int64_t hostSyncsInSteps() const { return 0; }
     virtual bool graphsActive() const { return false; }
 };
+
+inline RankBackend::DeviceSearchReport RankBackend::searchOnDevice(transport::ParticleTransport&,
+                                                                  const plan::Decomposition&, runtime::World&,
+                                                                  const BackendContext&) {
+    throwError(ErrorKind::Internal,
+               "searchOnDevice called on a backend that cannot search on the device (" + description() + ")");
+}
 
 }  // namespace haloex::md

@@ -26,6 +26,7 @@ struct EnergySample {
 struct RunSummary {
     std::string transport;
     std::string backend;
+    std::string search;  // where search steps ran: "device" or "host"
     int ranks = 1;
     std::string grid;
     std::int64_t atoms = 0;
@@ -41,17 +42,33 @@ struct RunSummary {
     double estimatedPruneDrift = 0.0;
     std::int64_t searchSteps = 0;
     std::int64_t normalSteps = 0;
-    double normalSeconds = 0.0;   // wall time of steps without search
-    double totalSeconds = 0.0;    // wall time of all steps
-    double usPerStep = 0.0;       // without search steps
-    double usPerStepWithSearch = 0.0;
+    // Wall times (s), the slowest rank's. Every step from the first to the
+    // last counts (search steps, energy and output steps included) in
+    // totalSeconds; one-time initialisation does not: startupSeconds holds
+    // reading the input, the decomposition, library and transport
+    // initialisation (NVSHMEM, NCCL), first allocations and the first graph
+    // instantiation (a warm-up search of the start configuration, after which
+    // step 0 searches again at its recurring cost).
+    double startupSeconds = 0.0;
+    double totalSeconds = 0.0;    // all steps
+    double normalSeconds = 0.0;   // steps without search (the steady state)
+    double searchSeconds = 0.0;   // search steps, each with the MD step it runs
+    // End-to-end: what a user gets (all steps); the steady state is named so.
+    double usPerStep = 0.0;
     double nsPerDay = 0.0;
+    double usPerStepSteady = 0.0;
+    double nsPerDaySteady = 0.0;
+    double searchStepMs = 0.0;    // mean wall time of one search step
     double hostSyncsPerStep = 0.0;
     bool graphs = false;
     std::vector<EnergySample> energies;
     StepTimings timings;
     std::vector<std::string> transportNotes;  // e.g. the nvshmem path per peer and why
-    std::map<std::string, double> searchPhasesMs;  // rank 0's search-step wall time by part, summed
+    // Rank 0's search-step wall time by part (ms, summed over the search
+    // steps); the parts add up to the whole search step ("step" is the MD
+    // step it runs). startupPhasesMs: the same for the start-up.
+    std::map<std::string, double> searchPhasesMs;
+    std::map<std::string, double> startupPhasesMs;
     // --measure-buffer: pairs the lists missed (exact recount at each search).
     // With pruning also the pairs the outer list held but the inner list
     // (at the end of its life) did not: countMissedByPruning.

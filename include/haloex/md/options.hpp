@@ -32,7 +32,8 @@ struct MdOptions {
     double dt = 0.002;           // ps
     double rc = 0.9;             // nm
     double rlist = 0.0;          // nm; 0: from the Verlet-buffer estimate for nstlist
-    int nstlist = 0;             // steps between searches; 0: auto (50)
+    int nstlist = 0;             // steps between searches; 0: auto (nstlist_choice.hpp)
+    std::string nstlistReason;   // filled by resolveOptions: why this nstlist
     double bufferTolerance = 0.005;  // kJ/mol/ps per atom, for the rlist estimate
     // Dynamic ("rolling") pruning of the GPU pair list, GROMACS's dual list:
     // every step re-prunes 1/pruneParts of the list's entries to rlistInner,
@@ -52,6 +53,11 @@ struct MdOptions {
     std::string nvshmemPath = "auto";  // auto | direct | tma | put
     bool allowSharedGpus = false;
     bool cudaGraphs = true;
+    // Where search steps run: device (the atoms stay on the GPU: migration,
+    // plan, static data and pair lists there), host (the oracle path: atoms
+    // downloaded, repartitioned and planned on the CPU), or auto (device
+    // when the backend and transport allow it).
+    std::string search = "auto";
     double waitTimeoutSeconds = 0.0;   // device-side waits; 0: default
 
     // Output

@@ -8,9 +8,14 @@
 
 namespace haloex::md {
 
+// Version of the JSON record's layout and meaning (2: ns_per_day and
+// us_per_step count every step; the steady state is *_steady).
+inline constexpr int kSummarySchemaVersion = 2;
+
 void printPerformanceSummary(std::ostream& out, const RunSummary& summary, const MdOptions& options);
-// The JSON record: transport, ranks, grid, atoms, steps, ns_per_day,
-// us_per_step, energies at the last energy step, timing, settings, commit.
+// The JSON record: schema_version, transport, ranks, grid, atoms, steps,
+// ns_per_day and us_per_step (all steps), their *_steady twins, start-up,
+// search-step parts, energies at the last energy step, timing, settings, commit.
 std::string summaryToJson(const RunSummary& summary, const MdOptions& options);
 void writeSummaryJson(const std::string& path, const RunSummary& summary, const MdOptions& options);
 

@@ -1,5 +1,6 @@
 // Leapfrog update, kinetic energy and the non-finite check (integrate.hpp).
 #include <algorithm>
+#include <cstdint>
 
 #include "haloex/cuda/check.hpp"
 #include "haloex/md/gpu/integrate.hpp"
@@ -78,6 +79,12 @@ __global__ void checkFiniteKernel(const Vec3f* __restrict__ x, const Vec3f* __re
     if (bad) atomicMin(firstBad, static_cast<unsigned>(i));
 }
 
+__global__ void chargesOfTypesKernel(const std::int32_t* __restrict__ types, int n, float charge,
+                                     float* __restrict__ out) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = types[i] == 0 ? charge : -charge;
+}
+
 }  // namespace
 
 void leapfrog(const LeapfrogArgs& args, cudaStream_t stream) {
@@ -107,6 +114,12 @@ void checkFinite(const Vec3f* x, const Vec3f* f, int numAtoms, int* dFirstBad, c
     if (numAtoms <= 0) return;
     checkFiniteKernel<<<blocksFor(numAtoms), kThreads, 0, stream>>>(x, f, numAtoms,
                                                                     reinterpret_cast<unsigned*>(dFirstBad));
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void chargesOfTypes(const std::int32_t* types, int n, float charge, float* out, cudaStream_t stream) {
+    if (n <= 0) return;
+    chargesOfTypesKernel<<<(n + 255) / 256, 256, 0, stream>>>(types, n, charge, out);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

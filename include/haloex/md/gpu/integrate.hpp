@@ -8,6 +8,8 @@
 // Units: nm, ps, u, kJ/mol (u nm^2 ps^-2 = kJ/mol); forces kJ mol^-1 nm^-1.
 #include <cuda_runtime.h>
 
+#include <cstdint>
+
 #include "haloex/core/vec3.hpp"
 
 namespace haloex::md::gpu {
@@ -45,5 +47,9 @@ void accumulateKineticEnergy(const Vec3f* v, int numAtoms, float mass, const flo
 inline constexpr int kAllFinite = -1;
 void resetFiniteCheck(int* dFirstBad, cudaStream_t stream);
 void checkFinite(const Vec3f* x, const Vec3f* f, int numAtoms, int* dFirstBad, cudaStream_t stream);
+
+// out[i] = +charge for type 0, -charge otherwise (the proxy system's two
+// types, ForceField::chargeOfType), for i < n.
+void chargesOfTypes(const std::int32_t* types, int n, float charge, float* out, cudaStream_t stream);
 
 }  // namespace haloex::md::gpu
