@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test stress stress-gpus exchange-timing timeout mps-nan md-check md-quality md-single md-dd
+#   stages: build test search-tests search stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
 #   mkdir -p /root/hx && tar xzf .devsrc/src.tar.gz -C /root/hx &&
@@ -202,6 +203,57 @@ stage_md_check() {
   md_json 2 "$out/long-nvshmem-2.json" --transport nvshmem --atoms 22500 --steps 10000 --nstlist 50 --grid 2x1x1
   md_json 4 "$out/long-nvshmem-4.json" --transport nvshmem --atoms 45000 --steps 10000 --nstlist 50 --grid 4x1x1
   md_json 4 "$out/long-nvshmem-2x2.json" --transport nvshmem --nvshmem-path tma --atoms 45000 --steps 3000 --grid 2x2x1
+  stop_mps
+}
+
+# The search step on the device (issue: end-to-end throughput): its GPU tests
+# (device plan builder and migration against the host, device vs host search
+# energies, NVE drift on both paths), then haloex-md on one GPU with the
+# search on the device and on the host (the parts of each search step), and
+# 2/4 ranks sharing the GPU under MPS (device vs host search energies).
+stage_search_tests() {
+  note "== search-step GPU tests"
+  local t
+  for t in test_particles_device test_md_engine_gpu; do
+    timeout 600 "$build/bin/tests/$t" >"$out/$t.log" 2>&1
+    note "  $t: rc=$? $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/$t.log" | tr '\n' ' ')"
+    grep -E 'NVE|FAILED|Failure|error' "$out/$t.log" | head -20 | tee -a "$summary"
+  done
+}
+
+stage_search() {
+  note "== search steps on one GPU: --search device vs host"
+  local n s nstlist
+  for n in ${SEARCH_SIZES:-22500 180000 720000}; do
+    for s in device host; do
+      for nstlist in ${SEARCH_NSTLIST:-50}; do
+        timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps ${SEARCH_STEPS:-1000} --nstlist $nstlist \
+          --search $s --quiet --json "$out/search-$n-$s-$nstlist.json" >"$out/search-$n-$s-$nstlist.log" 2>&1
+        note "  $n atoms, search on the $s, nstlist $nstlist: rc=$?"
+        grep -E 'Performance|Steady|Search step|of its pair|Start-up|error' "$out/search-$n-$s-$nstlist.log" \
+          | sed 's/^/    /' | cut -c1-400 | tee -a "$summary"
+      done
+    done
+    timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps ${SEARCH_STEPS:-1000} --quiet \
+      --json "$out/search-$n-auto.json" >"$out/search-$n-auto.log" 2>&1
+    note "  $n atoms, nstlist auto: rc=$?"
+    grep -E 'nstlist|Performance|Steady|Search step|error' "$out/search-$n-auto.log" | sed 's/^/    /' | cut -c1-300 \
+      | tee -a "$summary"
+  done
+  note "-- 2 and 4 ranks sharing the GPU (MPS): device vs host search, first 21 steps"
+  start_mps
+  local common=(--atoms 22500 --steps 21 --nstlist 10 --thermo-every 1)
+  local grid np t
+  for grid in 2:2x1x1 4:2x2x1; do
+    np=${grid%%:*}
+    for t in nvshmem staged; do
+      md_json "$np" "$out/dd-$t-${grid#*:}-device.json" --transport $t --search device --grid "${grid#*:}" "${common[@]}"
+      md_json "$np" "$out/dd-$t-${grid#*:}-host.json" --transport $t --search host --grid "${grid#*:}" "${common[@]}"
+      python3 "$root/bench/compare_energies.py" "$out/dd-$t-${grid#*:}-host.json" "$out/dd-$t-${grid#*:}-device.json" \
+        --steps 21 --rtol 1e-6 2>&1 | tail -3 | tee -a "$summary"
+    done
+  done
+  md_json 4 "$out/long-device-2x2.json" --transport nvshmem --search device --atoms 45000 --steps 3000 --grid 2x2x1
   stop_mps
 }
 

@@ -306,6 +306,9 @@ struct Engine::Impl {
         const RankBackend::DeviceSearchReport report = e.backend_.searchOnDevice(e.transport_, dd, e.world_,
                                                                                  backendContext());
         for (const auto& [name, ms] : report.phasesMs) (*phases)[name] += ms;
+        if (kind != SearchKind::Warmup) {
+            for (const auto& [name, ms] : report.pairSearchPartsMs) summary.pairSearchPartsMs[name] += ms;
+        }
         t = Clock::now();
         requireAtomsConserved(report.numHome);
         phase("count check", t);

@@ -92,6 +92,10 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
         fmt::print(out, "Search step: {:.3g} ms (rank 0, mean of {}:{})\n", s.searchStepMs, s.searchSteps,
                    parts(s.searchPhasesMs, static_cast<double>(s.searchSteps)));
     }
+    if (!s.pairSearchPartsMs.empty() && s.searchSteps > 0) {
+        fmt::print(out, "             of its pair search (ms):{}\n",
+                   parts(s.pairSearchPartsMs, static_cast<double>(s.searchSteps)));
+    }
     if (!s.startupPhasesMs.empty()) {
         fmt::print(out, "Start-up parts (ms, rank 0):{}\n", parts(s.startupPhasesMs, 1.0));
     }
@@ -177,6 +181,9 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     for (const auto& [name, ms] : s.searchPhasesMs) perSearch[name] = s.searchSteps > 0 ? ms / s.searchSteps : 0.0;
     j["search_phases_ms"] = perSearch;
     j["startup_phases_ms"] = s.startupPhasesMs;
+    nlohmann::json pairParts = nlohmann::json::object();
+    for (const auto& [name, ms] : s.pairSearchPartsMs) pairParts[name] = s.searchSteps > 0 ? ms / s.searchSteps : 0.0;
+    j["pair_search_parts_ms"] = pairParts;
     if (!s.bufferSamples.empty()) {
         nlohmann::json samples = nlohmann::json::array();
         for (const auto& b : s.bufferSamples) {

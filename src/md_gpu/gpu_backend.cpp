@@ -162,6 +162,7 @@ public:
         buildLists(transport, static_cast<const float*>(planBuilder_.localField(0)), planBuilder_.localZoneMasks(),
                    context);
         phase("pair search");
+        for (const auto& [name, ms] : nonbonded_->buildPartsMs()) report.pairSearchPartsMs[name] += ms;
         prepareGraphs(transport);
         phase("graphs");
         report.numHome = numHome_;

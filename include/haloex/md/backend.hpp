@@ -93,6 +93,7 @@ public:
     struct DeviceSearchReport {
         int numHome = 0;                            // home atoms after migration
         std::map<std::string, double> phasesMs;     // wall time of each part
+        std::map<std::string, double> pairSearchPartsMs;  // the "pair search" part's own parts
     };
     virtual DeviceSearchReport searchOnDevice(transport::ParticleTransport& transport,
                                               const plan::Decomposition& decomposition, runtime::World& world,

@@ -69,6 +69,8 @@ struct RunSummary {
     // step it runs). startupPhasesMs: the same for the start-up.
     std::map<std::string, double> searchPhasesMs;
     std::map<std::string, double> startupPhasesMs;
+    // Search on the device: the "pair search" part's own parts (ms, summed).
+    std::map<std::string, double> pairSearchPartsMs;
     // --measure-buffer: pairs the lists missed (exact recount at each search).
     // With pruning also the pairs the outer list held but the inner list
     // (at the end of its life) did not: countMissedByPruning.

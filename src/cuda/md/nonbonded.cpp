@@ -4,6 +4,7 @@
 #include "haloex/md/gpu/nonbonded.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <fmt/format.h>
 
@@ -65,6 +66,7 @@ struct Nonbonded::Impl {
     int maxJ = 32;          // entry length of the last build
     float rlistInner2 = 0.f;  // pruning radius squared, as the prune kernel compares it
     bool built = false;
+    std::vector<std::pair<const char*, double>> buildParts;
 
     bool pruning() const { return options.rlistInner > 0.0; }
 
@@ -161,11 +163,22 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
         const Float3 v = shiftVector(s, lengths);
         m.params.shifts[s] = make_float3(v.x, v.y, v.z);
     }
+    m.buildParts.clear();
+    auto t = std::chrono::steady_clock::now();
+    const auto part = [&](const char* name) {
+        const auto now = std::chrono::steady_clock::now();
+        m.buildParts.emplace_back(name, 1e3 * std::chrono::duration<double>(now - t).count());
+        t = now;
+    };
     buildLayout(m.layout, dX, dCharge, dZoneMask, numHome, numLocal, m.params.c.sqrtCoulomb,
                 m.options.growthFactor, stream);
+    part("grid");
     searchList(m.lists[0], m.layout, false, m.settings, m.options.growthFactor, stream);
+    part("local list");
     searchList(m.lists[1], m.layout, true, m.settings, m.options.growthFactor, stream);
+    part("non-local list");
     collectNonlocalHomeClusters(m.layout, m.lists[1], m.options.growthFactor, stream);
+    part("non-local home clusters");
     // Pruning: a full prune with the positions of the build (in both xq
     // copies since buildLayout), so the first step already evaluates the
     // inner list; the rolling parts start again at part 0.
@@ -175,7 +188,9 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
         preparePrune(m.lists[k], m.options.pruneParts, m.rlistInner2, m.options.growthFactor, stream);
         launchFullPrune(m.lists[k], m.layout, k == 0, lengths, stream);
     }
+    part("prune");
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    part("synchronise");
     m.built = true;
 }
 
@@ -192,6 +207,8 @@ void Nonbonded::computeNonlocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaS
 void Nonbonded::clearEnergies(cudaStream_t stream) { impl_->energies.zeroAsync(stream); }
 
 const double* Nonbonded::deviceEnergies() const { return impl_->energies.data(); }
+
+const std::vector<std::pair<const char*, double>>& Nonbonded::buildPartsMs() const { return impl_->buildParts; }
 
 PairListStats Nonbonded::stats(ListKind kind) const {
     const DeviceList& l = impl_->list(kind);

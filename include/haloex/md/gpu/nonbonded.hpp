@@ -27,6 +27,8 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "haloex/core/vec3.hpp"
 #include "haloex/md/forcefield.hpp"
@@ -117,6 +119,12 @@ public:
     void clearEnergies(cudaStream_t stream);
     // Device array of kNumEnergies doubles: [lj, coulomb pairs, virial] (kJ/mol).
     const double* deviceEnergies() const;
+
+    // Host wall time (ms) of the parts of the last build(): gridding,
+    // the two list searches, the non-local home clusters, pruning, and the
+    // final synchronisation (work still queued at a part's end is counted
+    // in the next part).
+    const std::vector<std::pair<const char*, double>>& buildPartsMs() const;
 
     PairListStats stats(ListKind kind) const;
     int numHome() const;
