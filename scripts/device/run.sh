@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test search-tests search stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test search-tests search nve-drift stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -225,7 +225,7 @@ stage_search() {
   note "== search steps on one GPU: --search device vs host"
   local n s nstlist
   for n in ${SEARCH_SIZES:-22500 180000 720000}; do
-    for s in device host; do
+    for s in ${SEARCH_PLACES:-device host}; do
       for nstlist in ${SEARCH_NSTLIST:-50}; do
         timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps ${SEARCH_STEPS:-1000} --nstlist $nstlist \
           --search $s --quiet --json "$out/search-$n-$s-$nstlist.json" >"$out/search-$n-$s-$nstlist.log" 2>&1
@@ -240,6 +240,7 @@ stage_search() {
     grep -E 'nstlist|Performance|Steady|Search step|error' "$out/search-$n-auto.log" | sed 's/^/    /' | cut -c1-300 \
       | tee -a "$summary"
   done
+  [ -n "${SEARCH_SKIP_MPS:-}" ] && return 0
   note "-- 2 and 4 ranks sharing the GPU (MPS): device vs host search, first 21 steps"
   start_mps
   local common=(--atoms 22500 --steps 21 --nstlist 10 --thermo-every 1)
@@ -255,6 +256,30 @@ stage_search() {
   done
   md_json 4 "$out/long-device-2x2.json" --transport nvshmem --search device --atoms 45000 --steps 3000 --grid 2x2x1
   stop_mps
+}
+
+# Conserved-energy drift of NVE runs on one GPU under the settings that
+# shape it (pair-list buffer and life, rolling pruning), from the JSON's
+# least-squares drift.
+stage_nve_drift() {
+  note "== NVE drift, ${NVE_ATOMS:-6000} atoms, ${NVE_STEPS:-10000} steps (kJ/mol/ps per atom)"
+  local i=0 args
+  while IFS= read -r args; do
+    i=$((i + 1))
+    # shellcheck disable=SC2086
+    timeout 300 "$build/bin/haloex-md" --device gpu --atoms "${NVE_ATOMS:-6000}" --steps "${NVE_STEPS:-10000}" \
+      --thermo-every 100 --quiet --json "$out/nve-$i.json" $args >"$out/nve-$i.log" 2>&1
+    note "  [$args] rc=$? $(grep -E 'Conserved-energy drift' "$out/nve-$i.log" | cut -c1-60) | $(grep -E '^ +rc ' "$out/nve-$i.log" | sed 's/^ *//' | cut -c1-110)"
+  done <<EOF2
+${NVE_VARIANTS:---search device
+--search host
+--nstlist 50
+--nstlist 50 --prune-parts 0
+--nstlist 150 --prune-parts 0
+--buffer-tolerance 0.0005
+--buffer-tolerance 0.0005 --prune-parts 0
+--nstlist 10 --prune-parts 0 --rlist 1.2}
+EOF2
 }
 
 stage_md_single() {

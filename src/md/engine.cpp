@@ -72,6 +72,20 @@ void resolvePruning(MdOptions& o, bool onGpu) {
     }
 }
 
+double conservedDriftPerAtom(const std::vector<EnergySample>& samples, std::int64_t atoms) {
+    if (samples.size() < 3 || atoms <= 0) return 0.0;
+    double st = 0, se = 0, stt = 0, ste = 0;
+    for (const EnergySample& e : samples) {
+        st += e.time;
+        se += e.conserved;
+        stt += e.time * e.time;
+        ste += e.time * e.conserved;
+    }
+    const double n = static_cast<double>(samples.size());
+    const double denominator = n * stt - st * st;
+    return denominator > 0 ? (n * ste - st * se) / denominator / static_cast<double>(atoms) : 0.0;
+}
+
 // --search: where search steps run. auto: on the device when the backend
 // and the transport can (GPU backend, device transport), else on the host.
 bool resolveSearchPlace(const std::string& option, bool deviceCapable) {
@@ -608,6 +622,7 @@ struct Engine::Impl {
         if (summary.searchSteps > 0) summary.searchStepMs = 1e3 * summary.searchSeconds / summary.searchSteps;
         // Host synchronisations inside normal steps (search steps excluded).
         summary.hostSyncsPerStep = summary.normalSteps > 0 ? double(normalStepSyncs) / summary.normalSteps : 0.0;
+        summary.conservedDrift = conservedDriftPerAtom(summary.energies, totalAtoms);
         summary.transportNotes = gatherNotes(e.transport_.describe());
         summary.graphs = e.backend_.graphsActive();
         summary.timings = e.backend_.timings();

@@ -41,12 +41,12 @@ nlohmann::json toJson(const Distribution& d) {
 void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOptions& o) {
     fmt::print(out, "\nRun: {} atoms, {} rank(s) on grid {}, transport {}, compute {}, search on the {}\n", s.atoms,
                s.ranks, s.grid, s.transport, s.backend, s.search);
-    fmt::print(out, "     rc {} nm, rlist {} nm, nstlist {} (estimated buffer drift {:.2g} kJ/mol/ps per atom), "
-                    "dt {} ps\n",
+    fmt::print(out, "     rc {:.4g} nm, rlist {:.4g} nm, nstlist {} (estimated buffer drift {:.2g} kJ/mol/ps per atom), "
+                    "dt {:.4g} ps\n",
                s.rc, s.rlist, s.nstlist, s.estimatedBufferDrift, s.dt);
     if (!o.nstlistReason.empty()) fmt::print(out, "     nstlist: {}\n", o.nstlistReason);
     if (s.pruneParts > 0) {
-        fmt::print(out, "     dynamic pruning: inner list rlist-inner {} nm, each part re-pruned every {} steps "
+        fmt::print(out, "     dynamic pruning: inner list rlist-inner {:.4g} nm, each part re-pruned every {} steps "
                         "(rolling, 1/{} of the list per step; estimated drift {:.2g} kJ/mol/ps per atom)\n",
                    s.rlistInner, s.pruneParts, s.pruneParts, s.estimatedPruneDrift);
     } else {
@@ -82,6 +82,10 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                hoursPerNs(s.nsPerDaySteady), s.usPerStepSteady, s.normalSteps);
     fmt::print(out, "             host synchronisations per step: {:.2f}; CUDA graphs: {}\n", s.hostSyncsPerStep,
                s.graphs ? "yes" : "no");
+    if (s.energies.size() >= 3) {
+        fmt::print(out, "Conserved-energy drift: {:.3g} kJ/mol/ps per atom (least squares over {} energy steps)\n",
+                   s.conservedDrift, s.energies.size());
+    }
     const auto parts = [](const std::map<std::string, double>& phases, double divisor) {
         std::string text;
         for (const auto& [name, ms] : phases) text += fmt::format(" {} {:.3g},", name, ms / divisor);
@@ -134,6 +138,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     j["wall_seconds"] = s.totalSeconds;
     j["normal_steps"] = s.normalSteps;
     j["search_step_ms"] = s.searchStepMs;
+    j["conserved_drift_per_atom"] = s.conservedDrift;
     j["host_syncs_per_step"] = s.hostSyncsPerStep;
     j["cuda_graphs"] = s.graphs;
     j["transport_notes"] = s.transportNotes;

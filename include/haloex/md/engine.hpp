@@ -62,6 +62,9 @@ struct RunSummary {
     double hostSyncsPerStep = 0.0;
     bool graphs = false;
     std::vector<EnergySample> energies;
+    // Least-squares slope of the conserved energy over the energy samples,
+    // per atom (kJ/mol/ps per atom; 0 with fewer than 3 samples).
+    double conservedDrift = 0.0;
     StepTimings timings;
     std::vector<std::string> transportNotes;  // e.g. the nvshmem path per peer and why
     // Rank 0's search-step wall time by part (ms, summed over the search

@@ -173,10 +173,8 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     buildLayout(m.layout, dX, dCharge, dZoneMask, numHome, numLocal, m.params.c.sqrtCoulomb,
                 m.options.growthFactor, stream);
     part("grid");
-    searchList(m.lists[0], m.layout, false, m.settings, m.options.growthFactor, stream);
-    part("local list");
-    searchList(m.lists[1], m.layout, true, m.settings, m.options.growthFactor, stream);
-    part("non-local list");
+    searchLists(m.lists, m.layout, m.settings, m.options.growthFactor, stream);
+    part("lists");
     collectNonlocalHomeClusters(m.layout, m.lists[1], m.options.growthFactor, stream);
     part("non-local home clusters");
     // Pruning: a full prune with the positions of the build (in both xq
@@ -190,6 +188,8 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     }
     part("prune");
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    finishSearch(m.lists[0], false);
+    finishSearch(m.lists[1], true);
     part("synchronise");
     m.built = true;
 }

@@ -94,6 +94,11 @@ struct DeviceList {
     cuda::DeviceBuffer<int> pairCount, entryCount, pairOffset, entryOffset;
     cuda::DeviceBuffer<unsigned long long> counters;  // [atom pairs, error flag]
     cuda::DeviceBuffer<unsigned char> cubTemp;
+    // The fill pass's counters, copied to the host for finishSearch; the
+    // count totals of both lists (searchLists uses the local list's).
+    cuda::PinnedBuffer<unsigned long long> countersHost;
+    cuda::PinnedBuffer<int> totalsHost;
+    bool fillPending = false;
 
     // Rolling pruning (NonbondedOptions::rlistInner > 0): the inner list the
     // force kernel reads. innerEntries[e] is entries[e] with jEnd = jBegin +
@@ -116,12 +121,17 @@ struct DeviceList {
     const ClusterPair* evaluatedPairs() const { return pruned ? innerPairs.data() : pairs.data(); }
 };
 
-// Builds the local (home-home) or non-local list (synchronises `stream`).
-void searchList(DeviceList& list, DeviceLayout& layout, bool nonlocal, const SearchSettings& settings,
-                double growth, cudaStream_t stream);
+// Builds the local (home-home) and the non-local list: both count passes,
+// one synchronisation of `stream` for their totals, both fill passes. The
+// fill passes' check and statistics (atomPairs) are copied to the host
+// asynchronously: call finishSearch after the next synchronisation.
+void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
+                 cudaStream_t stream);
+// Throws Internal if the two passes disagreed; sets list.atomPairs.
+void finishSearch(DeviceList& list, bool nonlocal);
 
 // Fills layout.nonlocalHomeClusters from the non-local (outer) list
-// (synchronises `stream`). Call after searchList of the non-local list.
+// (synchronises `stream`). Call after searchLists.
 void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonlocalList, double growth,
                                  cudaStream_t stream);
 
@@ -161,7 +171,7 @@ void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& l
 // --- pruning (prune.cu) -------------------------------------------------------
 // Sizes the list's inner buffers to its outer list, sets its pruning
 // parameters and resets the part counter to 0 (enqueued on `stream`). Call
-// after searchList.
+// after searchLists.
 void preparePrune(DeviceList& list, int parts, float rlistInner2, double growth, cudaStream_t stream);
 // Prunes every entry of the list against list.rlistInner2 with the positions
 // in the list's xq copy (local: xqLocal, else xqNonlocal): the search step's

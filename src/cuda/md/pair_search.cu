@@ -32,6 +32,42 @@ struct SearchParams {
 
 __device__ inline Float3 xyz(float4 v) { return {v.x, v.y, v.z}; }
 
+// A column's clusters are cut from atoms sorted by z, so their boxes' lower
+// and upper z bounds both grow with the cluster index: binary searches find
+// the stretch that can come within reach along z. Clusters outside it are
+// more than `radius` away along z alone, so the box-distance test would
+// reject them anyway; skipping them changes nothing in the list (the CPU
+// reference scans whole columns, and the tests compare the two lists entry
+// by entry). kZWindowMargin keeps that true despite the rounding of the
+// shifted comparisons.
+constexpr float kZWindowMargin = 1.0e-3f;  // nm
+
+// First cluster in [begin, end) whose box reaches up to zLo or beyond.
+__device__ inline int firstReaching(const float4* __restrict__ bboxHi, int begin, int end, float zLo) {
+    while (begin < end) {
+        const int mid = (begin + end) / 2;
+        if (bboxHi[mid].z < zLo) {
+            begin = mid + 1;
+        } else {
+            end = mid;
+        }
+    }
+    return begin;
+}
+
+// First cluster in [begin, end) whose box starts above zHi.
+__device__ inline int firstBeyond(const float4* __restrict__ bboxLo, int begin, int end, float zHi) {
+    while (begin < end) {
+        const int mid = (begin + end) / 2;
+        if (bboxLo[mid].z <= zHi) {
+            begin = mid + 1;
+        } else {
+            end = mid;
+        }
+    }
+    return begin;
+}
+
 template <bool kFill>
 __global__ void __launch_bounds__(kSearchThreads)
     searchKernel(SearchParams p, const int* __restrict__ columnClusterStart, const float4* __restrict__ bboxLo,
@@ -64,11 +100,13 @@ __global__ void __launch_bounds__(kSearchThreads)
                                         p.jGrid.x0, p.jGrid.invCellX, p.jGrid.nx);
         const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius),
                                         p.jGrid.y0, p.jGrid.invCellY, p.jGrid.ny);
+        const float zLo = regionLo(iLo.z, sv.z, p.radius) - kZWindowMargin;
+        const float zHi = regionHi(iHi.z, sv.z, p.radius) + kZWindowMargin;
         for (int cy = ry.lo; cy <= ry.hi; ++cy) {
             for (int cx = rx.lo; cx <= rx.hi; ++cx) {
                 const int column = p.jGrid.firstColumn + cx + p.jGrid.nx * cy;
-                const int begin = columnClusterStart[column];
-                const int end = columnClusterStart[column + 1];
+                const int begin = firstReaching(bboxHi, columnClusterStart[column], columnClusterStart[column + 1], zLo);
+                const int end = firstBeyond(bboxLo, begin, columnClusterStart[column + 1], zHi);
                 for (int k0 = begin; k0 < end; k0 += 32) {
                     const int cj = k0 + lane;
                     bool pass = false;
@@ -176,78 +214,100 @@ cudaFuncAttributes searchKernelAttributes() {
     return a;
 }
 
-void searchList(DeviceList& list, DeviceLayout& layout, bool nonlocal, const SearchSettings& settings,
-                double growth, cudaStream_t stream) {
-    list.numEntries = 0;
-    list.numPairs = 0;
-    list.atomPairs = 0;
-    const int numTasks = nonlocal ? layout.numClusters : layout.numHomeClusters;
-    const bool haveJ = nonlocal ? layout.numHaloAtoms > 0 : layout.numHomeClusters > 0;
-    if (numTasks == 0 || !haveJ) return;
-
-    reserveWithHeadroom(list.pairCount, numTasks + 1, growth);
-    reserveWithHeadroom(list.entryCount, numTasks + 1, growth);
-    reserveWithHeadroom(list.pairOffset, numTasks + 1, growth);
-    reserveWithHeadroom(list.entryOffset, numTasks + 1, growth);
-    reserveWithHeadroom(list.counters, 2, growth);
-    list.pairCount.zeroAsync(stream);  // the scans read a trailing 0
-    list.entryCount.zeroAsync(stream);
-    list.counters.zeroAsync(stream);
-
-    SearchParams p{};
-    p.jGrid = nonlocal ? layout.grids.halo : layout.grids.home;
-    p.boxLengths = boxLengthsF(settings.box);
-    for (int d = 0; d < 3; ++d) p.periodic[d] = settings.periodic[d] ? 1 : 0;
-    p.rlist2 = rlistSquared(settings.rlist);
-    p.radius = columnSearchRadius(settings.rlist);
-    p.numTasks = numTasks;
-    p.numHomeClusters = layout.numHomeClusters;
-    p.nonlocal = nonlocal ? 1 : 0;
-    p.maxJ = settings.maxJClustersPerEntry;
-    const int blocks = blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads);
-
-    searchKernel<false><<<blocks, kSearchThreads, 0, stream>>>(
-        p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(), layout.xqNonlocal.data(),
-        layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(), nullptr, nullptr, nullptr, nullptr,
-        nullptr);
-    HALOEX_CUDA_CHECK_LAUNCH();
-
-    std::size_t scanBytes = 0;
-    HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scanBytes, list.pairCount.data(), list.pairOffset.data(),
-                                                    numTasks + 1, stream));
-    reserveWithHeadroom(list.cubTemp, std::max<std::size_t>(scanBytes, 1), growth);
-    std::size_t bytes = list.cubTemp.size();
-    HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(list.cubTemp.data(), bytes, list.pairCount.data(),
-                                                    list.pairOffset.data(), numTasks + 1, stream));
-    bytes = list.cubTemp.size();
-    HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(list.cubTemp.data(), bytes, list.entryCount.data(),
-                                                    list.entryOffset.data(), numTasks + 1, stream));
-    int totals[2] = {0, 0};
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[0], list.pairOffset.data() + numTasks, sizeof(int),
-                                      cudaMemcpyDeviceToHost, stream));
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[1], list.entryOffset.data() + numTasks, sizeof(int),
-                                      cudaMemcpyDeviceToHost, stream));
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    list.numPairs = totals[0];
-    list.numEntries = totals[1];
-    if (list.numPairs == 0) {
+void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
+                 cudaStream_t stream) {
+    SearchParams params[2]{};
+    int blocks[2] = {0, 0};
+    bool counted[2] = {false, false};
+    lists[0].totalsHost.reserve(4);
+    int* totals = lists[0].totalsHost.data();
+    // Count passes of both lists, their scans, then one read of the totals.
+    for (int k = 0; k < 2; ++k) {
+        DeviceList& list = lists[k];
+        const bool nonlocal = k == 1;
         list.numEntries = 0;
-        return;
-    }
-    reserveWithHeadroom(list.pairs, static_cast<std::size_t>(list.numPairs), growth);
-    reserveWithHeadroom(list.entries, static_cast<std::size_t>(list.numEntries), growth);
+        list.numPairs = 0;
+        list.atomPairs = 0;
+        list.fillPending = false;
+        const int numTasks = nonlocal ? layout.numClusters : layout.numHomeClusters;
+        const bool haveJ = nonlocal ? layout.numHaloAtoms > 0 : layout.numHomeClusters > 0;
+        if (numTasks == 0 || !haveJ) continue;
+        counted[k] = true;
+        reserveWithHeadroom(list.pairCount, numTasks + 1, growth);
+        reserveWithHeadroom(list.entryCount, numTasks + 1, growth);
+        reserveWithHeadroom(list.pairOffset, numTasks + 1, growth);
+        reserveWithHeadroom(list.entryOffset, numTasks + 1, growth);
+        reserveWithHeadroom(list.counters, 2, growth);
+        list.pairCount.zeroAsync(stream);  // the scans read a trailing 0
+        list.entryCount.zeroAsync(stream);
+        list.counters.zeroAsync(stream);
 
-    searchKernel<true><<<blocks, kSearchThreads, 0, stream>>>(
-        p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(), layout.xqNonlocal.data(),
-        layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(), list.pairOffset.data(),
-        list.entryOffset.data(), list.pairs.data(), list.entries.data(), list.counters.data());
-    HALOEX_CUDA_CHECK_LAUNCH();
-    unsigned long long counters[2] = {0, 0};
-    HALOEX_CUDA_CHECK(
-        cudaMemcpyAsync(counters, list.counters.data(), sizeof(counters), cudaMemcpyDeviceToHost, stream));
+        SearchParams& p = params[k];
+        p.jGrid = nonlocal ? layout.grids.halo : layout.grids.home;
+        p.boxLengths = boxLengthsF(settings.box);
+        for (int d = 0; d < 3; ++d) p.periodic[d] = settings.periodic[d] ? 1 : 0;
+        p.rlist2 = rlistSquared(settings.rlist);
+        p.radius = columnSearchRadius(settings.rlist);
+        p.numTasks = numTasks;
+        p.numHomeClusters = layout.numHomeClusters;
+        p.nonlocal = nonlocal ? 1 : 0;
+        p.maxJ = settings.maxJClustersPerEntry;
+        blocks[k] = blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads);
+
+        searchKernel<false><<<blocks[k], kSearchThreads, 0, stream>>>(
+            p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
+            layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(),
+            nullptr, nullptr, nullptr, nullptr, nullptr);
+        HALOEX_CUDA_CHECK_LAUNCH();
+
+        std::size_t scanBytes = 0;
+        HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scanBytes, list.pairCount.data(),
+                                                        list.pairOffset.data(), numTasks + 1, stream));
+        reserveWithHeadroom(list.cubTemp, std::max<std::size_t>(scanBytes, 1), growth);
+        std::size_t bytes = list.cubTemp.size();
+        HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(list.cubTemp.data(), bytes, list.pairCount.data(),
+                                                        list.pairOffset.data(), numTasks + 1, stream));
+        bytes = list.cubTemp.size();
+        HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(list.cubTemp.data(), bytes, list.entryCount.data(),
+                                                        list.entryOffset.data(), numTasks + 1, stream));
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[2 * k], list.pairOffset.data() + numTasks, sizeof(int),
+                                          cudaMemcpyDeviceToHost, stream));
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[2 * k + 1], list.entryOffset.data() + numTasks, sizeof(int),
+                                          cudaMemcpyDeviceToHost, stream));
+    }
+    if (!counted[0] && !counted[1]) return;
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    if (counters[1] != 0) throwSearchPassesDisagree(nonlocal);
-    list.atomPairs = static_cast<long long>(counters[0]);
+    // Fill passes; their check is read after the caller's next
+    // synchronisation (finishSearch).
+    for (int k = 0; k < 2; ++k) {
+        if (!counted[k]) continue;
+        DeviceList& list = lists[k];
+        list.numPairs = totals[2 * k];
+        list.numEntries = totals[2 * k + 1];
+        if (list.numPairs == 0) {
+            list.numEntries = 0;
+            continue;
+        }
+        reserveWithHeadroom(list.pairs, static_cast<std::size_t>(list.numPairs), growth);
+        reserveWithHeadroom(list.entries, static_cast<std::size_t>(list.numEntries), growth);
+        searchKernel<true><<<blocks[k], kSearchThreads, 0, stream>>>(
+            params[k], layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
+            layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(),
+            list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data(),
+            list.counters.data());
+        HALOEX_CUDA_CHECK_LAUNCH();
+        list.countersHost.reserve(2);
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
+                                          2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
+        list.fillPending = true;
+    }
+}
+
+void finishSearch(DeviceList& list, bool nonlocal) {
+    if (!list.fillPending) return;
+    list.fillPending = false;
+    if (list.countersHost[1] != 0) throwSearchPassesDisagree(nonlocal);
+    list.atomPairs = static_cast<long long>(list.countersHost[0]);
 }
 
 }  // namespace haloex::md::gpu::detail
