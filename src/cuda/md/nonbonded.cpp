@@ -299,7 +299,7 @@ std::array<KernelResources, 6> nonbondedKernelResources() {
             pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true, false)),
             pack("nonbonded (forces, rolling prune)", nonbondedKernelAttributes(false, true)),
             pack("nonbonded (forces + energies, rolling prune)", nonbondedKernelAttributes(true, true)),
-            pack("pair search (fill)", searchKernelAttributes()),
+            pack("pair search (one pass)", searchKernelAttributes()),
             pack("full prune (search steps)", pruneKernelAttributes())};
 }
 

@@ -92,7 +92,12 @@ struct DeviceList {
     cuda::DeviceBuffer<ClusterPair> pairs;
     // Search scratch: per task pair and entry counts and their scans.
     cuda::DeviceBuffer<int> pairCount, entryCount, pairOffset, entryOffset;
-    cuda::DeviceBuffer<unsigned long long> counters;  // [atom pairs, error flag]
+    cuda::DeviceBuffer<unsigned long long> counters;  // [atom pairs, error flag, largest count]
+    // One-pass search: a slot of scratchCapacity pairs per i cluster, sized
+    // from the largest count of the last build (an overflow falls back to
+    // the two-pass search once and grows it).
+    cuda::DeviceBuffer<ClusterPair> scratch;
+    int scratchCapacity = 128;
     cuda::DeviceBuffer<unsigned char> cubTemp;
     // The fill pass's counters, copied to the host for finishSearch; the
     // count totals of both lists (searchLists uses the local list's).
@@ -121,10 +126,12 @@ struct DeviceList {
     const ClusterPair* evaluatedPairs() const { return pruned ? innerPairs.data() : pairs.data(); }
 };
 
-// Builds the local (home-home) and the non-local list: both count passes,
-// one synchronisation of `stream` for their totals, both fill passes. The
-// fill passes' check and statistics (atomPairs) are copied to the host
-// asynchronously: call finishSearch after the next synchronisation.
+// Builds the local (home-home) and the non-local list: one search pass each
+// (counts, and the pairs into scratch slots), one synchronisation of
+// `stream` for their totals, then each list compacted into its dense form
+// -- or, where a slot overflowed, searched again by the fill pass, whose
+// check and statistics are copied to the host asynchronously: call
+// finishSearch after the next synchronisation.
 void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
                  cudaStream_t stream);
 // Throws Internal if the two passes disagreed; sets list.atomPairs.

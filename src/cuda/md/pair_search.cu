@@ -28,54 +28,27 @@ struct SearchParams {
     int numHomeClusters;
     int nonlocal;
     int maxJ;
+    int scratchCapacity;  // kOnePass: pairs each i cluster may keep in the scratch
 };
+
+// kCount: pair and entry counts only; kFill: the pairs, at the places the
+// scan of the counts gave; kOnePass: counts, and the pairs into a fixed-size
+// scratch slot per i cluster (compacted afterwards), so the search runs
+// once. An i cluster with more pairs than its slot holds makes the build
+// fall back to the fill pass (counters[2] holds the largest count).
+enum SearchMode : int { kCount = 0, kFill = 1, kOnePass = 2 };
 
 __device__ inline Float3 xyz(float4 v) { return {v.x, v.y, v.z}; }
 
-// A column's clusters are cut from atoms sorted by z, so their boxes' lower
-// and upper z bounds both grow with the cluster index: binary searches find
-// the stretch that can come within reach along z. Clusters outside it are
-// more than `radius` away along z alone, so the box-distance test would
-// reject them anyway; skipping them changes nothing in the list (the CPU
-// reference scans whole columns, and the tests compare the two lists entry
-// by entry). kZWindowMargin keeps that true despite the rounding of the
-// shifted comparisons.
-constexpr float kZWindowMargin = 1.0e-3f;  // nm
-
-// First cluster in [begin, end) whose box reaches up to zLo or beyond.
-__device__ inline int firstReaching(const float4* __restrict__ bboxHi, int begin, int end, float zLo) {
-    while (begin < end) {
-        const int mid = (begin + end) / 2;
-        if (bboxHi[mid].z < zLo) {
-            begin = mid + 1;
-        } else {
-            end = mid;
-        }
-    }
-    return begin;
-}
-
-// First cluster in [begin, end) whose box starts above zHi.
-__device__ inline int firstBeyond(const float4* __restrict__ bboxLo, int begin, int end, float zHi) {
-    while (begin < end) {
-        const int mid = (begin + end) / 2;
-        if (bboxLo[mid].z <= zHi) {
-            begin = mid + 1;
-        } else {
-            end = mid;
-        }
-    }
-    return begin;
-}
-
-template <bool kFill>
+template <int kMode>
 __global__ void __launch_bounds__(kSearchThreads)
     searchKernel(SearchParams p, const int* __restrict__ columnClusterStart, const float4* __restrict__ bboxLo,
                  const float4* __restrict__ bboxHi, const float4* __restrict__ xq,
                  const std::uint8_t* __restrict__ zoneOfSlot, int* __restrict__ pairCount,
                  int* __restrict__ entryCount, const int* __restrict__ pairOffset, const int* __restrict__ entryOffset,
                  ClusterPair* __restrict__ pairs, ClusterEntry* __restrict__ entries,
-                 unsigned long long* __restrict__ counters) {
+                 unsigned long long* __restrict__ counters, ClusterPair* __restrict__ scratch) {
+    constexpr bool kFillPass = kMode == kFill;
     const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
     if (ci >= p.numTasks) return;  // uniform per warp
     const int lane = threadIdx.x & 31;
@@ -88,8 +61,9 @@ __global__ void __launch_bounds__(kSearchThreads)
     const Float3 xi1 = xyz(xq[ci * kClusterSize + ti + 4]);
     const std::uint8_t zi0 = zoneOfSlot[ci * kClusterSize + ti];
     const std::uint8_t zi1 = zoneOfSlot[ci * kClusterSize + ti + 4];
-    const int base = kFill ? pairOffset[ci] : 0;
-    const int limit = kFill ? pairCount[ci] : 0;
+    const int base = kFillPass ? pairOffset[ci] : 0;
+    const int limit = kFillPass ? pairCount[ci] : 0;
+    ClusterPair* const slot = kMode == kOnePass ? scratch + static_cast<long long>(ci) * p.scratchCapacity : nullptr;
     int count = 0;
     unsigned long long atomPairs = 0;
 
@@ -100,13 +74,11 @@ __global__ void __launch_bounds__(kSearchThreads)
                                         p.jGrid.x0, p.jGrid.invCellX, p.jGrid.nx);
         const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius),
                                         p.jGrid.y0, p.jGrid.invCellY, p.jGrid.ny);
-        const float zLo = regionLo(iLo.z, sv.z, p.radius) - kZWindowMargin;
-        const float zHi = regionHi(iHi.z, sv.z, p.radius) + kZWindowMargin;
         for (int cy = ry.lo; cy <= ry.hi; ++cy) {
             for (int cx = rx.lo; cx <= rx.hi; ++cx) {
                 const int column = p.jGrid.firstColumn + cx + p.jGrid.nx * cy;
-                const int begin = firstReaching(bboxHi, columnClusterStart[column], columnClusterStart[column + 1], zLo);
-                const int end = firstBeyond(bboxLo, begin, columnClusterStart[column + 1], zHi);
+                const int begin = columnClusterStart[column];
+                const int end = columnClusterStart[column + 1];
                 for (int k0 = begin; k0 < end; k0 += 32) {
                     const int cj = k0 + lane;
                     bool pass = false;
@@ -127,12 +99,17 @@ __global__ void __launch_bounds__(kSearchThreads)
                         const unsigned maskLo = __ballot_sync(kFullWarp, in0);
                         const unsigned maskHi = __ballot_sync(kFullWarp, in1);
                         if (__any_sync(kFullWarp, near)) {
-                            if constexpr (kFill) {
+                            if constexpr (kFillPass) {
                                 if (lane == 0 && count < limit) {
                                     pairs[base + count] = ClusterPair{cjj, s, maskLo, maskHi};
                                 }
-                                atomPairs += __popc(maskLo) + __popc(maskHi);
                             }
+                            if constexpr (kMode == kOnePass) {
+                                if (lane == 0 && count < p.scratchCapacity) {
+                                    slot[count] = ClusterPair{cjj, s, maskLo, maskHi};
+                                }
+                            }
+                            if constexpr (kMode != kCount) atomPairs += __popc(maskLo) + __popc(maskHi);
                             ++count;
                         }
                     }
@@ -142,10 +119,14 @@ __global__ void __launch_bounds__(kSearchThreads)
     }
 
     const int numEntries = (count + p.maxJ - 1) / p.maxJ;
-    if constexpr (!kFill) {
+    if constexpr (!kFillPass) {
         if (lane == 0) {
             pairCount[ci] = count;
             entryCount[ci] = numEntries;
+            if constexpr (kMode == kOnePass) {
+                atomicAdd(&counters[0], atomPairs);
+                atomicMax(&counters[2], static_cast<unsigned long long>(count));
+            }
         }
     } else {
         if (lane == 0) {
@@ -158,6 +139,26 @@ __global__ void __launch_bounds__(kSearchThreads)
                 entries[first + e] = ClusterEntry{ci, base + e * p.maxJ, base + min(count, (e + 1) * p.maxJ), 0};
             }
         }
+    }
+}
+
+// One warp per i cluster: its pairs from the scratch slot to their place in
+// the dense list, and its entries (as the fill pass writes them).
+__global__ void compactKernel(int numTasks, int scratchCapacity, int maxJ, const ClusterPair* __restrict__ scratch,
+                              const int* __restrict__ pairCount, const int* __restrict__ pairOffset,
+                              const int* __restrict__ entryOffset, ClusterPair* __restrict__ pairs,
+                              ClusterEntry* __restrict__ entries) {
+    const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
+    if (ci >= numTasks) return;
+    const int lane = threadIdx.x & 31;
+    const int count = pairCount[ci];
+    const int base = pairOffset[ci];
+    const ClusterPair* slot = scratch + static_cast<long long>(ci) * scratchCapacity;
+    for (int k = lane; k < count; k += 32) pairs[base + k] = slot[k];
+    const int numEntries = (count + maxJ - 1) / maxJ;
+    const int first = entryOffset[ci];
+    for (int e = lane; e < numEntries; e += 32) {
+        entries[first + e] = ClusterEntry{ci, base + e * maxJ, base + min(count, (e + 1) * maxJ), 0};
     }
 }
 
@@ -210,7 +211,7 @@ void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonloca
 
 cudaFuncAttributes searchKernelAttributes() {
     cudaFuncAttributes a{};
-    HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, searchKernel<true>));
+    HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, searchKernel<kOnePass>));
     return a;
 }
 
@@ -237,7 +238,7 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         reserveWithHeadroom(list.entryCount, numTasks + 1, growth);
         reserveWithHeadroom(list.pairOffset, numTasks + 1, growth);
         reserveWithHeadroom(list.entryOffset, numTasks + 1, growth);
-        reserveWithHeadroom(list.counters, 2, growth);
+        reserveWithHeadroom(list.counters, 3, growth);
         list.pairCount.zeroAsync(stream);  // the scans read a trailing 0
         list.entryCount.zeroAsync(stream);
         list.counters.zeroAsync(stream);
@@ -252,12 +253,14 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         p.numHomeClusters = layout.numHomeClusters;
         p.nonlocal = nonlocal ? 1 : 0;
         p.maxJ = settings.maxJClustersPerEntry;
+        p.scratchCapacity = list.scratchCapacity;
         blocks[k] = blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads);
 
-        searchKernel<false><<<blocks[k], kSearchThreads, 0, stream>>>(
+        reserveWithHeadroom(list.scratch, static_cast<std::size_t>(numTasks) * list.scratchCapacity, growth);
+        searchKernel<kOnePass><<<blocks[k], kSearchThreads, 0, stream>>>(
             p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
             layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(),
-            nullptr, nullptr, nullptr, nullptr, nullptr);
+            nullptr, nullptr, nullptr, nullptr, list.counters.data(), list.scratch.data());
         HALOEX_CUDA_CHECK_LAUNCH();
 
         std::size_t scanBytes = 0;
@@ -274,29 +277,45 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
                                           cudaMemcpyDeviceToHost, stream));
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[2 * k + 1], list.entryOffset.data() + numTasks, sizeof(int),
                                           cudaMemcpyDeviceToHost, stream));
+        list.countersHost.reserve(3);
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
+                                          3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
     }
     if (!counted[0] && !counted[1]) return;
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    // Fill passes; their check is read after the caller's next
-    // synchronisation (finishSearch).
+    // Compaction of the scratch slots, or where a slot overflowed the fill
+    // pass (the slots grow for the next build); the fill pass's check is read
+    // after the caller's next synchronisation (finishSearch).
     for (int k = 0; k < 2; ++k) {
         if (!counted[k]) continue;
         DeviceList& list = lists[k];
         list.numPairs = totals[2 * k];
         list.numEntries = totals[2 * k + 1];
+        const auto largest = static_cast<long long>(list.countersHost[2]);
+        const bool overflow = largest > list.scratchCapacity;
+        if (overflow) list.scratchCapacity = static_cast<int>(largest + largest / 4 + 16);
         if (list.numPairs == 0) {
             list.numEntries = 0;
             continue;
         }
         reserveWithHeadroom(list.pairs, static_cast<std::size_t>(list.numPairs), growth);
         reserveWithHeadroom(list.entries, static_cast<std::size_t>(list.numEntries), growth);
-        searchKernel<true><<<blocks[k], kSearchThreads, 0, stream>>>(
+        const int numTasks = params[k].numTasks;
+        if (!overflow) {
+            list.atomPairs = static_cast<long long>(list.countersHost[0]);
+            compactKernel<<<blocks[k], kSearchThreads, 0, stream>>>(
+                numTasks, params[k].scratchCapacity, params[k].maxJ, list.scratch.data(), list.pairCount.data(),
+                list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data());
+            HALOEX_CUDA_CHECK_LAUNCH();
+            continue;
+        }
+        list.counters.zeroAsync(stream);
+        searchKernel<kFill><<<blocks[k], kSearchThreads, 0, stream>>>(
             params[k], layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
             layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(),
             list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data(),
-            list.counters.data());
+            list.counters.data(), nullptr);
         HALOEX_CUDA_CHECK_LAUNCH();
-        list.countersHost.reserve(2);
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
                                           2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
         list.fillPending = true;
