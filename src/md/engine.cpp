@@ -63,7 +63,9 @@ void resolvePruning(MdOptions& o, bool onGpu) {
     ForceField ff;
     ff.rc = o.rc;
     o.rlistInner =
-        chooseRlistInner(ff, kNumberDensity, o.temperature, o.pruneParts, o.dt, o.bufferTolerance, o.rlist).rlist;
+        chooseRlistInner(ff, kNumberDensity, o.temperature, o.pruneParts, o.dt,
+                         o.bufferTolerance * kPruneToleranceFraction, o.rlist)
+            .rlist;
     // An inner list as large as the outer one would drop nothing: skip the
     // prune passes unless pruning was asked for explicitly.
     if (automatic && o.rlistInner >= o.rlist) {

@@ -9,16 +9,20 @@
 namespace haloex::md {
 namespace {
 
-// The cost model's constants, measured with haloex-md on one H200 (GPU
-// search, rolling pruning; docs/md-engine.md "Choosing nstlist"):
-// a steady step costs kStepFixedUs plus kPairNs per pair the force kernel
-// evaluates (cluster pairs included); a search step kSearchFixedUs plus
-// kSearchAtomNs per home atom and kSearchPairNs per pair within rlist.
+// The cost model's constants, fitted to haloex-md on one H200 (search on the
+// device, rolling pruning in 8 parts; 22 500 and 720 000 atoms at nstlist 50,
+// 100 and 150; docs/md-engine.md "Choosing nstlist"). A steady step costs
+// kStepFixedUs, plus per home atom kInnerPairNs for every pair of its inner
+// list and kOuterPairNs for every pair the outer list adds (the rolling
+// prune reads 1/8 of them each step). A search step costs, beyond a steady
+// step, kSearchFixedUs plus per home atom kSearchAtomNs and kSearchPairNs for
+// every pair within rlist.
 constexpr double kStepFixedUs = 14.6;
-constexpr double kPairNs = 0.0068;
-constexpr double kSearchFixedUs = 250.0;
-constexpr double kSearchAtomNs = 1.0;
-constexpr double kSearchPairNs = 0.02;
+constexpr double kInnerPairNs = 0.0064;
+constexpr double kOuterPairNs = 0.0015;
+constexpr double kSearchFixedUs = 431.0;
+constexpr double kSearchAtomNs = 1.81;
+constexpr double kSearchPairNs = 0.0152;
 
 // Pairs per atom within r (each pair counted once) at a number density.
 double pairsPerAtom(double r, double density) { return 2.0 * std::numbers::pi / 3.0 * density * r * r * r; }
@@ -46,16 +50,18 @@ NstlistChoice chooseNstlist(const ForceField& ff, double density, double tempera
             outer.estimatedDrift = estimateBufferDrift(ff, density, temperature, fixedRlist, nstlist, dt);
         }
         NstlistCandidate c{nstlist, outer.rlist, 0.0, outer.estimatedDrift, 0.0, 0.0};
-        double evaluated = pairsPerAtom(outer.rlist, density);
+        const double outerPairs = pairsPerAtom(outer.rlist, density);
+        double innerPairs = outerPairs;
         if (pruneParts > 0) {
             c.rlistInner =
-                chooseRlistInner(ff, density, temperature, pruneParts, dt, tolerance, outer.rlist).rlist;
-            const double inner = pairsPerAtom(c.rlistInner, density);
-            evaluated = inner + (evaluated - inner) / pruneParts;
+                chooseRlistInner(ff, density, temperature, pruneParts, dt, tolerance * kPruneToleranceFraction,
+                                 outer.rlist)
+                    .rlist;
+            innerPairs = pairsPerAtom(c.rlistInner, density);
         }
-        c.steadyUs = kStepFixedUs + 1e-3 * kPairNs * atomsPerRank * evaluated;
-        c.searchUs = kSearchFixedUs + 1e-3 * atomsPerRank *
-                                           (kSearchAtomNs + kSearchPairNs * pairsPerAtom(outer.rlist, density));
+        c.steadyUs = kStepFixedUs + 1e-3 * atomsPerRank * (kInnerPairNs * innerPairs +
+                                                           kOuterPairNs * (outerPairs - innerPairs));
+        c.searchUs = kSearchFixedUs + 1e-3 * atomsPerRank * (kSearchAtomNs + kSearchPairNs * outerPairs);
         choice.candidates.push_back(c);
         if (choice.chosen.nstlist == 0 || c.perStepUs() < choice.chosen.perStepUs()) choice.chosen = c;
     }

@@ -72,7 +72,7 @@ TEST(PruningSettings, ResolveOptionsPrunesOnGpusByDefaultOnly) {
     EXPECT_EQ(gpu.pruneParts, kDefaultPruneParts);
     ForceField ff;
     EXPECT_DOUBLE_EQ(gpu.rlistInner, chooseRlistInner(ff, kNumberDensity, kTemperature, kDefaultPruneParts, kDt,
-                                                      kTolerance, gpu.rlist)
+                                                      kTolerance * kPruneToleranceFraction, gpu.rlist)
                                          .rlist);
     EXPECT_GE(gpu.rlistInner, gpu.rc);
     EXPECT_LT(gpu.rlistInner, gpu.rlist);
