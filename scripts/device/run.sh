@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test search-tests search nve-drift stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test search-tests search nve-drift conserve sanitize-search stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -183,7 +183,7 @@ md_json() {  # np out.json args...  (haloex-md under mpirun, shared GPU)
   timeout 300 "${mpirun_np[@]}" "$np" "$build/bin/haloex-md" --allow-shared-gpus --quiet --json "$json" "$@" \
     >"$json.log" 2>&1
   local rc=$?
-  note "  md np=$np $*: rc=$rc $(grep -E 'us/step without' "$json.log" | head -1 | sed 's/^ *//')"
+  note "  md np=$np $*: rc=$rc $(grep -E 'Performance:|Search step:' "$json.log" | sed 's/^ *//' | cut -c1-160 | tr '\n' ' ')"
   [ $rc -eq 0 ] || tail -20 "$json.log"
 }
 
@@ -255,6 +255,44 @@ stage_search() {
     done
   done
   md_json 4 "$out/long-device-2x2.json" --transport nvshmem --search device --atoms 45000 --steps 3000 --grid 2x2x1
+  stop_mps
+}
+
+# Atoms conserved (count and global-id fingerprint, checked at every search)
+# over 10 000 steps with repartitioning every 50, search on the device, for
+# every transport that runs here: 1 rank, and 2 and 4 ranks sharing the GPU
+# under MPS (nccl refuses shared GPUs and is skipped there).
+stage_conserve() {
+  note "== atom conservation, 10 000 steps, search on the device"
+  local common=(--atoms 22500 --steps ${CONSERVE_STEPS:-10000} --nstlist 50 --search device --thermo-every 1000)
+  md_json 1 "$out/conserve-1.json" "${common[@]}"
+  start_mps
+  local np t
+  for np in 2 4; do
+    for t in ${CONSERVE_TRANSPORTS:-nvshmem staged ipc}; do
+      md_json "$np" "$out/conserve-$t-$np.json" --transport "$t" "${common[@]}"
+    done
+  done
+  stop_mps
+}
+
+# compute-sanitizer on the search step's new kernels: the device plan
+# builder and migration (threads over the staged transport), and two ranks
+# under MPS searching on the device over nvshmem (exchangeBlock's puts).
+stage_sanitize_search() {
+  note "== compute-sanitizer: search-step kernels"
+  local t
+  for t in memcheck synccheck; do
+    timeout 400 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_particles_device" \
+      --gtest_filter='*g2x2x2*:*align4_g4x1x1*:*g3x3x3_2pulsesXYZ*:DeviceMigration.*' \
+      >"$out/sanitize-particles-$t.log" 2>&1
+    note "  particles ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-particles-$t.log")"
+  done
+  start_mps
+  timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 "$build/bin/haloex-md" \
+    --allow-shared-gpus --transport nvshmem --search device --atoms 6000 --steps 30 --nstlist 10 --grid 2x1x1 --quiet \
+    >"$out/sanitize-md-nvshmem.log" 2>&1
+  note "  haloex-md 2 ranks nvshmem, search on the device (memcheck): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-md-nvshmem.log")"
   stop_mps
 }
 

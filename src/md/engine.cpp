@@ -1,6 +1,7 @@
 #include "haloex/md/engine.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
@@ -176,6 +177,8 @@ struct Engine::Impl {
     std::int64_t normalStepSyncs = 0;
     // --search: the atoms stay on the device (resolved in setUp).
     bool deviceSearch = false;
+    // Sum and sum of squares of every global id (modulo 2^64).
+    std::array<std::uint64_t, 2> idFingerprint{0, 0};
 
     explicit Impl(Engine& engine) : e(engine), thermostat(engine.options_.seed) {}
 
@@ -206,6 +209,12 @@ struct Engine::Impl {
             if (dd.ownerRank(a.position) == e.world_.rank()) mine.push_back(a);
         }
         home = std::move(mine);
+        idFingerprint = {0, 0};
+        for (int i = 0; i < system.size(); ++i) {
+            const auto id = static_cast<std::uint64_t>(system.globalIds[i]);
+            idFingerprint[0] += id;
+            idFingerprint[1] += id * id;
+        }
         summary.transport = e.transport_.name();
         summary.backend = e.backend_.description();
         deviceSearch = resolveSearchPlace(o.search, e.backend_.canSearchOnDevice(e.transport_));
@@ -288,13 +297,35 @@ struct Engine::Impl {
         return context;
     }
 
-    void requireAtomsConserved(std::int64_t homeCount) {
-        const std::int64_t count = e.world_.allReduceValue(homeCount, runtime::ReduceOp::Sum);
-        if (count != totalAtoms) {
+    // The count and the fingerprint of the global ids (sum and sum of
+    // squares modulo 2^64, over every rank) must be those of the start: an
+    // atom lost and another duplicated would keep the count.
+    void requireAtomsConserved(std::int64_t homeCount, std::uint64_t idSum, std::uint64_t idSquareSum) {
+        std::vector<std::int64_t> sums{homeCount, static_cast<std::int64_t>(idSum),
+                                       static_cast<std::int64_t>(idSquareSum)};
+        e.world_.allReduce(std::span(sums), runtime::ReduceOp::Sum);  // two's complement: sums modulo 2^64
+        if (sums[0] != totalAtoms) {
             throwError(ErrorKind::Internal,
-                       fmt::format("repartitioning at step {} lost or duplicated atoms: {} instead of {}", step, count,
-                                   totalAtoms));
+                       fmt::format("repartitioning at step {} lost or duplicated atoms: {} instead of {}", step,
+                                   sums[0], totalAtoms));
         }
+        if (static_cast<std::uint64_t>(sums[1]) != idFingerprint[0] ||
+            static_cast<std::uint64_t>(sums[2]) != idFingerprint[1]) {
+            throwError(ErrorKind::Internal,
+                       fmt::format("repartitioning at step {} kept {} atoms but not the same ones (their global ids "
+                                   "changed: one was lost and another duplicated)",
+                                   step, sums[0]));
+        }
+    }
+
+    static std::array<std::uint64_t, 2> idSumsOf(std::span<const AtomRecord> atoms) {
+        std::array<std::uint64_t, 2> s{0, 0};
+        for (const AtomRecord& a : atoms) {
+            const auto id = static_cast<std::uint64_t>(a.globalId);
+            s[0] += id;
+            s[1] += id * id;
+        }
+        return s;
     }
 
     // Repartitions, rebuilds the plan and the pair lists.
@@ -326,7 +357,7 @@ struct Engine::Impl {
             for (const auto& [name, ms] : report.pairSearchPartsMs) summary.pairSearchPartsMs[name] += ms;
         }
         t = Clock::now();
-        requireAtomsConserved(report.numHome);
+        requireAtomsConserved(report.numHome, report.idSum, report.idSquareSum);
         phase("count check", t);
     }
 
@@ -339,7 +370,8 @@ struct Engine::Impl {
         phase("buffer check", t);
         const plan::Decomposition dd(spec());
         home = migrateAtoms(std::move(home), dd, e.world_);
-        requireAtomsConserved(static_cast<std::int64_t>(home.size()));
+        const auto ids = idSumsOf(home);
+        requireAtomsConserved(static_cast<std::int64_t>(home.size()), ids[0], ids[1]);
         std::vector<Vec3d> positions(home.size());
         for (std::size_t i = 0; i < home.size(); ++i) positions[i] = home[i].position;
         phase("migrate", t);

@@ -140,7 +140,10 @@ public:
                                               cudaMemcpyDeviceToDevice, stream));
         }
         transport.reserveAtoms(2 * static_cast<std::int64_t>(home_.size()) + 1024);
-        numHome_ = migrator_.migrate(home_, decomposition, world, transport, stream).particles;
+        const particles::MigrationStats migrated = migrator_.migrate(home_, decomposition, world, transport, stream);
+        numHome_ = migrated.particles;
+        report.idSum = migrated.idSum;
+        report.idSquareSum = migrated.idSquareSum;
         phase("migrate");
 
         homeCharges_.resize(std::max(1, numHome_));

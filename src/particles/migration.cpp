@@ -144,6 +144,16 @@ MigrationStats Migrator::migrate(ParticleStore& particles, const plan::Decomposi
         n = next;
     }
     stats.particles = n;
+    if (idField_ >= 0) {
+        idSums_.resize(2);
+        idSums_.zeroAsync(stream);
+        accumulateIdSums(particles.fieldAs<std::int64_t>(idField_), n, idSums_.data(), stream);
+        unsigned long long sums[2] = {0, 0};
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(sums, idSums_.data(), sizeof(sums), cudaMemcpyDeviceToHost, stream));
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        stats.idSum = sums[0];
+        stats.idSquareSum = sums[1];
+    }
     return stats;
 }
 

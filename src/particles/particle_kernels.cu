@@ -6,6 +6,7 @@
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
+#include <algorithm>
 #include <climits>
 
 #include "haloex/cuda/check.hpp"
@@ -147,6 +148,23 @@ __global__ void fillPaddingKernel(int begin, int end, Vec3f* __restrict__ x, std
     mask[i] = plan::kPaddingMask;
 }
 
+__global__ void idSumsKernel(const std::int64_t* __restrict__ ids, int n, unsigned long long* __restrict__ sums) {
+    unsigned long long sum = 0, squares = 0;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const auto id = static_cast<unsigned long long>(ids[i]);
+        sum += id;
+        squares += id * id;
+    }
+    for (int offset = 16; offset > 0; offset /= 2) {
+        sum += __shfl_down_sync(0xffffffffu, sum, offset);
+        squares += __shfl_down_sync(0xffffffffu, squares, offset);
+    }
+    if ((threadIdx.x & 31) == 0) {
+        atomicAdd(&sums[0], sum);
+        atomicAdd(&sums[1], squares);
+    }
+}
+
 // cub::DeviceSelect::If over the indices [first, first + count).
 template <class Predicate>
 void selectIndices(int first, int count, Predicate predicate, int* out, int* numSelected,
@@ -176,6 +194,13 @@ void gatherElements(const void* in, std::size_t elementBytes, const int* index, 
         gatherKernel<<<blocksFor(static_cast<long long>(count) * bytes), kThreads, 0, stream>>>(
             static_cast<const std::uint8_t*>(in), bytes, index, count, static_cast<std::uint8_t*>(out));
     }
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void accumulateIdSums(const std::int64_t* ids, int n, unsigned long long* sums, cudaStream_t stream) {
+    if (n <= 0) return;
+    const int blocks = std::min(blocksFor(n), 264);
+    idSumsKernel<<<blocks, kThreads, 0, stream>>>(ids, n, sums);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

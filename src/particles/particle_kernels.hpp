@@ -53,6 +53,10 @@ struct DimensionCut {
 void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint8_t* direction, int* lists,
                        int* status, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream);
 
+// sums[0] += sum of ids, sums[1] += sum of squared ids (both modulo 2^64)
+// over n int64 ids: a fingerprint of the id set (conservation checks).
+void accumulateIdSums(const std::int64_t* ids, int n, unsigned long long* sums, cudaStream_t stream);
+
 // --- device plan builder ---------------------------------------------------------
 inline constexpr int kMaxSourcePulses = 64;
 // counters: selected entries, of them home atoms, then one per earlier pulse.

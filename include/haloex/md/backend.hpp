@@ -92,6 +92,7 @@ public:
     virtual void loadHome(std::span<const AtomRecord> home) { (void)home; }
     struct DeviceSearchReport {
         int numHome = 0;                            // home atoms after migration
+        std::uint64_t idSum = 0, idSquareSum = 0;   // fingerprint of their global ids (particles::MigrationStats)
         std::map<std::string, double> phasesMs;     // wall time of each part
         std::map<std::string, double> pairSearchPartsMs;  // the "pair search" part's own parts
     };

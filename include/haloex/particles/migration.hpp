@@ -33,6 +33,12 @@ struct MigrationStats {
     int particles = 0;  // on this rank after the migration
     int sent = 0;       // particles this rank sent (summed over directions)
     int received = 0;
+    // With an id field: the sum and the sum of squares of this rank's ids
+    // afterwards (modulo 2^64), a fingerprint that the caller's reduction
+    // over the ranks compares with the whole id set's (lost or duplicated
+    // particles change it even where the count stays the same).
+    std::uint64_t idSum = 0;
+    std::uint64_t idSquareSum = 0;
 };
 
 class Migrator {
@@ -51,6 +57,7 @@ private:
     cuda::DeviceBuffer<std::uint8_t> direction_;  // per particle: stay, down, up, invalid
     cuda::DeviceBuffer<int> selected_;             // stayers, then leavers down, then up
     cuda::DeviceBuffer<int> status_;               // device counters and the first bad particle
+    cuda::DeviceBuffer<unsigned long long> idSums_;
     cuda::DeviceBuffer<std::byte> sendBlock_, recvBlock_, cubTemp_;
     cuda::PinnedBuffer<int> statusHost_;
 };
