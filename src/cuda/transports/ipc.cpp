@@ -5,6 +5,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <exception>
@@ -64,8 +65,9 @@ struct ExportableArray {
     cudaIpcMemHandle_t handle{};
 
     bool needsGrowth(std::size_t count) const { return count > buffer.capacity() || allocation == 0; }
+    // With headroom, so later searches rarely grow it (and re-export it).
     void allocate(std::size_t count) {
-        buffer = cuda::DeviceBuffer<T>(std::max<std::size_t>(count, 1));
+        buffer = cuda::DeviceBuffer<T>(count + count / 4 + 64);
         buffer.resize(count);
         HALOEX_CUDA_CHECK(cudaIpcGetMemHandle(&handle, buffer.data()));
         allocation = nextAllocationId();
@@ -218,8 +220,10 @@ void IpcTransport::setPlan(const plan::ParticleHaloPlan& plan) {
     // Importers must unmap an allocation before its owner frees it.
     const bool regrow = x_.needsGrowth(numLocal) || forceRecv_.needsGrowth(forceSlots);
     const std::vector<std::int64_t> regrows = world_.allGather<std::int64_t>(regrow ? 1 : 0);
-    closeImports([&](const Import& i) { return regrows[static_cast<std::size_t>(i.owner)] == 0; });
-    world_.barrier();
+    if (std::count(regrows.begin(), regrows.end(), 1) > 0) {
+        closeImports([&](const Import& i) { return regrows[static_cast<std::size_t>(i.owner)] == 0; });
+        world_.barrier();  // every mapping of a growing array is closed before its owner frees it
+    }
     if (x_.needsGrowth(numLocal)) x_.allocate(numLocal);
     if (forceRecv_.needsGrowth(forceSlots)) forceRecv_.allocate(forceSlots);
     x_.buffer.resize(numLocal);
