@@ -387,15 +387,13 @@ MPIRUN = "mpirun"
 # The one mpirun line (scripts/device/run.sh uses the same): no binding, since NVSHMEM's proxy thread needs a core of
 # its own; as root in containers; more ranks than cores where ranks share GPUs.
 MPIRUN_ARGS = "--allow-run-as-root --oversubscribe --bind-to none"
-# NVLink multicast off whatever the caller's environment says (it can take a shared host's GPUs down).
-FORCED_ENV = {"NVSHMEM_DISABLE_NVLS": "1", "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1"}
 
 
 def launcher_environment():
     """NVLink multicast off whatever the caller's environment says (it can take
     a shared host's GPUs down); OpenMPI refuses to run as root unless told
     twice (containers run as root)."""
-    env = dict(os.environ, **FORCED_ENV)
+    env = dict(os.environ, NVSHMEM_DISABLE_NVLS="1", NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")

@@ -35,21 +35,26 @@ from bench_common import (MPIRUN, MPIRUN_ARGS, REPO, exit_on_schema_error, fmt, 
 ROOT = REPO
 
 
-def md_command(build, ranks, args, json_path, mpirun=MPIRUN, mpirun_args=MPIRUN_ARGS):
+# The launcher (bench_common's one line; main() takes --mpirun and --mpirun-args into it).
+LAUNCHER = {"mpirun": MPIRUN, "mpirun_args": MPIRUN_ARGS}
+
+
+def md_command(build, ranks, args, json_path):
     """haloex-md under the one launcher line (none for one rank: haloex-md runs one rank without MPI)."""
-    prefix = launcher_prefix(ranks, mpirun, mpirun_args, single_process_without_mpirun=True)
+    prefix = launcher_prefix(ranks, LAUNCHER["mpirun"], LAUNCHER["mpirun_args"], single_process_without_mpirun=True)
     return prefix + [os.path.join(build, "bin", "haloex-md"), "--quiet", "--json", json_path] + args
 
 
-def run_md(build, ranks, args, timeout, dry_run=False, mpirun=MPIRUN, mpirun_args=MPIRUN_ARGS):
+def run_md(build, ranks, args, timeout, dry_run=False):
     if dry_run:
-        print(" ".join(md_command(build, ranks, args, "<json>", mpirun, mpirun_args)))
+        print(" ".join(md_command(build, ranks, args, "<json>")))
         return {"dry_run": True}
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
         path = tmp.name
-    cmd = md_command(build, ranks, args, path, mpirun, mpirun_args)
+    cmd = md_command(build, ranks, args, path)
+    env = dict(os.environ, NVSHMEM_DISABLE_NVLS="1", NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1")
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=launcher_environment())
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
         return {"error": f"timeout after {timeout} s", "command": " ".join(cmd)}
     result = {"command": " ".join(cmd), "returncode": proc.returncode}
@@ -79,10 +84,6 @@ def steps_for(atoms, quick):
     return base if atoms <= 180000 else base // 2
 
 
-def launch_options(a):
-    return {"mpirun": a.mpirun, "mpirun_args": a.mpirun_args}
-
-
 def suite_single(a):
     sizes = [11250, 22500, 45000, 90000, 180000, 360000, 720000]
     if a.quick:
@@ -94,8 +95,7 @@ def suite_single(a):
         steps = steps_for(n, a.quick)
         for graphs in (1, 0):
             r = run_md(a.build, 1, ["--device", "gpu", "--atoms", str(n), "--steps", str(steps),
-                                    "--thermo-every", str(steps), "--cuda-graphs", str(graphs)], a.timeout,
-                       **launch_options(a))
+                                    "--thermo-every", str(steps), "--cuda-graphs", str(graphs)], a.timeout)
             r["label"] = f"1gpu graphs={graphs}"
             runs.append(r)
             print(f"{n:>8} atoms graphs={graphs}: {describe(r)}", flush=True)
@@ -144,7 +144,7 @@ def suite_scaling(a, save=lambda partial: None):
     for n in sizes:
         steps = steps_for(n, a.quick)
         common = ["--device", "gpu", "--atoms", str(n), "--steps", str(steps), "--thermo-every", str(steps)]
-        r = run_md(a.build, 1, common, a.timeout, a.dry_run, **launch_options(a))
+        r = run_md(a.build, 1, common, a.timeout, a.dry_run)
         r.update(label="1gpu", ranks=1)
         runs.append(r)
         if not a.dry_run:
@@ -152,7 +152,7 @@ def suite_scaling(a, save=lambda partial: None):
         for ranks in counts:
             for transport, path in variants:
                 args = common + ["--transport", transport, "--nvshmem-path", path, "--grid", "auto"] + shared
-                r = run_md(a.build, ranks, args, a.timeout, a.dry_run, **launch_options(a))
+                r = run_md(a.build, ranks, args, a.timeout, a.dry_run)
                 r.update(label=f"{transport}/{path}", ranks=ranks)
                 runs.append(r)
                 if not a.dry_run:
@@ -204,14 +204,14 @@ def suite_dd(a, save=lambda partial: None):
     for n in sizes:
         steps = steps_for(n, a.quick)
         common = ["--device", "gpu", "--atoms", str(n), "--steps", str(steps), "--thermo-every", str(steps)]
-        r = run_md(a.build, 1, common, a.timeout, a.dry_run, **launch_options(a))
+        r = run_md(a.build, 1, common, a.timeout, a.dry_run)
         r["label"] = "1gpu"
         runs.append(r)
         if not a.dry_run:
             print(f"{n:>8} 1 GPU:          {describe(r)}", flush=True)
         for transport, path in variants:
             args = common + ["--transport", transport, "--nvshmem-path", path, "--grid", a.grid] + shared
-            r = run_md(a.build, a.ranks, args, a.timeout, a.dry_run, **launch_options(a))
+            r = run_md(a.build, a.ranks, args, a.timeout, a.dry_run)
             r["label"] = f"{transport}/{path}"
             runs.append(r)
             t = r.get("timing", {})
@@ -254,6 +254,7 @@ def suite_settings(a):
 
 def main(argv=None):
     a = parser().parse_args(argv)
+    LAUNCHER.update(mpirun=a.mpirun, mpirun_args=a.mpirun_args)
     if a.dry_run:
         if a.suite == "single":
             sys.exit("--dry-run: only the dd and scaling suites")
