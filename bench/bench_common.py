@@ -459,15 +459,21 @@ def _processes_named(names):
     return sorted(seen)
 
 
-def mps_state(env=None):
+def mps_state(env=None, processes=None):
     """Whether an MPS control daemon is up: its control pipe in CUDA_MPS_PIPE_DIRECTORY (default /tmp/nvidia-mps;
-    /tmp/mps, where scripts/device/run.sh puts it, checked too), and the daemon processes where visible."""
+    /tmp/mps, where scripts/device/run.sh puts it, checked too), and the daemon processes where visible.
+    running: True (pipe and daemon, or pipe where processes cannot be listed), False (no pipe), None (a pipe but
+    no daemon visible: stale, or a daemon outside this container). `processes` stands in for /proc in tests."""
     env = os.environ if env is None else env
     dirs = [env["CUDA_MPS_PIPE_DIRECTORY"]] if env.get("CUDA_MPS_PIPE_DIRECTORY") else ["/tmp/nvidia-mps", "/tmp/mps"]
     pipe = next((os.path.join(d, "control") for d in dirs if os.path.exists(os.path.join(d, "control"))), None)
-    procs = _processes_named({"nvidia-cuda-mps-control", "nvidia-cuda-mps-server"})
-    return {"running": pipe is not None, "control_pipe": pipe or f"none in {', '.join(dirs)}",
-            "daemon_processes": procs if procs is not None else "cannot list processes"}
+    procs = _processes_named({"nvidia-cuda-mps-control", "nvidia-cuda-mps-server"}) if processes is None else processes
+    running = pipe is not None and (procs is None or bool(procs) or None)
+    state = {"running": running, "control_pipe": pipe or f"none in {', '.join(dirs)}",
+             "daemon_processes": procs if procs is not None else "cannot list processes"}
+    if running is None:
+        state["note"] = "control pipe present but no MPS daemon visible: stale pipe, or a daemon outside this container"
+    return state
 
 
 def cpu_affinity():

@@ -167,11 +167,15 @@ class HeaderTest(unittest.TestCase):
 
     def test_mps_from_the_control_pipe(self):
         with tempfile.TemporaryDirectory() as tmp:
-            self.assertFalse(bc.mps_state({"CUDA_MPS_PIPE_DIRECTORY": tmp})["running"])
+            self.assertIs(bc.mps_state({"CUDA_MPS_PIPE_DIRECTORY": tmp})["running"], False)
             open(os.path.join(tmp, "control"), "w").close()
-            s = bc.mps_state({"CUDA_MPS_PIPE_DIRECTORY": tmp})
-            self.assertTrue(s["running"])
+            s = bc.mps_state({"CUDA_MPS_PIPE_DIRECTORY": tmp}, processes=["nvidia-cuda-mps-control"])
+            self.assertIs(s["running"], True)
             self.assertEqual(s["control_pipe"], os.path.join(tmp, "control"))
+            stale = bc.mps_state({"CUDA_MPS_PIPE_DIRECTORY": tmp}, processes=[])
+            self.assertIsNone(stale["running"])
+            self.assertIn("stale", stale["note"])
+            self.assertIn("running", bc.mps_state({"CUDA_MPS_PIPE_DIRECTORY": tmp}))
 
     def test_record_header(self):
         h = bc.record_header("test", {"suite": "dd"}, bc.launcher_prefix(2), "on")
