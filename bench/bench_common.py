@@ -532,7 +532,7 @@ def find_executable(name):
 
 def install_command():
     """The project's way of installing bench/'s Python dependencies (never into the system Python)."""
-    cmd = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--target", DEPS_PYTHON,
+    cmd = [sys.executable, "-m", "pip", "install", "--disable-pip-version-check", "--upgrade", "--target", DEPS_PYTHON,
            "-r", REQUIREMENTS]
     if os.path.isdir(WHEELS):
         cmd += ["--find-links", WHEELS]
