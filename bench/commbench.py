@@ -12,6 +12,10 @@ Examples:
     python3 bench/commbench.py                 # 2 ranks, one per GPU (several minutes)
     python3 bench/commbench.py --quick         # well under a minute
     python3 bench/commbench.py --shared-gpus   # both ranks on one GPU (MPS): no NVLink numbers
+
+The record is haloex-commbench's JSON with the header of bench/bench_common.py
+added (schema_version; machine, settings: HALOEX_PDL, MPS, binding, the
+launcher line); the two ranks run under the one launcher line.
 """
 import argparse
 import datetime
@@ -23,9 +27,9 @@ import subprocess
 import sys
 import time
 
-from bench_common import find_executable, launcher_environment
+from bench_common import (MPIRUN, MPIRUN_ARGS, REPO, find_executable, launcher_environment, launcher_prefix,
+                          record_header)
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GOALS = [  # (benchmark, variant, bytes, limit in us, text): every row is judged and printed
     ("put_signal_pingpong", "thread", 8, 2.5, "put-with-signal half round trip <= 2.5 us (thread, 8 B)"),
     ("put_signal_pingpong", "block", 1024, 2.5, "put-with-signal half round trip <= 2.5 us (block, 1 KiB)"),
@@ -65,19 +69,21 @@ def markdown(results):
     return "\n".join(lines)
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="commbench.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--exe", default=None, help="haloex-commbench (default: newest build*/bin/haloex-commbench)")
-    p.add_argument("--mpirun", default="mpirun")
-    p.add_argument("--mpirun-args", default="--bind-to none",
-                   help="launcher arguments (default '--bind-to none': NVSHMEM's proxy thread needs a core of its own)")
+    p.add_argument("--mpirun", default=MPIRUN, help="launcher command (default %(default)s)")
+    p.add_argument("--mpirun-args", default=MPIRUN_ARGS,
+                   help="launcher arguments before -np (default '%(default)s': NVSHMEM's proxy thread needs a core "
+                        "of its own)")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--reps", type=int, default=0)
     p.add_argument("--iters", type=int, default=0)
     p.add_argument("--shared-gpus", action="store_true", help="pass --allow-shared-gpus")
     p.add_argument("--machine", default=socket.gethostname().split(".")[0])
     p.add_argument("--out", default=None, help="output JSON (default bench/results/commbench-<machine>-<date>.json)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
 
     exe = args.exe or find_executable("haloex-commbench")
     if not exe or not os.access(exe, os.X_OK):
@@ -87,8 +93,8 @@ def main():
     stem = out[:-5] if out.endswith(".json") else out
     os.makedirs(os.path.dirname(out), exist_ok=True)
 
-    cmd = shlex.split(args.mpirun) + ["-np", "2"] + shlex.split(args.mpirun_args) + [exe, "--json", out,
-                                                                                      "--csv", stem + ".csv"]
+    prefix = launcher_prefix(2, args.mpirun, args.mpirun_args)
+    cmd = prefix + [exe, "--json", out, "--csv", stem + ".csv"]
     if args.quick:
         cmd.append("--quick")
     if args.reps:
@@ -107,8 +113,18 @@ def main():
         sys.exit("haloex-commbench failed (exit code %d)" % proc.returncode)
     with open(out) as f:
         doc = json.load(f)
+    # The header around haloex-commbench's record: its own fields (commit of the binary, date, machine as the ranks
+    # saw it, settings) are kept; the header adds the rest.
+    header = record_header("bench/commbench.py", {}, prefix, "not used",
+                           os.path.dirname(os.path.dirname(os.path.abspath(exe))))
+    doc["schema_version"] = header["schema_version"]
+    doc["schema_note"] = header["schema_note"]
+    doc["machine"] = {**header["machine"], **doc.get("machine", {})}
+    doc["settings"] = {**header["settings"], **doc.get("settings", {})}
+    for key in ("commit", "date"):
+        doc.setdefault(key, header[key])
     doc["driver"] = {"tool": "bench/commbench.py", "machine_name": args.machine, "command": cmd,
-                     "wall_seconds": round(time.time() - t0, 1)}
+                     "wall_seconds": round(time.time() - t0, 1), "checkout_commit": header["commit"]}
     with open(out, "w") as f:
         json.dump(doc, f, indent=2)
     with open(stem + ".md", "w") as f:

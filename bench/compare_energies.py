@@ -1,28 +1,30 @@
 #!/usr/bin/env python3
 """Compares the energy series of haloex-md --json records: every run against
 the first (the reference), step by step, for the first --steps energy steps.
-Exit status 1 when any relative difference of the total energy exceeds --rtol."""
+Exit status 1 when any relative difference of the total energy exceeds --rtol.
+Records of schema 1 and 2 alike (the energy series did not change); a newer
+schema is refused."""
 import argparse
-import json
 import sys
+
+from bench_common import exit_on_schema_error, load_record
 
 
 def series(path):
-    with open(path) as f:
-        rec = json.load(f)
+    rec = exit_on_schema_error(lambda: load_record(path))
     cols = rec["energy_series"]["columns"]
     rows = rec["energy_series"]["rows"]
     i_step, i_total = cols.index("step"), cols.index("total")
     return rec, {int(r[i_step]): r[i_total] for r in rows}
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__)
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="compare_energies.py", description=__doc__)
     p.add_argument("reference")
     p.add_argument("others", nargs="+")
     p.add_argument("--steps", type=int, default=50)
     p.add_argument("--rtol", type=float, default=1e-5)
-    a = p.parse_args()
+    a = p.parse_args(argv)
     ref_rec, ref = series(a.reference)
     worst_all = 0.0
     for path in a.others:

@@ -14,6 +14,11 @@ Examples (2 x H200, one rank per GPU):
     python3 bench/jacobi_bench.py --np 4 --decomp 2d --shared-gpus   # 4 PEs on 2 GPUs (start MPS)
 
 Then: python3 bench/plot_jacobi.py bench/results/jacobi-<...>.json
+
+The record starts with the header of bench/bench_common.py (schema_version,
+machine, commit, date, the settings that change the timing: HALOEX_PDL, MPS,
+binding, the launcher line); the ranks run under the one launcher line
+(--mpirun, --mpirun-args).
 """
 import argparse
 import datetime
@@ -26,9 +31,9 @@ import sys
 import tempfile
 import time
 
-from bench_common import find_executable, launcher_environment
+from bench_common import (MPIRUN, MPIRUN_ARGS, REPO, find_executable, launcher_environment, launcher_prefix,
+                          record_header)
 
-REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CPU_ORCHESTRATED = ("staged", "ipc", "nccl")
 
 
@@ -40,18 +45,10 @@ def iterations_for(n, quick):
     return max(50, iters // 4) if quick else iters
 
 
-def git_commit():
-    try:
-        return subprocess.run(["git", "-C", REPO, "describe", "--always", "--dirty", "--abbrev=40"],
-                              capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def run_size(args, exe, n, niter):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
         out_json = tmp.name
-    cmd = shlex.split(args.mpirun) + ["-np", str(args.np)] + shlex.split(args.mpirun_args) + [
+    cmd = launcher_prefix(args.np, args.mpirun, args.mpirun_args) + [
         exe, "--per-rank", "--nx", str(n), "--ny", str(n), "--niter", str(niter),
         "--warmup", str(args.warmup), "--repeat", str(args.repeat), "--decomp", args.decomp,
         "--boundary", args.boundary, "--transport", args.transports, "--json", out_json]
@@ -118,13 +115,15 @@ def print_summary(rows, transports):
             print("  %-5s %6d^2: %s (%.2fx)" % ("met" if ok else "MISSED", n, what, r))
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="jacobi_bench.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--exe", default=None, help="haloex-jacobi (default: newest build*/bin/haloex-jacobi)")
     p.add_argument("--np", type=int, default=2, help="ranks (default 2)")
-    p.add_argument("--mpirun", default="mpirun", help="launcher command")
-    p.add_argument("--mpirun-args", default="--bind-to none",
-                   help="launcher arguments (default '--bind-to none': NVSHMEM's proxy thread needs a core of its own)")
+    p.add_argument("--mpirun", default=MPIRUN, help="launcher command (default %(default)s)")
+    p.add_argument("--mpirun-args", default=MPIRUN_ARGS,
+                   help="launcher arguments before -np (default '%(default)s': NVSHMEM's proxy thread needs a core "
+                        "of its own)")
     p.add_argument("--sizes", default="256,512,1024,2048,4096,8192,16384",
                    help="per-rank grid sizes n (n x n cells per rank)")
     p.add_argument("--transports", default="all", help="haloex-jacobi --transport (default: all GPU transports)")
@@ -137,7 +136,7 @@ def main():
     p.add_argument("--quick", action="store_true", help="sizes 256,1024,4096,16384, one timed run, fewer iterations")
     p.add_argument("--machine", default=socket.gethostname().split(".")[0], help="name in the output file")
     p.add_argument("--out", default=None, help="output JSON (default bench/results/jacobi-<machine>-<date>.json)")
-    args = p.parse_args()
+    args = p.parse_args(argv)
 
     exe = args.exe or find_executable("haloex-jacobi")
     if not exe or not os.access(exe, os.X_OK):
@@ -155,16 +154,22 @@ def main():
     for n in sizes:
         records.append(run_size(args, exe, n, iterations_for(n, args.quick)))
     first = next((r["run"] for r in records if r.get("run")), None)
+    header = record_header("bench/jacobi_bench.py", {k: v for k, v in vars(args).items() if k not in ("out",)},
+                           launcher_prefix(args.np, args.mpirun, args.mpirun_args),
+                           "not used (haloex-jacobi launches each iteration's kernels)",
+                           os.path.dirname(os.path.dirname(os.path.abspath(exe))))
+    if first:
+        # haloex-jacobi's own view (GPUs of each rank, CUDA versions) beside the header's; its commit is the binary's.
+        header["machine"].update(first["machine"])
+        header["commit"] = first["commit"]
     doc = {
-        "tool": "bench/jacobi_bench.py",
-        "machine": {"name": args.machine, **(first["machine"] if first else {})},
-        "commit": first["commit"] if first else git_commit(),
-        "date": date,
-        "settings": {k: v for k, v in vars(args).items() if k not in ("out",)},
+        **header,
+        "machine_name": args.machine,
         "executable": exe,
         "wall_seconds": round(time.time() - t0, 1),
         "sizes": records,
     }
+    doc["machine"]["name"] = args.machine
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, "w") as f:
         json.dump(doc, f, indent=2)

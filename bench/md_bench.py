@@ -1,59 +1,48 @@
 #!/usr/bin/env python3
 """Runs haloex-md side by side and records the results (DESIGN §6 metrics).
 
+Every figure is end-to-end first: us/step and ns/day over ALL steps (search
+steps included, one-time start-up apart), the steady state (steps without
+search) beside it, named so, and the mean wall time of a search step.
+
 Suites (all transports of a suite in one run, results in one JSON file):
-  single   1 GPU, sizes 11.25k..720k atoms: us/step without and with search
-           steps, CUDA graphs on and off, plus the non-bonded kernel times of
-           haloex-bench-nonbonded.
+  single   1 GPU, sizes 11.25k..720k atoms, CUDA graphs on and off, plus the
+           non-bonded kernel times of haloex-bench-nonbonded.
   dd       N ranks (one per GPU): 1-GPU reference, staged, ipc, nccl and every
            nvshmem path (direct, tma, put), sizes 22.5k..720k atoms.
   scaling  strong scaling on 1, 2, 4, 8 GPUs (--rank-counts; default: powers
            of two up to the GPUs visible), every transport and path at each
            rank count, sizes 45k..1440k atoms, rank grid auto; prints the
            paper's points next to ours (45k on 4 GPUs, 180k and 360k on 8).
-Writes bench/results/md-<suite>-<gpu>-<date>.json with machine, commit and settings.
---dry-run prints the runs a suite would make and exits.
+Writes bench/results/md-<suite>-<gpu>-<date>.json: the record header of
+bench/bench_common.py (schema_version, machine, commit, date, the settings
+that change the timing: HALOEX_PDL, CUDA graphs, MPS, binding, the launcher
+line) and every run's haloex-md JSON. Ranks > 1 run under the one launcher
+line (--mpirun, --mpirun-args). --dry-run prints the runs a suite would make.
+Tables: bench/summarize_md.py; plots: bench/plot_md.py, bench/plot_scaling.py.
 """
 import argparse
 import datetime
 import json
 import os
-import platform
 import subprocess
 import sys
 import tempfile
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from bench_common import (MPIRUN, MPIRUN_ARGS, REPO, exit_on_schema_error, fmt, launcher_environment,
+                          launcher_prefix, md_figures, record_header, sh)
+
+ROOT = REPO
 
 
-def sh(cmd):
-    return subprocess.run(cmd, shell=True, capture_output=True, text=True).stdout.strip()
-
-
-def machine():
-    return {
-        "host": platform.node(),
-        "gpus": sh("nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader").splitlines(),
-        "gpu_topology": sh("nvidia-smi topo -m 2>/dev/null | head -5"),
-        "cpus": os.cpu_count(),
-        "cuda": sh("nvcc --version | tail -1"),
-        "mpi": sh("mpirun --version 2>/dev/null | head -1"),
-    }
-
-
-def commit():
-    """The git commit; a copy without .git may carry it in .commit."""
-    c = sh(f"git -C {ROOT} describe --always --dirty --abbrev=40 2>/dev/null")
-    if not c and os.path.exists(os.path.join(ROOT, ".commit")):
-        c = open(os.path.join(ROOT, ".commit")).read().strip()
-    return c or "unknown"
+# The launcher (bench_common's one line; main() takes --mpirun and --mpirun-args into it).
+LAUNCHER = {"mpirun": MPIRUN, "mpirun_args": MPIRUN_ARGS}
 
 
 def md_command(build, ranks, args, json_path):
-    cmd = [os.path.join(build, "bin", "haloex-md"), "--quiet", "--json", json_path] + args
-    if ranks > 1:
-        cmd = ["mpirun", "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-np", str(ranks)] + cmd
-    return cmd
+    """haloex-md under the one launcher line (none for one rank: haloex-md runs one rank without MPI)."""
+    prefix = launcher_prefix(ranks, LAUNCHER["mpirun"], LAUNCHER["mpirun_args"], single_process_without_mpirun=True)
+    return prefix + [os.path.join(build, "bin", "haloex-md"), "--quiet", "--json", json_path] + args
 
 
 def run_md(build, ranks, args, timeout, dry_run=False):
@@ -63,7 +52,7 @@ def run_md(build, ranks, args, timeout, dry_run=False):
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
         path = tmp.name
     cmd = md_command(build, ranks, args, path)
-    env = dict(os.environ, NVSHMEM_DISABLE_NVLS="1", NCCL_NVLS_ENABLE="0")
+    env = dict(os.environ, NVSHMEM_DISABLE_NVLS="1", NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1")
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -78,6 +67,18 @@ def run_md(build, ranks, args, timeout, dry_run=False):
     return result
 
 
+def describe(r):
+    """A run's figures, end-to-end first: 'X us/step all steps (Y steady, search step Z ms)'; the steady state
+    named as such where the run has no all-steps figure (haloex-md before schema 2)."""
+    f = md_figures(r)
+    if f is None:
+        return "no result " + r.get("error", "")[:200].replace("\n", " ")
+    if f.end_to_end:
+        return (f"{f.us_per_step:9.1f} us/step all steps ({fmt(f.us_per_step_steady)} steady, search step "
+                f"{fmt(f.search_step_ms, '.2f')} ms), {fmt(f.ns_per_day, '.0f')} ns/day all steps")
+    return f"{f.us_per_step_steady:9.1f} us/step steady (this haloex-md writes no all-steps figure)"
+
+
 def steps_for(atoms, quick):
     base = 600 if quick else 3000
     return base if atoms <= 180000 else base // 2
@@ -87,6 +88,8 @@ def suite_single(a):
     sizes = [11250, 22500, 45000, 90000, 180000, 360000, 720000]
     if a.quick:
         sizes = [22500, 90000, 720000]
+    if a.sizes:
+        sizes = [int(n) for n in a.sizes.split(",")]
     runs = []
     for n in sizes:
         steps = steps_for(n, a.quick)
@@ -95,17 +98,14 @@ def suite_single(a):
                                     "--thermo-every", str(steps), "--cuda-graphs", str(graphs)], a.timeout)
             r["label"] = f"1gpu graphs={graphs}"
             runs.append(r)
-            print(f"{n:>8} atoms graphs={graphs}: {r.get('us_per_step', float('nan')):9.1f} us/step all steps "
-                  f"({r.get('us_per_step_steady', float('nan')):9.1f} steady, search step "
-                  f"{r.get('search_step_ms', float('nan')):.2f} ms) "
-                  f"{r.get('error', '')[:200]}", flush=True)
+            print(f"{n:>8} atoms graphs={graphs}: {describe(r)}", flush=True)
     kernels = None
     bench = os.path.join(a.build, "bin", "haloex-bench-nonbonded")
     if os.path.exists(bench):
         with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
             path = tmp.name
         proc = subprocess.run([bench, "--steps", "100" if a.quick else "300", "--json", path],
-                              capture_output=True, text=True, timeout=a.timeout)
+                              capture_output=True, text=True, timeout=a.timeout, env=launcher_environment())
         print(proc.stdout[-3000:], flush=True)
         if proc.returncode == 0:
             with open(path) as f:
@@ -121,7 +121,7 @@ def parse_variants(text):
 ALL_VARIANTS = [("staged", "auto"), ("ipc", "auto"), ("nccl", "auto"),
                 ("nvshmem", "direct"), ("nvshmem", "tma"), ("nvshmem", "put")]
 
-# The paper's measured points (ns/day, NVSHMEM vs MPI), for the comparison table.
+# The paper's measured points (ns/day as GROMACS reports it: every step), NVSHMEM vs MPI.
 PAPER_POINTS = [(45000, 4, 1649, 1126), (180000, 8, 1249, 973), (360000, 8, 910, 779)]
 
 
@@ -147,6 +147,8 @@ def suite_scaling(a, save=lambda partial: None):
         r = run_md(a.build, 1, common, a.timeout, a.dry_run)
         r.update(label="1gpu", ranks=1)
         runs.append(r)
+        if not a.dry_run:
+            print(f"{n:>8} 1 GPU:             {describe(r)}", flush=True)
         for ranks in counts:
             for transport, path in variants:
                 args = common + ["--transport", transport, "--nvshmem-path", path, "--grid", "auto"] + shared
@@ -154,23 +156,39 @@ def suite_scaling(a, save=lambda partial: None):
                 r.update(label=f"{transport}/{path}", ranks=ranks)
                 runs.append(r)
                 if not a.dry_run:
-                    print(f"{n:>8} {ranks} GPUs {transport}/{path:6}: {r.get('ns_per_day', float('nan')):8.0f} "
-                          f"ns/day, {r.get('us_per_step', float('nan')):8.1f} us/step {r.get('error', '')[:200]}",
-                          flush=True)
+                    print(f"{n:>8} {ranks} GPUs {transport}/{path:6}: {describe(r)}", flush=True)
         save({"runs": runs, "complete": False})
     if not a.dry_run:
         print_paper_comparison(runs)
     return {"runs": runs, "complete": True, "paper_points": [
-        {"atoms": n, "gpus": g, "nvshmem_ns_per_day": nv, "mpi_ns_per_day": mpi} for n, g, nv, mpi in PAPER_POINTS]}
+        {"atoms": n, "gpus": g, "nvshmem_ns_per_day": nv, "mpi_ns_per_day": mpi, "metric": "all steps (GROMACS)"}
+        for n, g, nv, mpi in PAPER_POINTS]}
+
+
+def best_ns_per_day(runs, nvshmem):
+    """The best ns/day of the nvshmem runs (or of the others) and its metric: all steps where every run has it."""
+    figs = [(r, md_figures(r)) for r in runs if r["label"].startswith("nvshmem/") == nvshmem]
+    figs = [(r, f) for r, f in figs if f is not None]
+    if not figs:
+        return None, None
+    if all(f.end_to_end for _, f in figs):
+        return max(f.ns_per_day for _, f in figs), "all steps"
+    return max(f.ns_per_day_steady for _, f in figs), "steady state"
 
 
 def print_paper_comparison(runs):
-    print("\nthe paper's points (GROMACS 2026, NVSHMEM vs MPI) next to ours (best nvshmem path vs best baseline):")
+    print("\nthe paper's points (GROMACS 2026, NVSHMEM vs MPI, ns/day over all steps) next to ours "
+          "(best nvshmem path vs best baseline):")
     for n, gpus, nv, mpi in PAPER_POINTS:
-        ours = [r for r in runs if r.get("atoms") == n and r.get("ranks") == gpus and "ns_per_day" in r]
-        best_nv = max((r["ns_per_day"] for r in ours if r["label"].startswith("nvshmem/")), default=None)
-        best_base = max((r["ns_per_day"] for r in ours if not r["label"].startswith("nvshmem/")), default=None)
-        mine = "not run" if best_nv is None else f"{best_nv:.0f} vs {best_base or float('nan'):.0f} ns/day"
+        ours = [r for r in runs if r.get("atoms") == n and r.get("ranks") == gpus]
+        best_nv, metric = best_ns_per_day(ours, True)
+        best_base, metric_base = best_ns_per_day(ours, False)
+        if best_nv is None:
+            mine = "not run"
+        else:
+            mine = f"{best_nv:.0f} vs {fmt(best_base, '.0f')} ns/day, {metric}"
+            if metric_base and metric_base != metric:
+                mine += f" (baseline: {metric_base})"
         print(f"  {n:>7} atoms on {gpus} GPUs: paper {nv} vs {mpi} ns/day ({nv / mpi:.2f}x); here {mine}")
 
 
@@ -190,7 +208,7 @@ def suite_dd(a, save=lambda partial: None):
         r["label"] = "1gpu"
         runs.append(r)
         if not a.dry_run:
-            print(f"{n:>8} 1 GPU: {r.get('us_per_step', float('nan')):9.1f} us/step", flush=True)
+            print(f"{n:>8} 1 GPU:          {describe(r)}", flush=True)
         for transport, path in variants:
             args = common + ["--transport", transport, "--nvshmem-path", path, "--grid", a.grid] + shared
             r = run_md(a.build, a.ranks, args, a.timeout, a.dry_run)
@@ -199,38 +217,61 @@ def suite_dd(a, save=lambda partial: None):
             t = r.get("timing", {})
             if a.dry_run:
                 continue
-            print(f"{n:>8} {transport}/{path:6}: {r.get('us_per_step', float('nan')):9.1f} us/step, "
-                  f"local {t.get('local_us', float('nan')):7.1f} nonlocal {t.get('nonlocal_us', float('nan')):7.1f} "
-                  f"non-overlap {t.get('nonoverlap_us', float('nan')):7.1f} {r.get('error', '')[:200]}", flush=True)
+            timeline = (f"; steady timeline: local {fmt(t.get('local_us'))} non-local {fmt(t.get('nonlocal_us'))} "
+                        f"non-overlap {fmt(t.get('nonoverlap_us'))} us") if "local_us" in t else ""
+            print(f"{n:>8} {transport}/{path:6}: {describe(r)}{timeline}", flush=True)
         save({"runs": runs, "complete": False})
     return {"runs": runs, "complete": True}
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+def parser():
+    p = argparse.ArgumentParser(prog="md_bench.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("suite", choices=["single", "dd", "scaling"])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--grid", default="auto")
     p.add_argument("--shared-gpus", action="store_true", help="ranks share GPUs (correctness only, not timings)")
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--sizes", help="comma-separated atom counts (dd, scaling), instead of the default series")
+    p.add_argument("--sizes", help="comma-separated atom counts, instead of the default series")
     p.add_argument("--variants", help="dd, scaling: comma-separated transport[/path], e.g. nccl,nvshmem/tma")
     p.add_argument("--rank-counts", help="scaling: comma-separated rank counts (one rank per GPU), e.g. 2,4,8")
     p.add_argument("--dry-run", action="store_true", help="print the runs (dd, scaling) instead of making them")
     p.add_argument("--timeout", type=int, default=300)
+    p.add_argument("--mpirun", default=MPIRUN, help="launcher command (default %(default)s)")
+    p.add_argument("--mpirun-args", default=MPIRUN_ARGS, help="launcher arguments before -np (default '%(default)s')")
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
-    a = p.parse_args()
-    record = {"benchmark": f"haloex-md {a.suite}", "date": datetime.datetime.now().isoformat(timespec="seconds"),
-              "commit": commit(), "machine": machine(),
-              "settings": {"ranks": a.ranks if a.suite == "dd" else 1, "grid": a.grid, "quick": a.quick,
-                           "shared_gpus": a.shared_gpus, "rank_counts": a.rank_counts}}
+    return p
+
+
+def suite_settings(a):
+    """The driver's settings in the record (beside bench_common's timing settings)."""
+    return {"suite": a.suite, "ranks": a.ranks if a.suite == "dd" else 1, "grid": a.grid, "quick": a.quick,
+            "shared_gpus": a.shared_gpus, "rank_counts": a.rank_counts, "sizes": a.sizes, "variants": a.variants,
+            "timeout_s": a.timeout, "build": a.build,
+            "steps": "3000 (600 with --quick) up to 180 000 atoms, half that above"}
+
+
+def main(argv=None):
+    a = parser().parse_args(argv)
+    LAUNCHER.update(mpirun=a.mpirun, mpirun_args=a.mpirun_args)
     if a.dry_run:
         if a.suite == "single":
             sys.exit("--dry-run: only the dd and scaling suites")
         (suite_dd if a.suite == "dd" else suite_scaling)(a)
         return 0
-    gpu = (record["machine"]["gpus"][0].split(",")[0] if record["machine"]["gpus"] else "cpu").replace(" ", "-")
+    prefix = [] if a.suite == "single" else launcher_prefix(2, a.mpirun, a.mpirun_args)
+    if a.suite == "dd":
+        prefix[-1] = str(a.ranks)
+    elif a.suite == "scaling":
+        prefix[-1] = "<ranks>"
+    graphs = ("on and off (the runs' labels)" if a.suite == "single"
+              else "haloex-md's default: on where the transport allows")
+    record = {"benchmark": f"haloex-md {a.suite}",
+              **record_header(f"bench/md_bench.py {a.suite}", suite_settings(a), prefix, graphs, a.build)}
+    if prefix:
+        record["settings"]["launcher"] += " (the runs of one rank: no launcher)"
+    gpu = (record["machine"]["gpu_model"] or "cpu").replace(" ", "-")
     os.makedirs(a.out, exist_ok=True)
     path = os.path.join(a.out, f"md-{a.suite}-{gpu}-{datetime.date.today().isoformat()}.json")
 
@@ -242,8 +283,9 @@ def main():
 
     suites = {"single": lambda: suite_single(a), "dd": lambda: suite_dd(a, save),
               "scaling": lambda: suite_scaling(a, save)}
-    save(suites[a.suite]())
+    save(exit_on_schema_error(suites[a.suite]))
     print(f"wrote {path}")
+    return 0
 
 
 if __name__ == "__main__":

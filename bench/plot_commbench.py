@@ -33,8 +33,8 @@ LATENCY = [("put_latency", "thread", "put + quiet (thread)", None),
 GPU_INITIATED = {"put_latency", "put_signal_pingpong", "direct_store_flag"}
 
 
-def main():
-    args, doc = plot_command_line(__doc__)
+def main(argv=None):
+    args, doc = plot_command_line(__doc__, argv, "plot_commbench.py")
     plt = pyplot()
     rows = [r for r in doc["results"] if not r.get("skipped")]
     if not rows:

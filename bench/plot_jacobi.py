@@ -40,8 +40,8 @@ def load(doc):
     return series, sorted(reference), ranks
 
 
-def main():
-    args, doc = plot_command_line(__doc__)
+def main(argv=None):
+    args, doc = plot_command_line(__doc__, argv, "plot_jacobi.py")
     plt = pyplot()
 
     series, reference, ranks = load(doc)

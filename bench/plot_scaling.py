@@ -7,38 +7,47 @@
             (NVSHMEM and MPI, GROMACS 2026) where it has one for that size;
     bottom: parallel efficiency t(1 GPU) / (GPUs x t).
 
+ns/day and t count ALL steps (search steps included, start-up apart), as the
+paper's GROMACS figures do; a schema-1 record (haloex-md before it reported
+every step) has only the steady state: it is plotted so and the axes say so.
+
 Usage: python3 bench/plot_scaling.py bench/results/md-scaling-<gpu>-<date>.json [--out file.png]
 """
 import sys
 
-from bench_common import plot_command_line, pyplot, save_png
+from bench_common import (METRIC_ALL, METRIC_SHORT, exit_on_schema_error, machine_summary, plot_command_line, pyplot,
+                          record_headline_metric, save_png)
 
 STYLE = {"staged/auto": ("tab:blue", "s"), "ipc/auto": ("tab:green", "^"), "nccl/auto": ("tab:purple", "v"),
          "nvshmem/direct": ("tab:red", "o"), "nvshmem/tma": ("tab:orange", "D"), "nvshmem/put": ("tab:brown", "P")}
 
 
 def collect(record):
-    """{atoms: {label: {gpus: us_per_step}}} and {atoms: {label: {gpus: ns_per_day}}} of the runs that succeeded;
-    the 1-GPU run is every label's point at 1 GPU."""
+    """{atoms: {label: {gpus: us_per_step}}}, {atoms: {label: {gpus: ns_per_day}}} of the runs that succeeded, in
+    the record's headline metric (all steps where every run has it), and that metric's name; the 1-GPU run is every
+    label's point at 1 GPU."""
+    figs, metric = record_headline_metric(record["runs"])
     times, rates = {}, {}
     for r in record["runs"]:
-        if "us_per_step" not in r or not r.get("atoms"):
+        f = figs.get(id(r))
+        if f is None or not r.get("atoms"):
             continue
+        us, ns = (f.us_per_step, f.ns_per_day) if metric == METRIC_ALL else (f.us_per_step_steady, f.ns_per_day_steady)
         n, gpus = r["atoms"], r.get("ranks", 1)
         labels = [r["label"]] if r["label"] != "1gpu" else list(STYLE)
         for label in labels:
-            times.setdefault(n, {}).setdefault(label, {})[gpus] = r["us_per_step"]
-            rates.setdefault(n, {}).setdefault(label, {})[gpus] = r["ns_per_day"]
-    return times, rates
+            times.setdefault(n, {}).setdefault(label, {})[gpus] = us
+            rates.setdefault(n, {}).setdefault(label, {})[gpus] = ns
+    return times, rates, metric
 
 
-def main():
-    a, rec = plot_command_line(__doc__)
-    plt = pyplot()
-    times, rates = collect(rec)
+def main(argv=None):
+    a, rec = plot_command_line(__doc__, argv, "plot_scaling.py")
+    times, rates, metric = exit_on_schema_error(lambda: collect(rec))
     sizes = sorted(times)
     if not sizes:
         sys.exit(f"{a.record} holds no successful runs to plot")
+    plt = pyplot()
     paper = {(p["atoms"], p["gpus"]): p for p in rec.get("paper_points", [])}
     fig, axes = plt.subplots(2, len(sizes), figsize=(4.2 * len(sizes), 8), squeeze=False)
     for col, n in enumerate(sizes):
@@ -57,9 +66,10 @@ def main():
                                 label="paper: NVSHMEM")
                 ax_rate.scatter([pg], [pt["mpi_ns_per_day"]], marker="x", s=80, color="black", zorder=5,
                                 label="paper: MPI")
-        ax_rate.set(xscale="log", yscale="log", xlabel="GPUs", ylabel="ns/day", title=f"{n:,} atoms")
+        ax_rate.set(xscale="log", yscale="log", xlabel="GPUs", ylabel=f"ns/day, {METRIC_SHORT[metric]}",
+                    title=f"{n:,} atoms")
         ax_eff.axhline(90, color="grey", linestyle="--", linewidth=1)
-        ax_eff.set(xscale="log", xlabel="GPUs", ylabel="parallel efficiency (%)")
+        ax_eff.set(xscale="log", xlabel="GPUs", ylabel=f"parallel efficiency (%), {METRIC_SHORT[metric]}")
         for ax in (ax_rate, ax_eff):
             ax.set_xticks([1, 2, 4, 8])
             ax.set_xticklabels(["1", "2", "4", "8"])
@@ -67,8 +77,10 @@ def main():
             ax.grid(True, which="both", alpha=0.3)
         if col == 0:
             ax_rate.legend(fontsize=7)
-    machine = rec["machine"]["gpus"][0] if rec["machine"].get("gpus") else ""
-    fig.suptitle(f"haloex-md strong scaling — {machine} — commit {rec['commit'][:12]} — {rec['date']}", fontsize=9)
+    fig.suptitle(f"haloex-md strong scaling — {machine_summary(rec)} — commit {str(rec.get('commit', '?'))[:12]} — "
+                 f"{rec.get('date', '')} — schema {rec.get('schema_version', 1)}\nns/day and efficiency "
+                 f"(t(1 GPU) / (GPUs x t), t = us/step): {metric}; the paper's points: GROMACS, all steps",
+                 fontsize=9)
     fig.tight_layout()
     save_png(fig, a.record, a.out, dpi=110)
 

@@ -131,6 +131,7 @@ stage_exchange_timing() {
   done
   python3 "$root/bench/exchange_timing.py" "$out"/timing-*.log --commit "$(cat "$root/.commit" 2>/dev/null || echo unknown)" \
     --machine "$ngpu x $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" \
+    --build "$build" --launcher "${mpirun_np[*]} 2" \
     --out "$out/exchange-timing-$(date +%F).json" 2>&1 | tee -a "$summary"
 }
 

@@ -52,6 +52,40 @@ class ParseTest(unittest.TestCase):
             refused = subprocess.run([sys.executable, script, bad] + common, capture_output=True, text=True)
             self.assertNotEqual(refused.returncode, 0)
 
+    def test_record_header_and_table(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            log, out = os.path.join(tmp, "t.log"), os.path.join(tmp, "out.json")
+            with open(log, "w") as f:
+                f.write(GRAPH + "\n")
+            script = os.path.join(REPO, "bench", "exchange_timing.py")
+            done = subprocess.run([sys.executable, script, log, "--machine", "2 x H200", "--launcher",
+                                   "mpirun --bind-to none -np 2", "--out", out], capture_output=True, text=True)
+            self.assertEqual(done.returncode, 0, done.stderr)
+            with open(out) as f:
+                record = json.load(f)
+            self.assertEqual(record["schema_version"], 2)
+            self.assertEqual(record["driver"], "bench/exchange_timing.py")
+            self.assertEqual(record["machine"]["description"], "2 x H200")
+            for key in ("host", "gpu_model", "driver", "cuda", "nccl", "nvshmem", "mpi"):
+                self.assertIn(key, record["machine"])
+            self.assertEqual(record["settings"]["binding"], "--bind-to none")
+            self.assertNotEqual(record["commit"], "")
+            table = exchange_timing.table(record)
+            self.assertIn("| nvshmem/direct | 22500 | 2 | 3649 | graph | 10.56 (9.82-10.91) | 11.33 (10.46-11.62) |",
+                          table)
+            record["schema_version"] = 3
+            with open(out, "w") as f:
+                json.dump(record, f)
+            shown = subprocess.run([sys.executable, script, "--show", out], capture_output=True, text=True)
+            self.assertNotEqual(shown.returncode, 0)
+            self.assertIn("newer than this reader", shown.stderr)
+
+    def test_schema1_record_reads(self):
+        path = os.path.join(REPO, "bench", "results", "exchange-timing-2xH200-2026-11-29.json")
+        with open(path) as f:
+            record = json.load(f)
+        self.assertIn("(schema 1)", exchange_timing.table(record, path))
+
 
 if __name__ == "__main__":
     unittest.main()

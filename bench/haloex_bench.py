@@ -1,0 +1,150 @@
+#!/usr/bin/env python3
+"""bench/ as one tool: one launcher line, one record schema, subcommands.
+
+  md {single,dd,scaling} ...   haloex-md suites              (bench/md_bench.py)
+  jacobi ...                   haloex-jacobi, every transport (bench/jacobi_bench.py)
+  commbench ...                communication micro-benchmarks (bench/commbench.py)
+  exchange-timing LOG... ...   halo-exchange timings record   (bench/exchange_timing.py)
+  plot RECORD [--out PNG]      the plot for the record's kind (md dd, md scaling, jacobi, commbench)
+  summarize RECORD... ...      Markdown tables: haloex-md records (and --gromacs), or an exchange-timing record
+  compare-energies REF RUN...  energy series of haloex-md runs against a reference
+  migrate [PATH...] [--check]  give old records their schema_version (bench/migrate_records.py)
+  header                       print the record header this machine gives (machine, commit, settings), JSON
+
+Every record carries the header of bench/bench_common.py: schema_version
+(readers refuse newer ones), tool, date, commit, machine (host, GPU model,
+memory, driver, CUDA, NCCL, NVSHMEM, MPI) and the settings that change the
+timing (HALOEX_PDL, CUDA graphs, MPS, binding, the launcher line
+`mpirun --allow-run-as-root --oversubscribe --bind-to none -np N`).
+The old script names (bench/md_bench.py, ...) still work.
+
+Usage: python3 bench/haloex_bench.py SUBCOMMAND [ARGS...]   (or: python3 bench SUBCOMMAND ...)
+       python3 bench/haloex_bench.py SUBCOMMAND --help
+"""
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bench_common  # noqa: E402
+
+
+def _md(argv):
+    import md_bench
+    return md_bench.main(argv)
+
+
+def _jacobi(argv):
+    import jacobi_bench
+    return jacobi_bench.main(argv)
+
+
+def _commbench(argv):
+    import commbench
+    return commbench.main(argv)
+
+
+def _exchange_timing(argv):
+    import exchange_timing
+    return exchange_timing.main(argv)
+
+
+def _summarize(argv):
+    """summarize_md for haloex-md and GROMACS records; an exchange-timing record as its table."""
+    import exchange_timing
+    import summarize_md
+    paths = [a for a in argv if not a.startswith("-")]
+    if len(paths) == 1 and "--help" not in argv and "-h" not in argv and os.path.exists(paths[0]):
+        with open(paths[0]) as f:
+            rec = json.load(f)
+        if isinstance(rec, dict) and rec.get("driver") == "bench/exchange_timing.py":
+            return exchange_timing.main(["--show", paths[0]])
+    return summarize_md.main(argv)
+
+
+def _compare_energies(argv):
+    import compare_energies
+    return compare_energies.main(argv)
+
+
+def _migrate(argv):
+    import migrate_records
+    return migrate_records.main(argv)
+
+
+def plot_kind(record):
+    """The plot module for a record: plot_md (md dd), plot_scaling, plot_jacobi, plot_commbench; None if none fits."""
+    benchmark = str(record.get("benchmark", ""))
+    if benchmark == "haloex-md scaling":
+        return "plot_scaling"
+    if benchmark == "haloex-md dd":
+        return "plot_md"
+    if record.get("tool") == "bench/jacobi_bench.py" or "sizes" in record and "runs" not in record:
+        return "plot_jacobi"
+    driver = record.get("driver")
+    if record.get("tool") in ("haloex-commbench", "bench/commbench.py") or (
+            isinstance(driver, dict) and driver.get("tool") == "bench/commbench.py"):
+        return "plot_commbench"
+    return None
+
+
+def _plot(argv):
+    import importlib
+    paths = [a for a in argv if not a.startswith("-")]
+    if not paths or "--help" in argv or "-h" in argv:
+        print("usage: haloex_bench.py plot RECORD [--out PNG]\n\nPlots a record with the script for its kind: "
+              "md dd -> plot_md.py, md scaling -> plot_scaling.py, jacobi -> plot_jacobi.py, commbench -> "
+              "plot_commbench.py (matplotlib; see bench/requirements.txt).")
+        return 0 if paths or "--help" in argv or "-h" in argv else 2
+    with open(paths[0]) as f:
+        record = json.load(f)
+    module = plot_kind(record) if isinstance(record, dict) else None
+    if module is None:
+        sys.exit(f"{paths[0]}: no plot for this kind of record (md single? plot the dd or scaling suites)")
+    return importlib.import_module(module).main(argv)
+
+
+def _header(argv):
+    if "--help" in argv or "-h" in argv:
+        print("usage: haloex_bench.py header\n\nPrints, as JSON, the record header bench/ drivers write on this "
+              "machine: schema_version, date, commit, machine, settings.")
+        return 0
+    print(json.dumps(bench_common.record_header("bench/haloex_bench.py header",
+                                                launcher=bench_common.launcher_prefix(2)), indent=1))
+    return 0
+
+
+COMMANDS = {
+    "md": (_md, "haloex-md suites single, dd, scaling (md_bench.py)"),
+    "jacobi": (_jacobi, "haloex-jacobi over every transport and size (jacobi_bench.py)"),
+    "commbench": (_commbench, "communication micro-benchmarks (commbench.py)"),
+    "exchange-timing": (_exchange_timing, "record of haloex-halo-stress --time-exchanges logs (exchange_timing.py)"),
+    "plot": (_plot, "the plot of a record, by its kind"),
+    "summarize": (_summarize, "Markdown tables of records (summarize_md.py; --gromacs for haloex vs GROMACS)"),
+    "compare-energies": (_compare_energies, "energy series of haloex-md runs against a reference"),
+    "migrate": (_migrate, "schema_version for old records (migrate_records.py)"),
+    "header": (_header, "the record header of this machine, as JSON"),
+}
+
+
+def usage():
+    lines = [__doc__.strip(), "", "subcommands:"]
+    lines += [f"  {name:17} {text}" for name, (_, text) in COMMANDS.items()]
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv or argv[0] in ("-h", "--help", "help"):
+        print(usage())
+        return 0 if argv else 2
+    name, rest = argv[0], argv[1:]
+    if name not in COMMANDS:
+        print(f"haloex_bench.py: unknown subcommand {name!r}\n\n{usage()}", file=sys.stderr)
+        return 2
+    return COMMANDS[name][0](rest) or 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
