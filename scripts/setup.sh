@@ -5,6 +5,8 @@
 # Environment: HALOEX_BUILD_DIR (default build), HALOEX_CMAKE_ARGS (extra -D...),
 #              HALOEX_NO_INSTALL=1 (never call apt-get/pip; report what is missing).
 set -euo pipefail
+# Never NVLink multicast, whatever the caller's environment says.
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${HALOEX_BUILD_DIR:-$root/build}"
