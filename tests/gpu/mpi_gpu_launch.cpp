@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     int gpus = 0;
     if (cudaGetDeviceCount(&gpus) != cudaSuccess) gpus = 0;
     if (gpus == 0) {
-        std::printf("SKIPPED: no CUDA device is visible (no driver or no GPU): %d-rank GPU test\n", ranks);
+        std::printf("SKIPPED: no CUDA device is visible (no driver or no GPU)\n");
         return kSkipped;
     }
     if (ranks > gpus) {
