@@ -11,8 +11,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 def launcher_environment():
-    """OpenMPI refuses to run as root unless told twice (containers run as root)."""
-    env = dict(os.environ)
+    """NVLink multicast off whatever the caller's environment says (it can take
+    a shared host's GPUs down); OpenMPI refuses to run as root unless told
+    twice (containers run as root)."""
+    env = dict(os.environ, NVSHMEM_DISABLE_NVLS="1", NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
         env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
