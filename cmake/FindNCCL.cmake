@@ -1,7 +1,10 @@
-# Finds NCCL: NCCL_HOME (variable or environment), the CUDA toolkit, or the
-# Python wheel nvidia-nccl-cu13. Defines NCCL::nccl, NCCL_FOUND, NCCL_VERSION.
+# Finds NCCL: NCCL_HOME (variable or environment), the CUDA toolkit, the
+# roots in HALOEX_NCCL_HINTS (the installed haloexConfig.cmake passes the NCCL
+# the build used), or the Python wheel nvidia-nccl-cu13.
+# Defines NCCL::nccl, NCCL_FOUND, NCCL_VERSION.
 set(_nccl_hints)
-foreach(_h IN ITEMS "${NCCL_HOME}" "$ENV{NCCL_HOME}" "${CUDAToolkit_LIBRARY_ROOT}" "${CUDAToolkit_TARGET_DIR}")
+foreach(_h IN ITEMS "${NCCL_HOME}" "$ENV{NCCL_HOME}" "${CUDAToolkit_LIBRARY_ROOT}" "${CUDAToolkit_TARGET_DIR}"
+                    ${HALOEX_NCCL_HINTS})
   if(_h)
     list(APPEND _nccl_hints "${_h}")
   endif()

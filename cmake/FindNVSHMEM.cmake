@@ -1,32 +1,42 @@
-# Finds NVSHMEM: NVSHMEM_HOME (variable or environment) or the Python wheel
-# nvidia-nvshmem-cu13 (python3 -c 'import nvidia.nvshmem', or installed by
-# scripts/setup.sh into .deps/python). The wheel ships
-# libnvshmem_host.so.3 (no unversioned link) and libnvshmem_device.a.
-# Defines NVSHMEM::host, NVSHMEM::device, NVSHMEM_FOUND, NVSHMEM_HOME,
-# NVSHMEM_LIBRARY_DIR and NVSHMEM_VERSION.
-set(_nvshmem_hints)
-foreach(_h IN ITEMS "${NVSHMEM_HOME}" "$ENV{NVSHMEM_HOME}" "${PROJECT_SOURCE_DIR}/.deps/python/nvidia/nvshmem")
-  if(_h)
-    list(APPEND _nvshmem_hints "${_h}")
+# Finds NVSHMEM (headers, libnvshmem_host.so.3, libnvshmem_device.a).
+#
+# Where it looks, first match wins:
+#   1. NVSHMEM_ROOT or NVSHMEM_HOME (CMake variable, else environment): the
+#      user's override. When one is set, nothing else is searched, so a wrong
+#      override fails loudly instead of silently finding another NVSHMEM.
+#   2. HALOEX_NVSHMEM_HINTS, a list of NVSHMEM roots set by the caller:
+#      haloex's own build passes the Python wheel (.deps/python or an
+#      importable nvidia.nvshmem); the installed haloexConfig.cmake passes the
+#      copy that `cmake --install` put under its prefix, or the NVSHMEM the
+#      build used when that copy was switched off.
+# Never the system's default paths, nor the calling project's source tree.
+# The wheel ships libnvshmem_host.so.3 without an unversioned link.
+#
+# Defines NVSHMEM::host, NVSHMEM::device, NVSHMEM_FOUND, NVSHMEM_VERSION,
+# NVSHMEM_INCLUDE_DIR, NVSHMEM_LIBRARY_DIR and NVSHMEM_PREFIX (the root found).
+set(_nvshmem_roots)
+foreach(_v IN ITEMS NVSHMEM_ROOT NVSHMEM_HOME)
+  if(NOT _nvshmem_roots)
+    if(DEFINED ${_v} AND NOT "${${_v}}" STREQUAL "")
+      set(_nvshmem_roots "${${_v}}")
+    elseif(NOT "$ENV{${_v}}" STREQUAL "")
+      set(_nvshmem_roots "$ENV{${_v}}")
+    endif()
   endif()
 endforeach()
-# The python3 on PATH (the one a user's `python3 -c 'import nvidia.nvshmem'` uses).
-find_program(HALOEX_PYTHON3 NAMES python3)
-if(HALOEX_PYTHON3)
-  execute_process(
-    COMMAND ${HALOEX_PYTHON3} -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])"
-    OUTPUT_VARIABLE _nvshmem_py OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
-  if(_rc EQUAL 0 AND _nvshmem_py)
-    list(APPEND _nvshmem_hints "${_nvshmem_py}")
-  endif()
+if(NOT _nvshmem_roots)
+  set(_nvshmem_roots ${HALOEX_NVSHMEM_HINTS})
 endif()
-find_path(NVSHMEM_INCLUDE_DIR nvshmem.h HINTS ${_nvshmem_hints} PATH_SUFFIXES include NO_DEFAULT_PATH)
-find_file(NVSHMEM_HOST_LIBRARY NAMES libnvshmem_host.so libnvshmem_host.so.3 HINTS ${_nvshmem_hints}
+
+# NO_DEFAULT_PATH also turns off <Package>_ROOT and CMAKE_PREFIX_PATH: the list
+# above is the whole search.
+find_path(NVSHMEM_INCLUDE_DIR nvshmem.h HINTS ${_nvshmem_roots} PATH_SUFFIXES include NO_DEFAULT_PATH)
+find_file(NVSHMEM_HOST_LIBRARY NAMES libnvshmem_host.so libnvshmem_host.so.3 HINTS ${_nvshmem_roots}
           PATH_SUFFIXES lib lib64 NO_DEFAULT_PATH)
-find_file(NVSHMEM_DEVICE_LIBRARY NAMES libnvshmem_device.a HINTS ${_nvshmem_hints} PATH_SUFFIXES lib lib64
+find_file(NVSHMEM_DEVICE_LIBRARY NAMES libnvshmem_device.a HINTS ${_nvshmem_roots} PATH_SUFFIXES lib lib64
           NO_DEFAULT_PATH)
 if(NVSHMEM_INCLUDE_DIR)
-  get_filename_component(NVSHMEM_HOME "${NVSHMEM_INCLUDE_DIR}" DIRECTORY)
+  get_filename_component(NVSHMEM_PREFIX "${NVSHMEM_INCLUDE_DIR}" DIRECTORY)
   set(_vfile "${NVSHMEM_INCLUDE_DIR}/non_abi/nvshmem_version.h")
   if(EXISTS "${_vfile}")
     file(STRINGS "${_vfile}" _v REGEX "#define NVSHMEM_VENDOR_(MAJOR|MINOR|PATCH)_VERSION ")
@@ -43,7 +53,8 @@ if(NVSHMEM_HOST_LIBRARY)
 endif()
 include(FindPackageHandleStandardArgs)
 find_package_handle_standard_args(NVSHMEM REQUIRED_VARS NVSHMEM_HOST_LIBRARY NVSHMEM_DEVICE_LIBRARY
-                                  NVSHMEM_INCLUDE_DIR VERSION_VAR NVSHMEM_VERSION)
+                                  NVSHMEM_INCLUDE_DIR VERSION_VAR NVSHMEM_VERSION
+                                  REASON_FAILURE_MESSAGE "searched: ${_nvshmem_roots}")
 if(NVSHMEM_FOUND AND NOT TARGET NVSHMEM::host)
   add_library(NVSHMEM::host SHARED IMPORTED)
   set_target_properties(NVSHMEM::host PROPERTIES IMPORTED_LOCATION "${NVSHMEM_HOST_LIBRARY}"

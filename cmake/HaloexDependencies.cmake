@@ -71,13 +71,29 @@ set(HALOEX_NVSHMEM_REASON "disabled (HALOEX_ENABLE_NVSHMEM=OFF)")
 if(HALOEX_ENABLE_NVSHMEM AND NOT (HALOEX_HAVE_CUDA AND HALOEX_HAVE_MPI))
   set(HALOEX_NVSHMEM_REASON "needs CUDA and MPI (the unique id is broadcast over MPI)")
 elseif(HALOEX_ENABLE_NVSHMEM)
-  include(FindNVSHMEM)
+  # Unless NVSHMEM_ROOT/NVSHMEM_HOME say otherwise: the wheel, as scripts/setup.sh
+  # installs it into .deps/python, or as the python3 on PATH imports it.
+  set(HALOEX_NVSHMEM_HINTS "${PROJECT_SOURCE_DIR}/.deps/python/nvidia/nvshmem")
+  find_program(HALOEX_PYTHON3 NAMES python3)
+  if(HALOEX_PYTHON3)
+    execute_process(
+      COMMAND ${HALOEX_PYTHON3} -c "import nvidia.nvshmem as m; print(list(m.__path__)[0])"
+      OUTPUT_VARIABLE _nvshmem_py OUTPUT_STRIP_TRAILING_WHITESPACE ERROR_QUIET RESULT_VARIABLE _rc)
+    if(_rc EQUAL 0 AND _nvshmem_py)
+      list(APPEND HALOEX_NVSHMEM_HINTS "${_nvshmem_py}")
+    endif()
+  endif()
+  find_package(NVSHMEM)
   if(NVSHMEM_FOUND)
     set(HALOEX_HAVE_NVSHMEM ON)
-    set(HALOEX_NVSHMEM_REASON "NVSHMEM ${NVSHMEM_VERSION} in ${NVSHMEM_HOME}")
+    set(HALOEX_NVSHMEM_REASON "NVSHMEM ${NVSHMEM_VERSION} in ${NVSHMEM_PREFIX}")
+    include(HaloexNvshmemBundle)
+    if(HALOEX_NVSHMEM_BUNDLE_DIR)
+      string(APPEND HALOEX_NVSHMEM_REASON ", installed with haloex")
+    endif()
   else()
     set(HALOEX_NVSHMEM_REASON
-        "NVSHMEM not found (set NVSHMEM_HOME, or pip install nvidia-nvshmem-cu13==3.4.5)")
+        "NVSHMEM not found (set NVSHMEM_ROOT or NVSHMEM_HOME, or pip install nvidia-nvshmem-cu13==3.4.5)")
   endif()
 endif()
 

@@ -1,24 +1,79 @@
-# Installs the libraries, headers and a package config, so that another
-# project can find_package(haloex) and link haloex::haloex (and the optional
-# haloex::md, haloex::mpi, haloex::cuda, haloex::nccl, haloex::nvshmem).
+# Installs the libraries, headers and a package config with components, so
+# that another project can find_package(haloex [COMPONENTS ...]) with nothing
+# but CMAKE_PREFIX_PATH, also after this build and its checkout are gone.
+#
+# One export set per component (lib/cmake/haloex/haloex-<component>-targets.cmake);
+# haloexConfig.cmake loads the requested ones and finds only what they need:
+#   component   target(s)                        needs
+#   plan        haloex::haloex                   fmt, Threads
+#   md          haloex::md                       plan, nlohmann_json
+#   mpi         haloex::mpi                      plan, MPI (C++)
+#   cuda        haloex::cuda                     plan, CUDAToolkit
+#   md_gpu      haloex::md_gpu                   md, cuda
+#   nccl        haloex::nccl                     cuda, NCCL
+#   nvshmem     haloex::nvshmem                  plan, CUDAToolkit, NVSHMEM
+#   transports  haloex::transports               plan and the transport libraries built (cuda, nccl, nvshmem)
+# Without COMPONENTS every component this build has is loaded.
 include(CMakePackageConfigHelpers)
 
 configure_file(${PROJECT_SOURCE_DIR}/cmake/config.hpp.in ${PROJECT_BINARY_DIR}/include/haloex/config.hpp @ONLY)
 
-install(TARGETS ${HALOEX_INSTALL_TARGETS}
-        EXPORT haloexTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
-        RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+set(HALOEX_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/haloex)
+set(_haloex_component_targets
+    plan:haloex plan:haloex_warnings md:haloex_md mpi:haloex_mpi cuda:haloex_cuda md_gpu:haloex_md_gpu
+    nccl:haloex_nccl nvshmem:haloex_nvshmem transports:haloex_transports)
+set(HALOEX_COMPONENTS)
+foreach(pair IN LISTS _haloex_component_targets)
+  string(REPLACE ":" ";" pair "${pair}")
+  list(GET pair 0 component)
+  list(GET pair 1 target)
+  if(NOT TARGET ${target})
+    continue()
+  endif()
+  install(TARGETS ${target}
+          EXPORT haloex-${component}-targets
+          ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  list(APPEND HALOEX_COMPONENTS ${component})
+endforeach()
+list(REMOVE_DUPLICATES HALOEX_COMPONENTS)
+foreach(component IN LISTS HALOEX_COMPONENTS)
+  install(EXPORT haloex-${component}-targets NAMESPACE haloex:: DESTINATION ${HALOEX_CMAKE_INSTALL_DIR})
+endforeach()
+# Every library target must belong to a component (a new layer needs a line above).
+foreach(target IN LISTS HALOEX_INSTALL_TARGETS)
+  if(NOT ";${_haloex_component_targets};" MATCHES ":${target};")
+    message(FATAL_ERROR "library ${target} has no install component: add it in cmake/HaloexInstall.cmake")
+  endif()
+endforeach()
+
 install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/haloex DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${PROJECT_BINARY_DIR}/include/haloex/config.hpp DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/haloex)
-install(EXPORT haloexTargets NAMESPACE haloex:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/haloex)
 
+# NVSHMEM under the prefix (HaloexNvshmemBundle.cmake decides what and where).
+if(HALOEX_NVSHMEM_BUNDLE_DIR)
+  install(FILES ${HALOEX_NVSHMEM_BUNDLE_LIBS} DESTINATION ${HALOEX_NVSHMEM_BUNDLE_DIR}/lib)
+  install(DIRECTORY "${NVSHMEM_INCLUDE_DIR}/" DESTINATION ${HALOEX_NVSHMEM_BUNDLE_DIR}/include)
+endif()
+
+# What the config needs to know about this build. Outside the tree, only what
+# cannot vanish with it: the NVSHMEM the build used is recorded only when it
+# was not copied under the prefix (HALOEX_INSTALL_NVSHMEM=OFF).
+set(HALOEX_CONFIG_NVSHMEM_HINT "")
+if(HALOEX_HAVE_NVSHMEM AND NOT HALOEX_NVSHMEM_BUNDLE_DIR)
+  set(HALOEX_CONFIG_NVSHMEM_HINT "${NVSHMEM_PREFIX}")
+endif()
+string(REGEX MATCH "^[0-9]+" HALOEX_NVSHMEM_VERSION_MAJOR "${NVSHMEM_VERSION}")
+set(HALOEX_CONFIG_NCCL_HINT "")
+if(HALOEX_HAVE_NCCL)
+  get_filename_component(HALOEX_CONFIG_NCCL_HINT "${NCCL_INCLUDE_DIR}" DIRECTORY)
+endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/haloexConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/haloexConfig.cmake
-                              INSTALL_DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/haloex)
+                              INSTALL_DESTINATION ${HALOEX_CMAKE_INSTALL_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/haloexConfigVersion.cmake
                                  COMPATIBILITY SameMinorVersion)
 install(FILES ${PROJECT_BINARY_DIR}/haloexConfig.cmake ${PROJECT_BINARY_DIR}/haloexConfigVersion.cmake
               ${PROJECT_SOURCE_DIR}/cmake/FindNCCL.cmake ${PROJECT_SOURCE_DIR}/cmake/FindNVSHMEM.cmake
-        DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/haloex)
+        DESTINATION ${HALOEX_CMAKE_INSTALL_DIR})

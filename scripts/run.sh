@@ -4,11 +4,12 @@
 # several), or the CPU reference (4 virtual ranks in one process) when there
 # is no GPU. Extra arguments go to haloex-md, e.g. scripts/run.sh --steps 5000.
 set -euo pipefail
+# Never NVLink multicast, whatever the caller's environment says.
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${HALOEX_BUILD_DIR:-$root/build}"
 "$root/scripts/setup.sh"
 
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 gpus=0
 if command -v nvidia-smi >/dev/null 2>&1; then
   gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)

@@ -5,6 +5,8 @@
 # Environment: HALOEX_BUILD_DIR (default build), HALOEX_CMAKE_ARGS (extra -D...),
 #              HALOEX_NO_INSTALL=1 (never call apt-get/pip; report what is missing).
 set -euo pipefail
+# Never NVLink multicast, whatever the caller's environment says.
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${HALOEX_BUILD_DIR:-$root/build}"
@@ -45,10 +47,11 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 # --- NVSHMEM (PyPI wheel) ------------------------------------------------------
-# Used from NVSHMEM_HOME, from an importable Python package, or installed into
-# .deps/python (never into the system Python: Debian refuses that).
+# Used from NVSHMEM_ROOT or NVSHMEM_HOME, from an importable Python package, or
+# installed into .deps/python (never into the system Python: Debian refuses
+# that). `cmake --install` copies it under the prefix (HaloexNvshmemBundle.cmake).
 nvshmem_version="3.4.5"
-if [ -z "${NVSHMEM_HOME:-}" ] && command -v nvcc >/dev/null 2>&1; then
+if [ -z "${NVSHMEM_ROOT:-}${NVSHMEM_HOME:-}" ] && command -v nvcc >/dev/null 2>&1; then
   if ! python3 -c 'import nvidia.nvshmem' 2>/dev/null && [ ! -e "$deps/python/nvidia/nvshmem/include/nvshmem.h" ]; then
     if [ "${HALOEX_NO_INSTALL:-0}" = 1 ]; then
       say "NVSHMEM not found; the nvshmem transport will not be built"

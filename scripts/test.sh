@@ -3,13 +3,15 @@
 # GPU tests skip with a printed reason on machines without a GPU.
 #   scripts/test.sh [extra ctest arguments, e.g. -L unit]
 set -euo pipefail
+# Never NVLink multicast, whatever the caller's environment says (ctest sets
+# the same for every test: cmake/TestEnvironment.cmake).
+export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${HALOEX_BUILD_DIR:-$root/build}"
 "$root/scripts/setup.sh"
 cd "$build"
 # MPI tests start several processes; as root OpenMPI needs these.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0
 set +e
 ctest --output-on-failure --timeout 600 "$@" 2>&1 | tee "$build/ctest.log"
 status=${PIPESTATUS[0]}

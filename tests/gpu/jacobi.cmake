@@ -9,10 +9,6 @@ if(NOT TARGET haloex-jacobi)
 endif()
 
 set(HALOEX_JACOBI_TEST_ENV ${HALOEX_MPI_TEST_ENV})
-if(NOT HALOEX_JACOBI_TEST_ENV)
-  set(HALOEX_JACOBI_TEST_ENV OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-      OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none)
-endif()
 
 # haloex_jacobi_mpi_test(<name> <exe target> <ranks> <labels> <args...>)
 function(haloex_jacobi_mpi_test name target ranks labels)

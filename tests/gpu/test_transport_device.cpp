@@ -1,9 +1,12 @@
-// The device transports (staged in device memory, ipc, nccl) reproduce the
-// in-process reference bitwise: forwarded coordinates (with periodic shifts),
-// typed per-atom fields, and reverse-accumulated forces (each pulse unpacks in
-// its own kernel, after the later pulses, so even the atomic adds happen in
-// the reference's order). Ranks are threads of this process, or MPI ranks
-// when the suite is launched by mpirun (ctest's *_np2/*_np4 variants).
+// Every device transport this build has (the factory's list: staged in
+// device memory, ipc, nccl, and nvshmem on each of its paths direct, tma,
+// put) reproduces the in-process reference bitwise: forwarded coordinates
+// (with periodic shifts), typed per-atom fields, and reverse-accumulated
+// forces (each pulse unpacks after the later pulses, so even the atomic adds
+// happen in the reference's order). Ranks are threads of this process, or MPI
+// ranks when the suite is launched by mpirun (ctest's *_np2/_np4/_np8
+// variants, through mpi_gpu_launch: one rank per GPU, or ranks sharing a GPU
+// under MPS). nvshmem has one PE per process: it runs in the MPI variants only.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -70,6 +73,51 @@ testsupport::MemoryOps deviceMemory(cudaStream_t stream) {
 }
 #endif
 
+// One instance of the suite: a transport, and for nvshmem the path forced.
+struct DeviceCase {
+    std::string transport;
+    std::string nvshmemPath = "auto";
+    std::string label() const { return nvshmemPath == "auto" ? transport : transport + "_" + nvshmemPath; }
+};
+void PrintTo(const DeviceCase& c, std::ostream* os) { *os << c.label(); }
+
+// From the factory, so a transport added to the build is tested without a
+// line here. "reference" is the host-memory oracle the others are checked against.
+std::vector<DeviceCase> deviceCases() {
+    std::vector<DeviceCase> cases;
+    for (const std::string& name : transport::availableTransports()) {
+        if (name == "reference") continue;
+        if (name == "nvshmem") {
+            for (const char* path : {"direct", "tma", "put"}) cases.push_back({name, path});
+        } else {
+            cases.push_back({name});
+        }
+    }
+    return cases;
+}
+
+// Why this case cannot run in this process, or empty.
+std::string cannotRunHere(const DeviceCase& c) {
+    if (std::string why = noGpuReason(); !why.empty()) return why;
+    if (std::string why = transport::transportUnavailableReason(c.transport); !why.empty()) return why;
+    if (c.transport == "nvshmem" && !mpiWorld()) {
+        return "nvshmem needs one process per rank: it runs in the MPI variants (ctest -R test_transport_device_np)";
+    }
+    return {};
+}
+
+// nvshmem's bulk copies need receive slots aligned to 4 atoms; the others
+// keep the unaligned plans they were written for.
+int planAlignment(const DeviceCase& c) { return c.transport == "nvshmem" ? 4 : 1; }
+
+transport::TransportOptions deviceOptions(const DeviceCase& c) {
+    transport::TransportOptions options;
+    options.memorySpace = transport::MemorySpace::Device;
+    options.allowSharedGpus = true;
+    options.nvshmemPath = c.nvshmemPath;
+    return options;
+}
+
 struct RankOutcome {
     std::string mismatch;
     transport::TransportCounters counters;
@@ -79,28 +127,25 @@ struct RankOutcome {
 constexpr int kSteps = 2;
 
 // One rank: pick its GPU, make the transport, run kSteps rounds, compare.
-RankOutcome runRank(runtime::World& world, const std::string& name, const plan::Box& box,
+RankOutcome runRank(runtime::World& world, const DeviceCase& c, const plan::Box& box,
                     const testsupport::Expected& expected) {
     RankOutcome outcome;
 #if HALOEX_HAVE_CUDA
     cuda::selectDevice(world, /*allowSharedGpus=*/true);
     cuda::Stream stream;
     const testsupport::MemoryOps memory = deviceMemory(stream);
-    transport::TransportOptions options;
-    options.memorySpace = transport::MemorySpace::Device;
-    options.allowSharedGpus = true;
-    auto t = transport::makeTransport(name, world, options);
-    if (t->name() != name) outcome.mismatch = "the factory made '" + t->name() + "'";
+    auto t = transport::makeTransport(c.transport, world, deviceOptions(c));
+    if (t->name() != c.transport) outcome.mismatch = "the factory made '" + t->name() + "'";
     if (t->memorySpace() != transport::MemorySpace::Device) outcome.mismatch += "not in device memory; ";
     if (t->describe().empty()) outcome.mismatch += "describe() is empty; ";
     const auto r = static_cast<std::size_t>(world.rank());
-    const auto result =
-        testsupport::runTransport(*t, expected.plans[r], expected.inputs[r], box, memory, kSteps);
+    const auto result = testsupport::runTransport(*t, expected.plans[r], expected.inputs[r], box, memory, kSteps,
+                                                  [&world] { world.barrier(); });
     outcome.mismatch += testsupport::compareResults(result, expected.outputs[r], world.rank());
     outcome.counters = result.counters;
     outcome.pulses = static_cast<std::int64_t>(expected.plans[r].pulses.size());
 #else
-    (void)world, (void)name, (void)box, (void)expected;
+    (void)world, (void)c, (void)box, (void)expected;
 #endif
     return outcome;
 }
@@ -116,12 +161,12 @@ std::int64_t syncsPerPulseAndDirection(const std::string& name) {
     return 0;  // nccl: stream-ordered
 }
 
-class DeviceTransport : public ::testing::TestWithParam<std::string> {};
+class DeviceTransport : public ::testing::TestWithParam<DeviceCase> {};
 
 TEST_P(DeviceTransport, MatchesReferenceBitwise) {
-    const std::string name = GetParam();
-    if (const std::string why = noGpuReason(); !why.empty()) GTEST_SKIP() << why;
-    if (const std::string why = transport::transportUnavailableReason(name); !why.empty()) GTEST_SKIP() << why;
+    const DeviceCase& c = GetParam();
+    const std::string& name = c.transport;
+    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
 
     runtime::World* mpi = mpiWorld();
     const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{2, 4};
@@ -131,16 +176,16 @@ TEST_P(DeviceTransport, MatchesReferenceBitwise) {
         const auto scenarios = testsupport::scenariosForRanks(numRanks);
         ASSERT_FALSE(scenarios.empty()) << "no decomposition scenario for " << numRanks << " ranks";
         for (const auto& s : scenarios) {
-            SCOPED_TRACE(fmt::format("{} on grid {} ({})", name, s.grid, mpi ? "MPI ranks" : "thread ranks"));
+            SCOPED_TRACE(fmt::format("{} on grid {} ({})", c.label(), s.grid, mpi ? "MPI ranks" : "thread ranks"));
             const plan::Decomposition d = testsupport::makeDecomposition(s);
-            const testsupport::Expected expected = testsupport::referenceResults(d, s);
+            const testsupport::Expected expected = testsupport::referenceResults(d, s, planAlignment(c));
             std::vector<RankOutcome> outcomes(static_cast<std::size_t>(numRanks));
             try {
                 if (mpi) {
-                    outcomes[static_cast<std::size_t>(mpi->rank())] = runRank(*mpi, name, d.box(), expected);
+                    outcomes[static_cast<std::size_t>(mpi->rank())] = runRank(*mpi, c, d.box(), expected);
                 } else {
                     runtime::runInProcess(numRanks, [&](runtime::World& w) {
-                        outcomes[static_cast<std::size_t>(w.rank())] = runRank(w, name, d.box(), expected);
+                        outcomes[static_cast<std::size_t>(w.rank())] = runRank(w, c, d.box(), expected);
                     });
                 }
             } catch (const Error& e) {
@@ -168,9 +213,8 @@ TEST_P(DeviceTransport, MatchesReferenceBitwise) {
 TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
     // Repartitioning: one transport object takes plans whose arrays grow
     // (new allocations: ipc re-exports and re-maps them) and shrink again.
-    const std::string name = GetParam();
-    if (const std::string why = noGpuReason(); !why.empty()) GTEST_SKIP() << why;
-    if (const std::string why = transport::transportUnavailableReason(name); !why.empty()) GTEST_SKIP() << why;
+    const DeviceCase& c = GetParam();
+    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
     runtime::World* mpi = mpiWorld();
     const int numRanks = mpi ? mpi->size() : 2;
     const auto grids = testsupport::scenariosForRanks(numRanks);
@@ -186,7 +230,7 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
     std::vector<testsupport::Expected> expected;
     for (const auto& s : sequence) {
         decompositions.push_back(testsupport::makeDecomposition(s));
-        expected.push_back(testsupport::referenceResults(decompositions.back(), s));
+        expected.push_back(testsupport::referenceResults(decompositions.back(), s, planAlignment(c)));
     }
     std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
     const auto body = [&](runtime::World& w) {
@@ -194,13 +238,11 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
         cuda::selectDevice(w, true);
         cuda::Stream stream;
         const testsupport::MemoryOps memory = deviceMemory(stream);
-        transport::TransportOptions options;
-        options.allowSharedGpus = true;
-        auto t = transport::makeTransport(name, w, options);
+        auto t = transport::makeTransport(c.transport, w, deviceOptions(c));
         const auto r = static_cast<std::size_t>(w.rank());
         for (std::size_t k = 0; k < sequence.size(); ++k) {
             const auto result = testsupport::runTransport(*t, expected[k].plans[r], expected[k].inputs[r],
-                                                          decompositions[k].box(), memory, 1);
+                                                          decompositions[k].box(), memory, 1, [&w] { w.barrier(); });
             const std::string m = testsupport::compareResults(result, expected[k].outputs[r], w.rank());
             if (!m.empty()) mismatches[r] += fmt::format("plan {} ({} atoms): {}; ", k, sequence[k].numAtoms, m);
         }
@@ -225,8 +267,8 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Transports, DeviceTransport, ::testing::Values("staged", "ipc", "nccl"),
-                         [](const ::testing::TestParamInfo<std::string>& p) { return p.param; });
+INSTANTIATE_TEST_SUITE_P(Transports, DeviceTransport, ::testing::ValuesIn(deviceCases()),
+                         [](const ::testing::TestParamInfo<DeviceCase>& p) { return p.param.label(); });
 
 TEST(DeviceSelection, RefusesMoreRanksThanGpusWithoutOptIn) {
     if (const std::string why = noGpuReason(); !why.empty()) GTEST_SKIP() << why;
@@ -266,7 +308,10 @@ TEST(TransportFactory, DeviceTransportsRefuseHostMemory) {
     if (mpiWorld()) GTEST_SKIP() << "checked with thread ranks only";
     transport::TransportOptions host;
     host.memorySpace = transport::MemorySpace::Host;
-    for (const char* name : {"ipc", "nccl"}) {
+    // Every known transport without a host-memory form, built or not (an
+    // unbuilt one is refused as unavailable, InvalidInput as well).
+    for (const std::string& name : transport::knownTransports()) {
+        if (name == "reference" || name == "staged") continue;
         try {
             transport::makeTransport(name, runtime::singleRankWorld(), host);
             ADD_FAILURE() << name << " in host memory must be refused";

@@ -169,14 +169,27 @@ std::vector<T> download(const MemoryOps& m, const void* src, std::size_t count) 
 // Runs a transport through `steps` rounds of forward, forwardBytes, set
 // forces, reverse on this rank's fields, and returns what it produced in the
 // last round. Collective (every rank of the transport's world).
+//
+// `afterHostWrites` runs once the host has written this rank's coordinates
+// (halo slots included: sentinels) and before the forward that reads them;
+// pass the world's barrier for transports whose kernels store into the
+// peers' arrays (nvshmem), or a fast peer's forward lands before a slow
+// rank's host copy and is overwritten. An MD step never writes halo slots
+// from the host; only this check does.
+//
+// Forces: clearForces zeroes the home atoms at once; halo slots may be
+// zeroed by the next forward instead (nvshmem: the peers pull them until
+// then), so they are checked after it, from the second round on.
 struct RunResult {
     RankFields out;
-    std::vector<Vec3f> forcesAfterClear;
+    std::vector<Vec3f> homeForcesAfterClear;      // last round
+    std::vector<Vec3f> forcesAfterClearAndForward;  // last round's forward; empty with one round
     transport::TransportCounters counters;
 };
 
 inline RunResult runTransport(transport::ParticleTransport& t, const plan::ParticleHaloPlan& plan,
-                              const RankFields& in, const plan::Box& box, const MemoryOps& m, int steps = 2) {
+                              const RankFields& in, const plan::Box& box, const MemoryOps& m, int steps = 2,
+                              const std::function<void()>& afterHostWrites = {}) {
     t.setPlan(plan);
     const auto n = static_cast<std::size_t>(plan.numLocal);
     RunResult r;
@@ -184,9 +197,11 @@ inline RunResult runTransport(transport::ParticleTransport& t, const plan::Parti
     SpaceArray tags(m, n * sizeof(Odd3));
     for (int step = 0; step < steps; ++step) {
         upload(m, t.coordinates(), in.x);
+        if (afterHostWrites) afterHostWrites();
         t.forwardCoordinates(box, m.stream);
         m.synchronize();
         r.out.x = download<Vec3f>(m, t.coordinates(), n);
+        if (step > 0) r.forcesAfterClearAndForward = download<Vec3f>(m, t.forces(), n);
 
         upload(m, ids.get(), in.ids);
         t.forwardBytes(ids.get(), sizeof(std::int32_t), m.stream);
@@ -202,7 +217,7 @@ inline RunResult runTransport(transport::ParticleTransport& t, const plan::Parti
         r.out.f = download<Vec3f>(m, t.forces(), n);
         t.clearForces(m.stream);
         m.synchronize();
-        r.forcesAfterClear = download<Vec3f>(m, t.forces(), n);
+        r.homeForcesAfterClear = download<Vec3f>(m, t.forces(), static_cast<std::size_t>(plan.numHome));
     }
     r.counters = t.counters();
     return r;
@@ -218,9 +233,10 @@ struct Expected {
 };
 
 // The reference transport on in-process ranks (threads), for every rank.
-inline Expected referenceResults(const plan::Decomposition& d, const Scenario& s) {
+// `alignment`: receive slots start at multiples of it (nvshmem needs 4).
+inline Expected referenceResults(const plan::Decomposition& d, const Scenario& s, int alignment = 1) {
     const auto home = randomHomePositions(d, s);
-    plan::InProcessPlans built = plan::buildParticlePlansInProcess(d, home);
+    plan::InProcessPlans built = plan::buildParticlePlansInProcess(d, home, alignment);
     Expected e;
     e.plans = std::move(built.plans);
     e.localPositions = std::move(built.localPositions);
@@ -283,7 +299,8 @@ std::string compareBitwise(const char* what, int rank, const std::vector<T>& got
 
 inline std::string describeVec(const Vec3f& v) { return fmt::format("({}, {}, {})", v.x, v.y, v.z); }
 
-// Coordinates, both typed fields and forces bitwise; forces zero after clearForces.
+// Coordinates, both typed fields and forces bitwise; home forces zero after
+// clearForces, all forces zero after clearForces and the next forward.
 inline std::string compareResults(const RunResult& got, const RankFields& want, int rank) {
     std::string all;
     const auto add = [&](std::string s) {
@@ -294,7 +311,12 @@ inline std::string compareResults(const RunResult& got, const RankFields& want, 
     add(compareBitwise("forwarded 3-byte tags", rank, got.out.tags, want.tags));
     add(compareBitwise("reverse-accumulated forces", rank, got.out.f, want.f));
     const std::vector<Vec3f> zeros(want.f.size(), Vec3f{});
-    add(compareBitwise("forces after clearForces", rank, got.forcesAfterClear, zeros));
+    const std::vector<Vec3f> homeZeros(got.homeForcesAfterClear.size(), Vec3f{});
+    add(compareBitwise("home forces after clearForces", rank, got.homeForcesAfterClear, homeZeros));
+    if (!got.forcesAfterClearAndForward.empty()) {
+        add(compareBitwise("forces after clearForces and the next forward", rank, got.forcesAfterClearAndForward,
+                           zeros));
+    }
     return all;
 }
 
