@@ -9,7 +9,8 @@
 #   md          haloex::md                       plan, nlohmann_json
 #   mpi         haloex::mpi                      plan, MPI (C++)
 #   cuda        haloex::cuda                     plan, CUDAToolkit
-#   md_gpu      haloex::md_gpu                   md, cuda
+#   particles   haloex::particles                plan, CUDAToolkit (device migration, device plan builder)
+#   md_gpu      haloex::md_gpu                   md, cuda, particles
 #   nccl        haloex::nccl                     cuda, NCCL
 #   nvshmem     haloex::nvshmem                  plan, CUDAToolkit, NVSHMEM
 #   transports  haloex::transports               plan and the transport libraries built (cuda, nccl, nvshmem)
@@ -20,7 +21,8 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/config.hpp.in ${PROJECT_BINARY_DIR}/i
 
 set(HALOEX_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/haloex)
 set(_haloex_component_targets
-    plan:haloex plan:haloex_warnings md:haloex_md mpi:haloex_mpi cuda:haloex_cuda md_gpu:haloex_md_gpu
+    plan:haloex plan:haloex_warnings md:haloex_md mpi:haloex_mpi cuda:haloex_cuda particles:haloex_particles
+    md_gpu:haloex_md_gpu
     nccl:haloex_nccl nvshmem:haloex_nvshmem transports:haloex_transports)
 set(HALOEX_COMPONENTS)
 foreach(pair IN LISTS _haloex_component_targets)
