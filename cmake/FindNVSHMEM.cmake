@@ -52,9 +52,11 @@ if(NVSHMEM_HOST_LIBRARY)
   get_filename_component(NVSHMEM_LIBRARY_DIR "${NVSHMEM_HOST_LIBRARY}" DIRECTORY)
 endif()
 include(FindPackageHandleStandardArgs)
+# One string: several roots would otherwise become several arguments.
+string(JOIN ", " _nvshmem_searched ${_nvshmem_roots})
 find_package_handle_standard_args(NVSHMEM REQUIRED_VARS NVSHMEM_HOST_LIBRARY NVSHMEM_DEVICE_LIBRARY
                                   NVSHMEM_INCLUDE_DIR VERSION_VAR NVSHMEM_VERSION
-                                  REASON_FAILURE_MESSAGE "searched: ${_nvshmem_roots}")
+                                  REASON_FAILURE_MESSAGE "searched: ${_nvshmem_searched}")
 if(NVSHMEM_FOUND AND NOT TARGET NVSHMEM::host)
   add_library(NVSHMEM::host SHARED IMPORTED)
   set_target_properties(NVSHMEM::host PROPERTIES IMPORTED_LOCATION "${NVSHMEM_HOST_LIBRARY}"
