@@ -84,6 +84,18 @@ def steps_for(atoms, quick):
     return base if atoms <= 180000 else base // 2
 
 
+# One GPU, side by side: the defaults (search on the device, nstlist chosen by
+# the cost model, CUDA graphs), the same without graphs, at nstlist 50 (the
+# previous default), and at nstlist 50 with the search on the host (the path
+# every search step took before the search moved to the device).
+SINGLE_VARIANTS = [
+    ("1gpu graphs=1", ["--cuda-graphs", "1"]),
+    ("1gpu graphs=0", ["--cuda-graphs", "0"]),
+    ("1gpu nstlist=50", ["--nstlist", "50"]),
+    ("1gpu nstlist=50 search=host", ["--nstlist", "50", "--search", "host"]),
+]
+
+
 def suite_single(a):
     sizes = [11250, 22500, 45000, 90000, 180000, 360000, 720000]
     if a.quick:
@@ -93,12 +105,12 @@ def suite_single(a):
     runs = []
     for n in sizes:
         steps = steps_for(n, a.quick)
-        for graphs in (1, 0):
+        for label, extra in SINGLE_VARIANTS:
             r = run_md(a.build, 1, ["--device", "gpu", "--atoms", str(n), "--steps", str(steps),
-                                    "--thermo-every", str(steps), "--cuda-graphs", str(graphs)], a.timeout)
-            r["label"] = f"1gpu graphs={graphs}"
+                                    "--thermo-every", str(steps)] + extra, a.timeout)
+            r["label"] = label
             runs.append(r)
-            print(f"{n:>8} atoms graphs={graphs}: {describe(r)}", flush=True)
+            print(f"{n:>8} atoms {label}: {describe(r)}", flush=True)
     kernels = None
     bench = os.path.join(a.build, "bin", "haloex-bench-nonbonded")
     if os.path.exists(bench):
