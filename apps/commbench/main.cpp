@@ -20,6 +20,7 @@
 #include "gpu_initiated.hpp"
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/core/safe_file.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
 #include "haloex/nvshmem/bootstrap.hpp"
@@ -101,10 +102,9 @@ int run(const Options& o, const BenchSettings& s, runtime::MpiWorld& world) {
         fmt::print("{}\n", tableHeader());
         for (const auto& m : all) fmt::print("{}\n", tableLine(m));
         if (!o.csv.empty()) {
-            std::ofstream out(o.csv);
-            if (!out) throwError(ErrorKind::Io, fmt::format("--csv {}: cannot open the file for writing", o.csv));
-            out << csvHeader() << "\n";
-            for (const auto& m : all) out << csvLine(m) << "\n";
+            std::string text = csvHeader() + "\n";
+            for (const auto& m : all) text += csvLine(m) + "\n";
+            writeFileAtomically(o.csv, text, "--csv");
         }
         if (!o.json.empty()) {
             cudaDeviceProp prop{};
@@ -129,9 +129,7 @@ int run(const Options& o, const BenchSettings& s, runtime::MpiWorld& world) {
                                  {"max_bytes", o.maxBytes}}},
                                {"results", nlohmann::json::array()}};
             for (const auto& m : all) doc["results"].push_back(toJson(m));
-            std::ofstream out(o.json);
-            if (!out) throwError(ErrorKind::Io, fmt::format("--json {}: cannot open the file for writing", o.json));
-            out << doc.dump(2) << "\n";
+            writeFileAtomically(o.json, doc.dump(2) + "\n", "--json");
         }
     }
     return 0;

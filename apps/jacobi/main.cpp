@@ -22,6 +22,7 @@
 #include "core/jacobi_report.hpp"
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/core/safe_file.hpp"
 #include "haloex/runtime/mpi_world.hpp"
 #if HALOEX_JACOBI_WITH_CUDA
 #include "gpu/gpu_runner.hpp"
@@ -241,9 +242,7 @@ int run(const Options& o, const ProblemSpec& spec, const std::vector<std::string
                                  {"allow_shared_gpus", o.allowSharedGpus}}},
                                {"results", nlohmann::json::array()}};
             for (const auto& r : results) doc["results"].push_back(toJson(r));
-            std::ofstream out(o.json);
-            if (!out) throwError(ErrorKind::Io, fmt::format("--json {}: cannot open the file for writing", o.json));
-            out << doc.dump(2) << "\n";
+            writeFileAtomically(o.json, doc.dump(2) + "\n", "--json");
         }
     }
     if (failed > 0) return kExitFailed;

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/safe_file.hpp"
 
 namespace haloex::md {
 namespace {
@@ -176,10 +177,10 @@ static_assert(sizeof(PackedAtom) == kAtomBytes);
 
 // ---- writing ----------------------------------------------------------------
 
-// Buffered writes to a file descriptor with a running checksum.
+// Buffered writes to the checkpoint's temporary with a running checksum.
 class ChecksummedSink {
 public:
-    ChecksummedSink(int fd, const std::string& path) : fd_(fd), path_(path) { buffer_.reserve(kIoBlockBytes); }
+    explicit ChecksummedSink(AtomicFileWriter& file) : file_(file) { buffer_.reserve(kIoBlockBytes); }
 
     void put(std::span<const std::byte> bytes) {
         checksum_.add(bytes);
@@ -196,23 +197,11 @@ public:
 
 private:
     void flush() {
-        const std::byte* p = buffer_.data();
-        std::size_t left = buffer_.size();
-        while (left > 0) {
-            const ssize_t n = ::write(fd_, p, left);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                throwError(ErrorKind::Io, fmt::format("cannot write checkpoint data to '{}': {} (is the disk full?)",
-                                                      path_, n < 0 ? systemError() : "nothing written"));
-            }
-            p += n;
-            left -= static_cast<std::size_t>(n);
-        }
+        file_.write(buffer_);
         buffer_.clear();
     }
 
-    int fd_;
-    const std::string& path_;
+    AtomicFileWriter& file_;
     std::vector<std::byte> buffer_;
     Fnv1a checksum_;
 };
@@ -231,8 +220,8 @@ void requireWritable(const CheckpointData& d) {
     }
 }
 
-void writeContents(int fd, const std::string& tmpPath, const CheckpointData& d) {
-    ChecksummedSink sink(fd, tmpPath);
+void writeContents(AtomicFileWriter& file, const CheckpointData& d) {
+    ChecksummedSink sink(file);
     sink.put(encodeHeader(d));
     std::vector<PackedAtom> block;
     const std::size_t atomsPerBlock = kIoBlockBytes / kAtomBytes;
@@ -263,15 +252,6 @@ void keepPrevious(const std::string& path) {
     // A hard link keeps `path` in place, so there is always a checkpoint at `path`.
     if (::link(path.c_str(), prev.c_str()) == 0) return;
     fs::copy_file(path, prev, fs::copy_options::overwrite_existing, ec);
-}
-
-void syncDirectoryOf(const std::string& path) {
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    const std::string dir = parent.empty() ? "." : parent.string();
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;  // durability of the rename only; the data itself is synced
-    ::fsync(fd);
-    ::close(fd);
 }
 
 // ---- reading ----------------------------------------------------------------
@@ -403,30 +383,13 @@ void requireConsistentAtoms(const std::string& path, const CheckpointData& d) {
 
 void writeCheckpoint(const std::string& path, const CheckpointData& data) {
     requireWritable(data);
-    const std::string tmpPath = fmt::format("{}.tmp.{}", path, ::getpid());
-    FileDescriptor fd(::open(tmpPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) {
-        throwError(ErrorKind::Io, fmt::format("cannot create the checkpoint's temporary file '{}': {}; check that "
-                                              "the directory exists and is writable",
-                                              tmpPath, systemError()));
-    }
-    try {
-        writeContents(fd.get(), tmpPath, data);
-        if (::fsync(fd.get()) != 0) {
-            throwError(ErrorKind::Io, fmt::format("cannot sync checkpoint '{}' to disk: {}", tmpPath, systemError()));
-        }
-        if (fd.close() != 0) {
-            throwError(ErrorKind::Io, fmt::format("cannot close checkpoint '{}': {}", tmpPath, systemError()));
-        }
-        keepPrevious(path);
-        if (::rename(tmpPath.c_str(), path.c_str()) != 0) {
-            throwError(ErrorKind::Io, fmt::format("cannot rename '{}' to '{}': {}", tmpPath, path, systemError()));
-        }
-    } catch (...) {
-        ::unlink(tmpPath.c_str());  // never leave a half-written temporary behind
-        throw;
-    }
-    syncDirectoryOf(path);
+    // A temporary with an unpredictable name, renamed onto `path` only when
+    // complete and only when `path` is a regular file (or new); removed on
+    // every failure.
+    AtomicFileWriter file(path, "checkpoint");
+    writeContents(file, data);
+    keepPrevious(path);
+    file.commit();
 }
 
 CheckpointData readCheckpointHeader(const std::string& path) { return openCheckpoint(path).data; }

@@ -6,12 +6,14 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <fstream>
 #include <istream>
 #include <iterator>
 #include <limits>
 #include <ostream>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/safe_file.hpp"
 
 namespace haloex::md {
 
@@ -306,7 +308,7 @@ void appendField(std::string& buffer, double value, int width, int decimals, std
 
 }  // namespace
 
-void writeGro(std::ostream& out, const System& system, std::string_view title, bool withVelocities) {
+std::string formatGro(const System& system, std::string_view title, bool withVelocities) {
     system.validate();
     std::string cleanTitle(title);
     for (char& c : cleanTitle) {
@@ -333,31 +335,26 @@ void writeGro(std::ostream& out, const System& system, std::string_view title, b
     }
     for (int d = 0; d < 3; ++d) appendField(buffer, system.box.length[d], 10, 5, fmt::format("box length {}", "xyz"[d]));
     buffer += '\n';
+    return buffer;
+}
+
+void writeGro(std::ostream& out, const System& system, std::string_view title, bool withVelocities) {
+    const std::string buffer = formatGro(system, title, withVelocities);
     out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     if (!out) throwError(ErrorKind::Io, "writing a .gro frame failed (disk full or stream closed?)");
 }
 
 void writeGro(const std::string& path, const System& system, std::string_view title, bool withVelocities) {
-    std::ofstream out(path, std::ios::out | std::ios::trunc);
-    if (!out) {
-        throwError(ErrorKind::Io, fmt::format("cannot open {} for writing: {}", path, std::strerror(errno)));
-    }
-    writeGro(out, system, title, withVelocities);
-    out.close();
-    if (!out) throwError(ErrorKind::Io, fmt::format("writing {} failed (disk full?)", path));
+    writeFileAtomically(path, formatGro(system, title, withVelocities), ".gro file");
 }
 
 GroTrajectoryWriter::GroTrajectoryWriter(const std::string& path, Mode mode)
-    : path_(path), out_(path, std::ios::out | (mode == Mode::Append ? std::ios::app : std::ios::trunc)) {
-    if (!out_) {
-        throwError(ErrorKind::Io, fmt::format("cannot open trajectory {} for writing: {}", path, std::strerror(errno)));
-    }
-}
+    : file_(path, "trajectory", mode == Mode::Append ? RecordFile::Mode::Append : RecordFile::Mode::Truncate) {}
 
 void GroTrajectoryWriter::writeFrame(const System& system, std::string_view title, bool withVelocities) {
-    writeGro(out_, system, title, withVelocities);
-    out_.flush();
-    if (!out_) throwError(ErrorKind::Io, fmt::format("writing a frame to {} failed (disk full?)", path_));
+    // Formatted first (a coordinate that does not fit throws before anything
+    // is written), then appended whole.
+    file_.append(formatGro(system, title, withVelocities));
     ++framesWritten_;
 }
 

@@ -13,6 +13,8 @@
 #include <iterator>
 #include <stdexcept>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/checkpoint.hpp"
@@ -346,4 +348,34 @@ TEST(Checkpoint, UnwritableDirectoryIsAnIoError) {
         EXPECT_NE(std::string(e.what()).find("no-such-dir"), std::string::npos) << e.what();
     }
     EXPECT_EQ(filesIn(dir), std::vector<std::string>{});
+}
+
+TEST(Checkpoint, TheWriterReplacesOnlyRegularFiles) {
+    const fs::path dir = freshDir();
+    // A FIFO (as root, a device node such as /dev/null behaves the same: the
+    // rename used to replace it with a regular file).
+    const fs::path fifo = dir / "run.cpt";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+    try {
+        writeCheckpoint(fifo.string(), sampleData());
+        ADD_FAILURE() << "replaced a FIFO";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+        EXPECT_NE(std::string(e.what()).find(fifo.string() + ": the path is a FIFO"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(fs::is_fifo(fifo));
+    EXPECT_EQ(filesIn(dir), std::vector<std::string>{"run.cpt"});
+}
+
+TEST(Checkpoint, APlantedLinkUnderAPredictableTemporaryNameIsNotFollowed) {
+    const fs::path dir = freshDir();
+    const fs::path victim = dir / "victim";
+    writeBytes(victim, {'p', 'r', 'e', 'c', 'i', 'o', 'u', 's'});
+    const fs::path path = dir / "run.cpt";
+    // The temporary used to be "<path>.tmp.<pid>", opened without O_EXCL.
+    fs::create_symlink(victim, path.string() + ".tmp." + std::to_string(::getpid()));
+    writeCheckpoint(path.string(), sampleData());
+    EXPECT_EQ(fileBytes(victim), (std::vector<char>{'p', 'r', 'e', 'c', 'i', 'o', 'u', 's'}));
+    EXPECT_FALSE(fs::is_symlink(path));
+    EXPECT_EQ(readCheckpoint(path.string()).step, sampleData().step);
 }

@@ -49,12 +49,15 @@ struct CheckpointData {
     std::int64_t atomCount = 0;
 };
 
-// Writes atomically: to "<path>.tmp.<pid>", fsync, then rename over `path`;
-// an existing checkpoint is kept as "<path>.prev" first (hard link, or a copy
-// where links are not supported). On failure the temporary is removed, `path`
-// is untouched, and Io is thrown naming the file and the reason. InvalidInput
-// for data that could not be read back (unsorted or duplicate ids, sizes that
-// differ, an unknown thermostat).
+// Writes atomically (haloex/core/safe_file.hpp): to a temporary created
+// exclusively under a random name next to `path`, fsync, then rename over
+// `path`, which must be a regular file or not exist (a directory, device,
+// FIFO or symbolic link is refused with InvalidInput); an existing checkpoint
+// is kept as "<path>.prev" first (hard link, or a copy where links are not
+// supported). On failure the temporary is removed, `path` is untouched, and Io
+// is thrown naming the file and the reason. InvalidInput for data that could
+// not be read back (unsorted or duplicate ids, sizes that differ, an unknown
+// thermostat).
 void writeCheckpoint(const std::string& path, const CheckpointData& data);
 
 // Reads and checks everything: throws Io when the file cannot be read, and

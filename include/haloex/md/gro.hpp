@@ -21,6 +21,7 @@
 #include <string_view>
 #include <vector>
 
+#include "haloex/core/safe_file.hpp"
 #include "haloex/md/system.hpp"
 
 namespace haloex::md {
@@ -55,12 +56,16 @@ std::vector<GroFrame> readGroTrajectory(const std::string& path);
 // Writes one frame: "%8.3f" positions, "%8.4f" velocities, "%10.5f" box;
 // atom and residue numbers are 1-based and wrap at 100000 like GROMACS.
 // Throws InvalidInput for a coordinate that does not fit its field, Io when
-// the stream fails.
+// the stream fails. The file version replaces `path` atomically (a regular
+// file or a new name: haloex/core/safe_file.hpp).
+std::string formatGro(const System& system, std::string_view title, bool withVelocities);
 void writeGro(std::ostream& out, const System& system, std::string_view title, bool withVelocities);
 void writeGro(const std::string& path, const System& system, std::string_view title, bool withVelocities);
 
-// Appends frames to a .gro trajectory, flushing after each frame so that the
-// frames written survive a crash.
+// Appends frames to a .gro trajectory, each frame with one write that is
+// truncated back when it fails, so the file never ends in a torn frame; the
+// frames written survive a crash of the program. Refuses a path that is not a
+// regular file (a directory, device, FIFO or symbolic link).
 class GroTrajectoryWriter {
 public:
     enum class Mode { Truncate, Append };
@@ -68,11 +73,10 @@ public:
 
     void writeFrame(const System& system, std::string_view title, bool withVelocities);
     int framesWritten() const { return framesWritten_; }
-    const std::string& path() const { return path_; }
+    const std::string& path() const { return file_.path(); }
 
 private:
-    std::string path_;
-    std::ofstream out_;
+    RecordFile file_;
     int framesWritten_ = 0;
 };
 
