@@ -159,6 +159,21 @@ int main(int argc, char** argv) {
     BenchSettings settings;
     try {
         settings = settingsFrom(o);
+        // The outputs before the measurements: rank 0 writes them.
+        std::int64_t badOutput = 0;
+        std::string why;
+        if (world.rank() == 0) {
+            try {
+                if (!o.csv.empty()) requireWritableOutput("--csv", o.csv);
+                if (!o.json.empty()) requireWritableOutput("--json", o.json);
+            } catch (const Error& e) {
+                badOutput = 1;
+                why = e.what();
+            }
+        }
+        if (world.allReduceValue(badOutput, runtime::ReduceOp::Max) != 0) {
+            throwError(ErrorKind::InvalidInput, world.rank() == 0 ? why : "rank 0 cannot write an output");
+        }
         if (world.size() < 2) {
             throwError(ErrorKind::InvalidInput, fmt::format("{} rank: the benchmarks run between ranks 0 and 1; launch "
                                                             "with mpirun -np 2",

@@ -290,6 +290,20 @@ int main(int argc, char** argv) {
     try {
         spec = makeSpec(o, world.size());
         names = parseTransports(o.transports);
+        // The output before the runs: rank 0 writes it, every rank stops.
+        std::int64_t badOutput = 0;
+        std::string why;
+        if (world.rank() == 0 && !o.json.empty()) {
+            try {
+                requireWritableOutput("--json", o.json);
+            } catch (const Error& e) {
+                badOutput = 1;
+                why = e.what();
+            }
+        }
+        if (world.allReduceValue(badOutput, runtime::ReduceOp::Max) != 0) {
+            throwError(ErrorKind::InvalidInput, world.rank() == 0 ? why : "rank 0 cannot write --json");
+        }
     } catch (const Error& e) {
         // Every rank finds the same problem; rank 0 says what it is.
         if (world.rank() == 0) fmt::print(stderr, "haloex-jacobi: error: {}\n", e.what());

@@ -11,6 +11,7 @@
 #include "haloex/md/gro.hpp"
 #include "haloex/md/gromacs_export.hpp"
 #include "haloex/md/restart.hpp"
+#include "haloex/md/run_files.hpp"
 #include "haloex/md/run_output.hpp"
 #include "haloex/md/system.hpp"
 #include "haloex/md/thermostat.hpp"
@@ -137,6 +138,9 @@ struct Engine::Impl {
     void setUp() {
         const MdOptions& o = e.options_;
         ff.rc = o.rc;
+        // Before any work: an output that cannot be written, or that would
+        // overwrite an input or another output, stops the run now.
+        runOnRoot(e.world_, [&] { checkRunFiles(o); });
         System system = o.restartFile.empty() ? initialSystem(o, ff) : restoreCheckpoint();
         system.validate();
         if (!o.writeGromacsDir.empty()) {

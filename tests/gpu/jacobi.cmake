@@ -71,7 +71,17 @@ haloex_jacobi_mpi_test(jacobi_bad_grid_np3 haloex-jacobi 3 mpi --decomp 2x2 --tr
 set_tests_properties(jacobi_bad_grid_np3 PROPERTIES
   PASS_REGULAR_EXPRESSION "process grid 2x2 has 4 ranks but the job has 3")
 
+# An output that cannot be written stops the run before any work (exit 2).
+haloex_jacobi_mpi_test(jacobi_bad_json_directory_np2 haloex-jacobi 2 mpi --nx 48 --ny 36 --niter 25 --transport cpu
+                       --json no-such-dir/jacobi.json)
+set_tests_properties(jacobi_bad_json_directory_np2 PROPERTIES
+  PASS_REGULAR_EXPRESSION "--json no-such-dir/jacobi.json: the directory 'no-such-dir' does not exist"
+  FAIL_REGULAR_EXPRESSION "summary \\(")
+
 # --- commbench: one quick run (all measurements) ------------------------------
 if(TARGET haloex-commbench)
   haloex_jacobi_mpi_test(commbench_quick_np2 haloex-commbench 2 "gpu;mpi" --quick --allow-shared-gpus)
+  haloex_jacobi_mpi_test(commbench_bad_csv_np2 haloex-commbench 2 mpi --quick --csv no-such-dir/bench.csv)
+  set_tests_properties(commbench_bad_csv_np2 PROPERTIES TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "--csv no-such-dir/bench.csv: the directory 'no-such-dir' does not exist")
 endif()

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""haloex-md as a careless or hostile user runs it (CPU path): every test runs
+the built program in a directory of its own (ctest runs them in parallel) and
+checks the exit status, the message and what is left on disk. Each test is one
+ctest (tests/CMakeLists.txt lists them with --list).
+
+Environment: HALOEX_MD, the haloex-md to run; HALOEX_TEST_DATA_DIR, tests/data.
+Every test also works as root: no permission bits, but paths under a regular
+file, FIFOs, symbolic links and device nodes.
+"""
+import hashlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HALOEX_MD = os.environ.get("HALOEX_MD", "haloex-md")
+DATA_DIR = os.environ.get("HALOEX_TEST_DATA_DIR", os.path.join(os.path.dirname(__file__), "..", "data"))
+# A small, quick CPU run: 1000 lattice atoms on 2 virtual ranks.
+QUICK = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--steps", "10", "--quiet"]
+
+
+def quick(extra):
+    """QUICK with the options of `extra` (pairs of option and value) given there instead."""
+    given = set(extra[0::2])
+    args = []
+    for i in range(0, len(QUICK)):
+        if QUICK[i] in given or (i > 0 and QUICK[i - 1] in given):
+            continue
+        args.append(QUICK[i])
+    return args + extra
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class MdCli(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="haloex_md_cli_")
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def run_md(self, args, timeout=300, shell_prefix=None):
+        """Runs haloex-md in the test directory; returns (status, stdout, stderr)."""
+        command = [HALOEX_MD] + [str(a) for a in args]
+        if shell_prefix:
+            # `exec` keeps the shell's pid: the prefix may use $$ as haloex-md's pid.
+            command = ["sh", "-c", shell_prefix + ' && exec "$@"', "sh"] + command
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        for name in [n for n in env if n.startswith(("OMPI_COMM_WORLD", "PMI_", "PMIX_", "SLURM_"))]:
+            del env[name]  # never look launched by mpirun
+        result = subprocess.run(command, cwd=self.dir, env=env, capture_output=True, text=True,
+                                errors="backslashreplace", timeout=timeout)
+        return result.returncode, result.stdout, result.stderr
+
+    def expect_refused(self, args, message, **kwargs):
+        """A bad run: status 1, `message` (a regex) on stderr, and no step was run."""
+        status, out, err = self.run_md(args, **kwargs)
+        self.assertEqual(status, 1, f"status {status}\nstdout:\n{out}\nstderr:\n{err}")
+        self.assertRegex(err, message)
+        self.assertNotIn("Performance:", out, "the run went ahead")
+        return out, err
+
+    def copy_reference(self, name="x.gro"):
+        shutil.copy(os.path.join(DATA_DIR, "ref-3000.gro"), self.path(name))
+        return name
+
+    def leftovers(self):
+        """Temporaries and other files a failed run must not leave behind."""
+        return sorted(n for n in os.listdir(self.dir) if ".tmp" in n)
+
+    # ---- 1. the checkpoint writer must not destroy files it does not own ----------
+
+    def test_checkpoint_onto_device_node_refused(self):
+        before = os.stat("/dev/null")
+        self.expect_refused(QUICK + ["--cpt", "/dev/null"], r"--cpt /dev/null: the path is a character device")
+        after = os.stat("/dev/null")
+        self.assertTrue(stat.S_ISCHR(after.st_mode))
+        self.assertEqual((before.st_ino, before.st_rdev), (after.st_ino, after.st_rdev))
+
+    def test_checkpoint_onto_fifo_refused(self):
+        os.mkfifo(self.path("state.cpt"))
+        self.expect_refused(QUICK + ["--cpt", "state.cpt"], r"--cpt state.cpt: the path is a FIFO")
+        self.assertTrue(stat.S_ISFIFO(os.lstat(self.path("state.cpt")).st_mode))
+
+    def test_checkpoint_temporary_does_not_follow_planted_link(self):
+        # The old temporary name was "<target>.tmp.<pid>": plant a link under it.
+        with open(self.path("victim"), "w") as f:
+            f.write("precious\n")
+        status, out, err = self.run_md(QUICK + ["--cpt", "state.cpt"],
+                                       shell_prefix="ln -s victim state.cpt.tmp.$$")
+        self.assertEqual(status, 0, err)
+        with open(self.path("victim")) as f:
+            self.assertEqual(f.read(), "precious\n")
+        self.assertTrue(stat.S_ISREG(os.lstat(self.path("state.cpt")).st_mode))
+        with open(self.path("state.cpt"), "rb") as f:
+            self.assertEqual(f.read(8), b"HALOEXCP")
+
+    def test_checkpoint_onto_symbolic_link_refused(self):
+        with open(self.path("victim"), "w") as f:
+            f.write("precious\n")
+        os.symlink("victim", self.path("state.cpt"))
+        self.expect_refused(QUICK + ["--cpt", "state.cpt"], r"--cpt state.cpt: the path is a symbolic link")
+        with open(self.path("victim")) as f:
+            self.assertEqual(f.read(), "precious\n")
+
+    # ---- 2. an output must not overwrite an input or another output ---------------
+
+    def test_trajectory_onto_input_structure_refused(self):
+        gro = self.copy_reference()
+        before = digest(self.path(gro))
+        self.expect_refused(["--device", "cpu", "--ranks", "2", "--steps", "10", "--gro", gro, "--traj", gro],
+                            r"--traj x.gro is the same file as the input --gro x.gro: the run would overwrite its "
+                            r"input")
+        self.assertEqual(digest(self.path(gro)), before)
+
+    def test_json_onto_input_structure_refused(self):
+        gro = self.copy_reference()
+        before = digest(self.path(gro))
+        os.symlink(gro, self.path("alias.gro"))  # the same file under another name
+        self.expect_refused(["--device", "cpu", "--ranks", "2", "--steps", "10", "--gro", gro, "--json",
+                             "alias.gro"], r"--json alias.gro is the same file as the input --gro x.gro")
+        self.assertEqual(digest(self.path(gro)), before)
+
+    def test_json_onto_checkpoint_refused(self):
+        self.expect_refused(QUICK + ["--cpt", "r.cpt", "--json", "./r.cpt"],
+                            r"--cpt r.cpt and --json ./r.cpt are the same file: one output would overwrite the other")
+        self.assertFalse(os.path.exists(self.path("r.cpt")))
+
+    def test_json_onto_restart_checkpoint_refused(self):
+        status, _, err = self.run_md(QUICK + ["--cpt", "r.cpt"])
+        self.assertEqual(status, 0, err)
+        before = digest(self.path("r.cpt"))
+        self.expect_refused(["--device", "cpu", "--ranks", "2", "--steps", "10", "--restart", "r.cpt", "--cpt",
+                             "r.cpt", "--json", "r.cpt"],
+                            r"--json r.cpt is the same file as the input --restart r.cpt")
+        self.assertEqual(digest(self.path("r.cpt")), before)
+
+    def test_write_gromacs_onto_input_refused(self):
+        shutil.copy(os.path.join(DATA_DIR, "ref-3000.gro"), self.path("conf.gro"))
+        self.expect_refused(["--device", "cpu", "--ranks", "2", "--steps", "10", "--gro", "conf.gro",
+                             "--write-gromacs", "."],
+                            r"--write-gromacs \. \(conf\.gro\) \./conf\.gro is the same file as the input --gro "
+                            r"conf\.gro")
+
+    def test_restart_in_place_still_works(self):
+        status, _, err = self.run_md(QUICK + ["--cpt", "r.cpt"])
+        self.assertEqual(status, 0, err)
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--steps", "10", "--quiet",
+                                        "--restart", "r.cpt", "--cpt", "r.cpt", "--json", "r.json"])
+        self.assertEqual(status, 0, err)
+        self.assertTrue(os.path.exists(self.path("r.cpt.prev")))
+        self.assertEqual(self.leftovers(), [])
+
+    # ---- 5. outputs are checked before the work ------------------------------------
+
+    def test_json_into_missing_directory_refused_before_the_run(self):
+        out, _ = self.expect_refused(QUICK[:-1] + ["--json", "nodir/run.json"],
+                                     r"--json nodir/run\.json: the directory 'nodir' does not exist; create it first")
+        self.assertNotIn("Step", out)
+
+    def test_outputs_under_a_regular_file_refused_before_the_run(self):
+        # What a read-only directory does for a user; as root only this fails.
+        open(self.path("file"), "w").close()
+        for option in ["--json", "--cpt", "--traj"]:
+            with self.subTest(option=option):
+                self.expect_refused(QUICK[:-1] + [option, "file/out"], option + r" file/out: .*is not a directory")
+
+    def test_checkpoint_onto_directory_refused_before_the_run(self):
+        os.mkdir(self.path("sub"))
+        self.expect_refused(QUICK[:-1] + ["--cpt", "sub"], r"--cpt sub: the path is a directory")
+
+
+def list_tests():
+    for name in sorted(n for n in dir(MdCli) if n.startswith("test_")):
+        print(f"MdCli.{name}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--list"]:
+        list_tests()
+        sys.exit(0)
+    unittest.main()
