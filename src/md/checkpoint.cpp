@@ -397,20 +397,40 @@ CheckpointData readCheckpointHeader(const std::string& path) { return openCheckp
 CheckpointData readCheckpoint(const std::string& path) {
     OpenCheckpoint cp = openCheckpoint(path);
     CheckpointData d = std::move(cp.data);
-    Fnv1a checksum;
-    checksum.add(cp.header);
     const auto n = static_cast<std::size_t>(d.atomCount);
+    std::vector<PackedAtom> block(kIoBlockBytes / kAtomBytes);
+    // Two passes: the checksum first, through one block, so that a corrupt
+    // or sparse file (a header claiming millions of atoms over a hole) is
+    // refused before the atom arrays are allocated; then the atoms, checked
+    // again so that what is kept is what was verified.
+    const auto readAtoms = [&](const auto& perBlock) {
+        if (::lseek(cp.fd->get(), static_cast<off_t>(kHeaderBytes), SEEK_SET) < 0) {
+            throwError(ErrorKind::Io, fmt::format("cannot seek in checkpoint '{}': {}", path, systemError()));
+        }
+        Fnv1a checksum;
+        checksum.add(cp.header);
+        for (std::size_t first = 0; first < n; first += block.size()) {
+            const std::size_t count = std::min(block.size(), n - first);
+            const auto bytes = std::as_writable_bytes(std::span(block).first(count));
+            readExactly(cp.fd->get(), bytes.data(), bytes.size(), path, cp.expectedSize);
+            checksum.add(bytes);
+            perBlock(first, count);
+        }
+        std::uint64_t stored = 0;
+        readExactly(cp.fd->get(), reinterpret_cast<std::byte*>(&stored), sizeof(stored), path, cp.expectedSize);
+        if (stored != checksum.value()) {
+            refuse(path, fmt::format("checksum mismatch (stored {:#018x}, computed {:#018x}): the file is corrupt; "
+                                     "'{}.prev' holds the previous checkpoint, if any",
+                                     stored, checksum.value(), path));
+        }
+    };
+    readAtoms([](std::size_t, std::size_t) {});
     System& s = d.system;
     s.positions.resize(n);
     s.velocities.resize(n);
     s.types.resize(n);
     s.globalIds.resize(n);
-    std::vector<PackedAtom> block(kIoBlockBytes / kAtomBytes);
-    for (std::size_t first = 0; first < n; first += block.size()) {
-        const std::size_t count = std::min(block.size(), n - first);
-        const auto bytes = std::as_writable_bytes(std::span(block).first(count));
-        readExactly(cp.fd->get(), bytes.data(), bytes.size(), path, cp.expectedSize);
-        checksum.add(bytes);
+    readAtoms([&](std::size_t first, std::size_t count) {
         for (std::size_t k = 0; k < count; ++k) {
             const PackedAtom& a = block[k];
             s.globalIds[first + k] = a.globalId;
@@ -418,14 +438,7 @@ CheckpointData readCheckpoint(const std::string& path) {
             s.positions[first + k] = Vec3d{a.position[0], a.position[1], a.position[2]};
             s.velocities[first + k] = Vec3d{a.velocity[0], a.velocity[1], a.velocity[2]};
         }
-    }
-    std::uint64_t stored = 0;
-    readExactly(cp.fd->get(), reinterpret_cast<std::byte*>(&stored), sizeof(stored), path, cp.expectedSize);
-    if (stored != checksum.value()) {
-        refuse(path, fmt::format("checksum mismatch (stored {:#018x}, computed {:#018x}): the file is corrupt; "
-                                 "'{}.prev' holds the previous checkpoint, if any",
-                                 stored, checksum.value(), path));
-    }
+    });
     requireConsistentAtoms(path, d);
     return d;
 }

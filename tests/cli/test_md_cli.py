@@ -178,6 +178,21 @@ class MdCli(unittest.TestCase):
         os.mkdir(self.path("sub"))
         self.expect_refused(QUICK[:-1] + ["--cpt", "sub"], r"--cpt sub: the path is a directory")
 
+    # ---- 7. bounded, escaped reads -------------------------------------------------
+
+    def test_structure_without_line_ends_is_refused_quickly(self):
+        self.expect_refused(["--device", "cpu", "--gro", "/dev/zero"],
+                            r"/dev/zero:1: the line is longer than 4096 characters", timeout=60)
+
+    def test_control_characters_of_the_input_are_escaped(self):
+        with open(os.path.join(DATA_DIR, "ref-3000.gro")) as f:
+            lines = f.read().splitlines()
+        lines[2] = lines[2][:5] + "\x1b[2J" + lines[2][9:]  # a terminal escape as the residue name
+        with open(self.path("evil.gro"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        _, err = self.expect_refused(["--device", "cpu", "--gro", "evil.gro"], r"evil\.gro:3: .*\\x1b\[2J")
+        self.assertNotIn("\x1b", err)
+
 
 def list_tests():
     for name in sorted(n for n in dir(MdCli) if n.startswith("test_")):

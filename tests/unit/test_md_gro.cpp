@@ -257,6 +257,36 @@ TEST(Gro, WriterRefusesWhatDoesNotFitTheColumns) {
     EXPECT_TRUE(out.str().empty());  // nothing half-written
 }
 
+TEST(Gro, LinesAreReadWithABound) {
+    // A file without line ends (--gro /dev/zero) used to grow one line to the
+    // memory limit; now the first line longer than the bound is refused.
+    expectMalformed(std::string(kMaxGroLineLength + 1, '\0'), 1, "the line is longer than 4096 characters");
+    expectMalformed("t\n2\n" + std::string(100000, 'x'), 3, "the line is longer than 4096 characters");
+    const GroFrame longTitle = parse(std::string(kMaxGroLineLength, 't') + kTwoAtoms.substr(1) +
+                                     "   3.00000   3.00000   3.00000\n");
+    EXPECT_EQ(longTitle.title.size(), kMaxGroLineLength);
+    try {
+        readGro("/dev/zero");
+        FAIL() << "/dev/zero accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("/dev/zero:1: the line is longer than"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Gro, ControlCharactersOfTheFileAreEscapedInMessages) {
+    // A terminal escape sequence as a residue name, a carriage return in a count.
+    expectMalformed("t\n2\n" + atomLine(1, true, 1, 1, 1) + "    2\x1b[2J     N    2   1.000   2.000   3.000\n", 4,
+                    "residue '\\x1b[2J' and atom 'N'");
+    expectMalformed("t\n1\r"
+                    "2\n",
+                    2, "'1\\x0d2' is not an atom count");
+    try {
+        parse("t\n2\n" + atomLine(1, true, 1, 1, 1) + "    2\x1b[2J     N    2   1.000   2.000   3.000\n");
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos) << e.what();
+    }
+}
+
 TEST(Gro, AFailedFrameIsTruncatedBackSoTheTrajectoryHoldsWholeFrames) {
     const ForceField ff;
     const System s = makeLatticeSystem(1000, 4, 300.0, ff);

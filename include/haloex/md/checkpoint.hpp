@@ -64,7 +64,8 @@ void writeCheckpoint(const std::string& path, const CheckpointData& data);
 // InvalidInput naming the file and the problem when it is not a haloex
 // checkpoint, has a newer format version or the other byte order, is
 // truncated ("expected N bytes, got M"), fails its checksum, or holds
-// inconsistent atoms (count, duplicate or unsorted ids, bad types).
+// inconsistent atoms (count, duplicate or unsorted ids, bad types). The
+// checksum is verified before the atom arrays are allocated.
 CheckpointData readCheckpoint(const std::string& path);
 
 // Everything but the atoms (system.box is set, the atom arrays stay empty):

@@ -13,7 +13,10 @@
 // atom N is type 1 (-q). Residue and atom numbers are not checked (they wrap at
 // 100000). Atoms outside the box are kept (wrapping comes later); non-finite
 // coordinates are refused. Every malformed input throws haloex::Error with
-// "FILE:LINE: reason (what was expected)".
+// "FILE:LINE: reason (what was expected)"; text quoted from the file has its
+// control bytes escaped (\xNN). Lines are read up to kMaxGroLineLength
+// characters: a longer one (a binary file, /dev/zero) is refused without
+// reading on.
 #include <fstream>
 #include <iosfwd>
 #include <optional>
@@ -25,6 +28,9 @@
 #include "haloex/md/system.hpp"
 
 namespace haloex::md {
+
+// Longest line the reader accepts (atom lines have 44-200 characters).
+inline constexpr std::size_t kMaxGroLineLength = 4096;
 
 struct GroFrame {
     std::string title;
@@ -46,6 +52,7 @@ private:
     std::istream& in_;
     std::string sourceName_;
     long lineNumber_ = 0;  // number of the last line read (1-based)
+    std::vector<char> lineBuffer_;
 };
 
 // The first frame of a .gro file. Throws Io when it cannot be opened.
