@@ -49,9 +49,9 @@ struct Options {
 
 BenchSettings settingsFrom(const Options& o) {
     BenchSettings s;
-    if (o.maxBytes < 16384 || (o.maxBytes & (o.maxBytes - 1)) != 0) {
-        throwError(ErrorKind::InvalidInput,
-                   fmt::format("--max-bytes {}: use a power of two of at least 16384", o.maxBytes));
+    if (o.maxBytes < 16384 || o.maxBytes > kMaxBenchBytes || (o.maxBytes & (o.maxBytes - 1)) != 0) {
+        throwError(ErrorKind::InvalidInput, fmt::format("--max-bytes {}: use a power of two from 16384 to {}",
+                                                        o.maxBytes, kMaxBenchBytes));
     }
     if (o.repetitions < 0 || o.iterations < 0 || o.waitTimeout <= 0) {
         throwError(ErrorKind::InvalidInput, "--reps and --iters must be positive (0: default), --wait-timeout > 0");

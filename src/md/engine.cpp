@@ -10,6 +10,7 @@
 #include "haloex/md/buffer_check.hpp"
 #include "haloex/md/gro.hpp"
 #include "haloex/md/gromacs_export.hpp"
+#include "haloex/md/option_ranges.hpp"
 #include "haloex/md/restart.hpp"
 #include "haloex/md/run_files.hpp"
 #include "haloex/md/run_output.hpp"
@@ -37,7 +38,7 @@ System initialSystem(const MdOptions& o, const ForceField& ff) {
         GroFrame frame = readGro(o.groFile);
         return std::move(frame.system);
     }
-    return makeLatticeSystem(static_cast<int>(o.atoms), o.seed, o.temperature, ff);
+    return makeLatticeSystem(static_cast<int>(o.atoms), o.seed, o.temperature, ff);  // range: requireOptionRanges
 }
 
 // Dynamic pruning (GPU only): parts and inner radius, after rlist.
@@ -75,6 +76,7 @@ void resolvePruning(MdOptions& o, bool onGpu) {
 }  // namespace
 
 MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
+    requireOptionRanges(o);
     if (!o.restartFile.empty()) {
         const std::string path = o.restartFile;
         o = adoptCheckpointSettings(std::move(o), readCheckpointHeader(path), path);
@@ -104,7 +106,7 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
         o.rlist = chooseRlist(ff, kNumberDensity, o.temperature, o.nstlist, o.dt, o.bufferTolerance).rlist;
     }
     resolvePruning(o, onGpu);
-    if (o.thermoEvery == 0) o.thermoEvery = static_cast<int>(std::max<std::int64_t>(1, o.steps / 10));
+    if (o.thermoEvery == 0) o.thermoEvery = std::max<std::int64_t>(1, o.steps / 10);
     if (o.checkpointEvery > 0) {
         // Checkpoints at search steps restart bitwise-identically where forces are deterministic.
         o.checkpointEvery = (o.checkpointEvery + o.nstlist - 1) / o.nstlist * o.nstlist;

@@ -178,6 +178,35 @@ class MdCli(unittest.TestCase):
         os.mkdir(self.path("sub"))
         self.expect_refused(QUICK[:-1] + ["--cpt", "sub"], r"--cpt sub: the path is a directory")
 
+    # ---- 6. numbers that wrap or are not checked -----------------------------------
+
+    def test_numeric_options_out_of_range_are_refused_with_the_range(self):
+        cases = [
+            (["--steps", "2000000000000000"], r"--steps 2000000000000000: out of range; use 0 \(automatic"),
+            (["--steps", "-1"], r"--steps -1: out of range"),
+            (["--atoms", "4294968296"], r"--atoms 4294968296: out of range; use 0 \(automatic\) or an even number"),
+            (["--grid", "65536x65536x1"], r"rank grid 65536x65536x1 has 4294967296 ranks"),
+            (["--ranks", "-3"], r"--ranks -3: out of range; use 0 \(automatic: 4\) or 1 to 1024"),
+            (["--tau-t", "0"], r"--tau-t 0: out of range"),
+            (["--tau-t", "-1"], r"--tau-t -1: out of range"),
+            (["--tau-t", "nan"], r"--tau-t nan: out of range"),
+            (["--buffer-tolerance", "nan"], r"--buffer-tolerance nan: out of range"),
+            (["--temperature", "inf"], r"--temperature inf: out of range"),
+            (["--thermo-every", "-5"], r"--thermo-every -5: out of range"),
+            (["--cpt-every", "-1"], r"--cpt-every -1: out of range"),
+            (["--wait-timeout", "nan"], r"--wait-timeout nan: out of range"),
+        ]
+        for extra, message in cases:
+            with self.subTest(args=extra):
+                self.expect_refused(quick(extra), message)
+
+    def test_large_step_counts_do_not_wrap(self):
+        # 2147483647 rounded up to a search step overflowed an int.
+        status, out, err = self.run_md(QUICK + ["--cpt", "r.cpt", "--cpt-every", "2147483647"])
+        self.assertEqual(status, 0, err)
+        self.assertTrue(os.path.exists(self.path("r.cpt")))
+        self.assertNotRegex(out + err, r"-\d{6,}")
+
     # ---- 7. bounded, escaped reads -------------------------------------------------
 
     def test_structure_without_line_ends_is_refused_quickly(self):

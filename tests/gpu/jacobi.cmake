@@ -81,7 +81,22 @@ set_tests_properties(jacobi_bad_json_directory_np2 PROPERTIES
 # --- commbench: one quick run (all measurements) ------------------------------
 if(TARGET haloex-commbench)
   haloex_jacobi_mpi_test(commbench_quick_np2 haloex-commbench 2 "gpu;mpi" --quick --allow-shared-gpus)
+  # 2^63 bytes once looped (sizes doubling past 2^64 wrapped to 0) until memory ran out.
+  haloex_jacobi_mpi_test(commbench_bad_max_bytes_np2 haloex-commbench 2 mpi --max-bytes 9223372036854775808)
+  set_tests_properties(commbench_bad_max_bytes_np2 PROPERTIES TIMEOUT 60
+    PASS_REGULAR_EXPRESSION "--max-bytes 9223372036854775808: use a power of two from 16384 to 68719476736")
   haloex_jacobi_mpi_test(commbench_bad_csv_np2 haloex-commbench 2 mpi --quick --csv no-such-dir/bench.csv)
   set_tests_properties(commbench_bad_csv_np2 PROPERTIES TIMEOUT 60
     PASS_REGULAR_EXPRESSION "--csv no-such-dir/bench.csv: the directory 'no-such-dir' does not exist")
+endif()
+
+# --- halo-stress: options are checked before MPI and the GPU (exit 2) ---------
+# (--check-every 0 divided by zero, --repartition-every 0 never advanced; both
+# used to be found only after the GPU check, i.e. never where there is none.)
+if(TARGET haloex-halo-stress)
+  foreach(bad IN ITEMS check-every repartition-every)
+    add_test(NAME halo_stress_bad_${bad} COMMAND $<TARGET_FILE:haloex-halo-stress> --${bad} 0)
+    set_tests_properties(halo_stress_bad_${bad} PROPERTIES LABELS unit TIMEOUT 60
+      PASS_REGULAR_EXPRESSION "haloex-halo-stress: error: --${bad} 0: use a positive number of steps")
+  endforeach()
 endif()
