@@ -34,6 +34,9 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--atoms", o.atoms,
                    "Atoms of the lattice start (even, >= 1000); 0: 22 500 per GPU rank, 3 000 on the CPU");
     app.add_option("--gro", o.groFile, "Start from this .gro file (POS/P = +q, NEG/N = -q) instead of the lattice");
+    app.add_option("--min-distance", o.minDistance,
+                   "Refuse a start configuration with two atoms nearer than this (nm) before step 0; 0: no check")
+        ->capture_default_str();
     app.add_option("--seed", o.seed, "Random seed of the lattice start and the thermostat")->capture_default_str();
     app.add_option("--temperature", o.temperature, "Start and thermostat temperature (K)")->capture_default_str();
     app.add_option("--steps", o.steps, "MD steps to run; 0: 2 000 on GPUs, 200 on the CPU");

@@ -49,6 +49,8 @@ void requireOptionRanges(const MdOptions& o) {
                 "0 (automatic) or a radius in nm between --rc and the pair-list radius");
     requireReal("--temperature", o.temperature, 0.0, false, 1e9, "a temperature in K above 0, e.g. 300");
     requireReal("--tau-t", o.tauT, 0.0, false, kHuge, "a coupling time in ps above 0, e.g. 0.1");
+    requireReal("--min-distance", o.minDistance, 0.0, true, kHuge,
+                fmt::format("a distance in nm of at least 0 (0: no check; default {})", kDefaultMinDistance));
     requireCount("--ranks", o.virtualRanks, 0, kMaxVirtualRanks,
                  fmt::format("0 (automatic: 4) or 1 to {} virtual ranks", kMaxVirtualRanks));
     requireReal("--wait-timeout", o.waitTimeoutSeconds, 0.0, true, kHuge, "0 (default) or a number of seconds");

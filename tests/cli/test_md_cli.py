@@ -160,6 +160,49 @@ class MdCli(unittest.TestCase):
         self.assertTrue(os.path.exists(self.path("r.cpt.prev")))
         self.assertEqual(self.leftovers(), [])
 
+    # ---- 4. explosions stop with a reason ------------------------------------------
+
+    def close_pair_gro(self, distance_nm):
+        """ref-3000.gro with atom 2 moved to `distance_nm` from atom 1 (along x)."""
+        with open(os.path.join(DATA_DIR, "ref-3000.gro")) as f:
+            lines = f.read().splitlines()
+        first = lines[2]
+        x = float(first[20:28]) + distance_nm
+        lines[3] = lines[3][:20] + f"{x:8.3f}" + first[28:44] + lines[3][44:]
+        with open(self.path("close.gro"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return "close.gro"
+
+    def test_atoms_too_close_in_the_input_are_refused_before_step_zero(self):
+        gro = self.close_pair_gro(0.02)
+        out, _ = self.expect_refused(
+            ["--device", "cpu", "--ranks", "2", "--steps", "10", "--gro", gro],
+            r"--gro close.gro: atoms 0 and 1 \(global ids, lines 3 and 4 of the file\) are only 0\.0200 nm apart, "
+            r"closer than --min-distance 0\.05 nm .*relax it \(energy minimisation\).*--min-distance 0 turns")
+        self.assertNotIn("Step", out)
+
+    def test_blow_up_from_close_atoms_stops_with_step_and_atom(self):
+        gro = self.close_pair_gro(0.02)
+        _, err = self.expect_refused(["--device", "cpu", "--ranks", "2", "--steps", "100", "--gro", gro,
+                                      "--min-distance", "0", "--cpt", "state.cpt", "--json", "run.json"],
+                                     r"(atom \d+ \(global id\)|temperature reached).* at step \d+.*the system blew up"
+                                     r"\. Use a smaller --dt")
+        self.assertNotIn("force oracle", err)
+        self.assertNotIn("padding", err)
+        # Nothing half-written is left: no JSON, no temporaries, no checkpoint of the blown-up state.
+        self.assertEqual(sorted(os.listdir(self.dir)), ["close.gro"])
+
+    def test_too_large_time_step_stops_with_a_reason(self):
+        # 0.02 ps ran to the end at 1e23 K, or died in the force oracle's
+        # internal message; --rlist keeps the buffer estimate for such a step
+        # from asking for more than the box holds.
+        _, err = self.expect_refused(["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--steps", "200",
+                                      "--dt", "0.02", "--rlist", "1.0", "--quiet", "--json", "run.json"],
+                                     r"at step \d+.*atom \d+ \(global id\) (moves|has a non-finite).*the system "
+                                     r"blew up\. Use a smaller --dt")
+        self.assertNotIn("force oracle", err)
+        self.assertEqual(os.listdir(self.dir), [])
+
     # ---- 5. outputs are checked before the work ------------------------------------
 
     def test_json_into_missing_directory_refused_before_the_run(self):

@@ -1,6 +1,6 @@
 // What a haloex-md run checks before its first step: numeric options (range,
-// NaN, 64-bit step counts) and its files (an output that would overwrite an
-// input or another output).
+// NaN, 64-bit step counts), start configurations with atoms too close, and
+// its files (an output that would overwrite an input or another output).
 // The command-line view of the same checks: tests/cli/test_md_cli.py.
 #include <gtest/gtest.h>
 
@@ -11,9 +11,11 @@
 #include <string>
 
 #include "haloex/core/error.hpp"
+#include "haloex/md/close_contacts.hpp"
 #include "haloex/md/engine.hpp"
 #include "haloex/md/option_ranges.hpp"
 #include "haloex/md/run_files.hpp"
+#include "haloex/md/system.hpp"
 #include "test_temp_dir.hpp"
 
 using namespace haloex;
@@ -33,6 +35,16 @@ std::string errorOf(Body body) {
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+System twoAtoms(Vec3d a, Vec3d b, double box) {
+    System s;
+    s.box.length = {box, box, box};
+    s.positions = {a, b};
+    s.velocities.assign(2, Vec3d{});
+    s.types = {0, 1};
+    s.globalIds = {7, 3};
+    return s;
+}
 
 }  // namespace
 
@@ -78,6 +90,40 @@ TEST(RunChecks, NumericOptionsOutOfRangeAreRefusedNamingTheRange) {
     expectRefused([](MdOptions& o) { o.trajEvery = -1; }, "--traj-every -1: out of range");
     expectRefused([](MdOptions& o) { o.waitTimeoutSeconds = -1.0; }, "--wait-timeout -1: out of range");
     requireOptionRanges(MdOptions{});  // the defaults are in range
+}
+
+TEST(RunChecks, ClosestContactSeesThroughThePeriodicBoundary) {
+    // 0.03 nm apart across the x faces of a 3 nm box.
+    const System s = twoAtoms({0.01, 1.0, 1.0}, {2.98, 1.0, 1.0}, 3.0);
+    const auto contact = closestContact(s, 0.05);
+    ASSERT_TRUE(contact.has_value());
+    EXPECT_EQ(contact->first, 3);
+    EXPECT_EQ(contact->second, 7);
+    EXPECT_NEAR(contact->distance, 0.03, 1e-12);
+    EXPECT_EQ(contact->pairs, 1);
+    EXPECT_FALSE(closestContact(s, 0.02).has_value());
+    const ForceField ff;
+    EXPECT_FALSE(closestContact(makeLatticeSystem(3000, 11, 300.0, ff), 0.05).has_value());
+}
+
+TEST(RunChecks, ClosestContactFindsTheClosestOfManyPairs) {
+    const ForceField ff;
+    System s = makeLatticeSystem(3000, 5, 300.0, ff);
+    s.positions[100] = s.positions[2000] + Vec3d{0.0, 0.04, 0.0};
+    s.positions[17] = s.positions[5] + Vec3d{0.01, 0.0, 0.0};
+    const auto contact = closestContact(s, 0.05);
+    ASSERT_TRUE(contact.has_value());
+    EXPECT_EQ(contact->first, 5);
+    EXPECT_EQ(contact->second, 17);
+    EXPECT_NEAR(contact->distance, 0.01, 1e-9);
+    EXPECT_EQ(contact->pairs, 2);
+    const std::string message = errorOf([&] { requireNoCloseContacts(s, 0.05, "--gro start.gro", true); });
+    EXPECT_TRUE(contains(message, "--gro start.gro: atoms 5 and 17 (global ids, lines 8 and 20 of the file) are only "
+                                  "0.0100 nm apart, closer than --min-distance 0.05 nm (2 pair(s) that close)"))
+        << message;
+    EXPECT_TRUE(contains(message, "--min-distance 0 turns this check off")) << message;
+    requireNoCloseContacts(s, 0.0, "--gro start.gro", true);  // off
+    expectRefused([](MdOptions& o) { o.minDistance = -0.1; }, "--min-distance -0.1: out of range");
 }
 
 TEST(RunChecks, AnOutputMayNotOverwriteAnInputOrAnotherOutput) {

@@ -25,11 +25,19 @@ inline constexpr int kDefaultPruneParts = 8;
 // step * dt exact in a double and every step sum far from overflowing.
 inline constexpr std::int64_t kMaxStepCount = 1'000'000'000'000'000;
 inline constexpr int kMaxVirtualRanks = 1024;
+// Closest two atoms of a start configuration may be (nm): nearer ones have
+// forces that blow the system up at the first step (LJ sigma is 0.2 nm; the
+// lattice start keeps neighbours more than 0.2 nm apart). --min-distance
+// changes it, 0 turns the check off.
+inline constexpr double kDefaultMinDistance = 0.05;
 
 struct MdOptions {
     // System
     std::int64_t atoms = 0;      // 0: auto (22 500 per GPU rank; 3 000 on the CPU)
     std::string groFile;         // start from a .gro instead of the lattice recipe
+    // Start configurations with two atoms nearer than this (nm) are refused
+    // before step 0; 0: no check.
+    double minDistance = kDefaultMinDistance;
     std::uint64_t seed = 2026;
     double temperature = 300.0;  // K: initial velocities and thermostat reference
 
