@@ -98,8 +98,8 @@ class MdCli(unittest.TestCase):
         status, out, err = self.run_md(QUICK + ["--cpt", "state.cpt"],
                                        shell_prefix="ln -s victim state.cpt.tmp.$$")
         self.assertEqual(status, 0, err)
-        with open(self.path("victim")) as f:
-            self.assertEqual(f.read(), "precious\n")
+        with open(self.path("victim"), "rb") as f:
+            self.assertEqual(f.read(), b"precious\n")
         self.assertTrue(stat.S_ISREG(os.lstat(self.path("state.cpt")).st_mode))
         with open(self.path("state.cpt"), "rb") as f:
             self.assertEqual(f.read(8), b"HALOEXCP")
