@@ -8,7 +8,8 @@
 // Every exchange is nonblocking underneath and polled with a time limit
 // (haloex/runtime/host_wait.hpp): a peer that stops responding gives
 // Error(Timeout) naming this rank, the operation and the peer, instead of a
-// job that spins forever.
+// job that spins forever. The timed-out operation stays posted (MPI cannot
+// cancel a collective): end the job with abort(), as haloex's tools do.
 #include <mpi.h>
 
 #include <functional>
