@@ -61,10 +61,13 @@ class MdCli(unittest.TestCase):
                                 errors="backslashreplace", timeout=timeout)
         return result.returncode, result.stdout, result.stderr
 
-    def expect_refused(self, args, message, **kwargs):
-        """A bad run: status 1, `message` (a regex) on stderr, and no step was run."""
-        status, out, err = self.run_md(args, **kwargs)
-        self.assertEqual(status, 1, f"status {status}\nstdout:\n{out}\nstderr:\n{err}")
+    def expect_refused(self, args, message, status=1, **kwargs):
+        """A bad run: `status` (None: any but 0), `message` (a regex) on stderr, and no step was run."""
+        got, out, err = self.run_md(args, **kwargs)
+        if status is None:
+            self.assertNotEqual(got, 0, f"stdout:\n{out}\nstderr:\n{err}")
+        else:
+            self.assertEqual(got, status, f"status {got}\nstdout:\n{out}\nstderr:\n{err}")
         self.assertRegex(err, message)
         self.assertNotIn("Performance:", out, "the run went ahead")
         return out, err
@@ -242,6 +245,14 @@ class MdCli(unittest.TestCase):
         for extra, message in cases:
             with self.subTest(args=extra):
                 self.expect_refused(quick(extra), message)
+        # Refused while the command line is parsed (CLI11's exit status): an
+        # unsigned option used to wrap -1 and clamp values past 2^64 - 1.
+        for extra, message in [
+            (["--seed", "-1"], r"--seed: -1 is out of range; use a whole number from 0 to 18446744073709551615"),
+            (["--seed", "18446744073709551616"], r"--seed: 18446744073709551616 is out of range"),
+        ]:
+            with self.subTest(args=extra):
+                self.expect_refused(quick(extra), message, status=None)
 
     def test_large_step_counts_do_not_wrap(self):
         # 2147483647 rounded up to a search step overflowed an int.
