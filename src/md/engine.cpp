@@ -456,7 +456,11 @@ struct Engine::Impl {
         const int dof = degreesOfFreedom(static_cast<int>(totalAtoms));
         sample.temperature = 2.0 * sample.kinetic / (dof * kBoltzmann);
         sample.pressure = 2.0 / (3.0 * box.volume()) * (sample.kinetic - sums[4]) * kBarPerKJMolNm3;
-        if (!(sample.temperature <= maxTemperature)) {
+        // Decided together (an integer maximum): sums of doubles reduced over
+        // MPI need not agree to the last bit on every rank, and the branch
+        // below is collective.
+        const bool tooHot = !(sample.temperature <= maxTemperature);
+        if (e.world_.allReduceValue<std::int64_t>(tooHot ? 1 : 0, runtime::ReduceOp::Max) != 0) {
             // Name the atom too: the fastest one at the end of that step.
             e.backend_.getHome(e.transport_, home);
             const FastestAtom fastest = fastestAtom();
