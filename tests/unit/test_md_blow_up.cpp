@@ -22,6 +22,16 @@ using namespace haloex::md;
 
 namespace {
 
+// The home-atom parameter of RankBackend::getHome, taken from the interface
+// so that the wrapper below follows it when it changes.
+template <class>
+struct SecondParameter;
+template <class C, class R, class A, class B>
+struct SecondParameter<R (C::*)(A, B)> {
+    using type = B;
+};
+using HomeParameter = SecondParameter<decltype(&RankBackend::getHome)>::type;
+
 class BlowUpAfter final : public RankBackend {
 public:
     BlowUpAfter(std::unique_ptr<RankBackend> inner, std::int64_t afterStep, bool here)
@@ -33,7 +43,7 @@ public:
     void prepare(transport::ParticleTransport& t, const LocalStatics& s, const BackendContext& c) override {
         inner_->prepare(t, s, c);
     }
-    void getHome(transport::ParticleTransport& t, std::span<AtomRecord> home) override { inner_->getHome(t, home); }
+    void getHome(transport::ParticleTransport& t, HomeParameter home) override { inner_->getHome(t, home); }
     std::int64_t stepsRun() const override { return inner_->stepsRun(); }
     EnergyTerms energies() override { return inner_->energies(); }
     void setVelocityScale(double lambda) override { inner_->setVelocityScale(lambda); }
