@@ -20,6 +20,7 @@
 #include "gpu_initiated.hpp"
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/core/safe_file.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
 #include "haloex/nvshmem/bootstrap.hpp"
@@ -48,9 +49,9 @@ struct Options {
 
 BenchSettings settingsFrom(const Options& o) {
     BenchSettings s;
-    if (o.maxBytes < 16384 || (o.maxBytes & (o.maxBytes - 1)) != 0) {
-        throwError(ErrorKind::InvalidInput,
-                   fmt::format("--max-bytes {}: use a power of two of at least 16384", o.maxBytes));
+    if (o.maxBytes < 16384 || o.maxBytes > kMaxBenchBytes || (o.maxBytes & (o.maxBytes - 1)) != 0) {
+        throwError(ErrorKind::InvalidInput, fmt::format("--max-bytes {}: use a power of two from 16384 to {}",
+                                                        o.maxBytes, kMaxBenchBytes));
     }
     if (o.repetitions < 0 || o.iterations < 0 || o.waitTimeout <= 0) {
         throwError(ErrorKind::InvalidInput, "--reps and --iters must be positive (0: default), --wait-timeout > 0");
@@ -101,10 +102,9 @@ int run(const Options& o, const BenchSettings& s, runtime::MpiWorld& world) {
         fmt::print("{}\n", tableHeader());
         for (const auto& m : all) fmt::print("{}\n", tableLine(m));
         if (!o.csv.empty()) {
-            std::ofstream out(o.csv);
-            if (!out) throwError(ErrorKind::Io, fmt::format("--csv {}: cannot open the file for writing", o.csv));
-            out << csvHeader() << "\n";
-            for (const auto& m : all) out << csvLine(m) << "\n";
+            std::string text = csvHeader() + "\n";
+            for (const auto& m : all) text += csvLine(m) + "\n";
+            writeFileAtomically(o.csv, text, "--csv");
         }
         if (!o.json.empty()) {
             cudaDeviceProp prop{};
@@ -129,9 +129,7 @@ int run(const Options& o, const BenchSettings& s, runtime::MpiWorld& world) {
                                  {"max_bytes", o.maxBytes}}},
                                {"results", nlohmann::json::array()}};
             for (const auto& m : all) doc["results"].push_back(toJson(m));
-            std::ofstream out(o.json);
-            if (!out) throwError(ErrorKind::Io, fmt::format("--json {}: cannot open the file for writing", o.json));
-            out << doc.dump(2) << "\n";
+            writeFileAtomically(o.json, doc.dump(2) + "\n", "--json");
         }
     }
     return 0;
@@ -161,6 +159,21 @@ int main(int argc, char** argv) {
     BenchSettings settings;
     try {
         settings = settingsFrom(o);
+        // The outputs before the measurements: rank 0 writes them.
+        std::int64_t badOutput = 0;
+        std::string why;
+        if (world.rank() == 0) {
+            try {
+                if (!o.csv.empty()) requireWritableOutput("--csv", o.csv);
+                if (!o.json.empty()) requireWritableOutput("--json", o.json);
+            } catch (const Error& e) {
+                badOutput = 1;
+                why = e.what();
+            }
+        }
+        if (world.allReduceValue(badOutput, runtime::ReduceOp::Max) != 0) {
+            throwError(ErrorKind::InvalidInput, world.rank() == 0 ? why : "rank 0 cannot write an output");
+        }
         if (world.size() < 2) {
             throwError(ErrorKind::InvalidInput, fmt::format("{} rank: the benchmarks run between ranks 0 and 1; launch "
                                                             "with mpirun -np 2",

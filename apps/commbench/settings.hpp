@@ -28,10 +28,19 @@ struct BenchSettings {
     }
 };
 
-// Powers of `step` from 8 B up to and including `largest`.
+// Largest message --max-bytes accepts: far beyond any GPU's memory use for a
+// benchmark, and small enough that no size computation overflows.
+inline constexpr std::size_t kMaxBenchBytes = std::size_t{1} << 36;  // 64 GiB
+
+// Powers of `step` (>= 2) from 8 B up to and including `largest`. Stops
+// before a product could wrap around (which looped until memory ran out).
 inline std::vector<std::size_t> sizesUpTo(std::size_t largest, std::size_t step) {
     std::vector<std::size_t> out;
-    for (std::size_t b = 8; b <= largest; b *= step) out.push_back(b);
+    if (step < 2) step = 2;
+    for (std::size_t b = 8; b <= largest; b *= step) {
+        out.push_back(b);
+        if (b > largest / step) break;
+    }
     if (out.empty() || out.back() != largest) out.push_back(largest);
     return out;
 }

@@ -4,12 +4,14 @@
 // received coordinate and every accumulated force against closed-form values
 // that the reference algorithm implies; repartitions the atoms every
 // --repartition-every steps. Launch with mpirun; exits 77 (skipped) without a
-// GPU or when the transport cannot run here (e.g. NCCL with shared GPUs).
+// GPU or when the transport cannot run here (e.g. NCCL with shared GPUs), 2 on
+// bad options (checked before MPI and the GPU).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <random>
@@ -30,6 +32,7 @@
 namespace {
 
 using namespace haloex;
+constexpr int kBadInput = 2;
 constexpr int kSkipped = 77;
 
 struct Options {
@@ -47,6 +50,25 @@ struct Options {
     unsigned seed = 7;
     int timeExchanges = 0;
 };
+
+// Every option in range, before MPI or a GPU is touched (a zero --check-every
+// divided by zero, a zero --repartition-every never advanced).
+void validate(const Options& o) {
+    const auto refuse = [](const std::string& what) { throwError(ErrorKind::InvalidInput, what); };
+    if (o.atoms < 1 || o.atoms > 100'000'000) refuse(fmt::format("--atoms {}: use 1 to 100000000 atoms", o.atoms));
+    if (!std::isfinite(o.rlist) || o.rlist <= 0.0) {
+        refuse(fmt::format("--rlist {}: use a halo distance in nm above 0", o.rlist));
+    }
+    if (o.steps < 1) refuse(fmt::format("--steps {}: use at least one step", o.steps));
+    if (o.repartitionEvery < 1) {
+        refuse(fmt::format("--repartition-every {}: use a positive number of steps", o.repartitionEvery));
+    }
+    if (o.checkEvery < 1) refuse(fmt::format("--check-every {}: use a positive number of steps", o.checkEvery));
+    if (!std::isfinite(o.waitTimeout) || o.waitTimeout < 0.0) {
+        refuse(fmt::format("--wait-timeout {}: use 0 (default) or a number of seconds", o.waitTimeout));
+    }
+    plan::parseRankGrid(o.grid);
+}
 
 // What a halo copy carries, forwarded through the plan at repartitioning.
 struct CopyTag {
@@ -344,6 +366,12 @@ int main(int argc, char** argv) {
                    "After the checked steps, time this many forward/reverse exchanges alone (0: none)")
         ->check(CLI::Range(0, 100000));
     CLI11_PARSE(app, argc, argv);
+    try {
+        validate(o);
+    } catch (const Error& e) {
+        fmt::print(stderr, "haloex-halo-stress: error: {}\n", e.what());
+        return kBadInput;
+    }
 
     runtime::MpiSession session(argc, argv);
     runtime::MpiWorld world;

@@ -22,6 +22,7 @@
 #include "core/jacobi_report.hpp"
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/core/safe_file.hpp"
 #include "haloex/runtime/mpi_world.hpp"
 #if HALOEX_JACOBI_WITH_CUDA
 #include "gpu/gpu_runner.hpp"
@@ -241,9 +242,7 @@ int run(const Options& o, const ProblemSpec& spec, const std::vector<std::string
                                  {"allow_shared_gpus", o.allowSharedGpus}}},
                                {"results", nlohmann::json::array()}};
             for (const auto& r : results) doc["results"].push_back(toJson(r));
-            std::ofstream out(o.json);
-            if (!out) throwError(ErrorKind::Io, fmt::format("--json {}: cannot open the file for writing", o.json));
-            out << doc.dump(2) << "\n";
+            writeFileAtomically(o.json, doc.dump(2) + "\n", "--json");
         }
     }
     if (failed > 0) return kExitFailed;
@@ -291,6 +290,20 @@ int main(int argc, char** argv) {
     try {
         spec = makeSpec(o, world.size());
         names = parseTransports(o.transports);
+        // The output before the runs: rank 0 writes it, every rank stops.
+        std::int64_t badOutput = 0;
+        std::string why;
+        if (world.rank() == 0 && !o.json.empty()) {
+            try {
+                requireWritableOutput("--json", o.json);
+            } catch (const Error& e) {
+                badOutput = 1;
+                why = e.what();
+            }
+        }
+        if (world.allReduceValue(badOutput, runtime::ReduceOp::Max) != 0) {
+            throwError(ErrorKind::InvalidInput, world.rank() == 0 ? why : "rank 0 cannot write --json");
+        }
     } catch (const Error& e) {
         // Every rank finds the same problem; rank 0 says what it is.
         if (world.rank() == 0) fmt::print(stderr, "haloex-jacobi: error: {}\n", e.what());

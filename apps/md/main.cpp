@@ -4,7 +4,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <charconv>
+#include <cstdint>
 #include <iostream>
+#include <limits>
 #include <memory>
 #include <optional>
 
@@ -30,11 +33,28 @@ namespace {
 
 using namespace haloex;
 
+// A whole number from 0 to 2^64 - 1, checked as text: CLI11 itself turns
+// "-1" into 2^64 - 1 and clamps larger values for an unsigned option.
+const CLI::Validator kUnsigned64(
+    [](std::string& text) -> std::string {
+        std::uint64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc() && end == text.data() + text.size()) return {};
+        return fmt::format("{} is out of range; use a whole number from 0 to {}", text,
+                           std::numeric_limits<std::uint64_t>::max());
+    },
+    "0..2^64-1");
+
 void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--atoms", o.atoms,
                    "Atoms of the lattice start (even, >= 1000); 0: 22 500 per GPU rank, 3 000 on the CPU");
     app.add_option("--gro", o.groFile, "Start from this .gro file (POS/P = +q, NEG/N = -q) instead of the lattice");
-    app.add_option("--seed", o.seed, "Random seed of the lattice start and the thermostat")->capture_default_str();
+    app.add_option("--min-distance", o.minDistance,
+                   "Refuse a start configuration with two atoms nearer than this (nm) before step 0; 0: no check")
+        ->capture_default_str();
+    app.add_option("--seed", o.seed, "Random seed of the lattice start and the thermostat")
+        ->check(kUnsigned64)
+        ->capture_default_str();
     app.add_option("--temperature", o.temperature, "Start and thermostat temperature (K)")->capture_default_str();
     app.add_option("--steps", o.steps, "MD steps to run; 0: 2 000 on GPUs, 200 on the CPU");
     app.add_option("--dt", o.dt, "Time step (ps)")->capture_default_str();

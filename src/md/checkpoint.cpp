@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/safe_file.hpp"
 
 namespace haloex::md {
 namespace {
@@ -176,10 +177,10 @@ static_assert(sizeof(PackedAtom) == kAtomBytes);
 
 // ---- writing ----------------------------------------------------------------
 
-// Buffered writes to a file descriptor with a running checksum.
+// Buffered writes to the checkpoint's temporary with a running checksum.
 class ChecksummedSink {
 public:
-    ChecksummedSink(int fd, const std::string& path) : fd_(fd), path_(path) { buffer_.reserve(kIoBlockBytes); }
+    explicit ChecksummedSink(AtomicFileWriter& file) : file_(file) { buffer_.reserve(kIoBlockBytes); }
 
     void put(std::span<const std::byte> bytes) {
         checksum_.add(bytes);
@@ -196,23 +197,11 @@ public:
 
 private:
     void flush() {
-        const std::byte* p = buffer_.data();
-        std::size_t left = buffer_.size();
-        while (left > 0) {
-            const ssize_t n = ::write(fd_, p, left);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) {
-                throwError(ErrorKind::Io, fmt::format("cannot write checkpoint data to '{}': {} (is the disk full?)",
-                                                      path_, n < 0 ? systemError() : "nothing written"));
-            }
-            p += n;
-            left -= static_cast<std::size_t>(n);
-        }
+        file_.write(buffer_);
         buffer_.clear();
     }
 
-    int fd_;
-    const std::string& path_;
+    AtomicFileWriter& file_;
     std::vector<std::byte> buffer_;
     Fnv1a checksum_;
 };
@@ -231,8 +220,8 @@ void requireWritable(const CheckpointData& d) {
     }
 }
 
-void writeContents(int fd, const std::string& tmpPath, const CheckpointData& d) {
-    ChecksummedSink sink(fd, tmpPath);
+void writeContents(AtomicFileWriter& file, const CheckpointData& d) {
+    ChecksummedSink sink(file);
     sink.put(encodeHeader(d));
     std::vector<PackedAtom> block;
     const std::size_t atomsPerBlock = kIoBlockBytes / kAtomBytes;
@@ -263,15 +252,6 @@ void keepPrevious(const std::string& path) {
     // A hard link keeps `path` in place, so there is always a checkpoint at `path`.
     if (::link(path.c_str(), prev.c_str()) == 0) return;
     fs::copy_file(path, prev, fs::copy_options::overwrite_existing, ec);
-}
-
-void syncDirectoryOf(const std::string& path) {
-    const std::filesystem::path parent = std::filesystem::path(path).parent_path();
-    const std::string dir = parent.empty() ? "." : parent.string();
-    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0) return;  // durability of the rename only; the data itself is synced
-    ::fsync(fd);
-    ::close(fd);
 }
 
 // ---- reading ----------------------------------------------------------------
@@ -403,30 +383,13 @@ void requireConsistentAtoms(const std::string& path, const CheckpointData& d) {
 
 void writeCheckpoint(const std::string& path, const CheckpointData& data) {
     requireWritable(data);
-    const std::string tmpPath = fmt::format("{}.tmp.{}", path, ::getpid());
-    FileDescriptor fd(::open(tmpPath.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644));
-    if (fd.get() < 0) {
-        throwError(ErrorKind::Io, fmt::format("cannot create the checkpoint's temporary file '{}': {}; check that "
-                                              "the directory exists and is writable",
-                                              tmpPath, systemError()));
-    }
-    try {
-        writeContents(fd.get(), tmpPath, data);
-        if (::fsync(fd.get()) != 0) {
-            throwError(ErrorKind::Io, fmt::format("cannot sync checkpoint '{}' to disk: {}", tmpPath, systemError()));
-        }
-        if (fd.close() != 0) {
-            throwError(ErrorKind::Io, fmt::format("cannot close checkpoint '{}': {}", tmpPath, systemError()));
-        }
-        keepPrevious(path);
-        if (::rename(tmpPath.c_str(), path.c_str()) != 0) {
-            throwError(ErrorKind::Io, fmt::format("cannot rename '{}' to '{}': {}", tmpPath, path, systemError()));
-        }
-    } catch (...) {
-        ::unlink(tmpPath.c_str());  // never leave a half-written temporary behind
-        throw;
-    }
-    syncDirectoryOf(path);
+    // A temporary with an unpredictable name, renamed onto `path` only when
+    // complete and only when `path` is a regular file (or new); removed on
+    // every failure.
+    AtomicFileWriter file(path, "checkpoint");
+    writeContents(file, data);
+    keepPrevious(path);
+    file.commit();
 }
 
 CheckpointData readCheckpointHeader(const std::string& path) { return openCheckpoint(path).data; }
@@ -434,20 +397,40 @@ CheckpointData readCheckpointHeader(const std::string& path) { return openCheckp
 CheckpointData readCheckpoint(const std::string& path) {
     OpenCheckpoint cp = openCheckpoint(path);
     CheckpointData d = std::move(cp.data);
-    Fnv1a checksum;
-    checksum.add(cp.header);
     const auto n = static_cast<std::size_t>(d.atomCount);
+    std::vector<PackedAtom> block(kIoBlockBytes / kAtomBytes);
+    // Two passes: the checksum first, through one block, so that a corrupt
+    // or sparse file (a header claiming millions of atoms over a hole) is
+    // refused before the atom arrays are allocated; then the atoms, checked
+    // again so that what is kept is what was verified.
+    const auto readAtoms = [&](const auto& perBlock) {
+        if (::lseek(cp.fd->get(), static_cast<off_t>(kHeaderBytes), SEEK_SET) < 0) {
+            throwError(ErrorKind::Io, fmt::format("cannot seek in checkpoint '{}': {}", path, systemError()));
+        }
+        Fnv1a checksum;
+        checksum.add(cp.header);
+        for (std::size_t first = 0; first < n; first += block.size()) {
+            const std::size_t count = std::min(block.size(), n - first);
+            const auto bytes = std::as_writable_bytes(std::span(block).first(count));
+            readExactly(cp.fd->get(), bytes.data(), bytes.size(), path, cp.expectedSize);
+            checksum.add(bytes);
+            perBlock(first, count);
+        }
+        std::uint64_t stored = 0;
+        readExactly(cp.fd->get(), reinterpret_cast<std::byte*>(&stored), sizeof(stored), path, cp.expectedSize);
+        if (stored != checksum.value()) {
+            refuse(path, fmt::format("checksum mismatch (stored {:#018x}, computed {:#018x}): the file is corrupt; "
+                                     "'{}.prev' holds the previous checkpoint, if any",
+                                     stored, checksum.value(), path));
+        }
+    };
+    readAtoms([](std::size_t, std::size_t) {});
     System& s = d.system;
     s.positions.resize(n);
     s.velocities.resize(n);
     s.types.resize(n);
     s.globalIds.resize(n);
-    std::vector<PackedAtom> block(kIoBlockBytes / kAtomBytes);
-    for (std::size_t first = 0; first < n; first += block.size()) {
-        const std::size_t count = std::min(block.size(), n - first);
-        const auto bytes = std::as_writable_bytes(std::span(block).first(count));
-        readExactly(cp.fd->get(), bytes.data(), bytes.size(), path, cp.expectedSize);
-        checksum.add(bytes);
+    readAtoms([&](std::size_t first, std::size_t count) {
         for (std::size_t k = 0; k < count; ++k) {
             const PackedAtom& a = block[k];
             s.globalIds[first + k] = a.globalId;
@@ -455,14 +438,7 @@ CheckpointData readCheckpoint(const std::string& path) {
             s.positions[first + k] = Vec3d{a.position[0], a.position[1], a.position[2]};
             s.velocities[first + k] = Vec3d{a.velocity[0], a.velocity[1], a.velocity[2]};
         }
-    }
-    std::uint64_t stored = 0;
-    readExactly(cp.fd->get(), reinterpret_cast<std::byte*>(&stored), sizeof(stored), path, cp.expectedSize);
-    if (stored != checksum.value()) {
-        refuse(path, fmt::format("checksum mismatch (stored {:#018x}, computed {:#018x}): the file is corrupt; "
-                                 "'{}.prev' holds the previous checkpoint, if any",
-                                 stored, checksum.value(), path));
-    }
+    });
     requireConsistentAtoms(path, d);
     return d;
 }

@@ -57,11 +57,31 @@ private:
         const ForceField& ff = *context_.forceField;
         transport.forwardCoordinates(context_.box, nullptr);
         std::span<const Vec3f> x(transport.coordinates(), numLocal_);
-        const PairForces<float> pair =
-            computeForcesRank<float>(x, statics_.charges, statics_.zoneMasks, context_.box, context_.periodic, ff);
+        // A blown-up system (here or on a neighbour, through the halo) is not
+        // handed to the force oracle, which refuses non-finite positions with
+        // an internal message: the atom is recorded and the state frozen, and
+        // the engine stops the run at its next check naming the atom and the
+        // step. The exchanges still run: every rank makes the same calls.
+        if (nonFiniteAtom_ < 0) findNonFiniteLocal(x);
+        const bool blownUp = nonFiniteAtom_ >= 0;
+        PairForces<float> pair;
+        if (!blownUp) {
+            pair = computeForcesRank<float>(x, statics_.charges, statics_.zoneMasks, context_.box, context_.periodic,
+                                            ff);
+        }
         Vec3f* f = transport.forces();
-        std::copy(pair.forces.begin(), pair.forces.end(), f);
+        if (blownUp) {
+            std::fill(f, f + numLocal_, Vec3f{});
+        } else {
+            std::copy(pair.forces.begin(), pair.forces.end(), f);
+        }
         transport.reverseForces(nullptr);
+        if (blownUp) {
+            energies_.nonFiniteAtom = nonFiniteAtom_;
+            energies_.nonFiniteStep = nonFiniteStep_;
+            ++stepsRun_;
+            return;
+        }
 
         const float dt = static_cast<float>(context_.dt);
         const float invMass = static_cast<float>(1.0 / ff.mass);
@@ -98,6 +118,17 @@ private:
         energies_.nonFiniteAtom = nonFiniteAtom_;
         energies_.nonFiniteStep = nonFiniteStep_;
         ++stepsRun_;
+    }
+
+    void findNonFiniteLocal(std::span<const Vec3f> x) {
+        for (int i = 0; i < numLocal_; ++i) {
+            if (!statics_.zoneMasks.empty() && (statics_.zoneMasks[i] & plan::kPaddingMask) != 0) continue;
+            if (!isFinite(x[i])) {
+                nonFiniteAtom_ = statics_.globalIds[i];
+                nonFiniteStep_ = stepsRun_;
+                return;
+            }
+        }
     }
 
     LocalStatics statics_;

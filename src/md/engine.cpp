@@ -9,10 +9,13 @@
 #include "haloex/core/error.hpp"
 #include "haloex/md/checkpoint.hpp"
 #include "haloex/md/buffer_check.hpp"
+#include "haloex/md/close_contacts.hpp"
 #include "haloex/md/gro.hpp"
 #include "haloex/md/nstlist_choice.hpp"
 #include "haloex/md/gromacs_export.hpp"
+#include "haloex/md/option_ranges.hpp"
 #include "haloex/md/restart.hpp"
+#include "haloex/md/run_files.hpp"
 #include "haloex/md/run_output.hpp"
 #include "haloex/md/system.hpp"
 #include "haloex/md/thermostat.hpp"
@@ -26,6 +29,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 constexpr double kBarPerKJMolNm3 = 16.6054;
+// Bounds past which a run is stopped as blown up (docs/md-engine.md): the
+// temperature beyond kTemperatureFactor times the larger of --temperature and
+// the start's (at least kMinTemperatureBound), and an atom moving more than
+// kMaxStepDisplacement in one step (half the LJ sigma; thermal atoms move
+// about 0.001 nm per 2 fs step at 300 K). Non-finite values always stop it.
+constexpr double kTemperatureFactor = 10.0;
+constexpr double kMinTemperatureBound = 1000.0;  // K
+constexpr double kMaxStepDisplacement = 0.1;     // nm
 
 double seconds(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double>(b - a).count(); }
 
@@ -38,7 +49,7 @@ System initialSystem(const MdOptions& o, const ForceField& ff) {
         GroFrame frame = readGro(o.groFile);
         return std::move(frame.system);
     }
-    return makeLatticeSystem(static_cast<int>(o.atoms), o.seed, o.temperature, ff);
+    return makeLatticeSystem(static_cast<int>(o.atoms), o.seed, o.temperature, ff);  // range: requireOptionRanges
 }
 
 // Dynamic pruning (GPU only): parts and inner radius, after rlist.
@@ -104,6 +115,7 @@ bool resolveSearchPlace(const std::string& option, bool deviceCapable) {
 }  // namespace
 
 MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
+    requireOptionRanges(o);
     if (!o.restartFile.empty()) {
         const std::string path = o.restartFile;
         o = adoptCheckpointSettings(std::move(o), readCheckpointHeader(path), path);
@@ -149,7 +161,7 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
         o.rlist = chooseRlist(ff, kNumberDensity, o.temperature, o.nstlist, o.dt, o.bufferTolerance).rlist;
     }
     resolvePruning(o, onGpu);
-    if (o.thermoEvery == 0) o.thermoEvery = static_cast<int>(std::max<std::int64_t>(1, o.steps / 10));
+    if (o.thermoEvery == 0) o.thermoEvery = std::max<std::int64_t>(1, o.steps / 10);
     if (o.checkpointEvery > 0) {
         // Checkpoints at search steps restart bitwise-identically where forces are deterministic.
         o.checkpointEvery = (o.checkpointEvery + o.nstlist - 1) / o.nstlist * o.nstlist;
@@ -171,6 +183,7 @@ struct Engine::Impl {
     double thermostatEnergy = 0.0;  // energy removed by the thermostat so far
     double lastVelocityScale = 1.0;   // the thermostat's lambda at the last energy step
     double startVelocityScale = 1.0;  // a restart's lambda still to apply at its first step
+    double maxTemperature = 0.0;      // K: beyond it the run is stopped as blown up
     Thermostat thermostat;
     RunSummary summary;
     Clock::time_point runStart;
@@ -187,8 +200,19 @@ struct Engine::Impl {
     void setUp() {
         const MdOptions& o = e.options_;
         ff.rc = o.rc;
+        // Before any work: an output that cannot be written, or that would
+        // overwrite an input or another output, stops the run now.
+        runOnRoot(e.world_, [&] { checkRunFiles(o); });
         System system = o.restartFile.empty() ? initialSystem(o, ff) : restoreCheckpoint();
         system.validate();
+        runOnRoot(e.world_, [&] {
+            const std::string source = !o.restartFile.empty() ? "--restart " + o.restartFile
+                                       : !o.groFile.empty()    ? "--gro " + o.groFile
+                                                               : std::string("the lattice start");
+            requireNoCloseContacts(system, o.minDistance, source, o.restartFile.empty() && !o.groFile.empty());
+        });
+        maxTemperature = std::max(kMinTemperatureBound,
+                                  kTemperatureFactor * std::max(o.temperature, temperature(system, ff)));
         if (!o.writeGromacsDir.empty()) {
             runOnRoot(e.world_, [&] { writeGromacsInputs(o.writeGromacsDir, system, o, ff); });
         }
@@ -260,7 +284,10 @@ struct Engine::Impl {
     // Trajectory frames and checkpoints at the boundary before `step` (collective).
     void writeOutput(RunOutput& output, bool beforeFirstSearch, bool last) {
         if (!output.isOutputStep(step, last)) return;
-        if (!beforeFirstSearch) e.backend_.getHome(e.transport_, home);
+        if (!beforeFirstSearch) {
+            e.backend_.getHome(e.transport_, home);
+            requireSaneAtoms();  // never a checkpoint of a blown-up system
+        }
         const RunState state{step, thermostatEnergy, pendingVelocityScale(), thermostat.randomState()};
         output.write(e.world_, box, home, state, last);
     }
@@ -364,7 +391,10 @@ struct Engine::Impl {
     void searchOnHost(SearchKind kind) {
         const bool first = kind != SearchKind::Regular;
         auto t = Clock::now();
-        if (!first) e.backend_.getHome(e.transport_, home);
+        if (!first) {
+            e.backend_.getHome(e.transport_, home);
+            requireSaneAtoms();
+        }
         phase("download", t);
         if (e.options_.measureBuffer && kind != SearchKind::Warmup) measureBuffer(kind == SearchKind::First);
         phase("buffer check", t);
@@ -488,6 +518,48 @@ struct Engine::Impl {
         return s == last || (s - summary.firstStep) % e.options_.thermoEvery == 0;
     }
 
+    // The atom that moves farthest per step (+inf: a non-finite position or
+    // velocity) over every rank's home atoms on the host (after getHome).
+    // Collective.
+    struct FastestAtom {
+        double move = 0.0;  // nm per step
+        std::int64_t id = INT64_MAX;
+        std::string describe(double dt) const {
+            if (!std::isfinite(move)) {
+                return fmt::format("atom {} (global id) has a non-finite position or velocity", id);
+            }
+            return fmt::format("atom {} (global id) moves {:.3g} nm per step (velocity {:.4g} nm/ps)", id, move,
+                               move / dt);
+        }
+    };
+    FastestAtom fastestAtom() const {
+        FastestAtom mine;
+        for (const AtomRecord& a : home) {
+            const bool finite = isFinite(a.position) && isFinite(a.velocity);
+            const double move = finite ? std::sqrt(norm2(a.velocity)) * e.options_.dt : HUGE_VAL;
+            if (move > mine.move || (move == mine.move && a.globalId < mine.id)) mine = {move, a.globalId};
+        }
+        FastestAtom all;
+        all.move = e.world_.allReduceValue(mine.move, runtime::ReduceOp::Max);
+        all.id = e.world_.allReduceValue(mine.move == all.move ? mine.id : INT64_MAX, runtime::ReduceOp::Min);
+        return all;
+    }
+
+    // At `step`, with the home atoms on the host: a non-finite atom, or one
+    // moving more than kMaxStepDisplacement per step, stops the run on every
+    // rank with the atom and the step.
+    void requireSaneAtoms() {
+        const FastestAtom fastest = fastestAtom();
+        if (fastest.move <= kMaxStepDisplacement) return;
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{} at step {}{}: the system blew up. Use a smaller --dt, check the input structure, or "
+                               "relax it (energy minimisation) first",
+                               fastest.describe(e.options_.dt), step,
+                               std::isfinite(fastest.move)
+                                   ? fmt::format(", more than the bound of {} nm per step", kMaxStepDisplacement)
+                                   : ""));
+    }
+
     void recordEnergies(std::int64_t s) {
         const EnergyTerms local = e.backend_.energies();
         std::vector<double> sums{local.lj, local.coulombPairs, local.coulombSelf, local.kinetic, local.virial};
@@ -514,6 +586,22 @@ struct Engine::Impl {
         const int dof = degreesOfFreedom(static_cast<int>(totalAtoms));
         sample.temperature = 2.0 * sample.kinetic / (dof * kBoltzmann);
         sample.pressure = 2.0 / (3.0 * box.volume()) * (sample.kinetic - sums[4]) * kBarPerKJMolNm3;
+        // Decided together (an integer maximum): sums of doubles reduced over
+        // MPI need not agree to the last bit on every rank, and the branch
+        // below is collective.
+        const bool tooHot = !(sample.temperature <= maxTemperature);
+        if (e.world_.allReduceValue<std::int64_t>(tooHot ? 1 : 0, runtime::ReduceOp::Max) != 0) {
+            // Name the atom too: the fastest one at the end of that step.
+            e.backend_.getHome(e.transport_, home);
+            const FastestAtom fastest = fastestAtom();
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("the temperature reached {:.4g} K at step {}, beyond the bound of {:.4g} K ({} x "
+                                   "the larger of --temperature and the start temperature), and {}: the system blew "
+                                   "up. Use a smaller --dt, check the input structure, or relax it (energy "
+                                   "minimisation) first",
+                                   sample.temperature, s, maxTemperature, kTemperatureFactor,
+                                   fastest.describe(e.options_.dt)));
+        }
         summary.energies.push_back(sample);
         if (e.options_.thermostat == "v-rescale") {
             const double lambda = thermostat.scale(sample.kinetic, dof, e.options_.temperature, e.options_.tauT,

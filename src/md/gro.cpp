@@ -6,12 +6,15 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <fstream>
 #include <istream>
 #include <iterator>
 #include <limits>
 #include <ostream>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/printable.hpp"
+#include "haloex/core/safe_file.hpp"
 
 namespace haloex::md {
 
@@ -89,14 +92,31 @@ int typeFromNames(std::string_view residue, std::string_view atom) {
 GroReader::GroReader(std::istream& in, std::string sourceName) : in_(in), sourceName_(std::move(sourceName)) {}
 
 bool GroReader::getLine(std::string& line) {
-    if (!std::getline(in_, line)) return false;
+    // Bounded: a file without line ends (a binary file, /dev/zero) must not
+    // grow the line to the memory limit.
+    lineBuffer_.resize(kMaxGroLineLength + 2);
+    in_.getline(lineBuffer_.data(), static_cast<std::streamsize>(lineBuffer_.size()));
+    const auto got = static_cast<std::size_t>(in_.gcount());
+    if (in_.bad()) {
+        throwError(ErrorKind::Io, fmt::format("{}:{}: read error", printable(sourceName_, 4096), lineNumber_ + 1));
+    }
+    if (in_.fail() && got == 0 && in_.eof()) return false;
+    // gcount counts the line end when one was read (not at the end of the
+    // file); failbit without the end of the file: the buffer filled up.
+    const std::size_t length = in_.eof() ? got : got - 1;
+    if ((in_.fail() && !in_.eof()) || length > kMaxGroLineLength) {
+        fail(lineNumber_ + 1, fmt::format("the line is longer than {} characters", kMaxGroLineLength),
+             "a .gro file: a title line, the number of atoms, one line per atom and a box line");
+    }
+    line.assign(lineBuffer_.data(), length);
     ++lineNumber_;
     if (!line.empty() && line.back() == '\r') line.pop_back();  // files written on Windows
     return true;
 }
 
 void GroReader::fail(long line, const std::string& reason, const std::string& expected) const {
-    throwError(ErrorKind::InvalidInput, fmt::format("{}:{}: {} (expected {})", sourceName_, line, reason, expected));
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("{}:{}: {} (expected {})", printable(sourceName_, 4096), line, reason, expected));
 }
 
 std::optional<GroFrame> GroReader::next() {
@@ -123,7 +143,7 @@ std::optional<GroFrame> GroReader::next() {
     const long countLineNumber = lineNumber_;
     const auto count = parseInteger(countLine);
     if (!count) {
-        fail(countLineNumber, fmt::format("'{}' is not an atom count", trim(countLine)),
+        fail(countLineNumber, fmt::format("'{}' is not an atom count", printable(trim(countLine))),
              "the number of atoms as a whole number on the line after the title");
     }
     if (*count <= 0 || *count > std::numeric_limits<int>::max()) {
@@ -175,7 +195,8 @@ std::optional<GroFrame> GroReader::next() {
         const std::string_view atom = trim(std::string_view(line).substr(kAtomNameColumn, kNameWidth));
         const int type = typeFromNames(residue, atom);
         if (type < 0) {
-            fail(lineNumber_, fmt::format("{} has residue '{}' and atom '{}'", atomLabel, residue, atom),
+            fail(lineNumber_,
+                 fmt::format("{} has residue '{}' and atom '{}'", atomLabel, printable(residue), printable(atom)),
                  "residue POS with atom P (+q) or residue NEG with atom N (-q)");
         }
         sys.types.push_back(type);
@@ -192,12 +213,12 @@ std::optional<GroFrame> GroReader::next() {
                     fmt::format("a number in columns {}-{}, as in {}", start + 1, start + width, format);
                 if (!value) {
                     fail(lineNumber_, fmt::format("{} {} of {} is '{}', not a number", what, kAxis[d], atomLabel,
-                                                  trim(field)),
+                                                  printable(trim(field))),
                          expected);
                 }
                 if (!std::isfinite(*value)) {
                     fail(lineNumber_, fmt::format("{} {} of {} is not finite ('{}')", what, kAxis[d], atomLabel,
-                                                  trim(field)),
+                                                  printable(trim(field))),
                          "a finite " + expected);
                 }
                 v[d] = *value;
@@ -232,7 +253,7 @@ std::optional<GroFrame> GroReader::next() {
             fail(lineNumber_, "found another atom line where the box line belongs",
                  fmt::format("the box line after exactly {} atom lines, as line {} says", numAtoms, countLineNumber));
         }
-        fail(lineNumber_, fmt::format("bad box line '{}'", trim(line)),
+        fail(lineNumber_, fmt::format("bad box line '{}'", printable(trim(line))),
              "3 box lengths in nm (or 9 values of a box with zero off-diagonal elements)");
     }
     const auto& b = *boxValues;
@@ -306,7 +327,7 @@ void appendField(std::string& buffer, double value, int width, int decimals, std
 
 }  // namespace
 
-void writeGro(std::ostream& out, const System& system, std::string_view title, bool withVelocities) {
+std::string formatGro(const System& system, std::string_view title, bool withVelocities) {
     system.validate();
     std::string cleanTitle(title);
     for (char& c : cleanTitle) {
@@ -333,31 +354,26 @@ void writeGro(std::ostream& out, const System& system, std::string_view title, b
     }
     for (int d = 0; d < 3; ++d) appendField(buffer, system.box.length[d], 10, 5, fmt::format("box length {}", "xyz"[d]));
     buffer += '\n';
+    return buffer;
+}
+
+void writeGro(std::ostream& out, const System& system, std::string_view title, bool withVelocities) {
+    const std::string buffer = formatGro(system, title, withVelocities);
     out.write(buffer.data(), static_cast<std::streamsize>(buffer.size()));
     if (!out) throwError(ErrorKind::Io, "writing a .gro frame failed (disk full or stream closed?)");
 }
 
 void writeGro(const std::string& path, const System& system, std::string_view title, bool withVelocities) {
-    std::ofstream out(path, std::ios::out | std::ios::trunc);
-    if (!out) {
-        throwError(ErrorKind::Io, fmt::format("cannot open {} for writing: {}", path, std::strerror(errno)));
-    }
-    writeGro(out, system, title, withVelocities);
-    out.close();
-    if (!out) throwError(ErrorKind::Io, fmt::format("writing {} failed (disk full?)", path));
+    writeFileAtomically(path, formatGro(system, title, withVelocities), ".gro file");
 }
 
 GroTrajectoryWriter::GroTrajectoryWriter(const std::string& path, Mode mode)
-    : path_(path), out_(path, std::ios::out | (mode == Mode::Append ? std::ios::app : std::ios::trunc)) {
-    if (!out_) {
-        throwError(ErrorKind::Io, fmt::format("cannot open trajectory {} for writing: {}", path, std::strerror(errno)));
-    }
-}
+    : file_(path, "trajectory", mode == Mode::Append ? RecordFile::Mode::Append : RecordFile::Mode::Truncate) {}
 
 void GroTrajectoryWriter::writeFrame(const System& system, std::string_view title, bool withVelocities) {
-    writeGro(out_, system, title, withVelocities);
-    out_.flush();
-    if (!out_) throwError(ErrorKind::Io, fmt::format("writing a frame to {} failed (disk full?)", path_));
+    // Formatted first (a coordinate that does not fit throws before anything
+    // is written), then appended whole.
+    file_.append(formatGro(system, title, withVelocities));
     ++framesWritten_;
 }
 

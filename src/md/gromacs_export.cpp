@@ -4,10 +4,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
 #include <limits>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/safe_file.hpp"
 #include "haloex/md/gro.hpp"
 
 namespace haloex::md {
@@ -24,13 +24,7 @@ const char* moleculeName(int type) { return type == 0 ? "POS" : "NEG"; }
 const char* atomTypeName(int type) { return type == 0 ? "P" : "N"; }
 
 void writeTextFile(const fs::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::out | std::ios::trunc);
-    if (!out) {
-        throwError(ErrorKind::Io, fmt::format("cannot open {} for writing: {}", path.string(), std::strerror(errno)));
-    }
-    out << text;
-    out.close();
-    if (!out) throwError(ErrorKind::Io, fmt::format("writing {} failed (disk full?)", path.string()));
+    writeFileAtomically(path.string(), text, "--write-gromacs");
 }
 
 std::string topology(const System& system, const ForceField& ff) {

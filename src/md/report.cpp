@@ -10,6 +10,7 @@
 
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/core/safe_file.hpp"
 
 namespace haloex::md {
 namespace {
@@ -211,10 +212,8 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
 }
 
 void writeSummaryJson(const std::string& path, const RunSummary& s, const MdOptions& o) {
-    std::ofstream out(path);
-    if (!out) throwError(ErrorKind::Io, fmt::format("cannot write the JSON summary to '{}'", path));
-    out << summaryToJson(s, o) << '\n';
-    if (!out) throwError(ErrorKind::Io, fmt::format("writing the JSON summary to '{}' failed", path));
+    // Atomically: a failure never leaves an empty or half-written summary.
+    writeFileAtomically(path, summaryToJson(s, o) + '\n', "--json");
 }
 
 }  // namespace haloex::md

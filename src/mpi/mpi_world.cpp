@@ -1,12 +1,16 @@
 #include "haloex/runtime/mpi_world.hpp"
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fmt/format.h>
 #include <limits>
+#include <thread>
 
 #include "haloex/core/error.hpp"
+#include "haloex/runtime/host_wait.hpp"
 
 namespace haloex::runtime {
 namespace {
@@ -52,6 +56,11 @@ int toIntCount(std::size_t n, const char* what) {
     }
     return static_cast<int>(n);
 }
+
+// Polling a nonblocking operation costs what MPI's blocking wait costs (both
+// spin in MPI's progress engine) as long as the peers answer promptly; only a
+// wait of more than kSpinSeconds -- a peer busy or gone -- sleeps between polls.
+constexpr double kSpinSeconds = 1.0;
 
 MPI_Op toMpiOp(ReduceOp op) {
     switch (op) {
@@ -123,6 +132,33 @@ MpiWorld::MpiWorld(MPI_Comm parent) {
     int found = 0;
     HALOEX_MPI_CHECK(MPI_Comm_get_attr(comm_, MPI_TAG_UB, &upperBound, &found));
     if (found && upperBound) tagUpperBound_ = *upperBound;
+    waitTimeoutSeconds_ = hostWaitTimeoutSeconds();
+}
+
+void MpiWorld::complete(std::span<MPI_Request> requests, std::span<MPI_Status> statuses,
+                        const std::function<std::string()>& what) {
+    using Clock = std::chrono::steady_clock;
+    const auto start = Clock::now();
+    for (long polls = 1;; ++polls) {
+        int done = 0;
+        HALOEX_MPI_CHECK(MPI_Testall(static_cast<int>(requests.size()), requests.data(), &done,
+                                     statuses.empty() ? MPI_STATUSES_IGNORE : statuses.data()));
+        if (done) return;
+        if (polls % 256 != 0) continue;
+        const double waited = std::chrono::duration<double>(Clock::now() - start).count();
+        if (waitTimeoutSeconds_ > 0.0 && waited > waitTimeoutSeconds_) {
+            // The requests stay posted: the caller ends the job (World::abort).
+            throwError(ErrorKind::Timeout, fmt::format("rank {}: {} did not complete (waited {} s): {}", rank_, what(),
+                                                       waitTimeoutSeconds_, hostWaitAdvice()));
+        }
+        if (waited > kSpinSeconds) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+}
+
+void MpiWorld::completeCollective(MPI_Request request, const char* operation) {
+    complete(std::span(&request, 1), {}, [&] {
+        return fmt::format("{} over all {} ranks (at least one rank has not joined it)", operation, size_);
+    });
 }
 
 MpiWorld::~MpiWorld() {
@@ -131,7 +167,11 @@ MpiWorld::~MpiWorld() {
     if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
-void MpiWorld::barrier() { HALOEX_MPI_CHECK(MPI_Barrier(comm_)); }
+void MpiWorld::barrier() {
+    MPI_Request request;
+    HALOEX_MPI_CHECK(MPI_Ibarrier(comm_, &request));
+    completeCollective(request, "barrier");
+}
 
 void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src,
                              int tag) {
@@ -154,14 +194,23 @@ void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::spa
     for (int i = 0; i < std::max(sendChunks, recvChunks); ++i) {
         const auto out = chunkOf(send, i);
         const auto in = chunkOf(recv, i);
-        MPI_Status status;
-        HALOEX_MPI_CHECK(MPI_Sendrecv(out.data(), static_cast<int>(out.size()), MPI_BYTE,
-                                      i < sendChunks ? dest : MPI_PROC_NULL, tag, in.data(),
-                                      static_cast<int>(in.size()), MPI_BYTE, i < recvChunks ? src : MPI_PROC_NULL,
-                                      tag, comm_, &status));
+        std::array<MPI_Request, 2> requests{};
+        std::array<MPI_Status, 2> statuses{};
+        HALOEX_MPI_CHECK(MPI_Irecv(in.data(), static_cast<int>(in.size()), MPI_BYTE,
+                                   i < recvChunks ? src : MPI_PROC_NULL, tag, comm_, &requests[0]));
+        HALOEX_MPI_CHECK(MPI_Isend(out.data(), static_cast<int>(out.size()), MPI_BYTE,
+                                   i < sendChunks ? dest : MPI_PROC_NULL, tag, comm_, &requests[1]));
+        complete(requests, statuses, [&] {
+            std::string parts;
+            if (i < sendChunks) parts = fmt::format("{} bytes to rank {}", out.size(), dest);
+            if (i < recvChunks) {
+                parts += fmt::format("{}{} bytes from rank {}", parts.empty() ? "" : ", ", in.size(), src);
+            }
+            return fmt::format("sendRecv (tag {}: {})", tag, parts);
+        });
         if (i < recvChunks) {
             int received = 0;
-            HALOEX_MPI_CHECK(MPI_Get_count(&status, MPI_BYTE, &received));
+            HALOEX_MPI_CHECK(MPI_Get_count(&statuses[0], MPI_BYTE, &received));
             if (static_cast<std::size_t>(received) != in.size()) {
                 throwError(ErrorKind::Internal, fmt::format("rank {} expected {} bytes from rank {} (tag {}) but got {}",
                                                             rank_, in.size(), src, tag, received));
@@ -171,13 +220,17 @@ void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::spa
 }
 
 void MpiWorld::allReduce(std::span<double> values, ReduceOp op) {
-    HALOEX_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), toIntCount(values.size(), "an allReduce"), MPI_DOUBLE,
-                                   toMpiOp(op), comm_));
+    MPI_Request request;
+    HALOEX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values.data(), toIntCount(values.size(), "an allReduce"),
+                                    MPI_DOUBLE, toMpiOp(op), comm_, &request));
+    completeCollective(request, "allReduce");
 }
 
 void MpiWorld::allReduce(std::span<std::int64_t> values, ReduceOp op) {
-    HALOEX_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, values.data(), toIntCount(values.size(), "an allReduce"),
-                                   MPI_INT64_T, toMpiOp(op), comm_));
+    MPI_Request request;
+    HALOEX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values.data(), toIntCount(values.size(), "an allReduce"),
+                                    MPI_INT64_T, toMpiOp(op), comm_, &request));
+    completeCollective(request, "allReduce");
 }
 
 void MpiWorld::broadcastBytes(std::span<std::byte> data, int root) {
@@ -186,7 +239,9 @@ void MpiWorld::broadcastBytes(std::span<std::byte> data, int root) {
     }
     for (int i = 0; i < chunksFor(data.size()); ++i) {
         const auto piece = chunkOf(data, i);
-        HALOEX_MPI_CHECK(MPI_Bcast(piece.data(), static_cast<int>(piece.size()), MPI_BYTE, root, comm_));
+        MPI_Request request;
+        HALOEX_MPI_CHECK(MPI_Ibcast(piece.data(), static_cast<int>(piece.size()), MPI_BYTE, root, comm_, &request));
+        completeCollective(request, "broadcast");
     }
 }
 
@@ -196,8 +251,10 @@ void MpiWorld::allGatherBytes(std::span<const std::byte> mine, std::span<std::by
                                                     all.size(), size_, mine.size()));
     }
     toIntCount(all.size(), "an allGather");
-    HALOEX_MPI_CHECK(MPI_Allgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
-                                   static_cast<int>(mine.size()), MPI_BYTE, comm_));
+    MPI_Request request;
+    HALOEX_MPI_CHECK(MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_BYTE, all.data(),
+                                    static_cast<int>(mine.size()), MPI_BYTE, comm_, &request));
+    completeCollective(request, "allGather");
 }
 
 std::vector<std::byte> MpiWorld::allToAllBytes(std::span<const std::byte> send,
@@ -208,7 +265,10 @@ std::vector<std::byte> MpiWorld::allToAllBytes(std::span<const std::byte> send,
                    fmt::format("allToAll: {} send counts for {} ranks", sendCounts.size(), size_));
     }
     recvCounts.assign(static_cast<std::size_t>(size_), 0);
-    HALOEX_MPI_CHECK(MPI_Alltoall(sendCounts.data(), 1, MPI_INT64_T, recvCounts.data(), 1, MPI_INT64_T, comm_));
+    MPI_Request countsRequest;
+    HALOEX_MPI_CHECK(
+        MPI_Ialltoall(sendCounts.data(), 1, MPI_INT64_T, recvCounts.data(), 1, MPI_INT64_T, comm_, &countsRequest));
+    completeCollective(countsRequest, "allToAll (counts)");
     std::vector<int> sendInt(size_), sendDispl(size_), recvInt(size_), recvDispl(size_);
     std::size_t sendTotal = 0, recvTotal = 0;
     for (int r = 0; r < size_; ++r) {
@@ -224,8 +284,10 @@ std::vector<std::byte> MpiWorld::allToAllBytes(std::span<const std::byte> send,
                    fmt::format("allToAll: send counts add up to {} bytes but {} were given", sendTotal, send.size()));
     }
     std::vector<std::byte> recv(recvTotal);
-    HALOEX_MPI_CHECK(MPI_Alltoallv(send.data(), sendInt.data(), sendDispl.data(), MPI_BYTE, recv.data(),
-                                   recvInt.data(), recvDispl.data(), MPI_BYTE, comm_));
+    MPI_Request request;
+    HALOEX_MPI_CHECK(MPI_Ialltoallv(send.data(), sendInt.data(), sendDispl.data(), MPI_BYTE, recv.data(),
+                                    recvInt.data(), recvDispl.data(), MPI_BYTE, comm_, &request));
+    completeCollective(request, "allToAll");
     return recv;
 }
 

@@ -13,6 +13,7 @@
 #include "index_map_upload.hpp"
 #include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/core/test_hooks.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/transport/host_exchange.hpp"
@@ -60,8 +61,8 @@ public:
         if (options.memorySpace != MemorySpace::Device) {
             throwError(ErrorKind::InvalidInput, "the nvshmem transport keeps coordinates and forces in device memory");
         }
-        if (const char* withhold = std::getenv("HALOEX_TEST_WITHHOLD_SIGNAL")) {
-            // Test hook "rank:pulse": that rank never signals that pulse.
+        if (const char* withhold = testHook("HALOEX_TEST_WITHHOLD_SIGNAL")) {
+            // Test hook "rank:pulse" (test builds only): that rank never signals that pulse.
             int rank = -1, pulse = -1;
             if (std::sscanf(withhold, "%d:%d", &rank, &pulse) == 2 && rank == world.rank()) withholdPulse_ = pulse;
         }

@@ -1,6 +1,7 @@
 #include "haloex/plan/rank_grid.hpp"
 
 #include <charconv>
+#include <cstdint>
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
@@ -14,6 +15,14 @@ RankGrid::RankGrid(Int3 dims) : dims_(dims) {
                        fmt::format("rank grid {}x{}x{}: every dimension needs at least one rank", dims[0], dims[1],
                                    dims[2]));
         }
+    }
+    // The product must fit the int rank numbers (65536x65536x1 wrapped to 0).
+    const std::int64_t ranks = std::int64_t{dims[0]} * dims[1] * dims[2];
+    if (ranks > kMaxGridRanks) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("rank grid {}x{}x{} has {} ranks, more than the {} a job can have; give a grid whose "
+                               "product is the number of ranks",
+                               dims[0], dims[1], dims[2], ranks, kMaxGridRanks));
     }
 }
 

@@ -1,4 +1,5 @@
 // Virtual ranks as threads of one process: the CPU reference path and tests.
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -9,15 +10,22 @@
 #include <tuple>
 
 #include "haloex/core/error.hpp"
+#include "haloex/runtime/host_wait.hpp"
 #include "haloex/runtime/world.hpp"
 
 namespace haloex::runtime {
 namespace {
 
 struct Shared {
-    explicit Shared(int n) : numRanks(n), slots(n), exchange(n, std::vector<std::vector<std::byte>>(n)) {}
+    explicit Shared(int n)
+        : numRanks(n),
+          timeoutSeconds(hostWaitTimeoutSeconds()),
+          slots(n),
+          exchange(n, std::vector<std::vector<std::byte>>(n)),
+          arrivedIn(n, -1) {}
 
     const int numRanks;
+    const double timeoutSeconds;  // 0: no limit
     std::mutex mutex;
     std::condition_variable changed;
     bool aborted = false;
@@ -29,21 +37,46 @@ struct Shared {
     std::vector<std::vector<std::vector<std::byte>>> exchange;
     int arrived = 0;
     long generation = 0;
+    std::vector<long> arrivedIn;  // per rank: the generation of the barrier it last arrived at
 
     void throwIfAborted() const {
         if (aborted) throwError(ErrorKind::Runtime, "the in-process job was aborted: " + abortMessage);
     }
 
-    void barrier(std::unique_lock<std::mutex>& lock) {
+    // Waits until `done` (or an abort), at most timeoutSeconds; then throws
+    // Timeout with `what()` (rank, operation, peers).
+    template <class Done, class What>
+    void wait(std::unique_lock<std::mutex>& lock, Done done, What what) {
+        const auto ready = [&] { return done() || aborted; };
+        if (timeoutSeconds <= 0.0) {
+            changed.wait(lock, ready);
+        } else if (!changed.wait_for(lock, std::chrono::duration<double>(timeoutSeconds), ready)) {
+            throwError(ErrorKind::Timeout,
+                       fmt::format("{} (waited {} s): {}", what(), timeoutSeconds, hostWaitAdvice()));
+        }
+        // What completed stays completed: a rank that aborts right after a
+        // barrier it took part in must not turn this rank's result into an
+        // "aborted" error (that hid rank 0's own message behind rank 1's copy).
+        if (!done()) throwIfAborted();
+    }
+
+    // `operation` names the collective the barrier belongs to, for messages.
+    void barrier(std::unique_lock<std::mutex>& lock, int rank, const char* operation) {
         throwIfAborted();
         const long myGeneration = generation;
+        arrivedIn[rank] = myGeneration;
         if (++arrived == numRanks) {
             arrived = 0;
             ++generation;
             changed.notify_all();
         } else {
-            changed.wait(lock, [&] { return generation != myGeneration || aborted; });
-            throwIfAborted();
+            wait(lock, [&] { return generation != myGeneration; }, [&] {
+                std::string missing;
+                for (int r = 0; r < numRanks; ++r) {
+                    if (arrivedIn[r] != myGeneration) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
+                }
+                return fmt::format("rank {}: {}: virtual rank(s) {} did not arrive", rank, operation, missing);
+            });
         }
     }
 
@@ -69,7 +102,7 @@ public:
 
     void barrier() override {
         std::unique_lock lock(shared_.mutex);
-        shared_.barrier(lock);
+        shared_.barrier(lock, rank_, "barrier");
     }
 
     void sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src,
@@ -87,8 +120,10 @@ public:
             return;
         }
         auto& queue = shared_.mailbox[{src, rank_, tag}];
-        shared_.changed.wait(lock, [&] { return !queue.empty() || shared_.aborted; });
-        shared_.throwIfAborted();
+        shared_.wait(lock, [&] { return !queue.empty(); }, [&] {
+            return fmt::format("rank {}: sendRecv: the message of {} bytes from rank {} (tag {}) did not come", rank_,
+                               recv.size(), src, tag);
+        });
         std::vector<std::byte> message = std::move(queue.front());
         queue.pop_front();
         if (message.size() != recv.size()) {
@@ -105,24 +140,24 @@ public:
         checkRank(root, "root");
         std::unique_lock lock(shared_.mutex);
         if (rank_ == root) shared_.slots[0].assign(data.begin(), data.end());
-        shared_.barrier(lock);
+        shared_.barrier(lock, rank_, "broadcast");
         if (rank_ != root) {
             HALOEX_ASSERT(shared_.slots[0].size() == data.size(), "broadcast sizes differ between ranks");
             std::copy(shared_.slots[0].begin(), shared_.slots[0].end(), data.begin());
         }
-        shared_.barrier(lock);
+        shared_.barrier(lock, rank_, "broadcast");
     }
 
     void allGatherBytes(std::span<const std::byte> mine, std::span<std::byte> all) override {
         std::unique_lock lock(shared_.mutex);
         shared_.slots[rank_].assign(mine.begin(), mine.end());
-        shared_.barrier(lock);
+        shared_.barrier(lock, rank_, "allGather");
         HALOEX_ASSERT(all.size() == mine.size() * shared_.numRanks, "allGather output has the wrong size");
         for (int r = 0; r < shared_.numRanks; ++r) {
             HALOEX_ASSERT(shared_.slots[r].size() == mine.size(), "allGather sizes differ between ranks");
             std::copy(shared_.slots[r].begin(), shared_.slots[r].end(), all.begin() + r * mine.size());
         }
-        shared_.barrier(lock);
+        shared_.barrier(lock, rank_, "allGather");
     }
 
     std::vector<std::byte> allToAllBytes(std::span<const std::byte> send, std::span<const std::int64_t> sendCounts,
@@ -135,7 +170,7 @@ public:
             shared_.exchange[rank_][r].assign(send.begin() + offset, send.begin() + offset + count);
             offset += count;
         }
-        shared_.barrier(lock);
+        shared_.barrier(lock, rank_, "allToAll");
         std::vector<std::byte> out;
         recvCounts.assign(shared_.numRanks, 0);
         for (int r = 0; r < shared_.numRanks; ++r) {
@@ -143,7 +178,7 @@ public:
             out.insert(out.end(), chunk.begin(), chunk.end());
             recvCounts[r] = static_cast<std::int64_t>(chunk.size());
         }
-        shared_.barrier(lock);
+        shared_.barrier(lock, rank_, "allToAll");
         return out;
     }
 
@@ -164,7 +199,7 @@ private:
         std::unique_lock lock(shared_.mutex);
         const auto bytes = std::as_bytes(values);
         shared_.slots[rank_].assign(bytes.begin(), bytes.end());
-        shared_.barrier(lock);
+        shared_.barrier(lock, rank_, "allReduce");
         // Every rank reduces in rank order, so all get bitwise-identical results.
         for (std::size_t i = 0; i < values.size(); ++i) {
             T acc{};
@@ -179,7 +214,7 @@ private:
             }
             values[i] = acc;
         }
-        shared_.barrier(lock);
+        shared_.barrier(lock, rank_, "allReduce");
     }
 
     Shared& shared_;
@@ -226,18 +261,30 @@ void runInProcess(int numRanks, const std::function<void(World&)>& body) {
     std::vector<std::thread> threads;
     threads.reserve(numRanks);
     for (int r = 0; r < numRanks; ++r) {
-        threads.emplace_back([&, r] {
-            ThreadWorld world(shared, r);
-            try {
-                body(world);
-            } catch (const std::exception& e) {
-                errors[r] = std::current_exception();
-                shared.abort(fmt::format("rank {} failed: {}", r, e.what()));
-            } catch (...) {
-                errors[r] = std::current_exception();
-                shared.abort(fmt::format("rank {} failed", r));
-            }
-        });
+        try {
+            threads.emplace_back([&, r] {
+                ThreadWorld world(shared, r);
+                try {
+                    body(world);
+                } catch (const std::exception& e) {
+                    errors[r] = std::current_exception();
+                    shared.abort(fmt::format("rank {} failed: {}", r, e.what()));
+                } catch (...) {
+                    errors[r] = std::current_exception();
+                    shared.abort(fmt::format("rank {} failed", r));
+                }
+            });
+        } catch (const std::exception& e) {
+            // The system refused a thread (limits, memory): release the ranks
+            // already running (they wait for this one) and say so, rather than
+            // destroying joinable threads (std::terminate).
+            shared.abort(fmt::format("virtual rank {} could not be started", r));
+            for (auto& t : threads) t.join();
+            throwError(ErrorKind::Runtime,
+                       fmt::format("cannot start virtual rank {} of {} as a thread: {}; use fewer ranks (--ranks), or "
+                                   "raise the limits on threads or memory (ulimit -u, ulimit -v)",
+                                   r, numRanks, e.what()));
+        }
     }
     for (auto& t : threads) t.join();
     // Report the error that started it, not the ones it caused on other ranks.

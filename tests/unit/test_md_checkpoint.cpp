@@ -13,6 +13,8 @@
 #include <iterator>
 #include <stdexcept>
 #include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/checkpoint.hpp"
@@ -346,4 +348,76 @@ TEST(Checkpoint, UnwritableDirectoryIsAnIoError) {
         EXPECT_NE(std::string(e.what()).find("no-such-dir"), std::string::npos) << e.what();
     }
     EXPECT_EQ(filesIn(dir), std::vector<std::string>{});
+}
+
+TEST(Checkpoint, TheWriterReplacesOnlyRegularFiles) {
+    const fs::path dir = freshDir();
+    // A FIFO (as root, a device node such as /dev/null behaves the same: the
+    // rename used to replace it with a regular file).
+    const fs::path fifo = dir / "run.cpt";
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+    try {
+        writeCheckpoint(fifo.string(), sampleData());
+        ADD_FAILURE() << "replaced a FIFO";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+        EXPECT_NE(std::string(e.what()).find(fifo.string() + ": the path is a FIFO"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(fs::is_fifo(fifo));
+    EXPECT_EQ(filesIn(dir), std::vector<std::string>{"run.cpt"});
+}
+
+TEST(Checkpoint, APlantedLinkUnderAPredictableTemporaryNameIsNotFollowed) {
+    const fs::path dir = freshDir();
+    const fs::path victim = dir / "victim";
+    writeBytes(victim, {'p', 'r', 'e', 'c', 'i', 'o', 'u', 's'});
+    const fs::path path = dir / "run.cpt";
+    // The temporary used to be "<path>.tmp.<pid>", opened without O_EXCL.
+    fs::create_symlink(victim, path.string() + ".tmp." + std::to_string(::getpid()));
+    writeCheckpoint(path.string(), sampleData());
+    EXPECT_EQ(fileBytes(victim), (std::vector<char>{'p', 'r', 'e', 'c', 'i', 'o', 'u', 's'}));
+    EXPECT_FALSE(fs::is_symlink(path));
+    EXPECT_EQ(readCheckpoint(path.string()).step, sampleData().step);
+}
+
+TEST(Checkpoint, ASparseFileIsRefusedBeforeItsAtomsAreAllocated) {
+    // A valid header claiming 20 million atoms over a hole: 1.3 GB long, a few
+    // KB on disk. The arrays for it (1.2 GB) used to be allocated before the
+    // checksum was checked -- by every virtual rank.
+    const fs::path dir = freshDir();
+    const fs::path path = dir / "sparse.cpt";
+    writeCheckpoint(path.string(), sampleData());
+    std::vector<char> bytes = fileBytes(path);
+    const std::int64_t atoms = 20'000'000;
+    bytes.resize(kHeaderBytes);
+    patch(bytes, kHeaderBytes - 8, atoms);
+    writeBytes(path, bytes);
+    fs::resize_file(path, kHeaderBytes + static_cast<std::size_t>(atoms) * kAtomBytes + 8);
+
+    // Room for the reading, not for the arrays.
+    std::size_t used = 0;
+    {
+        std::ifstream status("/proc/self/status");
+        std::string line;
+        while (std::getline(status, line)) {
+            if (line.starts_with("VmSize:")) used = std::stoull(line.substr(7)) * 1024;
+        }
+    }
+    ASSERT_GT(used, 0u);
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_AS, &saved), 0);
+    rlimit small = saved;
+    small.rlim_cur = used + (std::size_t{256} << 20);
+    ASSERT_EQ(::setrlimit(RLIMIT_AS, &small), 0);
+    std::string message;
+    try {
+        readCheckpoint(path.string());
+        message = "accepted";
+    } catch (const Error& e) {
+        message = e.what();
+    } catch (const std::bad_alloc&) {
+        message = "std::bad_alloc: the atoms were allocated before the checksum was checked";
+    }
+    ASSERT_EQ(::setrlimit(RLIMIT_AS, &saved), 0);
+    EXPECT_NE(message.find("checksum mismatch"), std::string::npos) << message;
 }

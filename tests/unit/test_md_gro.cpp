@@ -2,7 +2,12 @@
 // one test per kind of malformed input (message: FILE:LINE: reason (expected)).
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+#include <sys/stat.h>
+
 #include <cmath>
+#include <csignal>
+#include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
 #include <sstream>
@@ -250,4 +255,86 @@ TEST(Gro, WriterRefusesWhatDoesNotFitTheColumns) {
         EXPECT_NE(std::string(e.what()).find("coordinate y of atom 10"), std::string::npos) << e.what();
     }
     EXPECT_TRUE(out.str().empty());  // nothing half-written
+}
+
+TEST(Gro, LinesAreReadWithABound) {
+    // A file without line ends (--gro /dev/zero) used to grow one line to the
+    // memory limit; now the first line longer than the bound is refused.
+    expectMalformed(std::string(kMaxGroLineLength + 1, '\0'), 1, "the line is longer than 4096 characters");
+    expectMalformed("t\n2\n" + std::string(100000, 'x'), 3, "the line is longer than 4096 characters");
+    const GroFrame longTitle = parse(std::string(kMaxGroLineLength, 't') + kTwoAtoms.substr(1) +
+                                     "   3.00000   3.00000   3.00000\n");
+    EXPECT_EQ(longTitle.title.size(), kMaxGroLineLength);
+    try {
+        readGro("/dev/zero");
+        FAIL() << "/dev/zero accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("/dev/zero:1: the line is longer than"), std::string::npos) << e.what();
+    }
+}
+
+TEST(Gro, ControlCharactersOfTheFileAreEscapedInMessages) {
+    // A terminal escape sequence as a residue name, a carriage return in a count.
+    expectMalformed("t\n2\n" + atomLine(1, true, 1, 1, 1) + "    2\x1b[2J     N    2   1.000   2.000   3.000\n", 4,
+                    "residue '\\x1b[2J' and atom 'N'");
+    expectMalformed("t\n1\r"
+                    "2\n",
+                    2, "'1\\x0d2' is not an atom count");
+    try {
+        parse("t\n2\n" + atomLine(1, true, 1, 1, 1) + "    2\x1b[2J     N    2   1.000   2.000   3.000\n");
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()).find('\x1b'), std::string::npos) << e.what();
+    }
+}
+
+TEST(Gro, AFailedFrameIsTruncatedBackSoTheTrajectoryHoldsWholeFrames) {
+    const ForceField ff;
+    const System s = makeLatticeSystem(1000, 4, 300.0, ff);
+    const std::string path = tempPath("torn.gro");
+    GroTrajectoryWriter writer(path);
+    writer.writeFrame(s, "first", false);
+    const auto whole = std::filesystem::file_size(path);
+
+    // A full disk, simulated by a file-size limit that the second frame crosses.
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+    auto* previousHandler = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit small = saved;
+    small.rlim_cur = whole + whole / 2;
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+    std::string message;
+    try {
+        writer.writeFrame(s, "second", false);
+    } catch (const Error& e) {
+        message = e.what();
+    }
+    ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
+    std::signal(SIGXFSZ, previousHandler);
+
+    EXPECT_NE(message.find("trajectory " + path + ": cannot append"), std::string::npos) << message;
+    EXPECT_EQ(std::filesystem::file_size(path), whole);
+    EXPECT_EQ(readGroTrajectory(path).size(), 1u);
+    EXPECT_EQ(writer.framesWritten(), 1);
+}
+
+TEST(Gro, TrajectoriesAndFilesAreOnlyWrittenToRegularFiles) {
+    const std::string fifo = tempPath("fifo.gro");
+    std::filesystem::remove(fifo);
+    ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+    // Opening a FIFO for writing used to wait for a reader (forever).
+    try {
+        GroTrajectoryWriter writer(fifo);
+        FAIL() << "opened a FIFO";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("the path is a FIFO"), std::string::npos) << e.what();
+    }
+    const ForceField ff;
+    try {
+        writeGro(fifo, makeLatticeSystem(1000, 4, 300.0, ff), "t", false);
+        FAIL() << "wrote into a FIFO";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("the path is a FIFO"), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+    std::filesystem::remove(fifo);
 }

@@ -193,6 +193,10 @@ TEST(PlanErrors, MalformedGridText) {
     expectError([] { plan::parseRankGrid("abc"); }, ErrorKind::InvalidInput, {"'abc'", "expected a whole number"});
     expectError([] { plan::parseRankGrid("2.5x1"); }, ErrorKind::InvalidInput, {"'2.5x1'"});
     expectError([] { plan::parseRankGrid("2x-1"); }, ErrorKind::InvalidInput, {"'2x-1'"});
+    // A product beyond int wrapped (65536 x 65536 = 2^32 became "0 ranks").
+    expectError([] { plan::parseRankGrid("65536x65536x1"); }, ErrorKind::InvalidInput,
+                {"rank grid 65536x65536x1 has 4294967296 ranks, more than the 2147483647"});
+    expectError([] { plan::RankGrid({2147483647, 2, 1}); }, ErrorKind::InvalidInput, {"has 4294967294 ranks"});
     expectError([] { plan::parseRankGrid(" 2x2"); }, ErrorKind::InvalidInput, {"' 2x2'"});
     expectError([] { RankGrid({0, 1, 1}); }, ErrorKind::InvalidInput,
                 {"rank grid 0x1x1", "every dimension needs at least one rank"});

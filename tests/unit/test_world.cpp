@@ -3,7 +3,11 @@
 // the original message.
 #include <gtest/gtest.h>
 
+#include <sys/resource.h>
+
 #include <chrono>
+#include <cstdlib>
+#include <fstream>
 #include <cstdint>
 #include <functional>
 #include <future>
@@ -13,6 +17,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/runtime/host_wait.hpp"
 #include "haloex/runtime/world.hpp"
 
 namespace haloex::testing {
@@ -246,6 +251,101 @@ TEST(ThreadWorld, AbortEndsTheJobWithItsMessage) {
             EXPECT_NE(std::string(e.what()).find("numbers went wrong on rank 1"), std::string::npos) << e.what();
         }
     });
+}
+
+// HALOEX_HOST_WAIT_TIMEOUT for the length of one test.
+class HostWaitLimit {
+public:
+    explicit HostWaitLimit(const char* seconds) { ::setenv("HALOEX_HOST_WAIT_TIMEOUT", seconds, 1); }
+    ~HostWaitLimit() { ::unsetenv("HALOEX_HOST_WAIT_TIMEOUT"); }
+};
+
+TEST(ThreadWorld, ARankThatStopsRespondingIsDiagnosedInsteadOfWaitedForForever) {
+    const HostWaitLimit limit("1");
+    runWithDeadline([] {
+        // Rank 2 is stuck (as a stopped process would be) while the others
+        // wait for it in a barrier: they give up after the limit, naming it.
+        try {
+            runtime::runInProcess(3, [](World& w) {
+                if (w.rank() == 2) std::this_thread::sleep_for(std::chrono::seconds(4));
+                w.barrier();
+            });
+            ADD_FAILURE() << "nothing was thrown";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::Timeout) << e.what();
+            const std::string message = e.what();
+            EXPECT_TRUE(message.starts_with("rank 0: barrier: virtual rank(s) 2 did not arrive (waited 1 s)") ||
+                        message.starts_with("rank 1: barrier: virtual rank(s) 2 did not arrive (waited 1 s)"))
+                << message;
+            EXPECT_NE(message.find("HALOEX_HOST_WAIT_TIMEOUT"), std::string::npos) << message;
+        }
+        // A message that never comes.
+        expectMessageContains(
+            [] {
+                runtime::runInProcess(2, [](World& w) {
+                    if (w.rank() == 0) {
+                        std::this_thread::sleep_for(std::chrono::seconds(3));
+                        return;
+                    }
+                    std::vector<int> nothing;
+                    w.sendRecv(nothing, -1, 0, 5);
+                });
+            },
+            "rank 1: sendRecv: the message of 8 bytes from rank 0 (tag 5) did not come (waited 1 s)");
+    });
+}
+
+TEST(ThreadWorld, HostWaitLimitComesFromTheEnvironment) {
+    {
+        const HostWaitLimit limit("soon");
+        expectMessageContains([] { runtime::runInProcess(2, [](World& w) { w.barrier(); }); },
+                              "HALOEX_HOST_WAIT_TIMEOUT='soon': use a number of seconds >= 0");
+    }
+    {
+        const HostWaitLimit none("0");  // no limit: a slow rank is waited for
+        runWithDeadline([] {
+            runtime::runInProcess(2, [](World& w) {
+                if (w.rank() == 1) std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+                w.barrier();
+            });
+        });
+    }
+    EXPECT_EQ(runtime::hostWaitTimeoutSeconds(), runtime::kDefaultHostWaitTimeoutSeconds);
+}
+
+// The process's virtual memory size (bytes), from /proc/self/status.
+std::size_t virtualMemoryBytes() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.starts_with("VmSize:")) return std::stoull(line.substr(7)) * 1024;
+    }
+    return 0;
+}
+
+TEST(ThreadWorld, AThreadThatCannotBeCreatedIsAClearError) {
+    // An address-space limit (root is subject to it too) leaves room for a
+    // few thread stacks only: creating the rest fails.
+    const std::size_t used = virtualMemoryBytes();
+    ASSERT_GT(used, 0u);
+    rlimit saved{};
+    ASSERT_EQ(::getrlimit(RLIMIT_AS, &saved), 0);
+    rlimit small = saved;
+    small.rlim_cur = used + (std::size_t{48} << 20);
+    ASSERT_EQ(::setrlimit(RLIMIT_AS, &small), 0);
+    std::string message;
+    ErrorKind kind = ErrorKind::Internal;
+    try {
+        runtime::runInProcess(256, [](World& w) { w.barrier(); });
+    } catch (const Error& e) {
+        message = e.what();
+        kind = e.kind();
+    }
+    ASSERT_EQ(::setrlimit(RLIMIT_AS, &saved), 0);
+    EXPECT_EQ(kind, ErrorKind::Runtime) << message;
+    EXPECT_NE(message.find("cannot start virtual rank"), std::string::npos) << message;
+    EXPECT_NE(message.find("of 256 as a thread"), std::string::npos) << message;
+    EXPECT_NE(message.find("use fewer ranks (--ranks)"), std::string::npos) << message;
 }
 
 TEST(ThreadWorld, RefusesNonPositiveRankCounts) {

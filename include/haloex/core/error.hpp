@@ -15,7 +15,7 @@ enum class ErrorKind {
     Cuda,
     Nccl,
     Nvshmem,
-    Timeout,       // a device-side wait exceeded its limit
+    Timeout,       // a device-side or host-side wait exceeded its limit
     Io,
     Internal,      // a broken invariant: a bug in haloex
 };

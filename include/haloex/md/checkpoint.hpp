@@ -49,19 +49,23 @@ struct CheckpointData {
     std::int64_t atomCount = 0;
 };
 
-// Writes atomically: to "<path>.tmp.<pid>", fsync, then rename over `path`;
-// an existing checkpoint is kept as "<path>.prev" first (hard link, or a copy
-// where links are not supported). On failure the temporary is removed, `path`
-// is untouched, and Io is thrown naming the file and the reason. InvalidInput
-// for data that could not be read back (unsorted or duplicate ids, sizes that
-// differ, an unknown thermostat).
+// Writes atomically (haloex/core/safe_file.hpp): to a temporary created
+// exclusively under a random name next to `path`, fsync, then rename over
+// `path`, which must be a regular file or not exist (a directory, device,
+// FIFO or symbolic link is refused with InvalidInput); an existing checkpoint
+// is kept as "<path>.prev" first (hard link, or a copy where links are not
+// supported). On failure the temporary is removed, `path` is untouched, and Io
+// is thrown naming the file and the reason. InvalidInput for data that could
+// not be read back (unsorted or duplicate ids, sizes that differ, an unknown
+// thermostat).
 void writeCheckpoint(const std::string& path, const CheckpointData& data);
 
 // Reads and checks everything: throws Io when the file cannot be read, and
 // InvalidInput naming the file and the problem when it is not a haloex
 // checkpoint, has a newer format version or the other byte order, is
 // truncated ("expected N bytes, got M"), fails its checksum, or holds
-// inconsistent atoms (count, duplicate or unsorted ids, bad types).
+// inconsistent atoms (count, duplicate or unsorted ids, bad types). The
+// checksum is verified before the atom arrays are allocated.
 CheckpointData readCheckpoint(const std::string& path);
 
 // Everything but the atoms (system.box is set, the atom arrays stay empty):

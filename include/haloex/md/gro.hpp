@@ -13,7 +13,10 @@
 // atom N is type 1 (-q). Residue and atom numbers are not checked (they wrap at
 // 100000). Atoms outside the box are kept (wrapping comes later); non-finite
 // coordinates are refused. Every malformed input throws haloex::Error with
-// "FILE:LINE: reason (what was expected)".
+// "FILE:LINE: reason (what was expected)"; text quoted from the file has its
+// control bytes escaped (\xNN). Lines are read up to kMaxGroLineLength
+// characters: a longer one (a binary file, /dev/zero) is refused without
+// reading on.
 #include <fstream>
 #include <iosfwd>
 #include <optional>
@@ -21,9 +24,13 @@
 #include <string_view>
 #include <vector>
 
+#include "haloex/core/safe_file.hpp"
 #include "haloex/md/system.hpp"
 
 namespace haloex::md {
+
+// Longest line the reader accepts (atom lines have 44-200 characters).
+inline constexpr std::size_t kMaxGroLineLength = 4096;
 
 struct GroFrame {
     std::string title;
@@ -45,6 +52,7 @@ private:
     std::istream& in_;
     std::string sourceName_;
     long lineNumber_ = 0;  // number of the last line read (1-based)
+    std::vector<char> lineBuffer_;
 };
 
 // The first frame of a .gro file. Throws Io when it cannot be opened.
@@ -55,12 +63,16 @@ std::vector<GroFrame> readGroTrajectory(const std::string& path);
 // Writes one frame: "%8.3f" positions, "%8.4f" velocities, "%10.5f" box;
 // atom and residue numbers are 1-based and wrap at 100000 like GROMACS.
 // Throws InvalidInput for a coordinate that does not fit its field, Io when
-// the stream fails.
+// the stream fails. The file version replaces `path` atomically (a regular
+// file or a new name: haloex/core/safe_file.hpp).
+std::string formatGro(const System& system, std::string_view title, bool withVelocities);
 void writeGro(std::ostream& out, const System& system, std::string_view title, bool withVelocities);
 void writeGro(const std::string& path, const System& system, std::string_view title, bool withVelocities);
 
-// Appends frames to a .gro trajectory, flushing after each frame so that the
-// frames written survive a crash.
+// Appends frames to a .gro trajectory, each frame with one write that is
+// truncated back when it fails, so the file never ends in a torn frame; the
+// frames written survive a crash of the program. Refuses a path that is not a
+// regular file (a directory, device, FIFO or symbolic link).
 class GroTrajectoryWriter {
 public:
     enum class Mode { Truncate, Append };
@@ -68,11 +80,10 @@ public:
 
     void writeFrame(const System& system, std::string_view title, bool withVelocities);
     int framesWritten() const { return framesWritten_; }
-    const std::string& path() const { return path_; }
+    const std::string& path() const { return file_.path(); }
 
 private:
-    std::string path_;
-    std::ofstream out_;
+    RecordFile file_;
     int framesWritten_ = 0;
 };
 

@@ -20,15 +20,29 @@ namespace haloex::md {
 // range of GPU prune intervals (4-10); --prune-parts changes it.
 inline constexpr int kDefaultPruneParts = 8;
 
+// Limits of the numeric options (resolveOptions refuses values outside them,
+// naming the option and the range). Step counts are 64-bit; 10^15 steps keep
+// step * dt exact in a double and every step sum far from overflowing.
+inline constexpr std::int64_t kMaxStepCount = 1'000'000'000'000'000;
+inline constexpr int kMaxVirtualRanks = 1024;
+// Closest two atoms of a start configuration may be (nm): nearer ones have
+// forces that blow the system up at the first step (LJ sigma is 0.2 nm; the
+// lattice start keeps neighbours more than 0.2 nm apart). --min-distance
+// changes it, 0 turns the check off.
+inline constexpr double kDefaultMinDistance = 0.05;
+
 struct MdOptions {
     // System
     std::int64_t atoms = 0;      // 0: auto (22 500 per GPU rank; 3 000 on the CPU)
     std::string groFile;         // start from a .gro instead of the lattice recipe
+    // Start configurations with two atoms nearer than this (nm) are refused
+    // before step 0; 0: no check.
+    double minDistance = kDefaultMinDistance;
     std::uint64_t seed = 2026;
     double temperature = 300.0;  // K: initial velocities and thermostat reference
 
     // Integration and interactions
-    std::int64_t steps = 0;      // 0: auto (2 000 on GPUs, 200 on the CPU)
+    std::int64_t steps = 0;      // 0: auto (2 000 on GPUs, 200 on the CPU); at most kMaxStepCount
     double dt = 0.002;           // ps
     double rc = 0.9;             // nm
     double rlist = 0.0;          // nm; 0: from the Verlet-buffer estimate for nstlist
@@ -47,7 +61,7 @@ struct MdOptions {
 
     // Parallel set-up
     std::string grid = "auto";   // NXxNYxNZ or auto
-    int virtualRanks = 0;        // CPU: ranks as threads of one process; 0: auto (4)
+    int virtualRanks = 0;        // CPU: ranks as threads of one process; 0: auto (4), at most kMaxVirtualRanks
     std::string device = "auto"; // auto | cpu | gpu
     std::string transport = "auto";    // auto | reference | staged | ipc | nccl | nvshmem
     std::string nvshmemPath = "auto";  // auto | direct | tma | put
@@ -61,11 +75,11 @@ struct MdOptions {
     double waitTimeoutSeconds = 0.0;   // device-side waits; 0: default
 
     // Output
-    int thermoEvery = 0;          // 0: auto (steps/10, at least 1)
+    std::int64_t thermoEvery = 0;  // 0: auto (steps/10, at least 1)
     std::string trajFile;
-    int trajEvery = 0;
+    std::int64_t trajEvery = 0;
     std::string checkpointFile;
-    int checkpointEvery = 0;
+    std::int64_t checkpointEvery = 0;
     std::string restartFile;
     // Options the user set explicitly, by name without dashes ("dt", "rc"):
     // with --restart, a given rc/rlist/nstlist/dt that differs from the

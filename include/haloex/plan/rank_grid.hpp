@@ -9,10 +9,14 @@ namespace haloex::plan {
 
 using Int3 = std::array<int, 3>;
 
+// Most ranks a grid may have (rank numbers are int).
+inline constexpr int kMaxGridRanks = 2147483647;
+
 class RankGrid {
 public:
     RankGrid() = default;
-    explicit RankGrid(Int3 dims);  // throws InvalidInput unless every entry is >= 1
+    // Throws InvalidInput unless every entry is >= 1 and the product at most kMaxGridRanks.
+    explicit RankGrid(Int3 dims);
 
     const Int3& dims() const { return dims_; }
     int dim(int d) const { return dims_[d]; }

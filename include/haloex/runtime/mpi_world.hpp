@@ -5,8 +5,15 @@
 // MpiWorld); MpiWorld is the World over a private duplicate of a communicator,
 // so haloex's messages never match the application's. Every MPI failure
 // throws Error(Runtime) with MPI's own error string and the failing call.
+// Every exchange is nonblocking underneath and polled with a time limit
+// (haloex/runtime/host_wait.hpp): a peer that stops responding gives
+// Error(Timeout) naming this rank, the operation and the peer, instead of a
+// job that spins forever. The timed-out operation stays posted (MPI cannot
+// cancel a collective): end the job with abort(), as haloex's tools do.
 #include <mpi.h>
 
+#include <functional>
+#include <span>
 #include <string>
 
 #include "haloex/runtime/world.hpp"
@@ -69,6 +76,12 @@ public:
     MPI_Comm localComm() const { return localComm_; }
 
 private:
+    // Polls the requests until all are done or the host-wait limit passes
+    // (then throws Timeout with "rank R: <what()> did not complete").
+    void complete(std::span<MPI_Request> requests, std::span<MPI_Status> statuses,
+                  const std::function<std::string()>& what);
+    void completeCollective(MPI_Request request, const char* operation);
+
     MPI_Comm comm_ = MPI_COMM_NULL;
     MPI_Comm localComm_ = MPI_COMM_NULL;
     int rank_ = 0;
@@ -76,6 +89,7 @@ private:
     int localRank_ = 0;
     int localSize_ = 1;
     int tagUpperBound_ = 32767;  // the least MPI guarantees; MPI_TAG_UB when known
+    double waitTimeoutSeconds_ = 0.0;  // host-wait limit, 0: none
 };
 
 }  // namespace haloex::runtime

@@ -1,0 +1,111 @@
+#pragma once
+// Output files that are written without damaging anything: no partial file
+// is ever left under the name the user gave, no file the program does not own
+// (a device node, a directory, the target of a planted symbolic link) is
+// replaced or written through, and a path that cannot be written is found
+// before the work starts rather than after it.
+//
+//   AtomicFileWriter / writeFileAtomically: the new contents go to a
+//     temporary created exclusively (O_CREAT|O_EXCL|O_NOFOLLOW, a random name
+//     in the target's directory, so a planted file or link under that name
+//     cannot be used), are fsync'ed, and are renamed onto the target, which
+//     must be a regular file or not exist; then the directory is fsync'ed.
+//     On every failure the temporary is removed and the target is untouched.
+//   RecordFile: an output that grows by whole records (trajectory frames):
+//     each record is one write, and a failed write is truncated back, so the
+//     file never ends in a torn record.
+//   requireWritableOutput / requireWritableOutputDirectory: the checks a run
+//     makes on its output paths before its first step.
+//   fileIdentity / sameFile: whether two paths name the same file, resolved
+//     through symbolic links (st_dev/st_ino for existing files, the resolved
+//     parent directory and the name otherwise).
+//
+// All errors are haloex::Error (Io or InvalidInput) naming the path, the
+// option or role (`what`, e.g. "--json" or "checkpoint"), the reason and what
+// to do.
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+
+namespace haloex {
+
+class AtomicFileWriter {
+public:
+    // Checks `path` (a regular file or a new name in an existing, writable
+    // directory) and creates the temporary. `what` names the file in errors.
+    AtomicFileWriter(std::string path, std::string what);
+    AtomicFileWriter(const AtomicFileWriter&) = delete;
+    AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+    ~AtomicFileWriter();  // removes the temporary unless commit() succeeded
+
+    // Writes all bytes to the temporary (Io on failure, e.g. a full disk).
+    void write(std::span<const std::byte> bytes);
+    void write(std::string_view text);
+    // fsync, close, checks the target again, renames the temporary onto it
+    // and fsyncs the directory. After an exception the temporary is gone and
+    // the target untouched.
+    void commit();
+
+    const std::string& path() const { return path_; }
+    const std::string& temporaryPath() const { return tmpPath_; }
+
+private:
+    void discard() noexcept;
+    std::string path_, what_, tmpPath_;
+    int fd_ = -1;
+    bool committed_ = false;
+};
+
+// The whole contents at once (JSON summaries, .gro files, text inputs).
+void writeFileAtomically(const std::string& path, std::string_view contents, const std::string& what);
+
+class RecordFile {
+public:
+    enum class Mode { Truncate, Append };
+    // Opens (or creates) `path` without following a symbolic link and without
+    // blocking on a FIFO; refuses anything but a regular file. Truncate
+    // empties it, Append keeps what is there.
+    RecordFile(std::string path, std::string what, Mode mode);
+    RecordFile(const RecordFile&) = delete;
+    RecordFile& operator=(const RecordFile&) = delete;
+    ~RecordFile();
+
+    // Appends one record with one write (repeated only for a short write).
+    // On failure the file is truncated back to its previous end and Io is
+    // thrown: the file holds whole records only.
+    void append(std::string_view record);
+    const std::string& path() const { return path_; }
+
+private:
+    std::string path_, what_;
+    int fd_ = -1;
+};
+
+// The checks before a run: `path` can be created or replaced as a regular
+// file. Refuses (naming `what`): an empty path, a missing parent directory or
+// a parent that is not a directory, a path that is a directory, a symbolic
+// link or another non-regular file (device, FIFO, socket), and a directory
+// where no file can be created (found by creating and removing a temporary
+// there, which also catches read-only file systems).
+void requireWritableOutput(const std::string& what, const std::string& path);
+// `dir` is a directory the run may create files in, or can be created: the
+// nearest existing ancestor must be a writable directory.
+void requireWritableOutputDirectory(const std::string& what, const std::string& dir);
+
+// A file's identity, resolved through symbolic links.
+struct FileIdentity {
+    bool exists = false;
+    dev_t device = 0;
+    ino_t inode = 0;
+    std::string resolvedPath;  // absolute, symbolic links of the existing part resolved
+};
+FileIdentity fileIdentity(const std::string& path);
+// Whether `a` and `b` name the same file: the same device and inode where
+// both exist, else the same resolved path.
+bool sameFile(const std::string& a, const std::string& b);
+
+}  // namespace haloex

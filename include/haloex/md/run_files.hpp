@@ -1,0 +1,33 @@
+#pragma once
+// The files of a haloex-md run, checked before its first step so that no work
+// is lost to a bad path and no output destroys an input or another output:
+// inputs --gro and --restart; outputs --cpt (and its previous copy
+// "<cpt>.prev"), --traj, --json and the three files of --write-gromacs.
+#include <string>
+#include <vector>
+
+#include "haloex/md/options.hpp"
+
+namespace haloex::md {
+
+struct RunFile {
+    std::string role;  // for messages: "--json", "--write-gromacs out (conf.gro)"
+    std::string path;
+    bool output = false;
+};
+
+// Every input and output file the options name, in a fixed order.
+std::vector<RunFile> runFiles(const MdOptions& options);
+
+// Throws (Io or InvalidInput, naming the options and paths and what to do)
+// when an output cannot be written (haloex/core/safe_file.hpp:
+// requireWritableOutput: missing or unwritable directory, a directory,
+// device, FIFO or symbolic link in its place), or when two of the files are
+// the same file (compared through symbolic links and hard links) and one of
+// them is an output. The one exception is continuing a run in place,
+// --restart state.cpt --cpt state.cpt: the checkpoint is read completely
+// before the first step and replaced atomically. Creates nothing (the
+// directory probes are removed again).
+void checkRunFiles(const MdOptions& options);
+
+}  // namespace haloex::md

@@ -1,0 +1,330 @@
+#include "haloex/core/safe_file.hpp"
+
+#include <fcntl.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#include <fmt/format.h>
+#include <random>
+
+#include "haloex/core/error.hpp"
+
+namespace haloex {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string systemError(int error) { return std::strerror(error); }
+
+std::string directoryOf(const std::string& path) {
+    const fs::path parent = fs::path(path).parent_path();
+    return parent.empty() ? std::string(".") : parent.string();
+}
+
+// 64 unpredictable bits: the temporary's name must not be guessable, or a
+// link planted under it in a shared directory would be (tried to be) used.
+std::uint64_t randomBits() {
+    std::uint64_t value = 0;
+    if (::getrandom(&value, sizeof value, GRND_NONBLOCK) == static_cast<ssize_t>(sizeof value)) return value;
+    std::random_device device;
+    return (static_cast<std::uint64_t>(device()) << 32) ^ device();
+}
+
+// What a non-regular file is, for messages.
+const char* kindOf(mode_t mode) {
+    if (S_ISDIR(mode)) return "a directory";
+    if (S_ISLNK(mode)) return "a symbolic link";
+    if (S_ISCHR(mode)) return "a character device";
+    if (S_ISBLK(mode)) return "a block device";
+    if (S_ISFIFO(mode)) return "a FIFO";
+    if (S_ISSOCK(mode)) return "a socket";
+    return "not a regular file";
+}
+
+[[noreturn]] void refuseTarget(const std::string& what, const std::string& path, mode_t mode) {
+    std::string advice;
+    if (S_ISDIR(mode)) {
+        advice = fmt::format("give a file name, e.g. {}/{}", path, "output");
+    } else if (S_ISLNK(mode)) {
+        std::error_code ec;
+        const fs::path target = fs::read_symlink(path, ec);
+        advice = fmt::format("haloex does not write through links{}: give the file's own path, or remove the link",
+                             ec ? std::string() : fmt::format(" (it points to '{}')", target.string()));
+    } else {
+        advice = "haloex writes only regular files: give a file name";
+    }
+    throwError(ErrorKind::InvalidInput, fmt::format("{} {}: the path is {}; {}", what, path, kindOf(mode), advice));
+}
+
+// The target of an atomic replacement: a regular file or nothing. Returns
+// whether it exists (and its mode in `st`).
+bool checkReplaceable(const std::string& what, const std::string& path, struct stat& st) {
+    if (::lstat(path.c_str(), &st) != 0) {
+        if (errno == ENOENT) return false;
+        const int error = errno;
+        if (error == ENOTDIR) {
+            throwError(ErrorKind::Io, fmt::format("{} {}: a component of the path is not a directory; give a path in "
+                                                  "an existing directory",
+                                                  what, path));
+        }
+        throwError(ErrorKind::Io, fmt::format("{} {}: cannot inspect the path: {}", what, path, systemError(error)));
+    }
+    if (!S_ISREG(st.st_mode)) refuseTarget(what, path, st.st_mode);
+    return true;
+}
+
+struct Temporary {
+    int fd = -1;
+    std::string path;
+};
+
+// A new file next to `path`, created exclusively under a random name.
+Temporary createTemporary(const std::string& what, const std::string& path) {
+    const std::string dir = directoryOf(path);
+    std::string base = fs::path(path).filename().string();
+    constexpr std::size_t kSuffix = 5 + 16;  // ".tmp." and 16 hex digits
+    if (base.size() + kSuffix > NAME_MAX) base.resize(NAME_MAX - kSuffix);
+    for (int attempt = 0; attempt < 64; ++attempt) {
+        Temporary t;
+        t.path = (fs::path(dir) / fmt::format("{}.tmp.{:016x}", base, randomBits())).string();
+        t.fd = ::open(t.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (t.fd >= 0) return t;
+        if (errno == EEXIST) continue;  // taken (or planted): draw another name
+        const int error = errno;
+        std::string reason = systemError(error);
+        if (error == ENOENT) reason = fmt::format("the directory '{}' does not exist; create it first", dir);
+        if (error == ENOTDIR) reason = fmt::format("'{}' is not a directory", dir);
+        if (error == EACCES || error == EPERM || error == EROFS) {
+            reason += fmt::format(" (the directory '{}' is not writable: choose another one)", dir);
+        }
+        throwError(ErrorKind::Io, fmt::format("{} {}: cannot create a file in '{}': {}", what, path, dir, reason));
+    }
+    throwError(ErrorKind::Io, fmt::format("{} {}: cannot find a free temporary name in '{}'", what, path, dir));
+}
+
+// `failure` begins the message ("checkpoint run.cpt: cannot write 'run.cpt.tmp.…'").
+void writeAll(int fd, const std::byte* data, std::size_t size, const std::string& failure) {
+    while (size > 0) {
+        const ssize_t n = ::write(fd, data, size);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) {
+            const int error = n < 0 ? errno : ENOSPC;
+            throwError(ErrorKind::Io, fmt::format("{}: {}{}", failure, systemError(error),
+                                                  error == ENOSPC || error == EDQUOT || error == EFBIG
+                                                      ? " (is the disk, the quota or the file-size limit full?)"
+                                                      : ""));
+        }
+        data += n;
+        size -= static_cast<std::size_t>(n);
+    }
+}
+
+void syncDirectory(const std::string& dir) {
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return;  // durability of the rename only: the data itself is synced
+    ::fsync(fd);
+    ::close(fd);
+}
+
+void probeDirectory(const std::string& what, const std::string& path) {
+    Temporary t = createTemporary(what, path);
+    ::close(t.fd);
+    ::unlink(t.path.c_str());
+}
+
+}  // namespace
+
+// ---- AtomicFileWriter ----------------------------------------------------------
+
+AtomicFileWriter::AtomicFileWriter(std::string path, std::string what)
+    : path_(std::move(path)), what_(std::move(what)) {
+    if (path_.empty()) throwError(ErrorKind::InvalidInput, fmt::format("{}: the file name is empty", what_));
+    struct stat st {};
+    const bool exists = checkReplaceable(what_, path_, st);
+    Temporary t = createTemporary(what_, path_);
+    fd_ = t.fd;
+    tmpPath_ = std::move(t.path);
+    // The replacement keeps the permissions of the file it replaces.
+    if (exists) ::fchmod(fd_, st.st_mode & 07777);
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+    if (!committed_) discard();
+}
+
+void AtomicFileWriter::discard() noexcept {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+    if (!tmpPath_.empty()) ::unlink(tmpPath_.c_str());
+    tmpPath_.clear();
+}
+
+void AtomicFileWriter::write(std::span<const std::byte> bytes) {
+    HALOEX_ASSERT(fd_ >= 0 && !committed_, "write after commit or after a failure");
+    try {
+        writeAll(fd_, bytes.data(), bytes.size(), fmt::format("{} {}: cannot write '{}'", what_, path_, tmpPath_));
+    } catch (...) {
+        discard();
+        throw;
+    }
+}
+
+void AtomicFileWriter::write(std::string_view text) { write(std::as_bytes(std::span(text.data(), text.size()))); }
+
+void AtomicFileWriter::commit() {
+    HALOEX_ASSERT(fd_ >= 0 && !committed_, "commit after commit or after a failure");
+    try {
+        if (::fsync(fd_) != 0) {
+            throwError(ErrorKind::Io, fmt::format("{} {}: cannot sync '{}' to disk: {}", what_, path_, tmpPath_,
+                                                  systemError(errno)));
+        }
+        const int rc = ::close(fd_);
+        fd_ = -1;
+        if (rc != 0) {
+            throwError(ErrorKind::Io, fmt::format("{} {}: cannot close '{}': {}", what_, path_, tmpPath_,
+                                                  systemError(errno)));
+        }
+        // Again just before the rename: the target may have changed meanwhile.
+        struct stat st {};
+        checkReplaceable(what_, path_, st);
+        if (::rename(tmpPath_.c_str(), path_.c_str()) != 0) {
+            throwError(ErrorKind::Io, fmt::format("{} {}: cannot rename '{}' to it: {}", what_, path_, tmpPath_,
+                                                  systemError(errno)));
+        }
+    } catch (...) {
+        discard();
+        throw;
+    }
+    committed_ = true;
+    tmpPath_.clear();
+    syncDirectory(directoryOf(path_));
+}
+
+void writeFileAtomically(const std::string& path, std::string_view contents, const std::string& what) {
+    AtomicFileWriter file(path, what);
+    file.write(contents);
+    file.commit();
+}
+
+// ---- RecordFile -------------------------------------------------------------------
+
+RecordFile::RecordFile(std::string path, std::string what, Mode mode) : path_(std::move(path)), what_(std::move(what)) {
+    if (path_.empty()) throwError(ErrorKind::InvalidInput, fmt::format("{}: the file name is empty", what_));
+    // O_NONBLOCK: opening a FIFO for writing would wait for a reader.
+    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+    if (fd_ < 0) {
+        const int error = errno;
+        // A link (ELOOP), a FIFO without a reader (ENXIO), a directory (EISDIR)...
+        struct stat st {};
+        if (::lstat(path_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) refuseTarget(what_, path_, st.st_mode);
+        throwError(ErrorKind::Io, fmt::format("{} {}: cannot open for writing: {}", what_, path_, systemError(error)));
+    }
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+        const mode_t kind = st.st_mode;
+        ::close(fd_);
+        fd_ = -1;
+        refuseTarget(what_, path_, kind);
+    }
+    ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+    if (mode == Mode::Truncate && ::ftruncate(fd_, 0) != 0) {
+        const int error = errno;
+        ::close(fd_);
+        fd_ = -1;
+        throwError(ErrorKind::Io, fmt::format("{} {}: cannot truncate: {}", what_, path_, systemError(error)));
+    }
+}
+
+RecordFile::~RecordFile() {
+    if (fd_ >= 0) ::close(fd_);
+}
+
+void RecordFile::append(std::string_view record) {
+    const off_t end = ::lseek(fd_, 0, SEEK_END);
+    if (end < 0) throwError(ErrorKind::Io, fmt::format("{} {}: cannot seek: {}", what_, path_, systemError(errno)));
+    try {
+        writeAll(fd_, reinterpret_cast<const std::byte*>(record.data()), record.size(),
+                 fmt::format("{} {}: cannot append", what_, path_));
+    } catch (...) {
+        // No torn record: what was written of this one goes again.
+        if (::ftruncate(fd_, end) == 0) ::lseek(fd_, end, SEEK_SET);
+        throw;
+    }
+}
+
+// ---- checks before a run ---------------------------------------------------------
+
+void requireWritableOutput(const std::string& what, const std::string& path) {
+    if (path.empty()) throwError(ErrorKind::InvalidInput, fmt::format("{}: the file name is empty", what));
+    struct stat st {};
+    checkReplaceable(what, path, st);
+    const std::string dir = directoryOf(path);
+    if (::stat(dir.c_str(), &st) != 0) {
+        const int error = errno;
+        if (error == ENOENT) {
+            throwError(ErrorKind::Io,
+                       fmt::format("{} {}: the directory '{}' does not exist; create it first", what, path, dir));
+        }
+        if (error == ENOTDIR) {
+            throwError(ErrorKind::Io, fmt::format("{} {}: '{}' is not a directory (a component of the path is a "
+                                                  "file); give a path in an existing directory",
+                                                  what, path, dir));
+        }
+        throwError(ErrorKind::Io, fmt::format("{} {}: cannot inspect '{}': {}", what, path, dir, systemError(error)));
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        throwError(ErrorKind::Io, fmt::format("{} {}: '{}' is not a directory; give a path in an existing directory",
+                                              what, path, dir));
+    }
+    probeDirectory(what, path);
+}
+
+void requireWritableOutputDirectory(const std::string& what, const std::string& dir) {
+    if (dir.empty()) throwError(ErrorKind::InvalidInput, fmt::format("{}: the directory name is empty", what));
+    fs::path existing = fs::path(dir);
+    struct stat st {};
+    while (::stat(existing.c_str(), &st) != 0) {
+        // ENOTDIR: a file on the way up, reported below as not a directory.
+        if (errno != ENOENT && errno != ENOTDIR) {
+            throwError(ErrorKind::Io, fmt::format("{} {}: cannot use '{}': {}", what, dir, existing.string(),
+                                                  systemError(errno)));
+        }
+        const fs::path parent = existing.parent_path();
+        existing = parent.empty() || parent == existing ? fs::path(".") : parent;
+    }
+    if (!S_ISDIR(st.st_mode)) {
+        throwError(ErrorKind::Io, fmt::format("{} {}: '{}' exists and is not a directory; give a directory name", what,
+                                              dir, existing.string()));
+    }
+    probeDirectory(what, (existing / "probe").string());
+}
+
+FileIdentity fileIdentity(const std::string& path) {
+    FileIdentity id;
+    std::error_code ec;
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0) {
+        id.exists = true;
+        id.device = st.st_dev;
+        id.inode = st.st_ino;
+        id.resolvedPath = fs::canonical(path, ec).string();
+        return id;
+    }
+    id.resolvedPath = fs::weakly_canonical(fs::absolute(path, ec), ec).string();
+    if (ec) id.resolvedPath = fs::absolute(path).lexically_normal().string();
+    return id;
+}
+
+bool sameFile(const std::string& a, const std::string& b) {
+    const FileIdentity x = fileIdentity(a), y = fileIdentity(b);
+    if (x.exists && y.exists) return x.device == y.device && x.inode == y.inode;
+    if (x.exists != y.exists) return false;
+    return x.resolvedPath == y.resolvedPath;
+}
+
+}  // namespace haloex

@@ -1,0 +1,30 @@
+#include "haloex/runtime/host_wait.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <fmt/format.h>
+
+#include "haloex/core/error.hpp"
+#include "haloex/core/printable.hpp"
+
+namespace haloex::runtime {
+
+double hostWaitTimeoutSeconds() {
+    const char* text = std::getenv("HALOEX_HOST_WAIT_TIMEOUT");
+    if (text == nullptr || *text == '\0') return kDefaultHostWaitTimeoutSeconds;
+    char* end = nullptr;
+    const double seconds = std::strtod(text, &end);
+    if (end == text || *end != '\0' || !std::isfinite(seconds) || seconds < 0.0) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("HALOEX_HOST_WAIT_TIMEOUT='{}': use a number of seconds >= 0 (0: no limit; default {})",
+                               printable(text), kDefaultHostWaitTimeoutSeconds));
+    }
+    return seconds;
+}
+
+std::string hostWaitAdvice() {
+    return "a peer rank stopped responding (stopped, hung, crashed without the launcher noticing, or far slower "
+           "than this one); HALOEX_HOST_WAIT_TIMEOUT=<seconds> changes the limit (0: no limit)";
+}
+
+}  // namespace haloex::runtime

@@ -1,0 +1,289 @@
+#!/usr/bin/env python3
+"""haloex-md as a careless or hostile user runs it (CPU path): every test runs
+the built program in a directory of its own (ctest runs them in parallel) and
+checks the exit status, the message and what is left on disk. Each test is one
+ctest (tests/CMakeLists.txt lists them with --list).
+
+Environment: HALOEX_MD, the haloex-md to run; HALOEX_TEST_DATA_DIR, tests/data.
+Every test also works as root: no permission bits, but paths under a regular
+file, FIFOs, symbolic links and device nodes.
+"""
+import hashlib
+import os
+import re
+import shutil
+import stat
+import subprocess
+import sys
+import tempfile
+import unittest
+
+HALOEX_MD = os.environ.get("HALOEX_MD", "haloex-md")
+DATA_DIR = os.environ.get("HALOEX_TEST_DATA_DIR", os.path.join(os.path.dirname(__file__), "..", "data"))
+# A small, quick CPU run: 1000 lattice atoms on 2 virtual ranks.
+QUICK = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--steps", "10", "--quiet"]
+
+
+def quick(extra):
+    """QUICK with the options of `extra` (pairs of option and value) given there instead."""
+    given = set(extra[0::2])
+    args = []
+    for i in range(0, len(QUICK)):
+        if QUICK[i] in given or (i > 0 and QUICK[i - 1] in given):
+            continue
+        args.append(QUICK[i])
+    return args + extra
+
+
+def digest(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+class MdCli(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.mkdtemp(prefix="haloex_md_cli_")
+        self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
+
+    def path(self, *parts):
+        return os.path.join(self.dir, *parts)
+
+    def run_md(self, args, timeout=300, shell_prefix=None):
+        """Runs haloex-md in the test directory; returns (status, stdout, stderr)."""
+        command = [HALOEX_MD] + [str(a) for a in args]
+        if shell_prefix:
+            # `exec` keeps the shell's pid: the prefix may use $$ as haloex-md's pid.
+            command = ["sh", "-c", shell_prefix + ' && exec "$@"', "sh"] + command
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        for name in [n for n in env if n.startswith(("OMPI_COMM_WORLD", "PMI_", "PMIX_", "SLURM_"))]:
+            del env[name]  # never look launched by mpirun
+        result = subprocess.run(command, cwd=self.dir, env=env, capture_output=True, text=True,
+                                errors="backslashreplace", timeout=timeout)
+        return result.returncode, result.stdout, result.stderr
+
+    def expect_refused(self, args, message, status=1, **kwargs):
+        """A bad run: `status` (None: any but 0), `message` (a regex) on stderr, and no step was run."""
+        got, out, err = self.run_md(args, **kwargs)
+        if status is None:
+            self.assertNotEqual(got, 0, f"stdout:\n{out}\nstderr:\n{err}")
+        else:
+            self.assertEqual(got, status, f"status {got}\nstdout:\n{out}\nstderr:\n{err}")
+        self.assertRegex(err, message)
+        self.assertNotIn("Performance:", out, "the run went ahead")
+        return out, err
+
+    def copy_reference(self, name="x.gro"):
+        shutil.copy(os.path.join(DATA_DIR, "ref-3000.gro"), self.path(name))
+        return name
+
+    def leftovers(self):
+        """Temporaries and other files a failed run must not leave behind."""
+        return sorted(n for n in os.listdir(self.dir) if ".tmp" in n)
+
+    # ---- 1. the checkpoint writer must not destroy files it does not own ----------
+
+    def test_checkpoint_onto_device_node_refused(self):
+        before = os.stat("/dev/null")
+        self.expect_refused(QUICK + ["--cpt", "/dev/null"], r"--cpt /dev/null: the path is a character device")
+        after = os.stat("/dev/null")
+        self.assertTrue(stat.S_ISCHR(after.st_mode))
+        self.assertEqual((before.st_ino, before.st_rdev), (after.st_ino, after.st_rdev))
+
+    def test_checkpoint_onto_fifo_refused(self):
+        os.mkfifo(self.path("state.cpt"))
+        self.expect_refused(QUICK + ["--cpt", "state.cpt"], r"--cpt state.cpt: the path is a FIFO")
+        self.assertTrue(stat.S_ISFIFO(os.lstat(self.path("state.cpt")).st_mode))
+
+    def test_checkpoint_temporary_does_not_follow_planted_link(self):
+        # The old temporary name was "<target>.tmp.<pid>": plant a link under it.
+        with open(self.path("victim"), "w") as f:
+            f.write("precious\n")
+        status, out, err = self.run_md(QUICK + ["--cpt", "state.cpt"],
+                                       shell_prefix="ln -s victim state.cpt.tmp.$$")
+        self.assertEqual(status, 0, err)
+        with open(self.path("victim"), "rb") as f:
+            self.assertEqual(f.read(), b"precious\n")
+        self.assertTrue(stat.S_ISREG(os.lstat(self.path("state.cpt")).st_mode))
+        with open(self.path("state.cpt"), "rb") as f:
+            self.assertEqual(f.read(8), b"HALOEXCP")
+
+    def test_checkpoint_onto_symbolic_link_refused(self):
+        with open(self.path("victim"), "w") as f:
+            f.write("precious\n")
+        os.symlink("victim", self.path("state.cpt"))
+        self.expect_refused(QUICK + ["--cpt", "state.cpt"], r"--cpt state.cpt: the path is a symbolic link")
+        with open(self.path("victim")) as f:
+            self.assertEqual(f.read(), "precious\n")
+
+    # ---- 2. an output must not overwrite an input or another output ---------------
+
+    def test_trajectory_onto_input_structure_refused(self):
+        gro = self.copy_reference()
+        before = digest(self.path(gro))
+        self.expect_refused(["--device", "cpu", "--ranks", "2", "--steps", "10", "--gro", gro, "--traj", gro],
+                            r"--traj x.gro is the same file as the input --gro x.gro: the run would overwrite its "
+                            r"input")
+        self.assertEqual(digest(self.path(gro)), before)
+
+    def test_json_onto_input_structure_refused(self):
+        gro = self.copy_reference()
+        before = digest(self.path(gro))
+        os.symlink(gro, self.path("alias.gro"))  # the same file under another name
+        self.expect_refused(["--device", "cpu", "--ranks", "2", "--steps", "10", "--gro", gro, "--json",
+                             "alias.gro"], r"--json alias.gro is the same file as the input --gro x.gro")
+        self.assertEqual(digest(self.path(gro)), before)
+
+    def test_json_onto_checkpoint_refused(self):
+        self.expect_refused(QUICK + ["--cpt", "r.cpt", "--json", "./r.cpt"],
+                            r"--cpt r.cpt and --json ./r.cpt are the same file: one output would overwrite the other")
+        self.assertFalse(os.path.exists(self.path("r.cpt")))
+
+    def test_json_onto_restart_checkpoint_refused(self):
+        status, _, err = self.run_md(QUICK + ["--cpt", "r.cpt"])
+        self.assertEqual(status, 0, err)
+        before = digest(self.path("r.cpt"))
+        self.expect_refused(["--device", "cpu", "--ranks", "2", "--steps", "10", "--restart", "r.cpt", "--cpt",
+                             "r.cpt", "--json", "r.cpt"],
+                            r"--json r.cpt is the same file as the input --restart r.cpt")
+        self.assertEqual(digest(self.path("r.cpt")), before)
+
+    def test_write_gromacs_onto_input_refused(self):
+        shutil.copy(os.path.join(DATA_DIR, "ref-3000.gro"), self.path("conf.gro"))
+        self.expect_refused(["--device", "cpu", "--ranks", "2", "--steps", "10", "--gro", "conf.gro",
+                             "--write-gromacs", "."],
+                            r"--write-gromacs \. \(conf\.gro\) \./conf\.gro is the same file as the input --gro "
+                            r"conf\.gro")
+
+    def test_restart_in_place_still_works(self):
+        status, _, err = self.run_md(QUICK + ["--cpt", "r.cpt"])
+        self.assertEqual(status, 0, err)
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--steps", "10", "--quiet",
+                                        "--restart", "r.cpt", "--cpt", "r.cpt", "--json", "r.json"])
+        self.assertEqual(status, 0, err)
+        self.assertTrue(os.path.exists(self.path("r.cpt.prev")))
+        self.assertEqual(self.leftovers(), [])
+
+    # ---- 4. explosions stop with a reason ------------------------------------------
+
+    def close_pair_gro(self, distance_nm):
+        """ref-3000.gro with atom 2 moved to `distance_nm` from atom 1 (along x)."""
+        with open(os.path.join(DATA_DIR, "ref-3000.gro")) as f:
+            lines = f.read().splitlines()
+        first = lines[2]
+        x = float(first[20:28]) + distance_nm
+        lines[3] = lines[3][:20] + f"{x:8.3f}" + first[28:44] + lines[3][44:]
+        with open(self.path("close.gro"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return "close.gro"
+
+    def test_atoms_too_close_in_the_input_are_refused_before_step_zero(self):
+        gro = self.close_pair_gro(0.02)
+        out, _ = self.expect_refused(
+            ["--device", "cpu", "--ranks", "2", "--steps", "10", "--gro", gro],
+            r"--gro close.gro: atoms 0 and 1 \(global ids, lines 3 and 4 of the file\) are only 0\.0200 nm apart, "
+            r"closer than --min-distance 0\.05 nm .*relax it \(energy minimisation\).*--min-distance 0 turns")
+        self.assertNotIn("Step", out)
+
+    def test_blow_up_from_close_atoms_stops_with_step_and_atom(self):
+        gro = self.close_pair_gro(0.02)
+        _, err = self.expect_refused(["--device", "cpu", "--ranks", "2", "--steps", "100", "--gro", gro,
+                                      "--min-distance", "0", "--cpt", "state.cpt", "--json", "run.json"],
+                                     r"(atom \d+ \(global id\)|temperature reached).* at step \d+.*the system blew up"
+                                     r"\. Use a smaller --dt")
+        self.assertNotIn("force oracle", err)
+        self.assertNotIn("padding", err)
+        # Nothing half-written is left: no JSON, no temporaries, no checkpoint of the blown-up state.
+        self.assertEqual(sorted(os.listdir(self.dir)), ["close.gro"])
+
+    def test_too_large_time_step_stops_with_a_reason(self):
+        # 0.02 ps ran to the end at 1e23 K, or died in the force oracle's
+        # internal message; --rlist keeps the buffer estimate for such a step
+        # from asking for more than the box holds.
+        _, err = self.expect_refused(["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--steps", "200",
+                                      "--dt", "0.02", "--rlist", "1.0", "--quiet", "--json", "run.json"],
+                                     r"at step \d+.*atom \d+ \(global id\) (moves|has a non-finite).*the system "
+                                     r"blew up\. Use a smaller --dt")
+        self.assertNotIn("force oracle", err)
+        self.assertEqual(os.listdir(self.dir), [])
+
+    # ---- 5. outputs are checked before the work ------------------------------------
+
+    def test_json_into_missing_directory_refused_before_the_run(self):
+        out, _ = self.expect_refused(QUICK[:-1] + ["--json", "nodir/run.json"],
+                                     r"--json nodir/run\.json: the directory 'nodir' does not exist; create it first")
+        self.assertNotIn("Step", out)
+
+    def test_outputs_under_a_regular_file_refused_before_the_run(self):
+        # What a read-only directory does for a user; as root only this fails.
+        open(self.path("file"), "w").close()
+        for option in ["--json", "--cpt", "--traj"]:
+            with self.subTest(option=option):
+                self.expect_refused(QUICK[:-1] + [option, "file/out"], option + r" file/out: .*is not a directory")
+
+    def test_checkpoint_onto_directory_refused_before_the_run(self):
+        os.mkdir(self.path("sub"))
+        self.expect_refused(QUICK[:-1] + ["--cpt", "sub"], r"--cpt sub: the path is a directory")
+
+    # ---- 6. numbers that wrap or are not checked -----------------------------------
+
+    def test_numeric_options_out_of_range_are_refused_with_the_range(self):
+        cases = [
+            (["--steps", "2000000000000000"], r"--steps 2000000000000000: out of range; use 0 \(automatic"),
+            (["--steps", "-1"], r"--steps -1: out of range"),
+            (["--atoms", "4294968296"], r"--atoms 4294968296: out of range; use 0 \(automatic\) or an even number"),
+            (["--grid", "65536x65536x1"], r"rank grid 65536x65536x1 has 4294967296 ranks"),
+            (["--ranks", "-3"], r"--ranks -3: out of range; use 0 \(automatic: 4\) or 1 to 1024"),
+            (["--tau-t", "0"], r"--tau-t 0: out of range"),
+            (["--tau-t", "-1"], r"--tau-t -1: out of range"),
+            (["--tau-t", "nan"], r"--tau-t nan: out of range"),
+            (["--buffer-tolerance", "nan"], r"--buffer-tolerance nan: out of range"),
+            (["--temperature", "inf"], r"--temperature inf: out of range"),
+            (["--thermo-every", "-5"], r"--thermo-every -5: out of range"),
+            (["--cpt-every", "-1"], r"--cpt-every -1: out of range"),
+            (["--wait-timeout", "nan"], r"--wait-timeout nan: out of range"),
+        ]
+        for extra, message in cases:
+            with self.subTest(args=extra):
+                self.expect_refused(quick(extra), message)
+        # Refused while the command line is parsed (CLI11's exit status): an
+        # unsigned option used to wrap -1 and clamp values past 2^64 - 1.
+        for extra, message in [
+            (["--seed", "-1"], r"--seed: -1 is out of range; use a whole number from 0 to 18446744073709551615"),
+            (["--seed", "18446744073709551616"], r"--seed: 18446744073709551616 is out of range"),
+        ]:
+            with self.subTest(args=extra):
+                self.expect_refused(quick(extra), message, status=None)
+
+    def test_large_step_counts_do_not_wrap(self):
+        # 2147483647 rounded up to a search step overflowed an int.
+        status, out, err = self.run_md(QUICK + ["--cpt", "r.cpt", "--cpt-every", "2147483647"])
+        self.assertEqual(status, 0, err)
+        self.assertTrue(os.path.exists(self.path("r.cpt")))
+        self.assertNotRegex(out + err, r"-\d{6,}")
+
+    # ---- 7. bounded, escaped reads -------------------------------------------------
+
+    def test_structure_without_line_ends_is_refused_quickly(self):
+        self.expect_refused(["--device", "cpu", "--gro", "/dev/zero"],
+                            r"/dev/zero:1: the line is longer than 4096 characters", timeout=60)
+
+    def test_control_characters_of_the_input_are_escaped(self):
+        with open(os.path.join(DATA_DIR, "ref-3000.gro")) as f:
+            lines = f.read().splitlines()
+        lines[2] = lines[2][:5] + "\x1b[2J" + lines[2][9:]  # a terminal escape as the residue name
+        with open(self.path("evil.gro"), "w") as f:
+            f.write("\n".join(lines) + "\n")
+        _, err = self.expect_refused(["--device", "cpu", "--gro", "evil.gro"], r"evil\.gro:3: .*\\x1b\[2J")
+        self.assertNotIn("\x1b", err)
+
+
+def list_tests():
+    for name in sorted(n for n in dir(MdCli) if n.startswith("test_")):
+        print(f"MdCli.{name}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--list"]:
+        list_tests()
+        sys.exit(0)
+    unittest.main()
