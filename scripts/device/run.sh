@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test search-tests search nve-drift conserve sanitize-search stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test search-tests search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -295,6 +295,62 @@ stage_sanitize_search() {
     >"$out/sanitize-md-nvshmem.log" 2>&1
   note "  haloex-md 2 ranks nvshmem, search on the device (memcheck): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-md-nvshmem.log")"
   stop_mps
+}
+
+# haloex-md and GROMACS 2026.3 on the same system in one run, one GPU, both
+# with the v-rescale thermostat (GROMACS tunes nstlist and prunes only with a
+# thermostat): every size at each code's automatic settings, then both codes'
+# nstlist tuned by hand at the smallest and largest size. GROMACS comes as a
+# carried package (GMX_TARBALL; built apart, not part of the repository).
+stage_gromacs() {
+  note "== haloex-md and GROMACS side by side (bench/gromacs_bench.py), one GPU"
+  local tarball=${GMX_TARBALL:-}
+  if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
+    note "gromacs: SKIPPED, no GROMACS package (set GMX_TARBALL to the carried gromacs-*.tar.xz)"
+    return 0
+  fi
+  mkdir -p /root/gmx && tar -xJf "$tarball" -C /root/gmx
+  local gmx=/root/gmx/bin/gmx steps=${GMX_STEPS:-10000} n k
+  "$gmx" --version 2>&1 | grep -E '^GROMACS version' | tee -a "$summary"
+  for n in ${GMX_SIZES:-22500 45000 90000 180000 360000 720000}; do
+    timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps $steps --thermostat v-rescale --quiet \
+      --json "$out/hx-$n-auto.json" >"$out/hx-$n-auto.log" 2>&1
+    note "  haloex $n auto: rc=$? $(grep -E 'Performance:' "$out/hx-$n-auto.log" | sed 's/^ *//')"
+  done
+  timeout 480 python3 "$root/bench/gromacs_bench.py" --gmx "$gmx" --haloex-md "$build/bin/haloex-md" \
+    --atoms ${GMX_SIZES:-22500 45000 90000 180000 360000 720000} --steps $steps --nstlist auto \
+    --thermostat v-rescale --workdir /tmp/gmxbench --out "$out/gromacs-auto.json" >"$out/gromacs-auto.log" 2>&1
+  note "  gromacs auto: rc=$?"
+  for n in ${GMX_TUNE_SIZES:-22500 720000}; do
+    for k in ${GMX_TUNE_NSTLIST:-100 200}; do
+      timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps $steps --thermostat v-rescale --nstlist $k \
+        --quiet --json "$out/hx-$n-$k.json" >"$out/hx-$n-$k.log" 2>&1
+      note "  haloex $n nstlist $k: rc=$? $(grep -E 'Performance:' "$out/hx-$n-$k.log" | sed 's/^ *//')"
+    done
+  done
+  timeout 400 python3 "$root/bench/gromacs_bench.py" --gmx "$gmx" --haloex-md "$build/bin/haloex-md" \
+    --atoms ${GMX_TUNE_SIZES:-22500 720000} --steps $steps --nstlist ${GMX_TUNE_NSTLIST:-100 200} \
+    --thermostat v-rescale --workdir /tmp/gmxbench-tuned --out "$out/gromacs-tuned.json" \
+    >"$out/gromacs-tuned.log" 2>&1
+  note "  gromacs tuned: rc=$?"
+  python3 - "$out" <<'PY' | tee -a "$summary"
+import glob, json, os, sys
+out = sys.argv[1]
+gmx = []
+for f in ("gromacs-auto.json", "gromacs-tuned.json"):
+    p = os.path.join(out, f)
+    if os.path.exists(p):
+        gmx += json.load(open(p))
+for r in gmx:
+    print(f"  gromacs {r.get('atoms')} nstlist {r.get('nstlist')} ({'auto' if r.get('nstlist_auto') else 'set'}) "
+          f"rlist {r.get('rlist')}: {r.get('us_per_step')} us/step, drift {r.get('drift')}, gpu update "
+          f"{r.get('gpu_update')} {r.get('error', '')}")
+for p in sorted(glob.glob(os.path.join(out, "hx-*.json"))):
+    r = json.load(open(p))
+    print(f"  haloex {r['atoms']} nstlist {r['settings']['nstlist']} rlist {r['settings']['rlist']:.3f}: "
+          f"{r['us_per_step']:.1f} us/step all steps ({r['us_per_step_steady']:.1f} steady), drift "
+          f"{r.get('conserved_drift_per_atom'):.2g}")
+PY
 }
 
 # Conserved-energy drift of NVE runs on one GPU under the settings that
