@@ -5,6 +5,7 @@
 // transport running over any World (MPI, threads) can compare its own rank's
 // results bitwise. Shared by the mpi and gpu suites.
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fmt/format.h>
@@ -302,13 +303,42 @@ std::string compareBitwise(const char* what, int rank, const std::vector<T>& got
                        got.size(), first);
 }
 
+// Forces within float tolerance: |got - want| <= tolerance * max(1, |want|)
+// per component (padding skipped). For transports whose reverse exchange adds
+// the pulses into an owner concurrently (nvshmem's atomics), so the order of
+// the additions -- and the last bits -- may differ from the reference's.
+inline std::string compareClose(const char* what, int rank, const std::vector<Vec3f>& got,
+                                const std::vector<Vec3f>& want, const std::vector<plan::ZoneMask>& zoneMask,
+                                double tolerance) {
+    if (got.size() != want.size()) {
+        return fmt::format("rank {}: {} has {} elements, expected {}", rank, what, got.size(), want.size());
+    }
+    int mismatches = 0;
+    std::string first;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+        if (i < zoneMask.size() && (zoneMask[i] & plan::kPaddingMask)) continue;
+        for (int d = 0; d < 3; ++d) {
+            const double g = got[i][d], w = want[i][d];
+            if (!(std::abs(g - w) <= tolerance * std::max(1.0, std::abs(w)))) {
+                if (mismatches++ == 0) first = fmt::format("first at local atom {}: {} vs {}", i, g, w);
+                break;
+            }
+        }
+    }
+    if (mismatches == 0) return {};
+    return fmt::format("rank {}: {} differs from the reference beyond {:g} in {} of {} atoms ({})", rank, what,
+                       tolerance, mismatches, got.size(), first);
+}
+
 inline std::string describeVec(const Vec3f& v) { return fmt::format("({}, {}, {})", v.x, v.y, v.z); }
 
 // Coordinates, both typed fields and forces bitwise (padding skipped, see
 // compareBitwise); home forces zero after clearForces, all forces zero after
 // clearForces and the next forward.
+// forceTolerance 0: forces bitwise too; > 0: forces within that relative
+// tolerance (compareClose). Coordinates and typed fields are always bitwise.
 inline std::string compareResults(const RunResult& got, const RankFields& want, int rank,
-                                  const std::vector<plan::ZoneMask>& zoneMask = {}) {
+                                  const std::vector<plan::ZoneMask>& zoneMask = {}, double forceTolerance = 0.0) {
     std::string all;
     const auto add = [&](std::string s) {
         if (!s.empty()) all += (all.empty() ? "" : "; ") + s;
@@ -316,7 +346,9 @@ inline std::string compareResults(const RunResult& got, const RankFields& want, 
     add(compareBitwise("forwarded coordinates", rank, got.out.x, want.x, zoneMask));
     add(compareBitwise("forwarded 4-byte ids", rank, got.out.ids, want.ids, zoneMask));
     add(compareBitwise("forwarded 3-byte tags", rank, got.out.tags, want.tags, zoneMask));
-    add(compareBitwise("reverse-accumulated forces", rank, got.out.f, want.f, zoneMask));
+    add(forceTolerance > 0.0 ? compareClose("reverse-accumulated forces", rank, got.out.f, want.f, zoneMask,
+                                            forceTolerance)
+                             : compareBitwise("reverse-accumulated forces", rank, got.out.f, want.f, zoneMask));
     const std::vector<Vec3f> zeros(want.f.size(), Vec3f{});
     const std::vector<Vec3f> homeZeros(got.homeForcesAfterClear.size(), Vec3f{});
     add(compareBitwise("home forces after clearForces", rank, got.homeForcesAfterClear, homeZeros));
