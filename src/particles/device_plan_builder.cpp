@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
+#include "neighbour_values.hpp"
 #include "particle_kernels.hpp"
 
 namespace haloex::particles {
@@ -37,15 +38,6 @@ void growKeeping(cuda::DeviceBuffer<T>& buffer, std::size_t count, std::size_t k
     // The old array may still be read by queued work.
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
     buffer = std::move(grown);
-}
-
-// Sends `value` to dest and returns what src sent (`none` without a src).
-std::int64_t exchangeValue(runtime::World& world, std::int64_t value, int dest, int src, int tag,
-                           std::int64_t none) {
-    std::int64_t theirs = none;
-    world.sendRecvBytes(std::as_bytes(std::span(&value, 1)), dest,
-                        std::as_writable_bytes(std::span(&theirs, src >= 0 ? 1 : 0)), src, tag);
-    return theirs;
 }
 
 }  // namespace

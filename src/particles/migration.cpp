@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
+#include "neighbour_values.hpp"
 #include "particle_kernels.hpp"
 
 namespace haloex::particles {
@@ -17,14 +18,6 @@ using namespace detail;
 // World tag of the per-direction particle counts (apart from the other
 // traffic of a search step).
 constexpr int kTagCounts = 32711;
-
-// Sends `mine` to dest and returns what src sent (0 without a src).
-int exchangeCount(runtime::World& world, std::int64_t mine, int dest, int src) {
-    std::int64_t theirs = 0;
-    world.sendRecvBytes(std::as_bytes(std::span(&mine, 1)), dest,
-                        std::as_writable_bytes(std::span(&theirs, src >= 0 ? 1 : 0)), src, kTagCounts);
-    return static_cast<int>(theirs);
-}
 
 }  // namespace
 
@@ -92,8 +85,8 @@ MigrationStats Migrator::migrate(ParticleStore& particles, const plan::Decomposi
         // Counts first (both sides size the blocks), then the blocks.
         const int lower = grid.neighbour(rank, d, -1);
         const int upper = grid.neighbour(rank, d, +1);
-        const int fromUpper = exchangeCount(world, down, lower, upper);
-        const int fromLower = exchangeCount(world, up, upper, lower);
+        const int fromUpper = static_cast<int>(exchangeValue(world, down, lower, upper, kTagCounts));
+        const int fromLower = static_cast<int>(exchangeValue(world, up, upper, lower, kTagCounts));
 
         const int next = stay + fromUpper + fromLower;
         particles.reserveNext(next);

@@ -283,10 +283,11 @@ inline std::string comparePlans(const plan::ParticleHaloPlan& got, const plan::P
 
 // Entries whose zone mask is kPaddingMask are alignment padding, not atoms:
 // a transport may write anything there (nvshmem's bulk copies move whole
-// 16-byte chunks of a receive slot), so they are skipped.
-template <class T>
-std::string compareBitwise(const char* what, int rank, const std::vector<T>& got, const std::vector<T>& want,
-                           const std::vector<plan::ZoneMask>& zoneMask = {}) {
+// 16-byte chunks of a receive slot), so they are skipped. same(got, want, i)
+// decides an element; `how` names the comparison in the message.
+template <class T, class Same>
+std::string compareEach(const char* what, const char* how, int rank, const std::vector<T>& got,
+                        const std::vector<T>& want, const std::vector<plan::ZoneMask>& zoneMask, Same same) {
     if (got.size() != want.size()) {
         return fmt::format("rank {}: {} has {} elements, expected {}", rank, what, got.size(), want.size());
     }
@@ -294,40 +295,38 @@ std::string compareBitwise(const char* what, int rank, const std::vector<T>& got
     std::string first;
     for (std::size_t i = 0; i < got.size(); ++i) {
         if (i < zoneMask.size() && (zoneMask[i] & plan::kPaddingMask)) continue;
-        if (std::memcmp(&got[i], &want[i], sizeof(T)) != 0) {
+        if (!same(got[i], want[i])) {
             if (mismatches++ == 0) first = fmt::format("first at local atom {}", i);
         }
     }
     if (mismatches == 0) return {};
-    return fmt::format("rank {}: {} differs from the reference in {} of {} atoms ({})", rank, what, mismatches,
-                       got.size(), first);
+    return fmt::format("rank {}: {} differs from the reference{} in {} of {} atoms ({})", rank, what, how,
+                       mismatches, got.size(), first);
+}
+
+template <class T>
+std::string compareBitwise(const char* what, int rank, const std::vector<T>& got, const std::vector<T>& want,
+                           const std::vector<plan::ZoneMask>& zoneMask = {}) {
+    return compareEach(what, "", rank, got, want, zoneMask,
+                       [](const T& a, const T& b) { return std::memcmp(&a, &b, sizeof(T)) == 0; });
 }
 
 // Forces within float tolerance: |got - want| <= tolerance * max(1, |want|)
-// per component (padding skipped). For transports whose reverse exchange adds
-// the pulses into an owner concurrently (nvshmem's atomics), so the order of
-// the additions -- and the last bits -- may differ from the reference's.
+// per component. For transports whose reverse exchange adds the pulses into
+// an owner concurrently (nvshmem's atomics), so the order of the additions
+// -- and the last bits -- may differ from the reference's.
 inline std::string compareClose(const char* what, int rank, const std::vector<Vec3f>& got,
                                 const std::vector<Vec3f>& want, const std::vector<plan::ZoneMask>& zoneMask,
                                 double tolerance) {
-    if (got.size() != want.size()) {
-        return fmt::format("rank {}: {} has {} elements, expected {}", rank, what, got.size(), want.size());
-    }
-    int mismatches = 0;
-    std::string first;
-    for (std::size_t i = 0; i < got.size(); ++i) {
-        if (i < zoneMask.size() && (zoneMask[i] & plan::kPaddingMask)) continue;
+    const std::string how = fmt::format(" beyond {:g}", tolerance);
+    return compareEach(what, how.c_str(), rank, got, want, zoneMask, [tolerance](const Vec3f& a, const Vec3f& b) {
         for (int d = 0; d < 3; ++d) {
-            const double g = got[i][d], w = want[i][d];
-            if (!(std::abs(g - w) <= tolerance * std::max(1.0, std::abs(w)))) {
-                if (mismatches++ == 0) first = fmt::format("first at local atom {}: {} vs {}", i, g, w);
-                break;
+            if (!(std::abs(double(a[d]) - double(b[d])) <= tolerance * std::max(1.0, std::abs(double(b[d]))))) {
+                return false;
             }
         }
-    }
-    if (mismatches == 0) return {};
-    return fmt::format("rank {}: {} differs from the reference beyond {:g} in {} of {} atoms ({})", rank, what,
-                       tolerance, mismatches, got.size(), first);
+        return true;
+    });
 }
 
 inline std::string describeVec(const Vec3f& v) { return fmt::format("({}, {}, {})", v.x, v.y, v.z); }
