@@ -216,7 +216,8 @@ void writeFileAtomically(const std::string& path, std::string_view contents, con
 RecordFile::RecordFile(std::string path, std::string what, Mode mode) : path_(std::move(path)), what_(std::move(what)) {
     if (path_.empty()) throwError(ErrorKind::InvalidInput, fmt::format("{}: the file name is empty", what_));
     // O_NONBLOCK: opening a FIFO for writing would wait for a reader.
-    fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
+    // Read-write: a continued file's recorded end is checked by reading it back.
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0666);
     if (fd_ < 0) {
         const int error = errno;
         // A link (ELOOP), a FIFO without a reader (ENXIO), a directory (EISDIR)...
@@ -255,6 +256,34 @@ void RecordFile::append(std::string_view record) {
         if (::ftruncate(fd_, end) == 0) ::lseek(fd_, end, SEEK_SET);
         throw;
     }
+}
+
+std::uint64_t RecordFile::size() const {
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+        throwError(ErrorKind::Io, fmt::format("{} {}: cannot stat: {}", what_, path_, systemError(errno)));
+    }
+    return static_cast<std::uint64_t>(st.st_size);
+}
+
+void RecordFile::truncate(std::uint64_t length) {
+    HALOEX_ASSERT(length <= size(), "RecordFile::truncate only cuts a file back");
+    if (::ftruncate(fd_, static_cast<off_t>(length)) != 0) {
+        throwError(ErrorKind::Io, fmt::format("{} {}: cannot truncate to {} bytes: {}", what_, path_, length,
+                                              systemError(errno)));
+    }
+}
+
+std::size_t RecordFile::readAt(std::uint64_t offset, std::span<std::byte> bytes) const {
+    std::size_t got = 0;
+    while (got < bytes.size()) {
+        const ssize_t n = ::pread(fd_, bytes.data() + got, bytes.size() - got, static_cast<off_t>(offset + got));
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) throwError(ErrorKind::Io, fmt::format("{} {}: cannot read: {}", what_, path_, systemError(errno)));
+        if (n == 0) break;
+        got += static_cast<std::size_t>(n);
+    }
+    return got;
 }
 
 // ---- checks before a run ---------------------------------------------------------

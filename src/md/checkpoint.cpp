@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/fnv1a.hpp"
 #include "haloex/core/safe_file.hpp"
 
 namespace haloex::md {
@@ -25,27 +26,16 @@ namespace {
 constexpr std::array<char, 8> kMagic{'H', 'A', 'L', 'O', 'E', 'X', 'C', 'P'};
 constexpr std::uint32_t kByteOrderMarker = 0x01020304u;
 constexpr std::uint32_t kSwappedByteOrderMarker = 0x04030201u;
-constexpr std::size_t kHeaderBytes = 168;   // everything up to and including the atom count
+constexpr std::size_t kHeaderBytesV1 = 168;  // everything up to and including the atom count
+constexpr std::size_t kHeaderBytes = 176;    // format 2: and the output section's length
+// Bounds an output section may have (a few outputs with their paths).
+constexpr std::size_t kMaxOutputSectionBytes = std::size_t{1} << 20;
+constexpr std::size_t kMaxOutputs = 64;
 constexpr std::size_t kAtomBytes = 64;      // id, type, zero, x[3], v[3]
 constexpr std::size_t kChecksumBytes = 8;
 constexpr std::size_t kIoBlockBytes = std::size_t{1} << 20;
 
 std::string systemError() { return std::strerror(errno); }
-
-// FNV-1a, 64 bit: simple, no table, enough to catch torn or flipped bytes.
-class Fnv1a {
-public:
-    void add(std::span<const std::byte> bytes) {
-        for (const std::byte b : bytes) {
-            hash_ ^= static_cast<std::uint64_t>(b);
-            hash_ *= 0x100000001b3ULL;
-        }
-    }
-    std::uint64_t value() const { return hash_; }
-
-private:
-    std::uint64_t hash_ = 0xcbf29ce484222325ULL;
-};
 
 class FileDescriptor {
 public:
@@ -108,6 +98,27 @@ std::int32_t thermostatCode(const std::string& name) {
                fmt::format("checkpoint: unknown thermostat '{}' (use none or v-rescale)", name));
 }
 
+std::vector<std::byte> encodeOutputs(const std::vector<OutputPosition>& outputs) {
+    HALOEX_ASSERT(outputs.size() <= kMaxOutputs, "too many continuing outputs for a checkpoint");
+    ByteWriter w;
+    w.put(static_cast<std::uint32_t>(outputs.size()));
+    w.put(std::uint32_t{0});
+    for (const OutputPosition& o : outputs) {
+        w.put(static_cast<std::uint32_t>(o.role.size()));
+        w.put(static_cast<std::uint32_t>(o.path.size()));
+        w.put(o.bytes);
+        w.put(o.records);
+        w.put(o.lastStep);
+        w.put(o.tailBytes);
+        w.put(o.tailChecksum);
+        for (const char c : o.role) w.put(c);
+        for (const char c : o.path) w.put(c);
+        while (w.bytes().size() % 8 != 0) w.put(char{0});
+    }
+    HALOEX_ASSERT(w.bytes().size() <= kMaxOutputSectionBytes, "checkpoint output section too large (long paths?)");
+    return std::move(w.bytes());
+}
+
 std::vector<std::byte> encodeHeader(const CheckpointData& d) {
     ByteWriter w;
     for (const char c : kMagic) w.put(c);
@@ -132,7 +143,11 @@ std::vector<std::byte> encodeHeader(const CheckpointData& d) {
     w.put(static_cast<std::uint32_t>(d.thermostatRandom.haveSpare ? 1 : 0));
     w.put(std::uint32_t{0});
     w.put(static_cast<std::int64_t>(d.system.size()));
+    HALOEX_ASSERT(w.bytes().size() == kHeaderBytesV1, "checkpoint header size changed: update kHeaderBytes");
+    const std::vector<std::byte> outputs = encodeOutputs(d.outputs);
+    w.put(static_cast<std::uint64_t>(outputs.size()));
     HALOEX_ASSERT(w.bytes().size() == kHeaderBytes, "checkpoint header size changed: update kHeaderBytes");
+    w.bytes().insert(w.bytes().end(), outputs.begin(), outputs.end());
     return std::move(w.bytes());
 }
 
@@ -283,6 +298,48 @@ void readExactly(int fd, std::byte* data, std::size_t size, const std::string& p
     }
 }
 
+// The output section, read from an unverified file: every length is checked
+// against what is left before it is used.
+std::vector<OutputPosition> decodeOutputs(std::span<const std::byte> section, const std::string& path) {
+    std::size_t offset = 0;
+    const auto take = [&](std::size_t bytes, const char* what) {
+        if (bytes > section.size() - offset) refuse(path, fmt::format("corrupt output section ({} past its end)", what));
+        const std::span<const std::byte> field = section.subspan(offset, bytes);
+        offset += bytes;
+        return field;
+    };
+    const auto number = [&]<class T>(T, const char* what) {
+        T value;
+        std::memcpy(&value, take(sizeof(T), what).data(), sizeof(T));
+        return value;
+    };
+    const auto count = number(std::uint32_t{}, "the output count");
+    number(std::uint32_t{}, "padding");
+    if (count > kMaxOutputs) refuse(path, fmt::format("corrupt output section ({} outputs)", count));
+    std::vector<OutputPosition> outputs(count);
+    for (OutputPosition& o : outputs) {
+        const auto roleBytes = number(std::uint32_t{}, "a role length");
+        const auto pathBytes = number(std::uint32_t{}, "a path length");
+        o.bytes = number(std::uint64_t{}, "a file length");
+        o.records = number(std::int64_t{}, "a record count");
+        o.lastStep = number(std::int64_t{}, "a step");
+        o.tailBytes = number(std::uint64_t{}, "a tail length");
+        o.tailChecksum = number(std::uint64_t{}, "a tail checksum");
+        const auto role = take(roleBytes, "a role");
+        const auto file = take(pathBytes, "a path");
+        o.role.assign(reinterpret_cast<const char*>(role.data()), role.size());
+        o.path.assign(reinterpret_cast<const char*>(file.data()), file.size());
+        take((8 - offset % 8) % 8, "padding");
+        if (o.tailBytes > o.bytes || o.tailBytes > kOutputTailBytes || o.records < 0 || o.lastStep < -1) {
+            refuse(path, fmt::format("corrupt output section (output '{}': {} bytes, tail {}, {} records, last step "
+                                     "{})",
+                                     o.role, o.bytes, o.tailBytes, o.records, o.lastStep));
+        }
+    }
+    if (offset != section.size()) refuse(path, "corrupt output section (bytes after its last output)");
+    return outputs;
+}
+
 struct OpenCheckpoint {
     std::unique_ptr<FileDescriptor> fd;
     std::vector<std::byte> header;
@@ -307,7 +364,7 @@ OpenCheckpoint openCheckpoint(const std::string& path) {
                                  "'{}.prev' holds the previous checkpoint, if any",
                                  path));
     }
-    cp.header.resize(std::min(size, kHeaderBytes));
+    cp.header.resize(std::min(size, kHeaderBytesV1));
     readExactly(cp.fd->get(), cp.header.data(), cp.header.size(), path, size);
     const std::size_t magicBytes = std::min(cp.header.size(), kMagic.size());
     if (std::memcmp(cp.header.data(), kMagic.data(), magicBytes) != 0) {
@@ -315,8 +372,8 @@ OpenCheckpoint openCheckpoint(const std::string& path) {
                                  "\"{}\"); give the file --cpt wrote",
                                  printable(std::span(cp.header).first(magicBytes))));
     }
-    if (size < kHeaderBytes) {
-        refuse(path, fmt::format("truncated: expected at least {} bytes of header, got {}", kHeaderBytes, size));
+    if (size < kHeaderBytesV1) {
+        refuse(path, fmt::format("truncated: expected at least {} bytes of header, got {}", kHeaderBytesV1, size));
     }
     ByteReader r(cp.header);
     r.get<std::array<char, 8>>();
@@ -334,11 +391,35 @@ OpenCheckpoint openCheckpoint(const std::string& path) {
                                  version, kCheckpointFormatVersion));
     }
     cp.data = decodeHeader(cp.header);
+    cp.data.outputsRecorded = version >= 2;
+    if (version >= 2) {
+        // The output section's length, then the section itself (bounded
+        // before anything is allocated for it).
+        if (size < kHeaderBytes) {
+            refuse(path, fmt::format("truncated: expected at least {} bytes of header, got {}", kHeaderBytes, size));
+        }
+        std::uint64_t sectionBytes = 0;
+        readExactly(cp.fd->get(), reinterpret_cast<std::byte*>(&sectionBytes), sizeof sectionBytes, path, size);
+        if (sectionBytes > kMaxOutputSectionBytes) {
+            refuse(path, fmt::format("inconsistent output-section length {} in the header", sectionBytes));
+        }
+        if (sectionBytes > size - kHeaderBytes) {
+            refuse(path, fmt::format("truncated: expected at least {} bytes of header and output section, got {}",
+                                     kHeaderBytes + sectionBytes, size));
+        }
+        const auto* p = reinterpret_cast<const std::byte*>(&sectionBytes);
+        cp.header.insert(cp.header.end(), p, p + sizeof sectionBytes);
+        const std::size_t sectionStart = cp.header.size();
+        cp.header.resize(sectionStart + sectionBytes);
+        readExactly(cp.fd->get(), cp.header.data() + sectionStart, sectionBytes, path, size);
+        cp.data.outputs = decodeOutputs(std::span(cp.header).subspan(sectionStart), path);
+    }
+    const std::size_t before = cp.header.size();  // every byte before the atoms
     const std::int64_t n = cp.data.atomCount;
-    const auto maxAtoms = static_cast<std::int64_t>((std::numeric_limits<std::int64_t>::max() - kHeaderBytes -
+    const auto maxAtoms = static_cast<std::int64_t>((std::numeric_limits<std::int64_t>::max() - before -
                                                      kChecksumBytes) / kAtomBytes);
     if (n < 0 || n > maxAtoms) refuse(path, fmt::format("inconsistent atom count {} in the header", n));
-    cp.expectedSize = kHeaderBytes + static_cast<std::size_t>(n) * kAtomBytes + kChecksumBytes;
+    cp.expectedSize = before + static_cast<std::size_t>(n) * kAtomBytes + kChecksumBytes;
     if (size < cp.expectedSize) {
         refuse(path, fmt::format("truncated: expected {} bytes for {} atoms, got {}", cp.expectedSize, n, size));
     }
@@ -404,7 +485,7 @@ CheckpointData readCheckpoint(const std::string& path) {
     // refused before the atom arrays are allocated; then the atoms, checked
     // again so that what is kept is what was verified.
     const auto readAtoms = [&](const auto& perBlock) {
-        if (::lseek(cp.fd->get(), static_cast<off_t>(kHeaderBytes), SEEK_SET) < 0) {
+        if (::lseek(cp.fd->get(), static_cast<off_t>(cp.header.size()), SEEK_SET) < 0) {
             throwError(ErrorKind::Io, fmt::format("cannot seek in checkpoint '{}': {}", path, systemError()));
         }
         Fnv1a checksum;

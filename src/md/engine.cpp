@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <optional>
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/checkpoint.hpp"
@@ -190,6 +191,8 @@ struct Engine::Impl {
     std::int64_t normalStepSyncs = 0;
     // --search: the atoms stay on the device (resolved in setUp).
     bool deviceSearch = false;
+    // --restart: the checkpoint without its atoms.
+    std::optional<CheckpointData> restartFrom;
     // Sum and sum of squares of every global id (modulo 2^64).
     std::array<std::uint64_t, 2> idFingerprint{0, 0};
 
@@ -266,6 +269,8 @@ struct Engine::Impl {
     System restoreCheckpoint() {
         CheckpointData checkpoint = readCheckpoint(e.options_.restartFile);
         requireCheckpointSettings(e.options_, checkpoint, e.options_.restartFile);
+        restartFrom = checkpoint;  // where its outputs stood (RunOutput::open)
+        restartFrom->system = System{};
         step = checkpoint.step;
         thermostatEnergy = checkpoint.thermostatEnergy;
         thermostat.setRandomState(checkpoint.thermostatRandom);
@@ -650,6 +655,7 @@ struct Engine::Impl {
         runStart = Clock::now();
         bool firstSearch = true;
         RunOutput output(o, first);
+        output.open(e.world_, restartFrom ? &*restartFrom : nullptr);
         while (step < end) {
             writeOutput(output, firstSearch, false);
             if ((step - first) % o.nstlist == 0) {

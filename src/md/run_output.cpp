@@ -4,6 +4,10 @@
 
 #include <algorithm>
 #include <array>
+#include <charconv>
+#include <fstream>
+#include <optional>
+#include <string_view>
 #include <filesystem>
 #include <fmt/format.h>
 #include <limits>
@@ -12,13 +16,49 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/md/output_files.hpp"
 
 namespace haloex::md {
 namespace {
 
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 
+constexpr const char* kTrajectory = "--traj";
+
 std::int64_t nextMultipleAfter(std::int64_t step, std::int64_t every) { return (step / every + 1) * every; }
+
+// The step in the title of the last frame of a haloex-md trajectory of
+// `atoms` atoms ("haloex-md t= <ps> step= <step>"), read from the file's end
+// (a frame is a title, a count, one line per atom and the box); nullopt when
+// the file does not end that way. For format-1 checkpoints only.
+std::optional<std::int64_t> lastFrameStep(const std::string& path, std::int64_t atoms) {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    if (!in) return std::nullopt;
+    const auto size = static_cast<std::uint64_t>(in.tellg());
+    const std::uint64_t chunk = std::min<std::uint64_t>(size, static_cast<std::uint64_t>(atoms) * 128 + 16384);
+    std::string tail(static_cast<std::size_t>(chunk), '\0');
+    in.seekg(static_cast<std::streamoff>(size - chunk));
+    in.read(tail.data(), static_cast<std::streamsize>(chunk));
+    if (!in || tail.empty() || tail.back() != '\n') return std::nullopt;
+    std::vector<std::string_view> lines;
+    std::size_t begin = 0;
+    for (std::size_t i = 0; i < tail.size(); ++i) {
+        if (tail[i] != '\n') continue;
+        lines.emplace_back(tail.data() + begin, i - begin);
+        begin = i + 1;
+    }
+    if (chunk < size && !lines.empty()) lines.erase(lines.begin());  // the first may be partial
+    const auto frameLines = static_cast<std::uint64_t>(atoms) + 3;
+    if (lines.size() < frameLines) return std::nullopt;
+    const std::string_view title = lines[lines.size() - frameLines];
+    const std::size_t at = title.rfind("step= ");
+    if (!title.starts_with("haloex-md t= ") || at == std::string_view::npos) return std::nullopt;
+    std::int64_t step = -1;
+    const char* first = title.data() + at + 6;
+    const auto [end, ec] = std::from_chars(first, title.data() + title.size(), step);
+    if (ec != std::errc() || end != title.data() + title.size()) return std::nullopt;
+    return step;
+}
 
 void requireDirectoryOf(const char* option, const std::string& path) {
     if (path.empty()) return;
@@ -85,6 +125,37 @@ RunOutput::RunOutput(MdOptions resolved, std::int64_t firstStep)
     }
 }
 
+RunOutput::~RunOutput() = default;
+
+void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint) {
+    runOnRoot(world, [&] {
+        OutputFiles::Start start;
+        if (checkpoint != nullptr) {
+            start.checkpointPath = options_.restartFile;
+            start.step = checkpoint->step;
+            start.outputsRecorded = checkpoint->outputsRecorded;
+            start.recorded = checkpoint->outputs;
+        }
+        files_ = std::make_unique<OutputFiles>(std::move(start));
+        if (!options_.trajFile.empty()) {
+            // Format 1: the frame due last is the one at the greatest multiple
+            // of traj-every up to the checkpoint's step.
+            const std::int64_t due = checkpoint ? checkpoint->step / options_.trajEvery * options_.trajEvery : -1;
+            const std::int64_t atoms = checkpoint ? checkpoint->atomCount : 0;
+            files_->open(
+                kTrajectory, options_.trajFile, [atoms](const std::string& path) { return lastFrameStep(path, atoms); },
+                due);
+        }
+        if (!options_.quiet) {
+            for (const std::string& note : files_->notes()) fmt::print("{}\n", note);
+        }
+    });
+}
+
+std::int64_t RunOutput::framesWritten() const {
+    return files_ && !options_.trajFile.empty() ? files_->records(kTrajectory) : 0;
+}
+
 bool RunOutput::trajectoryDue(std::int64_t step) const {
     if (options_.trajFile.empty() || (restarted_ && step == firstStep_)) return false;
     return step % options_.trajEvery == 0;
@@ -137,17 +208,21 @@ void RunOutput::write(runtime::World& world, const plan::Box& box, std::span<con
     if (!frame && !checkpointNow) return;
     const std::vector<AtomRecord> all = gatherAtomsOnRoot(home, world);
     runOnRoot(world, [&] {
+        HALOEX_ASSERT(files_ != nullptr, "RunOutput::write before open");
         if (frame) {
-            if (!trajectory_) {
-                // A restart continues the trajectory of the run it continues.
-                const auto mode = restarted_ ? GroTrajectoryWriter::Mode::Append : GroTrajectoryWriter::Mode::Truncate;
-                trajectory_ = std::make_unique<GroTrajectoryWriter>(options_.trajFile, mode);
-            }
             const double time = static_cast<double>(state.step) * options_.dt;
             const std::string title = fmt::format("haloex-md t= {:.5f} step= {}", time, state.step);
-            trajectory_->writeFrame(systemFromAtoms(box, all), title, false);
+            // Formatted first (a coordinate that does not fit throws before
+            // anything is written), then appended whole.
+            files_->append(kTrajectory, formatGro(systemFromAtoms(box, all), title, false), state.step);
         }
-        if (checkpointNow) writeCheckpoint(options_.checkpointFile, checkpoint(box, all, state));
+        if (checkpointNow) {
+            // After the frame of this step: the checkpoint records the
+            // trajectory with it.
+            CheckpointData c = checkpoint(box, all, state);
+            c.outputs = files_->positions();
+            writeCheckpoint(options_.checkpointFile, c);
+        }
     });
 }
 

@@ -9,13 +9,19 @@ Every test also works as root: no permission bits, but paths under a regular
 file, FIFOs, symbolic links and device nodes.
 """
 import hashlib
+import json
 import os
+import queue
 import re
 import shutil
+import signal
 import stat
+import struct
 import subprocess
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 HALOEX_MD = os.environ.get("HALOEX_MD", "haloex-md")
@@ -35,12 +41,33 @@ def quick(extra):
     return args + extra
 
 
+def frame_steps(path):
+    """The step of every frame of a haloex-md trajectory, in file order."""
+    with open(path) as f:
+        return [int(m) for m in re.findall(r"^haloex-md t= \S+ step= (\d+)$", f.read(), re.M)]
+
+
+def checkpoint_step(path):
+    """The step in a checkpoint's header (after the magic, version and marker)."""
+    with open(path, "rb") as f:
+        return struct.unpack("=q", f.read(24)[16:24])[0]
+
+
+def checkpoint_atoms(path, atoms):
+    """A checkpoint's atom records (ids, types, positions, velocities), without the header or checksum."""
+    with open(path, "rb") as f:
+        data = f.read()
+    return data[-(8 + 64 * atoms):-8]
+
+
 def digest(path):
     with open(path, "rb") as f:
         return hashlib.sha256(f.read()).hexdigest()
 
 
-class MdCli(unittest.TestCase):
+class CliCase(unittest.TestCase):
+    """Runs haloex-md in a directory of its own."""
+
     def setUp(self):
         self.dir = tempfile.mkdtemp(prefix="haloex_md_cli_")
         self.addCleanup(shutil.rmtree, self.dir, ignore_errors=True)
@@ -61,6 +88,58 @@ class MdCli(unittest.TestCase):
                                 errors="backslashreplace", timeout=timeout)
         return result.returncode, result.stdout, result.stderr
 
+    def start_md(self, args):
+        """Starts haloex-md in the test directory; lines of its stdout arrive in self.lines."""
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        for name in [n for n in env if n.startswith(("OMPI_COMM_WORLD", "PMI_", "PMIX_", "SLURM_"))]:
+            del env[name]
+        proc = subprocess.Popen([HALOEX_MD] + [str(a) for a in args], cwd=self.dir, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True, errors="backslashreplace")
+        def cleanup():
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            proc.stdout.close()
+            proc.stderr.close()
+        self.addCleanup(cleanup)
+        self.lines = queue.Queue()
+        self.stdout, self.stderr = [], []
+
+        def pump(stream, into, lines):
+            for line in stream:
+                into.append(line)
+                if lines:
+                    self.lines.put(line)
+            if lines:
+                self.lines.put(None)
+        self.pumps = [threading.Thread(target=pump, args=(proc.stdout, self.stdout, True), daemon=True),
+                      threading.Thread(target=pump, args=(proc.stderr, self.stderr, False), daemon=True)]
+        for t in self.pumps:
+            t.start()
+        return proc
+
+    def wait_for_step(self, at_least, timeout=120):
+        """Waits for an energy line of a step >= at_least; returns that step."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                line = self.lines.get(timeout=1)
+            except queue.Empty:
+                continue
+            if line is None:
+                self.fail("haloex-md ended before step %d:\n%s" % (at_least, "".join(self.stdout)))
+            fields = line.split()
+            if fields and fields[0].isdigit() and int(fields[0]) >= at_least:
+                return int(fields[0])
+        self.fail("no progress to step %d within %d s" % (at_least, timeout))
+
+    def finish(self, proc, timeout=120):
+        """Waits for the end; returns (status, stdout, stderr)."""
+        proc.wait(timeout=timeout)
+        for t in self.pumps:
+            t.join(timeout=10)
+        return proc.returncode, "".join(self.stdout), "".join(self.stderr)
+
     def expect_refused(self, args, message, status=1, **kwargs):
         """A bad run: `status` (None: any but 0), `message` (a regex) on stderr, and no step was run."""
         got, out, err = self.run_md(args, **kwargs)
@@ -80,6 +159,8 @@ class MdCli(unittest.TestCase):
         """Temporaries and other files a failed run must not leave behind."""
         return sorted(n for n in os.listdir(self.dir) if ".tmp" in n)
 
+
+class MdCli(CliCase):
     # ---- 1. the checkpoint writer must not destroy files it does not own ----------
 
     def test_checkpoint_onto_device_node_refused(self):
@@ -277,9 +358,62 @@ class MdCli(unittest.TestCase):
         self.assertNotIn("\x1b", err)
 
 
+class MdRestartOutputs(CliCase):
+    """Defect 3, the restart half: a restart with the same --traj after a kill
+    appended to the whole file, so the frames written after the last
+    checkpoint came twice and out of order. The checkpoint now records where
+    each continuing output stood; a restart cuts back to there, and refuses a
+    file changed since."""
+
+    def test_restart_after_kill_9_cuts_the_frames_after_the_checkpoint(self):
+        args = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--steps", "1000000", "--nstlist", "10",
+                "--quiet", "--traj", "traj.gro", "--traj-every", "5", "--cpt", "state.cpt", "--cpt-every", "100"]
+        proc = self.start_md(args)
+        deadline = time.monotonic() + 120
+        while True:
+            self.assertLess(time.monotonic(), deadline, "no checkpoint with frames after it")
+            time.sleep(0.01)
+            if not os.path.exists(self.path("state.cpt")):
+                continue
+            frames = frame_steps(self.path("traj.gro"))
+            if frames and frames[-1] >= checkpoint_step(self.path("state.cpt")) + 20:
+                break
+        proc.kill()
+        proc.wait()
+        step = checkpoint_step(self.path("state.cpt"))
+        killed = frame_steps(self.path("traj.gro"))
+        self.assertGreater(killed[-1], step, "no frame after the checkpoint: nothing to test")
+        with open(self.path("traj.gro")) as f:
+            before = f.read()
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--steps", killed[-1] + 20 - step,
+                                        "--restart", "state.cpt", "--traj", "traj.gro", "--traj-every", "5",
+                                        "--cpt", "state.cpt"])
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"--traj traj\.gro: cut back from \d+ to \d+ bytes, where checkpoint state\.cpt "
+                              r"recorded it \(step %d\)" % step)
+        self.assertEqual(frame_steps(self.path("traj.gro")), list(range(0, killed[-1] + 21, 5)))
+        # The frames written again are those the killed run wrote.
+        with open(self.path("traj.gro")) as f:
+            self.assertTrue(f.read().startswith(before))
+
+    def test_restart_with_an_edited_trajectory_is_refused(self):
+        status, _, err = self.run_md(QUICK + ["--traj", "traj.gro", "--traj-every", "5", "--cpt", "state.cpt"])
+        self.assertEqual(status, 0, err)
+        with open(self.path("traj.gro"), "r+") as f:
+            f.truncate(len(f.read()) // 2)
+        before = digest(self.path("traj.gro"))
+        self.expect_refused(["--device", "cpu", "--ranks", "2", "--steps", "10", "--restart", "state.cpt", "--traj",
+                             "traj.gro"],
+                            r"--traj traj\.gro: the file has \d+ bytes, but checkpoint state\.cpt recorded it with "
+                            r"\d+ bytes, 3 record\(s\), the last at step 10: it was cut or replaced after the "
+                            r"checkpoint.*give --traj a new file name to start a new one at step 10")
+        self.assertEqual(digest(self.path("traj.gro")), before)
+
+
 def list_tests():
-    for name in sorted(n for n in dir(MdCli) if n.startswith("test_")):
-        print(f"MdCli.{name}")
+    for case in (MdCli, MdRestartOutputs):
+        for name in sorted(n for n in dir(case) if n.startswith("test_")):
+            print(f"{case.__name__}.{name}")
 
 
 if __name__ == "__main__":

@@ -28,7 +28,11 @@ namespace fs = std::filesystem;
 
 namespace {
 
-constexpr std::size_t kHeaderBytes = 168;
+// Format 2 without outputs: the 176-byte header, then an output section of 8
+// bytes (no outputs), then the atoms.
+constexpr std::size_t kHeaderBytes = 176;
+constexpr std::size_t kAtomsStart = kHeaderBytes + 8;
+constexpr std::size_t kAtomCountOffset = 160;
 constexpr std::size_t kAtomBytes = 64;
 
 fs::path freshDir() { return haloex::testing::freshTestDir("haloex_cpt"); }
@@ -139,7 +143,7 @@ TEST(Checkpoint, RoundTripIsBitwise) {
     const fs::path path = freshDir() / "run.cpt";
     const CheckpointData d = sampleData();
     writeCheckpoint(path.string(), d);
-    EXPECT_EQ(fs::file_size(path), kHeaderBytes + d.system.size() * kAtomBytes + 8);
+    EXPECT_EQ(fs::file_size(path), kAtomsStart + d.system.size() * kAtomBytes + 8);
 
     const CheckpointData r = readCheckpoint(path.string());
     EXPECT_EQ(r.step, d.step);
@@ -181,7 +185,8 @@ TEST(Checkpoint, TruncatedFilesAreRefusedWithBothSizes) {
     const std::vector<char> bytes = fileBytes(path);
     const fs::path cut = dir / "cut.cpt";
     for (const std::size_t length : {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{100},
-                                     kHeaderBytes - 1, kHeaderBytes, kHeaderBytes + 1, kHeaderBytes + 5 * kAtomBytes,
+                                     kAtomCountOffset, kHeaderBytes - 1, kHeaderBytes, kHeaderBytes + 1, kAtomsStart,
+                                     kAtomsStart + 5 * kAtomBytes,
                                      bytes.size() - 8, bytes.size() - 1}) {
         SCOPED_TRACE(fmt::format("length {}", length));
         writeBytes(cut, std::vector<char>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(length)));
@@ -202,8 +207,8 @@ TEST(Checkpoint, FlippedBytesFailTheChecksum) {
     const std::vector<char> bytes = fileBytes(path);
     const fs::path bad = dir / "bad.cpt";
     // The step, the thermostat energy, a position bit, a type, the checksum itself.
-    for (const std::size_t offset : {std::size_t{16}, std::size_t{112}, kHeaderBytes + 20 * kAtomBytes + 17,
-                                     kHeaderBytes + 999 * kAtomBytes + 8, bytes.size() - 1}) {
+    for (const std::size_t offset : {std::size_t{16}, std::size_t{112}, kAtomsStart + 20 * kAtomBytes + 17,
+                                     kAtomsStart + 999 * kAtomBytes + 8, bytes.size() - 1}) {
         SCOPED_TRACE(fmt::format("offset {}", offset));
         std::vector<char> flipped = bytes;
         flipped[offset] = static_cast<char>(flipped[offset] ^ 0x10);
@@ -259,7 +264,7 @@ TEST(Checkpoint, InconsistentAtomsAreRefused) {
 
     // Atom 1 takes atom 0's id: a duplicate, checksum intact.
     std::vector<char> duplicate = bytes;
-    patch(duplicate, kHeaderBytes + kAtomBytes, peek<std::int64_t>(duplicate, kHeaderBytes));
+    patch(duplicate, kAtomsStart + kAtomBytes, peek<std::int64_t>(duplicate, kAtomsStart));
     resealChecksum(duplicate);
     writeBytes(dir / "dup.cpt", duplicate);
     expectRefused(dir / "dup.cpt", "ids must be unique");
@@ -267,7 +272,7 @@ TEST(Checkpoint, InconsistentAtomsAreRefused) {
     // A type that is neither +q nor -q.
     std::vector<char> badType = bytes;
     const std::int32_t type = 5;
-    patch(badType, kHeaderBytes + 3 * kAtomBytes + 8, type);
+    patch(badType, kAtomsStart + 3 * kAtomBytes + 8, type);
     resealChecksum(badType);
     writeBytes(dir / "type.cpt", badType);
     expectRefused(dir / "type.cpt", "has type 5");
@@ -275,7 +280,7 @@ TEST(Checkpoint, InconsistentAtomsAreRefused) {
     // A header atom count that does not match the atoms in the file.
     std::vector<char> count = bytes;
     const std::int64_t n = d.system.size() + 1;
-    patch(count, kHeaderBytes - 8, n);
+    patch(count, kAtomCountOffset, n);
     resealChecksum(count);
     writeBytes(dir / "count.cpt", count);
     expectRefused(dir / "count.cpt", fmt::format("expected {} bytes for {} atoms", bytes.size() + kAtomBytes, n));
@@ -389,10 +394,10 @@ TEST(Checkpoint, ASparseFileIsRefusedBeforeItsAtomsAreAllocated) {
     writeCheckpoint(path.string(), sampleData());
     std::vector<char> bytes = fileBytes(path);
     const std::int64_t atoms = 20'000'000;
-    bytes.resize(kHeaderBytes);
-    patch(bytes, kHeaderBytes - 8, atoms);
+    bytes.resize(kAtomsStart);
+    patch(bytes, kAtomCountOffset, atoms);
     writeBytes(path, bytes);
-    fs::resize_file(path, kHeaderBytes + static_cast<std::size_t>(atoms) * kAtomBytes + 8);
+    fs::resize_file(path, kAtomsStart + static_cast<std::size_t>(atoms) * kAtomBytes + 8);
 
     // Room for the reading, not for the arrays.
     std::size_t used = 0;
@@ -420,4 +425,63 @@ TEST(Checkpoint, ASparseFileIsRefusedBeforeItsAtomsAreAllocated) {
     }
     ASSERT_EQ(::setrlimit(RLIMIT_AS, &saved), 0);
     EXPECT_NE(message.find("checksum mismatch"), std::string::npos) << message;
+}
+// Format 2 records where each continuing output stood (OutputFiles); the
+// header read returns them without the atoms.
+TEST(Checkpoint, OutputPositionsRoundTrip) {
+    const fs::path dir = freshDir();
+    const fs::path path = dir / "run.cpt";
+    CheckpointData d = sampleData();
+    d.outputs = {OutputPosition{"--traj", "/scratch/run/traj.gro", 123456789, 25, 1250, 1u << 20, 0x1234567890abcdefULL},
+                 OutputPosition{"--energy", "/scratch/e.xvg", 7, 1, 0, 7, 42}};
+    writeCheckpoint(path.string(), d);
+    const CheckpointData r = readCheckpoint(path.string());
+    EXPECT_TRUE(r.outputsRecorded);
+    EXPECT_EQ(r.outputs, d.outputs);
+    EXPECT_EQ(readCheckpointHeader(path.string()).outputs, d.outputs);
+    EXPECT_TRUE(bitwiseEqual(r.system.positions, d.system.positions));
+    const fs::path again = dir / "again.cpt";
+    writeCheckpoint(again.string(), r);
+    EXPECT_EQ(fileBytes(again), fileBytes(path));
+
+    // A damaged section is refused by name, before anything is allocated for it.
+    std::vector<char> bytes = fileBytes(path);
+    std::vector<char> many = bytes;
+    patch(many, kHeaderBytes, std::uint32_t{100000});
+    resealChecksum(many);
+    writeBytes(dir / "many.cpt", many);
+    expectRefused(dir / "many.cpt", "corrupt output section (100000 outputs)");
+    std::vector<char> longRole = bytes;
+    patch(longRole, kHeaderBytes + 8, std::uint32_t{1u << 30});
+    resealChecksum(longRole);
+    writeBytes(dir / "role.cpt", longRole);
+    expectRefused(dir / "role.cpt", "corrupt output section (a role past its end)");
+    std::vector<char> huge = bytes;
+    patch(huge, kHeaderBytes - 8, std::uint64_t{1} << 40);
+    resealChecksum(huge);
+    writeBytes(dir / "huge.cpt", huge);
+    expectRefused(dir / "huge.cpt", "inconsistent output-section length");
+}
+
+// Checkpoints of format 1 (before output positions) are still read; they
+// say that they recorded no outputs.
+TEST(Checkpoint, FormatOneIsStillRead) {
+    const fs::path dir = freshDir();
+    const fs::path path = dir / "run.cpt";
+    const CheckpointData d = sampleData();
+    writeCheckpoint(path.string(), d);
+    std::vector<char> bytes = fileBytes(path);
+    // Format 1: no section length, no section.
+    bytes.erase(bytes.begin() + 168, bytes.begin() + kAtomsStart);
+    patch(bytes, 8, std::uint32_t{1});
+    resealChecksum(bytes);
+    writeBytes(dir / "v1.cpt", bytes);
+    const CheckpointData r = readCheckpoint((dir / "v1.cpt").string());
+    EXPECT_FALSE(r.outputsRecorded);
+    EXPECT_TRUE(r.outputs.empty());
+    EXPECT_EQ(r.step, d.step);
+    EXPECT_EQ(r.thermostatRandom, d.thermostatRandom);
+    EXPECT_TRUE(bitwiseEqual(r.system.positions, d.system.positions));
+    EXPECT_TRUE(bitwiseEqual(r.system.velocities, d.system.velocities));
+    EXPECT_FALSE(readCheckpointHeader((dir / "v1.cpt").string()).outputsRecorded);
 }

@@ -266,3 +266,43 @@ TEST(MdRestart, KeepsTheCheckpointsListAndTimeStep) {
     foreign.restartFile = std::string(HALOEX_TEST_DATA_DIR) + "/ref-3000.gro";
     EXPECT_NE(errorOf([&] { resolveOptions(foreign, 2, false); }).find("not a haloex checkpoint"), std::string::npos);
 }
+
+// Defect 3: a restart with the same --traj after a kill appended to the whole
+// file, so the frames written after the checkpoint came twice and out of
+// order. The checkpoint records where the trajectory stood; a restart from an
+// older checkpoint (here .prev, as after a kill between checkpoints) cuts the
+// later frames and writes them again, identically.
+TEST(MdRestart, ARestartFromAnOlderCheckpointContinuesTheSameTrajectoryWithoutDuplicates) {
+    const fs::path dir = freshDir();
+    MdOptions full = baseOptions();
+    full.atoms = 1000;
+    full.steps = 200;
+    full.checkpointFile = (dir / "state.cpt").string();
+    full.checkpointEvery = 100;
+    full.trajFile = (dir / "traj.gro").string();
+    full.trajEvery = 25;
+    runOnCpu(resolveOptions(full, 2, false), 2);
+    const std::vector<GroFrame> uninterrupted = readGroTrajectory(full.trajFile);
+    ASSERT_EQ(uninterrupted.size(), 9u);
+    const CheckpointData at100 = readCheckpoint(full.checkpointFile + ".prev");
+    ASSERT_EQ(at100.outputs.size(), 1u);
+    EXPECT_EQ(at100.outputs[0].role, "--traj");
+    EXPECT_EQ(at100.outputs[0].records, 5);
+    EXPECT_EQ(at100.outputs[0].lastStep, 100);
+
+    MdOptions again = baseOptions();
+    again.atoms = 0;  // the checkpoint's
+    again.steps = 100;
+    again.restartFile = full.checkpointFile + ".prev";
+    again.checkpointFile = full.checkpointFile;
+    again.trajFile = full.trajFile;
+    again.trajEvery = 25;
+    runOnCpu(resolveOptions(again, 2, false), 2);
+    const std::vector<GroFrame> continued = readGroTrajectory(full.trajFile);
+    ASSERT_EQ(continued.size(), uninterrupted.size());
+    for (std::size_t k = 0; k < continued.size(); ++k) {
+        EXPECT_EQ(continued[k].title, uninterrupted[k].title);
+        expectSameSystem(continued[k].system, uninterrupted[k].system, 0.0, -1);
+    }
+    EXPECT_EQ(readCheckpoint(again.checkpointFile).outputs[0].records, 9);
+}

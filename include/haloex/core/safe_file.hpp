@@ -80,6 +80,13 @@ public:
     void append(std::string_view record);
     const std::string& path() const { return path_; }
 
+    // For continuing a file across runs (md::OutputFiles): its length now,
+    // cutting it back to `length` (no longer than it is), and reading what
+    // was written (up to bytes.size() bytes at `offset`; returns how many).
+    std::uint64_t size() const;
+    void truncate(std::uint64_t length);
+    std::size_t readAt(std::uint64_t offset, std::span<std::byte> bytes) const;
+
 private:
     std::string path_, what_;
     int fd_ = -1;

@@ -10,17 +10,41 @@
 //   f64 tau_t | f64 thermostat energy | f64 pending velocity scale |
 //   u64 rng seed | u64 rng draws | f64 rng spare normal | u32 rng has spare |
 //   u32 zero | i64 atom count |
+//   (format 2:) u64 output-section bytes | output section |
 //   per atom: i64 global id | i32 type | i32 zero | f64 x[3] | f64 v[3] |
 //   u64 FNV-1a-64 checksum of every byte before it.
+// Output section (format 2): u32 outputs | u32 zero | per output: u32 role
+//   length | u32 path length | u64 bytes | i64 records | i64 last step |
+//   u64 tail bytes | u64 tail checksum | role | path | zero padding to 8 bytes.
+// Format 1 (no output section) is still read: its outputsRecorded is false.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "haloex/md/random.hpp"
 #include "haloex/md/system.hpp"
 
 namespace haloex::md {
 
-inline constexpr std::uint32_t kCheckpointFormatVersion = 1;
+inline constexpr std::uint32_t kCheckpointFormatVersion = 2;
+
+// Where one continuing output (md::OutputFiles: the trajectory; later the log
+// and energy files) stood when the checkpoint was written, so that a restart
+// continues it exactly there: no record twice, none missing.
+struct OutputPosition {
+    std::string role;              // which output: "--traj"
+    std::string path;              // absolute, as it was opened
+    std::uint64_t bytes = 0;       // the file's length at the checkpoint
+    std::int64_t records = 0;      // whole records (frames, rows) in those bytes
+    std::int64_t lastStep = -1;    // step of the last of them; -1: none
+    // FNV-1a-64 of the last tailBytes bytes before `bytes` (at most
+    // kOutputTailBytes, as mdrun keeps an MD5 of each file's last MiB): finds
+    // a file edited, replaced or cut after the checkpoint.
+    std::uint64_t tailBytes = 0;
+    std::uint64_t tailChecksum = 0;
+    bool operator==(const OutputPosition&) const = default;
+};
+inline constexpr std::uint64_t kOutputTailBytes = std::uint64_t{1} << 20;
 
 struct CheckpointData {
     std::int64_t step = 0;  // the next step to run
@@ -41,6 +65,12 @@ struct CheckpointData {
     double thermostatEnergy = 0.0;      // kJ/mol taken out so far (for the conserved energy)
     double pendingVelocityScale = 1.0;  // lambda decided at the last energy step, applied in the next step
     PortableRandomState thermostatRandom;
+
+    // The continuing outputs at this step (format 2; empty when the run had
+    // none). outputsRecorded: false for a format-1 checkpoint, which did not
+    // record them.
+    std::vector<OutputPosition> outputs;
+    bool outputsRecorded = true;
 
     // Box and atoms, sorted by global id; velocities are v(t - dt/2) (leapfrog).
     System system;

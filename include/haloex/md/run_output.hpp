@@ -1,7 +1,9 @@
 #pragma once
 // What an MD run writes at step boundaries: trajectory frames (--traj,
-// --traj-every) and checkpoints (--cpt, --cpt-every, and at the end). The
-// engine ends its step chunks at nextOutputStep() and calls write() there.
+// --traj-every) and checkpoints (--cpt, --cpt-every, and at the end or stop).
+// The engine ends its step chunks at nextOutputStep() and calls write()
+// there. The trajectory goes through OutputFiles (output_files.hpp), whose
+// positions every checkpoint records, so that a restart continues it exactly.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -16,6 +18,8 @@
 
 namespace haloex::md {
 
+class OutputFiles;
+
 // The engine's state at a step boundary, besides the atoms.
 struct RunState {
     std::int64_t step = 0;              // the next step to run
@@ -28,8 +32,17 @@ class RunOutput {
 public:
     // `resolved`: resolved options; `firstStep`: the run's first step. A
     // restarted run writes nothing at its first step (the previous run did)
-    // and appends to its trajectory.
+    // and continues its trajectory.
     RunOutput(MdOptions resolved, std::int64_t firstStep);
+    RunOutput(const RunOutput&) = delete;
+    RunOutput& operator=(const RunOutput&) = delete;
+    ~RunOutput();
+
+    // Collective, before the first step: rank 0 opens the continuing outputs
+    // (OutputFiles::open: a restart's `checkpoint` says where each one stood;
+    // nullptr for a fresh run) and prints what it cut back unless `quiet`. A
+    // refusal on rank 0 is thrown on every rank.
+    void open(runtime::World& world, const CheckpointData* checkpoint);
 
     // The first boundary after `step` at which something may be written
     // (INT64_MAX when nothing): trajectory steps are multiples of traj-every,
@@ -46,7 +59,8 @@ public:
     void write(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home, const RunState& state,
                bool last);
 
-    int framesWritten() const { return trajectory_ ? trajectory_->framesWritten() : 0; }
+    // Frames in the trajectory (rank 0; a restart counts the ones before it).
+    std::int64_t framesWritten() const;
 
 private:
     bool trajectoryDue(std::int64_t step) const;
@@ -56,7 +70,7 @@ private:
     MdOptions options_;
     std::int64_t firstStep_ = 0;
     bool restarted_ = false;
-    std::unique_ptr<GroTrajectoryWriter> trajectory_;  // rank 0, opened at the first frame
+    std::unique_ptr<OutputFiles> files_;  // rank 0, from open()
 };
 
 // The atoms as a System (same order).

@@ -1,0 +1,87 @@
+#pragma once
+// The outputs a run continues across restarts, all written through this one
+// layer: the trajectory (--traj) now; the log and energy files of the
+// mdrun-conventions work are to be opened here the same way. Each output is a
+// RecordFile (haloex/core/safe_file.hpp: whole records, one write each). The
+// layer knows how long each file is, how many records it holds and the step
+// of the last one, and hands that to every checkpoint
+// (CheckpointData::outputs), so that a restart continues each output exactly
+// where the checkpoint stood:
+//
+//  * the file the checkpoint recorded (found by its contents: at least as
+//    long, and the last bytes before the recorded end unchanged): cut back to
+//    the recorded end -- records written after the checkpoint, before the run
+//    was stopped or killed, are written again by the restart -- and appended
+//    to;
+//  * a new or empty file: started;
+//  * anything else (the recorded file shorter or edited, another run's file,
+//    a non-empty file the checkpoint does not know): refused before step 0,
+//    naming the file, what the checkpoint recorded and what to do.
+//
+// A format-1 checkpoint recorded no positions: a non-empty file is continued
+// only when its last record is the one due at the checkpoint's step.
+//
+// Rank 0 only; errors are haloex::Error (InvalidInput for a refusal, Io).
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "haloex/core/safe_file.hpp"
+#include "haloex/md/checkpoint.hpp"
+
+namespace haloex::md {
+
+class OutputFiles {
+public:
+    // Where the run starts: fresh, or from a checkpoint and what it recorded.
+    struct Start {
+        std::string checkpointPath;             // empty: a fresh run (every output starts empty)
+        std::int64_t step = 0;                  // the checkpoint's step
+        bool outputsRecorded = true;            // false: a format-1 checkpoint
+        std::vector<OutputPosition> recorded;   // the checkpoint's outputs
+    };
+    // For a format-1 checkpoint: the step of a file's last record, if it can be told.
+    using LastRecordStep = std::function<std::optional<std::int64_t>(const std::string& path)>;
+
+    explicit OutputFiles(Start start);
+
+    // Opens the output `role` ("--traj") at `path` as described above.
+    // `lastRecordStep` and `dueStep` (the step of the last record due at or
+    // before the checkpoint's step; -1: none) serve format-1 checkpoints only.
+    void open(const std::string& role, const std::string& path, const LastRecordStep& lastRecordStep,
+              std::int64_t dueStep);
+    // Appends one whole record written at `step`.
+    void append(const std::string& role, std::string_view record, std::int64_t step);
+
+    // Every open output's position now (reads each file's last MiB for its checksum).
+    std::vector<OutputPosition> positions() const;
+    std::int64_t records(const std::string& role) const;
+    // What open() did that the user should know (a file cut back), one line each.
+    const std::vector<std::string>& notes() const { return notes_; }
+
+private:
+    struct Output {
+        std::string role;
+        std::string absolutePath;
+        std::unique_ptr<RecordFile> file;
+        std::int64_t records = 0;
+        std::int64_t lastStep = -1;
+    };
+    Output& find(const std::string& role);
+    const Output& find(const std::string& role) const;
+    void openLegacy(Output& out, const std::string& path, std::uint64_t size, const LastRecordStep& lastRecordStep,
+                    std::int64_t dueStep);
+
+    Start start_;
+    std::vector<Output> outputs_;
+    std::vector<std::string> notes_;
+};
+
+// FNV-1a-64 of the `tailBytes` bytes of `file` before byte `end`.
+std::uint64_t tailChecksum(const RecordFile& file, std::uint64_t end, std::uint64_t tailBytes);
+
+}  // namespace haloex::md

@@ -1,0 +1,177 @@
+#include "haloex/md/output_files.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+#include <span>
+
+#include "haloex/core/error.hpp"
+#include "haloex/core/fnv1a.hpp"
+
+namespace haloex::md {
+namespace {
+
+std::string absolutePath(const std::string& path) {
+    std::error_code ec;
+    const std::filesystem::path p = std::filesystem::absolute(path, ec);
+    return ec ? path : p.lexically_normal().string();
+}
+
+std::string describe(const OutputPosition& p) {
+    if (p.records == 0) return fmt::format("{} bytes, no records", p.bytes);
+    return fmt::format("{} bytes, {} record(s), the last at step {}", p.bytes, p.records, p.lastStep);
+}
+
+}  // namespace
+
+std::uint64_t tailChecksum(const RecordFile& file, std::uint64_t end, std::uint64_t tailBytes) {
+    HALOEX_ASSERT(tailBytes <= end && tailBytes <= kOutputTailBytes, "tail checksum beyond the recorded end");
+    std::vector<std::byte> tail(static_cast<std::size_t>(tailBytes));
+    const std::size_t got = file.readAt(end - tailBytes, tail);
+    Fnv1a sum;
+    sum.add(std::span(tail).first(got));
+    // A file shorter than `end` cannot match: mix in how much was missing.
+    if (got != tail.size()) sum.add(std::as_bytes(std::span(&got, 1)));
+    return sum.value();
+}
+
+OutputFiles::OutputFiles(Start start) : start_(std::move(start)) {}
+
+void OutputFiles::open(const std::string& role, const std::string& path, const LastRecordStep& lastRecordStep,
+                       std::int64_t dueStep) {
+    HALOEX_ASSERT(std::none_of(outputs_.begin(), outputs_.end(), [&](const Output& o) { return o.role == role; }),
+                  "an output opened twice");
+    Output out;
+    out.role = role;
+    out.absolutePath = absolutePath(path);
+    if (start_.checkpointPath.empty()) {
+        out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Truncate);
+        outputs_.push_back(std::move(out));
+        return;
+    }
+    struct stat st {};
+    const bool exists = ::lstat(path.c_str(), &st) == 0;
+    // Opened without changing it (a directory, device, FIFO or link is refused
+    // here); a missing file is created only once it is known to be new.
+    if (exists) out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Append);
+    const std::uint64_t size = exists ? out.file->size() : 0;
+    const std::string& cpt = start_.checkpointPath;
+    if (!start_.outputsRecorded) {
+        openLegacy(out, path, size, lastRecordStep, dueStep);
+        outputs_.push_back(std::move(out));
+        return;
+    }
+    const auto rec = std::find_if(start_.recorded.begin(), start_.recorded.end(),
+                                  [&](const OutputPosition& p) { return p.role == role; });
+    const OutputPosition* recorded = rec == start_.recorded.end() ? nullptr : &*rec;
+    const bool samePlace = recorded != nullptr && sameFile(path, recorded->path);
+    // The recorded file, known by its contents (it may have moved with its directory).
+    const bool contentsMatch = recorded != nullptr && exists && recorded->bytes > 0 && size >= recorded->bytes &&
+                               tailChecksum(*out.file, recorded->bytes, recorded->tailBytes) ==
+                                   recorded->tailChecksum;
+    if (contentsMatch || (samePlace && recorded->bytes == 0)) {
+        if (!out.file) out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Append);
+        if (size > recorded->bytes) {
+            out.file->truncate(recorded->bytes);
+            notes_.push_back(fmt::format("{} {}: cut back from {} to {} bytes, where checkpoint {} recorded it (step "
+                                         "{}); what was written after the checkpoint is written again",
+                                         role, path, size, recorded->bytes, cpt, start_.step));
+        }
+        out.records = recorded->records;
+        out.lastStep = recorded->lastStep;
+        outputs_.push_back(std::move(out));
+        return;
+    }
+    if (size == 0 && !samePlace) {
+        // A new output from the checkpoint's step on.
+        if (!out.file) out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Append);
+        outputs_.push_back(std::move(out));
+        return;
+    }
+    const std::string startNew =
+        fmt::format("or give {} a new file name to start a new one at step {}", role, start_.step);
+    if (samePlace) {
+        if (size < recorded->bytes) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("{} {}: the file has {} bytes, but checkpoint {} recorded it with {}: it was cut "
+                                   "or replaced after the checkpoint, and continuing it would leave a gap. Restore "
+                                   "it, {}",
+                                   role, path, size, cpt, describe(*recorded), startNew));
+        }
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{} {}: its last bytes before byte {} differ from those checkpoint {} recorded ({}): "
+                               "the file was edited or replaced after the checkpoint. Restore it, {}",
+                               role, path, recorded->bytes, cpt, describe(*recorded), startNew));
+    }
+    if (recorded != nullptr) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{} {} ({} bytes) is not the file checkpoint {} continues ({}: {}); appending would "
+                               "mix two runs' records. Give {} {} to continue it, or a new file name (or an empty "
+                               "file) to start a new one at step {}",
+                               role, path, size, cpt, recorded->path, describe(*recorded), role, recorded->path,
+                               start_.step));
+    }
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("{} {} holds {} bytes, and checkpoint {} records no {} output (the run that wrote it had "
+                           "none); appending would mix two runs' records. Give a new file name, or remove {}",
+                           role, path, size, cpt, role, path));
+}
+
+void OutputFiles::openLegacy(Output& out, const std::string& path, std::uint64_t size,
+                             const LastRecordStep& lastRecordStep, std::int64_t dueStep) {
+    if (!out.file) out.file = std::make_unique<RecordFile>(path, out.role, RecordFile::Mode::Append);
+    if (size == 0) return;
+    const std::optional<std::int64_t> last = lastRecordStep ? lastRecordStep(path) : std::nullopt;
+    if (last && *last == dueStep) {
+        out.lastStep = *last;
+        return;
+    }
+    out.file.reset();
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("{} {}: checkpoint {} has format 1, which did not record where the file stood, and the "
+                           "file's last record is {} rather than at step {} (the last one due at or before the "
+                           "checkpoint's step {}): appending would write records twice or leave a gap. Remove the "
+                           "records after step {} (for a trajectory: gmx trjconv -e), or give {} a new file name",
+                           out.role, path, start_.checkpointPath,
+                           last ? fmt::format("at step {}", *last) : std::string("not readable"), dueStep,
+                           start_.step, start_.step, out.role));
+}
+
+OutputFiles::Output& OutputFiles::find(const std::string& role) {
+    const auto it = std::find_if(outputs_.begin(), outputs_.end(), [&](const Output& o) { return o.role == role; });
+    HALOEX_ASSERT(it != outputs_.end(), "an output used before it was opened");
+    return *it;
+}
+
+const OutputFiles::Output& OutputFiles::find(const std::string& role) const {
+    return const_cast<OutputFiles*>(this)->find(role);
+}
+
+void OutputFiles::append(const std::string& role, std::string_view record, std::int64_t step) {
+    Output& out = find(role);
+    out.file->append(record);
+    ++out.records;
+    out.lastStep = step;
+}
+
+std::int64_t OutputFiles::records(const std::string& role) const { return find(role).records; }
+
+std::vector<OutputPosition> OutputFiles::positions() const {
+    std::vector<OutputPosition> all;
+    for (const Output& o : outputs_) {
+        OutputPosition p;
+        p.role = o.role;
+        p.path = o.absolutePath;
+        p.bytes = o.file->size();
+        p.records = o.records;
+        p.lastStep = o.lastStep;
+        p.tailBytes = std::min(p.bytes, kOutputTailBytes);
+        p.tailChecksum = tailChecksum(*o.file, p.bytes, p.tailBytes);
+        all.push_back(std::move(p));
+    }
+    return all;
+}
+
+}  // namespace haloex::md
