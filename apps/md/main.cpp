@@ -17,6 +17,7 @@
 #include "haloex/md/engine.hpp"
 #include "haloex/md/gpu_backend.hpp"
 #include "haloex/md/report.hpp"
+#include "haloex/md/run_stop.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/reference.hpp"
 #if HALOEX_HAVE_MPI
@@ -100,6 +101,10 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
         ->capture_default_str();
     app.add_option("--wait-timeout", o.waitTimeoutSeconds,
                    "Seconds a device-side wait may take before the job is aborted with a diagnostic; 0: default");
+    app.add_option("--maxh", o.maxHours,
+                   "Stop cleanly (checkpoint, trajectory, JSON; exit status 75) at the first search step after 0.99 "
+                   "x this many hours of wall-clock time, as mdrun -maxh; 0: no limit")
+        ->capture_default_str();
     app.add_option("--thermo-every", o.thermoEvery, "Steps between energy lines; 0: steps/10");
     app.add_option("--traj", o.trajFile, "Write a multi-frame .gro trajectory to this file");
     app.add_option("--traj-every", o.trajEvery, "Steps between trajectory frames");
@@ -175,12 +180,35 @@ md::RunSummary runRank(const md::MdOptions& resolved, runtime::World& world, boo
     return engine.run();
 }
 
-void report(const md::RunSummary& summary, const md::MdOptions& o) {
+// Rank 0: the summary and JSON (none after a stop during start-up: nothing
+// was run), and what stopped the run. Returns the exit status.
+int report(const md::RunSummary& summary, const md::MdOptions& o) {
+    const md::StopRecord& stop = summary.stop;
+    if (stop.beforeStart) {
+        fmt::print(stderr,
+                   "haloex-md: stopped by {} during start-up, before step {}: nothing was run, and no checkpoint, "
+                   "trajectory or JSON was written\n",
+                   stop.reason, stop.step);
+        return stop.exitStatus;
+    }
     md::printPerformanceSummary(std::cout, summary, o);
     if (!o.jsonFile.empty()) {
         md::writeSummaryJson(o.jsonFile, summary, o);
         fmt::print("Wrote {}\n", o.jsonFile);
     }
+    if (stop.stopped()) {
+        const std::string why = stop.reason == "maxh" ? fmt::format("--maxh {} (0.99 of it passed)", o.maxHours)
+                                                      : stop.reason;
+        const std::string checkpoint =
+            o.checkpointFile.empty() ? std::string("no --cpt was given, so no checkpoint was written")
+                                     : fmt::format("checkpoint {} written at step {}; continue with --restart {}",
+                                                   o.checkpointFile, stop.step, o.checkpointFile);
+        fmt::print("Stopped by {} at step {} ({}), after {} of {} steps; {}. Exit status {}.\n", why, stop.step,
+                   stop.searchStep ? "a search step" : "a step between searches", summary.steps,
+                   summary.requestedSteps, checkpoint, stop.exitStatus);
+        std::fflush(stdout);
+    }
+    return stop.exitStatus;
 }
 
 int run(md::MdOptions o) {
@@ -188,24 +216,30 @@ int run(md::MdOptions o) {
 #if HALOEX_HAVE_MPI
     if (runtime::MpiSession::launchedByMpiLauncher()) {
         runtime::MpiSession session;
+        md::installStopSignalHandlers();  // after MPI's initialisation, which may install its own
         runtime::MpiWorld world;
+        int status = 0;
         try {
             if (gpu) md::selectGpuForRank(world, o.allowSharedGpus);
             const md::MdOptions resolved = md::resolveOptions(o, world.size(), gpu);
             const md::RunSummary summary = runRank(resolved, world, gpu);
+            // Every rank agreed on the stop, so every rank exits with the
+            // same status, once rank 0 has written the summary.
             if (world.rank() == 0) report(summary, resolved);
+            status = summary.stop.exitStatus;
+            world.barrier();
         } catch (const std::exception& e) {
             // One rank's error: end the whole job so no rank waits forever.
             world.abort(e.what());
         }
-        return 0;
+        return status;
     }
 #endif
+    md::installStopSignalHandlers();
     if (gpu) {
         runtime::World& world = runtime::singleRankWorld();
         const md::MdOptions resolved = md::resolveOptions(o, 1, true);
-        report(runRank(resolved, world, true), resolved);
-        return 0;
+        return report(runRank(resolved, world, true), resolved);
     }
     const int ranks = o.virtualRanks > 0 ? o.virtualRanks : 4;
     const md::MdOptions resolved = md::resolveOptions(o, ranks, false);
@@ -214,8 +248,7 @@ int run(md::MdOptions o) {
         md::RunSummary mine = runRank(resolved, world, false);
         if (world.rank() == 0) summary = std::move(mine);
     });
-    report(*summary, resolved);
-    return 0;
+    return report(*summary, resolved);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "haloex/md/restart.hpp"
 #include "haloex/md/run_files.hpp"
 #include "haloex/md/run_output.hpp"
+#include "haloex/md/run_stop.hpp"
 #include "haloex/md/system.hpp"
 #include "haloex/md/thermostat.hpp"
 #include "haloex/md/verlet_buffer.hpp"
@@ -196,7 +197,15 @@ struct Engine::Impl {
     // Sum and sum of squares of every global id (modulo 2^64).
     std::array<std::uint64_t, 2> idFingerprint{0, 0};
 
-    explicit Impl(Engine& engine) : e(engine), thermostat(engine.options_.seed) {}
+    // Signals and --maxh: agreed at search and energy steps (run_stop.hpp).
+    RunStop stopper;
+    // The search under way (its atom-count check carries the stop vote).
+    enum class SearchKind { Warmup, First, Regular };
+    SearchKind currentSearch = SearchKind::Warmup;
+
+    explicit Impl(Engine& engine)
+        : e(engine), thermostat(engine.options_.seed),
+          stopper(engine.options_.maxHours, Clock::now(), engine.world_.rank()) {}
 
     bool isRoot() const { return e.world_.rank() == 0; }
 
@@ -310,11 +319,10 @@ struct Engine::Impl {
         since = now;
     }
 
-    // Which search: the start-up's warm-up (one-time initialisation: the
-    // first setPlan initialises the transport's library, buffers are
-    // allocated, graphs instantiated), the first step's (atoms still on the
-    // host: nothing to download) or a later one.
-    enum class SearchKind { Warmup, First, Regular };
+    // Which search (SearchKind): the start-up's warm-up (one-time
+    // initialisation: the first setPlan initialises the transport's library,
+    // buffers are allocated, graphs instantiated), the first step's (atoms
+    // still on the host: nothing to download) or a later one.
 
     BackendContext backendContext() const {
         BackendContext context;
@@ -331,11 +339,19 @@ struct Engine::Impl {
 
     // The count and the fingerprint of the global ids (sum and sum of
     // squares modulo 2^64, over every rank) must be those of the start: an
-    // atom lost and another duplicated would keep the count.
+    // atom lost and another duplicated would keep the count. The same
+    // reduction carries every rank's stop vote (signals, --maxh): the stop is
+    // agreed here, at search steps, at no extra cost.
     void requireAtomsConserved(std::int64_t homeCount, std::uint64_t idSum, std::uint64_t idSquareSum) {
         std::vector<std::int64_t> sums{homeCount, static_cast<std::int64_t>(idSum),
                                        static_cast<std::int64_t>(idSquareSum)};
+        const bool beforeStart = currentSearch == SearchKind::Warmup;
+        const auto vote = stopper.vote(!beforeStart);
+        sums.insert(sums.end(), vote.begin(), vote.end());
         e.world_.allReduce(std::span(sums), runtime::ReduceOp::Sum);  // two's complement: sums modulo 2^64
+        // The first step's search leaves a stop to the next one: the run
+        // makes at least one search interval of progress.
+        stopper.agreeAtSearch(std::span(sums).subspan(3), step, beforeStart, currentSearch == SearchKind::Regular);
         if (sums[0] != totalAtoms) {
             throwError(ErrorKind::Internal,
                        fmt::format("repartitioning at step {} lost or duplicated atoms: {} instead of {}", step,
@@ -362,6 +378,7 @@ struct Engine::Impl {
 
     // Repartitions, rebuilds the plan and the pair lists.
     void search(SearchKind kind) {
+        currentSearch = kind;
         if (deviceSearch) {
             searchOnDevice(kind);
         } else {
@@ -568,7 +585,10 @@ struct Engine::Impl {
     void recordEnergies(std::int64_t s) {
         const EnergyTerms local = e.backend_.energies();
         std::vector<double> sums{local.lj, local.coulombPairs, local.coulombSelf, local.kinetic, local.virial};
+        // And the stop vote: a second signal stops at the step after this one.
+        for (const std::int64_t v : stopper.vote(false)) sums.push_back(static_cast<double>(v));
         e.world_.allReduce(std::span(sums), runtime::ReduceOp::Sum);
+        stopper.agreeAtEnergyStep(std::span(sums).subspan(5), s + 1);
         std::vector<std::int64_t> bad{local.nonFiniteAtom >= 0 ? local.nonFiniteStep : INT64_MAX,
                                       local.nonFiniteAtom >= 0 ? local.nonFiniteAtom : INT64_MAX};
         e.world_.allReduce(std::span(bad), runtime::ReduceOp::Min);
@@ -641,12 +661,20 @@ struct Engine::Impl {
         phases = &summary.startupPhasesMs;
         setUp();
         phase("set-up", t);
+        if (isRoot()) stopper.fireTestHooks(RunStop::kAtStart);
         search(SearchKind::Warmup);  // records its own parts
         t = Clock::now();
         e.backend_.synchronize();
         phase("synchronise", t);
         phases = &summary.searchPhasesMs;
         summary.startupSeconds = seconds(startupBegin, Clock::now());
+        summary.requestedSteps = e.options_.steps;
+        if (stopper.stopRequested()) {
+            // A signal during start-up: nothing run, no output opened.
+            summary.stop = stopper.record();
+            summary.steps = 0;
+            return summary;
+        }
 
         const MdOptions& o = e.options_;
         const std::int64_t first = summary.firstStep;
@@ -657,11 +685,14 @@ struct Engine::Impl {
         RunOutput output(o, first);
         output.open(e.world_, restartFrom ? &*restartFrom : nullptr);
         while (step < end) {
+            if (isRoot()) stopper.fireTestHooks(step);
+            if (stopper.stopRequested()) break;  // agreed at the last energy step
             writeOutput(output, firstSearch, false);
             if ((step - first) % o.nstlist == 0) {
                 const auto t0 = Clock::now();
                 search(firstSearch ? SearchKind::First : SearchKind::Regular);
                 firstSearch = false;
+                if (stopper.stopRequested()) break;  // agreed in the search: stop before its step
                 auto tStep = Clock::now();
                 e.backend_.runSteps(e.transport_, 1, isEnergyStep(step));
                 e.backend_.dropTimelineSample();
@@ -700,7 +731,13 @@ struct Engine::Impl {
             step = chunkEnd;
             if (isEnergyStep(step - 1)) recordEnergies(step - 1);
         }
+        // The end, or the stop: a final checkpoint and whatever is due here.
         writeOutput(output, firstSearch, true);
+        summary.steps = step - first;
+        if (stopper.stopRequested() && step < end) {  // a stop agreed at the last step is no stop
+            summary.stop = stopper.record();
+            summary.stop.searchStep = (step - first) % o.nstlist == 0;
+        }
         // Every step counts, with the energy and output steps' host work.
         summary.totalSeconds = seconds(runStart, Clock::now());
         finishSummary();
@@ -739,9 +776,9 @@ struct Engine::Impl {
         const auto nsPerDay = [&](std::int64_t steps, double wall) {
             return wall > 0 ? (steps * psPerStep * 1e-3) / (wall / 86400.0) : 0.0;
         };
-        if (e.options_.steps > 0 && summary.totalSeconds > 0) {
-            summary.usPerStep = 1e6 * summary.totalSeconds / e.options_.steps;
-            summary.nsPerDay = nsPerDay(e.options_.steps, summary.totalSeconds);
+        if (summary.steps > 0 && summary.totalSeconds > 0) {
+            summary.usPerStep = 1e6 * summary.totalSeconds / summary.steps;
+            summary.nsPerDay = nsPerDay(summary.steps, summary.totalSeconds);
         }
         if (summary.normalSteps > 0 && summary.normalSeconds > 0) {
             summary.usPerStepSteady = 1e6 * summary.normalSeconds / summary.normalSteps;

@@ -53,6 +53,7 @@ void requireOptionRanges(const MdOptions& o) {
                 fmt::format("a distance in nm of at least 0 (0: no check; default {})", kDefaultMinDistance));
     requireCount("--ranks", o.virtualRanks, 0, kMaxVirtualRanks,
                  fmt::format("0 (automatic: 4) or 1 to {} virtual ranks", kMaxVirtualRanks));
+    requireReal("--maxh", o.maxHours, 0.0, true, kHuge, "0 (no limit) or a wall-clock limit in hours above 0");
     requireReal("--wait-timeout", o.waitTimeoutSeconds, 0.0, true, kHuge, "0 (default) or a number of seconds");
     requireCount("--thermo-every", o.thermoEvery, 0, kMaxStepCount, "0 (automatic: steps/10) or " + steps);
     requireCount("--traj-every", o.trajEvery, 0, kMaxStepCount, "0 (automatic: --thermo-every) or " + steps);

@@ -125,7 +125,19 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     j["grid"] = s.grid;
     j["atoms"] = s.atoms;
     j["steps"] = s.steps;
+    j["requested_steps"] = s.requestedSteps;
     j["first_step"] = s.firstStep;
+    // Whether the run did all its steps; when not, what stopped it and at
+    // which step (the checkpoint's: the next step to run).
+    j["completed"] = !s.stop.stopped();
+    if (s.stop.stopped()) {
+        j["stop"] = {{"reason", s.stop.reason},
+                     {"step", s.stop.step},
+                     {"search_step", s.stop.searchStep},
+                     {"exit_status", s.stop.exitStatus}};
+    } else {
+        j["stop"] = nullptr;
+    }
     j["search_steps"] = s.searchSteps;
     // Schema 2: ns_per_day / us_per_step count every step (search steps
     // included, start-up apart); schema 1 (no schema_version) meant the

@@ -157,13 +157,13 @@ std::int64_t RunOutput::framesWritten() const {
 }
 
 bool RunOutput::trajectoryDue(std::int64_t step) const {
-    if (options_.trajFile.empty() || (restarted_ && step == firstStep_)) return false;
+    if (options_.trajFile.empty() || (restarted_ && step == firstStep_) || step == lastFrameStep_) return false;
     return step % options_.trajEvery == 0;
 }
 
 bool RunOutput::checkpointDue(std::int64_t step, bool last) const {
     // The start needs no checkpoint: the input (or the restart file) is one.
-    if (options_.checkpointFile.empty() || step == firstStep_) return false;
+    if (options_.checkpointFile.empty() || step == firstStep_ || step == lastCheckpointStep_) return false;
     return last || (options_.checkpointEvery > 0 && step % options_.checkpointEvery == 0);
 }
 
@@ -206,6 +206,8 @@ void RunOutput::write(runtime::World& world, const plan::Box& box, std::span<con
     const bool frame = trajectoryDue(state.step);
     const bool checkpointNow = checkpointDue(state.step, last);
     if (!frame && !checkpointNow) return;
+    if (frame) lastFrameStep_ = state.step;
+    if (checkpointNow) lastCheckpointStep_ = state.step;
     const std::vector<AtomRecord> all = gatherAtomsOnRoot(home, world);
     runOnRoot(world, [&] {
         HALOEX_ASSERT(files_ != nullptr, "RunOutput::write before open");

@@ -75,7 +75,7 @@ class CliCase(unittest.TestCase):
     def path(self, *parts):
         return os.path.join(self.dir, *parts)
 
-    def run_md(self, args, timeout=300, shell_prefix=None):
+    def run_md(self, args, timeout=300, shell_prefix=None, env_extra=None):
         """Runs haloex-md in the test directory; returns (status, stdout, stderr)."""
         command = [HALOEX_MD] + [str(a) for a in args]
         if shell_prefix:
@@ -84,6 +84,7 @@ class CliCase(unittest.TestCase):
         env = dict(os.environ, OMP_NUM_THREADS="1")
         for name in [n for n in env if n.startswith(("OMPI_COMM_WORLD", "PMI_", "PMIX_", "SLURM_"))]:
             del env[name]  # never look launched by mpirun
+        env.update(env_extra or {})
         result = subprocess.run(command, cwd=self.dir, env=env, capture_output=True, text=True,
                                 errors="backslashreplace", timeout=timeout)
         return result.returncode, result.stdout, result.stderr
@@ -410,8 +411,133 @@ class MdRestartOutputs(CliCase):
         self.assertEqual(digest(self.path("traj.gro")), before)
 
 
+def json_of(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+HOOKS_ON = os.environ.get("HALOEX_TEST_HOOKS_ON", "1") == "1"
+MPIEXEC = os.environ.get("HALOEX_MPIEXEC", "")
+SIGTERM_STATUS, SIGINT_STATUS, MAXH_STATUS = 128 + signal.SIGTERM, 128 + signal.SIGINT, 75
+
+
+class MdStop(CliCase):
+    """Defect 3, the signal half: SIGTERM or SIGINT (a scheduler's warning,
+    Ctrl-C) ended the run with nothing written since the last checkpoint, by
+    default the whole run. Now SIGTERM/SIGINT and --maxh stop it at the next
+    search step, agreed by every rank, with a final checkpoint, the JSON (with
+    the reason) and whole trajectory frames; a second signal stops at the next
+    energy or search step; a signal during start-up ends with a message and
+    writes nothing. Exit status: 128 + signal, 75 for --maxh."""
+
+    # 1000 atoms on 2 ranks, searches every 10 steps, energies and frames every 5.
+    RUN = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10", "--thermo-every", "5",
+           "--traj", "traj.gro", "--traj-every", "5", "--cpt", "state.cpt", "--json", "run.json"]
+
+    def require_hooks(self):
+        if not HOOKS_ON:
+            self.skipTest("this build has no test hooks (HALOEX_TEST_HOOKS=OFF): HALOEX_TEST_STOP_SIGNAL does nothing")
+
+    def expect_stopped(self, status, err, reason, step, exit_status, search_step=True):
+        """The stop as the exit status, the JSON and the checkpoint tell it."""
+        self.assertEqual(status, exit_status, err)
+        summary = json_of(self.path("run.json"))
+        self.assertFalse(summary["completed"])
+        self.assertEqual(summary["stop"], {"reason": reason, "step": step, "search_step": search_step,
+                                           "exit_status": exit_status})
+        self.assertEqual(summary["steps"], step)
+        self.assertEqual(checkpoint_step(self.path("state.cpt")), step)
+        # Whole frames, each once, up to the stop.
+        self.assertEqual(frame_steps(self.path("traj.gro")), list(range(0, step + 1, 5)))
+
+    def test_sigterm_stops_at_a_search_step_and_a_restart_continues_identically(self):
+        proc = self.start_md(self.RUN + ["--steps", "1000000"])
+        self.wait_for_step(20)
+        proc.send_signal(signal.SIGTERM)
+        status, out, err = self.finish(proc)
+        stop = json_of(self.path("run.json"))["stop"]
+        self.assertIsNotNone(stop, err)
+        step = stop["step"]
+        self.assertEqual(step % 10, 0, "not a search step")
+        self.assertGreaterEqual(step, 20)
+        self.expect_stopped(status, err, "SIGTERM", step, SIGTERM_STATUS)
+        self.assertIn("Stopped by SIGTERM at step %d (a search step)" % step, out)
+        # The restart continues the trajectory where the checkpoint is; the
+        # result is the file an uninterrupted run writes, byte for byte.
+        total = step + 30
+        restart = ["--device", "cpu", "--ranks", "2", "--thermo-every", "5", "--traj", "traj.gro", "--traj-every",
+                   "5", "--cpt", "state.cpt", "--restart", "state.cpt", "--steps", total - step, "--quiet"]
+        status, out, err = self.run_md(restart)
+        self.assertEqual(status, 0, err)
+        os.mkdir(self.path("whole"))
+        status, _, err = self.run_md(["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10",
+                                      "--thermo-every", "5", "--traj", "whole/traj.gro", "--traj-every", "5",
+                                      "--steps", total, "--quiet"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(frame_steps(self.path("traj.gro")), list(range(0, total + 1, 5)))
+        self.assertEqual(digest(self.path("traj.gro")), digest(self.path("whole", "traj.gro")))
+
+    def test_sigterm_at_a_chosen_step_stops_at_the_next_search_step(self):
+        self.require_hooks()
+        status, out, err = self.run_md(self.RUN + ["--steps", "100"], env_extra={"HALOEX_TEST_STOP_SIGNAL": "TERM@25"})
+        self.expect_stopped(status, err, "SIGTERM", 30, SIGTERM_STATUS)
+
+    def test_second_signal_stops_at_the_next_energy_step(self):
+        self.require_hooks()
+        # Energies every step: the first signal (step 12) would stop at 20, the
+        # second (step 13) stops after step 13's energies, at 14.
+        args = [("1" if prev == "--thermo-every" else a) for prev, a in zip([None] + self.RUN, self.RUN)]
+        args += ["--steps", "100"]
+        status, out, err = self.run_md(args, env_extra={"HALOEX_TEST_STOP_SIGNAL": "TERM@12,INT@13"})
+        self.assertEqual(status, SIGTERM_STATUS, err)
+        summary = json_of(self.path("run.json"))
+        self.assertEqual(summary["stop"], {"reason": "SIGTERM", "step": 14, "search_step": False,
+                                           "exit_status": SIGTERM_STATUS})
+        self.assertEqual(checkpoint_step(self.path("state.cpt")), 14)
+        self.assertEqual(frame_steps(self.path("traj.gro")), [0, 5, 10])
+        # A checkpoint between searches is a correct restart too.
+        status, _, err = self.run_md(["--device", "cpu", "--ranks", "2", "--steps", "16", "--restart", "state.cpt",
+                                      "--traj", "traj.gro", "--traj-every", "5", "--cpt", "state.cpt", "--quiet"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(frame_steps(self.path("traj.gro")), [0, 5, 10, 15, 20, 25, 30])
+
+    def test_maxh_stops_at_the_first_search_step_after_the_limit(self):
+        # 1e-9 h: long past at the first search after step 0.
+        status, out, err = self.run_md(self.RUN + ["--steps", "100", "--maxh", "1e-9"])
+        self.expect_stopped(status, err, "maxh", 10, MAXH_STATUS)
+        self.assertIn("Stopped by --maxh 1e-09 (0.99 of it passed) at step 10", out)
+
+    def test_maxh_out_of_range_is_refused(self):
+        self.expect_refused(QUICK + ["--maxh", "-1"], r"--maxh -1: out of range; use 0 \(no limit\)")
+
+    def test_signal_during_start_up_writes_nothing(self):
+        self.require_hooks()
+        status, out, err = self.run_md(self.RUN + ["--steps", "100"], env_extra={"HALOEX_TEST_STOP_SIGNAL": "INT@start"})
+        self.assertEqual(status, SIGINT_STATUS, err)
+        self.assertIn("stopped by SIGINT during start-up, before step 0: nothing was run, and no checkpoint, "
+                      "trajectory or JSON was written", err)
+        self.assertEqual(os.listdir(self.dir), [])
+        self.assertNotRegex(out, r"(?m)^\s+0\s")  # no energies: step 0 was not run
+
+    def test_ranks_of_an_mpi_run_stop_at_the_same_step(self):
+        """Only rank 0 gets the signal: the other learns it in the search
+        step's reduction and both stop at step 30."""
+        self.require_hooks()
+        if not MPIEXEC:
+            self.skipTest("this build has no MPI (no mpiexec)")
+        env = dict(os.environ, OMP_NUM_THREADS="1", HALOEX_TEST_STOP_SIGNAL="TERM@25", OMPI_ALLOW_RUN_AS_ROOT="1",
+                   OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OMPI_MCA_rmaps_base_oversubscribe="1",
+                   OMPI_MCA_btl="self,vader", OMPI_MCA_btl_vader_single_copy_mechanism="none")
+        args = [a for a in self.RUN + ["--steps", "100", "--quiet"]]
+        args = args[:args.index("--ranks")] + args[args.index("--ranks") + 2:]
+        result = subprocess.run([MPIEXEC, "-n", "2", "--oversubscribe", "-x", "HALOEX_TEST_STOP_SIGNAL", HALOEX_MD]
+                                + args, cwd=self.dir, env=env, capture_output=True, text=True, timeout=240)
+        self.assertEqual(json_of(self.path("run.json"))["ranks"], 2)
+        self.expect_stopped(result.returncode, result.stdout + result.stderr, "SIGTERM", 30, SIGTERM_STATUS)
+
+
 def list_tests():
-    for case in (MdCli, MdRestartOutputs):
+    for case in (MdCli, MdRestartOutputs, MdStop):
         for name in sorted(n for n in dir(case) if n.startswith("test_")):
             print(f"{case.__name__}.{name}")
 

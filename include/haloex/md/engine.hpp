@@ -10,6 +10,7 @@
 #include "haloex/md/backend.hpp"
 #include "haloex/md/forcefield.hpp"
 #include "haloex/md/options.hpp"
+#include "haloex/md/run_stop.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/transport.hpp"
 
@@ -31,7 +32,10 @@ struct RunSummary {
     std::string grid;
     std::int64_t atoms = 0;
     std::int64_t firstStep = 0;
-    std::int64_t steps = 0;
+    std::int64_t steps = 0;           // steps run
+    std::int64_t requestedSteps = 0;  // --steps (more than `steps` when stopped early)
+    // Why the run stopped early (a signal, --maxh) and where; empty reason: it completed.
+    StopRecord stop;
     double dt = 0.0, rc = 0.0, rlist = 0.0;
     int nstlist = 0;
     double estimatedBufferDrift = 0.0;

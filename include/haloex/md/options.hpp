@@ -73,6 +73,9 @@ struct MdOptions {
     // when the backend and transport allow it).
     std::string search = "auto";
     double waitTimeoutSeconds = 0.0;   // device-side waits; 0: default
+    // --maxh: stop cleanly at the first search step after 0.99 x this many
+    // hours of wall-clock time from the start of the run (as mdrun -maxh); 0: no limit.
+    double maxHours = 0.0;
 
     // Output
     std::int64_t thermoEvery = 0;  // 0: auto (steps/10, at least 1)

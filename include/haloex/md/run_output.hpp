@@ -71,6 +71,10 @@ private:
     std::int64_t firstStep_ = 0;
     bool restarted_ = false;
     std::unique_ptr<OutputFiles> files_;  // rank 0, from open()
+    // What write() wrote last (every rank): a stop at a search step asks for
+    // the step's outputs again, with the final checkpoint; each is written once.
+    std::int64_t lastFrameStep_ = -1;
+    std::int64_t lastCheckpointStep_ = -1;
 };
 
 // The atoms as a System (same order).

@@ -1,0 +1,150 @@
+#include "haloex/md/run_stop.hpp"
+
+#include <atomic>
+#include <charconv>
+#include <csignal>
+#include <fmt/format.h>
+#include <string_view>
+
+#include "haloex/core/error.hpp"
+#include "haloex/core/test_hooks.hpp"
+
+namespace haloex::md {
+namespace {
+
+// Touched by the signal handler: lock-free atomics only.
+std::atomic<int> gSignals{0};
+std::atomic<int> gFirstSignal{0};
+static_assert(std::atomic<int>::is_always_lock_free, "the stop-signal counters must be lock-free");
+
+extern "C" void onStopSignal(int signal) {
+    const int received = gSignals.fetch_add(1, std::memory_order_relaxed) + 1;
+    int none = 0;
+    gFirstSignal.compare_exchange_strong(none, signal, std::memory_order_relaxed);
+    if (received >= 3) {
+        // A third signal: the user insists (a run stuck before its next
+        // search step). Default action, at once.
+        struct sigaction dfl {};
+        dfl.sa_handler = SIG_DFL;
+        sigemptyset(&dfl.sa_mask);
+        ::sigaction(signal, &dfl, nullptr);
+        ::raise(signal);
+    }
+}
+
+int signalNumber(std::string_view name) {
+    if (name == "TERM" || name == "SIGTERM") return SIGTERM;
+    if (name == "INT" || name == "SIGINT") return SIGINT;
+    return 0;
+}
+
+}  // namespace
+
+void installStopSignalHandlers() {
+    struct sigaction action {};
+    action.sa_handler = onStopSignal;
+    sigemptyset(&action.sa_mask);
+    // Interrupted system calls (file writes, waits of the host exchange)
+    // resume: the stop is handled at the next search step, not by EINTR.
+    action.sa_flags = SA_RESTART;
+    for (const int signal : {SIGTERM, SIGINT}) {
+        if (::sigaction(signal, &action, nullptr) != 0) {
+            throwError(ErrorKind::Internal, fmt::format("cannot install the {} handler", signalName(signal)));
+        }
+    }
+}
+
+int stopSignalsReceived() { return gSignals.load(std::memory_order_relaxed); }
+int firstStopSignal() { return gFirstSignal.load(std::memory_order_relaxed); }
+
+std::string signalName(int signal) {
+    if (signal == SIGTERM) return "SIGTERM";
+    if (signal == SIGINT) return "SIGINT";
+    return fmt::format("signal {}", signal);
+}
+
+int exitStatusForSignal(int signal) { return 128 + signal; }
+
+RunStop::RunStop(double maxHours, Clock::time_point start, int rank)
+    : maxSeconds_(maxHours > 0 ? 0.99 * maxHours * 3600.0 : 0.0), start_(start) {
+    const char* spec = rank == 0 ? testHook("HALOEX_TEST_STOP_SIGNAL") : nullptr;
+    if (spec == nullptr) return;
+    std::string_view rest(spec);
+    while (!rest.empty()) {
+        const std::size_t comma = rest.find(',');
+        const std::string_view item = rest.substr(0, comma);
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        const std::size_t at = item.find('@');
+        Hook hook;
+        hook.signal = signalNumber(item.substr(0, at));
+        const std::string_view when = at == std::string_view::npos ? std::string_view() : item.substr(at + 1);
+        bool stepOk = false;
+        if (when == "start") {
+            hook.step = kAtStart;
+            stepOk = true;
+        } else {
+            const auto [end, ec] = std::from_chars(when.data(), when.data() + when.size(), hook.step);
+            stepOk = ec == std::errc() && end == when.data() + when.size() && hook.step >= 0;
+        }
+        if (hook.signal == 0 || !stepOk) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("HALOEX_TEST_STOP_SIGNAL '{}': use SIGNAL@STEP items separated by commas, SIGNAL "
+                                   "TERM or INT, STEP a step or 'start' (e.g. TERM@25,INT@start)",
+                                   spec));
+        }
+        hooks_.push_back(hook);
+    }
+}
+
+void RunStop::fireTestHooks(std::int64_t step) {
+    for (Hook& hook : hooks_) {
+        const bool due = step == kAtStart ? hook.step == kAtStart : hook.step != kAtStart && hook.step <= step;
+        if (hook.fired || !due) continue;
+        hook.fired = true;
+        // raise(): handled in this thread before it returns, so the vote
+        // that follows sees it.
+        ::raise(hook.signal);
+    }
+}
+
+std::array<std::int64_t, RunStop::kVoteSize> RunStop::vote(bool wallClock) const {
+    const int first = firstStopSignal();
+    const bool late = wallClock && maxSeconds_ > 0 &&
+                      std::chrono::duration<double>(Clock::now() - start_).count() >= maxSeconds_;
+    return {first == SIGTERM ? 1 : 0, first == SIGINT ? 1 : 0, stopSignalsReceived() >= 2 ? 1 : 0, late ? 1 : 0};
+}
+
+void RunStop::agree(const std::array<std::int64_t, kVoteSize>& summed, std::int64_t step, bool wallClock,
+                    bool beforeStart) {
+    // Decided from the sums alone, so that every rank records the same.
+    std::string reason;
+    if (summed[0] > 0) {
+        reason = "SIGTERM";
+        record_.exitStatus = exitStatusForSignal(SIGTERM);
+    } else if (summed[1] > 0) {
+        reason = "SIGINT";
+        record_.exitStatus = exitStatusForSignal(SIGINT);
+    } else if (wallClock && summed[3] > 0) {
+        reason = "maxh";
+        record_.exitStatus = kExitMaxh;
+    }
+    if (reason.empty()) return;
+    record_.reason = reason;
+    record_.step = step;
+    record_.beforeStart = beforeStart;
+}
+
+void RunStop::agreeAtSearch(std::span<const std::int64_t> summed, std::int64_t step, bool beforeStart, bool counts) {
+    HALOEX_ASSERT(summed.size() == kVoteSize, "stop vote of the wrong size");
+    if (record_.stopped() || (!counts && !beforeStart)) return;
+    // Before the start only signals count: --maxh measures the run.
+    agree({summed[0], summed[1], summed[2], summed[3]}, step, !beforeStart, beforeStart);
+}
+
+void RunStop::agreeAtEnergyStep(std::span<const double> summed, std::int64_t nextStep) {
+    HALOEX_ASSERT(summed.size() == kVoteSize, "stop vote of the wrong size");
+    if (record_.stopped() || summed[2] < 0.5) return;  // only a second signal stops between searches
+    agree({summed[0] > 0.5 ? 1 : 0, summed[1] > 0.5 ? 1 : 0, 1, 0}, nextStep, false, false);
+}
+
+}  // namespace haloex::md
