@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test search-tests search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test ab search-tests search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -375,6 +375,36 @@ ${NVE_VARIANTS:---search device
 --buffer-tolerance 0.0005 --prune-parts 0
 --nstlist 10 --prune-parts 0 --rlist 1.2}
 EOF2
+}
+
+# A/B of one change in one lease: haloex-md as built (B), and rebuilt with
+# the files under $AB_DIR (a copy of their previous version at the same
+# paths, e.g. .devsrc/ab/src/cuda/md/pair_search.cu) in place (A); both run
+# the search-step sizes with the search on the device, alternating A B A B.
+stage_ab() {
+  local dir=${AB_DIR:-$root/.devsrc/ab}
+  [ -d "$dir" ] || { note "ab: no $dir"; return 1; }
+  note "== A/B: A = previous version of $(cd "$dir" && find . -type f | sed 's|^\./||' | tr '\n' ' ')"
+  cp "$build/bin/haloex-md" /tmp/haloex-md-B
+  local f saved=/tmp/ab-saved
+  rm -rf "$saved"; mkdir -p "$saved"
+  (cd "$dir" && find . -type f) | while read -r f; do
+    mkdir -p "$saved/$(dirname "$f")"; cp "$root/$f" "$saved/$f"; cp "$dir/$f" "$root/$f"
+  done
+  cmake --build "$build" --target haloex-md >"$out/ab-build.log" 2>&1 || { note "ab: build of A FAILED"; tail -30 "$out/ab-build.log"; }
+  cp "$build/bin/haloex-md" /tmp/haloex-md-A
+  cp -r "$saved/." "$root/"
+  cmake --build "$build" --target haloex-md >>"$out/ab-build.log" 2>&1
+  local n v r
+  for n in ${SEARCH_SIZES:-22500 180000 720000}; do
+    for r in 1 2; do
+      for v in A B; do
+        timeout 300 "/tmp/haloex-md-$v" --device gpu --atoms $n --steps ${SEARCH_STEPS:-1000} --nstlist ${AB_NSTLIST:-50} \
+          --quiet --json "$out/ab-$n-$v-$r.json" >"$out/ab-$n-$v-$r.log" 2>&1
+        note "  $n atoms $v (repeat $r): rc=$? $(grep -E 'Performance|Search step|of its pair' "$out/ab-$n-$v-$r.log" | sed 's/^ *//' | cut -c1-330 | tr '\n' ' ')"
+      done
+    done
+  done
 }
 
 stage_md_single() {
