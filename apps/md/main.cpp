@@ -57,7 +57,9 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
         ->check(kUnsigned64)
         ->capture_default_str();
     app.add_option("--temperature", o.temperature, "Start and thermostat temperature (K)")->capture_default_str();
-    app.add_option("--steps", o.steps, "MD steps to run; 0: 2 000 on GPUs, 200 on the CPU");
+    app.add_option("--steps", o.steps,
+                   "MD steps to run, as mdrun's nsteps: 0 evaluates the first step only (energies, forces, JSON), "
+                   "-1 runs until stopped (SIGTERM/SIGINT or --maxh); without it: 2 000 on GPUs, 200 on the CPU");
     app.add_option("--dt", o.dt, "Time step (ps)")->capture_default_str();
     app.add_option("--rc", o.rc, "Interaction cutoff (nm)")->capture_default_str();
     app.add_option("--rlist", o.rlist,
@@ -191,7 +193,15 @@ int report(const md::RunSummary& summary, const md::MdOptions& o) {
                    stop.reason, stop.step);
         return stop.exitStatus;
     }
-    md::printPerformanceSummary(std::cout, summary, o);
+    if (summary.singlePoint.evaluated) {
+        // --steps 0: no performance to speak of; the evaluation instead.
+        const auto& sp = summary.singlePoint;
+        fmt::print("\nSingle-point evaluation of step {}: maximum force {:.6g} kJ/mol/nm on atom {} (global id), RMS "
+                   "force {:.6g} kJ/mol/nm; energies above and in --json; nothing was advanced\n",
+                   sp.step, sp.maxForce, sp.maxForceAtom, sp.rmsForce);
+    } else {
+        md::printPerformanceSummary(std::cout, summary, o);
+    }
     if (!o.jsonFile.empty()) {
         md::writeSummaryJson(o.jsonFile, summary, o);
         fmt::print("Wrote {}\n", o.jsonFile);
@@ -266,7 +276,9 @@ int main(int argc, char** argv) {
         return app.exit(e);
     }
     // A restart adopts the checkpoint's settings except those given here.
-    for (const char* name : {"rc", "rlist", "nstlist", "dt", "seed", "temperature", "thermostat", "tau-t"}) {
+    // And whether --steps was given (--steps 0 is a single-point evaluation, no --steps the default).
+    for (const char* name :
+         {"rc", "rlist", "nstlist", "dt", "seed", "temperature", "thermostat", "tau-t", "steps"}) {
         if (app.count(std::string("--") + name) > 0) options.explicitOptions.emplace_back(name);
     }
     try {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <optional>
 
 #include "haloex/core/error.hpp"
@@ -124,7 +125,8 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     }
     requireOption(o.dt > 0.0 && std::isfinite(o.dt), fmt::format("--dt {} ps: the time step must be positive", o.dt));
     requireOption(o.rc > 0.0 && std::isfinite(o.rc), fmt::format("--rc {} nm: the cutoff must be positive", o.rc));
-    requireOption(o.steps >= 0, fmt::format("--steps {}: the step count cannot be negative", o.steps));
+    requireOption(o.steps >= kStepsUntilStopped,
+                  fmt::format("--steps {}: use -1 (until stopped), 0 (single point) or a step count", o.steps));
     requireOption(o.nstlist >= 0, fmt::format("--nstlist {}: must be positive (or 0 for auto)", o.nstlist));
     requireOption(o.rlist == 0.0 || o.rlist >= o.rc,
                   fmt::format("--rlist {} nm is below --rc {} nm: the pair list must reach at least the cutoff",
@@ -141,7 +143,9 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
                                   "box exceeds 2 x rlist and the lattice start is not tight)",
                                   o.atoms, kMinAtoms));
     }
-    if (o.steps == 0) o.steps = onGpu ? 2000 : 200;
+    const bool stepsGiven =
+        std::find(o.explicitOptions.begin(), o.explicitOptions.end(), "steps") != o.explicitOptions.end();
+    if (o.steps == 0 && !stepsGiven) o.steps = onGpu ? kDefaultStepsGpu : kDefaultStepsCpu;
     if (o.nstlist == 0) {
         ForceField ff;
         ff.rc = o.rc;
@@ -163,7 +167,10 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
         o.rlist = chooseRlist(ff, kNumberDensity, o.temperature, o.nstlist, o.dt, o.bufferTolerance).rlist;
     }
     resolvePruning(o, onGpu);
-    if (o.thermoEvery == 0) o.thermoEvery = std::max<std::int64_t>(1, o.steps / 10);
+    if (o.thermoEvery == 0) {
+        o.thermoEvery = o.steps == kStepsUntilStopped ? kDefaultThermoEveryUntilStopped
+                                                      : std::max<std::int64_t>(1, o.steps / 10);
+    }
     if (o.checkpointEvery > 0) {
         // Checkpoints at search steps restart bitwise-identically where forces are deterministic.
         o.checkpointEvery = (o.checkpointEvery + o.nstlist - 1) / o.nstlist * o.nstlist;
@@ -208,6 +215,12 @@ struct Engine::Impl {
           stopper(engine.options_.maxHours, Clock::now(), engine.world_.rank()) {}
 
     bool isRoot() const { return e.world_.rank() == 0; }
+
+    // One past the last step to run (--steps -1: never reached).
+    std::int64_t runEnd() const {
+        return e.options_.steps == kStepsUntilStopped ? std::numeric_limits<std::int64_t>::max()
+                                                      : summary.firstStep + e.options_.steps;
+    }
 
     void setUp() {
         const MdOptions& o = e.options_;
@@ -475,7 +488,7 @@ struct Engine::Impl {
         const std::int64_t first = summary.firstStep;
         const std::int64_t nextSearch = first + ((s - first) / o.nstlist + 1) * o.nstlist;
         const std::int64_t sample = nextSearch - o.pruneParts;
-        if (nextSearch >= first + o.steps || sample <= nextSearch - o.nstlist) return -1;
+        if (nextSearch >= runEnd() || sample <= nextSearch - o.nstlist) return -1;
         return sample;
     }
 
@@ -536,7 +549,7 @@ struct Engine::Impl {
     int transportAlignment() const { return e.transport_.memorySpace() == transport::MemorySpace::Device ? 4 : 1; }
 
     bool isEnergyStep(std::int64_t s) const {
-        const std::int64_t last = summary.firstStep + e.options_.steps - 1;
+        const std::int64_t last = runEnd() - 1;
         return s == last || (s - summary.firstStep) % e.options_.thermoEvery == 0;
     }
 
@@ -645,13 +658,19 @@ struct Engine::Impl {
                        "LJ (SR)", "Coulomb (RF)", "Potential", "Kinetic", "Total", "Conserved", "Temp", "Pres(bar)",
                        "progress");
         }
-        const double done = double(s.step - summary.firstStep + 1) / e.options_.steps;
-        const double elapsed = seconds(runStart, Clock::now());
-        const double left = done > 0 ? elapsed * (1.0 - done) / done : 0.0;
+        std::string progress = "single point";
+        if (e.options_.steps == kStepsUntilStopped) {
+            progress = "until stopped";
+        } else if (e.options_.steps > 0) {
+            const double done = double(s.step - summary.firstStep + 1) / e.options_.steps;
+            const double elapsed = seconds(runStart, Clock::now());
+            const double left = done > 0 ? elapsed * (1.0 - done) / done : 0.0;
+            progress = fmt::format("{:3.0f}%, {:.0f} s left", 100.0 * done, left);
+        }
         fmt::print("{:>10} {:>10.3f} {:>13.5g} {:>13.6g} {:>13.6g} {:>13.6g} {:>13.6g} {:>13.6g} {:>9.2f} {:>10.4g}  "
-                   "{:3.0f}%, {:.0f} s left\n",
+                   "{}\n",
                    s.step, s.time, s.lj, s.coulomb, s.potential, s.kinetic, s.total, s.conserved, s.temperature,
-                   s.pressure, 100.0 * done, left);
+                   s.pressure, progress);
         std::fflush(stdout);
     }
 
@@ -678,12 +697,16 @@ struct Engine::Impl {
 
         const MdOptions& o = e.options_;
         const std::int64_t first = summary.firstStep;
-        const std::int64_t end = first + o.steps;
+        const std::int64_t end = runEnd();
         step = first;
         runStart = Clock::now();
         bool firstSearch = true;
         RunOutput output(o, first);
         output.open(e.world_, restartFrom ? &*restartFrom : nullptr);
+        if (o.steps == 0) {
+            singlePoint(output);
+            firstSearch = false;
+        }
         while (step < end) {
             if (isRoot()) stopper.fireTestHooks(step);
             if (stopper.stopRequested()) break;  // agreed at the last energy step
@@ -742,6 +765,51 @@ struct Engine::Impl {
         summary.totalSeconds = seconds(runStart, Clock::now());
         finishSummary();
         return summary;
+    }
+
+    // --steps 0, mdrun's single-point evaluation: the first step's forces
+    // and energies, nothing advanced (no checkpoint; a trajectory gets the
+    // start's frame). The backends expose no forces; the step's leapfrog
+    // update v(t+dt/2) = lambda v(t-dt/2) + F dt/m, in the backends' float,
+    // gives them back to its rounding (~1e-3 kJ/mol/nm).
+    void singlePoint(RunOutput& output) {
+        writeOutput(output, true, false);
+        const std::vector<AtomRecord> before = gatherAtomsOnRoot(home, e.world_);
+        const auto lambda = static_cast<float>(pendingVelocityScale());
+        const auto t0 = Clock::now();
+        search(SearchKind::First);
+        auto tStep = Clock::now();
+        e.backend_.runSteps(e.transport_, 1, true);
+        e.backend_.synchronize();
+        e.transport_.checkForFailure();
+        phase("step", tStep);
+        summary.searchSeconds += seconds(t0, tStep);
+        ++summary.searchSteps;
+        recordEnergies(step);
+        e.backend_.getHome(e.transport_, home);
+        const std::vector<AtomRecord> after = gatherAtomsOnRoot(home, e.world_);
+        if (!isRoot()) return;
+        HALOEX_ASSERT(before.size() == after.size(), "single point: atoms lost in the step");
+        RunSummary::SinglePoint& sp = summary.singlePoint;
+        sp.evaluated = true;
+        sp.step = step;
+        double sumSquares = 0.0;
+        const double massPerDt = ff.mass / e.options_.dt;
+        for (std::size_t i = 0; i < after.size(); ++i) {
+            HALOEX_ASSERT(before[i].globalId == after[i].globalId, "single point: atoms out of order");
+            double f2 = 0.0;
+            for (int d = 0; d < 3; ++d) {
+                const double vOld = static_cast<float>(before[i].velocity[d]) * lambda;
+                const double f = (after[i].velocity[d] - vOld) * massPerDt;
+                f2 += f * f;
+            }
+            sumSquares += f2;
+            if (f2 > sp.maxForce * sp.maxForce) {
+                sp.maxForce = std::sqrt(f2);
+                sp.maxForceAtom = after[i].globalId;
+            }
+        }
+        sp.rmsForce = after.empty() ? 0.0 : std::sqrt(sumSquares / static_cast<double>(after.size()));
     }
 
     std::int64_t hostSyncs() const { return e.backend_.hostSyncsInSteps() + e.transport_.counters().hostSyncs; }

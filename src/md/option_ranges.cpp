@@ -35,9 +35,10 @@ void requireOptionRanges(const MdOptions& o) {
     constexpr int kMaxLatticeAtoms = std::numeric_limits<int>::max() - 1;
     requireCount("--atoms", o.atoms, 0, kMaxLatticeAtoms,
                  fmt::format("0 (automatic) or an even number of atoms from {} to {}", kMinAtoms, kMaxLatticeAtoms));
-    requireCount("--steps", o.steps, 0, kMaxStepCount,
-                 fmt::format("0 (automatic: 2 000 on GPUs, 200 on the CPU) or a number of steps up to {}",
-                             kMaxStepCount));
+    requireCount("--steps", o.steps, kStepsUntilStopped, kMaxStepCount,
+                 fmt::format("-1 (until stopped by a signal or --maxh), 0 (a single-point evaluation of the first "
+                             "step) or a number of steps up to {}; without --steps: {} on GPUs, {} on the CPU",
+                             kMaxStepCount, kDefaultStepsGpu, kDefaultStepsCpu));
     requireReal("--dt", o.dt, 0.0, false, kHuge, "a time step in ps above 0, e.g. 0.002");
     requireReal("--rc", o.rc, 0.0, false, kHuge, "a cutoff in nm above 0, e.g. 0.9");
     requireReal("--rlist", o.rlist, 0.0, true, kHuge, "0 (automatic) or a pair-list radius in nm of at least --rc");

@@ -138,6 +138,12 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     } else {
         j["stop"] = nullptr;
     }
+    if (s.singlePoint.evaluated) {
+        j["single_point"] = {{"step", s.singlePoint.step},
+                             {"max_force", s.singlePoint.maxForce},
+                             {"max_force_atom", s.singlePoint.maxForceAtom},
+                             {"rms_force", s.singlePoint.rmsForce}};
+    }
     j["search_steps"] = s.searchSteps;
     // Schema 2: ns_per_day / us_per_step count every step (search steps
     // included, start-up apart); schema 1 (no schema_version) meant the

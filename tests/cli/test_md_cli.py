@@ -310,8 +310,8 @@ class MdCli(CliCase):
 
     def test_numeric_options_out_of_range_are_refused_with_the_range(self):
         cases = [
-            (["--steps", "2000000000000000"], r"--steps 2000000000000000: out of range; use 0 \(automatic"),
-            (["--steps", "-1"], r"--steps -1: out of range"),
+            (["--steps", "2000000000000000"], r"--steps 2000000000000000: out of range; use -1 \(until stopped"),
+            (["--steps", "-2"], r"--steps -2: out of range"),
             (["--atoms", "4294968296"], r"--atoms 4294968296: out of range; use 0 \(automatic\) or an even number"),
             (["--grid", "65536x65536x1"], r"rank grid 65536x65536x1 has 4294967296 ranks"),
             (["--ranks", "-3"], r"--ranks -3: out of range; use 0 \(automatic: 4\) or 1 to 1024"),
@@ -536,8 +536,56 @@ class MdStop(CliCase):
         self.expect_stopped(result.returncode, result.stdout + result.stderr, "SIGTERM", 30, SIGTERM_STATUS)
 
 
+class MdStepConventions(CliCase):
+    """mdrun's nsteps conventions: --steps 0 ran the default 200 steps (and the
+    JSON's energies were the last step's); -1 was refused. Now 0 is a
+    single-point evaluation of the first step, -1 runs until stopped, and no
+    --steps the documented default."""
+
+    def test_steps_zero_is_a_single_point_evaluation(self):
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--steps", "0",
+                                        "--json", "run.json", "--traj", "traj.gro", "--cpt", "state.cpt"])
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"Single-point evaluation of step 0: maximum force [0-9.e+]+ kJ/mol/nm on atom \d+ "
+                              r"\(global id\), RMS force [0-9.e+]+ kJ/mol/nm")
+        summary = json_of(self.path("run.json"))
+        self.assertEqual((summary["steps"], summary["requested_steps"], summary["completed"]), (0, 0, True))
+        self.assertEqual(summary["energies"]["step"], 0)
+        self.assertEqual([row[0] for row in summary["energy_series"]["rows"]], [0])
+        self.assertGreater(summary["single_point"]["max_force"], summary["single_point"]["rms_force"])
+        # Nothing advanced: the start's frame, no checkpoint.
+        self.assertEqual(frame_steps(self.path("traj.gro")), [0])
+        self.assertFalse(os.path.exists(self.path("state.cpt")))
+
+    def test_no_steps_runs_the_documented_default(self):
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--quiet",
+                                        "--json", "run.json"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(json_of(self.path("run.json"))["steps"], 200)
+
+    def test_steps_minus_one_runs_until_maxh(self):
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10",
+                                        "--steps", "-1", "--maxh", "1e-9", "--json", "run.json", "--cpt",
+                                        "state.cpt"])
+        self.assertEqual(status, MAXH_STATUS, err)
+        summary = json_of(self.path("run.json"))
+        self.assertEqual((summary["requested_steps"], summary["steps"]), (-1, 10))
+        self.assertEqual(summary["stop"]["reason"], "maxh")
+        self.assertEqual(checkpoint_step(self.path("state.cpt")), 10)
+
+    def test_steps_minus_one_runs_until_a_signal(self):
+        if not HOOKS_ON:
+            self.skipTest("this build has no test hooks (HALOEX_TEST_HOOKS=OFF)")
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10",
+                                        "--steps", "-1", "--json", "run.json"],
+                                       env_extra={"HALOEX_TEST_STOP_SIGNAL": "TERM@25"})
+        self.assertEqual(status, SIGTERM_STATUS, err)
+        self.assertEqual(json_of(self.path("run.json"))["stop"]["step"], 30)
+        self.assertIn("until stopped", out)
+
+
 def list_tests():
-    for case in (MdCli, MdRestartOutputs, MdStop):
+    for case in (MdCli, MdRestartOutputs, MdStop, MdStepConventions):
         for name in sorted(n for n in dir(case) if n.startswith("test_")):
             print(f"{case.__name__}.{name}")
 

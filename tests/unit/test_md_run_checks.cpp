@@ -76,7 +76,7 @@ TEST(RunChecks, NumericOptionsOutOfRangeAreRefusedNamingTheRange) {
     const double nan = std::numeric_limits<double>::quiet_NaN();
     const double inf = std::numeric_limits<double>::infinity();
     expectRefused([](MdOptions& o) { o.steps = 2'000'000'000'000'000; }, "--steps 2000000000000000: out of range");
-    expectRefused([](MdOptions& o) { o.steps = -1; }, "--steps -1: out of range");
+    expectRefused([](MdOptions& o) { o.steps = -2; }, "--steps -2: out of range");  // -1: until stopped
     expectRefused([](MdOptions& o) { o.atoms = 4294968296; }, "--atoms 4294968296: out of range");
     expectRefused([](MdOptions& o) { o.virtualRanks = -3; },
                   "--ranks -3: out of range; use 0 (automatic: 4) or 1 to 1024");

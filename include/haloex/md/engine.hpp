@@ -36,6 +36,16 @@ struct RunSummary {
     std::int64_t requestedSteps = 0;  // --steps (more than `steps` when stopped early)
     // Why the run stopped early (a signal, --maxh) and where; empty reason: it completed.
     StopRecord stop;
+    // --steps 0: the evaluated step's forces (rank 0; kJ mol^-1 nm^-1), with
+    // its energies in `energies`.
+    struct SinglePoint {
+        bool evaluated = false;
+        std::int64_t step = 0;
+        double maxForce = 0.0;
+        std::int64_t maxForceAtom = -1;  // global id
+        double rmsForce = 0.0;           // sqrt(mean |F|^2) over the atoms
+    };
+    SinglePoint singlePoint;
     double dt = 0.0, rc = 0.0, rlist = 0.0;
     int nstlist = 0;
     double estimatedBufferDrift = 0.0;

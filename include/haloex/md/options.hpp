@@ -24,6 +24,11 @@ inline constexpr int kDefaultPruneParts = 8;
 // naming the option and the range). Step counts are 64-bit; 10^15 steps keep
 // step * dt exact in a double and every step sum far from overflowing.
 inline constexpr std::int64_t kMaxStepCount = 1'000'000'000'000'000;
+inline constexpr std::int64_t kStepsUntilStopped = -1;
+inline constexpr std::int64_t kDefaultStepsGpu = 2000;
+inline constexpr std::int64_t kDefaultStepsCpu = 200;
+// Energy lines of a run until stopped, when --thermo-every is not given.
+inline constexpr std::int64_t kDefaultThermoEveryUntilStopped = 1000;
 inline constexpr int kMaxVirtualRanks = 1024;
 // Closest two atoms of a start configuration may be (nm): nearer ones have
 // forces that blow the system up at the first step (LJ sigma is 0.2 nm; the
@@ -42,7 +47,12 @@ struct MdOptions {
     double temperature = 300.0;  // K: initial velocities and thermostat reference
 
     // Integration and interactions
-    std::int64_t steps = 0;      // 0: auto (2 000 on GPUs, 200 on the CPU); at most kMaxStepCount
+    // mdrun's conventions: N > 0 steps; 0 given (explicitOptions holds
+    // "steps"): a single-point evaluation of the first step (energies and
+    // forces, nothing advanced); kStepsUntilStopped (-1): until a signal or
+    // --maxh stops the run; not given: kDefaultStepsGpu / kDefaultStepsCpu.
+    // At most kMaxStepCount.
+    std::int64_t steps = 0;
     double dt = 0.002;           // ps
     double rc = 0.9;             // nm
     double rlist = 0.0;          // nm; 0: from the Verlet-buffer estimate for nstlist
