@@ -1,6 +1,7 @@
 // The MD engine on one GPU: the first step's energies agree with the CPU
 // reference backend; the search on the device (atoms stay on the GPU)
-// reproduces the host search's energies; and an NVE run conserves energy on
+// reproduces the host search's energies; --steps 0 and a SIGTERM stop behave
+// as on the CPU (without host synchronisations added); and an NVE run conserves energy on
 // both search paths: |drift| of the conserved energy <= 1e-4 kJ/mol/ps per
 // atom over 10 000 steps of 2 fs at the default settings. Measured on an
 // H200 (bench/results/nve-drift-*.txt): -7e-5 on both paths with the
@@ -12,11 +13,14 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
+#include "haloex/core/test_hooks.hpp"
 #include "haloex/md/cpu_backend.hpp"
 #include "haloex/md/engine.hpp"
 #include "haloex/md/gpu_backend.hpp"
+#include "haloex/md/run_stop.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/factory.hpp"
 #include "haloex/transport/reference.hpp"
@@ -97,6 +101,73 @@ TEST(MdEngineGpu, DeviceSearchReproducesTheHostSearch) {
         EXPECT_NEAR(d.total, h.total, 1e-6 * std::abs(h.total));
     }
 }
+
+// --steps 0 on the GPU: the same single-point evaluation as the CPU
+// reference (energies, and the forces recovered from the step's update).
+TEST(MdEngineGpu, ASinglePointMatchesTheCpuReference) {
+    if (!haveGpu()) GTEST_SKIP() << "no GPU visible: the GPU engine test needs one";
+    md::MdOptions o;
+    o.atoms = 4000;
+    o.steps = 0;
+    o.explicitOptions.emplace_back("steps");
+    o.quiet = true;
+    const auto gpu = runOnGpu(o);
+    const auto cpu = runOnCpu(o, 2);
+    ASSERT_TRUE(gpu.singlePoint.evaluated);
+    ASSERT_TRUE(cpu.singlePoint.evaluated);
+    EXPECT_EQ(gpu.steps, 0);
+    ASSERT_EQ(gpu.energies.size(), 1u);
+    std::printf("single point: GPU max force %.6f (atom %lld), RMS %.6f | CPU %.6f (atom %lld), RMS %.6f\n",
+                gpu.singlePoint.maxForce, static_cast<long long>(gpu.singlePoint.maxForceAtom),
+                gpu.singlePoint.rmsForce, cpu.singlePoint.maxForce,
+                static_cast<long long>(cpu.singlePoint.maxForceAtom), cpu.singlePoint.rmsForce);
+    EXPECT_NEAR(gpu.singlePoint.maxForce, cpu.singlePoint.maxForce, 1e-3 * cpu.singlePoint.maxForce);
+    EXPECT_NEAR(gpu.singlePoint.rmsForce, cpu.singlePoint.rmsForce, 1e-4 * cpu.singlePoint.rmsForce);
+    EXPECT_NEAR(gpu.energies[0].lj, cpu.energies[0].lj, 1e-4 * std::abs(cpu.energies[0].lj) + 0.05);
+}
+
+// SIGTERM on the GPU path (raised at step 25 by the test hook, as a
+// scheduler would send it): the run stops at the next search step, 30, on
+// both search paths, and the stop check adds no host synchronisation to the
+// normal steps (it rides on the search step's reduction). Each case runs in
+// a process of its own (ctest), as the signal count is process-wide.
+class MdEngineGpuStop : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(MdEngineGpuStop, ASignalStopsAtTheNextSearchStep) {
+    if (!haveGpu()) GTEST_SKIP() << "no GPU visible: the GPU stop test needs one";
+    if (!testHooksEnabled()) GTEST_SKIP() << "this build has no test hooks (HALOEX_TEST_HOOKS=OFF)";
+    md::MdOptions o;
+    o.atoms = 6000;
+    o.steps = 100;
+    o.nstlist = 10;
+    o.thermoEvery = 5;
+    o.quiet = true;
+    const auto reference = runOnGpu(o, GetParam());
+    md::installStopSignalHandlers();
+    ::setenv("HALOEX_TEST_STOP_SIGNAL", "TERM@25", 1);
+    const auto stopped = runOnGpu(o, GetParam());
+    ::unsetenv("HALOEX_TEST_STOP_SIGNAL");
+    ASSERT_TRUE(stopped.stop.stopped());
+    EXPECT_EQ(stopped.stop.reason, "SIGTERM");
+    EXPECT_EQ(stopped.stop.step, 30);
+    EXPECT_TRUE(stopped.stop.searchStep);
+    EXPECT_EQ(stopped.steps, 30);
+    EXPECT_FALSE(reference.stop.stopped());
+    std::printf("host syncs per normal step (search on the %s): stopped run %.4f, uninterrupted %.4f\n", GetParam(),
+                stopped.hostSyncsPerStep, reference.hostSyncsPerStep);
+    // A per-step synchronisation would add at least 1.
+    EXPECT_LE(stopped.hostSyncsPerStep, reference.hostSyncsPerStep + 0.05);
+    // The energies up to the stop are those of the uninterrupted run.
+    ASSERT_GE(reference.energies.size(), stopped.energies.size());
+    for (std::size_t k = 0; k < stopped.energies.size(); ++k) {
+        EXPECT_EQ(stopped.energies[k].step, reference.energies[k].step);
+        EXPECT_NEAR(stopped.energies[k].total, reference.energies[k].total,
+                    1e-6 * std::abs(reference.energies[k].total));
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(SearchPlaces, MdEngineGpuStop, ::testing::Values("device", "host"),
+                         [](const ::testing::TestParamInfo<const char*>& place) { return std::string(place.param); });
 
 class MdEngineGpuNve : public ::testing::TestWithParam<const char*> {};
 
