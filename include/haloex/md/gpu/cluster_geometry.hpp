@@ -180,7 +180,7 @@ HALOEX_HD inline bool clusterPairInHalfList(int ci, int cj, int shiftIndex, bool
 }
 
 // Whether atom pair (i-slot a, j-slot b) of a kept cluster pair is computed.
-// Empty slots carry kPaddingMask; zone masks decide ownership (DESIGN §2).
+// Empty slots carry kPaddingMask; zone masks decide ownership (docs/planner.md).
 // plan::zonePairComputed for device code (that one is host-only constexpr);
 // the unit tests check the two agree on all 256 x 256 masks.
 HALOEX_HD inline bool zonePairAllowed(plan::ZoneMask a, plan::ZoneMask b) {
