@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Runs haloex-md side by side and records the results (DESIGN §6 metrics).
+"""Runs haloex-md side by side and records the results (docs/architecture.md#what-the-timings-mean metrics).
 
 Every figure is end-to-end first: us/step and ns/day over ALL steps (search
 steps included, one-time start-up apart), the steady state (steps without

@@ -8,7 +8,7 @@
     2. parallel efficiency against the 1-GPU run, t1 / (ranks x t), of the
        all-steps time;
     3. the device timeline of each multi-GPU variant: local, non-local and
-       non-overlap (DESIGN §6), µs per step of the steady state.
+       non-overlap (docs/architecture.md#what-the-timings-mean), µs per step of the steady state.
 
 Every axis names its metric. A schema-1 record (haloex-md before it reported
 every step) has no honest all-steps figure: it is plotted as the steady state
@@ -83,7 +83,7 @@ def main(argv=None):
     ax_eff.set(xscale="log", xlabel="atoms per GPU", ylabel=f"parallel efficiency (%), {short}",
                title=f"t(1 GPU) / (ranks x t), t = us/step, {short}")
     ax_time.set(xscale="log", yscale="log", xlabel="atoms per GPU", ylabel="µs per step (steady-state steps)",
-                title="device timeline (DESIGN §6)")
+                title="device timeline (local, non-local, non-overlap)")
     for ax in axes:
         ax.grid(True, which="both", alpha=0.3)
     ax_rate.legend(fontsize=8)

@@ -23,7 +23,7 @@ import sys
 
 from bench_common import SchemaError, check_record, fmt, machine_summary, md_figures, schema_version
 
-# DESIGN's one-GPU goals (us/step of the steady state, CUDA graphs on).
+# The project's first one-GPU goals (us/step of the steady state, CUDA graphs on).
 TARGETS_1GPU = {22500: 56, 45000: 75, 90000: 124, 180000: 224, 360000: 412, 720000: 790}
 
 SCHEMA1_NOTE = ("n/a: schema-1 record (written before haloex-md reported every step): its us_per_step is the steady "

@@ -1,4 +1,4 @@
-// haloex-md: the MD proxy application (DESIGN §4, §5). One process per GPU
+// haloex-md: the MD proxy application (docs/md-engine.md). One process per GPU
 // under mpirun/srun; without a launcher, one GPU, or the CPU reference with
 // several virtual ranks as threads of one process.
 #include <CLI/CLI.hpp>
@@ -265,7 +265,7 @@ int run(md::MdOptions o) {
 
 int main(int argc, char** argv) {
     md::MdOptions options;
-    CLI::App app{"haloex-md: molecular dynamics of a charged Lennard-Jones liquid (DESIGN §5) with a "
+    CLI::App app{"haloex-md: molecular dynamics of a charged Lennard-Jones liquid (docs/md-engine.md) with a "
                  "domain-decomposed, GPU-initiated halo exchange.\n"
                  "Launch with mpirun/srun for one rank per GPU; without a launcher it uses one GPU, or the CPU "
                  "reference with --ranks virtual ranks when there is no GPU."};

@@ -302,7 +302,7 @@ struct Engine::Impl {
     }
 
     // The velocity scale the next step will apply: the thermostat's lambda
-    // when the step before was an energy step (DESIGN: coupled on energy steps).
+    // when the step before was an energy step (v-rescale is coupled on energy steps only, as GROMACS's nsttcouple).
     double pendingVelocityScale() const {
         if (step == summary.firstStep) return startVelocityScale;
         return e.options_.thermostat == "v-rescale" && isEnergyStep(step - 1) ? lastVelocityScale : 1.0;

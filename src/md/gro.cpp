@@ -80,7 +80,7 @@ bool looksLikeBoxLine(std::string_view line) {
     return values && (values->size() == 3 || values->size() == 9);
 }
 
-// Type from the residue and atom names (DESIGN §5), -1 when unknown.
+// Type from the residue and atom names (docs/md-engine.md#the-system-and-its-defaults), -1 when unknown.
 int typeFromNames(std::string_view residue, std::string_view atom) {
     if (residue == "POS" && atom == "P") return 0;
     if (residue == "NEG" && atom == "N") return 1;

@@ -1,4 +1,4 @@
-// The GPU backend of haloex-md (DESIGN §4): one rank's step as a device
+// The GPU backend of haloex-md (docs/md-engine.md#the-step-on-a-gpu): one rank's step as a device
 // schedule. Local non-bonded forces on the local stream overlap the halo
 // exchange and the non-local forces on a high-priority stream; the update
 // waits for both. No host synchronisation inside a step; with a transport that
@@ -24,7 +24,7 @@
 namespace haloex::md {
 namespace {
 
-// Events that delimit one step's device timeline (DESIGN §6).
+// Events that delimit one step's device timeline (docs/architecture.md#what-the-timings-mean).
 struct TimelineEvents {
     cuda::Event localStart{true}, localEnd{true}, nonlocalStart{true}, nonlocalEnd{true};
 };

@@ -1,4 +1,4 @@
-// The fused, GPU-initiated halo exchange kernels (DESIGN §3): one launch
+// The fused, GPU-initiated halo exchange kernels (docs/nvshmem.md): one launch
 // moves every pulse's coordinates (FusedPackCommX) or forces
 // (FusedCommUnpackF), with per-pulse signals instead of host synchronisation.
 #include <nvshmem.h>

@@ -2,7 +2,7 @@
 // Exact recount of what the Verlet buffer misses: pairs that are within rc at
 // the end of a pair list's life but were beyond rlist when the list was built
 // (so no list can hold them). Their energy is the error the buffer lets in
-// (DESIGN §5: it should stay below the tolerance, kJ/mol/ps per atom).
+// (docs/md-engine.md: it should stay below the tolerance, kJ/mol/ps per atom).
 #include <cstdint>
 #include <span>
 

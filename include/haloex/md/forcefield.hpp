@@ -1,5 +1,5 @@
 #pragma once
-// The proxy system's interactions (DESIGN §5): Lennard-Jones cut at rc with the
+// The proxy system's interactions (docs/md-engine.md#the-system-and-its-defaults): Lennard-Jones cut at rc with the
 // potential shifted to zero there, plus reaction field with eps_rf = infinity.
 // Units: nm, ps, kJ/mol, e, u. Energies follow GROMACS's convention: the
 // reported Coulomb energy includes the reaction-field self term.

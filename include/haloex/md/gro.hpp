@@ -1,5 +1,5 @@
 #pragma once
-// GROMACS .gro files for the proxy system (DESIGN §5).
+// GROMACS .gro files for the proxy system (docs/md-engine.md#the-system-and-its-defaults).
 //
 // Layout: a title line, the atom count, one fixed-column line per atom
 // ("%5d%-5s%5s%5d" residue number, residue name, atom name, atom number, then

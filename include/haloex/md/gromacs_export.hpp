@@ -1,5 +1,5 @@
 #pragma once
-// GROMACS inputs for the proxy system (DESIGN §5), so the same run can be
+// GROMACS inputs for the proxy system (docs/md-engine.md#the-system-and-its-defaults), so the same run can be
 // repeated with GROMACS (gmx grompp -f md.mdp -c conf.gro -p topol.top):
 //   conf.gro   positions and velocities (POS/P = +q, NEG/N = -q), the box;
 //   topol.top  atom types P and N (mass, charge, LJ sigma/epsilon, combination

@@ -1,6 +1,6 @@
 #pragma once
 // Everything a haloex-md run can be told. Defaults are the proxy system of
-// DESIGN §5; "auto" values are resolved by resolveOptions() and reported.
+// docs/md-engine.md#the-system-and-its-defaults; "auto" values are resolved by resolveOptions() and reported.
 #include <cstdint>
 #include <string>
 #include <vector>

@@ -1,5 +1,5 @@
 #pragma once
-// The proxy system (DESIGN §5): atoms of two types (+q / -q) in an orthorhombic
+// The proxy system (docs/md-engine.md#the-system-and-its-defaults): atoms of two types (+q / -q) in an orthorhombic
 // periodic box, and the lattice start recipe. Units: nm, ps, u, K, kJ/mol.
 #include <cstdint>
 #include <vector>

@@ -9,7 +9,7 @@
 // was beyond rlist when the list was built and comes within rc contributes its
 // energy V(r), signed, so the errors of like and unlike charge pairs offset as
 // they do in the total energy whose drift the tolerance bounds. For the proxy
-// system this gives rlist ~ 0.985 nm at nstlist 50 (DESIGN §5: "about 1.0").
+// system this gives rlist ~ 0.985 nm at nstlist 50 (docs/md-engine.md: "about 1.0 nm" for this system).
 // `haloex-md --measure-buffer` recounts the missed pairs exactly: measured
 // drifts are far below the estimate (docs/md-engine.md).
 #include "haloex/md/forcefield.hpp"

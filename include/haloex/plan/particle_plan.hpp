@@ -1,5 +1,5 @@
 #pragma once
-// The staged-forwarding halo plan of one rank for particles (DESIGN §2).
+// The staged-forwarding halo plan of one rank for particles (docs/planner.md).
 //
 // Local atom layout: [0, numHome) home atoms, then one receive slot per pulse
 // in global pulse order at Pulse::recvOffset (each slot's start aligned to

@@ -1,5 +1,5 @@
 #pragma once
-// The MPI runtime: one process per rank, launched by mpirun/srun (DESIGN §1).
+// The MPI runtime: one process per rank, launched by mpirun/srun (docs/architecture.md#layers).
 //
 // MpiSession owns MPI's lifetime (create one at the top of main, before any
 // MpiWorld); MpiWorld is the World over a private duplicate of a communicator,

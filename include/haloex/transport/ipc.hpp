@@ -1,7 +1,7 @@
 #pragma once
 // The `ipc` transport (library haloex_cuda): the paper's CPU-orchestrated
 // baseline, done the way CUDA-aware MPI and GROMACS's "GPU direct" path do it
-// on one node (DESIGN §1).
+// on one node (docs/architecture.md#layers).
 //
 // setPlan exchanges CUDA IPC handles of the coordinate array and of a
 // per-pulse force receive buffer with the peers (ranks of one process share

@@ -1,6 +1,6 @@
 #pragma once
 // The `nccl` transport (library haloex_nccl): stream-ordered ncclSend/ncclRecv
-// per pulse (DESIGN §1). Per pulse, on the given stream: a pack kernel, then
+// per pulse (docs/architecture.md#layers). Per pulse, on the given stream: a pack kernel, then
 // one ncclGroupStart/ncclSend/ncclRecv/ncclGroupEnd (pulses are not grouped
 // together: a later pulse forwards what an earlier one received); for forces,
 // in reverse order, the halo slot is sent back and an unpack kernel adds it

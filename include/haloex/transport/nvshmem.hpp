@@ -1,5 +1,5 @@
 #pragma once
-// The `nvshmem` transport: GPU-initiated, fused halo exchange (DESIGN §3).
+// The `nvshmem` transport: GPU-initiated, fused halo exchange (docs/nvshmem.md).
 //
 // One kernel per exchange moves every pulse: FusedPackCommX packs the
 // coordinates (periodic shift included) and delivers them, FusedCommUnpackF

@@ -1,6 +1,6 @@
 #pragma once
 // The `staged` transport: CPU-orchestrated, host-staged exchange over a World
-// (DESIGN §1). Works with any MPI (no CUDA-awareness needed) and without GPUs.
+// (docs/architecture.md#layers). Works with any MPI (no CUDA-awareness needed) and without GPUs.
 //
 // Host memory: coordinates()/forces() are host arrays; each pulse is one
 // World::sendRecv, in pulse order (forces in reverse order).

@@ -1,5 +1,5 @@
 #pragma once
-// The one interface every particle halo transport implements (DESIGN §1).
+// The one interface every particle halo transport implements (docs/architecture.md#layers).
 //
 // A transport owns the rank's per-atom coordinate and force arrays (home
 // atoms first, then the receive slots of the plan), because some mechanisms

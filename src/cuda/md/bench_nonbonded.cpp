@@ -2,7 +2,7 @@
 // system (all atoms home): pair search (build), the local non-bonded step
 // (gather + kernel + scatter), the leapfrog update, and a whole step
 // (clear forces + local non-bonded + update) launched on a stream and
-// replayed as a CUDA graph. Prints a table and JSON (DESIGN §5 system).
+// replayed as a CUDA graph. Prints a table and JSON (docs/md-engine.md system).
 //
 //   haloex-bench-nonbonded [--sizes 11250,22500,...] [--steps 200] [--rlist 1.0]
 //                          [--json FILE] [--seed N]

@@ -28,6 +28,7 @@ ColumnGrid makeColumnGrid(Float3 lo, Float3 hi, float cellSize, int firstColumn,
     g.x0 = lo.x;
     g.y0 = lo.y;
     g.z0 = lo.z;
+    g.z1 = hi.z;
     const double ex = std::max(static_cast<double>(hi.x) - lo.x, 0.0);
     const double ey = std::max(static_cast<double>(hi.y) - lo.y, 0.0);
     const auto cells = [&](double extent) {

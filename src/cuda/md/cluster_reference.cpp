@@ -129,6 +129,7 @@ PairListHost searchReference(const ClusterLayoutHost& layout, std::span<const Ve
         for (int s = 0; s < kNumShifts; ++s) {
             if (!shiftAllowed(s, settings.periodic[0], settings.periodic[1], settings.periodic[2])) continue;
             const Float3 sv = shiftVector(s, lengths);
+            if (!zShiftReachesGrid(jGrid, iLo.z, iHi.z, sv.z, radius)) continue;
             const IndexRange rx = cellRange(regionLo(iLo.x, sv.x, radius), regionHi(iHi.x, sv.x, radius), jGrid.x0,
                                             jGrid.invCellX, jGrid.nx);
             const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, radius), regionHi(iHi.y, sv.y, radius), jGrid.y0,

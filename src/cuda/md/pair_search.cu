@@ -70,6 +70,7 @@ __global__ void __launch_bounds__(kSearchThreads)
     for (int s = 0; s < kNumShifts; ++s) {
         if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
         const Float3 sv = shiftVector(s, p.boxLengths);
+        if (!zShiftReachesGrid(p.jGrid, iLo.z, iHi.z, sv.z, p.radius)) continue;
         const IndexRange rx = cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius),
                                         p.jGrid.x0, p.jGrid.invCellX, p.jGrid.nx);
         const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius),

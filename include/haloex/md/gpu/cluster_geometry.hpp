@@ -49,6 +49,7 @@ static_assert(sizeof(ClusterEntry) == 16 && sizeof(ClusterPair) == 16, "16-byte 
 // sorted by z inside a column and cut into clusters of 8.
 struct ColumnGrid {
     float x0 = 0.f, y0 = 0.f, z0 = 0.f;  // lower corner of the atoms' bounding box
+    float z1 = 0.f;                      // its upper z (columns span the whole z extent)
     float invCellX = 0.f, invCellY = 0.f;
     int nx = 1, ny = 1;
     int firstColumn = 0;  // columns of all grids are numbered globally: home first, then halo
@@ -119,6 +120,16 @@ HALOEX_HD inline IndexRange cellRange(float regionLo, float regionHi, float orig
 HALOEX_HD inline float regionLo(float iLo, float shift, float radius) { return subRn(subRn(iLo, shift), radius); }
 HALOEX_HD inline float regionHi(float iHi, float shift, float radius) { return addRn(subRn(iHi, shift), radius); }
 
+// Whether the grid's atoms moved by a shift of z component `shift` can come
+// within `radius` of the i box [iLo, iHi] along z at all. The column ranges
+// test x and y only, and a column spans the grid's whole z extent, so without
+// this a z shift (periodic z, one rank along it) would walk every column of the
+// i box's neighbourhood again -- twice more bounding-box tests, all failing,
+// for every i cluster not near a z face.
+HALOEX_HD inline bool zShiftReachesGrid(const ColumnGrid& g, float iLo, float iHi, float shift, float radius) {
+    return !(regionLo(iLo, shift, radius) > g.z1 || regionHi(iHi, shift, radius) < g.z0);
+}
+
 // Sort key of an atom: column in the high word, z (non-negative offset from
 // the grid's z0, whose IEEE bits order like the values) in the low word.
 HALOEX_HD inline std::uint64_t sortKey(const ColumnGrid& g, int column, float z) {
@@ -180,7 +191,7 @@ HALOEX_HD inline bool clusterPairInHalfList(int ci, int cj, int shiftIndex, bool
 }
 
 // Whether atom pair (i-slot a, j-slot b) of a kept cluster pair is computed.
-// Empty slots carry kPaddingMask; zone masks decide ownership (DESIGN §2).
+// Empty slots carry kPaddingMask; zone masks decide ownership (docs/planner.md).
 // plan::zonePairComputed for device code (that one is host-only constexpr);
 // the unit tests check the two agree on all 256 x 256 masks.
 HALOEX_HD inline bool zonePairAllowed(plan::ZoneMask a, plan::ZoneMask b) {

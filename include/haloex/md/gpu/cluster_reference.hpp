@@ -57,7 +57,7 @@ struct SearchSettings {
 };
 
 // Throws InvalidInput unless rlist is positive and every periodic box
-// length exceeds 2 rlist (so one shift per atom pair, DESIGN §2).
+// length exceeds 2 rlist (so one shift per atom pair, docs/planner.md).
 void validateSearchSettings(const SearchSettings& settings, const char* where);
 
 // Float copies of the list's rlist^2 and box lengths, as the GPU uses them.

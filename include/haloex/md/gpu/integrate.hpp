@@ -1,5 +1,5 @@
 #pragma once
-// GPU update of the home atoms (DESIGN §4): leapfrog, kinetic energy and the
+// GPU update of the home atoms (docs/md-engine.md#the-step-on-a-gpu): leapfrog, kinetic energy and the
 // non-finite check. Every function only enqueues kernels on `stream` (no host
 // synchronisation, no allocation): capturable in a CUDA graph. Results that
 // the host wants (kinetic energy, first bad atom) stay in device memory and

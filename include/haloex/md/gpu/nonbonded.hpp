@@ -1,5 +1,5 @@
 #pragma once
-// GPU non-bonded forces of one rank (DESIGN §4, §5): cluster-pair search and
+// GPU non-bonded forces of one rank (docs/md-engine.md): cluster-pair search and
 // the LJ + reaction-field kernel, in the spirit of GROMACS's nbnxm.
 //
 // Local atom layout (the rank's, see plan/particle_plan.hpp): [0, numHome)

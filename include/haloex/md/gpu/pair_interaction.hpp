@@ -1,5 +1,5 @@
 #pragma once
-// The LJ + reaction-field pair interaction in float (DESIGN §5), shared by
+// The LJ + reaction-field pair interaction in float (docs/md-engine.md#the-system-and-its-defaults), shared by
 // the GPU kernel and the CPU reference evaluation: shifted LJ cut at rc,
 // reaction field with eps_rf = infinity. Charges are pre-multiplied by
 // sqrt(f), so qq = f q_i q_j.
