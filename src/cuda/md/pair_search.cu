@@ -114,9 +114,9 @@ __global__ void __launch_bounds__(kSearchThreads)
                                 }
                             }
                             if constexpr (kMode == kOnePass) {
-                                // The prune kernel's decision, from the same distances.
-                                const bool inner = p.rlistInner2 > 0.f &&
-                                                   __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) ||
+                                // The prune kernel's decision, from the same distances (never
+                                // true without pruning: rlistInner2 is 0 then).
+                                const bool inner = __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) ||
                                                                              (in1 && d1 < p.rlistInner2));
                                 if (lane == 0 && count < p.scratchCapacity) {
                                     slot[count] = ClusterPair{cjj, inner ? s | kInnerFlag : s, maskLo, maskHi};
