@@ -33,6 +33,8 @@ RESULTS = os.path.join(bench_common.REPO, "bench", "results")
 DEFAULT_MD = os.path.join(RESULTS, "md-scaling-4xH200-2026-11-29.json")
 DEFAULT_SEARCH = os.path.join(RESULTS, "md-single-NVIDIA-H200-2026-12-01.json")
 DEFAULT_COMMBENCH = os.path.join(RESULTS, "commbench-2xH200-2026-11-29.json")
+EXCHANGE_TIMING = [os.path.join(RESULTS, "2xH200-adhoc", "exchange-timing-all-transports-4-atoms-per-thread-2026-11-29.json"),
+                   os.path.join(RESULTS, "exchange-timing-2xH200-2026-11-29.json")]
 
 BYTES_PER_ATOM = 12      # float3 coordinates forward, float3 forces back
 NONLOCAL_PAIR_SHARE = 3.0 / 8.0   # pair work of a halo atom with the home atoms, in home-atom units (docs)
@@ -100,8 +102,9 @@ class Calibration:
     """What the model takes from measurements: the one-GPU step, its local chain and search step by size, the
     step without a CUDA graph, and commbench's latencies and bandwidths."""
 
-    def __init__(self, md_records, commbench_record, nstlist=None, rlist=None):
+    def __init__(self, md_records, commbench_record, nstlist=None, rlist=None, exchange_timing=None):
         self.sources = []
+        self.exchange = ExchangeTiming(exchange_timing) if exchange_timing else None
         runs, nograph = [], []
         for path, rec in md_records:
             g, n = _one_gpu_runs(rec)
@@ -163,6 +166,8 @@ class Calibration:
         if self.search_ms:
             lines.append("  search step, ms: " + ", ".join(f"{n}: {s:.2f}" for n, s in self.search_ms))
         lines += ["  " + line for line in self.comm.describe()]
+        if self.exchange:
+            lines += ["  " + line for line in self.exchange.describe()]
         return lines
 
 
@@ -225,6 +230,57 @@ class CommParams:
         return nbytes / 1e3 / max(_loglog(bw_curve, max(nbytes, 8)), 1e-6) if nbytes else 0.0
 
 
+class ExchangeTiming:
+    """Whole exchanges measured by haloex-halo-stress --time-exchanges (bench/exchange_timing.py records): per
+    transport and path, forward and reverse time of a one-pulse exchange at two halo sizes, as a + bytes * c.
+    Optional (--exchange-timing): an exchange micro-benchmark on two GPUs, not an MD run; it holds what commbench's
+    primitives leave out (the fused kernels' pack, fences, block counters and force pull; the host's launches and
+    waits of the CPU-orchestrated transports)."""
+
+    def __init__(self, records):
+        self.sources = [os.path.relpath(path, bench_common.REPO) for path, _ in records]
+        self.fits = {}
+        for path, record in records:   # a later record's transports replace an earlier one's
+            self.fits.update(self._fits(path, record))
+        if not self.fits:
+            raise ModelError(f"{', '.join(self.sources)}: no one-pulse exchange timings at two sizes")
+
+    @staticmethod
+    def _fits(path, record):
+        by_key = {}
+        for r in record.get("results", []):
+            if r.get("pulses") != 1 or "empty kernel" in str(r.get("timing")):
+                continue
+            t = r.get("transport")
+            key = (t, r.get("path") if t == "nvshmem" else "")
+            # nvshmem as the MD step runs it: replayed from a graph; the others are host-launched
+            if t == "nvshmem" and r.get("timing") != "graph":
+                continue
+            by_key.setdefault(key, []).append((r["coordinate_bytes_per_rank"], r["forward_us"]["median"],
+                                               r["reverse_us"]["median"]))
+        fits = {}
+        for key, pts in by_key.items():
+            pts.sort()
+            if len(pts) < 2:
+                continue
+            (b0, f0, r0), (b1, f1, r1) = pts[0], pts[-1]
+            slopes = [max(0.0, (y1 - y0) / (b1 - b0)) for y0, y1 in ((f0, f1), (r0, r1))]
+            fits[key] = ((f0 - slopes[0] * b0, slopes[0]), (r0 - slopes[1] * b0, slopes[1]))
+        return fits
+
+    def us(self, transport, path, direction, nbytes):
+        fit = self.fits.get((transport, path if transport == "nvshmem" else ""))
+        if fit is None:
+            return None
+        a, c = fit[0 if direction == "x" else 1]
+        return a + c * nbytes
+
+    def describe(self):
+        return [f"exchange timing ({', '.join(self.sources)}): " + "; ".join(
+            f"{t}{'/' + p if p else ''} x {fx[0]:.1f} + {fx[1] * 1e3:.3f}/kB, f {ff[0]:.1f} + {ff[1] * 1e3:.3f}/kB"
+            for (t, p), (fx, ff) in sorted(self.fits.items()))]
+
+
 def _at(curve, size):
     for b, v in curve:
         if b == size:
@@ -269,6 +325,19 @@ def exchange_us(cal, transport, path, nbytes, atoms, pulses, remote, link):
     raise ModelError(f"unknown transport {transport!r}: use one of {', '.join(TRANSPORTS)}")
 
 
+def _measured_exchanges(cal, transport, path, rank, node):
+    """(forward, reverse) us of the rank's first pulse from the exchange-timing record, when the calibration has
+    one and every pulse stays on the node (the record is NVLink); else None."""
+    if cal.exchange is None or any(node[p["send_rank"]] != node[rank["rank"]] for p in rank["pulses"]):
+        return None
+    if not rank["pulses"]:
+        return None
+    first = rank["pulses"][0]
+    fx = cal.exchange.us(transport, path, "x", first["send"] * BYTES_PER_ATOM)
+    ff = cal.exchange.us(transport, path, "f", first["recv"] * BYTES_PER_ATOM)
+    return None if fx is None or ff is None else (fx, ff)
+
+
 def rank_nodes(plan, gpus_per_node):
     return [r // gpus_per_node for r in range(plan["ranks"])]
 
@@ -293,9 +362,13 @@ def step(cal, plan, transport, path="direct", interconnect="nvlink4", ibgda=True
             x += exchange_us(cal, transport, path, p["send"] * BYTES_PER_ATOM, p["send"], npulses, remote, link)
             f += exchange_us(cal, transport, path, p["recv"] * BYTES_PER_ATOM, p["recv"], npulses,
                              node[p["recv_rank"]] != node[r["rank"]], link)
+        measured = _measured_exchanges(cal, transport, path, r, node)
+        if measured:   # whole exchanges measured: they replace the first pulse's primitives and the kernel node
+            x, f = measured[0] + x * (npulses - 1) / npulses, measured[1] + f * (npulses - 1) / npulses
         if graph:   # one fused kernel per direction, each a node of the step's graph
-            x += cal.node_us
-            f += cal.node_us
+            if not measured:
+                x += cal.node_us
+                f += cal.node_us
             launch = 0.0
         else:       # host-launched kernels: the step's launches, one pack/unpack launch per pulse and direction
             launch = cal.nograph_us
@@ -322,8 +395,9 @@ def end_to_end(cal, plan, steady, nstlist, interconnect="nvlink4"):
 
 # ---- check: predicted beside measured -------------------------------------------------------------------------
 
-def check_rows(path, record, commbench):
-    cal = Calibration([(path, record)], commbench, nstlist=_common(record, "nstlist"), rlist=_common(record, "rlist"))
+def check_rows(path, record, commbench, exchange_timing=None):
+    cal = Calibration([(path, record)], commbench, nstlist=_common(record, "nstlist"), rlist=_common(record, "rlist"),
+                      exchange_timing=exchange_timing)
     rows = []
     for run in record.get("runs", []):
         if not isinstance(run, dict) or (run.get("ranks") or 1) < 2 or run.get("returncode", 0) != 0:
@@ -370,12 +444,13 @@ def _err(pred, meas):
     return None if pred is None or not meas else 100.0 * (pred - meas) / meas
 
 
-def print_check(paths, commbench_path):
+def print_check(paths, commbench_path, exchange_timing_paths=None):
     commbench = (commbench_path, bench_common.load_record(commbench_path))
+    timing = _records(exchange_timing_paths) if exchange_timing_paths else None
     all_rows = []
     for path in paths:
         record = bench_common.load_record(path)
-        cal, rows = check_rows(path, record, commbench)
+        cal, rows = check_rows(path, record, commbench, timing)
         print(f"## {os.path.relpath(path, bench_common.REPO) if os.path.isabs(path) else path}\n")
         for line in cal.describe():
             print(line)
@@ -424,6 +499,7 @@ def summarize(rows):
 PAPER_NVLINK = [(45000, 4), (180000, 8), (360000, 8)]
 PAPER_IB_NODES = [2, 4, 8, 16, 32, 64]
 PAPER_IB_SIZES = [180000, 360000, 1440000]
+MAX_PREDICT_ATOMS = 8_400_000   # haloex-plan builds the whole lattice start in one process
 
 
 def best_cpu(cal, plan, interconnect, transports):
@@ -456,9 +532,10 @@ def predict_row(cal, atoms, gpus, interconnect, ibgda=True, compute_scale=1.0):
 
 
 def crossover(cal, gpus, interconnect, ibgda=True, compute_scale=1.0, threshold=1.05):
-    """The smallest atoms per GPU (doubling from 2 000) at which the gain falls below `threshold`."""
+    """The smallest atoms per GPU (doubling from 2 000, up to MAX_PREDICT_ATOMS in all) at which the gain falls below
+    `threshold`."""
     per_gpu = 2000
-    while per_gpu <= 2_000_000:
+    while per_gpu * gpus <= MAX_PREDICT_ATOMS:
         atoms = per_gpu * gpus
         atoms += atoms % 2
         try:
@@ -494,7 +571,7 @@ def print_predict(cal, compute_scale, ibgda):
                            (64, "ib-ndr", "16 nodes x 4, InfiniBand"), (256, "ib-ndr", "64 nodes x 4, InfiniBand")):
         row = crossover(cal, gpus, ic, ibgda, compute_scale)
         if row is None:
-            print(f"* {name}: gain above 1.05x up to 2 M atoms per GPU")
+            print(f"* {name}: gain above 1.05x up to {MAX_PREDICT_ATOMS // gpus} atoms per GPU (not scanned further)")
         else:
             print(f"* {name}: from ~{row['atoms_per_gpu']} atoms per GPU ({row['atoms']} atoms): gain "
                   f"{row['gain']:.2f}x (nvshmem {row['nvshmem']:.1f} us, {row['cpu_transport']} {row['cpu']:.1f} us)")
@@ -523,6 +600,9 @@ def main(argv=None):
                              f"{os.path.relpath(DEFAULT_MD, bench_common.REPO)})")
     common.add_argument("--commbench", default=DEFAULT_COMMBENCH, metavar="RECORD",
                         help="haloex-commbench record of the NVLink latencies and bandwidths (default: %(default)s)")
+    common.add_argument("--exchange-timing", nargs="+", metavar="RECORD",
+                        help="also calibrate the NVLink exchanges on whole exchanges measured by haloex-halo-stress "
+                             "--time-exchanges (see check --help)")
     common.add_argument("--nstlist", type=int, default=50, help="search interval of the calibration runs and of "
                                                                 "the end-to-end step (default: %(default)s)")
     sp = sub.add_parser("step", parents=[common], help="the predicted step of one configuration")
@@ -539,6 +619,11 @@ def main(argv=None):
     sc.add_argument("records", nargs="+", metavar="RECORD")
     sc.add_argument("--commbench", default=DEFAULT_COMMBENCH, metavar="RECORD")
     sc.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    sc.add_argument("--exchange-timing", nargs="+", metavar="RECORD",
+                    help="also calibrate on whole one-pulse exchanges measured by haloex-halo-stress "
+                         "--time-exchanges (later records replace earlier ones' transports; e.g. "
+                         f"{' '.join(os.path.relpath(p, bench_common.REPO) for p in EXCHANGE_TIMING)}): shows what "
+                         "commbench's primitives leave out")
     pp = sub.add_parser("predict", parents=[common], help="the paper's configurations and the crossover")
     pp.add_argument("--compute-scale", type=float, default=1.0,
                     help="scale the one-GPU compute (e.g. GROMACS's step over haloex's, ~1.5 on one H200)")
@@ -550,13 +635,14 @@ def main(argv=None):
         return 2
     try:
         if args.command == "check":
-            rows = print_check(args.records, args.commbench)
+            rows = print_check(args.records, args.commbench, args.exchange_timing)
             if args.json:
                 with open(args.json, "w") as f:
                     json.dump(rows, f, indent=1)
             return 0
         md = _records(args.calibration or [DEFAULT_MD])
-        cal = Calibration(md, (args.commbench, bench_common.load_record(args.commbench)), nstlist=args.nstlist)
+        cal = Calibration(md, (args.commbench, bench_common.load_record(args.commbench)), nstlist=args.nstlist,
+                          exchange_timing=_records(args.exchange_timing) if args.exchange_timing else None)
         if args.command == "params":
             for line in cal.describe():
                 print(line)

@@ -149,6 +149,22 @@ class WithThePlanner(unittest.TestCase):
         self.assertRegex(text, r"steady: mean \|error\| [0-9.]+ %, largest [0-9.]+ %, \d+ of \d+ within 10 %")
         self.assertRegex(text, r"end-to-end: mean \|error\| [0-9.]+ %")
 
+    def test_measured_exchanges_replace_the_primitives_on_nvlink(self):
+        timing = [os.path.join(REPO, "bench", "results", "exchange-timing-2xH200-2026-11-29.json")]
+        record = model.bench_common.load_record(RECORD)
+        commbench = (model.DEFAULT_COMMBENCH, model.bench_common.load_record(model.DEFAULT_COMMBENCH))
+        cal, plain = model.check_rows(RECORD, record, commbench)
+        cal_t, timed = model.check_rows(RECORD, record, commbench, [(timing[0], model.bench_common.load_record(
+            timing[0]))])
+        self.assertIsNone(cal.exchange)
+        self.assertIn("exchange timing", "\n".join(cal_t.describe()))
+        for a, b in zip(plain, timed):
+            self.assertEqual((a["atoms"], a["transport"]), (b["atoms"], b["transport"]))
+            if a["transport"] == "nvshmem/direct":   # the record times nvshmem's paths only
+                self.assertNotAlmostEqual(a["parts"]["exchange_x"], b["parts"]["exchange_x"])
+            if a["transport"] == "nccl":
+                self.assertAlmostEqual(a["parts"]["exchange_x"], b["parts"]["exchange_x"])
+
     def test_step_from_the_command_line(self):
         done = subprocess.run([sys.executable, MODEL, "step", "--atoms", "45000", "--ranks", "4", "--transport",
                                "ipc"], capture_output=True, text=True, timeout=120)
