@@ -102,7 +102,8 @@ class Calibration:
     """What the model takes from measurements: the one-GPU step, its local chain and search step by size, the
     step without a CUDA graph, and commbench's latencies and bandwidths."""
 
-    def __init__(self, md_records, commbench_record, nstlist=None, rlist=None, exchange_timing=None):
+    def __init__(self, md_records, commbench_record, nstlist=None, rlist=None, exchange_timing=None,
+                 search_records=None):
         self.sources = []
         self.exchange = ExchangeTiming(exchange_timing) if exchange_timing else None
         runs, nograph = [], []
@@ -133,6 +134,9 @@ class Calibration:
             s = _mean(_search_ms(r) for r in rs)
             if s is not None:
                 self.search_ms.append((n, s))
+        if search_records:   # the search step from other one-GPU runs (e.g. schema 2: on the device, start-up apart)
+            self.search_ms = _search_points(search_records, nstlist, rlist)
+            self.sources += [os.path.relpath(p, bench_common.REPO) + " (search step)" for p, _ in search_records]
         (n0, l0), (n1, l1) = self.local[0], self.local[1]
         # The local chain (gather, forces, scatter) when the GPU is not full: the intercept of the smallest sizes.
         self.chain_us = max(0.0, min(l0, l0 - (l1 - l0) / (n1 - n0) * n0))
@@ -174,6 +178,24 @@ class Calibration:
 def _mean(values):
     vs = [v for v in values if v is not None]
     return sum(vs) / len(vs) if vs else None
+
+
+def _search_points(records, nstlist, rlist):
+    pts = {}
+    for path, rec in records:
+        g, _ = _one_gpu_runs(rec)
+        for r in g:
+            st = r.get("settings", {})
+            if "search=host" in str(r.get("label", "")) or (nstlist and st.get("nstlist") != nstlist) \
+                    or (rlist and abs(st.get("rlist", 0) - rlist) > 1e-6):
+                continue
+            v = _search_ms(r)
+            if v is not None:
+                pts.setdefault(r["atoms"], []).append(v)
+    if len(pts) < 2:
+        raise ModelError(f"no one-GPU search steps at two sizes (nstlist {nstlist}) in "
+                         f"{[os.path.relpath(p, bench_common.REPO) for p, _ in records]}")
+    return [(n, _mean(v)) for n, v in sorted(pts.items())]
 
 
 def _search_ms(run):
@@ -499,19 +521,8 @@ def summarize(rows):
 PAPER_NVLINK = [(45000, 4), (180000, 8), (360000, 8)]
 PAPER_IB_NODES = [2, 4, 8, 16, 32, 64]
 PAPER_IB_SIZES = [180000, 360000, 1440000]
+NSTLIST = 50
 MAX_PREDICT_ATOMS = 8_400_000   # haloex-plan builds the whole lattice start in one process
-
-
-def best_cpu(cal, plan, interconnect, transports):
-    best = None
-    for t in transports:
-        try:
-            us, _ = step(cal, plan, t, interconnect=interconnect)
-        except ModelError:
-            continue
-        if best is None or us < best[0]:
-            best = (us, t)
-    return best
 
 
 def predict_row(cal, atoms, gpus, interconnect, ibgda=True, compute_scale=1.0):
@@ -526,9 +537,11 @@ def predict_row(cal, atoms, gpus, interconnect, ibgda=True, compute_scale=1.0):
             continue
         if cpu is None or us < cpu[0]:
             cpu = (us, t)
+    nv_all, cpu_all = end_to_end(cal, plan, nv, NSTLIST), end_to_end(cal, plan, cpu[0], NSTLIST)
     return {"atoms": atoms, "gpus": gpus, "grid": plan["grid"], "pulses": plan["pulses"],
             "atoms_per_gpu": atoms // gpus, "nvshmem": nv, "cpu": cpu[0], "cpu_transport": cpu[1],
-            "gain": cpu[0] / nv, "exposed": parts["exposed"]}
+            "gain": cpu[0] / nv, "exposed": parts["exposed"],
+            "gain_all": cpu_all / nv_all if nv_all and cpu_all else None}
 
 
 def crossover(cal, gpus, interconnect, ibgda=True, compute_scale=1.0, threshold=1.05):
@@ -554,8 +567,8 @@ def print_predict(cal, compute_scale, ibgda):
           + (f" with the compute scaled by {compute_scale:g}" if compute_scale != 1 else "") + "; nvshmem direct "
           "inside a node, put over InfiniBand" + (" (IBGDA)" if ibgda else " (IBRC proxy thread)") + ".\n")
     print("| configuration | atoms | GPUs | grid (pulses) | atoms/GPU | nvshmem us | best CPU-orchestrated us | "
-          "gain | exposed us (nvshmem) |")
-    print("|---|---:|---:|---|---:|---:|---:|---:|---:|")
+          f"gain (steady) | gain (all steps, nstlist {NSTLIST}) | exposed us (nvshmem) |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     for atoms, gpus in PAPER_NVLINK:
         _print_row("NVLink, one node", predict_row(cal, atoms, gpus, "nvlink4", ibgda, compute_scale))
     for atoms in PAPER_IB_SIZES:
@@ -563,7 +576,7 @@ def print_predict(cal, compute_scale, ibgda):
             try:
                 row = predict_row(cal, atoms, 4 * nodes, "ib-ndr", ibgda, compute_scale)
             except ModelError as e:
-                print(f"| {nodes} nodes x 4, InfiniBand | {atoms} | {4 * nodes} | refused: {e} | | | | | |")
+                print(f"| {nodes} nodes x 4, InfiniBand | {atoms} | {4 * nodes} | refused: {e} | | | | | | |")
                 continue
             _print_row(f"{nodes} nodes x 4, InfiniBand", row)
     print("\nWhere GPU-initiated stops paying (gain below 1.05x; atoms per GPU doubled from 2 000):\n")
@@ -580,13 +593,19 @@ def print_predict(cal, compute_scale, ibgda):
 def _print_row(name, row):
     print(f"| {name} | {row['atoms']} | {row['gpus']} | {row['grid']} ({row['pulses']}) | {row['atoms_per_gpu']} | "
           f"{row['nvshmem']:.1f} | {row['cpu']:.1f} ({row['cpu_transport']}) | {row['gain']:.2f}x | "
-          f"{row['exposed']:.1f} |")
+          f"{bench_common.fmt(row['gain_all'], '.2f')}x | {row['exposed']:.1f} |")
 
 
 # ---- command line ---------------------------------------------------------------------------------------------
 
 def _records(paths):
     return [(p, bench_common.load_record(p)) for p in paths]
+
+
+def _search_records(paths):
+    if paths == ["none"]:
+        return None
+    return _records(paths or [DEFAULT_SEARCH])
 
 
 def main(argv=None):
@@ -603,6 +622,10 @@ def main(argv=None):
     common.add_argument("--exchange-timing", nargs="+", metavar="RECORD",
                         help="also calibrate the NVLink exchanges on whole exchanges measured by haloex-halo-stress "
                              "--time-exchanges (see check --help)")
+    common.add_argument("--search-calibration", nargs="+", default=None, metavar="RECORD",
+                        help="one-GPU runs that price the search step (default: "
+                             f"{os.path.relpath(DEFAULT_SEARCH, bench_common.REPO)}: search on the device, schema 2; "
+                             "'none': the --calibration runs' own)")
     common.add_argument("--nstlist", type=int, default=50, help="search interval of the calibration runs and of "
                                                                 "the end-to-end step (default: %(default)s)")
     sp = sub.add_parser("step", parents=[common], help="the predicted step of one configuration")
@@ -642,7 +665,8 @@ def main(argv=None):
             return 0
         md = _records(args.calibration or [DEFAULT_MD])
         cal = Calibration(md, (args.commbench, bench_common.load_record(args.commbench)), nstlist=args.nstlist,
-                          exchange_timing=_records(args.exchange_timing) if args.exchange_timing else None)
+                          exchange_timing=_records(args.exchange_timing) if args.exchange_timing else None,
+                          search_records=_search_records(args.search_calibration))
         if args.command == "params":
             for line in cal.describe():
                 print(line)
