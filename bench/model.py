@@ -33,7 +33,8 @@ RESULTS = os.path.join(bench_common.REPO, "bench", "results")
 DEFAULT_MD = os.path.join(RESULTS, "md-scaling-4xH200-2026-11-29.json")
 DEFAULT_SEARCH = os.path.join(RESULTS, "md-single-NVIDIA-H200-2026-12-01.json")
 DEFAULT_COMMBENCH = os.path.join(RESULTS, "commbench-2xH200-2026-11-29.json")
-EXCHANGE_TIMING = [os.path.join(RESULTS, "2xH200-adhoc", "exchange-timing-all-transports-4-atoms-per-thread-2026-11-29.json"),
+EXCHANGE_TIMING = [os.path.join(RESULTS, "2xH200-adhoc",
+                                "exchange-timing-all-transports-4-atoms-per-thread-2026-11-29.json"),
                    os.path.join(RESULTS, "exchange-timing-2xH200-2026-11-29.json")]
 
 BYTES_PER_ATOM = 12      # float3 coordinates forward, float3 forces back

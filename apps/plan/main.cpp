@@ -62,10 +62,12 @@ void printPlan(const PlanOptions& o, const plan::Decomposition& dd, const plan::
     const auto& spec = dd.spec();
     const int numPulses = dd.totalPulses();
     std::cout << "{\n";
-    std::cout << fmt::format(" \"program\": \"haloex-plan\",\n \"atoms\": {},\n \"ranks\": {},\n \"grid\": \"{}\",\n", o.atoms,
-                             dd.grid().size(), dd.grid().toString());
-    std::cout << fmt::format(" \"box_nm\": [{:.6f}, {:.6f}, {:.6f}],\n \"rc\": {},\n \"rlist\": {},\n \"alignment\": {},\n",
-                             spec.box.length.x, spec.box.length.y, spec.box.length.z, spec.rc, spec.rlist, o.alignment);
+    std::cout << fmt::format(" \"program\": \"haloex-plan\",\n \"atoms\": {},\n \"ranks\": {},\n", o.atoms,
+                             dd.grid().size());
+    std::cout << fmt::format(" \"grid\": \"{}\",\n", dd.grid().toString());
+    std::cout << fmt::format(" \"box_nm\": [{:.6f}, {:.6f}, {:.6f}],\n", spec.box.length.x, spec.box.length.y,
+                             spec.box.length.z);
+    std::cout << fmt::format(" \"rc\": {},\n \"rlist\": {},\n \"alignment\": {},\n", spec.rc, spec.rlist, o.alignment);
     std::cout << fmt::format(" \"seed\": {},\n \"cell_width_nm\": [{:.6f}, {:.6f}, {:.6f}],\n", o.seed, dd.cellWidth(0),
                              dd.cellWidth(1), dd.cellWidth(2));
     std::cout << fmt::format(" \"pulses_per_dim\": [{}, {}, {}],\n \"pulses\": {},\n", dd.pulsesInDim(0),

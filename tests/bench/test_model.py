@@ -126,6 +126,19 @@ class WithThePlanner(unittest.TestCase):
         self.assertEqual(p["pulses_per_dim"], [2, 0, 0])
         self.assertEqual(p["pulse_summary"][1]["waits_forward"], [0])
 
+    def test_the_planner_refuses_what_it_cannot_plan_with_the_reason(self):
+        exe = model.planner_executable()
+        for argv, words in ((["--atoms", "22500", "--grid", "3x1x1", "--ranks", "2"], "3x1x1"),
+                            (["--atoms", "4000", "--grid", "2x1x1", "--rlist", "2.0"], "pulse"),
+                            (["--atoms", "4000"], "--ranks")):
+            with self.subTest(argv=argv):
+                done = subprocess.run([exe, *argv], capture_output=True, text=True, timeout=60)
+                self.assertEqual(done.returncode, 1)
+                self.assertIn("haloex-plan:", done.stderr)
+                self.assertIn(words, done.stderr)
+        with self.assertRaises(model.ModelError):
+            model.plan_of(4000, grid="2x1x1", rlist=2.0)
+
     def test_check_prints_the_table_and_its_errors(self):
         out = io.StringIO()
         with tempfile.TemporaryDirectory() as tmp:
