@@ -16,6 +16,7 @@ sys.path.insert(0, os.path.join(REPO, "bench"))
 import model  # noqa: E402
 
 RECORD = os.path.join(REPO, "bench", "results", "md-dd-2xH200-x4host-2026-11-29.json")
+SCALING = os.path.join(REPO, "bench", "results", "md-scaling-4xH200-2026-11-29.json")
 MODEL = os.path.join(REPO, "bench", "model.py")
 
 
@@ -140,20 +141,26 @@ class WithThePlanner(unittest.TestCase):
             model.plan_of(4000, grid="2x1x1", rlist=2.0)
 
     def test_check_prints_the_table_and_its_errors(self):
+        for record in (RECORD, SCALING):
+            with self.subTest(record=os.path.basename(record)):
+                self.check_one(record)
+
+    def check_one(self, record):
         out = io.StringIO()
         with tempfile.TemporaryDirectory() as tmp:
             rows_json = os.path.join(tmp, "rows.json")
             with redirect_stdout(out):
-                self.assertEqual(model.main(["check", RECORD, "--json", rows_json]), 0)
+                self.assertEqual(model.main(["check", record, "--json", rows_json]), 0)
             with open(rows_json) as f:
                 rows = json.load(f)
         text = out.getvalue()
         self.assertIn("| atoms | grid | transport | steady measured | steady model | error |", text)
-        with open(RECORD) as f:
+        with open(record) as f:
             multi = [r for r in json.load(f)["runs"] if r.get("ranks", 1) > 1]
         self.assertEqual(len(rows), len(multi))
-        self.assertEqual(len([line for line in text.splitlines() if line.startswith("| 22500 |")]),
-                         sum(1 for r in multi if r["atoms"] == 22500))
+        smallest = min(r["atoms"] for r in multi)
+        self.assertEqual(len([line for line in text.splitlines() if line.startswith(f"| {smallest} |")]),
+                         sum(1 for r in multi if r["atoms"] == smallest))
         for row in rows:
             self.assertGreater(row["steady_pred"], 0)
             error = 100 * (row["steady_pred"] - row["steady"]) / row["steady"]
