@@ -9,6 +9,7 @@
   summarize RECORD... ...      Markdown tables: haloex-md records (and --gromacs), or an exchange-timing record
   compare-energies REF RUN...  energy series of haloex-md runs against a reference
   migrate [PATH...] [--check]  give old records their schema_version (bench/migrate_records.py)
+  model {step,check,predict,params}  the scaling model: predicted vs measured, predictions (bench/model.py)
   header                       print the record header this machine gives (machine, commit, settings), JSON
 
 Every record carries the header of bench/bench_common.py: schema_version
@@ -105,6 +106,11 @@ def _plot(argv):
     return importlib.import_module(module).main(argv)
 
 
+def _model(argv):
+    import model
+    return model.main(argv)
+
+
 def _header(argv):
     if "--help" in argv or "-h" in argv:
         print("usage: haloex_bench.py header\n\nPrints, as JSON, the record header bench/ drivers write on this "
@@ -124,6 +130,7 @@ COMMANDS = {
     "summarize": (_summarize, "Markdown tables of records (summarize_md.py; --gromacs for haloex vs GROMACS)"),
     "compare-energies": (_compare_energies, "energy series of haloex-md runs against a reference"),
     "migrate": (_migrate, "schema_version for old records (migrate_records.py)"),
+    "model": (_model, "the scaling model: step, check RECORD..., predict, params (model.py)"),
     "header": (_header, "the record header of this machine, as JSON"),
 }
 

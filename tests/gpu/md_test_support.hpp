@@ -24,14 +24,14 @@ struct FloatSystem {
     std::vector<float> q;  // e
 };
 
-// tests/data/ref-3000.gro (DESIGN §5 fixture).
+// tests/data/ref-3000.gro (docs/md-engine.md fixture).
 FloatSystem loadRef3000(const md::ForceField& ff);
-// The lattice start of DESIGN §5 with every atom displaced by up to `jitter` nm.
+// The lattice start of docs/md-engine.md#the-system-and-its-defaults with every atom displaced by up to `jitter` nm.
 FloatSystem latticeSystem(int numAtoms, std::uint64_t seed, double jitter, const md::ForceField& ff);
 // Uniformly random positions (close pairs possible: for list checks, not force accuracy).
 FloatSystem uniformSystem(int numAtoms, double boxLength, std::uint64_t seed, const md::ForceField& ff);
 
-// One rank's local atoms after an in-process plan build (DESIGN §2).
+// One rank's local atoms after an in-process plan build (docs/planner.md).
 struct RankSystem {
     int rank = 0;
     plan::Box box;

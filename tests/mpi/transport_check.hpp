@@ -1,5 +1,5 @@
 #pragma once
-// Checks a particle transport against the in-process reference (DESIGN §1)
+// Checks a particle transport against the in-process reference (docs/architecture.md#layers)
 // on a random system. Every process builds the whole system and the expected
 // results of every rank with the reference transport on threads, so a
 // transport running over any World (MPI, threads) can compare its own rank's

@@ -1,4 +1,4 @@
-// Property tests of the staged-forwarding particle plan (DESIGN §2) over many
+// Property tests of the staged-forwarding particle plan (docs/planner.md) over many
 // decompositions: both builders agree, every halo atom is exactly the right
 // periodic image of its owner, the halo is exactly the region above the upper
 // faces, the zone-mask and coordinate ownership rules agree, each pair within

@@ -1,4 +1,4 @@
-// The proxy system's lattice start (DESIGN §5) and the portable random numbers behind it.
+// The proxy system's lattice start (docs/md-engine.md#the-system-and-its-defaults) and the portable random numbers behind it.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -173,18 +173,20 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     buildLayout(m.layout, dX, dCharge, dZoneMask, numHome, numLocal, m.params.c.sqrtCoulomb,
                 m.options.growthFactor, stream);
     part("grid");
-    searchLists(m.lists, m.layout, m.settings, m.options.growthFactor, stream);
+    const SearchPrune prune{m.pruning() ? m.options.pruneParts : 0, m.rlistInner2};
+    searchLists(m.lists, m.layout, m.settings, m.options.growthFactor, prune, stream);
     part("lists");
     collectNonlocalHomeClusters(m.layout, m.lists[1], m.options.growthFactor, stream);
     part("non-local home clusters");
-    // Pruning: a full prune with the positions of the build (in both xq
-    // copies since buildLayout), so the first step already evaluates the
-    // inner list; the rolling parts start again at part 0.
+    // Pruning: the inner lists hold the pairs within rlistInner at the
+    // positions of the build (in both xq copies since buildLayout), so the
+    // first step already evaluates them; the search's compaction wrote them
+    // unless a scratch slot overflowed, then the full prune does. The rolling
+    // parts start again at part 0.
     for (int k = 0; k < 2; ++k) {
-        m.lists[k].pruned = false;
-        if (!m.pruning()) continue;
-        preparePrune(m.lists[k], m.options.pruneParts, m.rlistInner2, m.options.growthFactor, stream);
-        launchFullPrune(m.lists[k], m.layout, k == 0, lengths, stream);
+        if (m.lists[k].pruned && !m.lists[k].prunedAtSearch) {
+            launchFullPrune(m.lists[k], m.layout, k == 0, lengths, stream);
+        }
     }
     part("prune");
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));

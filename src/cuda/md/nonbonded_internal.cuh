@@ -111,6 +111,8 @@ struct DeviceList {
     // their outer order (the rest of its outer range is stale). Same
     // capacities as entries / pairs, so an entry never moves.
     bool pruned = false;
+    // The search's compaction wrote the inner list (no full prune needed).
+    bool prunedAtSearch = false;
     int pruneParts = 1;
     float rlistInner2 = 0.f;  // as the kernels compare it (rlistSquared)
     cuda::DeviceBuffer<ClusterEntry> innerEntries;
@@ -132,8 +134,16 @@ struct DeviceList {
 // -- or, where a slot overflowed, searched again by the fill pass, whose
 // check and statistics are copied to the host asynchronously: call
 // finishSearch after the next synchronisation.
+// With prune.parts > 0 the lists are also prepared for rolling pruning
+// (preparePrune) and, where the one-pass search did not overflow, their inner
+// lists are written by the compaction from the search's own distances --
+// exactly what launchFullPrune would write (list.prunedAtSearch).
+struct SearchPrune {
+    int parts = 0;            // 0: no pruning
+    float rlistInner2 = 0.f;  // as the kernels compare it (rlistSquared)
+};
 void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
-                 cudaStream_t stream);
+                 const SearchPrune& prune, cudaStream_t stream);
 // Throws Internal if the two passes disagreed; sets list.atomPairs.
 void finishSearch(DeviceList& list, bool nonlocal);
 

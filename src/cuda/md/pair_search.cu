@@ -29,7 +29,14 @@ struct SearchParams {
     int nonlocal;
     int maxJ;
     int scratchCapacity;  // kOnePass: pairs each i cluster may keep in the scratch
+    float rlistInner2;    // kOnePass with pruning (> 0): flag the pairs the inner list keeps
 };
+
+// kOnePass with pruning: a scratch record whose cluster pair has an in-list
+// atom pair closer than rlistInner carries this bit in its shift field (shift
+// indices are < 27); the compaction strips it and builds the inner list from
+// it -- the search step's full prune without a second pass over the list.
+constexpr int kInnerFlag = 1 << 8;
 
 // kCount: pair and entry counts only; kFill: the pairs, at the places the
 // scan of the counts gave; kOnePass: counts, and the pairs into a fixed-size
@@ -95,8 +102,9 @@ __global__ void __launch_bounds__(kSearchThreads)
                         const bool self = cjj == ci;
                         const bool in0 = atomPairInList(zi0, zj, ti, tj, self, s);
                         const bool in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
-                        const bool near = (in0 && atomDistance2(xi0, xj, sv) < p.rlist2) ||
-                                          (in1 && atomDistance2(xi1, xj, sv) < p.rlist2);
+                        const float d0 = atomDistance2(xi0, xj, sv);
+                        const float d1 = atomDistance2(xi1, xj, sv);
+                        const bool near = (in0 && d0 < p.rlist2) || (in1 && d1 < p.rlist2);
                         const unsigned maskLo = __ballot_sync(kFullWarp, in0);
                         const unsigned maskHi = __ballot_sync(kFullWarp, in1);
                         if (__any_sync(kFullWarp, near)) {
@@ -106,8 +114,12 @@ __global__ void __launch_bounds__(kSearchThreads)
                                 }
                             }
                             if constexpr (kMode == kOnePass) {
+                                // The prune kernel's decision, from the same distances (never
+                                // true without pruning: rlistInner2 is 0 then).
+                                const bool inner = __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) ||
+                                                                             (in1 && d1 < p.rlistInner2));
                                 if (lane == 0 && count < p.scratchCapacity) {
-                                    slot[count] = ClusterPair{cjj, s, maskLo, maskHi};
+                                    slot[count] = ClusterPair{cjj, inner ? s | kInnerFlag : s, maskLo, maskHi};
                                 }
                             }
                             if constexpr (kMode != kCount) atomPairs += __popc(maskLo) + __popc(maskHi);
@@ -144,22 +156,45 @@ __global__ void __launch_bounds__(kSearchThreads)
 }
 
 // One warp per i cluster: its pairs from the scratch slot to their place in
-// the dense list, and its entries (as the fill pass writes them).
+// the dense list, and its entries (as the fill pass writes them). With
+// `innerEntries` (pruning), also the inner list as the prune kernel writes
+// it: per entry, the flagged records in their outer order, then the entry
+// with jEnd = jBegin + kept. An entry holds at most 32 pairs (maxJ <= 32).
 __global__ void compactKernel(int numTasks, int scratchCapacity, int maxJ, const ClusterPair* __restrict__ scratch,
                               const int* __restrict__ pairCount, const int* __restrict__ pairOffset,
                               const int* __restrict__ entryOffset, ClusterPair* __restrict__ pairs,
-                              ClusterEntry* __restrict__ entries) {
+                              ClusterEntry* __restrict__ entries, ClusterPair* __restrict__ innerPairs,
+                              ClusterEntry* __restrict__ innerEntries) {
     const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
     if (ci >= numTasks) return;
     const int lane = threadIdx.x & 31;
     const int count = pairCount[ci];
     const int base = pairOffset[ci];
     const ClusterPair* slot = scratch + static_cast<long long>(ci) * scratchCapacity;
-    for (int k = lane; k < count; k += 32) pairs[base + k] = slot[k];
     const int numEntries = (count + maxJ - 1) / maxJ;
     const int first = entryOffset[ci];
-    for (int e = lane; e < numEntries; e += 32) {
-        entries[first + e] = ClusterEntry{ci, base + e * maxJ, base + min(count, (e + 1) * maxJ), 0};
+    if (innerEntries == nullptr) {
+        for (int k = lane; k < count; k += 32) pairs[base + k] = slot[k];
+        for (int e = lane; e < numEntries; e += 32) {
+            entries[first + e] = ClusterEntry{ci, base + e * maxJ, base + min(count, (e + 1) * maxJ), 0};
+        }
+        return;
+    }
+    for (int e = 0; e < numEntries; ++e) {
+        const int jBegin = e * maxJ;
+        const int numJ = min(count, jBegin + maxJ) - jBegin;
+        ClusterPair record{0, 0, 0u, 0u};
+        if (lane < numJ) record = slot[jBegin + lane];
+        const bool inner = lane < numJ && (record.shift & kInnerFlag) != 0;
+        record.shift &= ~kInnerFlag;
+        const unsigned keep = __ballot_sync(kFullWarp, inner);
+        if (lane < numJ) pairs[base + jBegin + lane] = record;
+        if (inner) innerPairs[base + jBegin + __popc(keep & ((1u << lane) - 1u))] = record;
+        if (lane == 0) {
+            const ClusterEntry entry{ci, base + jBegin, base + jBegin + numJ, 0};
+            entries[first + e] = entry;
+            innerEntries[first + e] = ClusterEntry{ci, entry.jBegin, entry.jBegin + __popc(keep), 0};
+        }
     }
 }
 
@@ -217,7 +252,7 @@ cudaFuncAttributes searchKernelAttributes() {
 }
 
 void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
-                 cudaStream_t stream) {
+                 const SearchPrune& prune, cudaStream_t stream) {
     SearchParams params[2]{};
     int blocks[2] = {0, 0};
     bool counted[2] = {false, false};
@@ -231,6 +266,8 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         list.numPairs = 0;
         list.atomPairs = 0;
         list.fillPending = false;
+        list.pruned = false;
+        list.prunedAtSearch = false;
         const int numTasks = nonlocal ? layout.numClusters : layout.numHomeClusters;
         const bool haveJ = nonlocal ? layout.numHaloAtoms > 0 : layout.numHomeClusters > 0;
         if (numTasks == 0 || !haveJ) continue;
@@ -255,6 +292,7 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         p.nonlocal = nonlocal ? 1 : 0;
         p.maxJ = settings.maxJClustersPerEntry;
         p.scratchCapacity = list.scratchCapacity;
+        p.rlistInner2 = prune.parts > 0 ? prune.rlistInner2 : 0.f;
         blocks[k] = blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads);
 
         reserveWithHeadroom(list.scratch, static_cast<std::size_t>(numTasks) * list.scratchCapacity, growth);
@@ -302,11 +340,14 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         reserveWithHeadroom(list.pairs, static_cast<std::size_t>(list.numPairs), growth);
         reserveWithHeadroom(list.entries, static_cast<std::size_t>(list.numEntries), growth);
         const int numTasks = params[k].numTasks;
+        if (prune.parts > 0) preparePrune(list, prune.parts, prune.rlistInner2, growth, stream);
         if (!overflow) {
             list.atomPairs = static_cast<long long>(list.countersHost[0]);
+            list.prunedAtSearch = list.pruned;
             compactKernel<<<blocks[k], kSearchThreads, 0, stream>>>(
                 numTasks, params[k].scratchCapacity, params[k].maxJ, list.scratch.data(), list.pairCount.data(),
-                list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data());
+                list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data(),
+                list.pruned ? list.innerPairs.data() : nullptr, list.pruned ? list.innerEntries.data() : nullptr);
             HALOEX_CUDA_CHECK_LAUNCH();
             continue;
         }

@@ -5,7 +5,10 @@
 // positions of the step that pruned it. The force kernel reads the inner
 // list, so pairs that moved away since the search cost nothing.
 //
-// This file holds the search step's full prune. The rolling prune of the
+// This file holds the full prune of a whole list: the search's compaction
+// normally writes the inner list from the search's own distances
+// (pair_search.cu); this kernel does it when a scratch slot overflowed and
+// the fill pass built the list. The rolling prune of the
 // later steps is fused into the force kernel (nonbonded.cu), which computes
 // the distances of the entries it prunes anyway: a separate pass over a
 // quarter of the list per step (this kernel, rolling) cost more on an H200
