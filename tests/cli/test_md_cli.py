@@ -501,6 +501,20 @@ class MdStop(CliCase):
         self.assertEqual(status, 0, err)
         self.assertEqual(frame_steps(self.path("traj.gro")), [0, 5, 10, 15, 20, 25, 30])
 
+    def test_third_signal_ends_the_process_at_once(self):
+        # No search or energy step for minutes: the first two signals cannot
+        # be acted on; the third ends the process by the default action.
+        proc = self.start_md(["--device", "cpu", "--ranks", "1", "--atoms", "1000", "--steps", "1000000",
+                              "--nstlist", "100000", "--rlist", "0.95", "--thermo-every", "1000000",
+                              "--cpt", "state.cpt"])
+        self.wait_for_step(0)
+        for _ in range(3):
+            time.sleep(0.2)
+            proc.send_signal(signal.SIGTERM)
+        status, out, err = self.finish(proc, timeout=60)
+        self.assertEqual(status, -signal.SIGTERM, err)
+        self.assertFalse(os.path.exists(self.path("state.cpt")))
+
     def test_maxh_stops_at_the_first_search_step_after_the_limit(self):
         # 1e-9 h: long past at the first search after step 0.
         status, out, err = self.run_md(self.RUN + ["--steps", "100", "--maxh", "1e-9"])
