@@ -771,7 +771,7 @@ struct Engine::Impl {
     // and energies, nothing advanced (no checkpoint; a trajectory gets the
     // start's frame). The backends expose no forces; the step's leapfrog
     // update v(t+dt/2) = lambda v(t-dt/2) + F dt/m, in the backends' float,
-    // gives them back to its rounding (~1e-3 kJ/mol/nm).
+    // gives them back to its rounding (~1e-4 relative; both backends update so).
     void singlePoint(RunOutput& output) {
         writeOutput(output, true, false);
         const std::vector<AtomRecord> before = gatherAtomsOnRoot(home, e.world_);
