@@ -179,12 +179,18 @@ __global__ void storeBandwidthKernel(BandwidthArgs a) {
     __threadfence_system();
 }
 
+// Put b of a batch goes to slot (b * threads + thread): the threads of a warp
+// write neighbouring words for every b, so batch sizes differ only in how
+// many puts share one quiet. (Slot thread * batch + b, used before, made the
+// warp's stores 8 * batch bytes apart: batch 32 then measured strided against
+// coalesced stores, not batching.)
 __global__ void messageRateKernel(MessageRateArgs a) {
-    const int thread = blockIdx.x * blockDim.x + threadIdx.x;
+    const long long threads = static_cast<long long>(gridDim.x) * blockDim.x;
+    const long long thread = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     auto* dest = static_cast<unsigned long long*>(a.dest);
     for (int i = 0; i < a.iterations; ++i) {
         for (int b = 0; b < a.batch; ++b) {
-            const int slot = static_cast<int>((static_cast<long long>(thread) * a.batch + b) % a.slots);
+            const int slot = static_cast<int>((b * threads + thread) % a.slots);
             nvshmem_putmem_nbi(dest + slot, a.source, 8, a.peer);
         }
         nvshmem_quiet();

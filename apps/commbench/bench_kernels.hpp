@@ -73,7 +73,9 @@ struct MessageRateArgs {
     int blocks = 1;
     int warpsPerBlock = 1;
 };
-// Every thread puts 8-byte messages (putmem_nbi), a quiet after every `batch`.
+// Every thread puts 8-byte messages (putmem_nbi), a quiet after every `batch`;
+// put b of a batch goes to word (b * threads + thread) mod slots, so the
+// store pattern (a warp's words adjacent) is the same for every batch size.
 void launchMessageRate(const MessageRateArgs& a, cudaStream_t stream);
 
 int multiprocessors();

@@ -249,7 +249,7 @@ private:
         a.blocks = multiprocessors();
         a.warpsPerBlock = warps;
         Measurement m = make("message_rate", fmt::format("{}x{}w batch {}", a.blocks, warps, batch), 8, "Mmsg/s",
-                             "8-byte putmem_nbi, quiet per batch", a.iterations);
+                             "8-byte putmem_nbi, a warp's puts to adjacent words, one quiet per batch of puts", a.iterations);
         cuda::Event start(true), stop(true);
         for (int r = 0; r < s_.repetitions; ++r) {
             sample("message rate", false, [&] {

@@ -96,6 +96,9 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                  "Allow more ranks than GPUs on a node (start MPS first; for correctness runs)");
     app.add_option("--cuda-graphs", o.cudaGraphs, "Capture the MD step in a CUDA graph where the transport allows")
         ->capture_default_str();
+    app.add_flag("--count-api-syncs", o.countApiSyncs,
+                 "GPU: count with CUPTI the CUDA calls that block the host inside the steps without search "
+                 "(every library's; reported in the summary and the JSON)");
     app.add_option("--search", o.search,
                    "Where search steps run: device (atoms stay on the GPU: migration, halo plan, static data and pair "
                    "lists built there), host (atoms downloaded and repartitioned on the CPU: the oracle path), or auto "
@@ -174,8 +177,14 @@ md::RunSummary runRank(const md::MdOptions& resolved, runtime::World& world, boo
     std::unique_ptr<md::RankBackend> backend;
     if (gpu) {
         md::GpuBackendOptions gpuOptions;
+        gpuOptions.countApiSyncs = resolved.countApiSyncs;
         backend = md::makeGpuBackend(gpuOptions);
     } else {
+        if (resolved.countApiSyncs) {
+            throwError(ErrorKind::InvalidInput,
+                       "--count-api-syncs counts the CUDA calls of the GPU backend, but this run uses the CPU "
+                       "reference (--device cpu, or no GPU): drop the option or run on a GPU");
+        }
         backend = md::makeCpuBackend();
     }
     md::Engine engine(resolved, world, *transport, *backend);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test ab search-tests search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test ab syncs search-tests search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -375,6 +375,25 @@ ${NVE_VARIANTS:---search device
 --buffer-tolerance 0.0005 --prune-parts 0
 --nstlist 10 --prune-parts 0 --rlist 1.2}
 EOF2
+}
+
+# The "no host synchronisation in a step" claim checked by CUPTI: host-blocking
+# CUDA calls (any library's) inside the steps without search, per transport.
+stage_syncs() {
+  note "== host-blocking CUDA calls inside the steps without search (CUPTI, --count-api-syncs)"
+  local g
+  for g in 1 0; do
+    timeout 300 "$build/bin/haloex-md" --device gpu --atoms 22500 --steps 1000 --cuda-graphs $g --count-api-syncs \
+      --quiet --json "$out/syncs-1rank-graphs$g.json" >"$out/syncs-1rank-graphs$g.log" 2>&1
+    note "  1 rank, graphs $g: rc=$? $(grep -E 'host-blocking' "$out/syncs-1rank-graphs$g.log" | sed 's/^ *//')"
+  done
+  start_mps
+  local t
+  for t in ${SYNCS_TRANSPORTS:-nvshmem staged ipc}; do
+    md_json 2 "$out/syncs-2ranks-$t.json" --transport "$t" --grid 2x1x1 --atoms 22500 --steps 1000 --count-api-syncs
+    grep -E 'host-blocking' "$out/syncs-2ranks-$t.json.log" | sed 's/^ */    /' | tee -a "$summary"
+  done
+  stop_mps
 }
 
 # A/B of one change in one lease: haloex-md as built (B), and rebuilt with

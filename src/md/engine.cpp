@@ -745,7 +745,9 @@ struct Engine::Impl {
             const int count = static_cast<int>(chunkEnd - step);
             const std::int64_t syncsBefore = hostSyncs();
             const auto t0 = Clock::now();
+            e.backend_.countApiSyncs(true);
             e.backend_.runSteps(e.transport_, count, isEnergyStep(chunkEnd - 1));
+            e.backend_.countApiSyncs(false);
             e.backend_.synchronize();
             e.transport_.checkForFailure();
             summary.normalSeconds += seconds(t0, Clock::now());
@@ -855,6 +857,14 @@ struct Engine::Impl {
         if (summary.searchSteps > 0) summary.searchStepMs = 1e3 * summary.searchSeconds / summary.searchSteps;
         // Host synchronisations inside normal steps (search steps excluded).
         summary.hostSyncsPerStep = summary.normalSteps > 0 ? double(normalStepSyncs) / summary.normalSteps : 0.0;
+        summary.apiSyncsCounted = e.backend_.apiSyncsCounted();
+        if (summary.apiSyncsCounted) {
+            summary.apiSyncsByFunction = e.backend_.apiSyncs();
+            std::int64_t mine = 0;
+            for (const auto& [name, n] : summary.apiSyncsByFunction) mine += n;
+            summary.apiSyncsInNormalSteps = static_cast<std::int64_t>(
+                e.world_.allReduceValue(static_cast<double>(mine), runtime::ReduceOp::Max));
+        }
         summary.conservedDrift = conservedDriftPerAtom(summary.energies, totalAtoms);
         summary.transportNotes = gatherNotes(e.transport_.describe());
         summary.graphs = e.backend_.graphsActive();

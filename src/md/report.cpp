@@ -83,6 +83,12 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                hoursPerNs(s.nsPerDaySteady), s.usPerStepSteady, s.normalSteps);
     fmt::print(out, "             host synchronisations per step: {:.2f}; CUDA graphs: {}\n", s.hostSyncsPerStep,
                s.graphs ? "yes" : "no");
+    if (s.apiSyncsCounted) {
+        std::string names;
+        for (const auto& [name, n] : s.apiSyncsByFunction) names += fmt::format("{}{} {}", names.empty() ? "" : ", ", name, n);
+        fmt::print(out, "             host-blocking CUDA calls in the {} steps without search (CUPTI, any rank): {}{}\n",
+                   s.normalSteps, s.apiSyncsInNormalSteps, names.empty() ? "" : " (rank 0: " + names + ")");
+    }
     if (s.energies.size() >= 3) {
         fmt::print(out, "Conserved-energy drift: {:.3g} kJ/mol/ps per atom (least squares over {} energy steps)\n",
                    s.conservedDrift, s.energies.size());
@@ -159,6 +165,12 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     j["search_step_ms"] = s.searchStepMs;
     j["conserved_drift_per_atom"] = s.conservedDrift;
     j["host_syncs_per_step"] = s.hostSyncsPerStep;
+    if (s.apiSyncsCounted) {
+        j["api_syncs_in_normal_steps"] = {{"counted_by", "CUPTI callbacks, host-blocking CUDA runtime/driver calls"},
+                                          {"total_max_over_ranks", s.apiSyncsInNormalSteps},
+                                          {"normal_steps", s.normalSteps},
+                                          {"by_function_rank0", s.apiSyncsByFunction}};
+    }
     j["cuda_graphs"] = s.graphs;
     j["transport_notes"] = s.transportNotes;
     j["settings"] = {{"rc", s.rc},

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "haloex/core/error.hpp"
+#include "haloex/cuda/api_sync_counter.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
@@ -47,6 +48,7 @@ public:
         cudaDeviceProp prop{};
         HALOEX_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
         description_ = fmt::format("GPU {}: {}", device, prop.name);
+        if (options.countApiSyncs) apiSyncCounter_ = std::make_unique<cuda::ApiSyncCounter>();
         energies_.allocate(gpu::kNumEnergies + 1);
         firstBadHost_.allocate(1);
         scaleHost_.allocate(1);
@@ -270,6 +272,13 @@ public:
     void dropTimelineSample() override { timelinePending_ = false; }
     StepTimings timings() const override { return timings_; }
     bool graphsActive() const override { return useGraphs_; }
+    void countApiSyncs(bool on) override {
+        if (apiSyncCounter_) apiSyncCounter_->setCounting(on);
+    }
+    bool apiSyncsCounted() const override { return apiSyncCounter_ != nullptr; }
+    std::map<std::string, std::int64_t> apiSyncs() const override {
+        return apiSyncCounter_ ? apiSyncCounter_->byFunction() : std::map<std::string, std::int64_t>{};
+    }
 
 private:
     // One MD step, enqueued on the two streams.
@@ -455,6 +464,7 @@ private:
     }
 
     GpuBackendOptions options_;
+    std::unique_ptr<cuda::ApiSyncCounter> apiSyncCounter_;  // --count-api-syncs
     std::string description_;
     cuda::Stream local_;
     cuda::Stream nonlocal_;

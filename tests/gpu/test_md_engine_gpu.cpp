@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "haloex/core/error.hpp"
 #include "haloex/core/test_hooks.hpp"
 #include "haloex/md/cpu_backend.hpp"
 #include "haloex/md/engine.hpp"
@@ -31,14 +32,14 @@ using namespace haloex;
 
 bool haveGpu() { return md::visibleGpuCount() > 0; }
 
-md::RunSummary runOnGpu(md::MdOptions o, const char* search = "auto") {
+md::RunSummary runOnGpu(md::MdOptions o, const char* search = "auto", md::GpuBackendOptions backendOptions = {}) {
     o.search = search;
     runtime::World& world = runtime::singleRankWorld();
     const md::MdOptions resolved = md::resolveOptions(o, 1, true);
     transport::TransportOptions topts;
     topts.memorySpace = transport::MemorySpace::Device;
     auto transport = transport::makeTransport("staged", world, topts);
-    auto backend = md::makeGpuBackend({});
+    auto backend = md::makeGpuBackend(backendOptions);
     md::Engine engine(resolved, world, *transport, *backend);
     return engine.run();
 }
@@ -54,6 +55,33 @@ md::RunSummary runOnCpu(md::MdOptions o, int ranks) {
         if (world.rank() == 0) out = s;
     });
     return out;
+}
+
+// No CUDA call that blocks the host inside the steps without search, seen by
+// CUPTI (every library's calls, not only haloex's own counters), with and
+// without CUDA graphs, energy steps included.
+TEST(MdEngineGpu, NoHostBlockingCudaCallInsideNormalSteps) {
+    if (!haveGpu()) GTEST_SKIP() << "no GPU visible";
+    for (const bool graphs : {true, false}) {
+        md::MdOptions o;
+        o.atoms = 6000;
+        o.steps = 300;
+        o.thermoEvery = 50;
+        o.cudaGraphs = graphs;
+        md::GpuBackendOptions backendOptions;
+        backendOptions.countApiSyncs = true;
+        md::RunSummary s;
+        try {
+            s = runOnGpu(o, "device", backendOptions);
+        } catch (const Error& error) {
+            GTEST_SKIP() << "CUPTI cannot count here: " << error.what();
+        }
+        ASSERT_TRUE(s.apiSyncsCounted);
+        EXPECT_GT(s.normalSteps, 200);
+        std::string calls;
+        for (const auto& [name, n] : s.apiSyncsByFunction) calls += name + " x" + std::to_string(n) + " ";
+        EXPECT_EQ(s.apiSyncsInNormalSteps, 0) << "graphs " << graphs << ": " << calls;
+    }
 }
 
 TEST(MdEngineGpu, FirstStepEnergiesMatchTheCpuReference) {
@@ -145,8 +173,19 @@ TEST_P(MdEngineGpuStop, ASignalStopsAtTheNextSearchStep) {
     const auto reference = runOnGpu(o, GetParam());
     md::installStopSignalHandlers();
     ::setenv("HALOEX_TEST_STOP_SIGNAL", "TERM@25", 1);
-    const auto stopped = runOnGpu(o, GetParam());
+    // With CUPTI counting the host-blocking CUDA calls where it can (no
+    // signal is raised before the run's step 25, so a retry without is clean).
+    md::GpuBackendOptions counting;
+    counting.countApiSyncs = true;
+    md::RunSummary stopped;
+    try {
+        stopped = runOnGpu(o, GetParam(), counting);
+    } catch (const Error& error) {
+        std::printf("CUPTI cannot count here (%s): run without it\n", error.what());
+        stopped = runOnGpu(o, GetParam());
+    }
     ::unsetenv("HALOEX_TEST_STOP_SIGNAL");
+    if (stopped.apiSyncsCounted) EXPECT_EQ(stopped.apiSyncsInNormalSteps, 0);
     ASSERT_TRUE(stopped.stop.stopped());
     EXPECT_EQ(stopped.stop.reason, "SIGTERM");
     EXPECT_EQ(stopped.stop.step, 30);

@@ -117,6 +117,13 @@ public:
     virtual void dropTimelineSample() {}
     virtual StepTimings timings() const { return {}; }
     virtual std::int64_t hostSyncsInSteps() const { return 0; }
+    // --count-api-syncs (GPU backend): host-blocking CUDA calls of this
+    // thread, counted by CUPTI while switched on (the engine switches it on
+    // around the normal steps' runSteps, not the synchronisation that ends a
+    // chunk). apiSyncsCounted(): false when the backend does not count.
+    virtual void countApiSyncs(bool on) { (void)on; }
+    virtual bool apiSyncsCounted() const { return false; }
+    virtual std::map<std::string, std::int64_t> apiSyncs() const { return {}; }
     virtual bool graphsActive() const { return false; }
 };
 

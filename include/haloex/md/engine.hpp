@@ -74,6 +74,11 @@ struct RunSummary {
     double nsPerDaySteady = 0.0;
     double searchStepMs = 0.0;    // mean wall time of one search step
     double hostSyncsPerStep = 0.0;
+    // --count-api-syncs: host-blocking CUDA calls inside the normal steps,
+    // counted by CUPTI (the largest count of any rank; by function: rank 0's).
+    bool apiSyncsCounted = false;
+    std::int64_t apiSyncsInNormalSteps = 0;
+    std::map<std::string, std::int64_t> apiSyncsByFunction;
     bool graphs = false;
     std::vector<EnergySample> energies;
     // Least-squares slope of the conserved energy over the energy samples,

@@ -19,6 +19,7 @@ void selectGpuForRank(runtime::World& world, bool allowShared);
 
 struct GpuBackendOptions {
     bool timing = true;  // record the device timeline (local / non-local / non-overlap) with events
+    bool countApiSyncs = false;  // CUPTI counter of host-blocking CUDA calls (RankBackend::countApiSyncs)
 };
 
 // Runs on the current CUDA device (select it first, e.g. transport::selectDevice).

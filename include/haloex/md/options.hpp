@@ -77,6 +77,9 @@ struct MdOptions {
     std::string nvshmemPath = "auto";  // auto | direct | tma | put
     bool allowSharedGpus = false;
     bool cudaGraphs = true;
+    // GPU: count, with CUPTI, the host-blocking CUDA calls made inside the
+    // normal steps (every library's, not only haloex's own counters).
+    bool countApiSyncs = false;
     // Where search steps run: device (the atoms stay on the GPU: migration,
     // plan, static data and pair lists there), host (the oracle path: atoms
     // downloaded, repartitioned and planned on the CPU), or auto (device
