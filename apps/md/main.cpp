@@ -55,7 +55,12 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--seed", o.seed, "Random seed of the lattice start and the thermostat")
         ->check(kUnsigned64)
         ->capture_default_str();
-    app.add_option("--temperature", o.temperature, "Start and thermostat temperature (K)")->capture_default_str();
+    app.add_option("--temperature", o.temperature,
+                   "Start temperature (the lattice start, and a --gro without velocities) and thermostat reference "
+                   "(K)")->capture_default_str();
+    app.add_flag("--gen-vel", o.generateVelocities,
+                 "Draw Maxwell-Boltzmann velocities at --temperature for a --gro start even when it has velocities "
+                 "(a .gro without velocities always gets them)");
     app.add_option("--steps", o.steps, "MD steps to run; 0: 2 000 on GPUs, 200 on the CPU");
     app.add_option("--dt", o.dt, "Time step (ps)")->capture_default_str();
     app.add_option("--rc", o.rc, "Interaction cutoff (nm)")->capture_default_str();

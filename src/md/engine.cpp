@@ -19,6 +19,7 @@
 #include "haloex/md/run_output.hpp"
 #include "haloex/md/system.hpp"
 #include "haloex/md/thermostat.hpp"
+#include "haloex/md/velocity_generation.hpp"
 #include "haloex/md/verlet_buffer.hpp"
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/runtime/plan_exchange.hpp"
@@ -44,9 +45,21 @@ void requireOption(bool ok, const std::string& message) {
     if (!ok) throwError(ErrorKind::InvalidInput, message);
 }
 
-System initialSystem(const MdOptions& o, const ForceField& ff) {
+// The start configuration. A .gro without velocities (or any .gro with
+// --gen-vel) gets Maxwell-Boltzmann velocities at --temperature, and
+// `velocityNote` the line that says so.
+System initialSystem(const MdOptions& o, const ForceField& ff, std::string& velocityNote) {
     if (!o.groFile.empty()) {
         GroFrame frame = readGro(o.groFile);
+        if (o.generateVelocities || hasNoVelocities(frame.system)) {
+            generateMaxwellBoltzmannVelocities(frame.system, o.seed, o.temperature, ff);
+            velocityNote = fmt::format(
+                "Generated velocities ({}): Maxwell-Boltzmann at {:g} K (--temperature), seed {} (--seed), by global "
+                "atom id (the same on any number of ranks), centre-of-mass motion removed, scaled to exactly {:g} K",
+                o.generateVelocities ? fmt::format("--gen-vel replaces those of {}", o.groFile)
+                                     : fmt::format("{} has none", o.groFile),
+                o.temperature, o.seed, o.temperature);
+        }
         return std::move(frame.system);
     }
     return makeLatticeSystem(static_cast<int>(o.atoms), o.seed, o.temperature, ff);  // range: requireOptionRanges
@@ -132,6 +145,9 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     requireOption(o.thermostat == "none" || o.thermostat == "v-rescale",
                   fmt::format("--thermostat '{}': use none or v-rescale", o.thermostat));
     requireOption(o.temperature > 0.0, fmt::format("--temperature {} K must be positive", o.temperature));
+    requireOption(!o.generateVelocities || o.restartFile.empty(),
+                  "--gen-vel with --restart: a restart continues with the checkpoint's velocities; drop --gen-vel, "
+                  "or start a new run from a structure (--gro)");
     if (o.groFile.empty() && o.atoms == 0) o.atoms = onGpu ? 22500LL * numRanks : 3000;
     if (o.groFile.empty()) {
         requireOption(o.atoms >= kMinAtoms && o.atoms % 2 == 0,
@@ -203,8 +219,10 @@ struct Engine::Impl {
         // Before any work: an output that cannot be written, or that would
         // overwrite an input or another output, stops the run now.
         runOnRoot(e.world_, [&] { checkRunFiles(o); });
-        System system = o.restartFile.empty() ? initialSystem(o, ff) : restoreCheckpoint();
+        std::string velocityNote;
+        System system = o.restartFile.empty() ? initialSystem(o, ff, velocityNote) : restoreCheckpoint();
         system.validate();
+        if (isRoot() && !o.quiet && !velocityNote.empty()) fmt::print("{}\n", velocityNote);
         runOnRoot(e.world_, [&] {
             const std::string source = !o.restartFile.empty() ? "--restart " + o.restartFile
                                        : !o.groFile.empty()    ? "--gro " + o.groFile

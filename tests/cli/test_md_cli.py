@@ -277,9 +277,85 @@ class MdCli(unittest.TestCase):
         self.assertNotIn("\x1b", err)
 
 
+def gro_velocities(path):
+    """The velocities (nm/ps) of a .gro file's atom lines (%8.3f positions, %8.4f velocities)."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    count = int(lines[1])
+    return [tuple(float(line[44 + 8 * k:52 + 8 * k]) for k in range(3)) for line in lines[2:2 + count]]
+
+
+class MdConventions(MdCli):
+    """What a GROMACS user expects of mdrun (issue 17): start velocities, messages, --version."""
+
+    def gro_without_velocities(self, name="novel.gro"):
+        """ref-3000.gro (positions only, like a structure from a builder)."""
+        shutil.copy(os.path.join(DATA_DIR, "ref-3000.gro"), self.path(name))
+        return name
+
+    def start_velocities(self, gro, ranks, extra=()):
+        """The start velocities haloex-md used (its --write-gromacs conf.gro) and its stdout."""
+        out_dir = f"inputs-{ranks}"
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", ranks, "--steps", "2", "--gro", gro,
+                                        "--write-gromacs", out_dir] + list(extra))
+        self.assertEqual(status, 0, err)
+        return gro_velocities(self.path(out_dir, "conf.gro")), out
+
+    def test_gro_without_velocities_starts_from_maxwell_boltzmann(self):
+        gro = self.gro_without_velocities()
+        velocities, out = self.start_velocities(gro, 1)
+        self.assertRegex(out, r"Generated velocities \(novel\.gro has none\): Maxwell-Boltzmann at 300 K "
+                              r"\(--temperature\), seed 2026")
+        # Kinetic temperature over 3N - 3 degrees of freedom (mass 12 u), from the
+        # file's 4-decimal velocities: the target within their rounding.
+        mass, boltzmann = 12.0, 0.0083144626
+        kinetic = 0.5 * mass * sum(vx * vx + vy * vy + vz * vz for vx, vy, vz in velocities)
+        temperature = 2.0 * kinetic / ((3 * len(velocities) - 3) * boltzmann)
+        self.assertAlmostEqual(temperature, 300.0, delta=0.5)
+        # No centre-of-mass motion: the sum of 3000 velocities rounded to 1e-4 is
+        # about sqrt(3000) * 3e-5 = 0.002 nm/ps (one atom's thermal speed is 0.46).
+        for d in range(3):
+            self.assertLess(abs(sum(v[d] for v in velocities)), 0.006)
+        # The same velocities on any number of ranks.
+        for ranks in (2, 3):
+            with self.subTest(ranks=ranks):
+                same = self.start_velocities(gro, ranks)[0] == velocities
+                self.assertTrue(same, f"the start velocities on {ranks} ranks differ from those on 1")
+
+    def test_start_velocities_follow_seed_and_temperature(self):
+        gro = self.gro_without_velocities()
+        base, _ = self.start_velocities(gro, 1, ["--seed", "5"])
+        other, _ = self.start_velocities(gro, 1, ["--seed", "6"])
+        self.assertTrue(base != other, "--seed 5 and --seed 6 gave the same velocities")
+        hot, out = self.start_velocities(gro, 1, ["--seed", "5", "--temperature", "1200"])
+        self.assertIn("Maxwell-Boltzmann at 1200 K", out)
+        ratio = sum(v[0] ** 2 for v in hot) / sum(v[0] ** 2 for v in base)
+        self.assertAlmostEqual(ratio, 4.0, delta=0.01)
+
+    def test_gen_vel_replaces_the_velocities_of_the_file(self):
+        gro = self.gro_without_velocities()
+        drawn, _ = self.start_velocities(gro, 1)
+        # inputs-1/conf.gro has velocities now; --gen-vel with another seed replaces them.
+        shutil.copy(self.path("inputs-1", "conf.gro"), self.path("withvel.gro"))
+        kept, out = self.start_velocities("withvel.gro", 1)
+        self.assertTrue(kept == drawn, "the velocities of the file were not kept")
+        self.assertNotIn("Generated velocities", out)
+        replaced, out = self.start_velocities("withvel.gro", 1, ["--gen-vel", "--seed", "9"])
+        self.assertRegex(out, r"Generated velocities \(--gen-vel replaces those of withvel\.gro\)")
+        self.assertTrue(replaced != drawn, "--gen-vel kept the velocities of the file")
+
+    def test_gen_vel_with_restart_is_refused(self):
+        status, _, err = self.run_md(QUICK + ["--cpt", "r.cpt"])
+        self.assertEqual(status, 0, err)
+        self.expect_refused(["--device", "cpu", "--ranks", "2", "--restart", "r.cpt", "--gen-vel"],
+                            r"--gen-vel with --restart: a restart continues with the checkpoint's velocities")
+
+
 def list_tests():
-    for name in sorted(n for n in dir(MdCli) if n.startswith("test_")):
-        print(f"MdCli.{name}")
+    for case in (MdCli, MdConventions):
+        own = vars(case) if case is not MdCli else dir(case)  # MdConventions inherits MdCli's helpers, not its tests
+        for name in sorted(n for n in own if n.startswith("test_")):
+            print(f"{case.__name__}.{name}")
 
 
 if __name__ == "__main__":

@@ -40,6 +40,9 @@ struct MdOptions {
     double minDistance = kDefaultMinDistance;
     std::uint64_t seed = 2026;
     double temperature = 300.0;  // K: initial velocities and thermostat reference
+    // Draw Maxwell-Boltzmann velocities at `temperature` for a --gro start
+    // even when the file has velocities (without them, they are always drawn).
+    bool generateVelocities = false;
 
     // Integration and interactions
     std::int64_t steps = 0;      // 0: auto (2 000 on GPUs, 200 on the CPU); at most kMaxStepCount
