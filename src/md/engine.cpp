@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/nvtx.hpp"
 #include "haloex/md/checkpoint.hpp"
 #include "haloex/md/buffer_check.hpp"
 #include "haloex/md/close_contacts.hpp"
@@ -302,6 +303,7 @@ struct Engine::Impl {
     // Trajectory frames and checkpoints at the boundary before `step` (collective).
     void writeOutput(RunOutput& output, bool beforeFirstSearch, bool last) {
         if (!output.isOutputStep(step, last)) return;
+        const NvtxRange range("output");
         if (!beforeFirstSearch) {
             e.backend_.getHome(e.transport_, home);
             requireSaneAtoms();  // never a checkpoint of a blown-up system
@@ -375,6 +377,7 @@ struct Engine::Impl {
 
     // Repartitions, rebuilds the plan and the pair lists.
     void search(SearchKind kind) {
+        const NvtxRange range("search step");
         if (deviceSearch) {
             searchOnDevice(kind);
         } else {
@@ -386,14 +389,18 @@ struct Engine::Impl {
     // plan and the lists there; the host sees counts only (the buffer check,
     // a diagnostic, downloads them).
     void searchOnDevice(SearchKind kind) {
+        NvtxParts ranges;  // the backend names its own parts
         auto t = Clock::now();
+        ranges.next("upload");
         if (kind == SearchKind::Warmup) e.backend_.loadHome(home);
         phase("upload", t);
         if (e.options_.measureBuffer && kind != SearchKind::Warmup) {
+            ranges.next("buffer check");
             if (kind == SearchKind::Regular) e.backend_.getHome(e.transport_, home);
             measureBuffer(kind == SearchKind::First);
             phase("buffer check", t);
         }
+        ranges.end();
         const plan::Decomposition dd(spec());
         const RankBackend::DeviceSearchReport report = e.backend_.searchOnDevice(e.transport_, dd, e.world_,
                                                                                  backendContext());
@@ -402,20 +409,25 @@ struct Engine::Impl {
             for (const auto& [name, ms] : report.pairSearchPartsMs) summary.pairSearchPartsMs[name] += ms;
         }
         t = Clock::now();
+        ranges.next("count check");
         requireAtomsConserved(report.numHome, report.idSum, report.idSquareSum);
         phase("count check", t);
     }
 
     void searchOnHost(SearchKind kind) {
         const bool first = kind != SearchKind::Regular;
+        NvtxParts ranges;  // named as the phases below
         auto t = Clock::now();
+        ranges.next("download");
         if (!first) {
             e.backend_.getHome(e.transport_, home);
             requireSaneAtoms();
         }
         phase("download", t);
+        ranges.next("buffer check");
         if (e.options_.measureBuffer && kind != SearchKind::Warmup) measureBuffer(kind == SearchKind::First);
         phase("buffer check", t);
+        ranges.next("migrate");
         const plan::Decomposition dd(spec());
         home = migrateAtoms(std::move(home), dd, e.world_);
         const auto ids = idSumsOf(home);
@@ -423,12 +435,16 @@ struct Engine::Impl {
         std::vector<Vec3d> positions(home.size());
         for (std::size_t i = 0; i < home.size(); ++i) positions[i] = home[i].position;
         phase("migrate", t);
+        ranges.next("plan");
         runtime::RankPlan rankPlan = runtime::buildParticlePlan(dd, positions, e.world_, transportAlignment());
         phase("plan", t);
+        ranges.next("transport set-up");
         e.transport_.setPlan(rankPlan.plan);
         phase("transport set-up", t);
+        ranges.next("upload");
         e.backend_.setHome(e.transport_, home);
         phase("upload", t);
+        ranges.next("static data");
 
         // Static data of halo atoms, once per search, on the host.
         const auto& plan = e.transport_.plan();
@@ -447,6 +463,7 @@ struct Engine::Impl {
         statics.zoneMasks = plan.zoneMask;
         phase("static data", t);
 
+        ranges.next("pair search");
         e.backend_.prepare(e.transport_, statics, backendContext());
         phase("pair search", t);
     }
@@ -579,6 +596,7 @@ struct Engine::Impl {
     }
 
     void recordEnergies(std::int64_t s) {
+        const NvtxRange range("energies");
         const EnergyTerms local = e.backend_.energies();
         std::vector<double> sums{local.lj, local.coulombPairs, local.coulombSelf, local.kinetic, local.virial};
         e.world_.allReduce(std::span(sums), runtime::ReduceOp::Sum);

@@ -350,6 +350,55 @@ class MdConventions(MdCli):
         self.expect_refused(["--device", "cpu", "--ranks", "2", "--restart", "r.cpt", "--gen-vel"],
                             r"--gen-vel with --restart: a restart continues with the checkpoint's velocities")
 
+    # ---- NVTX ranges (what an nsys timeline shows) -------------------------------
+
+    def nvtx_ranges(self, args):
+        """Runs haloex-md with the NVTX recorder injected; returns (stdout, {range name: count})."""
+        recorder = os.environ.get("HALOEX_NVTX_RECORDER")
+        if not recorder:
+            self.skipTest("this build has no NVTX ranges (built without CUDA): no HALOEX_NVTX_RECORDER")
+        log = self.path("nvtx.log")
+        status, out, err = self.run_md(args, shell_prefix=f"export NVTX_INJECTION64_PATH='{recorder}' "
+                                                         f"HALOEX_NVTX_LOG='{log}'")
+        self.assertEqual(status, 0, err)
+        self.assertTrue(os.path.exists(log), "the NVTX recorder was not loaded (no ranges were pushed)")
+        counts, ranges = {}, {}
+        with open(log) as f:
+            for line in f.read().splitlines():
+                words = line.split(" ", 2)
+                if words[0] == "range":
+                    ranges[words[2]] = int(words[1])
+                else:
+                    counts[words[0]] = int(words[1])
+        self.assertEqual(counts["pushes"], counts["pops"], f"ranges left open: {ranges}")
+        self.assertEqual(counts["unmatched_pops"], 0)
+        return out, ranges
+
+    def test_nvtx_ranges_name_the_search_step_parts(self):
+        _, ranges = self.nvtx_ranges(QUICK + ["--nstlist", "5", "--cpt", "r.cpt"])
+        # Every search step (warm-up, steps 0 and 5 on 2 ranks) and its parts, as the summary names them.
+        self.assertEqual(ranges.get("search step"), 2 * 3, ranges)
+        for part in ["download", "buffer check", "migrate", "plan", "transport set-up", "upload", "static data",
+                     "pair search"]:
+            self.assertEqual(ranges.get(part), 2 * 3, f"{part}: {ranges}")
+        self.assertIn("energies", ranges)
+        self.assertIn("output", ranges)
+
+    def test_nvtx_ranges_name_the_step_phases_on_gpu(self):
+        smi = shutil.which("nvidia-smi")
+        if smi is None or subprocess.run([smi, "-L"], capture_output=True).returncode != 0:
+            self.skipTest("no GPU: nvidia-smi is missing or lists none")
+        gpu = ["--device", "gpu", "--atoms", "22500", "--steps", "20", "--nstlist", "10", "--quiet"]
+        _, ranges = self.nvtx_ranges(gpu + ["--cuda-graphs", "0"])
+        for name in ["search step", "migrate", "plan", "transport set-up", "positions", "pair search", "graphs",
+                     "grid", "lists", "prune", "count check", "MD step", "local non-bonded F", "leapfrog",
+                     "clear forces"]:
+            self.assertIn(name, ranges)
+        # With graphs the step is one launch: one range around it, its phases are graph nodes.
+        _, ranges = self.nvtx_ranges(gpu)
+        self.assertIn("MD step (CUDA graph)", ranges)
+        self.assertNotIn("MD step", ranges)
+
 
 def list_tests():
     for case in (MdCli, MdConventions):
