@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "haloex/build_info.hpp"
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/md/cpu_backend.hpp"
@@ -180,6 +181,21 @@ md::RunSummary runRank(const md::MdOptions& resolved, runtime::World& world, boo
     return engine.run();
 }
 
+// --ranks sets the virtual ranks of a CPU run without a launcher; elsewhere
+// the rank count is the launcher's (or one GPU), and a different --ranks
+// would be silently ignored.
+void requireRanksOption(const md::MdOptions& o, int launchedRanks, bool launched) {
+    if (o.virtualRanks == 0 || o.virtualRanks == launchedRanks) return;
+    throwError(ErrorKind::InvalidInput,
+               launched ? fmt::format("--ranks {}: the launcher started {} rank(s), and --ranks only sets the "
+                                      "virtual ranks of a run without a launcher; drop --ranks, or launch {} "
+                                      "(mpirun -np {})",
+                                      o.virtualRanks, launchedRanks, o.virtualRanks, o.virtualRanks)
+                        : fmt::format("--ranks {}: virtual ranks are threads of the CPU reference (--device cpu); "
+                                      "on GPUs launch one process per GPU: mpirun -np {} haloex-md",
+                                      o.virtualRanks, o.virtualRanks));
+}
+
 void report(const md::RunSummary& summary, const md::MdOptions& o) {
     md::printPerformanceSummary(std::cout, summary, o);
     if (!o.jsonFile.empty()) {
@@ -195,6 +211,12 @@ int run(md::MdOptions o) {
         runtime::MpiSession session;
         runtime::MpiWorld world;
         try {
+            requireRanksOption(o, world.size(), true);
+        } catch (const haloex::Error& e) {  // every rank sees it: rank 0 says it, all end
+            if (world.rank() == 0) fmt::print(stderr, "haloex-md: {} error: {}\n", toString(e.kind()), e.what());
+            return 1;
+        }
+        try {
             if (gpu) md::selectGpuForRank(world, o.allowSharedGpus);
             const md::MdOptions resolved = md::resolveOptions(o, world.size(), gpu);
             const md::RunSummary summary = runRank(resolved, world, gpu);
@@ -207,6 +229,7 @@ int run(md::MdOptions o) {
     }
 #endif
     if (gpu) {
+        requireRanksOption(o, 1, false);
         runtime::World& world = runtime::singleRankWorld();
         const md::MdOptions resolved = md::resolveOptions(o, 1, true);
         report(runRank(resolved, world, true), resolved);
@@ -232,6 +255,9 @@ int main(int argc, char** argv) {
                  "Launch with mpirun/srun for one rank per GPU; without a launcher it uses one GPU, or the CPU "
                  "reference with --ranks virtual ranks when there is no GPU."};
     addOptions(app, options);
+    app.set_version_flag(
+        "--version", [] { return haloex::buildDescription("haloex-md"); },
+        "Print the version and the build (commit, CUDA with its GPU architectures, MPI, NCCL, NVSHMEM) and exit");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

@@ -15,6 +15,7 @@
 #include "haloex/md/nstlist_choice.hpp"
 #include "haloex/md/gromacs_export.hpp"
 #include "haloex/md/option_ranges.hpp"
+#include "haloex/md/rank_notes.hpp"
 #include "haloex/md/restart.hpp"
 #include "haloex/md/run_files.hpp"
 #include "haloex/md/run_output.hpp"
@@ -64,6 +65,32 @@ System initialSystem(const MdOptions& o, const ForceField& ff, std::string& velo
         return std::move(frame.system);
     }
     return makeLatticeSystem(static_cast<int>(o.atoms), o.seed, o.temperature, ff);  // range: requireOptionRanges
+}
+
+// The rank grid (--grid, or the smallest halo). When no grid fits because the
+// automatic pair-list radius exceeds half the box, the planner's advice (fewer
+// ranks, a smaller rlist) misses the cause: say where rlist came from and
+// what to change (the usual case: a time step too large for this system).
+plan::RankGrid chooseGrid(const MdOptions& o, const plan::Box& box, int numRanks) {
+    try {
+        const plan::RankGrid grid =
+            o.grid == "auto" ? plan::chooseRankGrid(numRanks, box, o.rc, o.rlist) : plan::parseRankGrid(o.grid);
+        plan::requireGridMatchesRanks(grid, numRanks);
+        (void)plan::Decomposition(plan::DecompositionSpec{box, grid, o.rc, o.rlist});
+        return grid;
+    } catch (const Error& e) {
+        const bool automaticRlist =
+            std::find(o.explicitOptions.begin(), o.explicitOptions.end(), "rlist") == o.explicitOptions.end();
+        const double shortest = std::min({box.length[0], box.length[1], box.length[2]});
+        if (e.kind() != ErrorKind::Plan || !automaticRlist || shortest > 2.0 * o.rlist) throw;
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("the pair-list radius rlist = {:.4g} nm, chosen for --dt {:g} ps and nstlist {} so "
+                               "that the estimated energy drift stays within --buffer-tolerance {:g} kJ/mol/ps per "
+                               "atom, is more than half the shortest box length ({:.4g} nm), so no rank grid of {} rank(s) fits: the "
+                               "pair-list buffer grows with the time step. Use a smaller --dt (this system runs at "
+                               "0.002 ps), a smaller --nstlist, or a larger system",
+                               o.rlist, o.dt, o.nstlist, o.bufferTolerance, shortest, numRanks));
+    }
 }
 
 // Dynamic pruning (GPU only): parts and inner radius, after rlist.
@@ -181,7 +208,14 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     if (o.thermoEvery == 0) o.thermoEvery = std::max<std::int64_t>(1, o.steps / 10);
     if (o.checkpointEvery > 0) {
         // Checkpoints at search steps restart bitwise-identically where forces are deterministic.
+        const std::int64_t given = o.checkpointEvery;
         o.checkpointEvery = (o.checkpointEvery + o.nstlist - 1) / o.nstlist * o.nstlist;
+        if (o.checkpointEvery != given) {
+            o.adjustments.push_back(fmt::format("--cpt-every {} rounded up to {}, a multiple of nstlist {}: "
+                                                "checkpoints are written at search steps, from which a restart "
+                                                "continues exactly",
+                                                given, o.checkpointEvery, o.nstlist));
+        }
     }
     requireOption(o.trajEvery >= 0 && o.checkpointEvery >= 0,
                   fmt::format("--traj-every {} / --cpt-every {}: cannot be negative", o.trajEvery, o.checkpointEvery));
@@ -224,6 +258,9 @@ struct Engine::Impl {
         System system = o.restartFile.empty() ? initialSystem(o, ff, velocityNote) : restoreCheckpoint();
         system.validate();
         if (isRoot() && !o.quiet && !velocityNote.empty()) fmt::print("{}\n", velocityNote);
+        if (isRoot() && !o.quiet) {
+            for (const std::string& adjusted : o.adjustments) fmt::print("Note: {}\n", adjusted);
+        }
         runOnRoot(e.world_, [&] {
             const std::string source = !o.restartFile.empty() ? "--restart " + o.restartFile
                                        : !o.groFile.empty()    ? "--gro " + o.groFile
@@ -237,9 +274,7 @@ struct Engine::Impl {
         }
         box = system.box;
         totalAtoms = system.size();
-        grid = o.grid == "auto" ? plan::chooseRankGrid(e.world_.size(), box, o.rc, o.rlist)
-                                : plan::parseRankGrid(o.grid);
-        plan::requireGridMatchesRanks(grid, e.world_.size());
+        grid = chooseGrid(o, box, e.world_.size());
         // Every rank holds the same start; each keeps the atoms of its cell.
         std::vector<AtomRecord> mine;
         const plan::Decomposition dd(spec());
@@ -262,6 +297,7 @@ struct Engine::Impl {
         summary.backend = e.backend_.description();
         deviceSearch = resolveSearchPlace(o.search, e.backend_.canSearchOnDevice(e.transport_));
         summary.search = deviceSearch ? "device" : "host";
+        summary.onDevice = e.backend_.memorySpace() == transport::MemorySpace::Device;
         summary.ranks = e.world_.size();
         summary.grid = grid.toString();
         summary.atoms = totalAtoms;
@@ -739,23 +775,28 @@ struct Engine::Impl {
 
     std::int64_t hostSyncs() const { return e.backend_.hostSyncsInSteps() + e.transport_.counters().hostSyncs; }
 
-    // Every rank's transport notes (e.g. the nvshmem path per peer), in rank order.
+    // Every rank's transport notes (e.g. the nvshmem path per peer), a line
+    // that several ranks report once, with the ranks it applies to.
     std::vector<std::string> gatherNotes(const std::vector<std::string>& mine) const {
         std::string joined;
         for (const auto& line : mine) joined += line + '\n';
+        joined += '\0';  // ends this rank's lines
         std::vector<std::vector<char>> toAll(e.world_.size(), std::vector<char>(joined.begin(), joined.end()));
-        const std::vector<char> all = e.world_.allToAll(toAll);
-        std::vector<std::string> notes;
+        const std::vector<char> all = e.world_.allToAll(toAll);  // in rank order
+        std::vector<std::vector<std::string>> byRank(1);
         std::string line;
         for (char c : all) {
-            if (c == '\n') {
-                notes.push_back(line);
+            if (c == '\0') {
+                byRank.emplace_back();
+            } else if (c == '\n') {
+                byRank.back().push_back(line);
                 line.clear();
             } else {
                 line += c;
             }
         }
-        return notes;
+        byRank.pop_back();  // after the last rank's terminator
+        return groupRankNotes(byRank);
     }
 
     void finishSummary() {

@@ -9,6 +9,7 @@ Every test also works as root: no permission bits, but paths under a regular
 file, FIFOs, symbolic links and device nodes.
 """
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -349,6 +350,78 @@ class MdConventions(MdCli):
         self.assertEqual(status, 0, err)
         self.expect_refused(["--device", "cpu", "--ranks", "2", "--restart", "r.cpt", "--gen-vel"],
                             r"--gen-vel with --restart: a restart continues with the checkpoint's velocities")
+
+    # ---- messages ------------------------------------------------------------------
+
+    def test_too_large_time_step_on_one_rank_names_the_time_step(self):
+        # Said "use fewer ranks" on one rank, with rlist = 1.9000000000000001 nm.
+        _, err = self.expect_refused(["--device", "cpu", "--ranks", "1", "--dt", "0.02", "--steps", "10"],
+                                     r"the pair-list radius rlist = 1\.9 nm, chosen for --dt 0\.02 ps and nstlist "
+                                     r"\d+ .*more than half the shortest box length \(3\.107 nm\).*Use a smaller --dt")
+        self.assertNotIn("fewer ranks", err)
+        self.assertNotRegex(err, r"\d\.\d{7,}", "a value printed with all its digits")
+
+    def test_cpu_run_prints_no_gpu_only_lines(self):
+        status, out, err = self.run_md(QUICK)
+        self.assertEqual(status, 0, err)
+        self.assertIn("Performance:", out)
+        for gpu_only in ["CUDA graphs", "host synchronisations", "dynamic pruning", "library initialisation",
+                         "Device timeline"]:
+            self.assertNotIn(gpu_only, out)
+
+    def test_adjusted_option_is_reported_with_its_value(self):
+        # --cpt-every 30 became 50 without a word.
+        status, out, err = self.run_md(QUICK[:-1] + ["--nstlist", "50", "--cpt", "r.cpt", "--cpt-every", "30",
+                                                     "--json", "r.json"])
+        self.assertEqual(status, 0, err)
+        message = "--cpt-every 30 rounded up to 50, a multiple of nstlist 50"
+        self.assertIn("Note: " + message, out)
+        self.assertIn("adjusted: " + message, out)
+        with open(self.path("r.json")) as f:
+            self.assertTrue(json.load(f)["settings"]["adjusted"][0].startswith(message))
+        status, out, err = self.run_md(QUICK[:-1] + ["--nstlist", "50", "--cpt", "r.cpt", "--cpt-every", "100"])
+        self.assertEqual(status, 0, err)
+        self.assertNotIn("adjusted", out)
+
+    def run_mpirun(self, ranks, args):
+        """haloex-md under mpirun (OpenMPI as ctest runs it: as root, oversubscribed, shared memory)."""
+        mpirun = shutil.which("mpirun")
+        if mpirun is None:
+            self.skipTest("no mpirun on PATH")
+        env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader",
+                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+        result = subprocess.run([mpirun, "-np", str(ranks), HALOEX_MD] + [str(a) for a in args], cwd=self.dir,
+                                env=env, capture_output=True, text=True, errors="backslashreplace", timeout=300)
+        return result.returncode, result.stdout, result.stderr
+
+    def test_ranks_under_mpirun_is_refused_unless_it_agrees(self):
+        # --ranks 4 under mpirun -np 2 ran 2 ranks without a word.
+        status, out, err = self.run_mpirun(2, ["--device", "cpu", "--atoms", "1000", "--steps", "4", "--ranks", "4"])
+        self.assertNotEqual(status, 0, out)
+        message = "--ranks 4: the launcher started 2 rank(s), and --ranks only sets the virtual ranks"
+        self.assertEqual(err.count(message), 1, err)  # said once, by rank 0
+        self.assertNotIn("Performance:", out)
+        status, out, err = self.run_mpirun(2, ["--device", "cpu", "--atoms", "1000", "--steps", "4", "--ranks", "2"])
+        self.assertEqual(status, 0, err)
+        # The transport's note, the same on both ranks, once (it was printed once per rank).
+        self.assertEqual(out.count("staged: host memory, one World::sendRecv per pulse and direction\n"), 1, out)
+
+    def test_version_names_the_build(self):
+        tools = [HALOEX_MD] + [os.path.join(os.path.dirname(HALOEX_MD), name) for name in
+                               ("haloex-jacobi", "haloex-commbench", "haloex-halo-stress")]
+        for tool in [t for t in tools if os.path.exists(t) or t == HALOEX_MD]:
+            with self.subTest(tool=os.path.basename(tool)):
+                result = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                lines = result.stdout.splitlines()
+                self.assertRegex(lines[0], r"^" + re.escape(os.path.basename(tool)) +
+                                 r" \(haloex \d+\.\d+\.\d+\), commit ([0-9a-f]{7,}(-dirty)?|unknown)$")
+                self.assertRegex(lines[1], r"^build: ")
+                for part in ("CUDA", "MPI", "NCCL", "NVSHMEM"):
+                    self.assertTrue(any(line.startswith(part + ":") for line in lines), f"{part}: {lines}")
+                cuda = next(line for line in lines if line.startswith("CUDA:"))
+                self.assertRegex(cuda, r"GPU architectures \S+|not built")
 
     # ---- NVTX ranges (what an nsys timeline shows) -------------------------------
 
