@@ -86,7 +86,8 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--tau-t", o.tauT, "Thermostat coupling time (ps)")->capture_default_str();
     app.add_option("--grid", o.grid, "Rank grid NXxNYxNZ, or auto (smallest halo volume)")->capture_default_str();
     app.add_option("--ranks", o.virtualRanks,
-                   "CPU runs without mpirun: virtual ranks (threads of this process); 0: 4");
+                   "CPU runs without mpirun: virtual ranks (threads of this process); 0: 4. Under mpirun/srun the "
+                   "launcher's count applies (a different --ranks is refused)");
     app.add_option("--device", o.device, "auto (GPU when there is one), cpu or gpu")->capture_default_str();
     app.add_option("--transport", o.transport,
                    "Halo exchange: auto, reference (CPU, in-process), staged, ipc, nccl, nvshmem")

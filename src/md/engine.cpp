@@ -109,7 +109,7 @@ void resolvePruning(MdOptions& o, bool onGpu) {
                               "--rlist-inner",
                               o.rlistInner));
     requireOption(o.rlistInner == 0.0 || (o.rlistInner >= o.rc && o.rlistInner <= o.rlist),
-                  fmt::format("--rlist-inner {} nm must lie between --rc {} nm and the pair-list radius {} nm (the "
+                  fmt::format("--rlist-inner {} nm must lie between --rc {} nm and the pair-list radius {:.4g} nm (the "
                               "inner list is pruned from the outer one and must hold every pair within rc)",
                               o.rlistInner, o.rc, o.rlist));
     if (o.pruneParts == 0 || o.rlistInner != 0.0) return;
