@@ -286,6 +286,11 @@ def gro_velocities(path):
     return [tuple(float(line[44 + 8 * k:52 + 8 * k]) for k in range(3)) for line in lines[2:2 + count]]
 
 
+def gpu_visible():
+    smi = shutil.which("nvidia-smi")
+    return smi is not None and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+
+
 class MdConventions(MdCli):
     """What a GROMACS user expects of mdrun (issue 17): start velocities, messages, --version."""
 
@@ -407,6 +412,14 @@ class MdConventions(MdCli):
         # The transport's note, the same on both ranks, once (it was printed once per rank).
         self.assertEqual(out.count("staged: host memory, one World::sendRecv per pulse and direction\n"), 1, out)
 
+    def test_ranks_without_launcher_is_refused_on_gpu(self):
+        # A GPU run without a launcher is one rank: --ranks 4 was ignored.
+        if not gpu_visible():
+            self.skipTest("no GPU: nvidia-smi is missing or lists none")
+        self.expect_refused(["--device", "gpu", "--ranks", "4", "--steps", "10"],
+                            r"--ranks 4: virtual ranks are threads of the CPU reference \(--device cpu\); on GPUs "
+                            r"launch one process per GPU: mpirun -np 4 haloex-md")
+
     def test_version_names_the_build(self):
         tools = [HALOEX_MD] + [os.path.join(os.path.dirname(HALOEX_MD), name) for name in
                                ("haloex-jacobi", "haloex-commbench", "haloex-halo-stress")]
@@ -458,8 +471,7 @@ class MdConventions(MdCli):
         self.assertIn("output", ranges)
 
     def test_nvtx_ranges_name_the_step_phases_on_gpu(self):
-        smi = shutil.which("nvidia-smi")
-        if smi is None or subprocess.run([smi, "-L"], capture_output=True).returncode != 0:
+        if not gpu_visible():
             self.skipTest("no GPU: nvidia-smi is missing or lists none")
         gpu = ["--device", "gpu", "--atoms", "22500", "--steps", "20", "--nstlist", "10", "--quiet"]
         _, ranges = self.nvtx_ranges(gpu + ["--cuda-graphs", "0"])
