@@ -40,6 +40,8 @@ endif()
 set(HALOEX_HAVE_MPI OFF)
 set(HALOEX_MPI_REASON "disabled (HALOEX_ENABLE_MPI=OFF)")
 if(HALOEX_ENABLE_MPI)
+  # The library's own version ("Open MPI v4.1.4") for --version, not only the standard's.
+  set(MPI_DETERMINE_LIBRARY_VERSION TRUE)
   find_package(MPI COMPONENTS CXX)
   if(MPI_CXX_FOUND)
     set(HALOEX_HAVE_MPI ON)

@@ -141,6 +141,9 @@ int main(int argc, char** argv) {
     Options o;
     CLI::App app{"haloex-commbench: GPU-initiated (NVSHMEM) and CPU-orchestrated communication micro-benchmarks "
                  "between ranks 0 and 1 (launch with mpirun -np 2; exit code 77 means skipped)"};
+    app.set_version_flag(
+        "--version", [] { return haloex::buildDescription("haloex-commbench"); },
+        "Print the version and the build (commit, CUDA with its GPU architectures, MPI, NCCL, NVSHMEM) and exit");
     app.add_flag("--quick", o.quick, "Fewer repetitions, iterations and sizes (a smoke run of well under a minute)");
     app.add_option("--reps", o.repetitions, "Samples per measurement (default 15, quick 5)");
     app.add_option("--iters", o.iterations, "Round trips per latency sample (default 1000, quick 200)");

@@ -17,6 +17,7 @@
 #include <random>
 #include <vector>
 
+#include "haloex/build_info.hpp"
 #include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/check.hpp"
@@ -348,6 +349,9 @@ int main(int argc, char** argv) {
     Options o;
     CLI::App app{"haloex-halo-stress: checks a halo transport's ordering under load against the reference "
                  "algorithm (launch with mpirun; exit code 77 means skipped)"};
+    app.set_version_flag(
+        "--version", [] { return haloex::buildDescription("haloex-halo-stress"); },
+        "Print the version and the build (commit, CUDA with its GPU architectures, MPI, NCCL, NVSHMEM) and exit");
     app.add_option("--transport", o.transport, "staged, ipc, nccl or nvshmem")->capture_default_str();
     app.add_option("--nvshmem-path", o.nvshmemPath, "auto, direct, tma or put")->capture_default_str();
     app.add_option("--grid", o.grid, "Rank grid NXxNYxNZ")->capture_default_str();

@@ -255,6 +255,9 @@ int main(int argc, char** argv) {
     Options o;
     CLI::App app{"haloex-jacobi: 2D 5-point Jacobi with halos through haloex's transports, checked against a "
                  "one-device computation (launch with mpirun; exit code 77 means nothing could run)"};
+    app.set_version_flag(
+        "--version", [] { return haloex::buildDescription("haloex-jacobi"); },
+        "Print the version and the build (commit, CUDA with its GPU architectures, MPI, NCCL, NVSHMEM) and exit");
     app.add_option("--nx", o.nx, "Cells along x (the whole grid; per rank with --per-rank)")->capture_default_str();
     app.add_option("--ny", o.ny, "Cells along y (the whole grid; per rank with --per-rank)")->capture_default_str();
     app.add_flag("--per-rank", o.perRank, "--nx/--ny give each rank's block (the grid is px*nx by py*ny)");

@@ -11,6 +11,7 @@
 #include <memory>
 #include <optional>
 
+#include "haloex/build_info.hpp"
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/md/cpu_backend.hpp"
@@ -56,7 +57,12 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--seed", o.seed, "Random seed of the lattice start and the thermostat")
         ->check(kUnsigned64)
         ->capture_default_str();
-    app.add_option("--temperature", o.temperature, "Start and thermostat temperature (K)")->capture_default_str();
+    app.add_option("--temperature", o.temperature,
+                   "Start temperature (the lattice start, and a --gro without velocities) and thermostat reference "
+                   "(K)")->capture_default_str();
+    app.add_flag("--gen-vel", o.generateVelocities,
+                 "Draw Maxwell-Boltzmann velocities at --temperature for a --gro start even when it has velocities "
+                 "(a .gro without velocities always gets them)");
     app.add_option("--steps", o.steps,
                    "MD steps to run, as mdrun's nsteps: 0 evaluates the first step only (energies, forces, JSON), "
                    "-1 runs until stopped (SIGTERM/SIGINT or --maxh); without it: 2 000 on GPUs, 200 on the CPU");
@@ -83,7 +89,8 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--tau-t", o.tauT, "Thermostat coupling time (ps)")->capture_default_str();
     app.add_option("--grid", o.grid, "Rank grid NXxNYxNZ, or auto (smallest halo volume)")->capture_default_str();
     app.add_option("--ranks", o.virtualRanks,
-                   "CPU runs without mpirun: virtual ranks (threads of this process); 0: 4");
+                   "CPU runs without mpirun: virtual ranks (threads of this process); 0: 4. Under mpirun/srun the "
+                   "launcher's count applies (a different --ranks is refused)");
     app.add_option("--device", o.device, "auto (GPU when there is one), cpu or gpu")->capture_default_str();
     app.add_option("--transport", o.transport,
                    "Halo exchange: auto, reference (CPU, in-process), staged, ipc, nccl, nvshmem")
@@ -191,6 +198,21 @@ md::RunSummary runRank(const md::MdOptions& resolved, runtime::World& world, boo
     return engine.run();
 }
 
+// --ranks sets the virtual ranks of a CPU run without a launcher; elsewhere
+// the rank count is the launcher's (or one GPU), and a different --ranks
+// would be silently ignored.
+void requireRanksOption(const md::MdOptions& o, int launchedRanks, bool launched) {
+    if (o.virtualRanks == 0 || o.virtualRanks == launchedRanks) return;
+    throwError(ErrorKind::InvalidInput,
+               launched ? fmt::format("--ranks {}: the launcher started {} rank(s), and --ranks only sets the "
+                                      "virtual ranks of a run without a launcher; drop --ranks, or launch {} "
+                                      "(mpirun -np {})",
+                                      o.virtualRanks, launchedRanks, o.virtualRanks, o.virtualRanks)
+                        : fmt::format("--ranks {}: virtual ranks are threads of the CPU reference (--device cpu); "
+                                      "on GPUs launch one process per GPU: mpirun -np {} haloex-md",
+                                      o.virtualRanks, o.virtualRanks));
+}
+
 // Rank 0: the summary and JSON (none after a stop during start-up: nothing
 // was run), and what stopped the run. Returns the exit status.
 int report(const md::RunSummary& summary, const md::MdOptions& o) {
@@ -239,6 +261,12 @@ int run(md::MdOptions o) {
         runtime::MpiWorld world;
         int status = 0;
         try {
+            requireRanksOption(o, world.size(), true);
+        } catch (const haloex::Error& e) {  // every rank sees it: rank 0 says it, all end
+            if (world.rank() == 0) fmt::print(stderr, "haloex-md: {} error: {}\n", toString(e.kind()), e.what());
+            return 1;
+        }
+        try {
             if (gpu) md::selectGpuForRank(world, o.allowSharedGpus);
             const md::MdOptions resolved = md::resolveOptions(o, world.size(), gpu);
             const md::RunSummary summary = runRank(resolved, world, gpu);
@@ -256,6 +284,7 @@ int run(md::MdOptions o) {
 #endif
     md::installStopSignalHandlers();
     if (gpu) {
+        requireRanksOption(o, 1, false);
         runtime::World& world = runtime::singleRankWorld();
         const md::MdOptions resolved = md::resolveOptions(o, 1, true);
         return report(runRank(resolved, world, true), resolved);
@@ -279,6 +308,9 @@ int main(int argc, char** argv) {
                  "Launch with mpirun/srun for one rank per GPU; without a launcher it uses one GPU, or the CPU "
                  "reference with --ranks virtual ranks when there is no GPU."};
     addOptions(app, options);
+    app.set_version_flag(
+        "--version", [] { return haloex::buildDescription("haloex-md"); },
+        "Print the version and the build (commit, CUDA with its GPU architectures, MPI, NCCL, NVSHMEM) and exit");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {

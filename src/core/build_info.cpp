@@ -3,8 +3,22 @@
 #include <unistd.h>
 
 #include <ctime>
+#include <fmt/format.h>
+
+#include "haloex/config.hpp"
 
 namespace haloex {
+
+std::string buildDescription(const std::string& program) {
+    return fmt::format("{} (haloex {}), commit {}\n"
+                       "build:   {}, {}\n"
+                       "CUDA:    {}\n"
+                       "MPI:     {}\n"
+                       "NCCL:    {}\n"
+                       "NVSHMEM: {}",
+                       program, HALOEX_VERSION, gitCommit(), HALOEX_BUILD_TYPE, HALOEX_BUILD_COMPILER,
+                       HALOEX_BUILD_CUDA, HALOEX_BUILD_MPI, HALOEX_BUILD_NCCL, HALOEX_BUILD_NVSHMEM);
+}
 
 std::string hostName() {
     char name[256] = {};

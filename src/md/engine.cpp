@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/nvtx.hpp"
 #include "haloex/md/checkpoint.hpp"
 #include "haloex/md/buffer_check.hpp"
 #include "haloex/md/close_contacts.hpp"
@@ -16,12 +17,14 @@
 #include "haloex/md/nstlist_choice.hpp"
 #include "haloex/md/gromacs_export.hpp"
 #include "haloex/md/option_ranges.hpp"
+#include "haloex/md/rank_notes.hpp"
 #include "haloex/md/restart.hpp"
 #include "haloex/md/run_files.hpp"
 #include "haloex/md/run_output.hpp"
 #include "haloex/md/run_stop.hpp"
 #include "haloex/md/system.hpp"
 #include "haloex/md/thermostat.hpp"
+#include "haloex/md/velocity_generation.hpp"
 #include "haloex/md/verlet_buffer.hpp"
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/runtime/plan_exchange.hpp"
@@ -47,12 +50,50 @@ void requireOption(bool ok, const std::string& message) {
     if (!ok) throwError(ErrorKind::InvalidInput, message);
 }
 
-System initialSystem(const MdOptions& o, const ForceField& ff) {
+// The start configuration. A .gro without velocities (or any .gro with
+// --gen-vel) gets Maxwell-Boltzmann velocities at --temperature, and
+// `velocityNote` the line that says so.
+System initialSystem(const MdOptions& o, const ForceField& ff, std::string& velocityNote) {
     if (!o.groFile.empty()) {
         GroFrame frame = readGro(o.groFile);
+        if (o.generateVelocities || hasNoVelocities(frame.system)) {
+            generateMaxwellBoltzmannVelocities(frame.system, o.seed, o.temperature, ff);
+            velocityNote = fmt::format(
+                "Generated velocities ({}): Maxwell-Boltzmann at {:g} K (--temperature), seed {} (--seed), by global "
+                "atom id (the same on any number of ranks), centre-of-mass motion removed, scaled to exactly {:g} K",
+                o.generateVelocities ? fmt::format("--gen-vel replaces those of {}", o.groFile)
+                                     : fmt::format("{} has none", o.groFile),
+                o.temperature, o.seed, o.temperature);
+        }
         return std::move(frame.system);
     }
     return makeLatticeSystem(static_cast<int>(o.atoms), o.seed, o.temperature, ff);  // range: requireOptionRanges
+}
+
+// The rank grid (--grid, or the smallest halo). When no grid fits because the
+// automatic pair-list radius exceeds half the box, the planner's advice (fewer
+// ranks, a smaller rlist) misses the cause: say where rlist came from and
+// what to change (the usual case: a time step too large for this system).
+plan::RankGrid chooseGrid(const MdOptions& o, const plan::Box& box, int numRanks) {
+    try {
+        const plan::RankGrid grid =
+            o.grid == "auto" ? plan::chooseRankGrid(numRanks, box, o.rc, o.rlist) : plan::parseRankGrid(o.grid);
+        plan::requireGridMatchesRanks(grid, numRanks);
+        (void)plan::Decomposition(plan::DecompositionSpec{box, grid, o.rc, o.rlist});
+        return grid;
+    } catch (const Error& e) {
+        const bool automaticRlist =
+            std::find(o.explicitOptions.begin(), o.explicitOptions.end(), "rlist") == o.explicitOptions.end();
+        const double shortest = std::min({box.length[0], box.length[1], box.length[2]});
+        if (e.kind() != ErrorKind::Plan || !automaticRlist || shortest > 2.0 * o.rlist) throw;
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("the pair-list radius rlist = {:.4g} nm, chosen for --dt {:g} ps and nstlist {} so "
+                               "that the estimated energy drift stays within --buffer-tolerance {:g} kJ/mol/ps per "
+                               "atom, is more than half the shortest box length ({:.4g} nm), so no rank grid of {} rank(s) fits: the "
+                               "pair-list buffer grows with the time step. Use a smaller --dt (this system runs at "
+                               "0.002 ps), a smaller --nstlist, or a larger system",
+                               o.rlist, o.dt, o.nstlist, o.bufferTolerance, shortest, numRanks));
+    }
 }
 
 // Dynamic pruning (GPU only): parts and inner radius, after rlist.
@@ -71,7 +112,7 @@ void resolvePruning(MdOptions& o, bool onGpu) {
                               "--rlist-inner",
                               o.rlistInner));
     requireOption(o.rlistInner == 0.0 || (o.rlistInner >= o.rc && o.rlistInner <= o.rlist),
-                  fmt::format("--rlist-inner {} nm must lie between --rc {} nm and the pair-list radius {} nm (the "
+                  fmt::format("--rlist-inner {} nm must lie between --rc {} nm and the pair-list radius {:.4g} nm (the "
                               "inner list is pruned from the outer one and must hold every pair within rc)",
                               o.rlistInner, o.rc, o.rlist));
     if (o.pruneParts == 0 || o.rlistInner != 0.0) return;
@@ -136,6 +177,9 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     requireOption(o.thermostat == "none" || o.thermostat == "v-rescale",
                   fmt::format("--thermostat '{}': use none or v-rescale", o.thermostat));
     requireOption(o.temperature > 0.0, fmt::format("--temperature {} K must be positive", o.temperature));
+    requireOption(!o.generateVelocities || o.restartFile.empty(),
+                  "--gen-vel with --restart: a restart continues with the checkpoint's velocities; drop --gen-vel, "
+                  "or start a new run from a structure (--gro)");
     if (o.groFile.empty() && o.atoms == 0) o.atoms = onGpu ? 22500LL * numRanks : 3000;
     if (o.groFile.empty()) {
         requireOption(o.atoms >= kMinAtoms && o.atoms % 2 == 0,
@@ -173,7 +217,14 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     }
     if (o.checkpointEvery > 0) {
         // Checkpoints at search steps restart bitwise-identically where forces are deterministic.
+        const std::int64_t given = o.checkpointEvery;
         o.checkpointEvery = (o.checkpointEvery + o.nstlist - 1) / o.nstlist * o.nstlist;
+        if (o.checkpointEvery != given) {
+            o.adjustments.push_back(fmt::format("--cpt-every {} rounded up to {}, a multiple of nstlist {}: "
+                                                "checkpoints are written at search steps, from which a restart "
+                                                "continues exactly",
+                                                given, o.checkpointEvery, o.nstlist));
+        }
     }
     requireOption(o.trajEvery >= 0 && o.checkpointEvery >= 0,
                   fmt::format("--traj-every {} / --cpt-every {}: cannot be negative", o.trajEvery, o.checkpointEvery));
@@ -228,8 +279,13 @@ struct Engine::Impl {
         // Before any work: an output that cannot be written, or that would
         // overwrite an input or another output, stops the run now.
         runOnRoot(e.world_, [&] { checkRunFiles(o); });
-        System system = o.restartFile.empty() ? initialSystem(o, ff) : restoreCheckpoint();
+        std::string velocityNote;
+        System system = o.restartFile.empty() ? initialSystem(o, ff, velocityNote) : restoreCheckpoint();
         system.validate();
+        if (isRoot() && !o.quiet && !velocityNote.empty()) fmt::print("{}\n", velocityNote);
+        if (isRoot() && !o.quiet) {
+            for (const std::string& adjusted : o.adjustments) fmt::print("Note: {}\n", adjusted);
+        }
         runOnRoot(e.world_, [&] {
             const std::string source = !o.restartFile.empty() ? "--restart " + o.restartFile
                                        : !o.groFile.empty()    ? "--gro " + o.groFile
@@ -243,9 +299,7 @@ struct Engine::Impl {
         }
         box = system.box;
         totalAtoms = system.size();
-        grid = o.grid == "auto" ? plan::chooseRankGrid(e.world_.size(), box, o.rc, o.rlist)
-                                : plan::parseRankGrid(o.grid);
-        plan::requireGridMatchesRanks(grid, e.world_.size());
+        grid = chooseGrid(o, box, e.world_.size());
         // Every rank holds the same start; each keeps the atoms of its cell.
         std::vector<AtomRecord> mine;
         const plan::Decomposition dd(spec());
@@ -268,6 +322,7 @@ struct Engine::Impl {
         summary.backend = e.backend_.description();
         deviceSearch = resolveSearchPlace(o.search, e.backend_.canSearchOnDevice(e.transport_));
         summary.search = deviceSearch ? "device" : "host";
+        summary.onDevice = e.backend_.memorySpace() == transport::MemorySpace::Device;
         summary.ranks = e.world_.size();
         summary.grid = grid.toString();
         summary.atoms = totalAtoms;
@@ -311,6 +366,7 @@ struct Engine::Impl {
     // Trajectory frames and checkpoints at the boundary before `step` (collective).
     void writeOutput(RunOutput& output, bool beforeFirstSearch, bool last) {
         if (!output.isOutputStep(step, last)) return;
+        const NvtxRange range("output");
         if (!beforeFirstSearch) {
             e.backend_.getHome(e.transport_, home);
             requireSaneAtoms();  // never a checkpoint of a blown-up system
@@ -392,6 +448,7 @@ struct Engine::Impl {
     // Repartitions, rebuilds the plan and the pair lists.
     void search(SearchKind kind) {
         currentSearch = kind;
+        const NvtxRange range("search step");
         if (deviceSearch) {
             searchOnDevice(kind);
         } else {
@@ -403,14 +460,18 @@ struct Engine::Impl {
     // plan and the lists there; the host sees counts only (the buffer check,
     // a diagnostic, downloads them).
     void searchOnDevice(SearchKind kind) {
+        NvtxParts ranges;  // the backend names its own parts
         auto t = Clock::now();
+        ranges.next("upload");
         if (kind == SearchKind::Warmup) e.backend_.loadHome(home);
         phase("upload", t);
         if (e.options_.measureBuffer && kind != SearchKind::Warmup) {
+            ranges.next("buffer check");
             if (kind == SearchKind::Regular) e.backend_.getHome(e.transport_, home);
             measureBuffer(kind == SearchKind::First);
             phase("buffer check", t);
         }
+        ranges.end();
         const plan::Decomposition dd(spec());
         const RankBackend::DeviceSearchReport report = e.backend_.searchOnDevice(e.transport_, dd, e.world_,
                                                                                  backendContext());
@@ -419,20 +480,25 @@ struct Engine::Impl {
             for (const auto& [name, ms] : report.pairSearchPartsMs) summary.pairSearchPartsMs[name] += ms;
         }
         t = Clock::now();
+        ranges.next("count check");
         requireAtomsConserved(report.numHome, report.idSum, report.idSquareSum);
         phase("count check", t);
     }
 
     void searchOnHost(SearchKind kind) {
         const bool first = kind != SearchKind::Regular;
+        NvtxParts ranges;  // named as the phases below
         auto t = Clock::now();
+        ranges.next("download");
         if (!first) {
             e.backend_.getHome(e.transport_, home);
             requireSaneAtoms();
         }
         phase("download", t);
+        ranges.next("buffer check");
         if (e.options_.measureBuffer && kind != SearchKind::Warmup) measureBuffer(kind == SearchKind::First);
         phase("buffer check", t);
+        ranges.next("migrate");
         const plan::Decomposition dd(spec());
         home = migrateAtoms(std::move(home), dd, e.world_);
         const auto ids = idSumsOf(home);
@@ -440,12 +506,16 @@ struct Engine::Impl {
         std::vector<Vec3d> positions(home.size());
         for (std::size_t i = 0; i < home.size(); ++i) positions[i] = home[i].position;
         phase("migrate", t);
+        ranges.next("plan");
         runtime::RankPlan rankPlan = runtime::buildParticlePlan(dd, positions, e.world_, transportAlignment());
         phase("plan", t);
+        ranges.next("transport set-up");
         e.transport_.setPlan(rankPlan.plan);
         phase("transport set-up", t);
+        ranges.next("upload");
         e.backend_.setHome(e.transport_, home);
         phase("upload", t);
+        ranges.next("static data");
 
         // Static data of halo atoms, once per search, on the host.
         const auto& plan = e.transport_.plan();
@@ -464,6 +534,7 @@ struct Engine::Impl {
         statics.zoneMasks = plan.zoneMask;
         phase("static data", t);
 
+        ranges.next("pair search");
         e.backend_.prepare(e.transport_, statics, backendContext());
         phase("pair search", t);
     }
@@ -596,6 +667,7 @@ struct Engine::Impl {
     }
 
     void recordEnergies(std::int64_t s) {
+        const NvtxRange range("energies");
         const EnergyTerms local = e.backend_.energies();
         std::vector<double> sums{local.lj, local.coulombPairs, local.coulombSelf, local.kinetic, local.virial};
         // And the stop vote: a second signal stops at the step after this one.
@@ -816,23 +888,28 @@ struct Engine::Impl {
 
     std::int64_t hostSyncs() const { return e.backend_.hostSyncsInSteps() + e.transport_.counters().hostSyncs; }
 
-    // Every rank's transport notes (e.g. the nvshmem path per peer), in rank order.
+    // Every rank's transport notes (e.g. the nvshmem path per peer), a line
+    // that several ranks report once, with the ranks it applies to.
     std::vector<std::string> gatherNotes(const std::vector<std::string>& mine) const {
         std::string joined;
         for (const auto& line : mine) joined += line + '\n';
+        joined += '\0';  // ends this rank's lines
         std::vector<std::vector<char>> toAll(e.world_.size(), std::vector<char>(joined.begin(), joined.end()));
-        const std::vector<char> all = e.world_.allToAll(toAll);
-        std::vector<std::string> notes;
+        const std::vector<char> all = e.world_.allToAll(toAll);  // in rank order
+        std::vector<std::vector<std::string>> byRank(1);
         std::string line;
         for (char c : all) {
-            if (c == '\n') {
-                notes.push_back(line);
+            if (c == '\0') {
+                byRank.emplace_back();
+            } else if (c == '\n') {
+                byRank.back().push_back(line);
                 line.clear();
             } else {
                 line += c;
             }
         }
-        return notes;
+        byRank.pop_back();  // after the last rank's terminator
+        return groupRankNotes(byRank);
     }
 
     void finishSummary() {

@@ -46,11 +46,12 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                     "dt {:.4g} ps\n",
                s.rc, s.rlist, s.nstlist, s.estimatedBufferDrift, s.dt);
     if (!o.nstlistReason.empty()) fmt::print(out, "     nstlist: {}\n", o.nstlistReason);
+    for (const auto& adjusted : o.adjustments) fmt::print(out, "     adjusted: {}\n", adjusted);
     if (s.pruneParts > 0) {
         fmt::print(out, "     dynamic pruning: inner list rlist-inner {:.4g} nm, each part re-pruned every {} steps "
                         "(rolling, 1/{} of the list per step; estimated drift {:.2g} kJ/mol/ps per atom)\n",
                    s.rlistInner, s.pruneParts, s.pruneParts, s.estimatedPruneDrift);
-    } else {
+    } else if (s.onDevice) {  // a GPU-backend feature: nothing to say on the CPU
         fmt::print(out, "     dynamic pruning: off\n");
     }
     for (const auto& note : s.transportNotes) fmt::print(out, "     {}\n", note);
@@ -72,20 +73,23 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
     fmt::print(out, "\n               Wall t (s)    steps\n");
     fmt::print(out, "       Time: {:12.3f} {:8}   (every step, the {} search steps included)\n", s.totalSeconds,
                s.steps, s.searchSteps);
-    fmt::print(out, "   Start-up: {:12.3f}            (not in Time: input, decomposition, library initialisation, "
-                    "first allocations and graphs)\n",
-               s.startupSeconds);
+    fmt::print(out, "   Start-up: {:12.3f}            (not in Time: input, decomposition, {})\n", s.startupSeconds,
+               s.onDevice ? "library initialisation, first allocations and graphs" : "first allocations");
     const auto hoursPerNs = [](double nsPerDay) { return nsPerDay > 0 ? 24.0 / nsPerDay : 0.0; };
     fmt::print(out, "                 (ns/day)    (hour/ns)\n");
     fmt::print(out, "Performance: {:12.3f} {:12.3f}   {:.2f} us/step, all steps\n", s.nsPerDay, hoursPerNs(s.nsPerDay),
                s.usPerStep);
     fmt::print(out, "Steady state:{:12.3f} {:12.3f}   {:.2f} us/step, the {} steps without search\n", s.nsPerDaySteady,
                hoursPerNs(s.nsPerDaySteady), s.usPerStepSteady, s.normalSteps);
-    fmt::print(out, "             host synchronisations per step: {:.2f}; CUDA graphs: {}\n", s.hostSyncsPerStep,
-               s.graphs ? "yes" : "no");
+    if (s.onDevice) {  // the CPU reference has neither
+        fmt::print(out, "             host synchronisations per step: {:.2f}; CUDA graphs: {}\n", s.hostSyncsPerStep,
+                   s.graphs ? "yes" : "no");
+    }
     if (s.apiSyncsCounted) {
         std::string names;
-        for (const auto& [name, n] : s.apiSyncsByFunction) names += fmt::format("{}{} {}", names.empty() ? "" : ", ", name, n);
+        for (const auto& [name, n] : s.apiSyncsByFunction) {
+            names += fmt::format("{}{} {}", names.empty() ? "" : ", ", name, n);
+        }
         fmt::print(out, "             host-blocking CUDA calls in the {} steps without search (CUPTI, any rank): {}{}\n",
                    s.normalSteps, s.apiSyncsInNormalSteps, names.empty() ? "" : " (rank 0: " + names + ")");
     }
@@ -177,6 +181,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"rlist", s.rlist},
                      {"nstlist", s.nstlist},
                      {"nstlist_reason", o.nstlistReason},
+                     {"adjusted", o.adjustments},
                      {"dt", s.dt},
                      {"seed", o.seed},
                      {"temperature", o.temperature},

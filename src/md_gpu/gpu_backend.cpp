@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/nvtx.hpp"
 #include "haloex/cuda/api_sync_counter.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
@@ -130,6 +131,8 @@ public:
         HALOEX_ASSERT(deviceResident_, "searchOnDevice before loadHome");
         DeviceSearchReport report;
         cudaStream_t stream = local_.get();
+        NvtxParts ranges;  // named as the phases below (docs/md-engine.md, "Search steps")
+        ranges.next("migrate");
         auto t = Clock::now();
         const auto phase = [&](const char* name) {
             const auto now = Clock::now();
@@ -148,6 +151,7 @@ public:
         report.idSquareSum = migrated.idSquareSum;
         phase("migrate");
 
+        ranges.next("plan");
         homeCharges_.resize(std::max(1, numHome_));
         gpu::chargesOfTypes(home_.fieldAs<std::int32_t>(kType), numHome_,
                             static_cast<float>(context.forceField->charge), homeCharges_.data(), stream);
@@ -155,8 +159,10 @@ public:
         const plan::ParticleHaloPlan& plan = planBuilder_.build(decomposition, home_.positions(), numHome_, carried,
                                                                 kDeviceAlignment, world, transport, stream);
         phase("plan");
+        ranges.next("transport set-up");
         transport.setPlan(plan);
         phase("transport set-up");
+        ranges.next("positions");
         if (numHome_ > 0) {
             HALOEX_CUDA_CHECK(cudaMemcpyAsync(transport.coordinates(), home_.positions(), numHome_ * sizeof(Vec3f),
                                               cudaMemcpyDeviceToDevice, stream));
@@ -164,10 +170,12 @@ public:
         numLocal_ = plan.numLocal;
         homeInTransport_ = true;
         phase("positions");
+        ranges.next("pair search");
         buildLists(transport, static_cast<const float*>(planBuilder_.localField(0)), planBuilder_.localZoneMasks(),
                    context);
         phase("pair search");
         for (const auto& [name, ms] : nonbonded_->buildPartsMs()) report.pairSearchPartsMs[name] += ms;
+        ranges.next("graphs");
         prepareGraphs(transport);
         phase("graphs");
         report.numHome = numHome_;
@@ -223,8 +231,12 @@ public:
             if (useGraphs_ && !scaled) {
                 StepGraph& graph = energies ? energyGraph_ : normalGraph_;
                 if (graph.stale) refreshGraph(graph, transport, energies);
+                // One range for the whole step: its phases are nodes of the
+                // graph (nsys --cuda-graph-trace=node shows them).
+                const NvtxRange range(energies ? "MD step, energies (CUDA graph)" : "MD step (CUDA graph)");
                 HALOEX_CUDA_CHECK(cudaGraphLaunch(graph.exec, local_.get()));
             } else {
+                const NvtxRange range(energies ? "MD step, energies" : "MD step");
                 enqueueStep(transport, energies, scaled);
             }
             ++stepsRun_;
@@ -293,7 +305,10 @@ private:
         if (transport.plan().pulses.empty()) {
             // One rank: no halo, so no non-local work and no second stream.
             if (timing) events_.localStart.recordTimestamp(local);
-            nonbonded_->computeLocal(transport.coordinates(), transport.forces(), energies, local);
+            {
+                const NvtxRange range("local non-bonded F");
+                nonbonded_->computeLocal(transport.coordinates(), transport.forces(), energies, local);
+            }
             if (timing) events_.localEnd.recordTimestamp(local);
             update(transport, energies, scaled);
             haloInLastStep_ = false;
@@ -308,15 +323,24 @@ private:
         // staged wait for their pack kernels) cannot delay the local kernel's
         // launch -- the order GROMACS and the paper use.
         if (timing) events_.localStart.recordTimestamp(local);
-        nonbonded_->computeLocal(transport.coordinates(), transport.forces(), energies, local);
+        {
+            const NvtxRange range("local non-bonded F");
+            nonbonded_->computeLocal(transport.coordinates(), transport.forces(), energies, local);
+        }
         if (timing) events_.localEnd.recordTimestamp(local);
 
         // Non-local, overlapping the above on the high-priority stream: halo
         // coordinates in, non-local forces, halo forces out.
         if (timing) events_.nonlocalStart.recordTimestamp(nonlocal);
-        transport.forwardCoordinates(context_.box, nonlocal);
-        nonbonded_->computeNonlocal(transport.coordinates(), transport.forces(), energies, nonlocal);
-        transport.reverseForces(nonlocal);
+        {
+            NvtxParts ranges;
+            ranges.next("forward x (halo)");
+            transport.forwardCoordinates(context_.box, nonlocal);
+            ranges.next("non-local non-bonded F");
+            nonbonded_->computeNonlocal(transport.coordinates(), transport.forces(), energies, nonlocal);
+            ranges.next("reverse f (halo)");
+            transport.reverseForces(nonlocal);
+        }
         if (timing) events_.nonlocalEnd.recordTimestamp(nonlocal);
         nonlocalDone_.record(nonlocal);
 
@@ -327,6 +351,8 @@ private:
 
     void update(transport::ParticleTransport& transport, bool energies, bool scaled) {
         cudaStream_t local = local_.get();
+        NvtxParts ranges;
+        ranges.next("leapfrog");
         if (energies) gpu::checkFinite(transport.coordinates(), transport.forces(), numHome_, firstBad_.data(), local);
         gpu::LeapfrogArgs args;
         args.x = transport.coordinates();
@@ -339,6 +365,7 @@ private:
         args.velocityScale = scaled ? scale_.data() : nullptr;
         args.averageKineticEnergy = energies ? kinetic_.data() : nullptr;
         if (numHome_ > 0) gpu::leapfrog(args, local);
+        ranges.next("clear forces");
         transport.clearForces(local);
     }
 

@@ -395,9 +395,9 @@ private:
         notes.push_back(fmt::format("nvshmem: {} pulse(s), {} block(s) of {} threads per pulse, wait limit {:.0f} s",
                                     plan_.pulses.size(), blocksPerPulse_, kFusedThreads, timeoutNs_ * 1e-9));
         for (std::size_t p = 0; p < plan_.pulses.size(); ++p) {
-            notes.push_back(fmt::format("nvshmem rank {} pulse {} -> rank {}: {} ({})", world_.rank(),
-                                        describePulse(static_cast<int>(p)), plan_.pulses[p].sendRank,
-                                        whyPath_[p].first, whyPath_[p].second));
+            // haloex-md adds the ranks a line applies to (md/rank_notes.hpp).
+            notes.push_back(fmt::format("nvshmem pulse {} -> rank {}: {} ({})", describePulse(static_cast<int>(p)),
+                                        plan_.pulses[p].sendRank, whyPath_[p].first, whyPath_[p].second));
         }
         return notes;
     }

@@ -63,26 +63,26 @@ Decomposition::Decomposition(const DecompositionSpec& spec) : spec_(spec) {
             // The pair search takes the periodic image itself in this dimension.
             if (L[d] <= 2.0 * spec_.rlist) {
                 throwError(ErrorKind::Plan,
-                           fmt::format("dimension {} is not decomposed and its box length {} nm is not longer than "
-                                       "2 x rlist = {} nm, so an atom would see two images of another; use a larger "
-                                       "box or a smaller rlist",
+                           fmt::format("dimension {} is not decomposed and its box length {:.4g} nm is not longer "
+                                       "than 2 x rlist = {:.4g} nm, so an atom would see two images of another; use a "
+                                       "larger box or a smaller rlist",
                                        kDimName[d], L[d], 2.0 * spec_.rlist));
             }
             continue;
         }
         if (L[d] <= 2.0 * spec_.rc) {
             throwError(ErrorKind::Plan,
-                       fmt::format("box length along {} ({} nm) is not longer than 2 x rc = {} nm, so an atom would "
-                                   "interact with two images of another; use a larger box or a smaller rc",
+                       fmt::format("box length along {} ({:.4g} nm) is not longer than 2 x rc = {:.4g} nm, so an atom "
+                                   "would interact with two images of another; use a larger box or a smaller rc",
                                    kDimName[d], L[d], 2.0 * spec_.rc));
         }
         const double width = cellWidth(d);
         const int np = pulsesNeeded(spec_.rlist, width);
         if (np >= n) {
             throwError(ErrorKind::Plan,
-                       fmt::format("dimension {}: cells are {:.4g} nm wide, so the halo distance rlist = {} nm needs "
-                                   "{} pulse(s), but {} rank(s) along {} allow at most {} (an atom would meet its own "
-                                   "image); use fewer ranks along {} or a smaller rlist",
+                       fmt::format("dimension {}: cells are {:.4g} nm wide, so the halo distance rlist = {:.4g} nm "
+                                   "needs {} pulse(s), but {} rank(s) along {} allow at most {} (an atom would meet its "
+                                   "own image); use fewer ranks along {} or a smaller rlist",
                                    kDimName[d], width, spec_.rlist, np, n, kDimName[d], n - 1, kDimName[d]));
         }
         pulsesPerDim_[d] = np;
@@ -151,9 +151,10 @@ RankGrid chooseRankGrid(int numRanks, const Box& box, double rc, double rlist) {
         }
     }
     if (accepted.empty()) {
-        throwError(ErrorKind::Plan, fmt::format("no rank grid of {} ranks fits this box and rlist = {} nm (e.g.: {}); "
-                                                "use fewer ranks or a larger system",
-                                                numRanks, rlist, lastReason));
+        // One rank has one grid: fewer ranks is no way out.
+        throwError(ErrorKind::Plan, fmt::format("no rank grid of {} rank(s) fits this box and rlist = {:.4g} nm (e.g.: "
+                                                "{}); use {}a larger system",
+                                                numRanks, rlist, lastReason, numRanks > 1 ? "fewer ranks or " : ""));
     }
     auto better = [](const Candidate& a, const Candidate& b) {
         const double tol = 1e-9 * std::max(a.haloVolume, b.haloVolume);

@@ -598,9 +598,217 @@ class MdStepConventions(CliCase):
         self.assertIn("until stopped", out)
 
 
+def gro_velocities(path):
+    """The velocities (nm/ps) of a .gro file's atom lines (%8.3f positions, %8.4f velocities)."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    count = int(lines[1])
+    return [tuple(float(line[44 + 8 * k:52 + 8 * k]) for k in range(3)) for line in lines[2:2 + count]]
+
+
+def gpu_visible():
+    smi = shutil.which("nvidia-smi")
+    return smi is not None and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
+
+
+class MdConventions(MdCli):
+    """What a GROMACS user expects of mdrun (issue 17): start velocities, messages, --version."""
+
+    def gro_without_velocities(self, name="novel.gro"):
+        """ref-3000.gro (positions only, like a structure from a builder)."""
+        shutil.copy(os.path.join(DATA_DIR, "ref-3000.gro"), self.path(name))
+        return name
+
+    def start_velocities(self, gro, ranks, extra=()):
+        """The start velocities haloex-md used (its --write-gromacs conf.gro) and its stdout."""
+        out_dir = f"inputs-{ranks}"
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", ranks, "--steps", "2", "--gro", gro,
+                                        "--write-gromacs", out_dir] + list(extra))
+        self.assertEqual(status, 0, err)
+        return gro_velocities(self.path(out_dir, "conf.gro")), out
+
+    def test_gro_without_velocities_starts_from_maxwell_boltzmann(self):
+        gro = self.gro_without_velocities()
+        velocities, out = self.start_velocities(gro, 1)
+        self.assertRegex(out, r"Generated velocities \(novel\.gro has none\): Maxwell-Boltzmann at 300 K "
+                              r"\(--temperature\), seed 2026")
+        # Kinetic temperature over 3N - 3 degrees of freedom (mass 12 u), from the
+        # file's 4-decimal velocities: the target within their rounding.
+        mass, boltzmann = 12.0, 0.0083144626
+        kinetic = 0.5 * mass * sum(vx * vx + vy * vy + vz * vz for vx, vy, vz in velocities)
+        temperature = 2.0 * kinetic / ((3 * len(velocities) - 3) * boltzmann)
+        self.assertAlmostEqual(temperature, 300.0, delta=0.5)
+        # No centre-of-mass motion: the sum of 3000 velocities rounded to 1e-4 is
+        # about sqrt(3000) * 3e-5 = 0.002 nm/ps (one atom's thermal speed is 0.46).
+        for d in range(3):
+            self.assertLess(abs(sum(v[d] for v in velocities)), 0.006)
+        # The same velocities on any number of ranks.
+        for ranks in (2, 3):
+            with self.subTest(ranks=ranks):
+                same = self.start_velocities(gro, ranks)[0] == velocities
+                self.assertTrue(same, f"the start velocities on {ranks} ranks differ from those on 1")
+
+    def test_start_velocities_follow_seed_and_temperature(self):
+        gro = self.gro_without_velocities()
+        base, _ = self.start_velocities(gro, 1, ["--seed", "5"])
+        other, _ = self.start_velocities(gro, 1, ["--seed", "6"])
+        self.assertTrue(base != other, "--seed 5 and --seed 6 gave the same velocities")
+        hot, out = self.start_velocities(gro, 1, ["--seed", "5", "--temperature", "1200"])
+        self.assertIn("Maxwell-Boltzmann at 1200 K", out)
+        ratio = sum(v[0] ** 2 for v in hot) / sum(v[0] ** 2 for v in base)
+        self.assertAlmostEqual(ratio, 4.0, delta=0.01)
+
+    def test_gen_vel_replaces_the_velocities_of_the_file(self):
+        gro = self.gro_without_velocities()
+        drawn, _ = self.start_velocities(gro, 1)
+        # inputs-1/conf.gro has velocities now; --gen-vel with another seed replaces them.
+        shutil.copy(self.path("inputs-1", "conf.gro"), self.path("withvel.gro"))
+        kept, out = self.start_velocities("withvel.gro", 1)
+        self.assertTrue(kept == drawn, "the velocities of the file were not kept")
+        self.assertNotIn("Generated velocities", out)
+        replaced, out = self.start_velocities("withvel.gro", 1, ["--gen-vel", "--seed", "9"])
+        self.assertRegex(out, r"Generated velocities \(--gen-vel replaces those of withvel\.gro\)")
+        self.assertTrue(replaced != drawn, "--gen-vel kept the velocities of the file")
+
+    def test_gen_vel_with_restart_is_refused(self):
+        status, _, err = self.run_md(QUICK + ["--cpt", "r.cpt"])
+        self.assertEqual(status, 0, err)
+        self.expect_refused(["--device", "cpu", "--ranks", "2", "--restart", "r.cpt", "--gen-vel"],
+                            r"--gen-vel with --restart: a restart continues with the checkpoint's velocities")
+
+    # ---- messages ------------------------------------------------------------------
+
+    def test_too_large_time_step_on_one_rank_names_the_time_step(self):
+        # Said "use fewer ranks" on one rank, with rlist = 1.9000000000000001 nm.
+        _, err = self.expect_refused(["--device", "cpu", "--ranks", "1", "--dt", "0.02", "--steps", "10"],
+                                     r"the pair-list radius rlist = 1\.9 nm, chosen for --dt 0\.02 ps and nstlist "
+                                     r"\d+ .*more than half the shortest box length \(3\.107 nm\).*Use a smaller --dt")
+        self.assertNotIn("fewer ranks", err)
+        self.assertNotRegex(err, r"\d\.\d{7,}", "a value printed with all its digits")
+
+    def test_cpu_run_prints_no_gpu_only_lines(self):
+        status, out, err = self.run_md(QUICK)
+        self.assertEqual(status, 0, err)
+        self.assertIn("Performance:", out)
+        for gpu_only in ["CUDA graphs", "host synchronisations", "dynamic pruning", "library initialisation",
+                         "Device timeline"]:
+            self.assertNotIn(gpu_only, out)
+
+    def test_adjusted_option_is_reported_with_its_value(self):
+        # --cpt-every 30 became 50 without a word.
+        status, out, err = self.run_md(QUICK[:-1] + ["--nstlist", "50", "--cpt", "r.cpt", "--cpt-every", "30",
+                                                     "--json", "r.json"])
+        self.assertEqual(status, 0, err)
+        message = "--cpt-every 30 rounded up to 50, a multiple of nstlist 50"
+        self.assertIn("Note: " + message, out)
+        self.assertIn("adjusted: " + message, out)
+        with open(self.path("r.json")) as f:
+            self.assertTrue(json.load(f)["settings"]["adjusted"][0].startswith(message))
+        status, out, err = self.run_md(QUICK[:-1] + ["--nstlist", "50", "--cpt", "r.cpt", "--cpt-every", "100"])
+        self.assertEqual(status, 0, err)
+        self.assertNotIn("adjusted", out)
+
+    def run_mpirun(self, ranks, args):
+        """haloex-md under mpirun (OpenMPI as ctest runs it: as root, oversubscribed, shared memory)."""
+        mpirun = shutil.which("mpirun")
+        if mpirun is None:
+            self.skipTest("no mpirun on PATH")
+        env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader",
+                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+        result = subprocess.run([mpirun, "-np", str(ranks), HALOEX_MD] + [str(a) for a in args], cwd=self.dir,
+                                env=env, capture_output=True, text=True, errors="backslashreplace", timeout=300)
+        return result.returncode, result.stdout, result.stderr
+
+    def test_ranks_under_mpirun_is_refused_unless_it_agrees(self):
+        # --ranks 4 under mpirun -np 2 ran 2 ranks without a word.
+        status, out, err = self.run_mpirun(2, ["--device", "cpu", "--atoms", "1000", "--steps", "4", "--ranks", "4"])
+        self.assertNotEqual(status, 0, out)
+        message = "--ranks 4: the launcher started 2 rank(s), and --ranks only sets the virtual ranks"
+        self.assertEqual(err.count(message), 1, err)  # said once, by rank 0
+        self.assertNotIn("Performance:", out)
+        status, out, err = self.run_mpirun(2, ["--device", "cpu", "--atoms", "1000", "--steps", "4", "--ranks", "2"])
+        self.assertEqual(status, 0, err)
+        # The transport's note, the same on both ranks, once (it was printed once per rank).
+        self.assertEqual(out.count("staged: host memory, one World::sendRecv per pulse and direction\n"), 1, out)
+
+    def test_ranks_without_launcher_is_refused_on_gpu(self):
+        # A GPU run without a launcher is one rank: --ranks 4 was ignored.
+        if not gpu_visible():
+            self.skipTest("no GPU: nvidia-smi is missing or lists none")
+        self.expect_refused(["--device", "gpu", "--ranks", "4", "--steps", "10"],
+                            r"--ranks 4: virtual ranks are threads of the CPU reference \(--device cpu\); on GPUs "
+                            r"launch one process per GPU: mpirun -np 4 haloex-md")
+
+    def test_version_names_the_build(self):
+        tools = [HALOEX_MD] + [os.path.join(os.path.dirname(HALOEX_MD), name) for name in
+                               ("haloex-jacobi", "haloex-commbench", "haloex-halo-stress")]
+        for tool in [t for t in tools if os.path.exists(t) or t == HALOEX_MD]:
+            with self.subTest(tool=os.path.basename(tool)):
+                result = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60)
+                self.assertEqual(result.returncode, 0, result.stderr)
+                lines = result.stdout.splitlines()
+                self.assertRegex(lines[0], r"^" + re.escape(os.path.basename(tool)) +
+                                 r" \(haloex \d+\.\d+\.\d+\), commit ([0-9a-f]{7,}(-dirty)?|unknown)$")
+                self.assertRegex(lines[1], r"^build: ")
+                for part in ("CUDA", "MPI", "NCCL", "NVSHMEM"):
+                    self.assertTrue(any(line.startswith(part + ":") for line in lines), f"{part}: {lines}")
+                cuda = next(line for line in lines if line.startswith("CUDA:"))
+                self.assertRegex(cuda, r"GPU architectures \S+|not built")
+
+    # ---- NVTX ranges (what an nsys timeline shows) -------------------------------
+
+    def nvtx_ranges(self, args):
+        """Runs haloex-md with the NVTX recorder injected; returns (stdout, {range name: count})."""
+        recorder = os.environ.get("HALOEX_NVTX_RECORDER")
+        if not recorder:
+            self.skipTest("this build has no NVTX ranges (built without CUDA): no HALOEX_NVTX_RECORDER")
+        log = self.path("nvtx.log")
+        status, out, err = self.run_md(args, shell_prefix=f"export NVTX_INJECTION64_PATH='{recorder}' "
+                                                         f"HALOEX_NVTX_LOG='{log}'")
+        self.assertEqual(status, 0, err)
+        self.assertTrue(os.path.exists(log), "the NVTX recorder was not loaded (no ranges were pushed)")
+        counts, ranges = {}, {}
+        with open(log) as f:
+            for line in f.read().splitlines():
+                words = line.split(" ", 2)
+                if words[0] == "range":
+                    ranges[words[2]] = int(words[1])
+                else:
+                    counts[words[0]] = int(words[1])
+        self.assertEqual(counts["pushes"], counts["pops"], f"ranges left open: {ranges}")
+        self.assertEqual(counts["unmatched_pops"], 0)
+        return out, ranges
+
+    def test_nvtx_ranges_name_the_search_step_parts(self):
+        _, ranges = self.nvtx_ranges(QUICK + ["--nstlist", "5", "--cpt", "r.cpt"])
+        # Every search step (warm-up, steps 0 and 5 on 2 ranks) and its parts, as the summary names them.
+        self.assertEqual(ranges.get("search step"), 2 * 3, ranges)
+        for part in ["download", "buffer check", "migrate", "plan", "transport set-up", "upload", "static data",
+                     "pair search"]:
+            self.assertEqual(ranges.get(part), 2 * 3, f"{part}: {ranges}")
+        self.assertIn("energies", ranges)
+        self.assertIn("output", ranges)
+
+    def test_nvtx_ranges_name_the_step_phases_on_gpu(self):
+        if not gpu_visible():
+            self.skipTest("no GPU: nvidia-smi is missing or lists none")
+        gpu = ["--device", "gpu", "--atoms", "22500", "--steps", "20", "--nstlist", "10", "--quiet"]
+        _, ranges = self.nvtx_ranges(gpu + ["--cuda-graphs", "0"])
+        for name in ["search step", "migrate", "plan", "transport set-up", "positions", "pair search", "graphs",
+                     "grid", "lists", "prune", "count check", "MD step", "local non-bonded F", "leapfrog",
+                     "clear forces"]:
+            self.assertIn(name, ranges)
+        # With graphs the step is one launch: one range around it, its phases are graph nodes.
+        _, ranges = self.nvtx_ranges(gpu)
+        self.assertIn("MD step (CUDA graph)", ranges)
+        self.assertNotIn("MD step", ranges)
+
+
 def list_tests():
-    for case in (MdCli, MdRestartOutputs, MdStop, MdStepConventions):
-        for name in sorted(n for n in dir(case) if n.startswith("test_")):
+    for case in (MdCli, MdRestartOutputs, MdStop, MdStepConventions, MdConventions):
+        own = dir(case) if case is MdCli else vars(case)  # MdConventions inherits MdCli's helpers, not its tests
+        for name in sorted(n for n in own if n.startswith("test_")):
             print(f"{case.__name__}.{name}")
 
 

@@ -141,9 +141,15 @@ TEST(PruningSettings, SummaryReportsThePruning) {
     EXPECT_NE(json.find("\"prune_parts\": 4"), std::string::npos) << json;
     EXPECT_NE(json.find("\"rlist_inner\": 0.9"), std::string::npos) << json;
     s.pruneParts = 0;
+    s.onDevice = true;
     std::ostringstream off;
     printPerformanceSummary(off, s, o);
     EXPECT_NE(off.str().find("dynamic pruning: off"), std::string::npos) << off.str();
+    // Pruning is a GPU-backend feature: a CPU run has nothing to say about it.
+    s.onDevice = false;
+    std::ostringstream cpu;
+    printPerformanceSummary(cpu, s, o);
+    EXPECT_EQ(cpu.str().find("dynamic pruning"), std::string::npos) << cpu.str();
 }
 
 // The two counts split the pairs within rc that the used list lacks: beyond

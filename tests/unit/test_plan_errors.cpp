@@ -231,7 +231,23 @@ TEST(PlanErrors, GridHaloWiderThanABlock) {
 
 TEST(PlanErrors, ChooseRankGridExplainsWhenNothingFits) {
     expectError([] { plan::chooseRankGrid(7, plan::Box{{1.5, 1.5, 1.5}}, 0.9, 1.0); }, ErrorKind::Plan,
-                {"no rank grid of 7 ranks fits this box and rlist = 1 nm"});
+                {"no rank grid of 7 rank(s) fits this box and rlist = 1 nm", "use fewer ranks or a larger system"});
+    // One rank has no other grid: no advice to use fewer; lengths rounded to
+    // what they mean (rlist was printed as 1.9000000000000001).
+    const double length = 3.107232505953859, rlist = 1.9000000000000001;
+    const std::string message = [&] {
+        try {
+            plan::chooseRankGrid(1, plan::Box{{length, length, length}}, 0.9, rlist);
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    }();
+    EXPECT_NE(message.find("no rank grid of 1 rank(s) fits this box and rlist = 1.9 nm"), std::string::npos) << message;
+    EXPECT_NE(message.find("box length 3.107 nm is not longer than 2 x rlist = 3.8 nm"), std::string::npos) << message;
+    EXPECT_NE(message.find("use a larger system"), std::string::npos) << message;
+    EXPECT_EQ(message.find("fewer ranks"), std::string::npos) << message;
+    EXPECT_EQ(message.find("0000000"), std::string::npos) << message;
     expectError([] { plan::chooseRankGrid(0, plan::Box{{2.5, 2.5, 2.5}}, 0.9, 1.0); }, ErrorKind::InvalidInput,
                 {"cannot decompose over 0 ranks"});
 }

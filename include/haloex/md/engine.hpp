@@ -28,6 +28,7 @@ struct RunSummary {
     std::string transport;
     std::string backend;
     std::string search;  // where search steps ran: "device" or "host"
+    bool onDevice = false;  // the GPU backend: the summary's device-only lines apply
     int ranks = 1;
     std::string grid;
     std::int64_t atoms = 0;

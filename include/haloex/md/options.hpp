@@ -45,6 +45,9 @@ struct MdOptions {
     double minDistance = kDefaultMinDistance;
     std::uint64_t seed = 2026;
     double temperature = 300.0;  // K: initial velocities and thermostat reference
+    // Draw Maxwell-Boltzmann velocities at `temperature` for a --gro start
+    // even when the file has velocities (without them, they are always drawn).
+    bool generateVelocities = false;
 
     // Integration and interactions
     // mdrun's conventions: N > 0 steps; 0 given (explicitOptions holds
@@ -58,6 +61,9 @@ struct MdOptions {
     double rlist = 0.0;          // nm; 0: from the Verlet-buffer estimate for nstlist
     int nstlist = 0;             // steps between searches; 0: auto (nstlist_choice.hpp)
     std::string nstlistReason;   // filled by resolveOptions: why this nstlist
+    // Filled by resolveOptions: each value given that it changed, with the new
+    // value and why ("--cpt-every 30 rounded up to 50, ...").
+    std::vector<std::string> adjustments;
     double bufferTolerance = 0.005;  // kJ/mol/ps per atom, for the rlist estimate
     // Dynamic ("rolling") pruning of the GPU pair list, GROMACS's dual list:
     // every step re-prunes 1/pruneParts of the list's entries to rlistInner,

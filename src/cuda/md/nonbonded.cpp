@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/nvtx.hpp"
 #include "nonbonded_internal.cuh"
 
 namespace haloex::md::gpu {
@@ -164,6 +165,8 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
         m.params.shifts[s] = make_float3(v.x, v.y, v.z);
     }
     m.buildParts.clear();
+    NvtxParts ranges;  // named as the parts below ("pair search" parts of a search step)
+    ranges.next("grid");
     auto t = std::chrono::steady_clock::now();
     const auto part = [&](const char* name) {
         const auto now = std::chrono::steady_clock::now();
@@ -173,11 +176,14 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     buildLayout(m.layout, dX, dCharge, dZoneMask, numHome, numLocal, m.params.c.sqrtCoulomb,
                 m.options.growthFactor, stream);
     part("grid");
+    ranges.next("lists");
     const SearchPrune prune{m.pruning() ? m.options.pruneParts : 0, m.rlistInner2};
     searchLists(m.lists, m.layout, m.settings, m.options.growthFactor, prune, stream);
     part("lists");
+    ranges.next("non-local home clusters");
     collectNonlocalHomeClusters(m.layout, m.lists[1], m.options.growthFactor, stream);
     part("non-local home clusters");
+    ranges.next("prune");
     // Pruning: the inner lists hold the pairs within rlistInner at the
     // positions of the build (in both xq copies since buildLayout), so the
     // first step already evaluates them; the search's compaction wrote them
@@ -189,6 +195,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
         }
     }
     part("prune");
+    ranges.next("synchronise");
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
     finishSearch(m.lists[0], false);
     finishSearch(m.lists[1], true);
