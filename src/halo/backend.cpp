@@ -8,6 +8,13 @@
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
 
+#if HALOEX_HAVE_CUDA && defined(HALOEX_LINKED_CUDA)
+#include "haloex/cuda/device_buffer.hpp"
+#define HALOEX_BACKEND_WITH_CUDA 1
+#else
+#define HALOEX_BACKEND_WITH_CUDA 0
+#endif
+
 namespace haloex {
 namespace {
 
@@ -63,6 +70,15 @@ std::vector<Backend> availableBackends() {
 std::string unavailableReason(Backend backend) {
     if (backend == Backend::Auto) return {};
     return transport::transportUnavailableReason(toString(backend));
+}
+
+std::string deviceUnavailableReason() {
+#if HALOEX_BACKEND_WITH_CUDA
+    if (cuda::deviceCount() == 0) return "no CUDA device is visible to this process (no driver or no GPU)";
+    return {};
+#else
+    return unavailableReason(Backend::Ipc);  // the configure-time reason CUDA is missing
+#endif
 }
 
 transport::MemorySpace defaultMemorySpace(Backend backend) {

@@ -134,4 +134,46 @@ bool CollectiveBytes::reserve(std::size_t bytes) {
     return true;
 }
 
+void CollectiveBytes::copyFromHost(const void* host, std::size_t bytes, std::size_t offset,
+                                   transport::StreamHandle stream) {
+    if (offset + bytes > capacity_) {
+        throwError(ErrorKind::InvalidInput, fmt::format("{}: copying {} bytes at offset {} into a buffer of {} bytes",
+                                                        what_, bytes, offset, capacity_));
+    }
+    if (bytes == 0) return;
+    auto* dst = static_cast<std::byte*>(data_) + offset;
+    if (memory_ == CollectiveMemory::Host) {
+        std::memcpy(dst, host, bytes);
+        return;
+    }
+#if HALOEX_COLLECTIVE_WITH_CUDA || HALOEX_COLLECTIVE_WITH_NVSHMEM
+    const auto s = static_cast<cudaStream_t>(stream);
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, s));
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(s));
+#else
+    (void)stream;
+#endif
+}
+
+void CollectiveBytes::copyToHost(void* host, std::size_t bytes, std::size_t offset,
+                                 transport::StreamHandle stream) const {
+    if (offset + bytes > capacity_) {
+        throwError(ErrorKind::InvalidInput, fmt::format("{}: copying {} bytes at offset {} out of a buffer of {} bytes",
+                                                        what_, bytes, offset, capacity_));
+    }
+    if (bytes == 0) return;
+    const auto* src = static_cast<const std::byte*>(data_) + offset;
+    if (memory_ == CollectiveMemory::Host) {
+        std::memcpy(host, src, bytes);
+        return;
+    }
+#if HALOEX_COLLECTIVE_WITH_CUDA || HALOEX_COLLECTIVE_WITH_NVSHMEM
+    const auto s = static_cast<cudaStream_t>(stream);
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, s));
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(s));
+#else
+    (void)stream;
+#endif
+}
+
 }  // namespace haloex

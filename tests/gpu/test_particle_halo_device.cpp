@@ -119,21 +119,9 @@ template <class T, class Op>
 void applyInSpace(runtime::World& world, const transport::ParticleTransport& t, std::vector<T>& v,
                   transport::StreamHandle stream, Op op) {
     auto buffer = allocateCollective<T>(world, t, v.size(), "a test field");
-    if (t.memorySpace() == transport::MemorySpace::Host) {
-        std::copy(v.begin(), v.end(), buffer.data());
-        op(buffer.data(), stream);
-        std::copy(buffer.data(), buffer.data() + v.size(), v.begin());
-        return;
-    }
-#if HALOEX_HAVE_CUDA
-    const auto s = static_cast<cudaStream_t>(stream);
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(buffer.data(), v.data(), v.size() * sizeof(T), cudaMemcpyHostToDevice, s));
+    buffer.copyFromHost(v.data(), v.size(), 0, stream);
     op(buffer.data(), stream);
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(v.data(), buffer.data(), v.size() * sizeof(T), cudaMemcpyDeviceToHost, s));
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(s));
-#else
-    HALOEX_ASSERT(false, "device memory without CUDA");
-#endif
+    buffer.copyToHost(v.data(), v.size(), 0, stream);
 }
 
 // Every operation once, on this rank's fields.

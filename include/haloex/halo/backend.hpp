@@ -43,6 +43,10 @@ std::vector<Backend> availableBackends();
 // that was missing at configure time). Auto is always available.
 std::string unavailableReason(Backend backend);
 
+// Empty when this process can use device memory (a CUDA build and a visible
+// GPU); otherwise why not -- for applications that skip device work politely.
+std::string deviceUnavailableReason();
+
 // The memory a backend's arrays live in (Staged: either; the caller decides).
 // Reference: Host; Ipc, Nccl, Nvshmem: Device. Auto is resolved first.
 transport::MemorySpace defaultMemorySpace(Backend backend);

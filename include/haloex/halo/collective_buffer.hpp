@@ -56,6 +56,14 @@ public:
     std::size_t capacity() const { return capacity_; }
     CollectiveMemory memory() const { return memory_; }
 
+    // Blocking copies between host memory and bytes [offset, offset + bytes)
+    // of this buffer, whatever memory it is in (device copies are enqueued
+    // on `stream`, after the work already there, and waited for). Not collective.
+    void copyFromHost(const void* host, std::size_t bytes, std::size_t offset = 0,
+                      transport::StreamHandle stream = nullptr);
+    void copyToHost(void* host, std::size_t bytes, std::size_t offset = 0,
+                    transport::StreamHandle stream = nullptr) const;
+
 private:
     struct Storage;
     runtime::World* world_;
@@ -89,6 +97,16 @@ public:
 
     T* data() const { return static_cast<T*>(bytes_.data()); }
     std::size_t size() const { return size_; }
+
+    // Blocking copies of `count` elements from/to host memory, starting at
+    // element `first` (see CollectiveBytes). Not collective.
+    void copyFromHost(const T* host, std::size_t count, std::size_t first = 0,
+                      transport::StreamHandle stream = nullptr) {
+        bytes_.copyFromHost(host, count * sizeof(T), first * sizeof(T), stream);
+    }
+    void copyToHost(T* host, std::size_t count, std::size_t first = 0, transport::StreamHandle stream = nullptr) const {
+        bytes_.copyToHost(host, count * sizeof(T), first * sizeof(T), stream);
+    }
     std::size_t capacity() const { return bytes_.capacity() / sizeof(T); }
     CollectiveMemory memory() const { return bytes_.memory(); }
 
