@@ -5,7 +5,9 @@
 // reproduce the reference backend bitwise, for several element types (3, 12,
 // 16, 24 and 80 bytes; float, double, int32 and int64 components). The
 // scatterAdd inputs are integers (also in floats), so the sums are exact in
-// any order. Ranks are threads of this process, or MPI ranks when ctest
+// any order. The same for structured-grid fields (GridHalo on a 3D grid,
+// periodic and open dimensions, self-exchange where a dimension has one
+// rank). Ranks are threads of this process, or MPI ranks when ctest
 // starts the *_np2/_np4/_np8 variants through mpi_gpu_launch; nvshmem runs
 // only there (one PE per process). Device cases skip without a GPU; the
 // staged backend in host memory runs anywhere.
@@ -16,6 +18,7 @@
 #include <array>
 #include <cstdint>
 #include <iostream>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,7 +26,9 @@
 #include "haloex/core/error.hpp"
 #include "haloex/halo/backend.hpp"
 #include "haloex/halo/collective_buffer.hpp"
+#include "haloex/halo/grid_halo.hpp"
 #include "haloex/halo/particle_halo.hpp"
+#include "haloex/plan/grid_plan.hpp"
 #include "haloex/runtime/world.hpp"
 #include "transport_check.hpp"
 
@@ -319,6 +324,130 @@ TEST_P(ParticleHaloBackend, GatherAndScatterAddMatchTheReferenceBitwise) {
     }
     if (ran == 0) GTEST_SKIP() << skipped;
     if (!skipped.empty()) std::cout << skipped;
+}
+
+// ---- structured grids -------------------------------------------------------------------
+
+struct GridFields {
+    std::vector<double> u;            // gathered
+    std::vector<Odd3> tags;           // gathered, 3 bytes
+    std::vector<std::int64_t> count;  // scatter-added
+    std::vector<Vec3f> flux;          // scatter-added, integer-valued floats
+};
+
+GridFields gridInputs(const plan::GridHaloPlan& p) {
+    const auto n = static_cast<std::size_t>(p.numLocal());
+    GridFields in;
+    in.u.resize(n);
+    in.tags.resize(n);
+    in.count.resize(n);
+    in.flux.resize(n);
+    for (int i = 0; i < p.numLocal(); ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        in.u[k] = hashedInt(p.rank, i, 0) * 0.25;
+        in.tags[k] = Odd3{{static_cast<std::uint8_t>(p.rank), static_cast<std::uint8_t>(i), 0x3C}};
+        in.count[k] = hashedInt(p.rank, i, 1);
+        in.flux[k] = Vec3f{static_cast<float>(hashedInt(p.rank, i, 2)), static_cast<float>(hashedInt(p.rank, i, 3)),
+                           static_cast<float>(hashedInt(p.rank, i, 4))};
+    }
+    return in;
+}
+
+GridFields runGridHalo(runtime::World& world, transport::ParticleTransport& t, const plan::GridHaloPlan& p,
+                       const GridFields& in, transport::StreamHandle stream) {
+    GridHalo halo(t, p);
+    GridFields out = in;
+    const auto gather = [&](auto& v) {
+        applyInSpace(world, t, v, stream, [&](auto* ptr, transport::StreamHandle s) { halo.gather(ptr, s); });
+    };
+    const auto scatterAdd = [&](auto& v) {
+        applyInSpace(world, t, v, stream, [&](auto* ptr, transport::StreamHandle s) { halo.scatterAdd(ptr, s); });
+    };
+    gather(out.u);
+    gather(out.tags);
+    scatterAdd(out.count);
+    scatterAdd(out.flux);
+    return out;
+}
+
+// A 3D grid with halo width 2, periodic along x and z, open along y; the
+// rank grid for `ranks` (a dimension with one rank exchanges with itself).
+plan::GridSpec gridSpecFor(int ranks) {
+    plan::GridSpec spec;
+    spec.cells = {12, 10, 8};
+    spec.grid = plan::RankGrid(ranks == 8 ? plan::Int3{2, 2, 2} : ranks == 4 ? plan::Int3{2, 2, 1}
+                                                                   : plan::Int3{ranks, 1, 1});
+    spec.haloWidth = 2;
+    spec.periodic = {true, false, true};
+    return spec;
+}
+
+TEST_P(ParticleHaloBackend, GridGatherAndScatterAddMatchTheReferenceBitwise) {
+    const HaloCase& c = GetParam();
+    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
+    runtime::World* mpi = mpiWorld();
+    const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{1, 2, 4};
+    for (int numRanks : rankCounts) {
+        const plan::GridSpec spec = gridSpecFor(numRanks);
+        SCOPED_TRACE(fmt::format("{} on rank grid {}", c.label(), spec.grid.toString()));
+        std::vector<plan::GridHaloPlan> plans;
+        std::vector<GridFields> inputs, expected(static_cast<std::size_t>(numRanks));
+        for (int r = 0; r < numRanks; ++r) {
+            plans.push_back(plan::buildGridPlan(spec, r));
+            inputs.push_back(gridInputs(plans.back()));
+        }
+        runtime::runInProcess(numRanks, [&](runtime::World& w) {
+            const auto r = static_cast<std::size_t>(w.rank());
+            transport::TransportOptions host;
+            host.memorySpace = transport::MemorySpace::Host;
+            auto t = makeTransport(Backend::Reference, w, host);
+            expected[r] = runGridHalo(w, *t, plans[r], inputs[r], nullptr);
+        });
+        std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
+        const auto body = [&](runtime::World& w) {
+            const auto r = static_cast<std::size_t>(w.rank());
+            transport::TransportOptions options;
+            options.memorySpace = c.space;
+            options.allowSharedGpus = true;
+            transport::StreamHandle stream = nullptr;
+#if HALOEX_HAVE_CUDA
+            std::unique_ptr<cuda::Stream> owned;
+            if (c.space == transport::MemorySpace::Device) {
+                cuda::selectDevice(w, true);
+                owned = std::make_unique<cuda::Stream>();
+                stream = owned->get();
+            }
+#endif
+            auto t = makeTransport(c.backend, w, options);
+            const GridFields got = runGridHalo(w, *t, plans[r], inputs[r], stream);
+            const std::vector<plan::ZoneMask> all;  // no padding in grids
+            std::string m;
+            const auto add = [&](std::string s) {
+                if (!s.empty()) m += (m.empty() ? "" : "; ") + s;
+            };
+            add(testsupport::compareBitwise("gathered double", w.rank(), got.u, expected[r].u, all));
+            add(testsupport::compareBitwise("gathered 3-byte tags", w.rank(), got.tags, expected[r].tags, all));
+            add(testsupport::compareBitwise("scatter-added int64", w.rank(), got.count, expected[r].count, all));
+            add(testsupport::compareBitwise("scatter-added Vec3f", w.rank(), got.flux, expected[r].flux, all));
+            mismatches[r] = m;
+        };
+        try {
+            if (mpi) {
+                body(*mpi);
+            } else {
+                runtime::runInProcess(numRanks, body);
+            }
+        } catch (const Error& e) {
+            if (!isSharedGpuRefusal(e)) throw;
+            std::cout << spec.grid.toString() << " skipped: " << e.what() << "\n";
+            continue;
+        }
+        for (int r = 0; r < numRanks; ++r) {
+            if (!mpi || r == mpi->rank()) {
+                EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
+            }
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, ParticleHaloBackend, ::testing::ValuesIn(haloCases()),
