@@ -55,6 +55,10 @@ struct Big {  // 80 bytes: far above the old 16-byte cap
     std::int64_t k;
 };
 using Odd3 = testsupport::Odd3;
+#if HALOEX_HAVE_CUDA
+// CUDA's vector types are recognised as they are (halo/element.hpp).
+static_assert(CoordinateLike<float3> && CoordinateLike<float4> && CoordinateLike<double3> && ComponentWise<int4>);
+#endif
 using Int3 = std::array<std::int32_t, 3>;
 
 struct Fields {
