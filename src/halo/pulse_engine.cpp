@@ -29,12 +29,22 @@ std::size_t sendElements(const plan::Pulse& p) { return p.sends() ? static_cast<
 // Elements this rank receives forward in pulse p (and sends back in reverse).
 std::size_t recvElements(const plan::Pulse& p) { return p.receives() ? static_cast<std::size_t>(p.recvCount) : 0; }
 
+std::size_t scalarBytes(ScalarKind kind) {
+    return kind == ScalarKind::Float32 || kind == ScalarKind::Int32 || kind == ScalarKind::UInt32 ? 4 : 8;
+}
+
 void requireComponents(const ElementLayout& layout, const char* what) {
     if (layout.components <= 0 || layout.bytes == 0) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("{} needs a component-wise element type (halo scalars, see haloex/halo/element.hpp); "
                                "this one has {} bytes and no components",
                                what, layout.bytes));
+    }
+    if (layout.bytes != static_cast<std::size_t>(layout.components) * scalarBytes(layout.scalar)) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{}: an element of {} bytes cannot be {} scalars of {} bytes (an ElementLayout that "
+                               "does not describe its type)",
+                               what, layout.bytes, layout.components, scalarBytes(layout.scalar)));
     }
 }
 
@@ -158,6 +168,7 @@ void PulseEngine::gather(void* array, const ElementLayout& layout, const plan::B
                          transport::StreamHandle stream) {
     if (layout.bytes == 0) throwError(ErrorKind::InvalidInput, "gather: an element type of 0 bytes");
     if (shiftBox) {
+        requireComponents(layout, "gather with a periodic shift");
         if (layout.components < 3 || (layout.scalar != ScalarKind::Float32 && layout.scalar != ScalarKind::Float64)) {
             throwError(ErrorKind::InvalidInput,
                        "gather with a periodic shift needs coordinate-like elements: at least three float or double "

@@ -320,6 +320,13 @@ TEST(ParticleHalo, TypeErasedScatterAddNeedsComponents) {
             EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
             EXPECT_NE(std::string(e.what()).find("component-wise"), std::string::npos) << e.what();
         }
+        // A layout that does not describe its type (3 doubles in 16 bytes) is refused too.
+        std::vector<std::array<double, 2>> w(static_cast<std::size_t>(halo.numLocal()));
+        ElementLayout wrong = elementLayoutOf<std::array<double, 2>>();
+        wrong.components = 3;
+        EXPECT_THROW(halo.scatterAddLayout(w.data(), wrong, nullptr), Error);
+        const plan::Box box{{4.0, 3.0, 3.0}};
+        EXPECT_THROW(halo.gatherLayout(w.data(), wrong, &box, nullptr), Error) << "the shift needs the layout right";
     });
 }
 
