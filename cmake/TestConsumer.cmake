@@ -8,7 +8,9 @@
 # 3. examples/consumer (COMPONENTS plan) configures with CUDA, MPI, NCCL and
 #    NVSHMEM all switched off (CMAKE_DISABLE_FIND_PACKAGE_*: any lookup of them
 #    fails), builds and runs.
-# 4. examples/consumer_nvshmem (COMPONENTS nvshmem, links haloex::nvshmem)
+# 4. examples/particle_halo (COMPONENTS transports: the halo API) configures,
+#    builds and runs (reference backend, thread ranks).
+# 5. examples/consumer_nvshmem (COMPONENTS nvshmem, links haloex::nvshmem)
 #    configures, builds and runs; ldd resolves libhaloex_nvshmem and (when
 #    the install copied NVSHMEM) libnvshmem_host inside the moved prefix, with
 #    NVSHMEM's bootstrap plugin beside the latter.
@@ -129,6 +131,10 @@ endfunction()
 consumer(consumer plan_summary "rank 3: [0-9]+ home, [1-9][0-9]* halo atoms"
          -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON
          -DCMAKE_DISABLE_FIND_PACKAGE_NCCL=ON -DCMAKE_DISABLE_FIND_PACKAGE_NVSHMEM=ON --no-warn-unused-cli)
+
+# The halo API (COMPONENTS transports) from the outside: examples/particle_halo
+# builds against the installed package and checks its forces.
+consumer(particle_halo particle_halo "forces match the direct sum")
 
 if(HAVE_NVSHMEM)
   consumer(consumer_nvshmem nvshmem_probe "nvshmem transport linked; host memory refused as expected")

@@ -1,0 +1,71 @@
+#pragma once
+// The halo backends as a typed registry (library haloex_transports): which
+// mechanism moves the halo data, which of them this build has, and why the
+// others are missing -- so an application asks at run time instead of
+// writing #if around optional dependencies.
+//
+// A thin layer over transport/factory.hpp: each concrete backend is one
+// transport, made by makeTransport(); the reasons are the configure-time
+// ones the factory carries.
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "haloex/runtime/world.hpp"
+#include "haloex/transport/factory.hpp"
+#include "haloex/transport/transport.hpp"
+
+namespace haloex {
+
+enum class Backend {
+    Reference,  // host memory, in-process ranks (threads): the bitwise oracle
+    Staged,     // host or device memory, CPU-orchestrated over any World (MPI included)
+    Ipc,        // device memory, CUDA IPC peer copies within a node
+    Nccl,       // device memory, stream-ordered NCCL send/receive
+    Nvshmem,    // device memory, GPU-initiated (fused kernels, put with signal)
+    Auto,       // resolved by resolveAuto() to one of the above
+};
+
+// "reference", "staged", "ipc", "nccl", "nvshmem", "auto" (the factory's names).
+std::string_view toString(Backend backend);
+// The inverse of toString; std::nullopt for an unknown name.
+std::optional<Backend> backendFromString(std::string_view name);
+// Like backendFromString, but an unknown name throws InvalidInput listing the known ones.
+Backend parseBackend(std::string_view name);
+
+// Every concrete backend haloex knows (Auto excluded), in order of sophistication.
+std::vector<Backend> knownBackends();
+// The concrete backends this build contains (Reference and Staged always).
+std::vector<Backend> availableBackends();
+// Empty when `backend` is in this build; otherwise why not (the dependency
+// that was missing at configure time). Auto is always available.
+std::string unavailableReason(Backend backend);
+
+// Empty when this process can use device memory (a CUDA build and a visible
+// GPU); otherwise why not -- for applications that skip device work politely.
+std::string deviceUnavailableReason();
+
+// The memory a backend's arrays live in (Staged: either; the caller decides).
+// Reference: Host; Ipc, Nccl, Nvshmem: Device. Auto is resolved first.
+transport::MemorySpace defaultMemorySpace(Backend backend);
+
+// Auto, as the MD proxy has always resolved it: a thread world gets the
+// Reference backend; host memory or a single rank gets Staged; otherwise
+// Nvshmem where built, else Ipc. Concrete backends are returned unchanged.
+//
+// NOT what issue 15 asks of Auto yet: it does not measure. A measuring Auto
+// would time the available backends inside a representative step (the fused
+// kernels compete with compute for SMs), decide collectively, cache the
+// choice per plan shape and report it in describe(); that is still to do.
+Backend resolveAuto(Backend backend, const runtime::World& world, transport::MemorySpace space);
+
+// Collective over `world`: makes the backend's transport (Auto resolved with
+// options.memorySpace). Throws InvalidInput when the backend is not in this
+// build, with unavailableReason() in the message, and for the combinations
+// makeTransport() refuses (e.g. Reference over an MPI world).
+std::unique_ptr<transport::ParticleTransport> makeTransport(Backend backend, runtime::World& world,
+                                                            const transport::TransportOptions& options = {});
+
+}  // namespace haloex

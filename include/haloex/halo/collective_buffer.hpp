@@ -1,0 +1,130 @@
+#pragma once
+// A collective allocator for arrays the halo backends may need in special
+// memory (library haloex_transports), in the spirit of cuDecomp's
+// cudecompMalloc: every rank asks for its own count, every rank gets the
+// maximum over the ranks, in the memory the backend wants --
+//   Reference, Staged in host memory   host memory (std::vector-like)
+//   Staged in device memory, Ipc, Nccl cudaMalloc'd device memory
+//   Nvshmem                            NVSHMEM symmetric memory (nvshmem_malloc:
+//                                      the same size on every rank), so that
+//                                      peers can address it
+// Today's gather/scatterAdd (halo/particle_halo.hpp) work on any array of
+// the backend's memory space; symmetric memory is what kernels that store
+// into a peer's array need (NVSHMEM's rule, the device-side halo API).
+//
+// Collective: construction, resize(), reserve() and destruction are calls
+// every rank of the World makes, in the same order. Growth is geometric (at
+// least half the current capacity again) and preserves the contents up to
+// the old size. Device memory: select the rank's GPU first
+// (cuda::selectDevice); NVSHMEM is initialised on first use.
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <type_traits>
+
+#include "haloex/halo/backend.hpp"
+#include "haloex/runtime/world.hpp"
+#include "haloex/transport/transport.hpp"
+
+namespace haloex {
+
+enum class CollectiveMemory { Host, Device, NvshmemSymmetric };
+
+// The memory `backend` needs in `space` (Auto must be resolved first).
+// Throws InvalidInput for a space the backend does not support and for a
+// backend this build lacks (with unavailableReason()).
+CollectiveMemory collectiveMemoryFor(Backend backend, transport::MemorySpace space);
+// The memory of the arrays `transport` exchanges.
+CollectiveMemory collectiveMemoryFor(const transport::ParticleTransport& transport);
+
+// Untyped bytes; CollectiveBuffer<T> is the typed face.
+class CollectiveBytes {
+public:
+    // Collective; allocates nothing yet. `what` names the array in errors.
+    CollectiveBytes(runtime::World& world, CollectiveMemory memory, std::string what = "a collective buffer");
+    ~CollectiveBytes();  // collective for NVSHMEM symmetric memory
+    CollectiveBytes(CollectiveBytes&&) noexcept;
+    CollectiveBytes& operator=(CollectiveBytes&&) noexcept;
+    CollectiveBytes(const CollectiveBytes&) = delete;
+    CollectiveBytes& operator=(const CollectiveBytes&) = delete;
+
+    // Collective: capacity() becomes at least the maximum of `bytes` over
+    // the ranks (the same on every rank). Returns whether it reallocated
+    // (data() then changed; the first min(old, new) bytes were kept).
+    bool reserve(std::size_t bytes);
+    void* data() const { return data_; }
+    std::size_t capacity() const { return capacity_; }
+    CollectiveMemory memory() const { return memory_; }
+
+    // Blocking copies between host memory and bytes [offset, offset + bytes)
+    // of this buffer, whatever memory it is in (device copies are enqueued
+    // on `stream`, after the work already there, and waited for). Not collective.
+    void copyFromHost(const void* host, std::size_t bytes, std::size_t offset = 0,
+                      transport::StreamHandle stream = nullptr);
+    void copyToHost(void* host, std::size_t bytes, std::size_t offset = 0,
+                    transport::StreamHandle stream = nullptr) const;
+
+private:
+    struct Storage;
+    runtime::World* world_;
+    CollectiveMemory memory_;
+    std::string what_;
+    std::unique_ptr<Storage> storage_;
+    void* data_ = nullptr;
+    std::size_t capacity_ = 0;
+};
+
+template <class T>
+class CollectiveBuffer {
+    static_assert(std::is_trivially_copyable_v<T>, "collective buffers hold trivially copyable elements");
+
+public:
+    // Collective: every rank passes its own `count`; all get max(count).
+    CollectiveBuffer(runtime::World& world, CollectiveMemory memory, std::size_t count,
+                     std::string what = "a collective buffer")
+        : bytes_(world, memory, std::move(what)) {
+        resize(count);
+    }
+
+    // Collective: size() becomes `count` on this rank; the capacity (the
+    // maximum over the ranks) grows geometrically when needed.
+    void resize(std::size_t count) {
+        bytes_.reserve(count * sizeof(T));
+        size_ = count;
+    }
+    // Collective: room for `count` elements on every rank, size unchanged.
+    void reserve(std::size_t count) { bytes_.reserve(count * sizeof(T)); }
+
+    T* data() const { return static_cast<T*>(bytes_.data()); }
+    std::size_t size() const { return size_; }
+
+    // Blocking copies of `count` elements from/to host memory, starting at
+    // element `first` (see CollectiveBytes). Not collective.
+    void copyFromHost(const T* host, std::size_t count, std::size_t first = 0,
+                      transport::StreamHandle stream = nullptr) {
+        bytes_.copyFromHost(host, count * sizeof(T), first * sizeof(T), stream);
+    }
+    void copyToHost(T* host, std::size_t count, std::size_t first = 0, transport::StreamHandle stream = nullptr) const {
+        bytes_.copyToHost(host, count * sizeof(T), first * sizeof(T), stream);
+    }
+    std::size_t capacity() const { return bytes_.capacity() / sizeof(T); }
+    CollectiveMemory memory() const { return bytes_.memory(); }
+
+private:
+    CollectiveBytes bytes_;
+    std::size_t size_ = 0;
+};
+
+// For arrays a backend (or a transport already made) exchanges; collective.
+template <class T>
+CollectiveBuffer<T> allocateCollective(runtime::World& world, Backend backend, transport::MemorySpace space,
+                                       std::size_t count, std::string what = "a collective buffer") {
+    return CollectiveBuffer<T>(world, collectiveMemoryFor(backend, space), count, std::move(what));
+}
+template <class T>
+CollectiveBuffer<T> allocateCollective(runtime::World& world, const transport::ParticleTransport& transport,
+                                       std::size_t count, std::string what = "a collective buffer") {
+    return CollectiveBuffer<T>(world, collectiveMemoryFor(transport), count, std::move(what));
+}
+
+}  // namespace haloex

@@ -1,0 +1,119 @@
+#pragma once
+// Typed halo operations on per-atom arrays the USER owns (library
+// haloex_transports), in the spirit of Cabana's Gather/Scatter: a halo object
+// is bound once to a transport and its current particle plan, then applied
+// to any array of numLocal() elements laid out as the plan says -- home atoms
+// [0, numHome()), then each pulse's received atoms at its recvOffset.
+//
+//   gather(a)             owners -> ghosts: every pulse in order, so later
+//                         pulses forward what earlier ones delivered; the
+//                         ghost entries of `a` are overwritten, home entries
+//                         are read only.
+//   gather(x, PeriodicShift{box})
+//                         the same, adding the pulse's periodic shift
+//                         (shiftSign * box length along the pulse's
+//                         dimension) to coordinate-like elements, exactly as
+//                         the reference transport does.
+//   scatterAdd(f)         ghosts -> owners: pulses in reverse order, each
+//                         ghost entry added into the entry it was gathered
+//                         from (forwarded ghosts first pass their sums back
+//                         to the ghost they were forwarded from). Home entries
+//                         end up with their own value plus every ghost copy's;
+//                         ghost entries are not cleared (those forwarded on
+//                         hold partial sums): only home entries are meaningful.
+//
+// Element types: gather takes any trivially copyable T (no size cap);
+// scatterAdd and the shift need a component-wise T (halo/element.hpp).
+// Additions happen component by component, per pulse in plan order, so every
+// backend gives the reference backend's bits.
+//
+// Memory and streams. `array` lives in the transport's memorySpace():
+//   - host backends (reference, staged in host memory): plain loops; the call
+//     completes before it returns; `stream` is ignored.
+//   - device backends (staged, ipc, nccl, nvshmem): device pack/unpack kernels
+//     and the transport's exchangeBlock, enqueued on `stream` (a
+//     cudaStream_t). The results are there for work enqueued on `stream`
+//     after the call; the caller must not change `array` before that work
+//     runs. staged and ipc synchronise `stream` and wait for the peers on the
+//     host once per pulse; nvshmem synchronises `stream` and reduces the
+//     block size over the ranks once per pulse; nccl returns at once.
+// Every call is collective: all ranks make the same sequence of halo calls.
+//
+// This is the generic path, one exchangeBlock per pulse. For an MD step's
+// coordinates and forces the transport's own forwardCoordinates /
+// reverseForces (nvshmem's fused kernels: no host involvement, graph
+// capturable) remain the fast path; this API is for everything else and for
+// codes that keep their own arrays.
+#include <memory>
+
+#include "haloex/halo/element.hpp"
+#include "haloex/plan/box.hpp"
+#include "haloex/plan/particle_plan.hpp"
+#include "haloex/transport/transport.hpp"
+
+namespace haloex {
+
+// gather's periodic-shift policy for coordinates (lengths in the array's unit).
+struct PeriodicShift {
+    plan::Box box;
+};
+
+namespace halo_detail {
+class PulseEngine;
+}
+
+class ParticleHalo {
+public:
+    // Binds to `transport` and the plan it holds now (call transport.setPlan
+    // first). Not collective. Device backends upload the plan's index maps
+    // (host-built plans) or use the device maps of a GPU-built plan (kept
+    // alive by its builder until its next build).
+    explicit ParticleHalo(transport::ParticleTransport& transport);
+    ~ParticleHalo();
+    ParticleHalo(ParticleHalo&&) noexcept;
+    ParticleHalo& operator=(ParticleHalo&&) noexcept;
+    ParticleHalo(const ParticleHalo&) = delete;
+    ParticleHalo& operator=(const ParticleHalo&) = delete;
+
+    // After transport.setPlan(newPlan) (repartitioning): binds the new plan.
+    // Using the halo with a changed plan without rebind() throws InvalidInput.
+    void rebind();
+
+    const plan::ParticleHaloPlan& plan() const;
+    int numHome() const { return plan().numHome; }
+    int numLocal() const { return plan().numLocal; }  // elements every array must hold
+    transport::MemorySpace memorySpace() const;
+
+    template <class T>
+    void gather(T* array, transport::StreamHandle stream = nullptr) {
+        gatherLayout(array, elementLayoutOf<T>(), nullptr, stream);
+    }
+    template <class T>
+    void gather(T* array, const PeriodicShift& shift, transport::StreamHandle stream = nullptr) {
+        static_assert(CoordinateLike<T>,
+                      "the periodic shift needs coordinate-like elements (floating-point x, y, z; see "
+                      "haloex/halo/element.hpp)");
+        gatherLayout(array, elementLayoutOf<T>(), &shift.box, stream);
+    }
+    template <class T>
+    void scatterAdd(T* array, transport::StreamHandle stream = nullptr) {
+        static_assert(ComponentWise<T>,
+                      "scatterAdd adds component by component: T must be a halo scalar, a struct of x, y, z(, w) "
+                      "or std::array of one, or specialise haloex::ElementComponents (haloex/halo/element.hpp)");
+        scatterAddLayout(array, elementLayoutOf<T>(), stream);
+    }
+
+    // The type-erased forms behind the templates (for element types known
+    // only at run time). `shiftBox` null: no shift.
+    void gatherLayout(void* array, const ElementLayout& layout, const plan::Box* shiftBox,
+                      transport::StreamHandle stream);
+    void scatterAddLayout(void* array, const ElementLayout& layout, transport::StreamHandle stream);
+
+private:
+    void requireCurrentPlan() const;
+
+    transport::ParticleTransport* transport_;
+    std::unique_ptr<halo_detail::PulseEngine> engine_;
+};
+
+}  // namespace haloex

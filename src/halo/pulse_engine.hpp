@@ -1,0 +1,53 @@
+#pragma once
+// The transport-neutral core of the typed halo operations: moves elements of
+// a user array along a list of pulses through a transport's exchangeBlock,
+// with plain loops for host memory and device kernels for device memory.
+// Shared by the particle halo (contiguous receive slots) and usable for
+// scattered placements (grid plans: Pulse::recvIndices). Internal.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "haloex/halo/element.hpp"
+#include "haloex/plan/box.hpp"
+#include "haloex/plan/pulse.hpp"
+#include "haloex/transport/transport.hpp"
+
+namespace haloex::halo_detail {
+
+class DeviceMaps;  // device copies of the index maps (pulse_engine.cpp)
+
+class PulseEngine {
+public:
+    // `numLocal`: elements every array holds. Device transports get every
+    // host index map uploaded here (send maps, and receive maps of pulses
+    // with scattered placement); device-resident send maps are used as they are.
+    PulseEngine(transport::ParticleTransport& transport, std::vector<plan::Pulse> pulses, int numLocal);
+    ~PulseEngine();
+
+    void gather(void* array, const ElementLayout& layout, const plan::Box* shiftBox, transport::StreamHandle stream);
+    void scatterAdd(void* array, const ElementLayout& layout, transport::StreamHandle stream);
+
+    const std::vector<plan::Pulse>& pulses() const { return pulses_; }
+    int numLocal() const { return numLocal_; }
+
+private:
+    void reserveScratch(std::size_t bytes, transport::StreamHandle stream);
+    void gatherHost(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox);
+    void scatterAddHost(std::byte* array, const ElementLayout& layout);
+    void gatherDevice(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox,
+                      transport::StreamHandle stream);
+    void scatterAddDevice(std::byte* array, const ElementLayout& layout, transport::StreamHandle stream);
+
+    transport::ParticleTransport& transport_;
+    std::vector<plan::Pulse> pulses_;
+    int numLocal_;
+    bool device_;
+    std::size_t maxElementsPerPulse_ = 0;
+    // Host memory: scratch for packed sends and scattered receives.
+    std::vector<std::byte> hostSend_, hostRecv_;
+    std::unique_ptr<DeviceMaps> deviceMaps_;  // also owns the device scratch
+};
+
+}  // namespace haloex::halo_detail

@@ -1,0 +1,489 @@
+// Conformance of the typed halo operations (halo/particle_halo.hpp) over
+// every backend this build has: gather (with the periodic shift for
+// coordinates) and scatterAdd on the user's own arrays -- held in
+// CollectiveBuffers, so NVSHMEM's symmetric memory is exercised too -- must
+// reproduce the reference backend bitwise, for several element types (3, 12,
+// 16, 24 and 80 bytes; float, double, int32 and int64 components). The
+// scatterAdd inputs are integers (also in floats), so the sums are exact in
+// any order. The same for structured-grid fields (GridHalo on a 3D grid,
+// periodic and open dimensions, self-exchange where a dimension has one
+// rank). Ranks are threads of this process, or MPI ranks when ctest
+// starts the *_np2/_np4/_np8 variants through mpi_gpu_launch; nvshmem runs
+// only there (one PE per process). Device cases skip without a GPU; the
+// staged backend in host memory runs anywhere.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "haloex/config.hpp"
+#include "haloex/core/error.hpp"
+#include "haloex/halo/backend.hpp"
+#include "haloex/halo/collective_buffer.hpp"
+#include "haloex/halo/grid_halo.hpp"
+#include "haloex/halo/particle_halo.hpp"
+#include "haloex/plan/grid_plan.hpp"
+#include "haloex/runtime/world.hpp"
+#include "transport_check.hpp"
+
+#if HALOEX_HAVE_CUDA
+#include "haloex/cuda/device_buffer.hpp"
+#include "haloex/cuda/device_select.hpp"
+#endif
+#if HALOEX_TEST_WITH_MPI
+#include "haloex/runtime/mpi_world.hpp"
+#include "mpi_test_main.hpp"
+#endif
+
+using namespace haloex;
+
+namespace {
+
+// ---- element types -----------------------------------------------------------------
+
+struct Position4 {  // float4-like: x, y, z shifted, w carried
+    float x, y, z, w;
+};
+struct Big {  // 80 bytes: far above the old 16-byte cap
+    double v[9];
+    std::int64_t k;
+};
+using Odd3 = testsupport::Odd3;
+#if HALOEX_HAVE_CUDA
+// CUDA's vector types are recognised as they are (halo/element.hpp).
+static_assert(CoordinateLike<float3> && CoordinateLike<float4> && CoordinateLike<double3> && ComponentWise<int4>);
+#endif
+using Int3 = std::array<std::int32_t, 3>;
+
+struct Fields {
+    // gathered
+    std::vector<Vec3f> xf;
+    std::vector<Vec3d> xd;
+    std::vector<Position4> x4;
+    std::vector<std::int64_t> ids;
+    std::vector<Odd3> tags;
+    std::vector<Big> big;
+    // scatter-added
+    std::vector<Vec3f> f3;
+    std::vector<double> fd;
+    std::vector<std::int64_t> fi;
+    std::vector<Int3> i3;
+};
+
+// An integer in [-1000, 1000] for (rank, atom, component).
+int hashedInt(int rank, int atom, int component) {
+    const std::uint64_t h = testsupport::splitmix64((static_cast<std::uint64_t>(rank) << 40) ^
+                                                    (static_cast<std::uint64_t>(atom) << 3) ^
+                                                    static_cast<std::uint64_t>(component));
+    return static_cast<int>(h % 2001) - 1000;
+}
+
+Fields inputFields(const plan::ParticleHaloPlan& plan, const std::vector<Vec3d>& local) {
+    const auto n = static_cast<std::size_t>(plan.numLocal);
+    const float s = testsupport::kHaloSentinel;
+    Fields in;
+    in.xf.assign(n, Vec3f{s, s, s});
+    in.xd.assign(n, Vec3d{s, s, s});
+    in.x4.assign(n, Position4{s, s, s, s});
+    in.ids.assign(n, -1);
+    in.tags.assign(n, Odd3{{0xEE, 0xEE, 0xEE}});
+    in.big.assign(n, Big{{s, s, s, s, s, s, s, s, s}, -1});
+    in.f3.resize(n);
+    in.fd.resize(n);
+    in.fi.resize(n);
+    in.i3.resize(n);
+    const int r = plan.rank;
+    for (int i = 0; i < plan.numLocal; ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        if (i < plan.numHome) {
+            in.xd[k] = local[k];
+            in.xf[k] = static_cast<Vec3f>(local[k]);
+            in.x4[k] = Position4{in.xf[k].x, in.xf[k].y, in.xf[k].z, static_cast<float>(i)};
+            in.ids[k] = (std::int64_t{r} << 40) | i;
+            in.tags[k] = Odd3{{static_cast<std::uint8_t>(r), static_cast<std::uint8_t>(i), 0x5A}};
+            for (int c = 0; c < 9; ++c) in.big[k].v[c] = hashedInt(r, i, c) * 0.125;
+            in.big[k].k = -in.ids[k];
+        }
+        in.f3[k] = Vec3f{static_cast<float>(hashedInt(r, i, 0)), static_cast<float>(hashedInt(r, i, 1)),
+                         static_cast<float>(hashedInt(r, i, 2))};
+        in.fd[k] = hashedInt(r, i, 3);
+        in.fi[k] = hashedInt(r, i, 4) - (std::int64_t{1} << 45);
+        in.i3[k] = Int3{hashedInt(r, i, 5), hashedInt(r, i, 6), hashedInt(r, i, 7)};
+    }
+    return in;
+}
+
+// ---- where the arrays live -----------------------------------------------------------
+
+// Runs `op(pointer, stream)` on a copy of `v` in the halo's memory space (a
+// CollectiveBuffer for the transport) and copies the result back into `v`.
+// Collective (the buffer).
+template <class T, class Op>
+void applyInSpace(runtime::World& world, const transport::ParticleTransport& t, std::vector<T>& v,
+                  transport::StreamHandle stream, Op op) {
+    auto buffer = allocateCollective<T>(world, t, v.size(), "a test field");
+    buffer.copyFromHost(v.data(), v.size(), 0, stream);
+    op(buffer.data(), stream);
+    buffer.copyToHost(v.data(), v.size(), 0, stream);
+}
+
+// Every operation once, on this rank's fields.
+Fields runHalo(runtime::World& world, transport::ParticleTransport& t, const Fields& in, const plan::Box& box,
+               transport::StreamHandle stream) {
+    ParticleHalo halo(t);
+    Fields out = in;
+    const PeriodicShift shift{box};
+    const auto gather = [&](auto& v) {
+        applyInSpace(world, t, v, stream, [&](auto* p, transport::StreamHandle s) { halo.gather(p, s); });
+    };
+    const auto gatherShifted = [&](auto& v) {
+        applyInSpace(world, t, v, stream, [&](auto* p, transport::StreamHandle s) { halo.gather(p, shift, s); });
+    };
+    const auto scatterAdd = [&](auto& v) {
+        applyInSpace(world, t, v, stream, [&](auto* p, transport::StreamHandle s) { halo.scatterAdd(p, s); });
+    };
+    gatherShifted(out.xf);
+    gatherShifted(out.xd);
+    gatherShifted(out.x4);
+    gather(out.ids);
+    gather(out.tags);
+    gather(out.big);
+    scatterAdd(out.f3);
+    scatterAdd(out.fd);
+    scatterAdd(out.fi);
+    scatterAdd(out.i3);
+    return out;
+}
+
+std::string compareFields(const Fields& got, const Fields& want, int rank, const std::vector<plan::ZoneMask>& zones) {
+    std::string all;
+    const auto add = [&](std::string s) {
+        if (!s.empty()) all += (all.empty() ? "" : "; ") + s;
+    };
+    add(testsupport::compareBitwise("gathered Vec3f coordinates", rank, got.xf, want.xf, zones));
+    add(testsupport::compareBitwise("gathered Vec3d coordinates", rank, got.xd, want.xd, zones));
+    add(testsupport::compareBitwise("gathered float4-like coordinates", rank, got.x4, want.x4, zones));
+    add(testsupport::compareBitwise("gathered int64 ids", rank, got.ids, want.ids, zones));
+    add(testsupport::compareBitwise("gathered 3-byte tags", rank, got.tags, want.tags, zones));
+    add(testsupport::compareBitwise("gathered 80-byte records", rank, got.big, want.big, zones));
+    add(testsupport::compareBitwise("scatter-added Vec3f", rank, got.f3, want.f3, zones));
+    add(testsupport::compareBitwise("scatter-added double", rank, got.fd, want.fd, zones));
+    add(testsupport::compareBitwise("scatter-added int64", rank, got.fi, want.fi, zones));
+    add(testsupport::compareBitwise("scatter-added int32[3]", rank, got.i3, want.i3, zones));
+    return all;
+}
+
+// ---- the reference ----------------------------------------------------------------------
+
+struct Expected {
+    std::vector<plan::ParticleHaloPlan> plans;
+    std::vector<Fields> inputs, outputs;
+};
+
+Expected haloReference(const plan::Decomposition& d, const testsupport::Scenario& s, int alignment) {
+    const auto home = testsupport::randomHomePositions(d, s);
+    plan::InProcessPlans built = plan::buildParticlePlansInProcess(d, home, alignment);
+    Expected e;
+    e.plans = std::move(built.plans);
+    const int n = d.grid().size();
+    e.inputs.resize(static_cast<std::size_t>(n));
+    e.outputs.resize(static_cast<std::size_t>(n));
+    for (int r = 0; r < n; ++r) {
+        e.inputs[static_cast<std::size_t>(r)] =
+            inputFields(e.plans[static_cast<std::size_t>(r)], built.localPositions[static_cast<std::size_t>(r)]);
+    }
+    runtime::runInProcess(n, [&](runtime::World& w) {
+        const auto r = static_cast<std::size_t>(w.rank());
+        transport::TransportOptions host;
+        host.memorySpace = transport::MemorySpace::Host;
+        auto t = makeTransport(Backend::Reference, w, host);
+        t->setPlan(e.plans[r]);
+        e.outputs[r] = runHalo(w, *t, e.inputs[r], d.box(), nullptr);
+    });
+    return e;
+}
+
+// ---- the cases ------------------------------------------------------------------------
+
+runtime::World* mpiWorld() {
+#if HALOEX_TEST_WITH_MPI
+    if (runtime::MpiSession::launchedByMpiLauncher()) return &testsupport::mpiTestWorld();
+#endif
+    return nullptr;
+}
+
+std::string noGpuReason() {
+#if HALOEX_HAVE_CUDA
+    if (cuda::deviceCount() == 0) return "no CUDA device is visible on this machine (no driver or no GPU)";
+    return {};
+#else
+    return "this build has no CUDA";
+#endif
+}
+
+struct HaloCase {
+    Backend backend;
+    transport::MemorySpace space;
+    std::string label() const {
+        return std::string(toString(backend)) + (space == transport::MemorySpace::Host ? "_host" : "_device");
+    }
+};
+void PrintTo(const HaloCase& c, std::ostream* os) { *os << c.label(); }
+
+// From the registry: a backend added to the build is tested without a line
+// here. Reference is the oracle.
+std::vector<HaloCase> haloCases() {
+    std::vector<HaloCase> cases;
+    for (Backend b : availableBackends()) {
+        if (b == Backend::Reference) continue;
+        if (b == Backend::Staged) cases.push_back({b, transport::MemorySpace::Host});
+        cases.push_back({b, transport::MemorySpace::Device});
+    }
+    return cases;
+}
+
+std::string cannotRunHere(const HaloCase& c) {
+    if (c.space == transport::MemorySpace::Device) {
+        if (std::string why = noGpuReason(); !why.empty()) return why;
+    }
+    if (c.backend == Backend::Nvshmem && !mpiWorld()) {
+        return "nvshmem needs one process per rank: it runs in the MPI variants (ctest -R test_particle_halo_device_np)";
+    }
+    return {};
+}
+
+bool isSharedGpuRefusal(const Error& e) {
+    return e.kind() == ErrorKind::Nccl && std::string(e.what()).find("refuses two ranks on one GPU") != std::string::npos;
+}
+
+std::string runRank(runtime::World& world, const HaloCase& c, const plan::Box& box, const Expected& expected) {
+    const auto r = static_cast<std::size_t>(world.rank());
+    transport::TransportOptions options;
+    options.memorySpace = c.space;
+    options.allowSharedGpus = true;
+    if (c.space == transport::MemorySpace::Host) {
+        auto t = makeTransport(c.backend, world, options);
+        t->setPlan(expected.plans[r]);
+        const Fields got = runHalo(world, *t, expected.inputs[r], box, nullptr);
+        return compareFields(got, expected.outputs[r], world.rank(), expected.plans[r].zoneMask);
+    }
+#if HALOEX_HAVE_CUDA
+    cuda::selectDevice(world, /*allowSharedGpus=*/true);
+    cuda::Stream stream;
+    auto t = makeTransport(c.backend, world, options);
+    t->setPlan(expected.plans[r]);
+    const Fields got = runHalo(world, *t, expected.inputs[r], box, stream.get());
+    return compareFields(got, expected.outputs[r], world.rank(), expected.plans[r].zoneMask);
+#else
+    (void)box;
+    return "device memory without CUDA";
+#endif
+}
+
+class ParticleHaloBackend : public ::testing::TestWithParam<HaloCase> {};
+
+TEST_P(ParticleHaloBackend, GatherAndScatterAddMatchTheReferenceBitwise) {
+    const HaloCase& c = GetParam();
+    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
+    runtime::World* mpi = mpiWorld();
+    const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{1, 2, 4};
+    // nvshmem's bulk-copy transport wants receive slots aligned to 4 atoms.
+    const int alignment = c.backend == Backend::Nvshmem ? 4 : 1;
+    std::string skipped;
+    int ran = 0;
+    for (int numRanks : rankCounts) {
+        const auto scenarios = testsupport::scenariosForRanks(numRanks);
+        ASSERT_FALSE(scenarios.empty()) << "no decomposition scenario for " << numRanks << " ranks";
+        for (const auto& s : scenarios) {
+            SCOPED_TRACE(fmt::format("{} on grid {} ({})", c.label(), s.grid, mpi ? "MPI ranks" : "thread ranks"));
+            const plan::Decomposition d = testsupport::makeDecomposition(s);
+            const Expected expected = haloReference(d, s, alignment);
+            std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
+            try {
+                if (mpi) {
+                    mismatches[static_cast<std::size_t>(mpi->rank())] = runRank(*mpi, c, d.box(), expected);
+                } else {
+                    runtime::runInProcess(numRanks, [&](runtime::World& w) {
+                        mismatches[static_cast<std::size_t>(w.rank())] = runRank(w, c, d.box(), expected);
+                    });
+                }
+            } catch (const Error& e) {
+                if (!isSharedGpuRefusal(e)) throw;
+                skipped += fmt::format("{} on {} ranks skipped: {}\n", s.grid, numRanks, e.what());
+                continue;
+            }
+            ++ran;
+            for (int r = 0; r < numRanks; ++r) {
+                if (!mpi || r == mpi->rank()) {
+                    EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
+                }
+            }
+        }
+    }
+    if (ran == 0) GTEST_SKIP() << skipped;
+    if (!skipped.empty()) std::cout << skipped;
+}
+
+// ---- structured grids -------------------------------------------------------------------
+
+struct GridFields {
+    std::vector<double> u;            // gathered
+    std::vector<Odd3> tags;           // gathered, 3 bytes
+    std::vector<std::int64_t> count;  // scatter-added
+    std::vector<Vec3f> flux;          // scatter-added, integer-valued floats
+};
+
+GridFields gridInputs(const plan::GridHaloPlan& p) {
+    const auto n = static_cast<std::size_t>(p.numLocal());
+    GridFields in;
+    in.u.resize(n);
+    in.tags.resize(n);
+    in.count.resize(n);
+    in.flux.resize(n);
+    for (int i = 0; i < p.numLocal(); ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        in.u[k] = hashedInt(p.rank, i, 0) * 0.25;
+        in.tags[k] = Odd3{{static_cast<std::uint8_t>(p.rank), static_cast<std::uint8_t>(i), 0x3C}};
+        in.count[k] = hashedInt(p.rank, i, 1);
+        in.flux[k] = Vec3f{static_cast<float>(hashedInt(p.rank, i, 2)), static_cast<float>(hashedInt(p.rank, i, 3)),
+                           static_cast<float>(hashedInt(p.rank, i, 4))};
+    }
+    return in;
+}
+
+GridFields runGridHalo(runtime::World& world, transport::ParticleTransport& t, const plan::GridHaloPlan& p,
+                       const GridFields& in, transport::StreamHandle stream) {
+    GridHalo halo(t, p);
+    GridFields out = in;
+    const auto gather = [&](auto& v) {
+        applyInSpace(world, t, v, stream, [&](auto* ptr, transport::StreamHandle s) { halo.gather(ptr, s); });
+    };
+    const auto scatterAdd = [&](auto& v) {
+        applyInSpace(world, t, v, stream, [&](auto* ptr, transport::StreamHandle s) { halo.scatterAdd(ptr, s); });
+    };
+    gather(out.u);
+    gather(out.tags);
+    scatterAdd(out.count);
+    scatterAdd(out.flux);
+    return out;
+}
+
+// A 3D grid with halo width 2, periodic along x and z, open along y; the
+// rank grid for `ranks` (a dimension with one rank exchanges with itself).
+plan::GridSpec gridSpecFor(int ranks) {
+    plan::GridSpec spec;
+    spec.cells = {12, 10, 8};
+    spec.grid = plan::RankGrid(ranks == 8 ? plan::Int3{2, 2, 2} : ranks == 4 ? plan::Int3{2, 2, 1}
+                                                                   : plan::Int3{ranks, 1, 1});
+    spec.haloWidth = 2;
+    spec.periodic = {true, false, true};
+    return spec;
+}
+
+TEST_P(ParticleHaloBackend, GridGatherAndScatterAddMatchTheReferenceBitwise) {
+    const HaloCase& c = GetParam();
+    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
+    runtime::World* mpi = mpiWorld();
+    const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{1, 2, 4};
+    for (int numRanks : rankCounts) {
+        const plan::GridSpec spec = gridSpecFor(numRanks);
+        SCOPED_TRACE(fmt::format("{} on rank grid {}", c.label(), spec.grid.toString()));
+        std::vector<plan::GridHaloPlan> plans;
+        std::vector<GridFields> inputs, expected(static_cast<std::size_t>(numRanks));
+        for (int r = 0; r < numRanks; ++r) {
+            plans.push_back(plan::buildGridPlan(spec, r));
+            inputs.push_back(gridInputs(plans.back()));
+        }
+        runtime::runInProcess(numRanks, [&](runtime::World& w) {
+            const auto r = static_cast<std::size_t>(w.rank());
+            transport::TransportOptions host;
+            host.memorySpace = transport::MemorySpace::Host;
+            auto t = makeTransport(Backend::Reference, w, host);
+            expected[r] = runGridHalo(w, *t, plans[r], inputs[r], nullptr);
+        });
+        std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
+        const auto body = [&](runtime::World& w) {
+            const auto r = static_cast<std::size_t>(w.rank());
+            transport::TransportOptions options;
+            options.memorySpace = c.space;
+            options.allowSharedGpus = true;
+            transport::StreamHandle stream = nullptr;
+#if HALOEX_HAVE_CUDA
+            std::unique_ptr<cuda::Stream> owned;
+            if (c.space == transport::MemorySpace::Device) {
+                cuda::selectDevice(w, true);
+                owned = std::make_unique<cuda::Stream>();
+                stream = owned->get();
+            }
+#endif
+            auto t = makeTransport(c.backend, w, options);
+            const GridFields got = runGridHalo(w, *t, plans[r], inputs[r], stream);
+            const std::vector<plan::ZoneMask> all;  // no padding in grids
+            std::string m;
+            const auto add = [&](std::string s) {
+                if (!s.empty()) m += (m.empty() ? "" : "; ") + s;
+            };
+            add(testsupport::compareBitwise("gathered double", w.rank(), got.u, expected[r].u, all));
+            add(testsupport::compareBitwise("gathered 3-byte tags", w.rank(), got.tags, expected[r].tags, all));
+            add(testsupport::compareBitwise("scatter-added int64", w.rank(), got.count, expected[r].count, all));
+            add(testsupport::compareBitwise("scatter-added Vec3f", w.rank(), got.flux, expected[r].flux, all));
+            mismatches[r] = m;
+        };
+        try {
+            if (mpi) {
+                body(*mpi);
+            } else {
+                runtime::runInProcess(numRanks, body);
+            }
+        } catch (const Error& e) {
+            if (!isSharedGpuRefusal(e)) throw;
+            std::cout << spec.grid.toString() << " skipped: " << e.what() << "\n";
+            continue;
+        }
+        for (int r = 0; r < numRanks; ++r) {
+            if (!mpi || r == mpi->rank()) {
+                EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
+            }
+        }
+    }
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, ParticleHaloBackend, ::testing::ValuesIn(haloCases()),
+                         [](const ::testing::TestParamInfo<HaloCase>& p) { return p.param.label(); });
+
+TEST(CollectiveBufferDevice, MaximumOverRanksInTheBackendsMemory) {
+    if (const std::string why = noGpuReason(); !why.empty()) GTEST_SKIP() << why;
+#if HALOEX_HAVE_CUDA
+    runtime::World* mpi = mpiWorld();
+    const auto body = [](runtime::World& w, Backend backend) {
+        cuda::selectDevice(w, true);
+        const std::size_t mine = 1000 + 100 * static_cast<std::size_t>(w.rank());
+        const std::size_t largest = 1000 + 100 * static_cast<std::size_t>(w.size() - 1);
+        auto b = allocateCollective<double>(w, backend, transport::MemorySpace::Device, mine, "a device test array");
+        EXPECT_EQ(b.capacity(), largest);
+        std::vector<double> host(mine);
+        for (std::size_t i = 0; i < mine; ++i) host[i] = static_cast<double>(w.rank() * 100000 + i);
+        HALOEX_CUDA_CHECK(cudaMemcpy(b.data(), host.data(), mine * sizeof(double), cudaMemcpyHostToDevice));
+        b.resize(largest + 1);  // every rank grows, geometrically, keeping the contents
+        EXPECT_GE(b.capacity(), largest + largest / 2);
+        std::vector<double> back(mine);
+        HALOEX_CUDA_CHECK(cudaMemcpy(back.data(), b.data(), mine * sizeof(double), cudaMemcpyDeviceToHost));
+        EXPECT_EQ(back, host) << "rank " << w.rank();
+    };
+    if (mpi) {
+        for (Backend b : availableBackends()) {
+            if (b != Backend::Reference) body(*mpi, b);
+        }
+    } else {
+        runtime::runInProcess(2, [&](runtime::World& w) { body(w, Backend::Staged); });
+    }
+#endif
+}
+
+}  // namespace

@@ -1,0 +1,218 @@
+// The typed halo operations on structured-grid fields (halo/grid_halo.hpp)
+// with the reference backend on thread ranks, against a direct computation
+// from global cell indices: after gather every halo cell that maps to a cell
+// of the grid (wrapped along periodic dimensions) holds that cell's value and
+// the others keep the caller's boundary values; after scatterAdd every
+// interior cell holds its own value plus the value of every halo copy of it
+// on any rank. 1D, 2D and 3D, periodic, open and mixed, halo widths 1 and 2,
+// a dimension with one rank (self-exchange), several element types.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <fmt/format.h>
+#include <map>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "haloex/halo/backend.hpp"
+#include "haloex/halo/grid_halo.hpp"
+#include "haloex/plan/grid_plan.hpp"
+#include "haloex/runtime/world.hpp"
+
+namespace {
+
+using namespace haloex;
+using plan::Int3;
+
+struct GridCase {
+    std::string name;
+    Int3 cells;
+    Int3 ranks;
+    int haloWidth;
+    std::array<bool, 3> periodic;
+    std::array<int, 3> dimOrder{2, 1, 0};
+};
+void PrintTo(const GridCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<GridCase> gridCases() {
+    const std::array<bool, 3> P{true, true, true};
+    const std::array<bool, 3> N{false, false, false};
+    return {
+        {"d1_periodic_h2", {13, 1, 1}, {3, 1, 1}, 2, P},
+        {"d1_open_h1", {13, 1, 1}, {4, 1, 1}, 1, N},
+        {"d1_self_periodic_h2", {7, 1, 1}, {1, 1, 1}, 2, P},
+        {"d2_periodic_h1", {11, 7, 1}, {3, 2, 1}, 1, P},
+        {"d2_periodicX_openY_h2", {10, 9, 1}, {4, 2, 1}, 2, {true, false, true}},
+        {"d2_selfX_periodic_h2", {6, 9, 1}, {1, 3, 1}, 2, P},
+        {"d3_periodic_h1", {7, 6, 5}, {2, 2, 2}, 1, P},
+        {"d3_mixed_h2", {8, 7, 5}, {3, 2, 2}, 2, {true, false, true}},
+        {"d3_open_order_yzx_h1", {6, 5, 7}, {2, 1, 3}, 1, N, {1, 2, 0}},
+    };
+}
+
+plan::GridSpec specOf(const GridCase& c) {
+    plan::GridSpec spec;
+    spec.cells = c.cells;
+    spec.grid = plan::RankGrid(c.ranks);
+    spec.haloWidth = c.haloWidth;
+    spec.periodic = c.periodic;
+    spec.dimOrder = c.dimOrder;
+    return spec;
+}
+
+// The global cell a local cell stands for, or exists = false beyond a
+// non-periodic edge.
+struct GlobalCell {
+    Int3 index;
+    bool exists;
+};
+
+GlobalCell globalCell(const plan::GridHaloPlan& p, const GridCase& c, int local) {
+    const Int3 x{local % p.allocated[0] - p.halo[0], (local / p.allocated[0]) % p.allocated[1] - p.halo[1],
+                 local / (p.allocated[0] * p.allocated[1]) - p.halo[2]};
+    GlobalCell g{{}, true};
+    for (int d = 0; d < 3; ++d) {
+        int v = p.origin[d] + x[d];
+        if (c.periodic[d]) {
+            v = ((v % c.cells[d]) + c.cells[d]) % c.cells[d];
+        } else if (v < 0 || v >= c.cells[d]) {
+            g.exists = false;
+        }
+        g.index[d] = v;
+    }
+    return g;
+}
+
+bool isInterior(const plan::GridHaloPlan& p, int local) {
+    const Int3 x{local % p.allocated[0] - p.halo[0], (local / p.allocated[0]) % p.allocated[1] - p.halo[1],
+                 local / (p.allocated[0] * p.allocated[1]) - p.halo[2]};
+    for (int d = 0; d < 3; ++d) {
+        if (x[d] < 0 || x[d] >= p.interior[d]) return false;
+    }
+    return true;
+}
+
+int flat(const Int3& g, const GridCase& c) { return g[0] + c.cells[0] * (g[1] + c.cells[1] * g[2]); }
+
+// A record moved as bytes (not component-wise).
+struct CellState {
+    float rho;
+    float u[3];
+    std::int16_t phase;
+};
+CellState stateOf(int g) {
+    CellState s;
+    std::memset(&s, 0, sizeof(s));
+    s.rho = 1.0f + static_cast<float>(g);
+    s.u[0] = -static_cast<float>(g);
+    s.u[1] = 0.5f * static_cast<float>(g);
+    s.u[2] = 3.0f;
+    s.phase = static_cast<std::int16_t>(g % 5);
+    return s;
+}
+
+class GridHaloCase : public ::testing::TestWithParam<GridCase> {};
+
+TEST_P(GridHaloCase, GatherFillsEveryHaloCellThatExists) {
+    const GridCase c = GetParam();
+    const plan::GridSpec spec = specOf(c);
+    const int n = spec.grid.size();
+    std::vector<std::string> errors(static_cast<std::size_t>(n));
+    runtime::runInProcess(n, [&](runtime::World& w) {
+        const plan::GridHaloPlan p = plan::buildGridPlan(spec, w.rank());
+        transport::TransportOptions host;
+        host.memorySpace = transport::MemorySpace::Host;
+        auto t = makeTransport(Backend::Reference, w, host);
+        GridHalo halo(*t, p);
+        ASSERT_EQ(halo.numLocal(), p.numLocal());
+        const auto size = static_cast<std::size_t>(p.numLocal());
+        std::vector<double> u(size);
+        std::vector<CellState> state(size);
+        std::vector<double> boundary(size);
+        for (int i = 0; i < p.numLocal(); ++i) {
+            const GlobalCell g = globalCell(p, c, i);
+            // Interior: the cell's value; halo: a boundary value of its global position.
+            boundary[i] = -1.0 - (g.index[0] + 10) - 100.0 * (g.index[1] + 10) - 10000.0 * (g.index[2] + 10);
+            u[i] = isInterior(p, i) ? flat(g.index, c) + 0.5 : boundary[i];
+            state[i] = isInterior(p, i) ? stateOf(flat(g.index, c)) : stateOf(-1);
+        }
+        halo.gather(u.data());
+        halo.gather(state.data());
+        int bad = 0;
+        std::string first;
+        for (int i = 0; i < p.numLocal(); ++i) {
+            const GlobalCell g = globalCell(p, c, i);
+            const double want = g.exists ? flat(g.index, c) + 0.5 : boundary[i];
+            const CellState wantState = g.exists ? stateOf(flat(g.index, c)) : stateOf(-1);
+            const bool ok = u[i] == want && std::memcmp(&state[i], &wantState, sizeof(CellState)) == 0;
+            if (!ok && bad++ == 0) first = fmt::format("local cell {}: {} want {}", i, u[i], want);
+        }
+        if (bad) errors[static_cast<std::size_t>(w.rank())] = fmt::format("{} cells differ, first {}", bad, first);
+    });
+    for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+TEST_P(GridHaloCase, ScatterAddReturnsEveryHaloCopyToItsCell) {
+    const GridCase c = GetParam();
+    const plan::GridSpec spec = specOf(c);
+    const int n = spec.grid.size();
+    // Integer-valued contributions: exact in any order.
+    const auto contribution = [](int rank, int local) { return static_cast<double>(1 + rank * 1000 + local % 977); };
+    std::vector<plan::GridHaloPlan> plans;
+    for (int r = 0; r < n; ++r) plans.push_back(plan::buildGridPlan(spec, r));
+    std::map<int, double> wantSum;   // global cell -> own value + every halo copy's
+    std::map<int, int> wantCopies;
+    for (int r = 0; r < n; ++r) {
+        for (int i = 0; i < plans[r].numLocal(); ++i) {
+            const GlobalCell g = globalCell(plans[r], c, i);
+            if (!g.exists) continue;
+            wantSum[flat(g.index, c)] += contribution(r, i);
+            wantCopies[flat(g.index, c)] += 1;
+        }
+    }
+    std::vector<std::string> errors(static_cast<std::size_t>(n));
+    runtime::runInProcess(n, [&](runtime::World& w) {
+        const plan::GridHaloPlan& p = plans[static_cast<std::size_t>(w.rank())];
+        transport::TransportOptions host;
+        host.memorySpace = transport::MemorySpace::Host;
+        auto t = makeTransport(Backend::Reference, w, host);
+        GridHalo halo(*t, p);
+        const auto size = static_cast<std::size_t>(p.numLocal());
+        std::vector<double> v(size);
+        std::vector<std::int64_t> copies(size);
+        std::vector<std::array<float, 4>> f4(size);
+        for (int i = 0; i < p.numLocal(); ++i) {
+            v[i] = contribution(w.rank(), i);
+            copies[i] = 1;
+            f4[i] = {static_cast<float>(v[i]), -static_cast<float>(v[i]), 1.0f, 0.0f};
+        }
+        halo.scatterAdd(v.data());
+        halo.scatterAdd(copies.data());
+        halo.scatterAdd(f4.data());
+        int bad = 0;
+        std::string first;
+        for (int i = 0; i < p.numLocal(); ++i) {
+            if (!isInterior(p, i)) continue;
+            const int g = flat(globalCell(p, c, i).index, c);
+            const double want = wantSum.at(g);
+            const int count = wantCopies.at(g);
+            const bool ok = v[i] == want && copies[i] == count && f4[i][0] == static_cast<float>(want) &&
+                            f4[i][1] == -static_cast<float>(want) && f4[i][2] == static_cast<float>(count) &&
+                            f4[i][3] == 0.0f;
+            if (!ok && bad++ == 0) {
+                first = fmt::format("interior cell {} (global {}): {} want {}, {} copies want {}", i, g, v[i], want,
+                                    copies[i], count);
+            }
+        }
+        if (bad) errors[static_cast<std::size_t>(w.rank())] = fmt::format("{} cells differ, first {}", bad, first);
+    });
+    for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+INSTANTIATE_TEST_SUITE_P(Grids, GridHaloCase, ::testing::ValuesIn(gridCases()),
+                         [](const ::testing::TestParamInfo<GridCase>& i) { return i.param.name; });
+
+}  // namespace
