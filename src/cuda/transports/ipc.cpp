@@ -11,6 +11,7 @@
 #include <exception>
 #include <fmt/format.h>
 #include <map>
+#include <numeric>
 #include <random>
 #include <set>
 
@@ -49,6 +50,20 @@ std::uint64_t nextAllocationId() {
 }
 
 // What a rank tells a peer about one of its buffers.
+// CUDA may sub-allocate small cudaMalloc requests from one larger block, and
+// an IPC handle shares the whole block: a peer that opened one array of the
+// block then fails to open the next one (cudaErrorAlreadyMapped), and the
+// block's other contents would be exposed. NVIDIA's advice is to share only
+// allocations whose size is a multiple of 2 MiB, so an exported array gets at
+// least `count` elements in a whole number of 2 MiB units.
+template <class T>
+std::size_t ipcAllocationElements(std::size_t count) {
+    constexpr std::size_t kGranularity = std::size_t{2} << 20;
+    const std::size_t unitBytes = std::lcm(kGranularity, sizeof(T));  // whole elements, whole 2 MiB units
+    const std::size_t unitElements = unitBytes / sizeof(T);
+    return (std::max<std::size_t>(count, 1) + unitElements - 1) / unitElements * unitElements;
+}
+
 struct ExportedBuffer {
     std::uint64_t process = 0;
     std::uint64_t allocation = 0;
@@ -67,7 +82,7 @@ struct ExportableArray {
     bool needsGrowth(std::size_t count) const { return count > buffer.capacity() || allocation == 0; }
     // With headroom, so later searches rarely grow it (and re-export it).
     void allocate(std::size_t count) {
-        buffer = cuda::DeviceBuffer<T>(count + count / 4 + 64);
+        buffer = cuda::DeviceBuffer<T>(ipcAllocationElements<T>(count + count / 4 + 64));
         buffer.resize(count);
         HALOEX_CUDA_CHECK(cudaIpcGetMemHandle(&handle, buffer.data()));
         allocation = nextAllocationId();
