@@ -120,6 +120,9 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--thermo-every", o.thermoEvery, "Steps between energy lines; 0: steps/10");
     app.add_option("--traj", o.trajFile, "Write a multi-frame .gro trajectory to this file");
     app.add_option("--traj-every", o.trajEvery, "Steps between trajectory frames");
+    app.add_option("--energy", o.energyFile,
+                   "Write every energy step's terms (LJ, Coulomb, potential, kinetic, total, conserved, temperature, "
+                   "pressure; a row every --thermo-every steps) to this .xvg file, continued exactly by --restart");
     app.add_option("--cpt", o.checkpointFile, "Write checkpoints to this file (atomically)");
     app.add_option("--cpt-every", o.checkpointEvery, "Steps between checkpoints (rounded up to a search step)");
     app.add_option("--restart", o.restartFile, "Continue the trajectory stored in this checkpoint");

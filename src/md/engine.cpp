@@ -252,6 +252,8 @@ struct Engine::Impl {
     bool deviceSearch = false;
     // --restart: the checkpoint without its atoms.
     std::optional<CheckpointData> restartFrom;
+    // Where energy rows go (--energy): the run's output, while it runs.
+    RunOutput* energyOutput = nullptr;
     // Sum and sum of squares of every global id (modulo 2^64).
     std::array<std::uint64_t, 2> idFingerprint{0, 0};
 
@@ -713,6 +715,7 @@ struct Engine::Impl {
                                    fastest.describe(e.options_.dt)));
         }
         summary.energies.push_back(sample);
+        if (energyOutput != nullptr) energyOutput->appendEnergies(e.world_, sample);
         if (e.options_.thermostat == "v-rescale") {
             const double lambda = thermostat.scale(sample.kinetic, dof, e.options_.temperature, e.options_.tauT,
                                                    e.options_.thermoEvery * e.options_.dt);
@@ -775,6 +778,7 @@ struct Engine::Impl {
         bool firstSearch = true;
         RunOutput output(o, first);
         output.open(e.world_, restartFrom ? &*restartFrom : nullptr);
+        energyOutput = &output;
         if (o.steps == 0) {
             singlePoint(output);
             firstSearch = false;

@@ -200,9 +200,12 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                          {"conserved", e.conserved}, {"temperature", e.temperature}, {"pressure", e.pressure}};
         nlohmann::json series = nlohmann::json::array();
         for (const auto& x : s.energies) {
-            series.push_back({x.step, x.potential, x.kinetic, x.total, x.conserved, x.temperature});
+            series.push_back({x.step, x.time, x.lj, x.coulomb, x.potential, x.kinetic, x.total, x.conserved,
+                              x.temperature, x.pressure});
         }
-        j["energy_series"] = {{"columns", {"step", "potential", "kinetic", "total", "conserved", "temperature"}},
+        // The terms of --energy's .xvg (energy_file.hpp), by name: readers look columns up.
+        j["energy_series"] = {{"columns", {"step", "time", "lj", "coulomb", "potential", "kinetic", "total",
+                                           "conserved", "temperature", "pressure"}},
                               {"rows", series}};
     }
     nlohmann::json timing = {{"samples", s.timings.samples}};

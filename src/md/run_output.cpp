@@ -1,5 +1,7 @@
 #include "haloex/md/run_output.hpp"
 
+#include "haloex/md/energy_file.hpp"
+
 #include "haloex/md/home_atoms.hpp"
 
 #include <algorithm>
@@ -24,6 +26,7 @@ namespace {
 constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 
 constexpr const char* kTrajectory = "--traj";
+constexpr const char* kEnergy = "--energy";
 
 std::int64_t nextMultipleAfter(std::int64_t step, std::int64_t every) { return (step / every + 1) * every; }
 
@@ -119,6 +122,7 @@ RunOutput::RunOutput(MdOptions resolved, std::int64_t firstStep)
     // Found now rather than after hours of steps.
     requireDirectoryOf("--cpt", options_.checkpointFile);
     requireDirectoryOf("--traj", options_.trajFile);
+    requireDirectoryOf(kEnergy, options_.energyFile);
     if (options_.checkpointEvery < 0) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("--cpt-every {} cannot be negative (0: only at the end)", options_.checkpointEvery));
@@ -146,9 +150,24 @@ void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint) {
                 kTrajectory, options_.trajFile, [atoms](const std::string& path) { return lastFrameStep(path, atoms); },
                 due);
         }
+        if (!options_.energyFile.empty()) {
+            // Format 1 never recorded an energy file: only a new or empty one continues.
+            files_->open(kEnergy, options_.energyFile, nullptr, -1);
+            if (files_->records(kEnergy) == 0) {
+                files_->append(kEnergy, energyXvgHeader(options_.atoms, options_.dt, options_.thermoEvery), -1);
+            }
+        }
         if (!options_.quiet) {
             for (const std::string& note : files_->notes()) fmt::print("{}\n", note);
         }
+    });
+}
+
+void RunOutput::appendEnergies(runtime::World& world, const EnergySample& sample) {
+    if (options_.energyFile.empty()) return;
+    runOnRoot(world, [&] {
+        HALOEX_ASSERT(files_ != nullptr, "RunOutput::appendEnergies before open");
+        files_->append(kEnergy, energyXvgRow(sample), sample.step);
     });
 }
 

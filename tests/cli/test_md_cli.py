@@ -411,6 +411,66 @@ class MdRestartOutputs(CliCase):
         self.assertEqual(digest(self.path("traj.gro")), before)
 
 
+def energy_rows(path):
+    """The data rows of an --energy .xvg file: [time, LJ, Coulomb, ..., pressure] as strings."""
+    with open(path) as f:
+        return [line.split() for line in f if line.strip() and line[0] not in "#@"]
+
+
+class MdEnergyFile(CliCase):
+    """Issue 17's energy series (--energy, .xvg) through the output layer: every
+    term in named columns, one row per energy step, the header once, and a
+    restart that continues the file exactly where its checkpoint stood."""
+
+    ARGS = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10", "--thermo-every", "10",
+            "--quiet"]
+
+    def test_rows_hold_every_term_of_the_json_series(self):
+        status, _, err = self.run_md(self.ARGS + ["--steps", "40", "--energy", "ener.xvg", "--json", "run.json"])
+        self.assertEqual(status, 0, err)
+        with open(self.path("ener.xvg")) as f:
+            text = f.read()
+        for k, term in enumerate(["LJ (SR)", "Coulomb (SR)", "Potential", "Kinetic En.", "Total Energy",
+                                  "Conserved En.", "Temperature", "Pressure"]):
+            self.assertIn('@ s%d legend "%s"' % (k, term), text)
+        rows = energy_rows(self.path("ener.xvg"))
+        table = json_of(self.path("run.json"))["energy_series"]
+        series = [dict(zip(table["columns"], row)) for row in table["rows"]]
+        self.assertEqual(len(rows), len(series))
+        for row, sample in zip(rows, series):
+            values = [float(v) for v in row]
+            self.assertAlmostEqual(values[0], sample["time"], places=6)
+            for column, key in enumerate(["lj", "coulomb", "potential", "kinetic", "total", "conserved",
+                                          "temperature", "pressure"], start=1):
+                self.assertAlmostEqual(values[column], sample[key], delta=1e-9 * max(1.0, abs(sample[key])),
+                                       msg=key)
+
+    def test_restart_from_an_earlier_checkpoint_cuts_the_rows_after_it(self):
+        # A 100-step run checkpoints at 50 (kept as state.cpt.prev) and at 100;
+        # restarting from step 50 with the same file must drop rows 50..99
+        # and write them again: the file then equals the uninterrupted run's.
+        status, _, err = self.run_md(self.ARGS + ["--steps", "100", "--energy", "ener.xvg", "--cpt", "state.cpt",
+                                                  "--cpt-every", "50"])
+        self.assertEqual(status, 0, err)
+        with open(self.path("ener.xvg")) as f:
+            uninterrupted = f.read()
+        self.assertEqual(checkpoint_step(self.path("state.cpt.prev")), 50)
+        shutil.copy(self.path("state.cpt.prev"), self.path("at50.cpt"))
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--steps", "50", "--thermo-every", "10",
+                                        "--restart", "at50.cpt", "--energy", "ener.xvg", "--cpt", "again.cpt"])
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"--energy ener\.xvg: cut back from \d+ to \d+ bytes")
+        with open(self.path("ener.xvg")) as f:
+            self.assertEqual(f.read(), uninterrupted)
+        self.assertEqual(sum(1 for line in uninterrupted.splitlines() if line.startswith("@ s0 ")), 1)
+
+    def test_energy_file_onto_the_input_structure_is_refused(self):
+        shutil.copy(os.path.join(DATA_DIR, "ref-3000.gro"), self.path("x.gro"))
+        status, _, err = self.run_md(self.ARGS + ["--steps", "10", "--gro", "x.gro", "--energy", "x.gro"])
+        self.assertNotEqual(status, 0)
+        self.assertIn("--energy x.gro is the same file as the input --gro x.gro", err)
+
+
 def json_of(path):
     with open(path) as f:
         return json.load(f)
@@ -806,7 +866,7 @@ class MdConventions(MdCli):
 
 
 def list_tests():
-    for case in (MdCli, MdRestartOutputs, MdStop, MdStepConventions, MdConventions):
+    for case in (MdCli, MdRestartOutputs, MdEnergyFile, MdStop, MdStepConventions, MdConventions):
         own = dir(case) if case is MdCli else vars(case)  # MdConventions inherits MdCli's helpers, not its tests
         for name in sorted(n for n in own if n.startswith("test_")):
             print(f"{case.__name__}.{name}")

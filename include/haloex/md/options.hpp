@@ -99,6 +99,7 @@ struct MdOptions {
     // Output
     std::int64_t thermoEvery = 0;  // 0: auto (steps/10, at least 1)
     std::string trajFile;
+    std::string energyFile;  // --energy: the energy series as .xvg (a row every thermo-every steps)
     std::int64_t trajEvery = 0;
     std::string checkpointFile;
     std::int64_t checkpointEvery = 0;

@@ -19,6 +19,7 @@
 namespace haloex::md {
 
 class OutputFiles;
+struct EnergySample;
 
 // The engine's state at a step boundary, besides the atoms.
 struct RunState {
@@ -58,6 +59,10 @@ public:
     // (atomically) due at state.step. An error on rank 0 is thrown on every rank.
     void write(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home, const RunState& state,
                bool last);
+
+    // Collective: the energy step's row into --energy (rank 0 writes; an
+    // error there is thrown on every rank). Nothing without --energy.
+    void appendEnergies(runtime::World& world, const EnergySample& sample);
 
     // Frames in the trajectory (rank 0; a restart counts the ones before it).
     std::int64_t framesWritten() const;

@@ -1,0 +1,24 @@
+#pragma once
+// The energy time series as an .xvg file (--energy): what `gmx energy`
+// writes and xmgrace, numpy.loadtxt(comments="#@") or MDAnalysis read. One
+// row per energy step (--thermo-every): time (ps), then LJ, Coulomb (with the
+// reaction-field self term), potential, kinetic, total and conserved energy
+// (kJ/mol), temperature (K) and pressure (bar). Rows go through the output
+// layer (output_files.hpp), so a restart continues the file exactly.
+#include <cstdint>
+#include <string>
+
+#include "haloex/md/engine.hpp"
+
+namespace haloex::md {
+
+// The legend names, in column order after the time (GROMACS's names).
+inline constexpr const char* kEnergyTerms[] = {"LJ (SR)",      "Coulomb (SR)",  "Potential",   "Kinetic En.",
+                                               "Total Energy", "Conserved En.", "Temperature", "Pressure"};
+
+// The header (comment and xmgrace lines) of a new file.
+std::string energyXvgHeader(std::int64_t atoms, double dt, std::int64_t every);
+// One row; full double precision, so analyses lose nothing.
+std::string energyXvgRow(const EnergySample& sample);
+
+}  // namespace haloex::md

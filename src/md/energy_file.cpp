@@ -1,0 +1,27 @@
+#include "haloex/md/energy_file.hpp"
+
+#include <fmt/format.h>
+
+namespace haloex::md {
+
+std::string energyXvgHeader(std::int64_t atoms, double dt, std::int64_t every) {
+    std::string h = fmt::format(
+        "# haloex-md energies: {} atoms, dt {} ps, a row every {} steps\n"
+        "# Coulomb (SR) includes the reaction-field self term, as GROMACS reports it\n"
+        "@    title \"haloex-md energies\"\n"
+        "@    xaxis  label \"Time (ps)\"\n"
+        "@    yaxis  label \"(kJ/mol), (K), (bar)\"\n"
+        "@TYPE xy\n"
+        "@ legend on\n",
+        atoms, dt, every);
+    int k = 0;
+    for (const char* term : kEnergyTerms) h += fmt::format("@ s{} legend \"{}\"\n", k++, term);
+    return h;
+}
+
+std::string energyXvgRow(const EnergySample& e) {
+    return fmt::format("{:12.6f} {:.17g} {:.17g} {:.17g} {:.17g} {:.17g} {:.17g} {:.17g} {:.17g}\n", e.time, e.lj,
+                       e.coulomb, e.potential, e.kinetic, e.total, e.conserved, e.temperature, e.pressure);
+}
+
+}  // namespace haloex::md
