@@ -10,8 +10,11 @@ namespace haloex::md {
 namespace {
 
 // The cost model's constants, fitted to haloex-md on one H200 (search on the
-// device, rolling pruning in 8 parts; 22 500 and 720 000 atoms at nstlist 50,
-// 100 and 150; docs/md-engine.md "Choosing nstlist"). A steady step costs
+// device, rolling pruning in 8 parts; the steady step at 22 500 and 720 000
+// atoms and nstlist 50, 100 and 150; the search step, refitted after its
+// z-shift skip and prune-at-search, by least squares over the 14 device-search
+// runs of bench/results/md-single-NVIDIA-H200-2026-12-01-b.json, 11 250 to
+// 720 000 atoms; docs/md-engine.md "Choosing nstlist"). A steady step costs
 // kStepFixedUs, plus per home atom kInnerPairNs for every pair of its inner
 // list and kOuterPairNs for every pair the outer list adds (the rolling
 // prune reads 1/8 of them each step). A search step costs, beyond a steady
@@ -20,9 +23,9 @@ namespace {
 constexpr double kStepFixedUs = 14.6;
 constexpr double kInnerPairNs = 0.0064;
 constexpr double kOuterPairNs = 0.0015;
-constexpr double kSearchFixedUs = 431.0;
-constexpr double kSearchAtomNs = 1.81;
-constexpr double kSearchPairNs = 0.0152;
+constexpr double kSearchFixedUs = 408.0;
+constexpr double kSearchAtomNs = 1.04;
+constexpr double kSearchPairNs = 0.0095;
 
 // Pairs per atom within r (each pair counted once) at a number density.
 double pairsPerAtom(double r, double density) { return 2.0 * std::numbers::pi / 3.0 * density * r * r * r; }
