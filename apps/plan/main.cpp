@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/md/forcefield.hpp"
 #include "haloex/md/system.hpp"
@@ -167,6 +168,9 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--seed", o.seed, "Seed of the lattice start (haloex-md's default)")->capture_default_str();
     app.add_flag("--per-rank", o.perRank, "Also list every rank's pulses");
+    app.set_version_flag(
+        "--version", [] { return haloex::buildDescription("haloex-plan"); },
+        "Print the version and the build (commit, CUDA, MPI, NCCL, NVSHMEM) and exit");
     CLI11_PARSE(app, argc, argv);
     try {
         return run(o);

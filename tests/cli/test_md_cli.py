@@ -802,7 +802,7 @@ class MdConventions(MdCli):
 
     def test_version_names_the_build(self):
         tools = [HALOEX_MD] + [os.path.join(os.path.dirname(HALOEX_MD), name) for name in
-                               ("haloex-jacobi", "haloex-commbench", "haloex-halo-stress")]
+                               ("haloex-jacobi", "haloex-commbench", "haloex-halo-stress", "haloex-plan")]
         for tool in [t for t in tools if os.path.exists(t) or t == HALOEX_MD]:
             with self.subTest(tool=os.path.basename(tool)):
                 result = subprocess.run([tool, "--version"], capture_output=True, text=True, timeout=60)
