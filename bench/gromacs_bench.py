@@ -312,7 +312,7 @@ def gmx_version(gmx, env):
 
 
 def export_command(args, atoms, nstlist):
-    cmd = [args.haloex_md, "--device", "cpu", "--atoms", str(atoms), "--steps", "1", "--quiet",
+    cmd = [args.haloex_md, "--device", "cpu", "--atoms", str(atoms), "--steps", "1", "--quiet", "--log", "none",
            "--thermo-every", str(args.thermo_every)]
     if args.thermostat:
         cmd += ["--thermostat", args.thermostat]

@@ -42,7 +42,9 @@ LAUNCHER = {"mpirun": MPIRUN, "mpirun_args": MPIRUN_ARGS}
 def md_command(build, ranks, args, json_path):
     """haloex-md under the one launcher line (none for one rank: haloex-md runs one rank without MPI)."""
     prefix = launcher_prefix(ranks, LAUNCHER["mpirun"], LAUNCHER["mpirun_args"], single_process_without_mpirun=True)
-    return prefix + [os.path.join(build, "bin", "haloex-md"), "--quiet", "--json", json_path] + args
+    # Each run's log beside its record (a shared md.log would pile up backups).
+    log = os.path.splitext(json_path)[0] + ".log" if json_path.endswith(".json") else "none"
+    return prefix + [os.path.join(build, "bin", "haloex-md"), "--quiet", "--json", json_path, "--log", log] + args
 
 
 def run_md(build, ranks, args, timeout, dry_run=False):

@@ -120,6 +120,10 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--thermo-every", o.thermoEvery, "Steps between energy lines; 0: steps/10");
     app.add_option("--traj", o.trajFile, "Write a multi-frame .gro trajectory to this file");
     app.add_option("--traj-every", o.trajEvery, "Steps between trajectory frames");
+    app.add_option("--log", o.logFile,
+                   "The run log (settings with their reasons, energies, averages, per-rank timing); an existing one "
+                   "is backed up to #NAME.N#, a --restart continues it; none: no log")
+        ->capture_default_str();
     app.add_option("--energy", o.energyFile,
                    "Write every energy step's terms (LJ, Coulomb, potential, kinetic, total, conserved, temperature, "
                    "pressure; a row every --thermo-every steps) to this .xvg file, continued exactly by --restart");
@@ -306,6 +310,7 @@ int run(md::MdOptions o) {
 
 int main(int argc, char** argv) {
     md::MdOptions options;
+    options.logFile = "md.log";  // mdrun's default; the library's is none
     CLI::App app{"haloex-md: molecular dynamics of a charged Lennard-Jones liquid (docs/md-engine.md) with a "
                  "domain-decomposed, GPU-initiated halo exchange.\n"
                  "Launch with mpirun/srun for one rank per GPU; without a launcher it uses one GPU, or the CPU "
@@ -318,6 +323,11 @@ int main(int argc, char** argv) {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
+    }
+    for (int i = 0; i < argc; ++i) {
+        const std::string arg = argv[i];
+        const bool quote = arg.empty() || arg.find_first_of(" \t'\"") != std::string::npos;
+        options.commandLine += (i > 0 ? " " : "") + (quote ? "'" + arg + "'" : arg);
     }
     // A restart adopts the checkpoint's settings except those given here.
     // And whether --steps was given (--steps 0 is a single-point evaluation, no --steps the default).

@@ -11,6 +11,7 @@
 #include "haloex/core/error.hpp"
 #include "haloex/core/nvtx.hpp"
 #include "haloex/md/checkpoint.hpp"
+#include "haloex/md/log_file.hpp"
 #include "haloex/md/buffer_check.hpp"
 #include "haloex/md/close_contacts.hpp"
 #include "haloex/md/gro.hpp"
@@ -715,7 +716,10 @@ struct Engine::Impl {
                                    fastest.describe(e.options_.dt)));
         }
         summary.energies.push_back(sample);
-        if (energyOutput != nullptr) energyOutput->appendEnergies(e.world_, sample);
+        if (energyOutput != nullptr) {
+            energyOutput->appendEnergies(e.world_, sample);
+            if (logEnabled(e.options_)) energyOutput->appendLog(e.world_, logEnergyBlock(sample), s);
+        }
         if (e.options_.thermostat == "v-rescale") {
             const double lambda = thermostat.scale(sample.kinetic, dof, e.options_.temperature, e.options_.tauT,
                                                    e.options_.thermoEvery * e.options_.dt);
@@ -779,6 +783,11 @@ struct Engine::Impl {
         RunOutput output(o, first);
         output.open(e.world_, restartFrom ? &*restartFrom : nullptr);
         energyOutput = &output;
+        if (logEnabled(o)) {
+            const LogContext context{e.backend_.description(), e.transport_.name(), e.world_.size(), first,
+                                     restartFrom.has_value()};
+            output.appendLog(e.world_, logHeader(o, context), first);
+        }
         if (o.steps == 0) {
             singlePoint(output);
             firstSearch = false;
@@ -832,16 +841,20 @@ struct Engine::Impl {
             step = chunkEnd;
             if (isEnergyStep(step - 1)) recordEnergies(step - 1);
         }
-        // The end, or the stop: a final checkpoint and whatever is due here.
-        writeOutput(output, firstSearch, true);
         summary.steps = step - first;
         if (stopper.stopRequested() && step < end) {  // a stop agreed at the last step is no stop
             summary.stop = stopper.record();
             summary.stop.searchStep = (step - first) % o.nstlist == 0;
         }
-        // Every step counts, with the energy and output steps' host work.
+        // Every step counts, with the energy and output steps' host work
+        // (the final checkpoint below is no step's).
         summary.totalSeconds = seconds(runStart, Clock::now());
         finishSummary();
+        // The log's end goes before the final checkpoint, which records where
+        // every output stands: a restart from it keeps this segment's summary.
+        if (logEnabled(o)) output.appendLog(e.world_, logEnd(summary, o), step);
+        // The end, or the stop: a final checkpoint and whatever is due here.
+        writeOutput(output, firstSearch, true);
         return summary;
     }
 
@@ -916,7 +929,33 @@ struct Engine::Impl {
         return groupRankNotes(byRank);
     }
 
+    // Minimum, average and maximum over the ranks of this rank's wall-time
+    // parts (collective). The search-step parts join when every rank has the
+    // same ones.
+    std::vector<RankSpread> rankSpread() const {
+        std::vector<std::string> names{"steps without search (s)", "search steps (s)", "start-up (s)"};
+        std::vector<double> values{summary.normalSeconds, summary.searchSeconds, summary.startupSeconds};
+        const auto partCount = static_cast<std::int64_t>(summary.searchPhasesMs.size());
+        if (e.world_.allReduceValue(partCount, runtime::ReduceOp::Min) ==
+            e.world_.allReduceValue(partCount, runtime::ReduceOp::Max)) {
+            for (const auto& [name, ms] : summary.searchPhasesMs) {
+                names.push_back("search: " + name + " (ms)");
+                values.push_back(ms);
+            }
+        }
+        std::vector<double> low = values, sum = values, high = values;
+        e.world_.allReduce(std::span(low), runtime::ReduceOp::Min);
+        e.world_.allReduce(std::span(sum), runtime::ReduceOp::Sum);
+        e.world_.allReduce(std::span(high), runtime::ReduceOp::Max);
+        std::vector<RankSpread> spread;
+        for (std::size_t k = 0; k < names.size(); ++k) {
+            spread.push_back({names[k], low[k], sum[k] / e.world_.size(), high[k]});
+        }
+        return spread;
+    }
+
     void finishSummary() {
+        summary.rankSpread = rankSpread();
         // The slowest rank sets the pace.
         auto slowest = [&](double v) { return e.world_.allReduceValue(v, runtime::ReduceOp::Max); };
         summary.startupSeconds = slowest(summary.startupSeconds);

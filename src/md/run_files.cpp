@@ -24,6 +24,7 @@ std::vector<RunFile> runFiles(const MdOptions& o) {
     }
     if (!o.trajFile.empty()) files.push_back({"--traj", o.trajFile, true});
     if (!o.energyFile.empty()) files.push_back({"--energy", o.energyFile, true});
+    if (!o.logFile.empty() && o.logFile != "none") files.push_back({"--log", o.logFile, true});
     if (!o.jsonFile.empty()) files.push_back({"--json", o.jsonFile, true});
     if (!o.writeGromacsDir.empty()) {
         for (const char* name : {"conf.gro", "topol.top", "md.mdp"}) {

@@ -1,6 +1,7 @@
 #include "haloex/md/run_output.hpp"
 
 #include "haloex/md/energy_file.hpp"
+#include "haloex/md/log_file.hpp"
 
 #include "haloex/md/home_atoms.hpp"
 
@@ -27,6 +28,7 @@ constexpr std::int64_t kNever = std::numeric_limits<std::int64_t>::max();
 
 constexpr const char* kTrajectory = "--traj";
 constexpr const char* kEnergy = "--energy";
+constexpr const char* kLog = "--log";
 
 std::int64_t nextMultipleAfter(std::int64_t step, std::int64_t every) { return (step / every + 1) * every; }
 
@@ -123,6 +125,7 @@ RunOutput::RunOutput(MdOptions resolved, std::int64_t firstStep)
     requireDirectoryOf("--cpt", options_.checkpointFile);
     requireDirectoryOf("--traj", options_.trajFile);
     requireDirectoryOf(kEnergy, options_.energyFile);
+    if (logEnabled(options_)) requireDirectoryOf(kLog, options_.logFile);
     if (options_.checkpointEvery < 0) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("--cpt-every {} cannot be negative (0: only at the end)", options_.checkpointEvery));
@@ -150,6 +153,20 @@ void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint) {
                 kTrajectory, options_.trajFile, [atoms](const std::string& path) { return lastFrameStep(path, atoms); },
                 due);
         }
+        if (logEnabled(options_)) {
+            // Continued where the checkpoint recorded it; otherwise a new log,
+            // an existing one backed up first (as mdrun's #md.log.1#).
+            const bool recorded =
+                checkpoint != nullptr && checkpoint->outputsRecorded &&
+                std::any_of(checkpoint->outputs.begin(), checkpoint->outputs.end(),
+                            [](const OutputPosition& p) { return p.role == kLog; });
+            if (!recorded) {
+                if (const auto backup = backUpExistingFile(options_.logFile, kLog); backup && !options_.quiet) {
+                    fmt::print("Backed up {} to {}\n", options_.logFile, *backup);
+                }
+            }
+            files_->open(kLog, options_.logFile, nullptr, -1);
+        }
         if (!options_.energyFile.empty()) {
             // Format 1 never recorded an energy file: only a new or empty one continues.
             files_->open(kEnergy, options_.energyFile, nullptr, -1);
@@ -160,6 +177,14 @@ void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint) {
         if (!options_.quiet) {
             for (const std::string& note : files_->notes()) fmt::print("{}\n", note);
         }
+    });
+}
+
+void RunOutput::appendLog(runtime::World& world, const std::string& text, std::int64_t step) {
+    if (!logEnabled(options_)) return;
+    runOnRoot(world, [&] {
+        HALOEX_ASSERT(files_ != nullptr, "RunOutput::appendLog before open");
+        files_->append(kLog, text, step);
     });
 }
 

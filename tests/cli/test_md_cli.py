@@ -274,8 +274,11 @@ class MdCli(CliCase):
                                      r"\. Use a smaller --dt")
         self.assertNotIn("force oracle", err)
         self.assertNotIn("padding", err)
-        # Nothing half-written is left: no JSON, no temporaries, no checkpoint of the blown-up state.
-        self.assertEqual(sorted(os.listdir(self.dir)), ["close.gro"])
+        # Nothing half-written is left: no JSON, no temporaries, no checkpoint of the blown-up state;
+        # the run's log stays, up to the blow-up, as mdrun's does.
+        self.assertEqual(sorted(os.listdir(self.dir)), ["close.gro", "md.log"])
+        with open(self.path("md.log")) as f:
+            self.assertIn("Settings (resolved):", f.read())
 
     def test_too_large_time_step_stops_with_a_reason(self):
         # 0.02 ps ran to the end at 1e23 K, or died in the force oracle's
@@ -286,7 +289,7 @@ class MdCli(CliCase):
                                      r"at step \d+.*atom \d+ \(global id\) (moves|has a non-finite).*the system "
                                      r"blew up\. Use a smaller --dt")
         self.assertNotIn("force oracle", err)
-        self.assertEqual(os.listdir(self.dir), [])
+        self.assertEqual(os.listdir(self.dir), ["md.log"])  # the run's log, up to the blow-up
 
     # ---- 5. outputs are checked before the work ------------------------------------
 
@@ -469,6 +472,74 @@ class MdEnergyFile(CliCase):
         status, _, err = self.run_md(self.ARGS + ["--steps", "10", "--gro", "x.gro", "--energy", "x.gro"])
         self.assertNotEqual(status, 0)
         self.assertIn("--energy x.gro is the same file as the input --gro x.gro", err)
+
+
+def log_steps(path):
+    """The steps of the energy blocks of a run log, in file order."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    return [int(lines[i + 1].split()[0]) for i, line in enumerate(lines[:-1])
+            if line.split() == ["Step", "Time"]]
+
+
+class MdLog(CliCase):
+    """Issue 17's run log (md.log by default): the settings with their reasons,
+    an energy block per energy step, averages, the per-rank spread of the wall
+    time; an existing log backed up, never overwritten; a restart continuing it
+    through the output layer."""
+
+    ARGS = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10", "--thermo-every", "10",
+            "--quiet"]
+
+    def test_log_holds_settings_energies_averages_and_per_rank_times(self):
+        status, _, err = self.run_md(self.ARGS + ["--steps", "40", "--json", "run.json"])
+        self.assertEqual(status, 0, err)
+        with open(self.path("md.log")) as f:
+            text = f.read()
+        self.assertRegex(text, r"haloex-md \(haloex \d+\.\d+\.\d+\), commit")
+        self.assertIn("Command line: ", text)
+        self.assertRegex(text, r"nstlist +10 \(set")
+        self.assertRegex(text, r"rlist +0\.9\d* nm \(buffer tolerance")
+        rows = json_of(self.path("run.json"))["energy_series"]["rows"]
+        self.assertEqual(log_steps(self.path("md.log")), [row[0] for row in rows])
+        self.assertIn("A V E R A G E S", text)
+        self.assertIn("Per-rank wall time (2 ranks)", text)
+        self.assertRegex(text, r"steps without search \(s\) +[\d.e-]+ +[\d.e-]+ +[\d.e-]+ +[\d.]+%")
+        self.assertIn("Performance:", text)
+
+    def test_existing_log_is_backed_up_never_overwritten(self):
+        with open(self.path("md.log"), "w") as f:
+            f.write("an earlier run's log\n")
+        for expected in ("#md.log.1#", "#md.log.2#"):
+            status, _, err = self.run_md(self.ARGS + ["--steps", "10"])
+            self.assertEqual(status, 0, err)
+            self.assertTrue(os.path.exists(self.path(expected)), expected)
+        with open(self.path("#md.log.1#")) as f:
+            self.assertEqual(f.read(), "an earlier run's log\n")
+
+    def test_restart_from_an_earlier_checkpoint_continues_the_log_without_duplicates(self):
+        status, _, err = self.run_md(self.ARGS + ["--steps", "100", "--cpt", "state.cpt", "--cpt-every", "50"])
+        self.assertEqual(status, 0, err)
+        uninterrupted = log_steps(self.path("md.log"))
+        shutil.copy(self.path("state.cpt.prev"), self.path("at50.cpt"))
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--steps", "50", "--thermo-every", "10",
+                                        "--restart", "at50.cpt", "--cpt", "again.cpt"])
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"--log md\.log: cut back from \d+ to \d+ bytes")
+        self.assertFalse(os.path.exists(self.path("#md.log.1#")), "a continued log is not backed up")
+        with open(self.path("md.log")) as f:
+            text = f.read()
+        self.assertIn("Restarted from at50.cpt at step 50", text)
+        self.assertEqual(log_steps(self.path("md.log")), uninterrupted)
+
+    def test_log_none_writes_no_log_and_a_log_onto_the_input_is_refused(self):
+        status, _, err = self.run_md(self.ARGS + ["--steps", "10", "--log", "none"])
+        self.assertEqual(status, 0, err)
+        self.assertFalse(os.path.exists(self.path("md.log")))
+        shutil.copy(os.path.join(DATA_DIR, "ref-3000.gro"), self.path("x.gro"))
+        status, _, err = self.run_md(self.ARGS + ["--steps", "10", "--gro", "x.gro", "--log", "x.gro"])
+        self.assertNotEqual(status, 0)
+        self.assertIn("--log x.gro is the same file as the input --gro x.gro", err)
 
 
 def json_of(path):
@@ -866,7 +937,7 @@ class MdConventions(MdCli):
 
 
 def list_tests():
-    for case in (MdCli, MdRestartOutputs, MdEnergyFile, MdStop, MdStepConventions, MdConventions):
+    for case in (MdCli, MdRestartOutputs, MdEnergyFile, MdLog, MdStop, MdStepConventions, MdConventions):
         own = dir(case) if case is MdCli else vars(case)  # MdConventions inherits MdCli's helpers, not its tests
         for name in sorted(n for n in own if n.startswith("test_")):
             print(f"{case.__name__}.{name}")

@@ -24,6 +24,12 @@ struct EnergySample {
     double pressure = 0.0;     // bar
 };
 
+// One part of the run's wall time over the ranks (the log's performance table).
+struct RankSpread {
+    std::string name;
+    double min = 0.0, avg = 0.0, max = 0.0;
+};
+
 struct RunSummary {
     std::string transport;
     std::string backend;
@@ -78,6 +84,9 @@ struct RunSummary {
     // --count-api-syncs: host-blocking CUDA calls inside the normal steps,
     // counted by CUPTI (the largest count of any rank; by function: rank 0's).
     bool apiSyncsCounted = false;
+    // Per-rank spread of the wall time: steps without search, search steps,
+    // start-up (s), and each search-step part (ms, summed over the searches).
+    std::vector<RankSpread> rankSpread;
     std::int64_t apiSyncsInNormalSteps = 0;
     std::map<std::string, std::int64_t> apiSyncsByFunction;
     bool graphs = false;

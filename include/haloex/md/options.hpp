@@ -100,6 +100,8 @@ struct MdOptions {
     std::int64_t thermoEvery = 0;  // 0: auto (steps/10, at least 1)
     std::string trajFile;
     std::string energyFile;  // --energy: the energy series as .xvg (a row every thermo-every steps)
+    std::string logFile;             // --log (log_file.hpp); empty or "none": no log (haloex-md: md.log)
+    std::string commandLine;         // as typed, for the log's header
     std::int64_t trajEvery = 0;
     std::string checkpointFile;
     std::int64_t checkpointEvery = 0;

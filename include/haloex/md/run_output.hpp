@@ -8,6 +8,7 @@
 #include <functional>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "haloex/md/checkpoint.hpp"
 #include "haloex/md/gro.hpp"
@@ -63,6 +64,8 @@ public:
     // Collective: the energy step's row into --energy (rank 0 writes; an
     // error there is thrown on every rank). Nothing without --energy.
     void appendEnergies(runtime::World& world, const EnergySample& sample);
+    // Collective: text for the log (--log; rank 0 writes), at `step`.
+    void appendLog(runtime::World& world, const std::string& text, std::int64_t step);
 
     // Frames in the trajectory (rank 0; a restart counts the ones before it).
     std::int64_t framesWritten() const;

@@ -1,0 +1,166 @@
+#include "haloex/md/log_file.hpp"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <ctime>
+#include <filesystem>
+#include <fmt/format.h>
+#include <sstream>
+
+#include "haloex/build_info.hpp"
+#include "haloex/core/error.hpp"
+#include "haloex/md/energy_file.hpp"
+#include "haloex/md/report.hpp"
+
+namespace haloex::md {
+
+bool logEnabled(const MdOptions& o) { return !o.logFile.empty() && o.logFile != "none"; }
+
+std::optional<std::string> backUpExistingFile(const std::string& path, const std::string& role) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return std::nullopt;
+    const std::filesystem::path p(path);
+    for (int n = 1; n <= 99; ++n) {
+        const std::filesystem::path backup = p.parent_path() / fmt::format("#{}.{}#", p.filename().string(), n);
+        // link() never replaces an existing name: the backup cannot destroy one.
+        if (::link(path.c_str(), backup.c_str()) == 0) {
+            if (::unlink(path.c_str()) != 0) {
+                throwError(ErrorKind::Io, fmt::format("{} {}: backed up to {} but could not remove it: {}", role, path,
+                                                      backup.string(), std::strerror(errno)));
+            }
+            return backup.string();
+        }
+        if (errno != EEXIST) {
+            throwError(ErrorKind::Io, fmt::format("{} {}: cannot back it up to {}: {}; give {} another name", role,
+                                                  path, backup.string(), std::strerror(errno), role));
+        }
+    }
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("{} {}: it exists, and so do its 99 backups #{}.1# ... #{}.99#; remove old backups or "
+                           "give {} another name",
+                           role, path, p.filename().string(), p.filename().string(), role));
+}
+
+namespace {
+
+std::string now() {
+    const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char text[32];
+    std::strftime(text, sizeof(text), "%Y-%m-%d %H:%M:%S UTC", &tm);
+    return text;
+}
+
+std::string hostName() {
+    char name[256] = {};
+    return ::gethostname(name, sizeof(name) - 1) == 0 ? std::string(name) : std::string("unknown");
+}
+
+std::string orNone(const std::string& s) { return s.empty() ? "(none)" : s; }
+
+}  // namespace
+
+std::string logHeader(const MdOptions& o, const LogContext& c) {
+    std::string h = fmt::format("{}\n", std::string(78, '='));
+    h += buildDescription("haloex-md") + "\n";
+    h += fmt::format("Started {} on {}: {} rank(s), {}, transport {}\n", now(), hostName(), c.ranks, c.backend,
+                     c.transport);
+    h += fmt::format("{} at step {}\n", c.restarted ? "Restarted from " + o.restartFile : "New run", c.firstStep);
+    if (!o.commandLine.empty()) h += "Command line: " + o.commandLine + "\n";
+    h += "Settings (resolved):\n";
+    const auto row = [&](const char* name, const std::string& value) { h += fmt::format("   {:<18} {}\n", name, value); };
+    row("atoms", std::to_string(o.atoms));
+    row("steps", std::to_string(o.steps));
+    row("dt", fmt::format("{} ps", o.dt));
+    row("temperature", fmt::format("{} K", o.temperature));
+    row("thermostat", o.thermostat == "none" ? "none" : fmt::format("{}, tau-t {} ps", o.thermostat, o.tauT));
+    row("seed", std::to_string(o.seed));
+    row("rc", fmt::format("{} nm", o.rc));
+    row("nstlist", fmt::format("{} ({})", o.nstlist, o.nstlistReason.empty() ? "set" : o.nstlistReason));
+    row("rlist", fmt::format("{:.4g} nm (buffer tolerance {} kJ/mol/ps per atom)", o.rlist, o.bufferTolerance));
+    row("pruning", o.pruneParts > 0 ? fmt::format("{} parts, inner radius {:.4g} nm", o.pruneParts, o.rlistInner)
+                                    : std::string("off"));
+    row("device", o.device);
+    row("grid", o.grid);
+    row("search", o.search);
+    if (o.device != "cpu") row("cuda-graphs", o.cudaGraphs ? "on" : "off");
+    row("thermo-every", std::to_string(o.thermoEvery));
+    row("input", o.groFile.empty() ? (o.restartFile.empty() ? "lattice start" : o.restartFile) : o.groFile);
+    row("trajectory", o.trajFile.empty() ? "(none)" : fmt::format("{} every {} steps", o.trajFile, o.trajEvery));
+    row("energy", orNone(o.energyFile));
+    row("checkpoint", o.checkpointFile.empty() ? "(none)"
+                                              : fmt::format("{} every {} steps", o.checkpointFile, o.checkpointEvery));
+    row("json", orNone(o.jsonFile));
+    if (o.maxHours > 0) row("maxh", fmt::format("{} h", o.maxHours));
+    for (const std::string& a : o.adjustments) row("adjusted", a);
+    h += fmt::format("{}\n", std::string(78, '='));
+    return h;
+}
+
+std::string logEnergyBlock(const EnergySample& e) {
+    std::string b = fmt::format("           Step           Time\n{:>15}{:>15.5f}\n\n   Energies (kJ/mol)\n", e.step,
+                                e.time);
+    const double values[] = {e.lj, e.coulomb, e.potential, e.kinetic, e.total, e.conserved, e.temperature, e.pressure};
+    for (int row = 0; row < 2; ++row) {
+        std::string names, numbers;
+        for (int k = row * 5; k < std::min(8, row * 5 + 5); ++k) {
+            std::string name = kEnergyTerms[k];
+            if (k == 6) name = "Temperature";
+            if (k == 7) name = "Pressure (bar)";
+            names += fmt::format("{:>15}", name);
+            numbers += fmt::format("{:>15.6e}", values[k]);
+        }
+        b += names + "\n" + numbers + "\n";
+    }
+    return b + "\n";
+}
+
+std::string logEnd(const RunSummary& s, const MdOptions& o) {
+    std::string t = "\n   <======  ###############  ==>\n   <====  A V E R A G E S  ====>\n   <==  ###############  ======>\n\n";
+    if (!s.energies.empty()) {
+        double sums[8] = {};
+        for (const EnergySample& e : s.energies) {
+            const double v[] = {e.lj, e.coulomb, e.potential, e.kinetic, e.total, e.conserved, e.temperature,
+                                e.pressure};
+            for (int k = 0; k < 8; ++k) sums[k] += v[k];
+        }
+        t += fmt::format("   Averages over {} energy steps ({} to {})\n", s.energies.size(), s.energies.front().step,
+                         s.energies.back().step);
+        std::string names, numbers;
+        for (int k = 0; k < 8; ++k) {
+            names += fmt::format("{:>15}", k == 7 ? "Pressure (bar)" : kEnergyTerms[k]);
+            numbers += fmt::format("{:>15.6e}", sums[k] / static_cast<double>(s.energies.size()));
+            if (k == 4 || k == 7) {
+                t += names + "\n" + numbers + "\n";
+                names.clear();
+                numbers.clear();
+            }
+        }
+        if (s.energies.size() >= 3) {
+            t += fmt::format("\n   Conserved-energy drift: {:.3g} kJ/mol/ps per atom\n", s.conservedDrift);
+        }
+    }
+    if (!s.rankSpread.empty()) {
+        t += fmt::format("\n   Per-rank wall time ({} ranks): minimum, average, maximum and the load imbalance "
+                         "(maximum / average - 1)\n",
+                         s.ranks);
+        t += fmt::format("   {:<28}{:>12}{:>12}{:>12}{:>12}\n", "part", "min", "avg", "max", "imbalance");
+        for (const RankSpread& r : s.rankSpread) {
+            t += fmt::format("   {:<28}{:>12.4g}{:>12.4g}{:>12.4g}{:>11.1f}%\n", r.name, r.min, r.avg, r.max,
+                             r.avg > 0 ? 100.0 * (r.max / r.avg - 1.0) : 0.0);
+        }
+    }
+    std::ostringstream performance;
+    printPerformanceSummary(performance, s, o);
+    t += "\n" + performance.str();
+    t += fmt::format("Finished {}{}\n", now(),
+                     s.stop.reason.empty() ? "" : fmt::format(" (stopped: {})", s.stop.reason));
+    return t;
+}
+
+}  // namespace haloex::md
