@@ -146,7 +146,7 @@ std::string logEnd(const RunSummary& s, const MdOptions& o) {
         }
     }
     if (!s.rankSpread.empty()) {
-        t += fmt::format("\n   Per-rank wall time ({} ranks): minimum, average, maximum and the load imbalance "
+        t += fmt::format("\n   Per-rank wall time ({} rank(s)): minimum, average, maximum and the load imbalance "
                          "(maximum / average - 1)\n",
                          s.ranks);
         t += fmt::format("   {:<28}{:>12}{:>12}{:>12}{:>12}\n", "part", "min", "avg", "max", "imbalance");

@@ -503,7 +503,7 @@ class MdLog(CliCase):
         rows = json_of(self.path("run.json"))["energy_series"]["rows"]
         self.assertEqual(log_steps(self.path("md.log")), [row[0] for row in rows])
         self.assertIn("A V E R A G E S", text)
-        self.assertIn("Per-rank wall time (2 ranks)", text)
+        self.assertIn("Per-rank wall time (2 rank(s))", text)
         self.assertRegex(text, r"steps without search \(s\) +[\d.e-]+ +[\d.e-]+ +[\d.e-]+ +[\d.]+%")
         self.assertIn("Performance:", text)
 
