@@ -157,9 +157,11 @@ bool wantGpu(const md::MdOptions& o) {
 }
 
 std::unique_ptr<transport::ParticleTransport> makeTransportFor(const md::MdOptions& o, runtime::World& world,
-                                                               bool gpu) {
+                                                               bool gpu, std::string& reason) {
     std::string name = o.transport;
+    reason = "set by --transport";
     if (world.kind() == "threads") {
+        reason = "virtual ranks in one process exchange through the reference transport";
         if (name != "auto" && name != "reference") {
             throwError(ErrorKind::InvalidInput,
                        fmt::format("--transport {}: virtual ranks in one process use the reference transport; "
@@ -175,8 +177,14 @@ std::unique_ptr<transport::ParticleTransport> makeTransportFor(const md::MdOptio
     options.nvshmemPath = o.nvshmemPath;
     options.waitTimeoutSeconds = o.waitTimeoutSeconds;
     if (name == "auto") {
-        if (!gpu || world.size() == 1) name = "staged";
-        else name = HALOEX_HAVE_NVSHMEM ? "nvshmem" : "ipc";
+        if (!gpu || world.size() == 1) {
+            name = "staged";
+            reason = !gpu ? "auto: host memory over MPI" : "auto: one rank has no halo to move";
+        } else {
+            name = HALOEX_HAVE_NVSHMEM ? "nvshmem" : "ipc";
+            reason = HALOEX_HAVE_NVSHMEM ? "auto: GPU-initiated, built with NVSHMEM"
+                                         : "auto: built without NVSHMEM, CUDA IPC on one node";
+        }
     }
     return transport::makeTransport(name, world, options);
 #else
@@ -186,8 +194,13 @@ std::unique_ptr<transport::ParticleTransport> makeTransportFor(const md::MdOptio
 }
 
 // One rank's run; rank 0 reports.
-md::RunSummary runRank(const md::MdOptions& resolved, runtime::World& world, bool gpu) {
-    auto transport = makeTransportFor(resolved, world, gpu);
+md::RunSummary runRank(const md::MdOptions& resolvedOptions, runtime::World& world, bool gpu) {
+    md::MdOptions resolved = resolvedOptions;
+    auto transport = makeTransportFor(resolved, world, gpu, resolved.transportReason);
+    resolved.deviceReason = resolved.device != "auto" ? "set by --device"
+                            : gpu                     ? "auto: a GPU is visible"
+                                                      : "auto: no GPU visible, the CPU reference";
+    resolved.device = gpu ? "gpu" : "cpu";  // as resolved: the log and the JSON say which
     std::unique_ptr<md::RankBackend> backend;
     if (gpu) {
         md::GpuBackendOptions gpuOptions;

@@ -784,8 +784,8 @@ struct Engine::Impl {
         output.open(e.world_, restartFrom ? &*restartFrom : nullptr);
         energyOutput = &output;
         if (logEnabled(o)) {
-            const LogContext context{e.backend_.description(), e.transport_.name(), e.world_.size(), first,
-                                     restartFrom.has_value()};
+            const LogContext context{e.backend_.description(), e.transport_.name(), summary.grid, summary.search,
+                                     e.world_.size(), first, restartFrom.has_value()};
             output.appendLog(e.world_, logHeader(o, context), first);
         }
         if (o.steps == 0) {

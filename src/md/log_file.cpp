@@ -85,9 +85,17 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
     row("rlist", fmt::format("{:.4g} nm (buffer tolerance {} kJ/mol/ps per atom)", o.rlist, o.bufferTolerance));
     row("pruning", o.pruneParts > 0 ? fmt::format("{} parts, inner radius {:.4g} nm", o.pruneParts, o.rlistInner)
                                     : std::string("off"));
-    row("device", o.device);
-    row("grid", o.grid);
-    row("search", o.search);
+    const auto because = [](const std::string& value, const std::string& why) {
+        return why.empty() ? value : fmt::format("{} ({})", value, why);
+    };
+    row("device", because(o.device, o.deviceReason));
+    row("transport", because(c.transport, o.transportReason));
+    row("grid", because(c.grid.empty() ? o.grid : c.grid,
+                        o.grid == "auto" ? "auto: the planner's grid with the smallest halo for these ranks"
+                                         : "set by --grid"));
+    row("search", because(c.search.empty() ? o.search : c.search,
+                          o.search == "auto" ? "auto: on the device when the backend and transport allow it"
+                                             : "set by --search"));
     if (o.device != "cpu") row("cuda-graphs", o.cudaGraphs ? "on" : "off");
     row("thermo-every", std::to_string(o.thermoEvery));
     row("input", o.groFile.empty() ? (o.restartFile.empty() ? "lattice start" : o.restartFile) : o.groFile);

@@ -28,6 +28,8 @@ std::optional<std::string> backUpExistingFile(const std::string& path, const std
 struct LogContext {
     std::string backend;    // the backend's description (GPU name, CPU reference)
     std::string transport;  // the transport's name
+    std::string grid;       // the rank grid in use, NXxNYxNZ
+    std::string search;     // where search steps run: device or host
     int ranks = 1;
     std::int64_t firstStep = 0;
     bool restarted = false;

@@ -102,6 +102,8 @@ struct MdOptions {
     std::string energyFile;  // --energy: the energy series as .xvg (a row every thermo-every steps)
     std::string logFile;             // --log (log_file.hpp); empty or "none": no log (haloex-md: md.log)
     std::string commandLine;         // as typed, for the log's header
+    // Why the application chose the device and transport it did (the log's header).
+    std::string deviceReason, transportReason;
     std::int64_t trajEvery = 0;
     std::string checkpointFile;
     std::int64_t checkpointEvery = 0;
