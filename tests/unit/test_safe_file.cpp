@@ -30,17 +30,8 @@ namespace {
 
 fs::path freshDir() { return haloex::testing::freshTestDir("haloex_safe_file"); }
 
-std::string contents(const fs::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    std::ostringstream text;
-    text << in.rdbuf();
-    return text.str();
-}
-
-void writeText(const fs::path& path, const std::string& text) {
-    std::ofstream out(path, std::ios::binary | std::ios::trunc);
-    out << text;
-}
+std::string contents(const fs::path& path) { return haloex::testing::fileContents(path); }
+void writeText(const fs::path& path, const std::string& text) { haloex::testing::writeFileText(path, text); }
 
 std::vector<std::string> filesIn(const fs::path& dir) {
     std::vector<std::string> names;

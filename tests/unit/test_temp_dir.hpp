@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 
 namespace haloex::testing {
 
@@ -17,6 +20,20 @@ inline std::filesystem::path freshTestDir(const char* prefix) {
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;
+}
+
+// A file's whole contents, byte for byte ("" when it cannot be read).
+inline std::string fileContents(const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+// Replaces a file's contents with `text` (creates it).
+inline void writeFileText(const std::filesystem::path& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
 }
 
 }  // namespace haloex::testing
