@@ -19,9 +19,14 @@ std::string energyXvgHeader(std::int64_t atoms, double dt, std::int64_t every) {
     return h;
 }
 
+std::array<double, std::size(kEnergyTerms)> energyTerms(const EnergySample& e) {
+    return {e.lj, e.coulomb, e.potential, e.kinetic, e.total, e.conserved, e.temperature, e.pressure};
+}
+
 std::string energyXvgRow(const EnergySample& e) {
-    return fmt::format("{:12.6f} {:.17g} {:.17g} {:.17g} {:.17g} {:.17g} {:.17g} {:.17g} {:.17g}\n", e.time, e.lj,
-                       e.coulomb, e.potential, e.kinetic, e.total, e.conserved, e.temperature, e.pressure);
+    std::string row = fmt::format("{:12.6f}", e.time);
+    for (const double value : energyTerms(e)) row += fmt::format(" {:.17g}", value);
+    return row + "\n";
 }
 
 }  // namespace haloex::md

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -110,45 +111,42 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
     return h;
 }
 
-std::string logEnergyBlock(const EnergySample& e) {
-    std::string b = fmt::format("           Step           Time\n{:>15}{:>15.5f}\n\n   Energies (kJ/mol)\n", e.step,
-                                e.time);
-    const double values[] = {e.lj, e.coulomb, e.potential, e.kinetic, e.total, e.conserved, e.temperature, e.pressure};
-    for (int row = 0; row < 2; ++row) {
-        std::string names, numbers;
-        for (int k = row * 5; k < std::min(8, row * 5 + 5); ++k) {
-            std::string name = kEnergyTerms[k];
-            if (k == 6) name = "Temperature";
-            if (k == 7) name = "Pressure (bar)";
-            names += fmt::format("{:>15}", name);
-            numbers += fmt::format("{:>15.6e}", values[k]);
+namespace {
+
+// The terms as mdrun's log prints them: names over values, five to a line.
+std::string termTable(const std::array<double, std::size(kEnergyTerms)>& values) {
+    std::string table, names, numbers;
+    for (std::size_t k = 0; k < values.size(); ++k) {
+        names += fmt::format("{:>15}", k + 1 == values.size() ? "Pressure (bar)" : kEnergyTerms[k]);
+        numbers += fmt::format("{:>15.6e}", values[k]);
+        if (k % 5 == 4 || k + 1 == values.size()) {
+            table += fmt::format("{}\n{}\n", names, numbers);
+            names.clear();
+            numbers.clear();
         }
-        b += names + "\n" + numbers + "\n";
     }
-    return b + "\n";
+    return table;
+}
+
+}  // namespace
+
+std::string logEnergyBlock(const EnergySample& e) {
+    return fmt::format("           Step           Time\n{:>15}{:>15.5f}\n\n   Energies (kJ/mol)\n{}\n", e.step, e.time,
+                       termTable(energyTerms(e)));
 }
 
 std::string logEnd(const RunSummary& s, const MdOptions& o) {
     std::string t = "\n   <======  ###############  ==>\n   <====  A V E R A G E S  ====>\n   <==  ###############  ======>\n\n";
     if (!s.energies.empty()) {
-        double sums[8] = {};
+        std::array<double, std::size(kEnergyTerms)> mean{};
         for (const EnergySample& e : s.energies) {
-            const double v[] = {e.lj, e.coulomb, e.potential, e.kinetic, e.total, e.conserved, e.temperature,
-                                e.pressure};
-            for (int k = 0; k < 8; ++k) sums[k] += v[k];
+            const auto terms = energyTerms(e);
+            for (std::size_t k = 0; k < mean.size(); ++k) mean[k] += terms[k];
         }
+        for (double& m : mean) m /= static_cast<double>(s.energies.size());
         t += fmt::format("   Averages over {} energy steps ({} to {})\n", s.energies.size(), s.energies.front().step,
                          s.energies.back().step);
-        std::string names, numbers;
-        for (int k = 0; k < 8; ++k) {
-            names += fmt::format("{:>15}", k == 7 ? "Pressure (bar)" : kEnergyTerms[k]);
-            numbers += fmt::format("{:>15.6e}", sums[k] / static_cast<double>(s.energies.size()));
-            if (k == 4 || k == 7) {
-                t += names + "\n" + numbers + "\n";
-                names.clear();
-                numbers.clear();
-            }
-        }
+        t += termTable(mean);
         if (s.energies.size() >= 3) {
             t += fmt::format("\n   Conserved-energy drift: {:.3g} kJ/mol/ps per atom\n", s.conservedDrift);
         }

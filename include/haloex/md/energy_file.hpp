@@ -5,6 +5,7 @@
 // reaction-field self term), potential, kinetic, total and conserved energy
 // (kJ/mol), temperature (K) and pressure (bar). Rows go through the output
 // layer (output_files.hpp), so a restart continues the file exactly.
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -15,6 +16,10 @@ namespace haloex::md {
 // The legend names, in column order after the time (GROMACS's names).
 inline constexpr const char* kEnergyTerms[] = {"LJ (SR)",      "Coulomb (SR)",  "Potential",   "Kinetic En.",
                                                "Total Energy", "Conserved En.", "Temperature", "Pressure"};
+
+// A sample's terms in kEnergyTerms' order: the one list the .xvg rows and
+// the log's energy blocks and averages are written from.
+std::array<double, std::size(kEnergyTerms)> energyTerms(const EnergySample& sample);
 
 // The header (comment and xmgrace lines) of a new file.
 std::string energyXvgHeader(std::int64_t atoms, double dt, std::int64_t every);
