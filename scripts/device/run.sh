@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ab syncs search-tests search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test test-gpu ab syncs search-tests list-search search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -233,6 +233,31 @@ stage_search_tests() {
   done
 }
 
+# The pair-list search: its GPU tests (lists element by element against the
+# CPU reference, with 1, 2 and 4 warps per i cluster), the sanitizer on them,
+# and the search step at each forced split (HALOEX_SEARCH_PARTS) per size.
+stage_list_search() {
+  note "== pair-list search: tests, sanitizer, warps per i cluster"
+  local t n parts
+  for t in test_md_nonbonded_gpu test_md_prune_gpu; do
+    timeout 600 "$build/bin/tests/$t" >"$out/$t.log" 2>&1
+    note "  $t: rc=$? $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/$t.log" | tr '\n' ' ')"
+    grep -E 'FAILED|Failure' "$out/$t.log" | head -20 | tee -a "$summary"
+  done
+  for t in memcheck synccheck racecheck; do
+    timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_md_nonbonded_gpu" \
+      --gtest_filter='*SearchParts*' >"$out/sanitize-search-$t.log" 2>&1
+    note "  search kernels ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-search-$t.log")"
+  done
+  for n in ${PARTS_SIZES:-22500 45000 90000 180000}; do
+    for parts in 1 2 4; do
+      HALOEX_SEARCH_PARTS=$parts timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps ${SEARCH_STEPS:-1000} \
+        --nstlist 50 --quiet --log none --json "$out/parts-$n-$parts.json" >"$out/parts-$n-$parts.log" 2>&1
+      note "  $n atoms, $parts warp(s) per i cluster: rc=$? $(grep -E 'Search step|of its pair' "$out/parts-$n-$parts.log" | sed 's/^ *//' | cut -c1-300 | tr '\n' ' ')"
+    done
+  done
+}
+
 stage_search() {
   note "== search steps on one GPU: --search device vs host"
   local n s nstlist
@@ -431,7 +456,7 @@ stage_ab() {
     for r in 1 2; do
       for v in A B; do
         timeout 300 "/tmp/haloex-md-$v" --device gpu --atoms $n --steps ${SEARCH_STEPS:-1000} --nstlist ${AB_NSTLIST:-50} \
-          --quiet --json "$out/ab-$n-$v-$r.json" >"$out/ab-$n-$v-$r.log" 2>&1
+          --quiet --log none --json "$out/ab-$n-$v-$r.json" >"$out/ab-$n-$v-$r.log" 2>&1
         note "  $n atoms $v (repeat $r): rc=$? $(grep -E 'Performance|Search step|of its pair' "$out/ab-$n-$v-$r.log" | sed 's/^ *//' | cut -c1-330 | tr '\n' ' ')"
       done
     done
