@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ab syncs search-tests list-search search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test test-gpu ab syncs search-tests list-search search-trace search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -234,27 +234,36 @@ stage_search_tests() {
 }
 
 # The pair-list search: its GPU tests (lists element by element against the
-# CPU reference, with 1, 2 and 4 warps per i cluster), the sanitizer on them,
-# and the search step at each forced split (HALOEX_SEARCH_PARTS) per size.
+# CPU reference) and the sanitizer on them.
 stage_list_search() {
-  note "== pair-list search: tests, sanitizer, warps per i cluster"
-  local t n parts
+  note "== pair-list search: tests, sanitizer"
+  local t
   for t in test_md_nonbonded_gpu test_md_prune_gpu; do
     timeout 600 "$build/bin/tests/$t" >"$out/$t.log" 2>&1
     note "  $t: rc=$? $(grep -E '^\[  (PASSED|FAILED)  \]' "$out/$t.log" | tr '\n' ' ')"
     grep -E 'FAILED|Failure' "$out/$t.log" | head -20 | tee -a "$summary"
   done
-  for t in memcheck synccheck racecheck; do
+  for t in memcheck synccheck; do
     timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_md_nonbonded_gpu" \
-      --gtest_filter='*SearchParts*' >"$out/sanitize-search-$t.log" 2>&1
-    note "  search kernels ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-search-$t.log")"
+      --gtest_filter='*Lattice*:*g2x2x1*:*UniformRandom*' >"$out/sanitize-search-$t.log" 2>&1
+    note "  search kernels ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-search-$t.log")"
   done
-  for n in ${PARTS_SIZES:-22500 45000 90000 180000}; do
-    for parts in 1 2 4; do
-      HALOEX_SEARCH_PARTS=$parts timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps ${SEARCH_STEPS:-1000} \
-        --nstlist 50 --quiet --log none --json "$out/parts-$n-$parts.json" >"$out/parts-$n-$parts.log" 2>&1
-      note "  $n atoms, $parts warp(s) per i cluster: rc=$? $(grep -E 'Search step|of its pair' "$out/parts-$n-$parts.log" | sed 's/^ *//' | cut -c1-300 | tr '\n' ' ')"
-    done
+}
+
+# An nsys timeline of search steps (kernels, copies, API calls, NVTX
+# ranges) as CSV, to see where a search step's time goes between kernels.
+stage_search_trace() {
+  local nsys; nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
+  [ -n "$nsys" ] || { note "search-trace: no nsys"; return 1; }
+  local n
+  for n in ${TRACE_SIZES:-22500}; do
+    note "== nsys trace of search steps, $n atoms ($nsys)"
+    timeout 300 "$nsys" profile -o "/tmp/trace-$n" --force-overwrite true --trace cuda,nvtx,osrt \
+      "$build/bin/haloex-md" --device gpu --atoms $n --steps 300 --nstlist 50 --quiet --log none >"$out/trace-$n.log" 2>&1
+    note "  profile rc=$?"
+    "$nsys" stats -q -r cuda_gpu_trace,cuda_api_trace,nvtx_pushpop_trace -f csv -o "$out/trace-$n" "/tmp/trace-$n.nsys-rep" \
+      >>"$out/trace-$n.log" 2>&1
+    note "  stats rc=$? $(ls "$out" | grep -c "trace-$n") files"
   done
 }
 

@@ -9,7 +9,6 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <ostream>
 #include <fmt/format.h>
 #include <string>
@@ -344,41 +343,6 @@ INSTANTIATE_TEST_SUITE_P(Grids, NonbondedGpuRanks,
                                            RankCase{"g4x1x1_2pulses", {4, 1, 1}, 3000, 8},
                                            RankCase{"g3x2x1", {3, 2, 1}, 20000, 4}),
                          [](const auto& param) { return param.param.name; });
-
-// The one-pass search with 1, 2 and 4 warps per i cluster (forced through
-// HALOEX_SEARCH_PARTS; the automatic choice depends on the size and the GPU):
-// every split gives the reference's list element by element, on one rank
-// (periodic shifts, the z-break and column filters at every face) and on
-// ranks with a non-local list.
-TEST(NonbondedGpu, SearchPartsGiveTheReferenceList) {
-    HALOEX_REQUIRE_GPU();
-    const md::ForceField ff;
-    struct PartsGuard {
-        ~PartsGuard() { unsetenv("HALOEX_SEARCH_PARTS"); }
-    } guard;
-    const FloatSystem lattice = haloex::testing::latticeSystem(6000, 106, 0.02, ff);
-    const FloatSystem random = haloex::testing::uniformSystem(5000, std::cbrt(50.0) + 0.4, 5007, ff);
-    const FloatSystem split = haloex::testing::latticeSystem(8000, 31, 0.02, ff);
-    const auto ranks = haloex::testing::decompose(split, {2, 2, 1}, ff.rc, kRlist, 1);
-    for (const char* parts : {"1", "2", "4"}) {
-        SCOPED_TRACE(fmt::format("HALOEX_SEARCH_PARTS={}", parts));
-        ASSERT_EQ(setenv("HALOEX_SEARCH_PARTS", parts, 1), 0);
-        for (const FloatSystem* s : {&lattice, &random}) {
-            Inputs in = inputsOf(*s);
-            cuda::Stream stream;
-            Nonbonded nb(ff, kRlist);
-            DeviceInputs d(in);
-            build(nb, in, d, stream);
-            expectSameAsReference(in, nb);
-        }
-        Inputs in = inputsOf(ranks[0], "g2x2x1 rank 0");
-        cuda::Stream stream;
-        Nonbonded nb(ff, kRlist);
-        DeviceInputs d(in);
-        build(nb, in, d, stream);
-        expectSameAsReference(in, nb);
-    }
-}
 
 // Local and non-local on two streams at once, then the same captured in a
 // CUDA graph and replayed: identical forces and energies each time.

@@ -98,11 +98,6 @@ struct DeviceList {
     // the two-pass search once and grows it).
     cuda::DeviceBuffer<ClusterPair> scratch;
     int scratchCapacity = 128;
-    // Warps per i cluster of the one-pass search (searchParts): each takes a
-    // contiguous share of the columns, into its own scratch slot; partCount
-    // holds their counts (i cluster major), the compaction joins them in order.
-    int searchParts = 1;
-    cuda::DeviceBuffer<int> partCount;
     cuda::DeviceBuffer<unsigned char> cubTemp;
     // The fill pass's counters, copied to the host for finishSearch; the
     // count totals of both lists (searchLists uses the local list's).
@@ -156,10 +151,6 @@ void finishSearch(DeviceList& list, bool nonlocal);
 // (synchronises `stream`). Call after searchLists.
 void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonlocalList, double growth,
                                  cudaStream_t stream);
-
-// Warps per i cluster of the one-pass search for `numTasks` i clusters on
-// this device (1, 2 or 4; HALOEX_SEARCH_PARTS forces one, for measurements).
-int searchPartsFor(int numTasks);
 
 // Registers of the search kernel (fill variant).
 cudaFuncAttributes searchKernelAttributes();

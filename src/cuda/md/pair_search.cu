@@ -10,8 +10,6 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
-#include <climits>
-#include <cstdlib>
 
 #include "nonbonded_internal.cuh"
 
@@ -33,7 +31,6 @@ struct SearchParams {
     int scratchCapacity;  // kOnePass: pairs each i cluster may keep in the scratch
     float rlistInner2;    // kOnePass with pruning (> 0): flag the pairs the inner list keeps
     float cellX, cellY;   // the j grid's column widths (0 for a one-column dimension)
-    int parts;            // kOnePass: warps per i cluster (1, 2 or 4: a block's warps)
 };
 
 // Slack of the exact pre-filters below, in nm: an atom's column comes from
@@ -49,14 +46,15 @@ constexpr float kFilterSlack = 1.0e-3f;
 // boxDistance2 for every cluster of the column, so a column at or beyond
 // rlist cannot hold a candidate: the corners of the square of columns the
 // search visits.
-__device__ inline float columnDistance2(const SearchParams& p, int cx, int cy, Float3 iLo, Float3 iHi, Float3 shift) {
+__device__ inline float columnDistance2(ColumnGrid g, float cellX, float cellY, int cx, int cy, Float3 iLo,
+                                       Float3 iHi, Float3 shift) {
     const auto axis = [](int c, int n, float origin, float width, float s, float lo, float hi) {
         const float cellLo = c == 0 ? -INFINITY : origin + c * width + s - kFilterSlack;
         const float cellHi = c == n - 1 ? INFINITY : origin + (c + 1) * width + s + kFilterSlack;
         return fmaxf(0.f, fmaxf(cellLo - hi, lo - cellHi));
     };
-    const float dx = axis(cx, p.jGrid.nx, p.jGrid.x0, p.cellX, shift.x, iLo.x, iHi.x);
-    const float dy = axis(cy, p.jGrid.ny, p.jGrid.y0, p.cellY, shift.y, iLo.y, iHi.y);
+    const float dx = axis(cx, g.nx, g.x0, cellX, shift.x, iLo.x, iHi.x);
+    const float dy = axis(cy, g.ny, g.y0, cellY, shift.y, iLo.y, iHi.y);
     return dx * dx + dy * dy;
 }
 
@@ -82,214 +80,141 @@ __global__ void __launch_bounds__(kSearchThreads)
                  const std::uint8_t* __restrict__ zoneOfSlot, int* __restrict__ pairCount,
                  int* __restrict__ entryCount, const int* __restrict__ pairOffset, const int* __restrict__ entryOffset,
                  ClusterPair* __restrict__ pairs, ClusterEntry* __restrict__ entries,
-                 unsigned long long* __restrict__ counters, ClusterPair* __restrict__ scratch,
-                 int* __restrict__ partCount) {
+                 unsigned long long* __restrict__ counters, ClusterPair* __restrict__ scratch) {
     constexpr bool kFillPass = kMode == kFill;
-    // Several warps per i cluster only in the one-pass search (the fill pass
-    // writes at the places the counts gave, so one warp walks the columns in
-    // order). A block's warps then serve whole i clusters.
-    const int parts = kMode == kOnePass ? p.parts : 1;
-    const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-    const int ci = static_cast<int>(warp / parts);
-    const int part = static_cast<int>(warp % parts);
-    if (parts == 1 && ci >= p.numTasks) return;  // uniform per warp; with parts > 1 all meet at the barrier
-    const bool active = ci < p.numTasks;
+    const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
+    if (ci >= p.numTasks) return;  // uniform per warp
     const int lane = threadIdx.x & 31;
     const int ti = lane >> 3;  // i slots ti and ti + 4
     const int tj = lane & 7;   // j slot
+    const bool sameGrid = !p.nonlocal || ci >= p.numHomeClusters;
+    const Float3 iLo = xyz(bboxLo[ci]);
+    const Float3 iHi = xyz(bboxHi[ci]);
+    const Float3 xi0 = xyz(xq[ci * kClusterSize + ti]);
+    const Float3 xi1 = xyz(xq[ci * kClusterSize + ti + 4]);
+    const std::uint8_t zi0 = zoneOfSlot[ci * kClusterSize + ti];
+    const std::uint8_t zi1 = zoneOfSlot[ci * kClusterSize + ti + 4];
+    const int base = kFillPass ? pairOffset[ci] : 0;
+    const int limit = kFillPass ? pairCount[ci] : 0;
+    ClusterPair* const slot = kMode == kOnePass ? scratch + static_cast<long long>(ci) * p.scratchCapacity : nullptr;
     int count = 0;
     unsigned long long atomPairs = 0;
 
-    if (active) {
-        const bool sameGrid = !p.nonlocal || ci >= p.numHomeClusters;
-        const Float3 iLo = xyz(bboxLo[ci]);
-        const Float3 iHi = xyz(bboxHi[ci]);
-        const Float3 xi0 = xyz(xq[ci * kClusterSize + ti]);
-        const Float3 xi1 = xyz(xq[ci * kClusterSize + ti + 4]);
-        const std::uint8_t zi0 = zoneOfSlot[ci * kClusterSize + ti];
-        const std::uint8_t zi1 = zoneOfSlot[ci * kClusterSize + ti + 4];
-        const int base = kFillPass ? pairOffset[ci] : 0;
-        const int limit = kFillPass ? pairCount[ci] : 0;
-        ClusterPair* const slot =
-            kMode == kOnePass ? scratch + (static_cast<long long>(ci) * parts + part) * p.scratchCapacity : nullptr;
-
-        // This warp's share: columns [first, last) of the i cluster's walk in
-        // (shift, y, x) order, so the parts joined in order are the one-warp list.
-        int first = 0, last = INT_MAX;
-        if (parts > 1) {
-            int total = 0;
-            for (int s = 0; s < kNumShifts; ++s) {
-                if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
-                const Float3 sv = shiftVector(s, p.boxLengths);
-                if (!zShiftReachesGrid(p.jGrid, iLo.z, iHi.z, sv.z, p.radius)) continue;
-                const IndexRange rx = cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius),
-                                                p.jGrid.x0, p.jGrid.invCellX, p.jGrid.nx);
-                const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius),
-                                                p.jGrid.y0, p.jGrid.invCellY, p.jGrid.ny);
-                if (rx.lo <= rx.hi && ry.lo <= ry.hi) total += (rx.hi - rx.lo + 1) * (ry.hi - ry.lo + 1);
-            }
-            first = static_cast<int>(static_cast<long long>(total) * part / parts);
-            last = static_cast<int>(static_cast<long long>(total) * (part + 1) / parts);
-        }
-
-        int walked = 0;  // columns of the walk before the current one
-        for (int s = 0; s < kNumShifts && walked < last; ++s) {
-            if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
-            const Float3 sv = shiftVector(s, p.boxLengths);
-            if (!zShiftReachesGrid(p.jGrid, iLo.z, iHi.z, sv.z, p.radius)) continue;
-            const IndexRange rx = cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius),
-                                            p.jGrid.x0, p.jGrid.invCellX, p.jGrid.nx);
-            const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius),
-                                            p.jGrid.y0, p.jGrid.invCellY, p.jGrid.ny);
-            for (int cy = ry.lo; cy <= ry.hi; ++cy) {
-                for (int cx = rx.lo; cx <= rx.hi; ++cx) {
-                    const int index = walked++;
-                    if (index < first || index >= last) continue;
-                    if (columnDistance2(p, cx, cy, iLo, iHi, sv) >= p.rlist2) continue;
-                    const int column = p.jGrid.firstColumn + cx + p.jGrid.nx * cy;
-                    const int begin = columnClusterStart[column];
-                    const int end = columnClusterStart[column + 1];
-                    for (int k0 = begin; k0 < end; k0 += 32) {
-                        const int cj = k0 + lane;
-                        bool pass = false;
-                        float jLoZ = INFINITY;
-                        if (cj < end) {
-                            const float4 lo = bboxLo[cj];
-                            jLoZ = lo.z;
-                            if (clusterPairInHalfList(ci, cj, s, sameGrid)) {
-                                pass = boxDistance2(iLo, iHi, xyz(lo), xyz(bboxHi[cj]), sv) < p.rlist2;
-                            }
+    for (int s = 0; s < kNumShifts; ++s) {
+        if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
+        const Float3 sv = shiftVector(s, p.boxLengths);
+        if (!zShiftReachesGrid(p.jGrid, iLo.z, iHi.z, sv.z, p.radius)) continue;
+        const IndexRange rx = cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius),
+                                        p.jGrid.x0, p.jGrid.invCellX, p.jGrid.nx);
+        const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius),
+                                        p.jGrid.y0, p.jGrid.invCellY, p.jGrid.ny);
+        for (int cy = ry.lo; cy <= ry.hi; ++cy) {
+            for (int cx = rx.lo; cx <= rx.hi; ++cx) {
+                if (columnDistance2(p.jGrid, p.cellX, p.cellY, cx, cy, iLo, iHi, sv) >= p.rlist2) continue;
+                const int column = p.jGrid.firstColumn + cx + p.jGrid.nx * cy;
+                const int begin = columnClusterStart[column];
+                const int end = columnClusterStart[column + 1];
+                for (int k0 = begin; k0 < end; k0 += 32) {
+                    const int cj = k0 + lane;
+                    bool pass = false;
+                    float jLoZ = INFINITY;
+                    if (cj < end) {
+                        const float4 lo = bboxLo[cj];
+                        jLoZ = lo.z;
+                        if (clusterPairInHalfList(ci, cj, s, sameGrid)) {
+                            pass = boxDistance2(iLo, iHi, xyz(lo), xyz(bboxHi[cj]), sv) < p.rlist2;
                         }
-                        // Clusters of a column are cut from atoms sorted by z, so
-                        // their lower z never decreases (but for kFilterSlack):
-                        // once this chunk's last cluster starts beyond rlist above
-                        // the i box, every later one of the column does too.
-                        const float lastLoZ = __shfl_sync(kFullWarp, jLoZ, min(31, end - 1 - k0));
-                        const float above = lastLoZ + sv.z - kFilterSlack - iHi.z;
-                        const bool restAbove = above > 0.f && above * above >= p.rlist2;
-                        unsigned candidates = __ballot_sync(kFullWarp, pass);
-                        while (candidates != 0) {
-                            const int cjj = k0 + __ffs(candidates) - 1;
-                            candidates &= candidates - 1;
-                            const Float3 xj = xyz(xq[cjj * kClusterSize + tj]);
-                            const std::uint8_t zj = zoneOfSlot[cjj * kClusterSize + tj];
-                            const bool self = cjj == ci;
-                            const bool in0 = atomPairInList(zi0, zj, ti, tj, self, s);
-                            const bool in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
-                            const float d0 = atomDistance2(xi0, xj, sv);
-                            const float d1 = atomDistance2(xi1, xj, sv);
-                            const bool near = (in0 && d0 < p.rlist2) || (in1 && d1 < p.rlist2);
-                            const unsigned maskLo = __ballot_sync(kFullWarp, in0);
-                            const unsigned maskHi = __ballot_sync(kFullWarp, in1);
-                            if (__any_sync(kFullWarp, near)) {
-                                if constexpr (kFillPass) {
-                                    if (lane == 0 && count < limit) {
-                                        pairs[base + count] = ClusterPair{cjj, s, maskLo, maskHi};
-                                    }
-                                }
-                                if constexpr (kMode == kOnePass) {
-                                    // The prune kernel's decision, from the same distances
-                                    // (never true without pruning: rlistInner2 is 0 then).
-                                    const bool inner = __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) ||
-                                                                                 (in1 && d1 < p.rlistInner2));
-                                    if (lane == 0 && count < p.scratchCapacity) {
-                                        slot[count] = ClusterPair{cjj, inner ? s | kInnerFlag : s, maskLo, maskHi};
-                                    }
-                                }
-                                if constexpr (kMode != kCount) atomPairs += __popc(maskLo) + __popc(maskHi);
-                                ++count;
-                            }
-                        }
-                        if (restAbove) break;  // uniform: a shuffled value
                     }
+                    // Clusters of a column are cut from atoms sorted by z, so
+                    // their lower z never decreases (but for kFilterSlack): once
+                    // this chunk's last cluster starts beyond rlist above the i
+                    // box, every later one of the column does too.
+                    const float lastLoZ = __shfl_sync(kFullWarp, jLoZ, min(31, end - 1 - k0));
+                    const float above = lastLoZ + sv.z - kFilterSlack - iHi.z;
+                    const bool restAbove = above > 0.f && above * above >= p.rlist2;
+                    unsigned candidates = __ballot_sync(kFullWarp, pass);
+                    while (candidates != 0) {
+                        const int cjj = k0 + __ffs(candidates) - 1;
+                        candidates &= candidates - 1;
+                        const Float3 xj = xyz(xq[cjj * kClusterSize + tj]);
+                        const std::uint8_t zj = zoneOfSlot[cjj * kClusterSize + tj];
+                        const bool self = cjj == ci;
+                        const bool in0 = atomPairInList(zi0, zj, ti, tj, self, s);
+                        const bool in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
+                        const float d0 = atomDistance2(xi0, xj, sv);
+                        const float d1 = atomDistance2(xi1, xj, sv);
+                        const bool near = (in0 && d0 < p.rlist2) || (in1 && d1 < p.rlist2);
+                        const unsigned maskLo = __ballot_sync(kFullWarp, in0);
+                        const unsigned maskHi = __ballot_sync(kFullWarp, in1);
+                        if (__any_sync(kFullWarp, near)) {
+                            if constexpr (kFillPass) {
+                                if (lane == 0 && count < limit) {
+                                    pairs[base + count] = ClusterPair{cjj, s, maskLo, maskHi};
+                                }
+                            }
+                            if constexpr (kMode == kOnePass) {
+                                // The prune kernel's decision, from the same distances (never
+                                // true without pruning: rlistInner2 is 0 then).
+                                const bool inner = __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) ||
+                                                                             (in1 && d1 < p.rlistInner2));
+                                if (lane == 0 && count < p.scratchCapacity) {
+                                    slot[count] = ClusterPair{cjj, inner ? s | kInnerFlag : s, maskLo, maskHi};
+                                }
+                            }
+                            if constexpr (kMode != kCount) atomPairs += __popc(maskLo) + __popc(maskHi);
+                            ++count;
+                        }
+                    }
+                    if (restAbove) break;  // uniform: a shuffled value
                 }
             }
         }
     }
 
-    if constexpr (kFillPass) {
-        const int limit = pairCount[ci];
+    const int numEntries = (count + p.maxJ - 1) / p.maxJ;
+    if constexpr (!kFillPass) {
+        if (lane == 0) {
+            pairCount[ci] = count;
+            entryCount[ci] = numEntries;
+            if constexpr (kMode == kOnePass) {
+                atomicAdd(&counters[0], atomPairs);
+                atomicMax(&counters[2], static_cast<unsigned long long>(count));
+            }
+        }
+    } else {
         if (lane == 0) {
             if (count != limit) atomicOr(&counters[1], 1ull);  // the passes disagree: a bug
             atomicAdd(&counters[0], atomPairs);
         }
         if (count == limit) {
-            const int numEntries = (count + p.maxJ - 1) / p.maxJ;
-            const int firstEntry = entryOffset[ci];
-            const int base = pairOffset[ci];
+            const int first = entryOffset[ci];
             for (int e = lane; e < numEntries; e += 32) {
-                entries[firstEntry + e] =
-                    ClusterEntry{ci, base + e * p.maxJ, base + min(count, (e + 1) * p.maxJ), 0};
+                entries[first + e] = ClusterEntry{ci, base + e * p.maxJ, base + min(count, (e + 1) * p.maxJ), 0};
             }
-        }
-        return;
-    }
-    if (parts > 1) {
-        // The parts of an i cluster are consecutive warps of this block.
-        __shared__ int blockCounts[kSearchThreads / 32];
-        const int warpInBlock = static_cast<int>(threadIdx.x / 32);
-        if (lane == 0) blockCounts[warpInBlock] = count;
-        __syncthreads();
-        if (!active) return;
-        if (lane == 0) {
-            partCount[static_cast<long long>(ci) * parts + part] = count;
-            atomicAdd(&counters[0], atomPairs);
-            atomicMax(&counters[2], static_cast<unsigned long long>(count));
-        }
-        if (part == 0 && lane == 0) {
-            int total = 0;
-            for (int w = 0; w < parts; ++w) total += blockCounts[warpInBlock + w];
-            pairCount[ci] = total;
-            entryCount[ci] = (total + p.maxJ - 1) / p.maxJ;
-        }
-        return;
-    }
-    if (lane == 0) {
-        pairCount[ci] = count;
-        entryCount[ci] = (count + p.maxJ - 1) / p.maxJ;
-        if constexpr (kMode == kOnePass) {
-            atomicAdd(&counters[0], atomPairs);
-            atomicMax(&counters[2], static_cast<unsigned long long>(count));
         }
     }
 }
 
-// Record k of i cluster ci's list: from the scratch slots of its search
-// parts, joined in part order (one slot when parts == 1).
-struct ScratchSlots {
-    const ClusterPair* scratch;
-    const int* partCount;  // nullptr when parts == 1
-    int parts;
-    int capacity;
-
-    __device__ ClusterPair at(int ci, int k) const {
-        int part = 0;
-        if (parts > 1) {
-            const int* counts = partCount + static_cast<long long>(ci) * parts;
-            while (part < parts - 1 && k >= counts[part]) k -= counts[part++];
-        }
-        return scratch[(static_cast<long long>(ci) * parts + part) * capacity + k];
-    }
-};
-
-// One warp per i cluster: its pairs from the scratch slots to their place in
+// One warp per i cluster: its pairs from the scratch slot to their place in
 // the dense list, and its entries (as the fill pass writes them). With
 // `innerEntries` (pruning), also the inner list as the prune kernel writes
 // it: per entry, the flagged records in their outer order, then the entry
 // with jEnd = jBegin + kept. An entry holds at most 32 pairs (maxJ <= 32).
-__global__ void compactKernel(int numTasks, ScratchSlots slots, int maxJ, const int* __restrict__ pairCount,
-                              const int* __restrict__ pairOffset, const int* __restrict__ entryOffset,
-                              ClusterPair* __restrict__ pairs, ClusterEntry* __restrict__ entries,
-                              ClusterPair* __restrict__ innerPairs, ClusterEntry* __restrict__ innerEntries) {
+__global__ void compactKernel(int numTasks, int scratchCapacity, int maxJ, const ClusterPair* __restrict__ scratch,
+                              const int* __restrict__ pairCount, const int* __restrict__ pairOffset,
+                              const int* __restrict__ entryOffset, ClusterPair* __restrict__ pairs,
+                              ClusterEntry* __restrict__ entries, ClusterPair* __restrict__ innerPairs,
+                              ClusterEntry* __restrict__ innerEntries) {
     const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
     if (ci >= numTasks) return;
     const int lane = threadIdx.x & 31;
     const int count = pairCount[ci];
     const int base = pairOffset[ci];
+    const ClusterPair* slot = scratch + static_cast<long long>(ci) * scratchCapacity;
     const int numEntries = (count + maxJ - 1) / maxJ;
     const int first = entryOffset[ci];
     if (innerEntries == nullptr) {
-        for (int k = lane; k < count; k += 32) pairs[base + k] = slots.at(ci, k);
+        for (int k = lane; k < count; k += 32) pairs[base + k] = slot[k];
         for (int e = lane; e < numEntries; e += 32) {
             entries[first + e] = ClusterEntry{ci, base + e * maxJ, base + min(count, (e + 1) * maxJ), 0};
         }
@@ -299,7 +224,7 @@ __global__ void compactKernel(int numTasks, ScratchSlots slots, int maxJ, const 
         const int jBegin = e * maxJ;
         const int numJ = min(count, jBegin + maxJ) - jBegin;
         ClusterPair record{0, 0, 0u, 0u};
-        if (lane < numJ) record = slots.at(ci, jBegin + lane);
+        if (lane < numJ) record = slot[jBegin + lane];
         const bool inner = lane < numJ && (record.shift & kInnerFlag) != 0;
         record.shift &= ~kInnerFlag;
         const unsigned keep = __ballot_sync(kFullWarp, inner);
@@ -360,24 +285,6 @@ void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonloca
     layout.numNonlocalHomeClusters = count;
 }
 
-int searchPartsFor(int numTasks) {
-    // Warps per i cluster: the search is a latency-bound walk per warp, so at
-    // small sizes, where one warp per i cluster leaves most of the GPU idle,
-    // several warps split each walk. The list is the same for any choice.
-    if (const char* forced = std::getenv("HALOEX_SEARCH_PARTS")) {
-        const int parts = std::atoi(forced);
-        if (parts == 1 || parts == 2 || parts == 4) return parts;
-    }
-    int device = 0, numSms = 1;
-    HALOEX_CUDA_CHECK(cudaGetDevice(&device));
-    HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, device));
-    const long long warpSlots = 3LL * numSms * 64 / 2;  // 1.5 waves of resident warps
-    for (const int parts : {4, 2}) {
-        if (static_cast<long long>(numTasks) * parts <= warpSlots) return parts;
-    }
-    return 1;
-}
-
 cudaFuncAttributes searchKernelAttributes() {
     cudaFuncAttributes a{};
     HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, searchKernel<kOnePass>));
@@ -428,19 +335,13 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         p.rlistInner2 = prune.parts > 0 ? prune.rlistInner2 : 0.f;
         p.cellX = p.jGrid.invCellX > 0.f ? 1.f / p.jGrid.invCellX : 0.f;
         p.cellY = p.jGrid.invCellY > 0.f ? 1.f / p.jGrid.invCellY : 0.f;
-        p.parts = searchPartsFor(numTasks);
-        list.searchParts = p.parts;
         blocks[k] = blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads);
-        const int onePassBlocks = blocksFor(static_cast<long long>(numTasks) * 32 * p.parts, kSearchThreads);
 
-        reserveWithHeadroom(list.scratch, static_cast<std::size_t>(numTasks) * p.parts * list.scratchCapacity,
-                            growth);
-        if (p.parts > 1) reserveWithHeadroom(list.partCount, static_cast<std::size_t>(numTasks) * p.parts, growth);
-        searchKernel<kOnePass><<<onePassBlocks, kSearchThreads, 0, stream>>>(
+        reserveWithHeadroom(list.scratch, static_cast<std::size_t>(numTasks) * list.scratchCapacity, growth);
+        searchKernel<kOnePass><<<blocks[k], kSearchThreads, 0, stream>>>(
             p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
             layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(),
-            nullptr, nullptr, nullptr, nullptr, list.counters.data(), list.scratch.data(),
-            p.parts > 1 ? list.partCount.data() : nullptr);
+            nullptr, nullptr, nullptr, nullptr, list.counters.data(), list.scratch.data());
         HALOEX_CUDA_CHECK_LAUNCH();
 
         std::size_t scanBytes = 0;
@@ -485,10 +386,8 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         if (!overflow) {
             list.atomPairs = static_cast<long long>(list.countersHost[0]);
             list.prunedAtSearch = list.pruned;
-            const ScratchSlots slots{list.scratch.data(), params[k].parts > 1 ? list.partCount.data() : nullptr,
-                                     params[k].parts, params[k].scratchCapacity};
             compactKernel<<<blocks[k], kSearchThreads, 0, stream>>>(
-                numTasks, slots, params[k].maxJ, list.pairCount.data(),
+                numTasks, params[k].scratchCapacity, params[k].maxJ, list.scratch.data(), list.pairCount.data(),
                 list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data(),
                 list.pruned ? list.innerPairs.data() : nullptr, list.pruned ? list.innerEntries.data() : nullptr);
             HALOEX_CUDA_CHECK_LAUNCH();
@@ -499,7 +398,7 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
             params[k], layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
             layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(),
             list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data(),
-            list.counters.data(), nullptr, nullptr);
+            list.counters.data(), nullptr);
         HALOEX_CUDA_CHECK_LAUNCH();
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
                                           2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
