@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ab syncs search-tests list-search search-trace search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test test-gpu ab syncs search-tests list-search search-trace profile-search search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -265,6 +265,26 @@ stage_search_trace() {
       >>"$out/trace-$n.log" 2>&1
     note "  stats rc=$? $(ls "$out" | grep -c "trace-$n") files"
   done
+}
+
+# Nsight Compute on the search step's kernels: each kernel's duration at
+# 22 500 atoms (what a search step's kernels cost apart from launch gaps and
+# host reads), and the pair search kernel's stall profile at 720 000 atoms.
+stage_profile_search() {
+  local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /usr/local/cuda/nsight-compute*/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  note "== profile search kernels (ncu: ${ncu:-none}; nsys: $(command -v nsys || find / -name nsys -type f 2>/dev/null | head -1))"
+  [ -n "$ncu" ] || return 1
+  timeout 240 "$ncu" --launch-skip 60 --launch-count 60 --metrics gpu__time_duration.sum --csv \
+    "$build/bin/haloex-md" --device gpu --atoms 22500 --steps 120 --nstlist 50 --quiet --log none --cuda-graphs 0 \
+    >"$out/ncu-durations-22500.csv" 2>"$out/ncu-durations-22500.err"
+  note "  durations rc=$? ($(wc -l <"$out/ncu-durations-22500.csv") lines)"
+  timeout 300 "$ncu" --kernel-name regex:searchKernel --launch-skip 1 --launch-count 1 \
+    --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis --section Occupancy \
+    --section SchedulerStats --section LaunchStats \
+    "$build/bin/haloex-md" --device gpu --atoms 720000 --steps 60 --nstlist 50 --quiet --log none \
+    >"$out/ncu-search-720000.txt" 2>&1
+  note "  search kernel profile rc=$?"
+  grep -E 'Duration|Warp Cycles Per Issued|Issue Slots Busy|Memory Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Registers Per|Stall|Compute \(SM\) Throughput' "$out/ncu-search-720000.txt" | head -30 | tee -a "$summary"
 }
 
 stage_search() {
