@@ -274,7 +274,7 @@ stage_profile_search() {
   local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /usr/local/cuda/nsight-compute*/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   note "== profile search kernels (ncu: ${ncu:-none}; nsys: $(command -v nsys || find / -name nsys -type f 2>/dev/null | head -1))"
   [ -n "$ncu" ] || return 1
-  timeout 240 "$ncu" --launch-skip 60 --launch-count 60 --metrics gpu__time_duration.sum --csv \
+  timeout 240 "$ncu" --nvtx --nvtx-include "search step/" --launch-count 150 --metrics gpu__time_duration.sum --csv \
     "$build/bin/haloex-md" --device gpu --atoms 22500 --steps 120 --nstlist 50 --quiet --log none --cuda-graphs 0 \
     >"$out/ncu-durations-22500.csv" 2>"$out/ncu-durations-22500.err"
   note "  durations rc=$? ($(wc -l <"$out/ncu-durations-22500.csv") lines)"
