@@ -152,7 +152,7 @@ void finishSearch(DeviceList& list, bool nonlocal);
 void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonlocalList, double growth,
                                  cudaStream_t stream);
 
-// Registers of the search kernel (fill variant).
+// Registers of the one-pass search kernel.
 cudaFuncAttributes searchKernelAttributes();
 
 // Error reports (nonbonded.cpp: fmt stays out of nvcc's way).

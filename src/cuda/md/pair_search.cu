@@ -1,7 +1,10 @@
-// Cluster-pair search on the GPU: one warp per i cluster. Two passes with
-// identical decisions -- count, then (after a scan gives every i cluster its
-// place) fill -- so the list is dense, deterministic and equal to
-// searchReference() (cluster_reference.cpp) element by element.
+// Cluster-pair search on the GPU, equal to searchReference()
+// (cluster_reference.cpp) element by element. One pass (searchGroupKernel):
+// a warp walks the neighbourhood of up to four i clusters of a column, and
+// keeps each i cluster's pairs in a fixed-size scratch slot; a scan of the
+// counts gives every i cluster its place, and the compaction writes the
+// dense list there. A slot that overflowed makes the build run the fill
+// pass instead (fillKernel: one warp per i cluster, writing in place).
 //
 // Lanes test 32 candidate j clusters of a column at once (half-list rule and
 // bounding-box distance); each surviving candidate is then examined by the
@@ -28,8 +31,8 @@ struct SearchParams {
     int numHomeClusters;
     int nonlocal;
     int maxJ;
-    int scratchCapacity;  // kOnePass: pairs each i cluster may keep in the scratch
-    float rlistInner2;    // kOnePass with pruning (> 0): flag the pairs the inner list keeps
+    int scratchCapacity;  // one-pass search: pairs each i cluster may keep in the scratch
+    float rlistInner2;    // one-pass search with pruning (> 0): flag the pairs the inner list keeps
     float cellX, cellY;   // the j grid's column widths (0 for a one-column dimension)
 };
 
@@ -58,30 +61,25 @@ __device__ inline float columnDistance2(ColumnGrid g, float cellX, float cellY, 
     return dx * dx + dy * dy;
 }
 
-// kOnePass with pruning: a scratch record whose cluster pair has an in-list
+// The one-pass search with pruning: a scratch record whose cluster pair has an in-list
 // atom pair closer than rlistInner carries this bit in its shift field (shift
 // indices are < 27); the compaction strips it and builds the inner list from
 // it -- the search step's full prune without a second pass over the list.
 constexpr int kInnerFlag = 1 << 8;
 
-// kCount: pair and entry counts only; kFill: the pairs, at the places the
-// scan of the counts gave; kOnePass: counts, and the pairs into a fixed-size
-// scratch slot per i cluster (compacted afterwards), so the search runs
-// once. An i cluster with more pairs than its slot holds makes the build
-// fall back to the fill pass (counters[2] holds the largest count).
-enum SearchMode : int { kCount = 0, kFill = 1, kOnePass = 2 };
-
 __device__ inline Float3 xyz(float4 v) { return {v.x, v.y, v.z}; }
 
-template <int kMode>
+// The fill pass, for a build whose one-pass search (searchGroupKernel below)
+// overflowed a scratch slot: one warp per i cluster walks its neighbourhood
+// and writes the pairs at the places the scan of the one-pass counts gave.
+// An independent walk of the same rules: a count that differs from the
+// one-pass count sets counters[1] (finishSearch reports it as a bug).
 __global__ void __launch_bounds__(kSearchThreads)
-    searchKernel(SearchParams p, const int* __restrict__ columnClusterStart, const float4* __restrict__ bboxLo,
-                 const float4* __restrict__ bboxHi, const float4* __restrict__ xq,
-                 const std::uint8_t* __restrict__ zoneOfSlot, int* __restrict__ pairCount,
-                 int* __restrict__ entryCount, const int* __restrict__ pairOffset, const int* __restrict__ entryOffset,
-                 ClusterPair* __restrict__ pairs, ClusterEntry* __restrict__ entries,
-                 unsigned long long* __restrict__ counters, ClusterPair* __restrict__ scratch) {
-    constexpr bool kFillPass = kMode == kFill;
+    fillKernel(SearchParams p, const int* __restrict__ columnClusterStart, const float4* __restrict__ bboxLo,
+               const float4* __restrict__ bboxHi, const float4* __restrict__ xq,
+               const std::uint8_t* __restrict__ zoneOfSlot, const int* __restrict__ pairCount,
+               const int* __restrict__ pairOffset, const int* __restrict__ entryOffset, ClusterPair* __restrict__ pairs,
+               ClusterEntry* __restrict__ entries, unsigned long long* __restrict__ counters) {
     const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
     if (ci >= p.numTasks) return;  // uniform per warp
     const int lane = threadIdx.x & 31;
@@ -94,9 +92,8 @@ __global__ void __launch_bounds__(kSearchThreads)
     const Float3 xi1 = xyz(xq[ci * kClusterSize + ti + 4]);
     const std::uint8_t zi0 = zoneOfSlot[ci * kClusterSize + ti];
     const std::uint8_t zi1 = zoneOfSlot[ci * kClusterSize + ti + 4];
-    const int base = kFillPass ? pairOffset[ci] : 0;
-    const int limit = kFillPass ? pairCount[ci] : 0;
-    ClusterPair* const slot = kMode == kOnePass ? scratch + static_cast<long long>(ci) * p.scratchCapacity : nullptr;
+    const int base = pairOffset[ci];
+    const int limit = pairCount[ci];
     int count = 0;
     unsigned long long atomPairs = 0;
 
@@ -147,21 +144,8 @@ __global__ void __launch_bounds__(kSearchThreads)
                         const unsigned maskLo = __ballot_sync(kFullWarp, in0);
                         const unsigned maskHi = __ballot_sync(kFullWarp, in1);
                         if (__any_sync(kFullWarp, near)) {
-                            if constexpr (kFillPass) {
-                                if (lane == 0 && count < limit) {
-                                    pairs[base + count] = ClusterPair{cjj, s, maskLo, maskHi};
-                                }
-                            }
-                            if constexpr (kMode == kOnePass) {
-                                // The prune kernel's decision, from the same distances (never
-                                // true without pruning: rlistInner2 is 0 then).
-                                const bool inner = __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) ||
-                                                                             (in1 && d1 < p.rlistInner2));
-                                if (lane == 0 && count < p.scratchCapacity) {
-                                    slot[count] = ClusterPair{cjj, inner ? s | kInnerFlag : s, maskLo, maskHi};
-                                }
-                            }
-                            if constexpr (kMode != kCount) atomPairs += __popc(maskLo) + __popc(maskHi);
+                            if (lane == 0 && count < limit) pairs[base + count] = ClusterPair{cjj, s, maskLo, maskHi};
+                            atomPairs += __popc(maskLo) + __popc(maskHi);
                             ++count;
                         }
                     }
@@ -171,27 +155,175 @@ __global__ void __launch_bounds__(kSearchThreads)
         }
     }
 
-    const int numEntries = (count + p.maxJ - 1) / p.maxJ;
-    if constexpr (!kFillPass) {
-        if (lane == 0) {
-            pairCount[ci] = count;
-            entryCount[ci] = numEntries;
-            if constexpr (kMode == kOnePass) {
-                atomicAdd(&counters[0], atomPairs);
-                atomicMax(&counters[2], static_cast<unsigned long long>(count));
+    if (lane == 0) {
+        if (count != limit) atomicOr(&counters[1], 1ull);  // the passes disagree: a bug
+        atomicAdd(&counters[0], atomPairs);
+    }
+    if (count == limit) {
+        const int numEntries = (count + p.maxJ - 1) / p.maxJ;
+        const int first = entryOffset[ci];
+        for (int e = lane; e < numEntries; e += 32) {
+            entries[first + e] = ClusterEntry{ci, base + e * p.maxJ, base + min(count, (e + 1) * p.maxJ), 0};
+        }
+    }
+}
+
+// The one-pass search by groups: one warp walks the neighbourhood once for up
+// to kSearchGroup consecutive i clusters of one column (their union box),
+// tests each candidate j cluster against every i cluster of the group, and
+// writes each i cluster's pairs in the same (shift, y, x, j) order as one
+// walk per i cluster would -- so the list is the reference's element by
+// element. The walk (shifts, columns, bounding-box loads) was most of a
+// search's instructions (the kernel is issue-bound: Nsight Compute, 720 000
+// atoms, 83 % SM throughput); grouping shares it.
+constexpr int kSearchGroup = 4;
+static_assert(kSearchGroup * kClusterSize <= 32, "a lane per i atom of the group");
+
+__device__ inline Float3 shuffled(Float3 v, int lane) {
+    return {__shfl_sync(kFullWarp, v.x, lane), __shfl_sync(kFullWarp, v.y, lane), __shfl_sync(kFullWarp, v.z, lane)};
+}
+
+__global__ void __launch_bounds__(kSearchThreads, 6)
+    searchGroupKernel(SearchParams p, const int* __restrict__ columnClusterStart, const int* __restrict__ clusterColumn,
+                      const float4* __restrict__ bboxLo, const float4* __restrict__ bboxHi,
+                      const float4* __restrict__ xq, const std::uint8_t* __restrict__ zoneOfSlot,
+                      int* __restrict__ pairCount, int* __restrict__ entryCount,
+                      unsigned long long* __restrict__ counters, ClusterPair* __restrict__ scratch) {
+    __shared__ float4 groupAtoms[kSearchThreads / 32][kSearchGroup * kClusterSize];
+    __shared__ std::uint8_t groupZones[kSearchThreads / 32][kSearchGroup * kClusterSize];
+    const int warpInBlock = static_cast<int>(threadIdx.x / 32);
+    const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+    const long long firstOfWarp = warp * kSearchGroup;
+    if (firstOfWarp >= p.numTasks) return;  // uniform per warp
+    const int lane = threadIdx.x & 31;
+    const int ti = lane >> 3;  // i slots ti and ti + 4
+    const int tj = lane & 7;   // j slot
+    const int end = min(static_cast<int>(firstOfWarp) + kSearchGroup, p.numTasks);
+    float4* const atoms = groupAtoms[warpInBlock];
+    std::uint8_t* const zones = groupZones[warpInBlock];
+    unsigned long long atomPairs = 0;  // the same on every lane
+    int largest = 0;
+
+    // The warp's i clusters, cut where a column ends: a group spans one column.
+    for (int g0 = static_cast<int>(firstOfWarp); g0 < end;) {
+        const int g1 = min(end, columnClusterStart[clusterColumn[g0] + 1]);
+        const int n = g1 - g0;
+        __syncwarp();  // the previous group's reads of the shared arrays are done
+        if (lane < n * kClusterSize) {
+            atoms[lane] = xq[static_cast<long long>(g0) * kClusterSize + lane];
+            zones[lane] = zoneOfSlot[static_cast<long long>(g0) * kClusterSize + lane];
+        }
+        // Lane g < n holds i cluster g0 + g's box and pair count.
+        Float3 myLo{INFINITY, INFINITY, INFINITY}, myHi{-INFINITY, -INFINITY, -INFINITY};
+        if (lane < n) {
+            myLo = xyz(bboxLo[g0 + lane]);
+            myHi = xyz(bboxHi[g0 + lane]);
+        }
+        Float3 uLo = myLo, uHi = myHi;
+        for (int offset = 1; offset < kSearchGroup; offset <<= 1) {
+            uLo.x = fminf(uLo.x, __shfl_xor_sync(kFullWarp, uLo.x, offset));
+            uLo.y = fminf(uLo.y, __shfl_xor_sync(kFullWarp, uLo.y, offset));
+            uLo.z = fminf(uLo.z, __shfl_xor_sync(kFullWarp, uLo.z, offset));
+            uHi.x = fmaxf(uHi.x, __shfl_xor_sync(kFullWarp, uHi.x, offset));
+            uHi.y = fmaxf(uHi.y, __shfl_xor_sync(kFullWarp, uHi.y, offset));
+            uHi.z = fmaxf(uHi.z, __shfl_xor_sync(kFullWarp, uHi.z, offset));
+        }
+        uLo = shuffled(uLo, 0);
+        uHi = shuffled(uHi, 0);
+        __syncwarp();  // the group's atoms are in shared memory
+        const bool sameGrid = !p.nonlocal || g0 >= p.numHomeClusters;  // a column is home or halo
+        int myCount = 0;
+
+        for (int s = 0; s < kNumShifts; ++s) {
+            if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
+            const Float3 sv = shiftVector(s, p.boxLengths);
+            if (!zShiftReachesGrid(p.jGrid, uLo.z, uHi.z, sv.z, p.radius)) continue;
+            const IndexRange rx = cellRange(regionLo(uLo.x, sv.x, p.radius), regionHi(uHi.x, sv.x, p.radius),
+                                            p.jGrid.x0, p.jGrid.invCellX, p.jGrid.nx);
+            const IndexRange ry = cellRange(regionLo(uLo.y, sv.y, p.radius), regionHi(uHi.y, sv.y, p.radius),
+                                            p.jGrid.y0, p.jGrid.invCellY, p.jGrid.ny);
+            for (int cy = ry.lo; cy <= ry.hi; ++cy) {
+                for (int cx = rx.lo; cx <= rx.hi; ++cx) {
+                    if (columnDistance2(p.jGrid, p.cellX, p.cellY, cx, cy, uLo, uHi, sv) >= p.rlist2) continue;
+                    const int column = p.jGrid.firstColumn + cx + p.jGrid.nx * cy;
+                    const int begin = columnClusterStart[column];
+                    const int stop = columnClusterStart[column + 1];
+                    for (int k0 = begin; k0 < stop; k0 += 32) {
+                        const int cj = k0 + lane;
+                        Float3 jLo{0.f, 0.f, INFINITY}, jHi{0.f, 0.f, 0.f};
+                        bool pass = false;
+                        if (cj < stop) {
+                            jLo = xyz(bboxLo[cj]);
+                            jHi = xyz(bboxHi[cj]);
+                            // The half-list rule of the group's first i cluster is the
+                            // loosest of the group's (cj >= g0).
+                            if (clusterPairInHalfList(g0, cj, s, sameGrid)) {
+                                pass = boxDistance2(uLo, uHi, jLo, jHi, sv) < p.rlist2;
+                            }
+                        }
+                        // As in searchKernel: the rest of the column lies beyond rlist above.
+                        const float lastLoZ = __shfl_sync(kFullWarp, jLo.z, min(31, stop - 1 - k0));
+                        const float above = lastLoZ + sv.z - kFilterSlack - uHi.z;
+                        const bool restAbove = above > 0.f && above * above >= p.rlist2;
+                        unsigned candidates = __ballot_sync(kFullWarp, pass);
+                        while (candidates != 0) {
+                            const int source = __ffs(candidates) - 1;
+                            candidates &= candidates - 1;
+                            const int cjj = k0 + source;
+                            // Each i cluster of the group against this j box: the
+                            // reference's test, bit for bit.
+                            const Float3 cLo = shuffled(jLo, source);
+                            const Float3 cHi = shuffled(jHi, source);
+                            const bool iPass = lane < n && clusterPairInHalfList(g0 + lane, cjj, s, sameGrid) &&
+                                               boxDistance2(myLo, myHi, cLo, cHi, sv) < p.rlist2;
+                            unsigned iClusters = __ballot_sync(kFullWarp, iPass);
+                            if (iClusters == 0) continue;
+                            const Float3 xj = xyz(xq[cjj * kClusterSize + tj]);
+                            const std::uint8_t zj = zoneOfSlot[cjj * kClusterSize + tj];
+                            while (iClusters != 0) {
+                                const int g = __ffs(iClusters) - 1;
+                                iClusters &= iClusters - 1;
+                                const int ci = g0 + g;
+                                const Float3 xi0 = xyz(atoms[g * kClusterSize + ti]);
+                                const Float3 xi1 = xyz(atoms[g * kClusterSize + ti + 4]);
+                                const std::uint8_t zi0 = zones[g * kClusterSize + ti];
+                                const std::uint8_t zi1 = zones[g * kClusterSize + ti + 4];
+                                const bool self = cjj == ci;
+                                const bool in0 = atomPairInList(zi0, zj, ti, tj, self, s);
+                                const bool in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
+                                const float d0 = atomDistance2(xi0, xj, sv);
+                                const float d1 = atomDistance2(xi1, xj, sv);
+                                const bool near = (in0 && d0 < p.rlist2) || (in1 && d1 < p.rlist2);
+                                const unsigned maskLo = __ballot_sync(kFullWarp, in0);
+                                const unsigned maskHi = __ballot_sync(kFullWarp, in1);
+                                if (!__any_sync(kFullWarp, near)) continue;
+                                const bool inner = __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) ||
+                                                                             (in1 && d1 < p.rlistInner2));
+                                const int count = __shfl_sync(kFullWarp, myCount, g);
+                                if (lane == 0 && count < p.scratchCapacity) {
+                                    scratch[static_cast<long long>(ci) * p.scratchCapacity + count] =
+                                        ClusterPair{cjj, inner ? s | kInnerFlag : s, maskLo, maskHi};
+                                }
+                                atomPairs += __popc(maskLo) + __popc(maskHi);
+                                if (lane == g) ++myCount;
+                            }
+                        }
+                        if (restAbove) break;  // uniform: a shuffled value
+                    }
+                }
             }
         }
-    } else {
-        if (lane == 0) {
-            if (count != limit) atomicOr(&counters[1], 1ull);  // the passes disagree: a bug
-            atomicAdd(&counters[0], atomPairs);
+        if (lane < n) {
+            pairCount[g0 + lane] = myCount;
+            entryCount[g0 + lane] = (myCount + p.maxJ - 1) / p.maxJ;
+            largest = max(largest, myCount);
         }
-        if (count == limit) {
-            const int first = entryOffset[ci];
-            for (int e = lane; e < numEntries; e += 32) {
-                entries[first + e] = ClusterEntry{ci, base + e * p.maxJ, base + min(count, (e + 1) * p.maxJ), 0};
-            }
-        }
+        g0 = g1;
+    }
+    for (int offset = 16; offset > 0; offset >>= 1) largest = max(largest, __shfl_xor_sync(kFullWarp, largest, offset));
+    if (lane == 0) {
+        atomicAdd(&counters[0], atomPairs);
+        atomicMax(&counters[2], static_cast<unsigned long long>(largest));
     }
 }
 
@@ -287,7 +419,7 @@ void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonloca
 
 cudaFuncAttributes searchKernelAttributes() {
     cudaFuncAttributes a{};
-    HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, searchKernel<kOnePass>));
+    HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, searchGroupKernel));
     return a;
 }
 
@@ -338,10 +470,11 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         blocks[k] = blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads);
 
         reserveWithHeadroom(list.scratch, static_cast<std::size_t>(numTasks) * list.scratchCapacity, growth);
-        searchKernel<kOnePass><<<blocks[k], kSearchThreads, 0, stream>>>(
-            p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
-            layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(),
-            nullptr, nullptr, nullptr, nullptr, list.counters.data(), list.scratch.data());
+        const long long groups = (numTasks + kSearchGroup - 1) / kSearchGroup;
+        searchGroupKernel<<<blocksFor(groups * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
+            p, layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.bboxLo.data(),
+            layout.bboxHi.data(), layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(),
+            list.entryCount.data(), list.counters.data(), list.scratch.data());
         HALOEX_CUDA_CHECK_LAUNCH();
 
         std::size_t scanBytes = 0;
@@ -394,11 +527,10 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
             continue;
         }
         list.counters.zeroAsync(stream);
-        searchKernel<kFill><<<blocks[k], kSearchThreads, 0, stream>>>(
+        fillKernel<<<blocks[k], kSearchThreads, 0, stream>>>(
             params[k], layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
-            layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(),
-            list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data(),
-            list.counters.data(), nullptr);
+            layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.pairOffset.data(),
+            list.entryOffset.data(), list.pairs.data(), list.entries.data(), list.counters.data());
         HALOEX_CUDA_CHECK_LAUNCH();
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
                                           2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
