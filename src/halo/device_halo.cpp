@@ -218,30 +218,43 @@ DeviceHalo::DeviceHalo(runtime::World& world, Backend backend, const std::vector
                                        e.tag, e.slots, e.slotBytes));
     }
     view_.numSends = mine.numSends;
-    for (int i = 0; i < mine.numSends; ++i) {
-        const auto& s = mine.sends[i];
-        const LinkTable& peer = tables[static_cast<std::size_t>(s.peer)];
-        const LinkTable::Recv* target = nullptr;
-        for (int q = 0; q < peer.numRecvs; ++q) {
-            if (peer.recvs[q].peer == world.rank() && peer.recvs[q].tag == s.tag) target = &peer.recvs[q];
+    // Mapping may fail on one rank only (no path to a peer, an IPC handle
+    // that does not open): every rank learns it, so none waits alone below.
+    std::exception_ptr mapping;
+    try {
+        for (int i = 0; i < mine.numSends; ++i) {
+            const auto& s = mine.sends[i];
+            const LinkTable& peer = tables[static_cast<std::size_t>(s.peer)];
+            const LinkTable::Recv* target = nullptr;
+            for (int q = 0; q < peer.numRecvs; ++q) {
+                if (peer.recvs[q].peer == world.rank() && peer.recvs[q].tag == s.tag) target = &peer.recvs[q];
+            }
+            HALOEX_ASSERT(target != nullptr, "checkLinks matched every send");
+            auto* base = static_cast<char*>(st.memory->peerBase(s.peer));
+            if (!base) {
+                throwError(ErrorKind::InvalidInput,
+                           fmt::format("{}: rank {} cannot store into rank {}'s memory with the {} backend (no "
+                                       "NVLink/P2P load/store path between them); the device halo view needs one "
+                                       "for every send",
+                                       st.what, world.rank(), s.peer, toString(backend)));
+            }
+            DeviceHaloView::Send& v = view_.sends[i];
+            v.window = base + target->windowOffset;
+            v.signal = reinterpret_cast<std::uint64_t*>(base + target->signalOffset);
+            v.slotBytes = static_cast<std::uint64_t>(target->slotBytes);
+            v.slots = target->slots;
+            v.peer = s.peer;
+            v.tag = s.tag;
+            st.notes.push_back(fmt::format("send link {}: to rank {}, tag {}, {} slot(s) of {} bytes, direct stores",
+                                           i, s.peer, s.tag, target->slots, target->slotBytes));
         }
-        HALOEX_ASSERT(target != nullptr, "checkLinks matched every send");
-        auto* base = static_cast<char*>(st.memory->peerBase(s.peer));
-        if (!base) {
-            throwError(ErrorKind::InvalidInput,
-                       fmt::format("{}: rank {} cannot store into rank {}'s memory with the {} backend (no NVLink/P2P "
-                                   "load/store path between them); the device halo view needs one for every send",
-                                   st.what, world.rank(), s.peer, toString(backend)));
-        }
-        DeviceHaloView::Send& v = view_.sends[i];
-        v.window = base + target->windowOffset;
-        v.signal = reinterpret_cast<std::uint64_t*>(base + target->signalOffset);
-        v.slotBytes = static_cast<std::uint64_t>(target->slotBytes);
-        v.slots = target->slots;
-        v.peer = s.peer;
-        v.tag = s.tag;
-        st.notes.push_back(fmt::format("send link {}: to rank {}, tag {}, {} slot(s) of {} bytes, direct stores", i,
-                                       s.peer, s.tag, target->slots, target->slotBytes));
+    } catch (...) {
+        mapping = std::current_exception();
+    }
+    if (world.allReduceValue<std::int64_t>(mapping ? 1 : 0, runtime::ReduceOp::Max) != 0) {
+        if (mapping) std::rethrow_exception(mapping);
+        throwError(ErrorKind::Runtime, fmt::format("{}: another rank could not map its peers' windows (see its error)",
+                                                   st.what));
     }
     st.notes.push_back(st.memory->describe());
 
