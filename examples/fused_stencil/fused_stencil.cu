@@ -178,6 +178,21 @@ bool runRank(haloex::runtime::World& world, const Settings& s) {
     const int below = (rank + ranks - 1) % ranks, above = (rank + 1) % ranks;
     const std::size_t rowBytes = static_cast<std::size_t>(s.nx) * sizeof(double);
 
+    // Allocate first: once the halo exists, a neighbour's kernel may already
+    // wait for this rank, and with ranks as threads of one process an
+    // allocation that synchronises the device would wait for it in turn.
+    const std::size_t cells = static_cast<std::size_t>(rows) * s.nx;
+    std::vector<double> field(cells);
+    for (int y = 0; y < rows; ++y) {
+        for (int x = 0; x < s.nx; ++x) field[static_cast<std::size_t>(y) * s.nx + x] = initialValue(x, rank * rows + y);
+    }
+    haloex::cuda::DeviceBuffer<double> u[2] = {haloex::cuda::DeviceBuffer<double>(cells),
+                                               haloex::cuda::DeviceBuffer<double>(cells)};
+    haloex::cuda::Stream stream;
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(u[0].data(), field.data(), cells * sizeof(double), cudaMemcpyHostToDevice,
+                                      stream.get()));
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+
     haloex::DeviceHaloOptions options;
     options.waitTimeoutSeconds = s.waitTimeout;
     options.abortJobOnTimeout = world.kind() == "mpi";  // threads: reported through throwIfTimedOut
@@ -189,17 +204,6 @@ bool runRank(haloex::runtime::World& world, const Settings& s) {
     if (rank == 0) {
         for (const std::string& line : halo.describe()) std::printf("[rank 0] %s\n", line.c_str());
     }
-
-    const std::size_t cells = static_cast<std::size_t>(rows) * s.nx;
-    std::vector<double> field(cells);
-    for (int y = 0; y < rows; ++y) {
-        for (int x = 0; x < s.nx; ++x) field[static_cast<std::size_t>(y) * s.nx + x] = initialValue(x, rank * rows + y);
-    }
-    haloex::cuda::DeviceBuffer<double> u[2] = {haloex::cuda::DeviceBuffer<double>(cells),
-                                               haloex::cuda::DeviceBuffer<double>(cells)};
-    haloex::cuda::Stream stream;
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(u[0].data(), field.data(), cells * sizeof(double), cudaMemcpyHostToDevice,
-                                      stream.get()));
 
     constexpr int kThreads = 256;
     const long long interiorCells = static_cast<long long>(rows > 2 ? rows - 2 : 0) * s.nx;

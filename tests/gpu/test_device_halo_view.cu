@@ -51,6 +51,14 @@ TEST(DeviceHaloView, RingDeliversEveryGenerationIntoItsSlot) {
         runtime::runInProcess(ranks, [&](runtime::World& world) {
             cuda::selectDevice(world, /*allowSharedGpus=*/true);
             const int right = (world.rank() + 1) % ranks, left = (world.rank() + ranks - 1) % ranks;
+            // Allocated before the halo: after its barrier a neighbour's kernel
+            // may wait for this rank, and a device-synchronising call here would
+            // wait for that kernel (the ranks share this process's context).
+            cuda::DeviceBuffer<std::int64_t> received(kGenerations * kValues);
+            cuda::DeviceBuffer<int> ok(1);
+            const int one = 1;
+            cuda::copyToDeviceNow(ok.data(), &one, sizeof(int));
+            cuda::Stream stream;
             DeviceHaloOptions options;
             options.waitTimeoutSeconds = 20;
             options.abortJobOnTimeout = false;
@@ -58,11 +66,6 @@ TEST(DeviceHaloView, RingDeliversEveryGenerationIntoItsSlot) {
                             {{right, 0}}, options);
             EXPECT_EQ(halo.view().numSends, 1);
             EXPECT_EQ(halo.view().sends[0].peer, right);
-            cuda::DeviceBuffer<std::int64_t> received(kGenerations * kValues);
-            cuda::DeviceBuffer<int> ok(1);
-            const int one = 1;
-            cuda::copyToDeviceNow(ok.data(), &one, sizeof(int));
-            cuda::Stream stream;
             ringKernel<<<1, 128, 0, stream.get()>>>(halo.view(), received.data(), ok.data());
             HALOEX_CUDA_CHECK_LAUNCH();
             HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
