@@ -6,50 +6,17 @@
 // false; kernels then exit without signalling, and the job is aborted.
 #include <cstdint>
 
+#include "haloex/cuda/memory_order.cuh"
 #include "wait_diagnostics.hpp"
 
 namespace haloex::nvshmem_detail {
 
-__device__ __forceinline__ std::uint64_t globalTimerNs() {
-    std::uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
-
-// Spinning reads: relaxed loads, then one acquire load of the same word once
-// the value has come. The acquire load reads that value or a later one of
-// the same monotonic counter, so it synchronises with the release that wrote
-// it. (A fence.acq_rel.sys instead cost ~0.6 us per wait on 2 x H200.)
-__device__ __forceinline__ std::uint64_t loadRelaxed(const std::uint64_t* addr, bool systemScope) {
-    std::uint64_t v;
-    if (systemScope) {
-        asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
-    } else {
-        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
-    }
-    return v;
-}
-
-__device__ __forceinline__ std::uint64_t loadAcquire(const std::uint64_t* addr, bool systemScope) {
-    std::uint64_t v;
-    if (systemScope) {
-        asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
-    } else {
-        asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(addr) : "memory");
-    }
-    return v;
-}
-
-// Stores with release semantics at system scope: the receiver that acquires
-// this value also sees every write this thread's fences ordered before it
-// (here: the packed data of all blocks of a pulse, stored into peer memory).
-__device__ __forceinline__ void releaseStoreSys(std::uint64_t* addr, std::uint64_t value) {
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(addr), "l"(value) : "memory");
-}
-
-__device__ __forceinline__ void releaseStoreGpu(std::uint64_t* addr, std::uint64_t value) {
-    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(addr), "l"(value) : "memory");
-}
+// The ordering primitives are shared with the device halo view.
+using haloex::cuda::globalTimerNs;
+using haloex::cuda::loadAcquire;
+using haloex::cuda::loadRelaxed;
+using haloex::cuda::releaseStoreGpu;
+using haloex::cuda::releaseStoreSys;
 
 // Orders the async proxy (TMA bulk copies) with ordinary loads and stores.
 __device__ __forceinline__ void fenceProxyAsyncGlobal() { asm volatile("fence.proxy.async.global;" ::: "memory"); }

@@ -17,4 +17,6 @@ SymmetricAllocation::~SymmetricAllocation() = default;
 
 void* SymmetricAllocation::data() const { return buffer_->as<void>(); }
 
+void* SymmetricAllocation::peerData(int rank) const { return nvshmem_ptr(buffer_->as<void>(), rank); }
+
 }  // namespace haloex::nvshmem

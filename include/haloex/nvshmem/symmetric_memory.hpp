@@ -28,6 +28,10 @@ public:
     SymmetricAllocation& operator=(const SymmetricAllocation&) = delete;
 
     void* data() const;
+    // Rank `rank`'s copy of this array as this process's kernels address it
+    // with loads and stores (nvshmem_ptr: NVLink/P2P peers, and this rank),
+    // or nullptr where only NVSHMEM's put/get reach it. Host side only.
+    void* peerData(int rank) const;
     std::size_t bytes() const { return bytes_; }
 
 private:

@@ -1,0 +1,50 @@
+#pragma once
+// Device memory that the other ranks address with ordinary loads and stores
+// (library haloex_transports): the seam behind the device halo view
+// (device_halo.hpp). One provider per mechanism --
+//   Ipc      cudaMalloc'd memory shared through CUDA IPC handles (one node;
+//            ranks that are threads of one process use the pointer itself)
+//   Nvshmem  an NVSHMEM symmetric allocation; peers through nvshmem_ptr()
+//            (host side only: the user's code needs no NVSHMEM device library)
+// The NCCL device API (a window registered with the communicator, peers
+// through its load/store-accessible pointers) plugs in here as a further
+// provider: implement PeerMemory and add its case to allocatePeerMemory().
+#include <cstddef>
+#include <memory>
+#include <string>
+
+#include "haloex/halo/backend.hpp"
+#include "haloex/runtime/world.hpp"
+
+namespace haloex {
+
+// One allocation per rank, `bytes()` on every rank (the maximum asked for),
+// zero-filled, on the rank's current CUDA device. Construction and
+// destruction are collective over the World (every rank, the same order).
+class PeerMemory {
+public:
+    virtual ~PeerMemory() = default;
+    // The provider and how peers are reached, for describe() and logs.
+    virtual std::string describe() const = 0;
+    virtual std::size_t bytes() const = 0;
+    // This rank's allocation (device memory).
+    virtual void* localBase() const = 0;
+    // Rank `peer`'s allocation as this rank's kernels address it with loads
+    // and stores (this rank's own for peer == rank()), or nullptr where no
+    // load/store path exists (another node, no peer access between the
+    // GPUs). Not collective; may map on first use.
+    virtual void* peerBase(int peer) = 0;
+};
+
+// Collective: every rank asks for its own `bytes` and gets the maximum over
+// the ranks. `what` names the memory in errors. Throws InvalidInput for a
+// backend without load/store peer memory (Reference, Staged, Nccl today; the
+// reason names what to use instead) and for one this build lacks.
+std::unique_ptr<PeerMemory> allocatePeerMemory(Backend backend, runtime::World& world, std::size_t bytes,
+                                               const std::string& what);
+
+// The backends allocatePeerMemory() supports in this build (Ipc with CUDA,
+// Nvshmem with NVSHMEM).
+bool hasPeerMemory(Backend backend);
+
+}  // namespace haloex
