@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ab syncs search-tests list-search search-trace profile-search search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test test-gpu ctest-select ab syncs search-tests list-search search-trace profile-search search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -48,6 +48,17 @@ stage_test() {
   local rc=$?
   grep -E 'tests passed|tests failed|\*\*\*Failed|Timeout|Not Run' "$out/ctest.log" | tee -a "$summary"
   [ $rc -eq 0 ] || grep -E -B5 -A30 'FAILED|Failure' "$out/ctest.log" | head -120
+  stop_mps
+}
+
+# The ctest tests whose names match CTEST_R (a regex), under MPS.
+stage_ctest_select() {
+  note "== ctest -R '${CTEST_R:?set CTEST_R}'"
+  start_mps
+  (cd "$build" && ctest --output-on-failure --timeout 300 -j "${CTEST_J:-4}" -R "$CTEST_R" >"$out/ctest-select.log" 2>&1)
+  local rc=$?
+  grep -E 'tests passed|tests failed|\*\*\*Failed|Timeout|Not Run|Skipped' "$out/ctest-select.log" | tee -a "$summary"
+  [ $rc -eq 0 ] || grep -E -B5 -A30 'FAILED|Failure' "$out/ctest-select.log" | head -80
   stop_mps
 }
 
