@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <ostream>
 #include <fmt/format.h>
 #include <string>
@@ -343,6 +344,40 @@ INSTANTIATE_TEST_SUITE_P(Grids, NonbondedGpuRanks,
                                            RankCase{"g4x1x1_2pulses", {4, 1, 1}, 3000, 8},
                                            RankCase{"g3x2x1", {3, 2, 1}, 20000, 4}),
                          [](const auto& param) { return param.param.name; });
+
+// The one-pass search per i cluster and by groups of i clusters (forced
+// through HALOEX_SEARCH_GROUPS; the automatic choice depends on the size and
+// the GPU) both give the reference's lists element by element: one rank
+// (periodic shifts; groups cut at column ends), random positions, and a rank
+// of a 2x2x1 grid with its non-local list.
+TEST(NonbondedGpu, SearchKernelsGiveTheReferenceList) {
+    HALOEX_REQUIRE_GPU();
+    const md::ForceField ff;
+    struct GroupsGuard {
+        ~GroupsGuard() { unsetenv("HALOEX_SEARCH_GROUPS"); }
+    } guard;
+    const FloatSystem lattice = haloex::testing::latticeSystem(6000, 106, 0.02, ff);
+    const FloatSystem random = haloex::testing::uniformSystem(5000, std::cbrt(50.0) + 0.4, 5007, ff);
+    const FloatSystem split = haloex::testing::latticeSystem(8000, 31, 0.02, ff);
+    const auto ranks = haloex::testing::decompose(split, {2, 2, 1}, ff.rc, kRlist, 1);
+    for (const char* groups : {"0", "1"}) {
+        SCOPED_TRACE(fmt::format("HALOEX_SEARCH_GROUPS={}", groups));
+        ASSERT_EQ(setenv("HALOEX_SEARCH_GROUPS", groups, 1), 0);
+        std::vector<Inputs> cases{inputsOf(lattice), inputsOf(random), inputsOf(ranks[0], "g2x2x1 rank 0")};
+        for (Inputs& in : cases) {
+            cuda::Stream stream;
+            Nonbonded nb(ff, kRlist);
+            DeviceInputs d(in);
+            // The first build may overflow the initial scratch slots (the fill
+            // pass then writes the list, checking the one-pass counts); the
+            // slots grow, and the second build compacts them.
+            build(nb, in, d, stream);
+            expectSameAsReference(in, nb);
+            build(nb, in, d, stream);
+            expectSameAsReference(in, nb);
+        }
+    }
+}
 
 // Local and non-local on two streams at once, then the same captured in a
 // CUDA graph and replayed: identical forces and energies each time.

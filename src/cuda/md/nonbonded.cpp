@@ -300,7 +300,7 @@ PairListHost Nonbonded::copyListToHost(ListKind kind, ListView view) const {
     return dense;
 }
 
-std::array<KernelResources, 6> nonbondedKernelResources() {
+std::array<KernelResources, 7> nonbondedKernelResources() {
     const auto pack = [](const char* name, const cudaFuncAttributes& a) {
         return KernelResources{name, a.numRegs, static_cast<int>(a.localSizeBytes), a.maxThreadsPerBlock};
     };
@@ -308,7 +308,8 @@ std::array<KernelResources, 6> nonbondedKernelResources() {
             pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true, false)),
             pack("nonbonded (forces, rolling prune)", nonbondedKernelAttributes(false, true)),
             pack("nonbonded (forces + energies, rolling prune)", nonbondedKernelAttributes(true, true)),
-            pack("pair search (one pass)", searchKernelAttributes()),
+            pack("pair search (one pass)", searchKernelAttributes(false)),
+            pack("pair search (one pass, groups of i clusters)", searchKernelAttributes(true)),
             pack("full prune (search steps)", pruneKernelAttributes())};
 }
 

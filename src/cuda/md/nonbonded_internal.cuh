@@ -152,8 +152,14 @@ void finishSearch(DeviceList& list, bool nonlocal);
 void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonlocalList, double growth,
                                  cudaStream_t stream);
 
-// Registers of the one-pass search kernel.
-cudaFuncAttributes searchKernelAttributes();
+// Whether the one-pass search walks the neighbourhood once per group of i
+// clusters (searchGroupKernel) for a list of `numTasks` i clusters on this
+// device: only at large sizes (HALOEX_SEARCH_GROUPS=0/1 forces it, for
+// measurements and tests). The list is the same either way.
+bool searchGroupsPay(int numTasks);
+
+// Registers of the one-pass search kernels (per i cluster, or by groups).
+cudaFuncAttributes searchKernelAttributes(bool groups);
 
 // Error reports (nonbonded.cpp: fmt stays out of nvcc's way).
 [[noreturn]] void throwNonFiniteAtom(int atom, int numHome);

@@ -13,6 +13,7 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "nonbonded_internal.cuh"
 
@@ -31,8 +32,8 @@ struct SearchParams {
     int numHomeClusters;
     int nonlocal;
     int maxJ;
-    int scratchCapacity;  // one-pass search: pairs each i cluster may keep in the scratch
-    float rlistInner2;    // one-pass search with pruning (> 0): flag the pairs the inner list keeps
+    int scratchCapacity;  // kOnePass: pairs each i cluster may keep in the scratch
+    float rlistInner2;    // kOnePass with pruning (> 0): flag the pairs the inner list keeps
     float cellX, cellY;   // the j grid's column widths (0 for a one-column dimension)
 };
 
@@ -61,25 +62,30 @@ __device__ inline float columnDistance2(ColumnGrid g, float cellX, float cellY, 
     return dx * dx + dy * dy;
 }
 
-// The one-pass search with pruning: a scratch record whose cluster pair has an in-list
+// kOnePass with pruning: a scratch record whose cluster pair has an in-list
 // atom pair closer than rlistInner carries this bit in its shift field (shift
 // indices are < 27); the compaction strips it and builds the inner list from
 // it -- the search step's full prune without a second pass over the list.
 constexpr int kInnerFlag = 1 << 8;
 
+// One warp per i cluster. kOnePass: counts, and the pairs into a fixed-size
+// scratch slot per i cluster (compacted afterwards), so the search runs
+// once; kFill: the pairs at the places the scan of the counts gave, for a
+// build whose one-pass search overflowed a slot (counters[2] holds the
+// largest count), and a check that both walks counted alike.
+enum SearchMode : int { kFill = 1, kOnePass = 2 };
+
 __device__ inline Float3 xyz(float4 v) { return {v.x, v.y, v.z}; }
 
-// The fill pass, for a build whose one-pass search (searchGroupKernel below)
-// overflowed a scratch slot: one warp per i cluster walks its neighbourhood
-// and writes the pairs at the places the scan of the one-pass counts gave.
-// An independent walk of the same rules: a count that differs from the
-// one-pass count sets counters[1] (finishSearch reports it as a bug).
+template <int kMode>
 __global__ void __launch_bounds__(kSearchThreads)
-    fillKernel(SearchParams p, const int* __restrict__ columnClusterStart, const float4* __restrict__ bboxLo,
-               const float4* __restrict__ bboxHi, const float4* __restrict__ xq,
-               const std::uint8_t* __restrict__ zoneOfSlot, const int* __restrict__ pairCount,
-               const int* __restrict__ pairOffset, const int* __restrict__ entryOffset, ClusterPair* __restrict__ pairs,
-               ClusterEntry* __restrict__ entries, unsigned long long* __restrict__ counters) {
+    searchKernel(SearchParams p, const int* __restrict__ columnClusterStart, const float4* __restrict__ bboxLo,
+                 const float4* __restrict__ bboxHi, const float4* __restrict__ xq,
+                 const std::uint8_t* __restrict__ zoneOfSlot, int* __restrict__ pairCount,
+                 int* __restrict__ entryCount, const int* __restrict__ pairOffset, const int* __restrict__ entryOffset,
+                 ClusterPair* __restrict__ pairs, ClusterEntry* __restrict__ entries,
+                 unsigned long long* __restrict__ counters, ClusterPair* __restrict__ scratch) {
+    constexpr bool kFillPass = kMode == kFill;
     const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
     if (ci >= p.numTasks) return;  // uniform per warp
     const int lane = threadIdx.x & 31;
@@ -92,8 +98,9 @@ __global__ void __launch_bounds__(kSearchThreads)
     const Float3 xi1 = xyz(xq[ci * kClusterSize + ti + 4]);
     const std::uint8_t zi0 = zoneOfSlot[ci * kClusterSize + ti];
     const std::uint8_t zi1 = zoneOfSlot[ci * kClusterSize + ti + 4];
-    const int base = pairOffset[ci];
-    const int limit = pairCount[ci];
+    const int base = kFillPass ? pairOffset[ci] : 0;
+    const int limit = kFillPass ? pairCount[ci] : 0;
+    ClusterPair* const slot = kMode == kOnePass ? scratch + static_cast<long long>(ci) * p.scratchCapacity : nullptr;
     int count = 0;
     unsigned long long atomPairs = 0;
 
@@ -144,7 +151,20 @@ __global__ void __launch_bounds__(kSearchThreads)
                         const unsigned maskLo = __ballot_sync(kFullWarp, in0);
                         const unsigned maskHi = __ballot_sync(kFullWarp, in1);
                         if (__any_sync(kFullWarp, near)) {
-                            if (lane == 0 && count < limit) pairs[base + count] = ClusterPair{cjj, s, maskLo, maskHi};
+                            if constexpr (kFillPass) {
+                                if (lane == 0 && count < limit) {
+                                    pairs[base + count] = ClusterPair{cjj, s, maskLo, maskHi};
+                                }
+                            }
+                            if constexpr (kMode == kOnePass) {
+                                // The prune kernel's decision, from the same distances (never
+                                // true without pruning: rlistInner2 is 0 then).
+                                const bool inner = __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) ||
+                                                                             (in1 && d1 < p.rlistInner2));
+                                if (lane == 0 && count < p.scratchCapacity) {
+                                    slot[count] = ClusterPair{cjj, inner ? s | kInnerFlag : s, maskLo, maskHi};
+                                }
+                            }
                             atomPairs += __popc(maskLo) + __popc(maskHi);
                             ++count;
                         }
@@ -155,15 +175,24 @@ __global__ void __launch_bounds__(kSearchThreads)
         }
     }
 
-    if (lane == 0) {
-        if (count != limit) atomicOr(&counters[1], 1ull);  // the passes disagree: a bug
-        atomicAdd(&counters[0], atomPairs);
-    }
-    if (count == limit) {
-        const int numEntries = (count + p.maxJ - 1) / p.maxJ;
-        const int first = entryOffset[ci];
-        for (int e = lane; e < numEntries; e += 32) {
-            entries[first + e] = ClusterEntry{ci, base + e * p.maxJ, base + min(count, (e + 1) * p.maxJ), 0};
+    const int numEntries = (count + p.maxJ - 1) / p.maxJ;
+    if constexpr (!kFillPass) {
+        if (lane == 0) {
+            pairCount[ci] = count;
+            entryCount[ci] = numEntries;
+            atomicAdd(&counters[0], atomPairs);
+            atomicMax(&counters[2], static_cast<unsigned long long>(count));
+        }
+    } else {
+        if (lane == 0) {
+            if (count != limit) atomicOr(&counters[1], 1ull);  // the passes disagree: a bug
+            atomicAdd(&counters[0], atomPairs);
+        }
+        if (count == limit) {
+            const int first = entryOffset[ci];
+            for (int e = lane; e < numEntries; e += 32) {
+                entries[first + e] = ClusterEntry{ci, base + e * p.maxJ, base + min(count, (e + 1) * p.maxJ), 0};
+            }
         }
     }
 }
@@ -173,9 +202,12 @@ __global__ void __launch_bounds__(kSearchThreads)
 // tests each candidate j cluster against every i cluster of the group, and
 // writes each i cluster's pairs in the same (shift, y, x, j) order as one
 // walk per i cluster would -- so the list is the reference's element by
-// element. The walk (shifts, columns, bounding-box loads) was most of a
-// search's instructions (the kernel is issue-bound: Nsight Compute, 720 000
-// atoms, 83 % SM throughput); grouping shares it.
+// element. The walk (shifts, columns, bounding-box loads) is most of a
+// search's instructions, and at large sizes the one-warp-per-i-cluster
+// kernel is issue-bound (Nsight Compute, 720 000 atoms: 83 % SM
+// throughput), so sharing the walk pays there; at small sizes a quarter of
+// the warps leaves the GPU latency-bound, and searchKernel is faster
+// (searchGroupsPay).
 constexpr int kSearchGroup = 4;
 static_assert(kSearchGroup * kClusterSize <= 32, "a lane per i atom of the group");
 
@@ -417,10 +449,22 @@ void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonloca
     layout.numNonlocalHomeClusters = count;
 }
 
-cudaFuncAttributes searchKernelAttributes() {
+cudaFuncAttributes searchKernelAttributes(bool groups) {
     cudaFuncAttributes a{};
-    HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, searchGroupKernel));
+    if (groups) HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, searchGroupKernel));
+    else HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, searchKernel<kOnePass>));
     return a;
+}
+
+bool searchGroupsPay(int numTasks) {
+    if (const char* forced = std::getenv("HALOEX_SEARCH_GROUPS")) return std::atoi(forced) != 0;
+    // Measured on an H200 (docs/md-engine.md): the group kernel's quarter
+    // of the warps must still fill the GPU a few times over.
+    int device = 0, numSms = 1;
+    HALOEX_CUDA_CHECK(cudaGetDevice(&device));
+    HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, device));
+    const long long residentWarps = static_cast<long long>(numSms) * 28;  // 72 registers: 28 warps per SM
+    return static_cast<long long>(numTasks) / kSearchGroup >= 2 * residentWarps;
 }
 
 void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
@@ -470,11 +514,18 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         blocks[k] = blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads);
 
         reserveWithHeadroom(list.scratch, static_cast<std::size_t>(numTasks) * list.scratchCapacity, growth);
-        const long long groups = (numTasks + kSearchGroup - 1) / kSearchGroup;
-        searchGroupKernel<<<blocksFor(groups * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
-            p, layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.bboxLo.data(),
-            layout.bboxHi.data(), layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(),
-            list.entryCount.data(), list.counters.data(), list.scratch.data());
+        if (searchGroupsPay(numTasks)) {
+            const long long groups = (numTasks + kSearchGroup - 1) / kSearchGroup;
+            searchGroupKernel<<<blocksFor(groups * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
+                p, layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.bboxLo.data(),
+                layout.bboxHi.data(), layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(),
+                list.entryCount.data(), list.counters.data(), list.scratch.data());
+        } else {
+            searchKernel<kOnePass><<<blocks[k], kSearchThreads, 0, stream>>>(
+                p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
+                layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(),
+                nullptr, nullptr, nullptr, nullptr, list.counters.data(), list.scratch.data());
+        }
         HALOEX_CUDA_CHECK_LAUNCH();
 
         std::size_t scanBytes = 0;
@@ -527,10 +578,11 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
             continue;
         }
         list.counters.zeroAsync(stream);
-        fillKernel<<<blocks[k], kSearchThreads, 0, stream>>>(
+        searchKernel<kFill><<<blocks[k], kSearchThreads, 0, stream>>>(
             params[k], layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
-            layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.pairOffset.data(),
-            list.entryOffset.data(), list.pairs.data(), list.entries.data(), list.counters.data());
+            layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.entryCount.data(),
+            list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data(),
+            list.counters.data(), nullptr);
         HALOEX_CUDA_CHECK_LAUNCH();
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
                                           2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
