@@ -189,6 +189,9 @@ bool runRank(haloex::runtime::World& world, const Settings& s) {
     haloex::cuda::DeviceBuffer<double> u[2] = {haloex::cuda::DeviceBuffer<double>(cells),
                                                haloex::cuda::DeviceBuffer<double>(cells)};
     haloex::cuda::Stream stream;
+    // Loaded now, for the same reason (lazy loading may synchronise the context).
+    haloex::device::loadKernelNow(publishInitialRows);
+    haloex::device::loadKernelNow(jacobiStep);
     HALOEX_CUDA_CHECK(cudaMemcpyAsync(u[0].data(), field.data(), cells * sizeof(double), cudaMemcpyHostToDevice,
                                       stream.get()));
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));

@@ -59,6 +59,8 @@ TEST(DeviceHaloView, RingDeliversEveryGenerationIntoItsSlot) {
             const int one = 1;
             cuda::copyToDeviceNow(ok.data(), &one, sizeof(int));
             cuda::Stream stream;
+            // Loaded before the halo too: lazy loading may synchronise the context.
+            device::loadKernelNow(ringKernel);
             DeviceHaloOptions options;
             options.waitTimeoutSeconds = 20;
             options.abortJobOnTimeout = false;

@@ -15,6 +15,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "haloex/cuda/check.hpp"
 #include "haloex/cuda/memory_order.cuh"
 #include "haloex/halo/device_halo.hpp"
 
@@ -122,6 +123,18 @@ __device__ __forceinline__ bool waitBlock(const DeviceHaloView& view, int link, 
     int ok = 1;
     if (threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0) ok = wait(view, link, generation) ? 1 : 0;
     return __syncthreads_and(ok) != 0;
+}
+
+// Host side: loads a kernel's code now. With CUDA's lazy loading (the
+// default), the first launch of a kernel loads it, and that may synchronise
+// the whole context; with ranks as threads of one process, a peer's kernel
+// may then already wait for this rank's -- which cannot load until that one
+// ends. Call it for every kernel that uses the view before constructing the
+// DeviceHalo (as examples/fused_stencil does).
+template <class Kernel>
+inline void loadKernelNow(Kernel* kernel) {
+    cudaFuncAttributes attributes{};
+    HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&attributes, kernel));
 }
 
 }  // namespace haloex::device
