@@ -23,6 +23,43 @@ constexpr int kTagCounts = 32711;
 
 MigrationStats Migrator::migrate(ParticleStore& particles, const plan::Decomposition& decomposition,
                                  runtime::World& world, transport::ParticleTransport& transport, cudaStream_t stream) {
+    MigrationStats stats = beginMigration(particles, decomposition, world, transport, stream);
+    completeMigration(stats, particles, world.rank());
+    return stats;
+}
+
+std::string Migrator::nameOf(const ParticleStore& particles, int i) const {
+    if (idField_ < 0) return fmt::format("local particle {}", i);
+    std::int64_t id = -1;
+    HALOEX_CUDA_CHECK(cudaMemcpy(&id, particles.fieldAs<std::int64_t>(idField_) + i, sizeof(id),
+                                 cudaMemcpyDeviceToHost));
+    return fmt::format("particle {} (global id)", id);
+}
+
+void Migrator::throwNonFinite(const ParticleStore& particles, int i, int rank) const {
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("{} on rank {} has a non-finite position; the simulation is unstable (too large a time "
+                           "step, or bad input)",
+                           nameOf(particles, i), rank));
+}
+
+void Migrator::completeMigration(MigrationStats& stats, const ParticleStore& particles, int rank) {
+    HALOEX_ASSERT(pending_, "completeMigration without a beginMigration");
+    pending_ = false;
+    HALOEX_CUDA_CHECK(cudaEventSynchronize(copied_));
+    if (finalStatusHost_[kFirstNonFinite] != INT_MAX) {
+        throwNonFinite(particles, finalStatusHost_[kFirstNonFinite], rank);
+    }
+    if (idField_ >= 0) {
+        stats.idSum = idSumsHost_[0];
+        stats.idSquareSum = idSumsHost_[1];
+    }
+}
+
+MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::Decomposition& decomposition,
+                                        runtime::World& world, transport::ParticleTransport& transport,
+                                        cudaStream_t stream) {
+    HALOEX_ASSERT(!pending_, "beginMigration before the last one's completeMigration");
     const plan::RankGrid& grid = decomposition.grid();
     plan::requireGridMatchesRanks(grid, world.size());
     const int rank = world.rank();
@@ -32,15 +69,9 @@ MigrationStats Migrator::migrate(ParticleStore& particles, const plan::Decomposi
     MigrationStats stats;
     status_.resize(kMigrationStatus);
     statusHost_.reserve(kMigrationStatus);
+    finalStatusHost_.reserve(kMigrationStatus);
+    idSumsHost_.reserve(2);
 
-    // The id (or the local index) of particle i, for messages.
-    const auto nameOf = [&](int i) {
-        if (idField_ < 0) return fmt::format("local particle {}", i);
-        std::int64_t id = -1;
-        HALOEX_CUDA_CHECK(cudaMemcpy(&id, particles.fieldAs<std::int64_t>(idField_) + i, sizeof(id),
-                                     cudaMemcpyDeviceToHost));
-        return fmt::format("particle {} (global id)", id);
-    };
     const auto readStatus = [&] {
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(statusHost_.data(), status_.data(), kMigrationStatus * sizeof(int),
                                           cudaMemcpyDeviceToHost, stream));
@@ -50,13 +81,10 @@ MigrationStats Migrator::migrate(ParticleStore& particles, const plan::Decomposi
     int n = particles.size();
     resetMigrationStatus(status_.data(), stream);
     wrapPositions(particles.positions(), n, lengths, status_.data(), stream);
-    readStatus();
-    if (statusHost_[kFirstNonFinite] != INT_MAX) {
-        throwError(ErrorKind::InvalidInput,
-                   fmt::format("{} on rank {} has a non-finite position; the simulation is unstable (too large a "
-                               "time step, or bad input)",
-                               nameOf(statusHost_[kFirstNonFinite]), rank));
-    }
+    // The wrap's non-finite check is read with the first cut's counts (a
+    // non-finite particle is classified, harmlessly, before the throw), or
+    // by completeMigration where no dimension is cut.
+    bool wrapChecked = false;
 
     for (int d = 0; d < 3; ++d) {
         if (!grid.decomposed(d)) continue;  // wrapping was all this dimension needed
@@ -66,16 +94,20 @@ MigrationStats Migrator::migrate(ParticleStore& particles, const plan::Decomposi
         const int* stayList = selected_.data();
         const int* downList = stayList + n;
         const int* upList = downList + n;
-        resetMigrationStatus(status_.data(), stream);
+        resetMigrationStatus(status_.data(), stream, /*keepFirstNonFinite=*/!wrapChecked);
         classifyAndSelect(particles.positions(), n, cut, direction_.data(), selected_.data(), status_.data(), cubTemp_,
                           stream);
         readStatus();
+        if (!wrapChecked && statusHost_[kFirstNonFinite] != INT_MAX) {
+            throwNonFinite(particles, statusHost_[kFirstNonFinite], rank);
+        }
+        wrapChecked = true;
         if (statusHost_[kFirstTooFar] != INT_MAX) {
             throwError(ErrorKind::InvalidInput,
                        fmt::format("{} on rank {} moved more than one cell width ({:.4g} nm) along {} since the last "
                                    "search; the system is unstable, or the cells are too thin for the search "
                                    "interval: use a smaller --dt or --nstlist, or fewer ranks along {}",
-                                   nameOf(statusHost_[kFirstTooFar]), rank, decomposition.cellWidth(d), "xyz"[d],
+                                   nameOf(particles, statusHost_[kFirstTooFar]), rank, decomposition.cellWidth(d), "xyz"[d],
                                    "xyz"[d]));
         }
         const int stay = statusHost_[kCountStay];
@@ -141,12 +173,14 @@ MigrationStats Migrator::migrate(ParticleStore& particles, const plan::Decomposi
         idSums_.resize(2);
         idSums_.zeroAsync(stream);
         accumulateIdSums(particles.fieldAs<std::int64_t>(idField_), n, idSums_.data(), stream);
-        unsigned long long sums[2] = {0, 0};
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(sums, idSums_.data(), sizeof(sums), cudaMemcpyDeviceToHost, stream));
-        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-        stats.idSum = sums[0];
-        stats.idSquareSum = sums[1];
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(idSumsHost_.data(), idSums_.data(), 2 * sizeof(unsigned long long),
+                                          cudaMemcpyDeviceToHost, stream));
     }
+    // After a cut the status slot was reset (the wrap was checked already).
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(finalStatusHost_.data(), status_.data(), kMigrationStatus * sizeof(int),
+                                      cudaMemcpyDeviceToHost, stream));
+    copied_.record(stream);
+    pending_ = true;
     return stats;
 }
 

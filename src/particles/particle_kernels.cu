@@ -47,8 +47,8 @@ __global__ void gatherKernel(const Word* __restrict__ in, int wordsPerElement, c
     out[t] = in[static_cast<long long>(index[j]) * wordsPerElement + w];
 }
 
-__global__ void resetStatusKernel(int* status) {
-    status[kFirstNonFinite] = INT_MAX;
+__global__ void resetStatusKernel(int* status, bool keepFirstNonFinite) {
+    if (!keepFirstNonFinite) status[kFirstNonFinite] = INT_MAX;
     status[kFirstTooFar] = INT_MAX;
     status[kCountStay] = status[kCountDown] = status[kCountUp] = 0;
 }
@@ -204,8 +204,8 @@ void accumulateIdSums(const std::int64_t* ids, int n, unsigned long long* sums, 
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void resetMigrationStatus(int* status, cudaStream_t stream) {
-    resetStatusKernel<<<1, 1, 0, stream>>>(status);
+void resetMigrationStatus(int* status, cudaStream_t stream, bool keepFirstNonFinite) {
+    resetStatusKernel<<<1, 1, 0, stream>>>(status, keepFirstNonFinite);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

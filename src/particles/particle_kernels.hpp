@@ -33,8 +33,9 @@ enum MigrationStatus : int {
     kMigrationStatus = 5
 };
 
-// Resets the status (the "first" slots to INT_MAX, the counts to 0).
-void resetMigrationStatus(int* status, cudaStream_t stream);
+// Resets the status (the "first" slots to INT_MAX, the counts to 0); with
+// keepFirstNonFinite, the wrap's kFirstNonFinite slot stays (checked later).
+void resetMigrationStatus(int* status, cudaStream_t stream, bool keepFirstNonFinite = false);
 // Wraps positions into [0, L) as plan::wrapIntoBox does (double precision,
 // then rounded to float; a value rounding up to L becomes 0). Non-finite
 // positions are left as they are and reported in status[kFirstNonFinite].

@@ -296,20 +296,70 @@ TEST(DeviceMigration, RefusesAParticleThatCrossedTwoCells) {
     }
 }
 
+// Checked with the first cut's counts (2x1x1), or by completeMigration where
+// no dimension is cut (1x1x1: the wrap alone, nothing read in between).
 TEST(DeviceMigration, RefusesANonFinitePosition) {
     HALOEX_REQUIRE_GPU();
-    const plan::Decomposition dd = decompositionOf({4.0, 3.0, 3.0}, {2, 1, 1});
-    MovedParticles m = moveParticles(dd, 200, 0.1, 9);
-    m.x[1][2].y = std::numeric_limits<float>::quiet_NaN();
-    const std::int64_t id = m.ids[1][2];
-    try {
-        migrateOnDevice(dd, m);
-        FAIL() << "a NaN position was accepted";
-    } catch (const Error& e) {
-        EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
-        EXPECT_NE(std::string(e.what()).find("particle " + std::to_string(id) + " (global id)"), std::string::npos)
-            << e.what();
-        EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+    for (const plan::Int3 grid : {plan::Int3{2, 1, 1}, plan::Int3{1, 1, 1}}) {
+        SCOPED_TRACE("grid " + plan::RankGrid(grid).toString());
+        const plan::Decomposition dd = decompositionOf({4.0, 3.0, 3.0}, grid);
+        MovedParticles m = moveParticles(dd, 200, 0.1, 9);
+        const int r = dd.grid().size() - 1;
+        m.x[r][2].y = std::numeric_limits<float>::quiet_NaN();
+        const std::int64_t id = m.ids[r][2];
+        try {
+            migrateOnDevice(dd, m);
+            ADD_FAILURE() << "a NaN position was accepted";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+            EXPECT_NE(std::string(e.what()).find("particle " + std::to_string(id) + " (global id)"),
+                      std::string::npos)
+                << e.what();
+            EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
+        }
+    }
+}
+
+// The two halves give what migrate() gives, the id fingerprint included,
+// also when the caller enqueues more work in between (as a search step does).
+TEST(DeviceMigration, BeginAndCompleteEqualMigrate) {
+    HALOEX_REQUIRE_GPU();
+    for (const plan::Int3 grid : {plan::Int3{1, 1, 1}, plan::Int3{2, 2, 1}}) {
+        SCOPED_TRACE("grid " + plan::RankGrid(grid).toString());
+        const plan::Decomposition dd = decompositionOf({4.0, 4.0, 3.0}, grid);
+        const MovedParticles m = moveParticles(dd, 1500, 0.3, 11);
+        runtime::runInProcess(dd.grid().size(), [&](runtime::World& world) {
+            const int r = world.rank();
+            auto transport = stagedDevice(world);
+            cuda::Stream stream;
+            const auto stored = [&] {
+                particles::ParticleStore store({sizeof(Vec3f), sizeof(std::int64_t)});
+                store.upload(static_cast<int>(m.x[r].size()), {m.x[r].data(), m.v[r].data(), m.ids[r].data()});
+                return store;
+            };
+            particles::ParticleStore whole = stored(), split = stored();
+            particles::Migrator a(2), b(2);
+            const particles::MigrationStats once = a.migrate(whole, dd, world, *transport, stream.get());
+            particles::MigrationStats halves = b.beginMigration(split, dd, world, *transport, stream.get());
+            cuda::DeviceBuffer<int> unrelated(1 << 16);
+            unrelated.zeroAsync(stream.get());
+            b.completeMigration(halves, split, r);
+            EXPECT_EQ(halves.particles, once.particles);
+            EXPECT_EQ(halves.sent, once.sent);
+            EXPECT_EQ(halves.received, once.received);
+            EXPECT_EQ(halves.idSum, once.idSum);
+            EXPECT_EQ(halves.idSquareSum, once.idSquareSum);
+            std::uint64_t sum = 0, squares = 0;
+            std::vector<Vec3f> x(split.size()), v(split.size());
+            std::vector<std::int64_t> ids(split.size());
+            split.download({x.data(), v.data(), ids.data()});
+            for (const std::int64_t id : ids) {
+                sum += static_cast<std::uint64_t>(id);
+                squares += static_cast<std::uint64_t>(id) * static_cast<std::uint64_t>(id);
+            }
+            EXPECT_EQ(halves.idSum, sum) << "the fingerprint of the ids the rank holds";
+            EXPECT_EQ(halves.idSquareSum, squares);
+        });
     }
 }
 

@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
 
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/particles/particle_store.hpp"
@@ -48,18 +49,45 @@ public:
     explicit Migrator(int idField = -1) : idField_(idField) {}
 
     // Collective over `world` (the transport's World). Enqueues on `stream`
-    // and synchronises it (counts are read on the host).
+    // and synchronises it (counts are read on the host): beginMigration,
+    // then completeMigration.
     MigrationStats migrate(ParticleStore& particles, const plan::Decomposition& decomposition, runtime::World& world,
                            transport::ParticleTransport& transport, cudaStream_t stream);
 
+    // The same in two halves, for callers that synchronise the stream anyway
+    // soon after (a search step does, several times): beginMigration moves the
+    // particles (it synchronises only where a decomposed dimension needs the
+    // counts on the host) and leaves the last checks and the id fingerprint
+    // in flight; completeMigration waits for them -- at once if the stream
+    // was synchronised since -- throws InvalidInput for a non-finite
+    // position, and fills `stats`' idSum and idSquareSum. With no decomposed
+    // dimension (one rank along each) the particles are only wrapped and
+    // nothing waits in between, which saves a search step two host round
+    // trips. Call completeMigration before the next beginMigration.
+    MigrationStats beginMigration(ParticleStore& particles, const plan::Decomposition& decomposition,
+                                  runtime::World& world, transport::ParticleTransport& transport,
+                                  cudaStream_t stream);
+    void completeMigration(MigrationStats& stats, const ParticleStore& particles, int rank);
+
 private:
+    // Global id (or local index) of particle i, for messages (reads the device).
+    std::string nameOf(const ParticleStore& particles, int i) const;
+    [[noreturn]] void throwNonFinite(const ParticleStore& particles, int i, int rank) const;
+
     int idField_;
+    bool pending_ = false;  // a beginMigration awaits its completeMigration
     cuda::DeviceBuffer<std::uint8_t> direction_;  // per particle: stay, down, up, invalid
     cuda::DeviceBuffer<int> selected_;             // stayers, then leavers down, then up
     cuda::DeviceBuffer<int> status_;               // device counters and the first bad particle
     cuda::DeviceBuffer<unsigned long long> idSums_;
     cuda::DeviceBuffer<std::byte> sendBlock_, recvBlock_, cubTemp_;
     cuda::PinnedBuffer<int> statusHost_;
+    // What completeMigration reads: the status after the last kernel (its
+    // kFirstNonFinite slot still the wrap's where no dimension was cut) and
+    // the id sums, copied asynchronously; `copied_` marks their arrival.
+    cuda::PinnedBuffer<int> finalStatusHost_;
+    cuda::PinnedBuffer<unsigned long long> idSumsHost_;
+    cuda::Event copied_;
 };
 
 }  // namespace haloex::particles
