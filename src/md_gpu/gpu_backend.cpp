@@ -145,10 +145,10 @@ public:
                                               cudaMemcpyDeviceToDevice, stream));
         }
         transport.reserveAtoms(2 * static_cast<std::int64_t>(home_.size()) + 1024);
-        const particles::MigrationStats migrated = migrator_.migrate(home_, decomposition, world, transport, stream);
+        // Completed after the plan build, which synchronises the stream: its
+        // checks and the id fingerprint then cost no host round trip of their own.
+        particles::MigrationStats migrated = migrator_.beginMigration(home_, decomposition, world, transport, stream);
         numHome_ = migrated.particles;
-        report.idSum = migrated.idSum;
-        report.idSquareSum = migrated.idSquareSum;
         phase("migrate");
 
         ranges.next("plan");
@@ -158,6 +158,9 @@ public:
         const particles::DeviceField carried[] = {{homeCharges_.data(), sizeof(float)}};
         const plan::ParticleHaloPlan& plan = planBuilder_.build(decomposition, home_.positions(), numHome_, carried,
                                                                 kDeviceAlignment, world, transport, stream);
+        migrator_.completeMigration(migrated, home_, world.rank());
+        report.idSum = migrated.idSum;
+        report.idSquareSum = migrated.idSquareSum;
         phase("plan");
         ranges.next("transport set-up");
         transport.setPlan(plan);
@@ -452,14 +455,13 @@ private:
         transport.clearForces(local_.get());
         transport.forwardCoordinates(context.box, local_.get());
         nonbonded_->build(transport.coordinates(), dCharges, dMasks, numHome_, numLocal_, context.box,
-                          context.periodic, local_.get());
-        HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
+                          context.periodic, local_.get());  // synchronises the stream
         // A forward without its reverse: complete the pair so the transports'
         // ordering contract (forward, reverse alternate) holds. The forces are
-        // zero; the reverse only advances the exchange state.
+        // zero; the reverse only advances the exchange state. Nothing waits
+        // for it: the next step (or its graph) is ordered after it on this stream.
         transport.reverseForces(local_.get());
         transport.clearForces(local_.get());
-        HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         // Without pulses the transport does nothing in a step, so any step can be captured.
         useGraphs_ = context.useGraphs && (transport.graphCapturable() || plan.pulses.empty());
     }

@@ -199,6 +199,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
     finishSearch(m.lists[0], false);
     finishSearch(m.lists[1], true);
+    finishNonlocalHomeClusters(m.layout);
     part("synchronise");
     m.built = true;
 }

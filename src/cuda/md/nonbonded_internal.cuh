@@ -70,6 +70,8 @@ struct DeviceLayout {
     cuda::DeviceBuffer<int> columnCount, columnAtomStart, columnClusters, clusterColumn;
     cuda::DeviceBuffer<unsigned char> cubTemp;
     cuda::DeviceBuffer<int> clusterFlag, flaggedCount;
+    cuda::PinnedBuffer<int> flaggedCountHost;
+    bool flaggedCountPending = false;
 };
 
 struct BoundsPartial {
@@ -147,10 +149,13 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
 // Throws Internal if the two passes disagreed; sets list.atomPairs.
 void finishSearch(DeviceList& list, bool nonlocal);
 
-// Fills layout.nonlocalHomeClusters from the non-local (outer) list
-// (synchronises `stream`). Call after searchLists.
+// Fills layout.nonlocalHomeClusters from the non-local (outer) list. Call
+// after searchLists; their count is copied to the host asynchronously: call
+// finishNonlocalHomeClusters after the next synchronisation of `stream`.
 void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonlocalList, double growth,
                                  cudaStream_t stream);
+// Sets layout.numNonlocalHomeClusters from the copy collectNonlocalHomeClusters started.
+void finishNonlocalHomeClusters(DeviceLayout& layout);
 
 // Whether the one-pass search walks the neighbourhood once per group of i
 // clusters (searchGroupKernel) for a list of `numTasks` i clusters on this

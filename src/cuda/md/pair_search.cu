@@ -427,6 +427,7 @@ __global__ void compactFlagged(const int* __restrict__ flag, int n, int* __restr
 void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonlocalList, double growth,
                                  cudaStream_t stream) {
     layout.numNonlocalHomeClusters = 0;
+    layout.flaggedCountPending = false;
     const int numHome = layout.numHomeClusters;
     if (nonlocalList.numEntries == 0 || numHome == 0) return;
     reserveWithHeadroom(layout.clusterFlag, static_cast<std::size_t>(numHome), growth);
@@ -442,11 +443,17 @@ void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonloca
     compactFlagged<<<blocksFor(numHome, kSearchThreads), kSearchThreads, 0, stream>>>(
         layout.clusterFlag.data(), numHome, layout.nonlocalHomeClusters.data(), layout.flaggedCount.data());
     HALOEX_CUDA_CHECK_LAUNCH();
-    int count = 0;
-    HALOEX_CUDA_CHECK(
-        cudaMemcpyAsync(&count, layout.flaggedCount.data(), sizeof(int), cudaMemcpyDeviceToHost, stream));
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    layout.numNonlocalHomeClusters = count;
+    // Read after the build's own synchronisation (finishNonlocalHomeClusters).
+    layout.flaggedCountHost.reserve(1);
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(layout.flaggedCountHost.data(), layout.flaggedCount.data(), sizeof(int),
+                                      cudaMemcpyDeviceToHost, stream));
+    layout.flaggedCountPending = true;
+}
+
+void finishNonlocalHomeClusters(DeviceLayout& layout) {
+    if (!layout.flaggedCountPending) return;
+    layout.flaggedCountPending = false;
+    layout.numNonlocalHomeClusters = layout.flaggedCountHost[0];
 }
 
 cudaFuncAttributes searchKernelAttributes(bool groups) {
