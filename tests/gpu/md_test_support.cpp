@@ -57,14 +57,21 @@ FloatSystem latticeSystem(int numAtoms, std::uint64_t seed, double jitter, const
 }
 
 FloatSystem uniformSystem(int numAtoms, double boxLength, std::uint64_t seed, const md::ForceField& ff) {
-    FloatSystem out;
+    FloatSystem out = uniformSystemInBox(numAtoms, {boxLength, boxLength, boxLength}, seed, ff);
     out.name = fmt::format("uniform-{}", numAtoms);
-    out.box.length = {boxLength, boxLength, boxLength};
+    return out;
+}
+
+FloatSystem uniformSystemInBox(int numAtoms, Vec3d box, std::uint64_t seed, const md::ForceField& ff) {
+    FloatSystem out;
+    out.name = fmt::format("uniform-{}-box-{}x{}x{}", numAtoms, box.x, box.y, box.z);
+    out.box.length = box;
     std::mt19937_64 rng(seed);
-    std::uniform_real_distribution<double> u(0.0, boxLength);
+    std::uniform_real_distribution<double> ux(0.0, box.x), uy(0.0, box.y), uz(0.0, box.z);
     for (int i = 0; i < numAtoms; ++i) {
-        out.x.push_back({toFloatInBox(u(rng), boxLength), toFloatInBox(u(rng), boxLength),
-                         toFloatInBox(u(rng), boxLength)});
+        // Drawn x, y, z in that order (as uniformSystem always drew them).
+        const double x = ux(rng), y = uy(rng), z = uz(rng);
+        out.x.push_back({toFloatInBox(x, box.x), toFloatInBox(y, box.y), toFloatInBox(z, box.z)});
         out.q.push_back(static_cast<float>(ff.chargeOfType(i < numAtoms / 2 ? 0 : 1)));
     }
     return out;

@@ -30,6 +30,8 @@ FloatSystem loadRef3000(const md::ForceField& ff);
 FloatSystem latticeSystem(int numAtoms, std::uint64_t seed, double jitter, const md::ForceField& ff);
 // Uniformly random positions (close pairs possible: for list checks, not force accuracy).
 FloatSystem uniformSystem(int numAtoms, double boxLength, std::uint64_t seed, const md::ForceField& ff);
+// The same in a rectangular box (tall boxes give columns of many clusters).
+FloatSystem uniformSystemInBox(int numAtoms, Vec3d box, std::uint64_t seed, const md::ForceField& ff);
 
 // One rank's local atoms after an in-process plan build (docs/planner.md).
 struct RankSystem {

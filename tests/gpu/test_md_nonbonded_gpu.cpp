@@ -358,12 +358,16 @@ TEST(NonbondedGpu, SearchKernelsGiveTheReferenceList) {
     } guard;
     const FloatSystem lattice = haloex::testing::latticeSystem(6000, 106, 0.02, ff);
     const FloatSystem random = haloex::testing::uniformSystem(5000, std::cbrt(50.0) + 0.4, 5007, ff);
+    // A tall box: columns of ~50 clusters, so the walk skips whole chunks of
+    // 32 below the i box (chunkBelow), also through the periodic z shifts.
+    const FloatSystem tall = haloex::testing::uniformSystemInBox(17280, {3.0, 3.0, 24.0}, 5011, ff);
     const FloatSystem split = haloex::testing::latticeSystem(8000, 31, 0.02, ff);
     const auto ranks = haloex::testing::decompose(split, {2, 2, 1}, ff.rc, kRlist, 1);
     for (const char* groups : {"0", "1"}) {
         SCOPED_TRACE(fmt::format("HALOEX_SEARCH_GROUPS={}", groups));
         ASSERT_EQ(setenv("HALOEX_SEARCH_GROUPS", groups, 1), 0);
-        std::vector<Inputs> cases{inputsOf(lattice), inputsOf(random), inputsOf(ranks[0], "g2x2x1 rank 0")};
+        std::vector<Inputs> cases{inputsOf(lattice), inputsOf(random), inputsOf(tall),
+                                  inputsOf(ranks[0], "g2x2x1 rank 0")};
         for (Inputs& in : cases) {
             cuda::Stream stream;
             Nonbonded nb(ff, kRlist);
@@ -375,6 +379,14 @@ TEST(NonbondedGpu, SearchKernelsGiveTheReferenceList) {
             expectSameAsReference(in, nb);
             build(nb, in, d, stream);
             expectSameAsReference(in, nb);
+            if (in.name == tall.name) {
+                const ClusterLayoutHost layout = nb.copyLayoutToHost();
+                int most = 0;
+                for (std::size_t c = 0; c + 1 < layout.columnClusterStart.size(); ++c) {
+                    most = std::max(most, layout.columnClusterStart[c + 1] - layout.columnClusterStart[c]);
+                }
+                EXPECT_GT(most, 64) << "the tall box must give columns of more than two chunks";
+            }
         }
     }
 }
