@@ -358,8 +358,8 @@ TEST(NonbondedGpu, SearchKernelsGiveTheReferenceList) {
     } guard;
     const FloatSystem lattice = haloex::testing::latticeSystem(6000, 106, 0.02, ff);
     const FloatSystem random = haloex::testing::uniformSystem(5000, std::cbrt(50.0) + 0.4, 5007, ff);
-    // A tall box: columns of ~50 clusters, so the walk skips whole chunks of
-    // 32 below the i box (chunkBelow), also through the periodic z shifts.
+    // A tall box: columns of ~50 clusters, walked in chunks of 32 (the cut
+    // of the rest of a column above the i box), also through the periodic z shifts.
     const FloatSystem tall = haloex::testing::uniformSystemInBox(17280, {3.0, 3.0, 24.0}, 5011, ff);
     const FloatSystem split = haloex::testing::latticeSystem(8000, 31, 0.02, ff);
     const auto ranks = haloex::testing::decompose(split, {2, 2, 1}, ff.rc, kRlist, 1);

@@ -62,21 +62,6 @@ __device__ inline float columnDistance2(ColumnGrid g, float cellX, float cellY, 
     return dx * dx + dy * dy;
 }
 
-// Whether the chunk of 32 clusters from k0 of a column ending at `end` lies
-// entirely beyond rlist below the i box (lower z iLoZ), so the walk skips it.
-// Clusters are cut from z-sorted atoms, so the chunk's last cluster ends
-// highest but for the z order's inversions (far below kFilterSlack), and the
-// test with twice the slack is a lower bound of every chunk cluster's
-// boxDistance2: the list stays the reference's. Only a chunk with more of the
-// column after it is tested (one load); a column's last chunk, the only one
-// at small sizes, is walked as before.
-__device__ inline bool chunkBelow(const float4* __restrict__ bboxHi, int k0, int end, float iLoZ, float shiftZ,
-                                  float rlist2) {
-    if (end - k0 <= 32) return false;
-    const float below = iLoZ - (bboxHi[k0 + 31].z + shiftZ) - 2.f * kFilterSlack;
-    return below > 0.f && below * below >= rlist2;
-}
-
 // kOnePass with pruning: a scratch record whose cluster pair has an in-list
 // atom pair closer than rlistInner carries this bit in its shift field (shift
 // indices are < 27); the compaction strips it and builds the inner list from
@@ -134,7 +119,6 @@ __global__ void __launch_bounds__(kSearchThreads)
                 const int begin = columnClusterStart[column];
                 const int end = columnClusterStart[column + 1];
                 for (int k0 = begin; k0 < end; k0 += 32) {
-                    if (chunkBelow(bboxHi, k0, end, iLo.z, sv.z, p.rlist2)) continue;
                     const int cj = k0 + lane;
                     bool pass = false;
                     float jLoZ = INFINITY;
@@ -297,7 +281,6 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
                     const int begin = columnClusterStart[column];
                     const int stop = columnClusterStart[column + 1];
                     for (int k0 = begin; k0 < stop; k0 += 32) {
-                        if (chunkBelow(bboxHi, k0, stop, uLo.z, sv.z, p.rlist2)) continue;
                         const int cj = k0 + lane;
                         Float3 jLo{0.f, 0.f, INFINITY}, jHi{0.f, 0.f, 0.f};
                         bool pass = false;
