@@ -77,6 +77,9 @@ void validate(const Options& o) {
     if (!std::isfinite(o.waitTimeout) || o.waitTimeout < 0.0) {
         refuse(fmt::format("--wait-timeout {}: use 0 (default) or a number of seconds", o.waitTimeout));
     }
+    if (o.nvshmemLaunch != "fused" && o.nvshmemLaunch != "per-pulse") {
+        refuse(fmt::format("--nvshmem-launch {}: use fused or per-pulse", o.nvshmemLaunch));
+    }
     plan::parseRankGrid(o.grid);
 }
 
@@ -366,7 +369,6 @@ int main(int argc, char** argv) {
     app.add_option("--nvshmem-path", o.nvshmemPath, "auto, direct, tma or put")->capture_default_str();
     app.add_option("--nvshmem-launch", o.nvshmemLaunch,
                    "fused (one kernel per exchange) or per-pulse (one launch per pulse, the ablation)")
-        ->check(CLI::IsMember({"fused", "per-pulse"}))
         ->capture_default_str();
     app.add_option("--grid", o.grid, "Rank grid NXxNYxNZ")->capture_default_str();
     app.add_option("--atoms", o.atoms, "Atoms (random positions, redrawn at every repartitioning)")
