@@ -3,6 +3,10 @@
 device stage `exchange-timing` of scripts/device/run.sh writes one log per
 transport, path and size) into one JSON record with the machine and commit.
 
+A per-pulse nvshmem log (--nvshmem-launch per-pulse) names its launch in
+the line ("path direct, launch per-pulse"); rows carry "launch" (fused
+when the line names none).
+
 Each log holds up to three TIMING lines: launched from the host ("stream"),
 replayed from a CUDA graph ("graph"), and the same graph with an empty kernel
 in place of each exchange (the launch and event cost the other two include).
@@ -21,7 +25,7 @@ import sys
 from bench_common import check_record, exit_on_schema_error, machine_summary, record_header, schema_version
 
 LINE = re.compile(
-    r"TIMING \((?P<how>[^)]*)\): (?P<transport>\S+) \(path (?P<path>\S+)\) (?P<atoms>\d+) atoms on (?P<ranks>\d+) "
+    r"TIMING \((?P<how>[^)]*)\): (?P<transport>\S+) \(path (?P<path>[^,)\s]+)(?:, launch (?P<launch>[^)\s]+))?\) (?P<atoms>\d+) atoms on (?P<ranks>\d+) "
     r"ranks, grid (?P<grid>\S+), (?P<pulses>\d+) pulse\(s\), up to (?P<halo>\d+) halo atoms \((?P<bytes>\d+) bytes "
     r"of coordinates\) per rank, (?P<count>\d+) exchanges: forward (?P<f50>[\d.]+) us \(p10 (?P<f10>[\d.]+), p90 "
     r"(?P<f90>[\d.]+)\), reverse (?P<r50>[\d.]+) us \(p10 (?P<r10>[\d.]+), p90 (?P<r90>[\d.]+)\)")
@@ -32,7 +36,8 @@ def parse(text):
     for m in LINE.finditer(text):
         g = m.groupdict()
         rows.append({
-            "timing": g["how"], "transport": g["transport"], "path": g["path"], "atoms": int(g["atoms"]),
+            "timing": g["how"], "transport": g["transport"], "path": g["path"],
+            "launch": g["launch"] or "fused", "atoms": int(g["atoms"]),
             "ranks": int(g["ranks"]), "grid": g["grid"], "pulses": int(g["pulses"]),
             "halo_atoms_per_rank": int(g["halo"]), "coordinate_bytes_per_rank": int(g["bytes"]),
             "exchanges": int(g["count"]),
@@ -51,7 +56,8 @@ def table(record, where="record"):
              "|---|---:|---:|---:|---|---:|---:|"]
     for r in record["results"]:
         f, b = r["forward_us"], r["reverse_us"]
-        lines.append(f"| {r['transport']}/{r['path']} | {r['atoms']} | {r['ranks']} | {r['halo_atoms_per_rank']} | "
+        launch = "" if r.get("launch", "fused") == "fused" else f" {r['launch']}"
+        lines.append(f"| {r['transport']}/{r['path']}{launch} | {r['atoms']} | {r['ranks']} | {r['halo_atoms_per_rank']} | "
                      f"{r['timing']} | {f['median']:.2f} ({f['p10']:.2f}-{f['p90']:.2f}) | "
                      f"{b['median']:.2f} ({b['p10']:.2f}-{b['p90']:.2f}) |")
     return "\n".join(lines)

@@ -9,7 +9,11 @@ Suites (all transports of a suite in one run, results in one JSON file):
   single   1 GPU, sizes 11.25k..720k atoms, CUDA graphs on and off, plus the
            non-bonded kernel times of haloex-bench-nonbonded.
   dd       N ranks (one per GPU): 1-GPU reference, staged, ipc, nccl and every
-           nvshmem path (direct, tma, put), sizes 22.5k..720k atoms.
+           nvshmem path (direct, tma, put), sizes 22.5k..720k atoms; and the
+           ablations that measure CUDA graphs and fusion apart: nccl captured
+           in a graph ("nccl/auto graphs=1"), nvshmem direct without graphs
+           ("nvshmem/direct graphs=0") and nvshmem direct launched once per
+           pulse ("nvshmem/direct per-pulse", with graphs).
   scaling  strong scaling on 1, 2, 4, 8 GPUs (--rank-counts; default: powers
            of two up to the GPUs visible), every transport and path at each
            rank count, sizes 45k..1440k atoms, rank grid auto; prints the
@@ -17,11 +21,16 @@ Suites (all transports of a suite in one run, results in one JSON file):
 Writes bench/results/md-<suite>-<gpu>-<date>.json: the record header of
 bench/bench_common.py (schema_version, machine, commit, date, the settings
 that change the timing: HALOEX_PDL, CUDA graphs, MPS, binding, the launcher
-line) and every run's haloex-md JSON. Ranks > 1 run under the one launcher
+line) and every run's haloex-md JSON.
+Labels: transport/path, then every setting that differs from the series'
+convention -- the baselines (staged, ipc, nccl) without CUDA graphs, nvshmem
+fused with graphs -- as "graphs=0|1" and "per-pulse"; each run also records
+the settings it asked for ("cuda_graphs_requested", "nvshmem_launch"). Ranks > 1 run under the one launcher
 line (--mpirun, --mpirun-args). --dry-run prints the runs a suite would make.
 Tables: bench/summarize_md.py; plots: bench/plot_md.py, bench/plot_scaling.py.
 """
 import argparse
+import collections
 import datetime
 import json
 import os
@@ -128,12 +137,71 @@ def suite_single(a):
     return {"runs": runs, "nonbonded_kernels": kernels}
 
 
+class Variant(collections.namedtuple("Variant", "transport path graphs launch")):
+    """One multi-rank series: transport, nvshmem path, CUDA graphs (None: the convention, on for nvshmem, off for
+    the baselines) and the nvshmem launch (fused or per-pulse)."""
+
+    def __new__(cls, transport, path="auto", graphs=None, launch="fused"):
+        return super().__new__(cls, transport, path, graphs, launch)
+
+    @property
+    def default_graphs(self):
+        return self.transport == "nvshmem"
+
+    @property
+    def use_graphs(self):
+        return self.default_graphs if self.graphs is None else self.graphs
+
+    @property
+    def label(self):
+        out = f"{self.transport}/{self.path}"
+        if self.use_graphs != self.default_graphs:
+            out += f" graphs={int(self.use_graphs)}"
+        if self.launch != "fused":
+            out += f" {self.launch}"
+        return out
+
+    def args(self):
+        out = ["--transport", self.transport, "--nvshmem-path", self.path, "--cuda-graphs", str(int(self.use_graphs))]
+        if self.launch != "fused":
+            out += ["--nvshmem-launch", self.launch]
+        return out
+
+    def settings(self):
+        """What the run record says it asked for."""
+        return {"cuda_graphs_requested": self.use_graphs, "nvshmem_launch": self.launch}
+
+
+def parse_variant(text):
+    """'transport[/path][+graphs=0|1][+per-pulse]' (or the label's spaces instead of '+'), e.g. nccl+graphs=1."""
+    words = text.replace("+", " ").split()
+    transport, _, path = words[0].partition("/")
+    graphs, launch = None, "fused"
+    for w in words[1:]:
+        if w in ("graphs=0", "graphs=1"):
+            graphs = w.endswith("1")
+        elif w in ("per-pulse", "fused"):
+            launch = w
+        else:
+            sys.exit(f"--variants: '{w}' in '{text}': use graphs=0, graphs=1 or per-pulse after transport/path")
+    if launch != "fused" and transport != "nvshmem":
+        sys.exit(f"--variants '{text}': per-pulse launches exist for nvshmem only")
+    return Variant(transport, path or "auto", graphs, launch)
+
+
 def parse_variants(text):
-    return [tuple((v.split("/") + ["auto"])[:2]) for v in text.split(",") if v]
+    return [parse_variant(v) for v in text.split(",") if v.strip()]
 
 
-ALL_VARIANTS = [("staged", "auto"), ("ipc", "auto"), ("nccl", "auto"),
-                ("nvshmem", "direct"), ("nvshmem", "tma"), ("nvshmem", "put")]
+# The baselines and every nvshmem path, as they have always been measured.
+BASE_VARIANTS = [Variant("staged"), Variant("ipc"), Variant("nccl"),
+                 Variant("nvshmem", "direct"), Variant("nvshmem", "tma"), Variant("nvshmem", "put")]
+# Graphs and fusion measured apart: the baseline with graphs, nvshmem without
+# them, and nvshmem with one kernel launch per pulse (the paper's intermediate
+# design) instead of one per exchange.
+ABLATION_VARIANTS = [Variant("nccl", graphs=True), Variant("nvshmem", "direct", graphs=False),
+                     Variant("nvshmem", "direct", launch="per-pulse")]
+ALL_VARIANTS = BASE_VARIANTS + ABLATION_VARIANTS  # dd's default; scaling runs BASE_VARIANTS unless --variants
 
 # The paper's measured points (ns/day as GROMACS reports it: every step), NVSHMEM vs MPI.
 PAPER_POINTS = [(45000, 4, 1649, 1126), (180000, 8, 1249, 973), (360000, 8, 910, 779)]
@@ -145,7 +213,7 @@ def visible_gpus():
 
 def suite_scaling(a, save=lambda partial: None):
     sizes = [int(n) for n in a.sizes.split(",")] if a.sizes else [45000, 180000, 360000, 720000, 1440000]
-    variants = parse_variants(a.variants) if a.variants else ALL_VARIANTS
+    variants = parse_variants(a.variants) if a.variants else BASE_VARIANTS
     if a.rank_counts:
         counts = [int(r) for r in a.rank_counts.split(",")]
     else:
@@ -164,13 +232,13 @@ def suite_scaling(a, save=lambda partial: None):
         if not a.dry_run:
             print(f"{n:>8} 1 GPU:             {describe(r)}", flush=True)
         for ranks in counts:
-            for transport, path in variants:
-                args = common + ["--transport", transport, "--nvshmem-path", path, "--grid", "auto"] + shared
+            for v in variants:
+                args = common + v.args() + ["--grid", "auto"] + shared
                 r = run_md(a.build, ranks, args, a.timeout, a.dry_run)
-                r.update(label=f"{transport}/{path}", ranks=ranks)
+                r.update(label=v.label, ranks=ranks, **v.settings())
                 runs.append(r)
                 if not a.dry_run:
-                    print(f"{n:>8} {ranks} GPUs {transport}/{path:6}: {describe(r)}", flush=True)
+                    print(f"{n:>8} {ranks} GPUs {v.label:14}: {describe(r)}", flush=True)
         save({"runs": runs, "complete": False})
     if not a.dry_run:
         print_paper_comparison(runs)
@@ -223,17 +291,17 @@ def suite_dd(a, save=lambda partial: None):
         runs.append(r)
         if not a.dry_run:
             print(f"{n:>8} 1 GPU:          {describe(r)}", flush=True)
-        for transport, path in variants:
-            args = common + ["--transport", transport, "--nvshmem-path", path, "--grid", a.grid] + shared
+        for v in variants:
+            args = common + v.args() + ["--grid", a.grid] + shared
             r = run_md(a.build, a.ranks, args, a.timeout, a.dry_run)
-            r["label"] = f"{transport}/{path}"
+            r.update(label=v.label, **v.settings())
             runs.append(r)
             t = r.get("timing", {})
             if a.dry_run:
                 continue
             timeline = (f"; steady timeline: local {fmt(t.get('local_us'))} non-local {fmt(t.get('nonlocal_us'))} "
                         f"non-overlap {fmt(t.get('nonoverlap_us'))} us") if "local_us" in t else ""
-            print(f"{n:>8} {transport}/{path:6}: {describe(r)}{timeline}", flush=True)
+            print(f"{n:>8} {v.label:14}: {describe(r)}{timeline}", flush=True)
         save({"runs": runs, "complete": False})
     return {"runs": runs, "complete": True}
 
@@ -248,7 +316,9 @@ def parser():
     p.add_argument("--shared-gpus", action="store_true", help="ranks share GPUs (correctness only, not timings)")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--sizes", help="comma-separated atom counts, instead of the default series")
-    p.add_argument("--variants", help="dd, scaling: comma-separated transport[/path], e.g. nccl,nvshmem/tma")
+    p.add_argument("--variants", help="dd, scaling: comma-separated transport[/path][+graphs=0|1][+per-pulse], e.g. "
+                                      "nccl,nccl+graphs=1,nvshmem/tma,nvshmem/direct+per-pulse (default dd: every "
+                                      "path and the ablations; scaling: every path)")
     p.add_argument("--rank-counts", help="scaling: comma-separated rank counts (one rank per GPU), e.g. 2,4,8")
     p.add_argument("--dry-run", action="store_true", help="print the runs (dd, scaling) instead of making them")
     p.add_argument("--timeout", type=int, default=300)
@@ -280,7 +350,8 @@ def main(argv=None):
     elif a.suite == "scaling":
         prefix[-1] = "<ranks>"
     graphs = ("on and off (the runs' labels)" if a.suite == "single"
-              else "haloex-md's default: on where the transport allows")
+              else "per run (cuda_graphs_requested): off for the baselines, on for nvshmem, unless the label says "
+                   "graphs=0|1; cuda_graphs is what the run used")
     record = {"benchmark": f"haloex-md {a.suite}",
               **record_header(f"bench/md_bench.py {a.suite}", suite_settings(a), prefix, graphs, a.build)}
     if prefix:

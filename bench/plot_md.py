@@ -23,7 +23,10 @@ from bench_common import (METRIC_ALL, METRIC_SHORT, exit_on_schema_error, machin
 
 STYLE = {"1gpu": ("black", "x"), "staged/auto": ("tab:blue", "s"), "ipc/auto": ("tab:green", "^"),
          "nccl/auto": ("tab:purple", "v"), "nvshmem/direct": ("tab:red", "o"), "nvshmem/tma": ("tab:orange", "D"),
-         "nvshmem/put": ("tab:brown", "P")}
+         "nvshmem/put": ("tab:brown", "P"),
+         # The ablations (md_bench.py ABLATION_VARIANTS): graphs and fusion measured apart.
+         "nccl/auto graphs=1": ("tab:pink", "<"), "nvshmem/direct graphs=0": ("tab:gray", "h"),
+         "nvshmem/direct per-pulse": ("tab:olive", "*")}
 
 
 def series(record):

@@ -19,7 +19,10 @@ from bench_common import (METRIC_ALL, METRIC_SHORT, exit_on_schema_error, machin
                           record_headline_metric, save_png)
 
 STYLE = {"staged/auto": ("tab:blue", "s"), "ipc/auto": ("tab:green", "^"), "nccl/auto": ("tab:purple", "v"),
-         "nvshmem/direct": ("tab:red", "o"), "nvshmem/tma": ("tab:orange", "D"), "nvshmem/put": ("tab:brown", "P")}
+         "nvshmem/direct": ("tab:red", "o"), "nvshmem/tma": ("tab:orange", "D"), "nvshmem/put": ("tab:brown", "P"),
+         # The ablations, where --variants asked for them (a label with one point is not drawn).
+         "nccl/auto graphs=1": ("tab:pink", "<"), "nvshmem/direct graphs=0": ("tab:gray", "h"),
+         "nvshmem/direct per-pulse": ("tab:olive", "*")}
 
 
 def collect(record):

@@ -152,7 +152,9 @@ def md_runs(rec):
     """(label, run) of a haloex-md record: its runs, or itself for a single haloex-md --json record."""
     if isinstance(rec.get("runs"), list):
         return [(r.get("label", r.get("transport", "?")), r) for r in rec["runs"]]
-    return [(f"{rec.get('transport', '?')}/{rec.get('settings', {}).get('nvshmem_path', 'auto')}", rec)]
+    s = rec.get("settings", {})
+    launch = " per-pulse" if s.get("nvshmem_launch") == "per-pulse" else ""
+    return [(f"{rec.get('transport', '?')}/{s.get('nvshmem_path', 'auto')}{launch}", rec)]
 
 
 def haloex_nstlist(run):

@@ -39,6 +39,7 @@ constexpr int kSkipped = 77;
 struct Options {
     std::string transport = "nvshmem";
     std::string nvshmemPath = "auto";
+    std::string nvshmemLaunch = "fused";
     std::string grid = "2x1x1";
     int atoms = 4000;
     double density = 100.0;
@@ -51,6 +52,14 @@ struct Options {
     unsigned seed = 7;
     int timeExchanges = 0;
 };
+
+// The nvshmem settings a result line names: "path direct", and the launch
+// where it is not the fused default ("path direct, launch per-pulse";
+// bench/exchange_timing.py reads both).
+std::string variantName(const Options& o) {
+    if (o.nvshmemLaunch == "fused") return fmt::format("path {}", o.nvshmemPath);
+    return fmt::format("path {}, launch {}", o.nvshmemPath, o.nvshmemLaunch);
+}
 
 // Every option in range, before MPI or a GPU is touched (a zero --check-every
 // divided by zero, a zero --repartition-every never advanced).
@@ -67,6 +76,9 @@ void validate(const Options& o) {
     if (o.checkEvery < 1) refuse(fmt::format("--check-every {}: use a positive number of steps", o.checkEvery));
     if (!std::isfinite(o.waitTimeout) || o.waitTimeout < 0.0) {
         refuse(fmt::format("--wait-timeout {}: use 0 (default) or a number of seconds", o.waitTimeout));
+    }
+    if (o.nvshmemLaunch != "fused" && o.nvshmemLaunch != "per-pulse") {
+        refuse(fmt::format("--nvshmem-launch {}: use fused or per-pulse", o.nvshmemLaunch));
     }
     plan::parseRankGrid(o.grid);
 }
@@ -133,6 +145,7 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
     topts.memorySpace = transport::MemorySpace::Device;
     topts.allowSharedGpus = o.allowSharedGpus;
     topts.nvshmemPath = o.nvshmemPath;
+    topts.nvshmemLaunch = o.nvshmemLaunch;
     topts.waitTimeoutSeconds = o.waitTimeout;
     std::unique_ptr<transport::ParticleTransport> transport;
     try {
@@ -205,7 +218,7 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
                     world.barrier();
                     if (world.rank() == 0) {
                         fmt::print("FAILED: {} {} on {} after {} steps: {} coordinate, {} force, {} clearing errors\n",
-                                   o.transport, o.nvshmemPath, o.grid, step + 1, errors[0], errors[1], errors[2]);
+                                   o.transport, variantName(o), o.grid, step + 1, errors[0], errors[1], errors[2]);
                     }
                     return 1;
                 }
@@ -216,9 +229,9 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
     if (o.timeExchanges > 0) timeExchanges(o, *transport, dd.box(), world, stream);
     if (world.rank() == 0) {
         for (const auto& line : transport->describe()) fmt::print("  {}\n", line);
-        fmt::print("PASSED: {} (path {}) on {} ranks, grid {}, {} atoms: {} steps, {} repartitionings, every halo "
+        fmt::print("PASSED: {} ({}) on {} ranks, grid {}, {} atoms: {} steps, {} repartitionings, every halo "
                    "coordinate and accumulated force checked each step ({:.1f} s)\n",
-                   o.transport, o.nvshmemPath, world.size(), o.grid, o.atoms, o.steps, epochs, seconds);
+                   o.transport, variantName(o), world.size(), o.grid, o.atoms, o.steps, epochs, seconds);
     }
     return 0;
 }
@@ -317,10 +330,10 @@ void printTimes(const Options& o, const char* how, const ExchangeTimes& t, trans
     std::vector<std::int64_t> halo{haloAtoms, static_cast<std::int64_t>(plan.pulses.size())};
     world.allReduce(std::span<std::int64_t>(halo.data(), halo.size()), runtime::ReduceOp::Max);
     if (world.rank() == 0) {
-        fmt::print("TIMING ({}): {} (path {}) {} atoms on {} ranks, grid {}, {} pulse(s), up to {} halo atoms ({} "
+        fmt::print("TIMING ({}): {} ({}) {} atoms on {} ranks, grid {}, {} pulse(s), up to {} halo atoms ({} "
                     "bytes of coordinates) per rank, {} exchanges: forward {:.2f} us (p10 {:.2f}, p90 {:.2f}), "
                     "reverse {:.2f} us (p10 {:.2f}, p90 {:.2f}); slowest rank\n",
-                    how, o.transport, o.nvshmemPath, o.atoms, world.size(), o.grid, halo[1], halo[0],
+                    how, o.transport, variantName(o), o.atoms, world.size(), o.grid, halo[1], halo[0],
                     halo[0] * static_cast<std::int64_t>(sizeof(Vec3f)), t.forward.size(), stats[0], stats[1],
                     stats[2], stats[3], stats[4], stats[5]);
     }
@@ -354,6 +367,9 @@ int main(int argc, char** argv) {
         "Print the version and the build (commit, CUDA with its GPU architectures, MPI, NCCL, NVSHMEM) and exit");
     app.add_option("--transport", o.transport, "staged, ipc, nccl or nvshmem")->capture_default_str();
     app.add_option("--nvshmem-path", o.nvshmemPath, "auto, direct, tma or put")->capture_default_str();
+    app.add_option("--nvshmem-launch", o.nvshmemLaunch,
+                   "fused (one kernel per exchange) or per-pulse (one launch per pulse, the ablation)")
+        ->capture_default_str();
     app.add_option("--grid", o.grid, "Rank grid NXxNYxNZ")->capture_default_str();
     app.add_option("--atoms", o.atoms, "Atoms (random positions, redrawn at every repartitioning)")
         ->capture_default_str();

@@ -99,6 +99,11 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                    "nvshmem transport path per peer: auto, direct (NVLink stores), tma (NVLink bulk copies) or put "
                    "(put-with-signal, what InfiniBand needs)")
         ->capture_default_str();
+    app.add_option("--nvshmem-launch", o.nvshmemLaunch,
+                   "nvshmem transport launches: fused (one kernel per exchange moves every pulse) or per-pulse (the "
+                   "same kernel once per pulse, stream-ordered: the ablation that measures fusion)")
+        ->check(CLI::IsMember({"fused", "per-pulse"}))
+        ->capture_default_str();
     app.add_flag("--allow-shared-gpus", o.allowSharedGpus,
                  "Allow more ranks than GPUs on a node (start MPS first; for correctness runs)");
     app.add_option("--cuda-graphs", o.cudaGraphs, "Capture the MD step in a CUDA graph where the transport allows")
@@ -175,6 +180,7 @@ std::unique_ptr<transport::ParticleTransport> makeTransportFor(const md::MdOptio
     options.memorySpace = gpu ? transport::MemorySpace::Device : transport::MemorySpace::Host;
     options.allowSharedGpus = o.allowSharedGpus;
     options.nvshmemPath = o.nvshmemPath;
+    options.nvshmemLaunch = o.nvshmemLaunch;
     options.waitTimeoutSeconds = o.waitTimeoutSeconds;
     if (name == "auto") {
         if (!gpu || world.size() == 1) {

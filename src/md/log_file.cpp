@@ -97,6 +97,7 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
     row("search", because(c.search.empty() ? o.search : c.search,
                           o.search == "auto" ? "auto: on the device when the backend and transport allow it"
                                              : "set by --search"));
+    if (c.transport == "nvshmem") row("nvshmem", fmt::format("path {}, launch {}", o.nvshmemPath, o.nvshmemLaunch));
     if (o.device != "cpu") row("cuda-graphs", o.cudaGraphs ? "on" : "off");
     row("thermo-every", std::to_string(o.thermoEvery));
     row("input", o.groFile.empty() ? (o.restartFile.empty() ? "lattice start" : o.restartFile) : o.groFile);

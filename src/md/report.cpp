@@ -192,6 +192,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"estimated_prune_drift", s.estimatedPruneDrift},
                      {"device", o.device},
                      {"nvshmem_path", o.nvshmemPath},
+                     {"nvshmem_launch", o.nvshmemLaunch},
                      {"gro", o.groFile}};
     if (!s.energies.empty()) {
         const EnergySample& e = s.energies.back();

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "halo_kernels.hpp"
+#include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_select.hpp"
 #include "haloex/transport/nccl.hpp"
 
@@ -56,6 +57,7 @@ public:
 
     void setPlan(const plan::ParticleHaloPlan& plan) override {
         plan_ = plan;
+        connected_ = false;
         const auto n = static_cast<std::size_t>(plan_.numLocal);
         x_.resizeZeroed(n);
         f_.resizeZeroed(n);
@@ -70,6 +72,7 @@ public:
 
     void forwardCoordinates(const plan::Box& box, StreamHandle streamHandle) override {
         const auto stream = static_cast<cudaStream_t>(streamHandle);
+        requireConnectedIfCapturing(stream, "forwardCoordinates");
         auto* packed = reinterpret_cast<Vec3f*>(send_.data());
         for (const plan::Pulse& p : plan_.pulses) {
             const int count = p.sends() ? p.sendCount() : 0;
@@ -83,6 +86,7 @@ public:
 
     void reverseForces(StreamHandle streamHandle) override {
         const auto stream = static_cast<cudaStream_t>(streamHandle);
+        requireConnectedIfCapturing(stream, "reverseForces");
         for (auto it = plan_.pulses.rbegin(); it != plan_.pulses.rend(); ++it) {
             const plan::Pulse& p = *it;
             const int ownerCount = p.sends() ? p.sendCount() : 0;
@@ -91,6 +95,8 @@ public:
             cuda::unpackAddForces(forceRecv_.data(), maps_.pulse(p.id), ownerCount, f_.data(), stream);
         }
         ++counters_.reverseCalls;
+        // Every peer of this plan has been met in both directions.
+        if (!connected_ && !capturing(stream)) connected_ = true;
     }
 
     void clearForces(StreamHandle stream) override { f_.zeroAsync(static_cast<cudaStream_t>(stream)); }
@@ -126,11 +132,39 @@ public:
     std::vector<std::string> describe() const override {
         int version = 0;
         ncclGetVersion(&version);
-        return {fmt::format("nccl: NCCL {}, one ncclSend/ncclRecv group per pulse on the stream, no host syncs",
+        return {fmt::format("nccl: NCCL {}, one ncclSend/ncclRecv group per pulse on the stream, no host syncs, "
+                            "capturable in CUDA graphs",
                             version)};
     }
+    // NCCL point-to-point calls may be captured (NCCL >= 2.9): forward and
+    // reverse neither block the host nor allocate (the buffers are sized in
+    // setPlan), and NCCL keeps what a captured call needs alive with the
+    // graph. Captured and uncaptured calls may mix on the communicator
+    // (NCCL_GRAPH_MIXING_SUPPORT, on by default): the search steps' blocks
+    // and static data go uncaptured. Whether a run uses graphs is the
+    // application's choice (haloex-md --cuda-graphs).
+    bool graphCapturable() const override { return true; }
 
 private:
+    static bool capturing(cudaStream_t stream) {
+        cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+        HALOEX_CUDA_CHECK(cudaStreamIsCapturing(stream, &status));
+        return status != cudaStreamCaptureStatusNone;
+    }
+
+    // NCCL connects to a peer inside the first send/receive that involves it
+    // (buffers, IPC handles, a host handshake): keep that out of a capture.
+    // The MD backend and halo-stress exchange once uncaptured after every
+    // setPlan, before they capture.
+    void requireConnectedIfCapturing(cudaStream_t stream, const char* call) const {
+        if (connected_ || plan_.pulses.empty() || !capturing(stream)) return;
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("nccl {}: captured in a CUDA graph before this plan's first exchange; NCCL connects "
+                               "to new peers in its first send/receive, which must not be captured: run one "
+                               "forwardCoordinates/reverseForces pair uncaptured after setPlan, then capture",
+                               call));
+    }
+
     // One pulse: `sendCount` elements to `dest`, `recvCount` from `src`.
     // Both peers know both counts from the plan, so empty halves are skipped
     // on both sides alike.
@@ -157,6 +191,7 @@ private:
     cuda::DeviceBuffer<std::byte> send_;
     cuda::DevicePulseMaps maps_;
     TransportCounters counters_;
+    bool connected_ = false;  // an uncaptured forward/reverse pair has run since setPlan
 };
 
 }  // namespace

@@ -43,6 +43,13 @@ struct PulseRecord {
 struct FusedArgs {
     const PulseRecord* pulses = nullptr;
     int numPulses = 0;
+    // The pulses this launch moves: [firstPulse, firstPulse + gridDim.y), one
+    // per blockIdx.y. The fused launch moves them all; the per-pulse ablation
+    // (NvshmemLaunch::PerPulse) launches one pulse at a time.
+    int firstPulse = 0;
+    // Whether this launch completes the exchange: then its last block
+    // advances `sequence`, once per exchange whatever the number of launches.
+    bool completesExchange = true;
     Vec3f* x = nullptr;                 // symmetric
     Vec3f* f = nullptr;                 // symmetric
     Vec3f* staging = nullptr;           // symmetric, coordinate send slots (put path)

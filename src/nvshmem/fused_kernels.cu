@@ -89,13 +89,15 @@ __device__ __forceinline__ void mbarrierWaitParity(std::uint64_t* bar, unsigned 
     }
 }
 
-// Every block of a fused kernel ends here; the last one advances the
-// exchange counter, so the next launch (or graph replay) uses a new value.
+// Every block of a fused kernel ends here; the last one of the launch that
+// completes the exchange advances the exchange counter, so the next exchange
+// (or graph replay) uses a new value. The block counter wraps to 0 at the end
+// of every launch, so per-pulse launches reuse it one after the other.
 __device__ void finishKernel(const FusedArgs& a, std::uint64_t seq) {
     if (threadIdx.x == 0) {
         const unsigned total = gridDim.x * gridDim.y;
         const unsigned old = atomicInc(a.kernelBlockCounter, total - 1);
-        if (old == total - 1) *reinterpret_cast<volatile std::uint64_t*>(a.sequence) = seq + 1;
+        if (old == total - 1 && a.completesExchange) *reinterpret_cast<volatile std::uint64_t*>(a.sequence) = seq + 1;
     }
 }
 
@@ -138,7 +140,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedPackCommX(FusedArgs a) {
     // receive has arrived, below: earlier, their blocks would wait resident
     // through the whole exchange and slow the local force kernel beside it.
     cuda::waitForPrerequisiteGrids();
-    const int p = blockIdx.y;
+    const int p = a.firstPulse + static_cast<int>(blockIdx.y);
     const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::CoordinateKernel};
     const PulseRecord& P = a.pulses[p];
@@ -257,7 +259,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedCommUnpackF(FusedArgs a) {
     __shared__ alignas(8) std::uint64_t tmaBarrier[kWarps];
 
     cuda::waitForPrerequisiteGrids();  // e.g. the scatter of the halo forces
-    const int p = a.numPulses - 1 - static_cast<int>(blockIdx.y);
+    const int p = a.firstPulse + static_cast<int>(gridDim.y - 1 - blockIdx.y);  // last pulse first
     const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::ForceKernel};
     const PulseRecord& P = a.pulses[p];
@@ -368,6 +370,28 @@ void launchFusedPackCommX(const FusedArgs& args, int blocksPerPulse, cudaStream_
 void launchFusedCommUnpackF(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream) {
     const dim3 grid(blocksPerPulse, args.numPulses);
     cuda::launchDependent(fusedCommUnpackF, grid, kFusedThreads, 0, stream, args);
+}
+
+// The ablation: the same kernels, one launch per pulse in stream order. Each
+// launch waits for its own receive before it ends, so a pulse's forwarded
+// atoms are home before the next launch packs them (its dependency waits are
+// then already satisfied); only the last launch advances the counter.
+void launchPackCommXPerPulse(FusedArgs args, int blocksPerPulse, cudaStream_t stream) {
+    const dim3 grid(blocksPerPulse, 1);
+    for (int p = 0; p < args.numPulses; ++p) {
+        args.firstPulse = p;
+        args.completesExchange = p == args.numPulses - 1;
+        cuda::launchDependent(fusedPackCommX, grid, kFusedThreads, 0, stream, args);
+    }
+}
+
+void launchCommUnpackFPerPulse(FusedArgs args, int blocksPerPulse, cudaStream_t stream) {
+    const dim3 grid(blocksPerPulse, 1);
+    for (int p = args.numPulses - 1; p >= 0; --p) {
+        args.firstPulse = p;
+        args.completesExchange = p == 0;
+        cuda::launchDependent(fusedCommUnpackF, grid, kFusedThreads, 0, stream, args);
+    }
 }
 
 int maxResidentFusedBlocks() {

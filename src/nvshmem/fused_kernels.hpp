@@ -12,6 +12,11 @@ inline constexpr int kFusedThreads = 256;
 // (the caller bounds blocksPerPulse * numPulses by maxResidentFusedBlocks()).
 void launchFusedPackCommX(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream);
 void launchFusedCommUnpackF(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream);
+// The intermediate design, as an ablation: grid (blocksPerPulse, 1) per
+// pulse, coordinates in pulse order, forces in reverse; same kernels, same
+// signals and exchange counter (docs/nvshmem.md#per-pulse-launches).
+void launchPackCommXPerPulse(FusedArgs args, int blocksPerPulse, cudaStream_t stream);
+void launchCommUnpackFPerPulse(FusedArgs args, int blocksPerPulse, cudaStream_t stream);
 
 // Blocks of the fused kernels that fit on the current device at once.
 int maxResidentFusedBlocks();

@@ -28,6 +28,13 @@ class ParseTest(unittest.TestCase):
         self.assertEqual(r["forward_us"], {"median": 10.56, "p10": 9.82, "p90": 10.91})
         self.assertEqual(r["reverse_us"]["median"], 11.33)
 
+    def test_launch_fused_unless_named(self):
+        self.assertEqual(exchange_timing.parse(GRAPH)[0]["launch"], "fused")
+        line = GRAPH.replace("(path direct)", "(path direct, launch per-pulse)")
+        r = exchange_timing.parse(line)[0]
+        self.assertEqual((r["path"], r["launch"]), ("direct", "per-pulse"))
+        self.assertEqual(r["forward_us"]["median"], 10.56)
+
     def test_label_with_comma_and_spaces(self):
         line = GRAPH.replace("TIMING (graph)", "TIMING (graph, empty kernel instead of each exchange)")
         self.assertEqual(exchange_timing.parse(line)[0]["timing"], "graph, empty kernel instead of each exchange")

@@ -102,6 +102,56 @@ class DdSuiteTest(unittest.TestCase):
         f = bench_common.md_figures(runs["nvshmem/tma"])
         self.assertAlmostEqual(f.us_per_step, 32.5 * 1.25)
 
+    def test_ablation_variants_side_by_side(self):
+        # The dd default runs the ablations beside every path; each label names the settings that differ from
+        # the series' convention, and the command asks for exactly those.
+        labels = [v.label for v in md_bench.ALL_VARIANTS]
+        for want in ("nccl/auto", "nccl/auto graphs=1", "nvshmem/direct", "nvshmem/direct graphs=0",
+                     "nvshmem/direct per-pulse"):
+            self.assertIn(want, labels)
+        self.assertEqual(len(set(labels)), len(labels))
+        by = {v.label: v for v in md_bench.ALL_VARIANTS}
+        self.assertIn("--cuda-graphs 0", " ".join(by["nccl/auto"].args()))
+        self.assertIn("--cuda-graphs 1", " ".join(by["nccl/auto graphs=1"].args()))
+        self.assertIn("--cuda-graphs 0", " ".join(by["nvshmem/direct graphs=0"].args()))
+        per_pulse = " ".join(by["nvshmem/direct per-pulse"].args())
+        self.assertIn("--cuda-graphs 1", per_pulse)
+        self.assertIn("--nvshmem-launch per-pulse", per_pulse)
+        self.assertNotIn("--nvshmem-launch", " ".join(by["nvshmem/direct"].args()))
+        self.assertEqual(by["nvshmem/direct per-pulse"].settings(),
+                         {"cuda_graphs_requested": True, "nvshmem_launch": "per-pulse"})
+        # The scaling suite keeps the paths it always ran.
+        self.assertEqual([v.label for v in md_bench.BASE_VARIANTS],
+                         ["staged/auto", "ipc/auto", "nccl/auto", "nvshmem/direct", "nvshmem/tma", "nvshmem/put"])
+
+    def test_parse_variants(self):
+        self.assertEqual([v.label for v in md_bench.parse_variants("nccl,nccl+graphs=1,nvshmem/direct+per-pulse,"
+                                                                   "nvshmem/tma graphs=0,nvshmem/put+graphs=1")],
+                         ["nccl/auto", "nccl/auto graphs=1", "nvshmem/direct per-pulse", "nvshmem/tma graphs=0",
+                          "nvshmem/put"])
+        for bad in ("nccl+per-pulse", "nvshmem/direct+graphs=2"):
+            with self.assertRaises(SystemExit):
+                md_bench.parse_variants(bad)
+
+    def test_dd_records_the_asked_settings(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "build", "bin"))
+            executable(os.path.join(tmp, "build", "bin", "haloex-md"), FAKE_MD.format(python=sys.executable))
+            mpirun = os.path.join(tmp, "mpirun")
+            executable(mpirun, FAKE_MPIRUN)
+            with contextlib.redirect_stdout(io.StringIO()):
+                md_bench.main(["dd", "--build", os.path.join(tmp, "build"), "--sizes", "22500", "--variants",
+                               "nvshmem/direct,nvshmem/direct+graphs=0,nvshmem/direct+per-pulse", "--mpirun",
+                               mpirun, "--out", tmp])
+            [name] = [f for f in os.listdir(tmp) if f.startswith("md-dd-")]
+            with open(os.path.join(tmp, name)) as f:
+                runs = {r["label"]: r for r in json.load(f)["runs"]}
+        self.assertEqual(set(runs), {"1gpu", "nvshmem/direct", "nvshmem/direct graphs=0", "nvshmem/direct per-pulse"})
+        self.assertFalse(runs["nvshmem/direct graphs=0"]["cuda_graphs_requested"])
+        self.assertIn("--cuda-graphs 0", " ".join(runs["nvshmem/direct graphs=0"]["argv"]))
+        self.assertEqual(runs["nvshmem/direct per-pulse"]["nvshmem_launch"], "per-pulse")
+        self.assertIn("--nvshmem-launch per-pulse", runs["nvshmem/direct per-pulse"]["command"])
+
     def test_describe(self):
         self.assertIn("us/step all steps", md_bench.describe({"schema_version": 2, "us_per_step": 50.0,
                                                               "ns_per_day": 1.0, "us_per_step_steady": 40.0}))

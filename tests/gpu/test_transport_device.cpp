@@ -73,11 +73,16 @@ testsupport::MemoryOps deviceMemory(cudaStream_t stream) {
 }
 #endif
 
-// One instance of the suite: a transport, and for nvshmem the path forced.
+// One instance of the suite: a transport, and for nvshmem the path forced
+// and how the exchange is launched (fused, or the per-pulse ablation).
 struct DeviceCase {
     std::string transport;
     std::string nvshmemPath = "auto";
-    std::string label() const { return nvshmemPath == "auto" ? transport : transport + "_" + nvshmemPath; }
+    std::string nvshmemLaunch = "fused";
+    std::string label() const {
+        std::string out = nvshmemPath == "auto" ? transport : transport + "_" + nvshmemPath;
+        return nvshmemLaunch == "fused" ? out : out + "_perpulse";
+    }
     // nvshmem's force kernel adds every pulse into the owners with atomics,
     // concurrently: forces within float tolerance, not bitwise (the halo
     // coordinates and fields stay bitwise).
@@ -93,6 +98,7 @@ std::vector<DeviceCase> deviceCases() {
         if (name == "reference") continue;
         if (name == "nvshmem") {
             for (const char* path : {"direct", "tma", "put"}) cases.push_back({name, path});
+            for (const char* path : {"direct", "tma", "put"}) cases.push_back({name, path, "per-pulse"});
         } else {
             cases.push_back({name});
         }
@@ -119,6 +125,7 @@ transport::TransportOptions deviceOptions(const DeviceCase& c) {
     options.memorySpace = transport::MemorySpace::Device;
     options.allowSharedGpus = true;
     options.nvshmemPath = c.nvshmemPath;
+    options.nvshmemLaunch = c.nvshmemLaunch;
     return options;
 }
 
@@ -146,6 +153,10 @@ RankOutcome runRank(runtime::World& world, const DeviceCase& c, const plan::Box&
                                                   [&world] { world.barrier(); });
     // What the transport chose is known once it has a plan.
     if (t->describe().empty()) outcome.mismatch += "describe() is empty after setPlan; ";
+    if (c.transport == "nvshmem" && !t->describe().empty() &&
+        t->describe().front().find("launch " + c.nvshmemLaunch + " ") == std::string::npos) {
+        outcome.mismatch += "describe() does not name the launch '" + c.nvshmemLaunch + "'; ";
+    }
     outcome.mismatch += testsupport::compareResults(result, expected.outputs[r], world.rank(),
                                                     expected.plans[r].zoneMask, c.forceTolerance());
     outcome.counters = result.counters;

@@ -81,6 +81,7 @@ struct MdOptions {
     std::string device = "auto"; // auto | cpu | gpu
     std::string transport = "auto";    // auto | reference | staged | ipc | nccl | nvshmem
     std::string nvshmemPath = "auto";  // auto | direct | tma | put
+    std::string nvshmemLaunch = "fused";  // fused | per-pulse (the ablation, docs/nvshmem.md)
     bool allowSharedGpus = false;
     bool cudaGraphs = true;
     // GPU: count, with CUPTI, the host-blocking CUDA calls made inside the

@@ -22,6 +22,10 @@ struct TransportOptions {
     // nvshmem: "auto" picks NVLink stores where nvshmem_ptr() reaches the peer;
     // the nvshmem transport documents the other values.
     std::string nvshmemPath = "auto";
+    // nvshmem: "fused" (one kernel per exchange moves every pulse) or
+    // "per-pulse" (the same kernels launched once per pulse in stream order:
+    // the ablation that measures what fusing the pulses buys).
+    std::string nvshmemLaunch = "fused";
     // nvshmem: seconds a device-side wait may spin before it reports a timeout.
     double waitTimeoutSeconds = 10.0;
 };

@@ -6,6 +6,9 @@
 // in reverse order, the halo slot is sent back and an unpack kernel adds it
 // into the owners. The host never waits inside forward/reverse
 // (counters().hostSyncs stays 0) but makes one NCCL call per pulse.
+// graphCapturable(): forward and reverse may be captured in a CUDA graph
+// once one uncaptured forward/reverse pair has run after setPlan (NCCL
+// connects to new peers in its first calls); capturing earlier throws.
 //
 // The communicator is created in the constructor (collective) from a unique
 // id broadcast over the World. NCCL refuses two ranks on one GPU, so the

@@ -16,6 +16,13 @@
 //          what InfiniBand needs; forced on NVLink hardware it runs through
 //          NVSHMEM's peer-to-peer transport -- it is NOT an InfiniBand test.
 //
+// Launches (option nvshmemLaunch):
+//   fused      one kernel per exchange, grid (blocks per pulse, pulses)
+//   per-pulse  the same kernel once per pulse, in pulse order (forces in
+//              reverse), stream-ordered: the paper's intermediate design,
+//              kept as an ablation beside the fused kernel. Same signals,
+//              same results; still capturable in CUDA graphs.
+//
 // Contract: forward and reverse alternate (the force exchange of one step is
 // what allows the peers to overwrite this rank's halo coordinates in the
 // next); clearForces zeroes home forces, halo forces are zeroed by the next
