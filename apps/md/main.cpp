@@ -106,7 +106,8 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
         ->capture_default_str();
     app.add_flag("--allow-shared-gpus", o.allowSharedGpus,
                  "Allow more ranks than GPUs on a node (start MPS first; for correctness runs)");
-    app.add_option("--cuda-graphs", o.cudaGraphs, "Capture the MD step in a CUDA graph where the transport allows")
+    app.add_option("--cuda-graphs", o.cudaGraphs,
+                   "Capture the MD step in a CUDA graph where the transport allows (nccl: only when given as 1)")
         ->capture_default_str();
     app.add_flag("--count-api-syncs", o.countApiSyncs,
                  "GPU: count with CUPTI the CUDA calls that block the host inside the steps without search "
@@ -343,6 +344,7 @@ int main(int argc, char** argv) {
     } catch (const CLI::ParseError& e) {
         return app.exit(e);
     }
+    options.cudaGraphsGiven = app.count("--cuda-graphs") > 0;
     for (int i = 0; i < argc; ++i) {
         const std::string arg = argv[i];
         const bool quote = arg.empty() || arg.find_first_of(" \t'\"") != std::string::npos;

@@ -405,7 +405,7 @@ struct Engine::Impl {
         context.rlistInner = e.options_.rlistInner;
         context.pruneParts = e.options_.pruneParts;
         context.dt = e.options_.dt;
-        context.useGraphs = e.options_.cudaGraphs;
+        context.useGraphs = cudaGraphsFor(e.options_, e.transport_.name());
         return context;
     }
 

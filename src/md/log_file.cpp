@@ -98,7 +98,11 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
                           o.search == "auto" ? "auto: on the device when the backend and transport allow it"
                                              : "set by --search"));
     if (c.transport == "nvshmem") row("nvshmem", fmt::format("path {}, launch {}", o.nvshmemPath, o.nvshmemLaunch));
-    if (o.device != "cpu") row("cuda-graphs", o.cudaGraphs ? "on" : "off");
+    if (o.device != "cpu") {
+        row("cuda-graphs", cudaGraphsFor(o, c.transport) ? "on"
+                           : o.cudaGraphs ? "off (nccl: only with --cuda-graphs 1)"
+                                          : "off");
+    }
     row("thermo-every", std::to_string(o.thermoEvery));
     row("input", o.groFile.empty() ? (o.restartFile.empty() ? "lattice start" : o.restartFile) : o.groFile);
     row("trajectory", o.trajFile.empty() ? "(none)" : fmt::format("{} every {} steps", o.trajFile, o.trajEvery));

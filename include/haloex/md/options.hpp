@@ -84,6 +84,9 @@ struct MdOptions {
     std::string nvshmemLaunch = "fused";  // fused | per-pulse (the ablation, docs/nvshmem.md)
     bool allowSharedGpus = false;
     bool cudaGraphs = true;
+    // --cuda-graphs given on the command line: nccl captures only then (its
+    // capture is not yet verified on hardware: cudaGraphsFor).
+    bool cudaGraphsGiven = false;
     // GPU: count, with CUPTI, the host-blocking CUDA calls made inside the
     // normal steps (every library's, not only haloex's own counters).
     bool countApiSyncs = false;
@@ -121,5 +124,13 @@ struct MdOptions {
     // list could not hold (beyond rlist when it was built): the buffer's error.
     bool measureBuffer = false;
 };
+
+// Whether steps are captured in CUDA graphs with `transport` (where the
+// transport allows it): --cuda-graphs, except that nccl captures only when
+// --cuda-graphs 1 is given (NCCL's capture with the in-place graph updates of
+// the search steps has not run on two GPUs yet; docs/transports.md).
+inline bool cudaGraphsFor(const MdOptions& o, const std::string& transport) {
+    return o.cudaGraphs && (o.cudaGraphsGiven || transport != "nccl");
+}
 
 }  // namespace haloex::md
