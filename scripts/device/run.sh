@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ctest-select ab syncs search-tests list-search search-trace profile-search search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test test-gpu ctest-select ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -581,6 +581,36 @@ stage_sanitize() {
     done
   done
   stop_mps
+}
+
+# The fusion ablation (docs/nvshmem.md, per-pulse launches): MD on 2 ranks
+# sharing the GPU under MPS, nvshmem direct fused against one launch per
+# pulse (with and without graphs): energies equal over 50 steps, then a
+# longer per-pulse run across repartitionings.
+stage_ablation_check() {
+  note "== nvshmem per-pulse launches: MD energies against the fused kernels (2 ranks, MPS)"
+  start_mps
+  local common=(--atoms 22500 --steps 60 --thermo-every 1 --grid 2x1x1 --transport nvshmem --nvshmem-path direct)
+  md_json 2 "$out/ab-fused.json" "${common[@]}"
+  md_json 2 "$out/ab-perpulse.json" "${common[@]}" --nvshmem-launch per-pulse
+  md_json 2 "$out/ab-perpulse-nograph.json" "${common[@]}" --nvshmem-launch per-pulse --cuda-graphs 0
+  python3 "$root/bench/compare_energies.py" "$out/ab-fused.json" "$out/ab-perpulse.json" "$out/ab-perpulse-nograph.json" \
+    --steps 50 --rtol 1e-5 2>&1 | tee -a "$summary"
+  md_json 4 "$out/ab-perpulse-long.json" --transport nvshmem --nvshmem-launch per-pulse --atoms 45000 --steps 3000 \
+    --nstlist 50 --grid 2x2x1
+  stop_mps
+}
+
+# haloex-md's refusals that depend on what this machine's build has: a
+# trajectory in a format the build lacks (H5MD without HDF5) is refused
+# before step 0 with the reason, and nothing is written.
+stage_cli_refusals() {
+  note "== haloex-md refusals on this build"
+  local dir=/tmp/refusals; rm -rf "$dir"; mkdir -p "$dir"
+  (cd "$dir" && timeout 60 "$build/bin/haloex-md" --device gpu --atoms 3000 --steps 10 --traj traj.h5 --log none \
+    >"$out/refusal-h5md.log" 2>&1)
+  note "  --traj traj.h5: rc=$? $(grep -m1 -iE 'h5md|hdf5' "$out/refusal-h5md.log" | cut -c1-240); files left: $(ls "$dir" | tr '\n' ' ')"
+  "$build/bin/haloex-md" --version 2>&1 | grep -iE 'h5md|hdf5' | head -2 | tee -a "$summary"
 }
 
 for stage in "$@"; do
