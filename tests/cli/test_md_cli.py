@@ -758,7 +758,7 @@ def gro_frames(path):
     return frames
 
 
-class MdH5md(CliCase):
+class MdCompactTrajectory(CliCase):
     """Compact trajectories in H5MD (issue 17): --traj *.h5 writes what MDAnalysis reads, the same coordinates as
     the .gro trajectory of the same run, continued exactly by a restart (the frames after the checkpoint cut
     back), with the checkpoint's frame spacing. A build without HDF5 refuses it before step 0."""
@@ -1065,7 +1065,7 @@ class MdConventions(MdCli):
 
 
 def list_tests():
-    for case in (MdCli, MdRestartOutputs, MdEnergyFile, MdLog, MdStop, MdStepConventions, MdConventions, MdH5md):
+    for case in (MdCli, MdRestartOutputs, MdEnergyFile, MdLog, MdStop, MdStepConventions, MdConventions, MdCompactTrajectory):
         own = dir(case) if case is MdCli else vars(case)  # MdConventions inherits MdCli's helpers, not its tests
         for name in sorted(n for n in own if n.startswith("test_")):
             print(f"{case.__name__}.{name}")
