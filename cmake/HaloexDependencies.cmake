@@ -1,4 +1,4 @@
-# Detects the optional parts (CUDA, MPI, NCCL, NVSHMEM) and the required
+# Detects the optional parts (CUDA, MPI, NCCL, NVSHMEM, HDF5) and the required
 # libraries. Each optional part sets HALOEX_HAVE_<PART> and a reason string
 # for the configuration summary.
 
@@ -96,6 +96,24 @@ elseif(HALOEX_ENABLE_NVSHMEM)
   else()
     set(HALOEX_NVSHMEM_REASON
         "NVSHMEM not found (set NVSHMEM_ROOT or NVSHMEM_HOME, or pip install nvidia-nvshmem-cu13==3.4.5)")
+  endif()
+endif()
+
+# --- HDF5 (H5MD trajectories) -------------------------------------------------
+# The C library only (Debian: libhdf5-dev, the serial build). Without it
+# haloex-md refuses --traj x.h5 before its first step and says why.
+set(HALOEX_HAVE_HDF5 OFF)
+set(HALOEX_HDF5_REASON "disabled (HALOEX_ENABLE_HDF5=OFF): haloex-md refuses --traj *.h5")
+if(HALOEX_ENABLE_HDF5)
+  # FindHDF5 test-compiles C.
+  enable_language(C)
+  find_package(HDF5 COMPONENTS C QUIET)
+  if(HDF5_FOUND)
+    set(HALOEX_HAVE_HDF5 ON)
+    set(HALOEX_HDF5_REASON "HDF5 ${HDF5_VERSION}: haloex-md writes H5MD trajectories (--traj *.h5)")
+  else()
+    set(HALOEX_HDF5_REASON
+        "HDF5 not found (Debian: apt-get install libhdf5-dev): haloex-md refuses --traj *.h5")
   endif()
 endif()
 

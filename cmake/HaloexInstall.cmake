@@ -6,7 +6,7 @@
 # haloexConfig.cmake loads the requested ones and finds only what they need:
 #   component   target(s)                        needs
 #   plan        haloex::haloex                   fmt, Threads
-#   md          haloex::md                       plan, nlohmann_json
+#   md          haloex::md                       plan, nlohmann_json (HDF5 by its library path, when built with it)
 #   mpi         haloex::mpi                      plan, MPI (C++)
 #   cuda        haloex::cuda                     plan, CUDAToolkit
 #   particles   haloex::particles                plan, CUDAToolkit (device migration, device plan builder)

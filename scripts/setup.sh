@@ -17,7 +17,7 @@ say() { printf '[haloex setup] %s\n' "$*"; }
 # Each entry: a check that succeeds when the piece is present, and the package.
 have_header() { # header found in the usual include directories?
   local h="$1"
-  for d in /usr/include /usr/local/include /usr/include/x86_64-linux-gnu; do
+  for d in /usr/include /usr/local/include /usr/include/x86_64-linux-gnu /usr/include/hdf5/serial; do
     [ -e "$d/$h" ] && return 0
   done
   return 1
@@ -35,6 +35,9 @@ have_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)
 have_header fmt/core.h || missing+=(libfmt-dev)
 have_header gtest/gtest.h || missing+=(libgtest-dev libgmock-dev)
 have_header benchmark/benchmark.h || missing+=(libbenchmark-dev)
+# H5MD trajectories (--traj x.h5); optional for the build, which says so
+# without it. Debian puts the serial library's header under hdf5/serial.
+have_header hdf5.h || missing+=(libhdf5-dev)
 
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "${HALOEX_NO_INSTALL:-0}" = 1 ] || ! command -v apt-get >/dev/null; then
@@ -60,6 +63,19 @@ if [ -z "${NVSHMEM_ROOT:-}${NVSHMEM_HOME:-}" ] && command -v nvcc >/dev/null 2>&
       python3 -m pip install -q --disable-pip-version-check --no-deps --target "$deps/python" \
         "nvidia-nvshmem-cu13==$nvshmem_version"
     fi
+  fi
+fi
+
+# --- Python packages of the tests (tests/requirements.txt) --------------------
+# MDAnalysis and h5py read the H5MD trajectories back; into .deps/python like
+# NVSHMEM. Without a registry the tests that need them skip, saying so.
+if ! PYTHONPATH="$deps/python" python3 -c 'import MDAnalysis, h5py' >/dev/null 2>&1; then
+  if [ "${HALOEX_NO_INSTALL:-0}" = 1 ]; then
+    say "MDAnalysis/h5py not found; the H5MD read-back tests will skip (tests/requirements.txt)"
+  else
+    say "installing tests/requirements.txt (MDAnalysis, h5py) into $deps/python"
+    python3 -m pip install -q --disable-pip-version-check --target "$deps/python" -r "$root/tests/requirements.txt" \
+      || say "could not install tests/requirements.txt; the H5MD read-back tests will skip"
   fi
 fi
 

@@ -124,8 +124,12 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                    "x this many hours of wall-clock time, as mdrun -maxh; 0: no limit")
         ->capture_default_str();
     app.add_option("--thermo-every", o.thermoEvery, "Steps between energy lines; 0: steps/10");
-    app.add_option("--traj", o.trajFile, "Write a multi-frame .gro trajectory to this file");
-    app.add_option("--traj-every", o.trajEvery, "Steps between trajectory frames");
+    app.add_option("--traj", o.trajFile,
+                   "Write a trajectory to this file: H5MD when it ends in .h5 or .h5md (float32 positions, read by "
+                   "MDAnalysis; needs a build with HDF5, see --version), multi-frame .gro otherwise");
+    app.add_option("--traj-every", o.trajEvery,
+                   "Steps between trajectory frames; 0: --thermo-every. A --restart keeps the checkpoint's spacing "
+                   "(a different one only for a new --traj file)");
     app.add_option("--log", o.logFile,
                    "The run log (settings with their reasons, energies, averages, per-rank timing); an existing one "
                    "is backed up to #NAME.N#, a --restart continues it; none: no log")
@@ -338,7 +342,8 @@ int main(int argc, char** argv) {
     addOptions(app, options);
     app.set_version_flag(
         "--version", [] { return haloex::buildDescription("haloex-md"); },
-        "Print the version and the build (commit, CUDA with its GPU architectures, MPI, NCCL, NVSHMEM) and exit");
+        "Print the version and the build (commit, CUDA with its GPU architectures, MPI, NCCL, NVSHMEM, H5MD) and "
+        "exit");
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
@@ -353,7 +358,7 @@ int main(int argc, char** argv) {
     // A restart adopts the checkpoint's settings except those given here.
     // And whether --steps was given (--steps 0 is a single-point evaluation, no --steps the default).
     for (const char* name :
-         {"rc", "rlist", "nstlist", "dt", "seed", "temperature", "thermostat", "tau-t", "steps"}) {
+         {"rc", "rlist", "nstlist", "dt", "seed", "temperature", "thermostat", "tau-t", "steps", "traj-every"}) {
         if (app.count(std::string("--") + name) > 0) options.explicitOptions.emplace_back(name);
     }
     try {

@@ -8,7 +8,8 @@ namespace haloex {
 const char* gitCommit();
 // Several lines: "<program> (haloex <version>), commit <commit>", the build
 // type and compiler, and the CUDA (with the GPU architectures compiled for),
-// MPI, NCCL and NVSHMEM versions the build was configured with.
+// MPI, NCCL and NVSHMEM versions the build was configured with, and whether it
+// writes H5MD (the HDF5 version).
 std::string buildDescription(const std::string& program);
 // This machine's host name (for run records).
 std::string hostName();

@@ -15,9 +15,11 @@ std::string buildDescription(const std::string& program) {
                        "CUDA:    {}\n"
                        "MPI:     {}\n"
                        "NCCL:    {}\n"
-                       "NVSHMEM: {}",
+                       "NVSHMEM: {}\n"
+                       "H5MD:    {}",
                        program, HALOEX_VERSION, gitCommit(), HALOEX_BUILD_TYPE, HALOEX_BUILD_COMPILER,
-                       HALOEX_BUILD_CUDA, HALOEX_BUILD_MPI, HALOEX_BUILD_NCCL, HALOEX_BUILD_NVSHMEM);
+                       HALOEX_BUILD_CUDA, HALOEX_BUILD_MPI, HALOEX_BUILD_NCCL, HALOEX_BUILD_NVSHMEM,
+                       HALOEX_BUILD_H5MD);
 }
 
 std::string hostName() {

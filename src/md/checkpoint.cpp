@@ -111,6 +111,7 @@ std::vector<std::byte> encodeOutputs(const std::vector<OutputPosition>& outputs)
         w.put(o.lastStep);
         w.put(o.tailBytes);
         w.put(o.tailChecksum);
+        w.put(o.every);
         for (const char c : o.role) w.put(c);
         for (const char c : o.path) w.put(c);
         while (w.bytes().size() % 8 != 0) w.put(char{0});
@@ -300,7 +301,8 @@ void readExactly(int fd, std::byte* data, std::size_t size, const std::string& p
 
 // The output section, read from an unverified file: every length is checked
 // against what is left before it is used.
-std::vector<OutputPosition> decodeOutputs(std::span<const std::byte> section, const std::string& path) {
+std::vector<OutputPosition> decodeOutputs(std::span<const std::byte> section, const std::string& path,
+                                          std::uint32_t version) {
     std::size_t offset = 0;
     const auto take = [&](std::size_t bytes, const char* what) {
         if (bytes > section.size() - offset) refuse(path, fmt::format("corrupt output section ({} past its end)", what));
@@ -325,15 +327,17 @@ std::vector<OutputPosition> decodeOutputs(std::span<const std::byte> section, co
         o.lastStep = number(std::int64_t{}, "a step");
         o.tailBytes = number(std::uint64_t{}, "a tail length");
         o.tailChecksum = number(std::uint64_t{}, "a tail checksum");
+        if (version >= 3) o.every = number(std::int64_t{}, "a record spacing");
         const auto role = take(roleBytes, "a role");
         const auto file = take(pathBytes, "a path");
         o.role.assign(reinterpret_cast<const char*>(role.data()), role.size());
         o.path.assign(reinterpret_cast<const char*>(file.data()), file.size());
         take((8 - offset % 8) % 8, "padding");
-        if (o.tailBytes > o.bytes || o.tailBytes > kOutputTailBytes || o.records < 0 || o.lastStep < -1) {
+        if (o.tailBytes > o.bytes || o.tailBytes > kOutputTailBytes || o.records < 0 || o.lastStep < -1 ||
+            o.every < 0) {
             refuse(path, fmt::format("corrupt output section (output '{}': {} bytes, tail {}, {} records, last step "
-                                     "{})",
-                                     o.role, o.bytes, o.tailBytes, o.records, o.lastStep));
+                                     "{}, every {})",
+                                     o.role, o.bytes, o.tailBytes, o.records, o.lastStep, o.every));
         }
     }
     if (offset != section.size()) refuse(path, "corrupt output section (bytes after its last output)");
@@ -412,7 +416,7 @@ OpenCheckpoint openCheckpoint(const std::string& path) {
         const std::size_t sectionStart = cp.header.size();
         cp.header.resize(sectionStart + sectionBytes);
         readExactly(cp.fd->get(), cp.header.data() + sectionStart, sectionBytes, path, size);
-        cp.data.outputs = decodeOutputs(std::span(cp.header).subspan(sectionStart), path);
+        cp.data.outputs = decodeOutputs(std::span(cp.header).subspan(sectionStart), path, version);
     }
     const std::size_t before = cp.header.size();  // every byte before the atoms
     const std::int64_t n = cp.data.atomCount;

@@ -17,6 +17,7 @@
 #include "haloex/md/gro.hpp"
 #include "haloex/md/nstlist_choice.hpp"
 #include "haloex/md/gromacs_export.hpp"
+#include "haloex/md/h5md_trajectory.hpp"
 #include "haloex/md/option_ranges.hpp"
 #include "haloex/md/rank_notes.hpp"
 #include "haloex/md/restart.hpp"
@@ -230,6 +231,8 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     requireOption(o.trajEvery >= 0 && o.checkpointEvery >= 0,
                   fmt::format("--traj-every {} / --cpt-every {}: cannot be negative", o.trajEvery, o.checkpointEvery));
     if (!o.trajFile.empty() && o.trajEvery == 0) o.trajEvery = o.thermoEvery;
+    requireOption(!isH5mdPath(o.trajFile) || h5mdAvailable(),
+                  fmt::format("--traj {}: {}", o.trajFile, h5mdUnavailableReason()));
     return o;
 }
 
@@ -781,7 +784,7 @@ struct Engine::Impl {
         runStart = Clock::now();
         bool firstSearch = true;
         RunOutput output(o, first);
-        output.open(e.world_, restartFrom ? &*restartFrom : nullptr);
+        output.open(e.world_, restartFrom ? &*restartFrom : nullptr, totalAtoms);
         energyOutput = &output;
         if (logEnabled(o)) {
             const LogContext context{e.backend_.description(), e.transport_.name(), summary.grid, summary.search,

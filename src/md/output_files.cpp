@@ -39,13 +39,20 @@ std::uint64_t tailChecksum(const RecordFile& file, std::uint64_t end, std::uint6
 
 OutputFiles::OutputFiles(Start start) : start_(std::move(start)) {}
 
+const OutputPosition* OutputFiles::recorded(const std::string& role) const {
+    const auto rec = std::find_if(start_.recorded.begin(), start_.recorded.end(),
+                                  [&](const OutputPosition& p) { return p.role == role; });
+    return rec == start_.recorded.end() ? nullptr : &*rec;
+}
+
 void OutputFiles::open(const std::string& role, const std::string& path, const LastRecordStep& lastRecordStep,
-                       std::int64_t dueStep) {
+                       std::int64_t dueStep, std::int64_t every) {
     HALOEX_ASSERT(std::none_of(outputs_.begin(), outputs_.end(), [&](const Output& o) { return o.role == role; }),
                   "an output opened twice");
     Output out;
     out.role = role;
     out.absolutePath = absolutePath(path);
+    out.every = every;
     if (start_.checkpointPath.empty()) {
         out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Truncate);
         outputs_.push_back(std::move(out));
@@ -119,6 +126,99 @@ void OutputFiles::open(const std::string& role, const std::string& path, const L
                            role, path, size, cpt, role, path));
 }
 
+void OutputFiles::openH5md(const std::string& role, const std::string& path, std::int64_t atoms,
+                           std::int64_t dueStep, std::int64_t every) {
+    HALOEX_ASSERT(std::none_of(outputs_.begin(), outputs_.end(), [&](const Output& o) { return o.role == role; }),
+                  "an output opened twice");
+    Output out;
+    out.role = role;
+    out.absolutePath = absolutePath(path);
+    out.every = every;
+    const auto create = [&] {
+        out.frames = std::make_unique<H5mdTrajectory>(path, role, H5mdTrajectory::Mode::Create, atoms);
+        outputs_.push_back(std::move(out));
+    };
+    // RecordFile's checks first: a directory, device, FIFO or link is refused
+    // before HDF5 opens or replaces anything.
+    struct stat st {};
+    const bool exists = ::lstat(path.c_str(), &st) == 0;
+    const std::uint64_t size = exists ? RecordFile(path, role, RecordFile::Mode::Append).size() : 0;
+    if (start_.checkpointPath.empty() || size == 0) {
+        // A fresh run, or a new or empty file: a new trajectory (a file the
+        // checkpoint recorded with frames is refused below).
+        const OutputPosition* rec = start_.checkpointPath.empty() ? nullptr : recorded(role);
+        if (rec == nullptr || rec->records == 0 || !sameFile(path, rec->path)) return create();
+    }
+    const std::string& cpt = start_.checkpointPath;
+    const std::string startNew =
+        fmt::format("or give {} a new file name to start a new trajectory at step {}", role, start_.step);
+    if (size == 0) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{} {}: the file is {}, but checkpoint {} recorded it with {} frame(s), the last at "
+                               "step {}: continuing it would leave a gap. Restore it, {}",
+                               role, path, exists ? "empty" : "missing", cpt, recorded(role)->records,
+                               recorded(role)->lastStep, startNew));
+    }
+    out.frames = std::make_unique<H5mdTrajectory>(path, role, H5mdTrajectory::Mode::Append, atoms);
+    H5mdTrajectory& traj = *out.frames;
+    if (!start_.outputsRecorded) {
+        // Format 1 recorded nothing: continued only when it ends with the frame due last.
+        const std::int64_t last = traj.frames() > 0 ? traj.stepOf(traj.frames() - 1) : -1;
+        if (traj.frames() > 0 && last != dueStep) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("{} {}: checkpoint {} has format 1, which did not record where the file stood, "
+                                   "and the file's last frame is at step {} rather than at step {} (the last one due "
+                                   "at or before the checkpoint's step {}). Give {} a new file name",
+                                   role, path, cpt, last, dueStep, start_.step, role));
+        }
+        out.records = traj.frames();
+        out.lastStep = last;
+        outputs_.push_back(std::move(out));
+        return;
+    }
+    const OutputPosition* rec = recorded(role);
+    const bool samePlace = rec != nullptr && sameFile(path, rec->path);
+    // The recorded file, known by its frames (it may have moved with its directory).
+    const bool framesMatch = rec != nullptr && traj.frames() >= rec->records &&
+                             (rec->records == 0 || traj.stepOf(rec->records - 1) == rec->lastStep) &&
+                             traj.positionTailChecksum(rec->bytes, rec->tailBytes) == rec->tailChecksum;
+    if (framesMatch && (samePlace || rec->records > 0)) {
+        const std::int64_t found = traj.frames();
+        traj.truncateFrames(rec->records);  // also evens out series a killed run left uneven
+        if (found > rec->records) {
+            notes_.push_back(fmt::format("{} {}: cut back from {} to {} frames, where checkpoint {} recorded it "
+                                         "(step {}); the frames after the checkpoint are written again",
+                                         role, path, found, rec->records, cpt, start_.step));
+        }
+        out.records = rec->records;
+        out.lastStep = rec->lastStep;
+        outputs_.push_back(std::move(out));
+        return;
+    }
+    const std::string holds =
+        traj.frames() == 0 ? std::string("no frames")
+                           : fmt::format("{} frame(s), the last at step {}", traj.frames(),
+                                         traj.stepOf(traj.frames() - 1));
+    if (samePlace) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{} {} holds {}, but checkpoint {} recorded it with {} frame(s), the last at step {} "
+                               "and other positions: the file was cut, edited or replaced after the checkpoint. "
+                               "Restore it, {}",
+                               role, path, holds, cpt, rec->records, rec->lastStep, startNew));
+    }
+    if (rec != nullptr) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{} {} ({}) is not the trajectory checkpoint {} continues ({}: {} frame(s)); "
+                               "appending would mix two runs' frames. Give {} {} to continue it, or a new file name "
+                               "to start a new one at step {}",
+                               role, path, holds, cpt, rec->path, rec->records, role, rec->path, start_.step));
+    }
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("{} {} holds {}, and checkpoint {} records no {} output (the run that wrote it had none); "
+                           "appending would mix two runs' frames. Give a new file name, or remove {}",
+                           role, path, holds, cpt, role, path));
+}
+
 void OutputFiles::openLegacy(Output& out, const std::string& path, std::uint64_t size,
                              const LastRecordStep& lastRecordStep, std::int64_t dueStep) {
     if (!out.file) out.file = std::make_unique<RecordFile>(path, out.role, RecordFile::Mode::Append);
@@ -151,7 +251,17 @@ const OutputFiles::Output& OutputFiles::find(const std::string& role) const {
 
 void OutputFiles::append(const std::string& role, std::string_view record, std::int64_t step) {
     Output& out = find(role);
+    HALOEX_ASSERT(out.file != nullptr, "a record appended to an H5MD output");
     out.file->append(record);
+    ++out.records;
+    out.lastStep = step;
+}
+
+void OutputFiles::appendFrame(const std::string& role, std::int64_t step, double time, const std::array<double, 3>& box,
+                              std::span<const Vec3d> positions) {
+    Output& out = find(role);
+    HALOEX_ASSERT(out.frames != nullptr, "a frame appended to an output that is not H5MD");
+    out.frames->append(step, time, box, positions);
     ++out.records;
     out.lastStep = step;
 }
@@ -164,9 +274,17 @@ std::vector<OutputPosition> OutputFiles::positions() const {
         OutputPosition p;
         p.role = o.role;
         p.path = o.absolutePath;
-        p.bytes = o.file->size();
+        p.bytes = o.file ? o.file->size() : 0;
         p.records = o.records;
         p.lastStep = o.lastStep;
+        p.every = o.every;
+        if (o.frames) {
+            p.bytes = o.frames->positionBytes();
+            p.tailBytes = std::min(p.bytes, kOutputTailBytes);
+            p.tailChecksum = o.frames->positionTailChecksum(p.bytes, p.tailBytes);
+            all.push_back(std::move(p));
+            continue;
+        }
         p.tailBytes = std::min(p.bytes, kOutputTailBytes);
         p.tailChecksum = tailChecksum(*o.file, p.bytes, p.tailBytes);
         all.push_back(std::move(p));

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/safe_file.hpp"
 
 namespace haloex::md {
 namespace {
@@ -34,6 +35,28 @@ std::vector<std::string> differences(const MdOptions& o, const CheckpointData& c
     check("nstlist", o.nstlist, 0, c.nstlist);
     check("dt", o.dt, defaults.dt, c.dt);
     return out;
+}
+
+// A trajectory keeps its frame spacing, as mdrun's (nstxout-compressed comes
+// from the run input, not from the command line): without --traj-every the
+// checkpoint's; a different one only for a new trajectory file, since one
+// file of two spacings misleads every analysis that assumes one.
+void adoptTrajectorySpacing(MdOptions& o, const CheckpointData& c, const std::string& path) {
+    const auto rec = std::find_if(c.outputs.begin(), c.outputs.end(),
+                                  [](const OutputPosition& p) { return p.role == "--traj"; });
+    if (rec == c.outputs.end() || rec->every <= 0 || o.trajFile.empty()) return;
+    if (!given(o, "traj-every", o.trajEvery, std::int64_t{0})) {
+        o.trajEvery = rec->every;
+        return;
+    }
+    if (o.trajEvery != rec->every && rec->records > 0 && sameFile(o.trajFile, rec->path)) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--traj-every {} but checkpoint {} continues --traj {} with a frame every {} steps "
+                               "({} frames so far): one trajectory keeps one spacing. Leave --traj-every out to "
+                               "keep {}, or give --traj a new file name to start a trajectory with frames every {} "
+                               "steps",
+                               o.trajEvery, path, o.trajFile, rec->every, rec->records, rec->every, o.trajEvery));
+    }
 }
 
 }  // namespace
@@ -66,6 +89,7 @@ MdOptions adoptCheckpointSettings(MdOptions o, const CheckpointData& c, const st
     if (!given(o, "temperature", o.temperature, defaults.temperature)) o.temperature = c.temperature;
     if (!given(o, "thermostat", o.thermostat, defaults.thermostat)) o.thermostat = c.thermostat;
     if (!given(o, "tau-t", o.tauT, defaults.tauT)) o.tauT = c.tauT;
+    adoptTrajectorySpacing(o, c, path);
     return o;
 }
 

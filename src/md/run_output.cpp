@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/md/h5md_trajectory.hpp"
 #include "haloex/md/output_files.hpp"
 
 namespace haloex::md {
@@ -134,7 +135,7 @@ RunOutput::RunOutput(MdOptions resolved, std::int64_t firstStep)
 
 RunOutput::~RunOutput() = default;
 
-void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint) {
+void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint, std::int64_t atoms) {
     runOnRoot(world, [&] {
         OutputFiles::Start start;
         if (checkpoint != nullptr) {
@@ -148,10 +149,14 @@ void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint) {
             // Format 1: the frame due last is the one at the greatest multiple
             // of traj-every up to the checkpoint's step.
             const std::int64_t due = checkpoint ? checkpoint->step / options_.trajEvery * options_.trajEvery : -1;
-            const std::int64_t atoms = checkpoint ? checkpoint->atomCount : 0;
-            files_->open(
-                kTrajectory, options_.trajFile, [atoms](const std::string& path) { return lastFrameStep(path, atoms); },
-                due);
+            if (isH5mdPath(options_.trajFile)) {
+                files_->openH5md(kTrajectory, options_.trajFile, atoms, due, options_.trajEvery);
+            } else {
+                files_->open(
+                    kTrajectory, options_.trajFile,
+                    [atoms](const std::string& path) { return lastFrameStep(path, atoms); }, due,
+                    options_.trajEvery);
+            }
         }
         if (logEnabled(options_)) {
             // Continued where the checkpoint recorded it; otherwise a new log,
@@ -257,10 +262,18 @@ void RunOutput::write(runtime::World& world, const plan::Box& box, std::span<con
         HALOEX_ASSERT(files_ != nullptr, "RunOutput::write before open");
         if (frame) {
             const double time = static_cast<double>(state.step) * options_.dt;
-            const std::string title = fmt::format("haloex-md t= {:.5f} step= {}", time, state.step);
-            // Formatted first (a coordinate that does not fit throws before
-            // anything is written), then appended whole.
-            files_->append(kTrajectory, formatGro(systemFromAtoms(box, all), title, false), state.step);
+            if (isH5mdPath(options_.trajFile)) {
+                std::vector<Vec3d> positions;
+                positions.reserve(all.size());
+                for (const AtomRecord& a : all) positions.push_back(a.position);
+                files_->appendFrame(kTrajectory, state.step, time, {box.length[0], box.length[1], box.length[2]},
+                                    positions);
+            } else {
+                const std::string title = fmt::format("haloex-md t= {:.5f} step= {}", time, state.step);
+                // Formatted first (a coordinate that does not fit throws before
+                // anything is written), then appended whole.
+                files_->append(kTrajectory, formatGro(systemFromAtoms(box, all), title, false), state.step);
+            }
         }
         if (checkpointNow) {
             // After the frame of this step: the checkpoint records the

@@ -737,6 +737,134 @@ def gro_velocities(path):
     return [tuple(float(line[44 + 8 * k:52 + 8 * k]) for k in range(3)) for line in lines[2:2 + count]]
 
 
+# MDAnalysis and h5py (tests/requirements.txt) read the H5MD trajectories back: from the interpreter's own
+# packages, or from the project's environment .deps/python, where scripts/setup.sh installs them.
+DEPS_PYTHON = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", ".deps", "python")
+if os.path.isdir(DEPS_PYTHON) and DEPS_PYTHON not in sys.path:
+    sys.path.append(DEPS_PYTHON)
+
+
+def gro_frames(path):
+    """Every frame of a multi-frame .gro: (step from the title, [(x, y, z) in nm, ...])."""
+    with open(path) as f:
+        lines = f.read().splitlines()
+    frames, i = [], 0
+    while i < len(lines):
+        count = int(lines[i + 1])
+        step = int(re.search(r"step= (\d+)$", lines[i]).group(1))
+        frames.append((step, [tuple(float(line[20 + 8 * k:28 + 8 * k]) for k in range(3))
+                              for line in lines[i + 2:i + 2 + count]]))
+        i += count + 3
+    return frames
+
+
+class MdCompactTrajectory(CliCase):
+    """Compact trajectories in H5MD (issue 17): --traj *.h5 writes what MDAnalysis reads, the same coordinates as
+    the .gro trajectory of the same run, continued exactly by a restart (the frames after the checkpoint cut
+    back), with the checkpoint's frame spacing. A build without HDF5 refuses it before step 0."""
+
+    RUN = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10", "--traj-every", "5"]
+
+    def h5md_built(self):
+        result = subprocess.run([HALOEX_MD, "--version"], capture_output=True, text=True, timeout=60)
+        line = next((l for l in result.stdout.splitlines() if l.startswith("H5MD:")), "")
+        return line.split(":", 1)[1].strip().startswith("yes")
+
+    def readers(self):
+        """MDAnalysis and h5py, or the test skips saying how to install them."""
+        if not self.h5md_built():
+            self.skipTest("this haloex-md was built without HDF5 (haloex-md --version: H5MD)")
+        try:
+            import h5py
+            import MDAnalysis
+        except ImportError as e:
+            self.skipTest(f"{e.name} is not importable (tests/requirements.txt; scripts/setup.sh installs it into "
+                          f".deps/python, which needs PyPI)")
+        return MDAnalysis, h5py
+
+    def compare(self, mda, h5py, h5, gro):
+        """The H5MD file holds the .gro trajectory's frames: steps, times and coordinates (the .gro's 3 decimals)."""
+        reference = gro_frames(self.path(gro))
+        with open(self.path(gro)) as f:  # its first frame as the topology
+            lines = f.read().splitlines()
+        with open(self.path("top.gro"), "w") as f:
+            f.write("\n".join(lines[:int(lines[1]) + 3]) + "\n")
+        # MDAnalysis knows H5MD by the extension .h5md; a .h5 file needs the format named.
+        u = mda.Universe(self.path("top.gro"), self.path(h5), format="H5MD")
+        self.assertEqual(len(u.trajectory), len(reference))
+        with h5py.File(self.path(h5), "r") as f:
+            self.assertEqual(list(f["h5md"].attrs["version"]), [1, 1])
+            self.assertEqual(f["h5md/creator"].attrs["name"], "haloex-md")
+            self.assertEqual(f["particles/all/position/value"].attrs["unit"], "nm")
+            self.assertEqual(f["particles/all/position/time"].attrs["unit"], "ps")
+            self.assertEqual(list(f["particles/all/box"].attrs["boundary"]), ["periodic"] * 3)
+            steps = [int(s) for s in f["particles/all/position/step"][:]]
+        self.assertEqual(steps, [step for step, _ in reference])
+        worst = 0.0
+        for ts, (step, positions) in zip(u.trajectory, reference):
+            self.assertAlmostEqual(ts.time, step * 0.002, places=6)  # ps (MDAnalysis's unit too)
+            for got, want in zip(ts.positions, positions):  # MDAnalysis gives Angstrom
+                worst = max(worst, max(abs(got[k] / 10 - want[k]) for k in range(3)))
+        # Both round the same positions: %8.3f to 0.0005 nm, float32 to ~1e-6 nm.
+        self.assertLess(worst, 0.0005 + 1e-5)
+
+    def test_h5md_reads_back_in_mdanalysis_as_the_gro_trajectory(self):
+        mda, h5py = self.readers()
+        for name in ("run.gro", "run.h5md"):
+            status, _, err = self.run_md(self.RUN + ["--steps", "20", "--quiet", "--traj", name])
+            self.assertEqual(status, 0, err)
+        self.compare(mda, h5py, "run.h5md", "run.gro")
+
+    def test_h5md_restart_cuts_back_to_the_checkpoint_and_continues_exactly(self):
+        mda, h5py = self.readers()
+        status, _, err = self.run_md(self.RUN + ["--steps", "30", "--quiet", "--traj", "run.h5", "--cpt", "state.cpt",
+                                                 "--cpt-every", "10"])
+        self.assertEqual(status, 0, err)
+        # The checkpoint before the last (step 20): the frames at 25 and 30 came after it.
+        shutil.copy(self.path("state.cpt.prev"), self.path("at20.cpt"))
+        self.assertEqual(checkpoint_step(self.path("at20.cpt")), 20)
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--steps", "20", "--restart", "at20.cpt",
+                                        "--traj", "run.h5", "--cpt", "state.cpt"])
+        self.assertEqual(status, 0, err)
+        self.assertIn("--traj run.h5: cut back from 7 to 5 frames, where checkpoint at20.cpt recorded it (step 20)",
+                      out)
+        # The spacing came from the checkpoint (no --traj-every given); one straight run is the reference.
+        status, _, err = self.run_md(self.RUN + ["--steps", "40", "--quiet", "--traj", "straight.gro"])
+        self.assertEqual(status, 0, err)
+        self.compare(mda, h5py, "run.h5", "straight.gro")
+
+    def test_h5md_restart_refuses_another_spacing_and_a_changed_file(self):
+        self.readers()
+        status, _, err = self.run_md(self.RUN + ["--steps", "10", "--quiet", "--traj", "run.h5", "--cpt", "state.cpt"])
+        self.assertEqual(status, 0, err)
+        before = digest(self.path("run.h5"))
+        restart = ["--device", "cpu", "--ranks", "2", "--steps", "10", "--restart", "state.cpt"]
+        self.expect_refused(restart + ["--traj", "run.h5", "--traj-every", "2"],
+                            r"--traj-every 2 but checkpoint state\.cpt continues --traj run\.h5 with a frame every 5 "
+                            r"steps \(3 frames so far\): one trajectory keeps one spacing")
+        self.assertEqual(digest(self.path("run.h5")), before)
+        # Another run's file in its place (other positions, same steps) is refused, and left as it is.
+        status, _, err = self.run_md(self.RUN + ["--steps", "10", "--quiet", "--seed", "7", "--traj", "other.h5",
+                                                 "--log", "other.log"])
+        self.assertEqual(status, 0, err)
+        shutil.copy(self.path("other.h5"), self.path("run.h5"))
+        before = digest(self.path("run.h5"))
+        self.expect_refused(restart + ["--traj", "run.h5"],
+                            r"--traj run\.h5 holds 3 frame\(s\), the last at step 10, but checkpoint state\.cpt "
+                            r"recorded it with 3 frame\(s\), the last at step 10 and other positions")
+        self.assertEqual(digest(self.path("run.h5")), before)
+        # A new file may have its own spacing.
+        status, _, err = self.run_md(restart + ["--traj", "new.h5", "--traj-every", "2", "--quiet"])
+        self.assertEqual(status, 0, err)
+
+    def test_h5md_without_hdf5_is_refused_before_step_zero(self):
+        if self.h5md_built():
+            self.skipTest("this haloex-md was built with HDF5 (the refusal is for builds without it)")
+        self.expect_refused(QUICK + ["--traj", "run.h5", "--log", "none"],
+                            r"--traj run\.h5: this haloex-md was built without HDF5.*libhdf5-dev")
+        self.assertEqual(os.listdir(self.dir), [])
+
+
 def gpu_visible():
     smi = shutil.which("nvidia-smi")
     return smi is not None and subprocess.run([smi, "-L"], capture_output=True).returncode == 0
@@ -882,7 +1010,7 @@ class MdConventions(MdCli):
                 self.assertRegex(lines[0], r"^" + re.escape(os.path.basename(tool)) +
                                  r" \(haloex \d+\.\d+\.\d+\), commit ([0-9a-f]{7,}(-dirty)?|unknown)$")
                 self.assertRegex(lines[1], r"^build: ")
-                for part in ("CUDA", "MPI", "NCCL", "NVSHMEM"):
+                for part in ("CUDA", "MPI", "NCCL", "NVSHMEM", "H5MD"):
                     self.assertTrue(any(line.startswith(part + ":") for line in lines), f"{part}: {lines}")
                 cuda = next(line for line in lines if line.startswith("CUDA:"))
                 self.assertRegex(cuda, r"GPU architectures \S+|not built")
@@ -937,7 +1065,7 @@ class MdConventions(MdCli):
 
 
 def list_tests():
-    for case in (MdCli, MdRestartOutputs, MdEnergyFile, MdLog, MdStop, MdStepConventions, MdConventions):
+    for case in (MdCli, MdRestartOutputs, MdEnergyFile, MdLog, MdStop, MdStepConventions, MdConventions, MdCompactTrajectory):
         own = dir(case) if case is MdCli else vars(case)  # MdConventions inherits MdCli's helpers, not its tests
         for name in sorted(n for n in own if n.startswith("test_")):
             print(f"{case.__name__}.{name}")

@@ -432,7 +432,8 @@ TEST(Checkpoint, OutputPositionsRoundTrip) {
     const fs::path dir = freshDir();
     const fs::path path = dir / "run.cpt";
     CheckpointData d = sampleData();
-    d.outputs = {OutputPosition{"--traj", "/scratch/run/traj.gro", 123456789, 25, 1250, 1u << 20, 0x1234567890abcdefULL},
+    d.outputs = {OutputPosition{"--traj", "/scratch/run/traj.gro", 123456789, 25, 1250, 1u << 20, 0x1234567890abcdefULL,
+                                50},
                  OutputPosition{"--energy", "/scratch/e.xvg", 7, 1, 0, 7, 42}};
     writeCheckpoint(path.string(), d);
     const CheckpointData r = readCheckpoint(path.string());
@@ -461,6 +462,30 @@ TEST(Checkpoint, OutputPositionsRoundTrip) {
     resealChecksum(huge);
     writeBytes(dir / "huge.cpt", huge);
     expectRefused(dir / "huge.cpt", "inconsistent output-section length");
+}
+
+// Format 2 (before outputs recorded their spacing) is still read: every 0,
+// so a restart takes --traj-every as given.
+TEST(Checkpoint, FormatTwoIsStillReadWithoutSpacing) {
+    const fs::path dir = freshDir();
+    CheckpointData d = sampleData();
+    d.outputs = {OutputPosition{"--traj", "/scratch/traj.h5", 4096, 4, 30, 4096, 77, 10}};
+    writeCheckpoint((dir / "v3.cpt").string(), d);
+    std::vector<char> bytes = fileBytes(dir / "v3.cpt");
+    // Format 2's section: the same without the i64 `every` after the tail checksum.
+    const std::size_t everyAt = kHeaderBytes + 8 + 48;
+    bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(everyAt), bytes.begin() + static_cast<std::ptrdiff_t>(everyAt + 8));
+    std::uint64_t section = 0;
+    std::memcpy(&section, bytes.data() + kHeaderBytes - 8, sizeof section);
+    patch(bytes, 8, std::uint32_t{2});
+    patch(bytes, kHeaderBytes - 8, section - 8);
+    resealChecksum(bytes);
+    writeBytes(dir / "v2.cpt", bytes);
+    const CheckpointData r = readCheckpoint((dir / "v2.cpt").string());
+    ASSERT_EQ(r.outputs.size(), 1u);
+    OutputPosition expected = d.outputs[0];
+    expected.every = 0;
+    EXPECT_EQ(r.outputs[0], expected);
 }
 
 // Checkpoints of format 1 (before output positions) are still read; they

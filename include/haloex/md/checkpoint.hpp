@@ -15,8 +15,10 @@
 //   u64 FNV-1a-64 checksum of every byte before it.
 // Output section (format 2): u32 outputs | u32 zero | per output: u32 role
 //   length | u32 path length | u64 bytes | i64 records | i64 last step |
-//   u64 tail bytes | u64 tail checksum | role | path | zero padding to 8 bytes.
-// Format 1 (no output section) is still read: its outputsRecorded is false.
+//   u64 tail bytes | u64 tail checksum | (format 3:) i64 every | role | path |
+//   zero padding to 8 bytes.
+// Format 1 (no output section) is still read: its outputsRecorded is false;
+// format 2 (no `every`) too: its outputs' every is 0.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -26,7 +28,7 @@
 
 namespace haloex::md {
 
-inline constexpr std::uint32_t kCheckpointFormatVersion = 2;
+inline constexpr std::uint32_t kCheckpointFormatVersion = 3;
 
 // Where one continuing output (md::OutputFiles: the trajectory; later the log
 // and energy files) stood when the checkpoint was written, so that a restart
@@ -42,6 +44,10 @@ struct OutputPosition {
     // a file edited, replaced or cut after the checkpoint.
     std::uint64_t tailBytes = 0;
     std::uint64_t tailChecksum = 0;
+    // Steps between records (the trajectory's --traj-every), so that a
+    // restart keeps the spacing (adoptCheckpointSettings); 0: not periodic,
+    // or not recorded (format 2).
+    std::int64_t every = 0;
     bool operator==(const OutputPosition&) const = default;
 };
 inline constexpr std::uint64_t kOutputTailBytes = std::uint64_t{1} << 20;
@@ -66,7 +72,7 @@ struct CheckpointData {
     double pendingVelocityScale = 1.0;  // lambda decided at the last energy step, applied in the next step
     PortableRandomState thermostatRandom;
 
-    // The continuing outputs at this step (format 2; empty when the run had
+    // The continuing outputs at this step (format 2 on; empty when the run had
     // none). outputsRecorded: false for a format-1 checkpoint, which did not
     // record them.
     std::vector<OutputPosition> outputs;

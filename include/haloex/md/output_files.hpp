@@ -21,17 +21,29 @@
 // A format-1 checkpoint recorded no positions: a non-empty file is continued
 // only when its last record is the one due at the checkpoint's step.
 //
+// An H5MD trajectory (openH5md, h5md_trajectory.hpp) is rewritten in place by
+// HDF5, so its bytes say nothing; its position records the frames instead:
+// `records` frames, the last at `lastStep`, `bytes` the bytes of their
+// float32 positions and the tail checksum over the last (up to 1 MiB) of
+// those values. The recorded file has at least that many frames, the same
+// step at the last and the same values; it is cut back to the recorded frames
+// (H5Dset_extent) and appended to. Anything else is refused as above.
+//
 // Rank 0 only; errors are haloex::Error (InvalidInput for a refusal, Io).
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "haloex/core/safe_file.hpp"
+#include "haloex/core/vec3.hpp"
 #include "haloex/md/checkpoint.hpp"
+#include "haloex/md/h5md_trajectory.hpp"
 
 namespace haloex::md {
 
@@ -52,10 +64,18 @@ public:
     // Opens the output `role` ("--traj") at `path` as described above.
     // `lastRecordStep` and `dueStep` (the step of the last record due at or
     // before the checkpoint's step; -1: none) serve format-1 checkpoints only.
+    // `every`: the steps between its records, recorded for the restart (0: none).
     void open(const std::string& role, const std::string& path, const LastRecordStep& lastRecordStep,
-              std::int64_t dueStep);
+              std::int64_t dueStep, std::int64_t every = 0);
+    // Opens the trajectory `role` at `path` as an H5MD file of `atoms` atoms
+    // (above); `dueStep` as for open().
+    void openH5md(const std::string& role, const std::string& path, std::int64_t atoms, std::int64_t dueStep,
+                  std::int64_t every = 0);
     // Appends one whole record written at `step`.
     void append(const std::string& role, std::string_view record, std::int64_t step);
+    // Appends one frame to the H5MD output `role` (flushed to the file).
+    void appendFrame(const std::string& role, std::int64_t step, double time, const std::array<double, 3>& box,
+                     std::span<const Vec3d> positions);
 
     // Every open output's position now (reads each file's last MiB for its checksum).
     std::vector<OutputPosition> positions() const;
@@ -67,10 +87,13 @@ private:
     struct Output {
         std::string role;
         std::string absolutePath;
-        std::unique_ptr<RecordFile> file;
+        std::unique_ptr<RecordFile> file;       // a file of records, or
+        std::unique_ptr<H5mdTrajectory> frames;  // an H5MD trajectory
         std::int64_t records = 0;
         std::int64_t lastStep = -1;
+        std::int64_t every = 0;
     };
+    const OutputPosition* recorded(const std::string& role) const;  // nullptr: none
     Output& find(const std::string& role);
     const Output& find(const std::string& role) const;
     void openLegacy(Output& out, const std::string& path, std::uint64_t size, const LastRecordStep& lastRecordStep,

@@ -1,6 +1,6 @@
 #pragma once
 // What an MD run writes at step boundaries: trajectory frames (--traj,
-// --traj-every) and checkpoints (--cpt, --cpt-every, and at the end or stop).
+// --traj-every; .gro, or H5MD by the extension .h5/.h5md) and checkpoints (--cpt, --cpt-every, and at the end or stop).
 // The engine ends its step chunks at nextOutputStep() and calls write()
 // there. The trajectory goes through OutputFiles (output_files.hpp), whose
 // positions every checkpoint records, so that a restart continues it exactly.
@@ -43,8 +43,9 @@ public:
     // Collective, before the first step: rank 0 opens the continuing outputs
     // (OutputFiles::open: a restart's `checkpoint` says where each one stood;
     // nullptr for a fresh run) and prints what it cut back unless `quiet`. A
-    // refusal on rank 0 is thrown on every rank.
-    void open(runtime::World& world, const CheckpointData* checkpoint);
+    // refusal on rank 0 is thrown on every rank. `atoms`: the system's atom
+    // count (an H5MD trajectory's frames are that long).
+    void open(runtime::World& world, const CheckpointData* checkpoint, std::int64_t atoms);
 
     // The first boundary after `step` at which something may be written
     // (INT64_MAX when nothing): trajectory steps are multiples of traj-every,
@@ -55,8 +56,9 @@ public:
     bool isOutputStep(std::int64_t step, bool last) const;
 
     // Collective. Gathers every rank's home atoms (positions x(step),
-    // velocities v(step - dt/2)) on rank 0, which writes the frame
-    // ("haloex-md t= <time> step= <step>", positions only) and the checkpoint
+    // velocities v(step - dt/2)) on rank 0, which writes the frame (.gro:
+    // "haloex-md t= <time> step= <step>", positions only; .h5/.h5md: an H5MD
+    // frame, h5md_trajectory.hpp) and the checkpoint
     // (atomically) due at state.step. An error on rank 0 is thrown on every rank.
     void write(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home, const RunState& state,
                bool last);
