@@ -613,6 +613,29 @@ stage_cli_refusals() {
   "$build/bin/haloex-md" --version 2>&1 | grep -iE 'h5md|hdf5' | head -2 | tee -a "$summary"
 }
 
+# examples/fused_stencil on 4 thread ranks (one process, one context), which
+# hung under ctest -j4 with MPS: alone, with and without MPS, with the default
+# and the largest number of hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS).
+stage_stencil_threads() {
+  note "== fused_stencil --threads 4, alone"
+  local mps conn r
+  for mps in off on; do
+    [ $mps = on ] && start_mps
+    for conn in default 32; do
+      for r in 1 2 3; do
+        if [ $conn = default ]; then
+          timeout 60 "$build/bin/examples/fused_stencil" --threads 4 --wait-timeout 10 >"$out/stencil-$mps-$conn-$r.log" 2>&1
+        else
+          CUDA_DEVICE_MAX_CONNECTIONS=$conn timeout 60 "$build/bin/examples/fused_stencil" --threads 4 --wait-timeout 10 \
+            >"$out/stencil-$mps-$conn-$r.log" 2>&1
+        fi
+        note "  MPS $mps, connections $conn, run $r: rc=$? $(grep -m1 -oE 'matches the host reference bitwise|waited .* seen [0-9]+' "$out/stencil-$mps-$conn-$r.log" | cut -c1-120)"
+      done
+    done
+    [ $mps = on ] && stop_mps
+  done
+}
+
 for stage in "$@"; do
   if declare -F "stage_${stage//-/_}" >/dev/null; then
     "stage_${stage//-/_}" || note "stage $stage FAILED"
