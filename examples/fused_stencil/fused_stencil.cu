@@ -7,9 +7,7 @@
 //                 stores them straight into the neighbours' receive windows
 //                 and signals them with the step-valued generation;
 //   other blocks  update the interior rows meanwhile.
-// No host synchronisation between steps (with ranks as processes; ranks as
-// threads share a launch queue and bound how far ahead they enqueue, see
-// runRank); this file is compiled without -rdc
+// No host synchronisation between steps; this file is compiled without -rdc
 // and links no NVSHMEM device library, whatever the backend. At the end the
 // field is compared bitwise with the same sweep computed on the host by one
 // process.
@@ -216,19 +214,11 @@ bool runRank(haloex::runtime::World& world, const Settings& s) {
     const std::uint64_t withhold = rank == 1 ? static_cast<std::uint64_t>(s.withholdFrom) : 0;
     publishInitialRows<<<1, kThreads, 0, stream.get()>>>(view, u[0].data(), s.nx, rows);
     HALOEX_CUDA_CHECK_LAUNCH();
-    // Ranks as threads share one CUDA context and so one launch queue: a rank
-    // far ahead could fill it with kernels that wait for a neighbour whose
-    // next launch is then blocked behind them. There each rank runs at most
-    // kLaunchWindow steps ahead of its own finished kernels (processes need
-    // no such window: each has its own queue).
-    constexpr int kLaunchWindow = 16;
-    const bool sharedQueue = world.kind() != "mpi";
     for (int t = 1; t <= s.steps; ++t) {
         const StepArgs args{u[(t - 1) & 1].data(), u[t & 1].data(), s.nx, rows, static_cast<std::uint64_t>(t) + 1,
                             withhold};
         jacobiStep<<<blocks, kThreads, 0, stream.get()>>>(view, args);
         HALOEX_CUDA_CHECK_LAUNCH();
-        if (sharedQueue && t % kLaunchWindow == 0) HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
     }
     HALOEX_CUDA_CHECK(cudaMemcpyAsync(field.data(), u[s.steps & 1].data(), cells * sizeof(double),
                                       cudaMemcpyDeviceToHost, stream.get()));
