@@ -283,6 +283,12 @@ Settings parse(int argc, char** argv) {
 
 int main(int argc, char** argv) try {
     const Settings settings = parse(argc, argv);
+    // Ranks as threads: their streams share one context, and a stream that
+    // shares a hardware work queue with another queues behind it, so a rank's
+    // kernel can wait for ever behind a neighbour's kernel that waits for it
+    // (seen under MPS, whose clients get fewer queues by default: every run of
+    // 4 thread ranks timed out, none with 32). Before the first CUDA call.
+    if (settings.threads > 0) setenv("CUDA_DEVICE_MAX_CONNECTIONS", "32", /*overwrite=*/0);
     if (const std::string why = haloex::deviceUnavailableReason(); !why.empty()) {
         std::printf("SKIPPED: the fused stencil needs a GPU: %s\n", why.c_str());
         return 77;
