@@ -14,7 +14,7 @@ void launchFusedPackCommX(const FusedArgs& args, int blocksPerPulse, cudaStream_
 void launchFusedCommUnpackF(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream);
 // The intermediate design, as an ablation: grid (blocksPerPulse, 1) per
 // pulse, coordinates in pulse order, forces in reverse; same kernels, same
-// signals and exchange counter (docs/nvshmem.md#per-pulse-launches).
+// signals and exchange counter (docs/nvshmem.md#per-pulse-launches-the-ablation).
 void launchPackCommXPerPulse(FusedArgs args, int blocksPerPulse, cudaStream_t stream);
 void launchCommUnpackFPerPulse(FusedArgs args, int blocksPerPulse, cudaStream_t stream);
 
