@@ -101,14 +101,19 @@ __global__ void clusterColumnKernel(const int* __restrict__ columnClusterStart, 
 }
 
 // One thread per slot: which atom sits there, its zone, charge and position.
+// Launched over the most slots the columns can need: the cluster counts are
+// read here from the scan (columnClusterStart at homeColumns and numColumns),
+// not from the host, so the grid needs no host read of them.
 __global__ void fillSlotsKernel(const Vec3f* __restrict__ x, const float* __restrict__ charge,
                                 const std::uint8_t* __restrict__ zone, const int* __restrict__ sortedAtoms,
                                 const int* __restrict__ columnAtomStart, const int* __restrict__ columnClusterStart,
-                                const int* __restrict__ clusterColumn, long long numSlots, long long numHomeSlots,
+                                const int* __restrict__ clusterColumn, int homeColumns, int numColumns,
                                 float sqrtCoulomb, int* __restrict__ atomOfSlot, std::uint8_t* __restrict__ zoneOfSlot,
                                 float* __restrict__ chargeOfSlot, float4* __restrict__ xqLocal,
                                 float4* __restrict__ xqNonlocal) {
     const long long slot = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    const long long numSlots = static_cast<long long>(columnClusterStart[numColumns]) * kClusterSize;
+    const long long numHomeSlots = static_cast<long long>(columnClusterStart[homeColumns]) * kClusterSize;
     if (slot >= numSlots) return;
     const int cluster = static_cast<int>(slot / kClusterSize);
     const int column = clusterColumn[cluster];
@@ -130,9 +135,10 @@ __global__ void fillSlotsKernel(const Vec3f* __restrict__ x, const float* __rest
 }
 
 __global__ void boundingBoxKernel(const float4* __restrict__ xq, const int* __restrict__ atomOfSlot,
-                                  int numClusters, float4* __restrict__ bboxLo, float4* __restrict__ bboxHi) {
+                                  const int* __restrict__ numClusters, float4* __restrict__ bboxLo,
+                                  float4* __restrict__ bboxHi) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= numClusters) return;
+    if (c >= *numClusters) return;
     // Slot 0 of a cluster always holds an atom (columns fill from the start).
     float4 lo = xq[c * kClusterSize];
     float4 hi = lo;
@@ -244,19 +250,19 @@ void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, co
         HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(layout.cubTemp.data(), bytes, layout.columnClusters.data(),
                                                         layout.columnClusterStart.data(), numColumns + 1, stream));
     }
-    int totals[2] = {0, 0};
+    // The cluster counts stay on the device until the pair search reads its
+    // totals (one host read for both): sizes and launches use the most the
+    // columns can hold, ceil(count / 8) <= (count + 7) / 8 per column.
     const int homeColumns = layout.grids.home.numColumns();
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[0], layout.columnClusterStart.data() + homeColumns, sizeof(int),
-                                      cudaMemcpyDeviceToHost, stream));
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[1], layout.columnClusterStart.data() + numColumns, sizeof(int),
-                                      cudaMemcpyDeviceToHost, stream));
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    layout.numHomeClusters = totals[0];
-    layout.numClusters = totals[1];
+    layout.maxHomeClusters = (layout.numHomeAtoms + (kClusterSize - 1) * homeColumns) / kClusterSize;
+    layout.maxClusters = layout.maxHomeClusters +
+                         (layout.numHaloAtoms + (kClusterSize - 1) * (numColumns - homeColumns)) / kClusterSize;
+    layout.numHomeClusters = layout.numClusters = -1;  // set by searchLists
 
     // 4. Slots: atom, zone, charge and position of every cluster position.
-    const std::size_t slots = static_cast<std::size_t>(std::max<long long>(layout.numSlots(), kClusterSize));
-    reserveWithHeadroom(layout.clusterColumn, std::max(layout.numClusters, 1), growth);
+    const std::size_t slots = static_cast<std::size_t>(std::max<long long>(
+        static_cast<long long>(layout.maxClusters) * kClusterSize, kClusterSize));
+    reserveWithHeadroom(layout.clusterColumn, std::max(layout.maxClusters, 1), growth);
     reserveWithHeadroom(layout.atomOfSlot, slots, growth);
     reserveWithHeadroom(layout.zoneOfSlot, slots, growth);
     reserveWithHeadroom(layout.chargeOfSlot, slots, growth);
@@ -264,23 +270,26 @@ void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, co
     reserveWithHeadroom(layout.xqNonlocal, slots, growth);
     reserveWithHeadroom(layout.fLocal, slots, growth);
     reserveWithHeadroom(layout.fNonlocal, slots, growth);
-    reserveWithHeadroom(layout.bboxLo, std::max(layout.numClusters, 1), growth);
-    reserveWithHeadroom(layout.bboxHi, std::max(layout.numClusters, 1), growth);
+    reserveWithHeadroom(layout.bboxLo, std::max(layout.maxClusters, 1), growth);
+    reserveWithHeadroom(layout.bboxHi, std::max(layout.maxClusters, 1), growth);
     layout.fLocal.zeroAsync(stream);
     layout.fNonlocal.zeroAsync(stream);
-    if (layout.numClusters == 0) return;
+    if (layout.numHomeAtoms + layout.numHaloAtoms == 0) {  // no atom, no cluster
+        layout.numHomeClusters = layout.numClusters = 0;
+        return;
+    }
     clusterColumnKernel<<<blocksFor(numColumns, kThreads), kThreads, 0, stream>>>(
         layout.columnClusterStart.data(), numColumns, layout.clusterColumn.data());
     HALOEX_CUDA_CHECK_LAUNCH();
-    fillSlotsKernel<<<blocksFor(layout.numSlots(), kThreads), kThreads, 0, stream>>>(
-        dX, dCharge, dZoneMask, layout.atomsSorted.data(), layout.columnAtomStart.data(),
-        layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.numSlots(), layout.numHomeSlots(),
-        sqrtCoulomb, layout.atomOfSlot.data(), layout.zoneOfSlot.data(), layout.chargeOfSlot.data(),
-        layout.xqLocal.data(), layout.xqNonlocal.data());
+    fillSlotsKernel<<<blocksFor(static_cast<long long>(layout.maxClusters) * kClusterSize, kThreads), kThreads, 0,
+                      stream>>>(dX, dCharge, dZoneMask, layout.atomsSorted.data(), layout.columnAtomStart.data(),
+                                layout.columnClusterStart.data(), layout.clusterColumn.data(), homeColumns,
+                                numColumns, sqrtCoulomb, layout.atomOfSlot.data(), layout.zoneOfSlot.data(),
+                                layout.chargeOfSlot.data(), layout.xqLocal.data(), layout.xqNonlocal.data());
     HALOEX_CUDA_CHECK_LAUNCH();
-    boundingBoxKernel<<<blocksFor(layout.numClusters, kThreads), kThreads, 0, stream>>>(
-        layout.xqNonlocal.data(), layout.atomOfSlot.data(), layout.numClusters, layout.bboxLo.data(),
-        layout.bboxHi.data());
+    boundingBoxKernel<<<blocksFor(layout.maxClusters, kThreads), kThreads, 0, stream>>>(
+        layout.xqNonlocal.data(), layout.atomOfSlot.data(), layout.columnClusterStart.data() + numColumns,
+        layout.bboxLo.data(), layout.bboxHi.data());
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

@@ -32,8 +32,14 @@ struct DeviceLayout {
     int numLocal = 0;
     int numHomeAtoms = 0;  // atoms gridded (equals numHome)
     int numHaloAtoms = 0;  // non-padding halo atoms
+    // Known on the host after the pair search's read of its totals (-1 before,
+    // between buildLayout and searchLists: they stay on the device, in
+    // columnClusterStart[home columns] and [numColumns]); the max* bound them
+    // from the atom and column counts, for sizes and launches before that.
     int numHomeClusters = 0;
     int numClusters = 0;
+    int maxHomeClusters = 0;
+    int maxClusters = 0;
     int numColumns() const { return grids.numColumns(); }
     long long numSlots() const { return static_cast<long long>(numClusters) * kClusterSize; }
     long long numHomeSlots() const { return static_cast<long long>(numHomeClusters) * kClusterSize; }
@@ -81,8 +87,9 @@ struct BoundsPartial {
     int firstNonFinite;  // INT_MAX if none
 };
 
-// Grids the atoms and fills the layout (synchronises `stream`). Throws
-// InvalidInput for a non-finite position of a non-padding atom.
+// Grids the atoms and fills the layout (synchronises `stream` once, for the
+// bounds). Throws InvalidInput for a non-finite position of a non-padding
+// atom. The cluster counts are left on the device for searchLists to read.
 void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
                  int numHome, int numLocal, float sqrtCoulomb, double growth, cudaStream_t stream);
 

@@ -28,8 +28,11 @@ struct SearchParams {
     int periodic[3];
     float rlist2;
     float radius;
-    int numTasks;
-    int numHomeClusters;
+    // The cluster counts, read by the kernels from columnClusterStart at
+    // these indices (the host learns them only from the search's totals):
+    // tasks are the home clusters (local list) or all clusters (non-local).
+    int homeColumns;
+    int numColumns;
     int nonlocal;
     int maxJ;
     int scratchCapacity;  // kOnePass: pairs each i cluster may keep in the scratch
@@ -87,11 +90,12 @@ __global__ void __launch_bounds__(kSearchThreads)
                  unsigned long long* __restrict__ counters, ClusterPair* __restrict__ scratch) {
     constexpr bool kFillPass = kMode == kFill;
     const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
-    if (ci >= p.numTasks) return;  // uniform per warp
+    const int numHomeClusters = columnClusterStart[p.homeColumns];
+    if (ci >= (p.nonlocal ? columnClusterStart[p.numColumns] : numHomeClusters)) return;  // uniform per warp
     const int lane = threadIdx.x & 31;
     const int ti = lane >> 3;  // i slots ti and ti + 4
     const int tj = lane & 7;   // j slot
-    const bool sameGrid = !p.nonlocal || ci >= p.numHomeClusters;
+    const bool sameGrid = !p.nonlocal || ci >= numHomeClusters;
     const Float3 iLo = xyz(bboxLo[ci]);
     const Float3 iHi = xyz(bboxHi[ci]);
     const Float3 xi0 = xyz(xq[ci * kClusterSize + ti]);
@@ -226,11 +230,13 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
     const int warpInBlock = static_cast<int>(threadIdx.x / 32);
     const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
     const long long firstOfWarp = warp * kSearchGroup;
-    if (firstOfWarp >= p.numTasks) return;  // uniform per warp
+    const int numHomeClusters = columnClusterStart[p.homeColumns];
+    const int numTasks = p.nonlocal ? columnClusterStart[p.numColumns] : numHomeClusters;
+    if (firstOfWarp >= numTasks) return;  // uniform per warp
     const int lane = threadIdx.x & 31;
     const int ti = lane >> 3;  // i slots ti and ti + 4
     const int tj = lane & 7;   // j slot
-    const int end = min(static_cast<int>(firstOfWarp) + kSearchGroup, p.numTasks);
+    const int end = min(static_cast<int>(firstOfWarp) + kSearchGroup, numTasks);
     float4* const atoms = groupAtoms[warpInBlock];
     std::uint8_t* const zones = groupZones[warpInBlock];
     unsigned long long atomPairs = 0;  // the same on every lane
@@ -263,7 +269,7 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
         uLo = shuffled(uLo, 0);
         uHi = shuffled(uHi, 0);
         __syncwarp();  // the group's atoms are in shared memory
-        const bool sameGrid = !p.nonlocal || g0 >= p.numHomeClusters;  // a column is home or halo
+        const bool sameGrid = !p.nonlocal || g0 >= numHomeClusters;  // a column is home or halo
         int myCount = 0;
 
         for (int s = 0; s < kNumShifts; ++s) {
@@ -479,9 +485,13 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
     SearchParams params[2]{};
     int blocks[2] = {0, 0};
     bool counted[2] = {false, false};
-    lists[0].totalsHost.reserve(4);
+    lists[0].totalsHost.reserve(6);
     int* totals = lists[0].totalsHost.data();
-    // Count passes of both lists, their scans, then one read of the totals.
+    const int homeColumns = layout.grids.home.numColumns();
+    const int numColumns = layout.numColumns();
+    // Count passes of both lists, their scans, then one read of the totals
+    // and of the grid's cluster counts. The lists' tasks (i clusters) are
+    // sized by the most the grid can have: the kernels read the real counts.
     for (int k = 0; k < 2; ++k) {
         DeviceList& list = lists[k];
         const bool nonlocal = k == 1;
@@ -491,8 +501,9 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         list.fillPending = false;
         list.pruned = false;
         list.prunedAtSearch = false;
-        const int numTasks = nonlocal ? layout.numClusters : layout.numHomeClusters;
-        const bool haveJ = nonlocal ? layout.numHaloAtoms > 0 : layout.numHomeClusters > 0;
+        const int numTasks = nonlocal ? layout.maxClusters : layout.maxHomeClusters;
+        // Home clusters exist exactly when home atoms do (halo: non-padding atoms).
+        const bool haveJ = nonlocal ? layout.numHaloAtoms > 0 : layout.numHomeAtoms > 0;
         if (numTasks == 0 || !haveJ) continue;
         counted[k] = true;
         reserveWithHeadroom(list.pairCount, numTasks + 1, growth);
@@ -510,8 +521,8 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         for (int d = 0; d < 3; ++d) p.periodic[d] = settings.periodic[d] ? 1 : 0;
         p.rlist2 = rlistSquared(settings.rlist);
         p.radius = columnSearchRadius(settings.rlist);
-        p.numTasks = numTasks;
-        p.numHomeClusters = layout.numHomeClusters;
+        p.homeColumns = homeColumns;
+        p.numColumns = numColumns;
         p.nonlocal = nonlocal ? 1 : 0;
         p.maxJ = settings.maxJClustersPerEntry;
         p.scratchCapacity = list.scratchCapacity;
@@ -553,8 +564,18 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
                                           3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
     }
-    if (!counted[0] && !counted[1]) return;
+    if (!counted[0] && !counted[1]) {
+        // No home atom and no halo atom (else one list counts): no cluster.
+        layout.numHomeClusters = layout.numClusters = 0;
+        return;
+    }
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[4], layout.columnClusterStart.data() + homeColumns, sizeof(int),
+                                      cudaMemcpyDeviceToHost, stream));
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[5], layout.columnClusterStart.data() + numColumns, sizeof(int),
+                                      cudaMemcpyDeviceToHost, stream));
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    layout.numHomeClusters = totals[4];
+    layout.numClusters = totals[5];
     // Compaction of the scratch slots, or where a slot overflowed the fill
     // pass (the slots grow for the next build); the fill pass's check is read
     // after the caller's next synchronisation (finishSearch).
@@ -572,7 +593,7 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         }
         reserveWithHeadroom(list.pairs, static_cast<std::size_t>(list.numPairs), growth);
         reserveWithHeadroom(list.entries, static_cast<std::size_t>(list.numEntries), growth);
-        const int numTasks = params[k].numTasks;
+        const int numTasks = k == 1 ? layout.numClusters : layout.numHomeClusters;
         if (prune.parts > 0) preparePrune(list, prune.parts, prune.rlistInner2, growth, stream);
         if (!overflow) {
             list.atomPairs = static_cast<long long>(list.countersHost[0]);
