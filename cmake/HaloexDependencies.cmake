@@ -67,6 +67,27 @@ elseif(HALOEX_ENABLE_NCCL)
   endif()
 endif()
 
+# --- NCCL device API (the nccl-device provider of the device halo view) -------
+# Experimental in NCCL 2.28 and changed in 2.29 (ncclDevCommRequirements), so
+# pinned to 2.28.x; the code that uses it is src/nccl/nccl_device_peer_memory.cu
+# alone, which checks the same range at compile time and the loaded library's
+# version at run time.
+set(HALOEX_HAVE_NCCL_DEVICE OFF)
+if(NOT HALOEX_HAVE_NCCL)
+  set(HALOEX_NCCL_DEVICE_REASON "needs NCCL 2.28 (NCCL: ${HALOEX_NCCL_REASON})")
+elseif(NCCL_VERSION VERSION_LESS 2.28)
+  set(HALOEX_NCCL_DEVICE_REASON "NCCL ${NCCL_VERSION} has no device API (it came with NCCL 2.28; install 2.28.x)")
+elseif(NOT NCCL_VERSION VERSION_LESS 2.29)
+  set(HALOEX_NCCL_DEVICE_REASON
+      "NCCL ${NCCL_VERSION}: haloex pins the experimental device API of NCCL 2.28 (2.29 changed its requirements "
+      "struct): build against 2.28.x, or port src/nccl/nccl_device_peer_memory.cu")
+elseif(NOT EXISTS "${NCCL_INCLUDE_DIR}/nccl_device.h")
+  set(HALOEX_NCCL_DEVICE_REASON "NCCL ${NCCL_VERSION} without its device headers (no nccl_device.h in ${NCCL_INCLUDE_DIR})")
+else()
+  set(HALOEX_HAVE_NCCL_DEVICE ON)
+  set(HALOEX_NCCL_DEVICE_REASON "NCCL ${NCCL_VERSION} device API: windows with load/store (LSA) peer pointers, no multicast")
+endif()
+
 # --- NVSHMEM ----------------------------------------------------------------
 set(HALOEX_HAVE_NVSHMEM OFF)
 set(HALOEX_NVSHMEM_REASON "disabled (HALOEX_ENABLE_NVSHMEM=OFF)")

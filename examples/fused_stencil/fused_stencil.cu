@@ -12,11 +12,13 @@
 // field is compared bitwise with the same sweep computed on the host by one
 // process.
 //
-//   mpirun -n 2 fused_stencil [--backend ipc|nvshmem] [--nx N] [--ny N] [--steps N]
+//   mpirun -n 2 fused_stencil [--backend ipc|nvshmem|nccl-device] [--nx N] [--ny N] [--steps N]
 //   fused_stencil --threads 2          (ranks as threads of one process; ipc)
 // Options: --wait-timeout S (the device wait's limit), --withhold-from G
 // (rank 1 stops signalling at generation G: shows the timed wait's report).
-// Exit 77 (skipped) when no GPU can be used here.
+// Exit 77 (skipped), with the registry's reason, when no GPU can be used here
+// or the backend cannot run in this job (nccl-device: one process per GPU,
+// so neither thread ranks nor two processes on one GPU).
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -165,8 +167,10 @@ std::vector<double> hostReference(const Settings& s) {
     return u;
 }
 
-// One rank's run; returns whether the whole field matched (on every rank).
-bool runRank(haloex::runtime::World& world, const Settings& s) {
+enum class Outcome { Matched, Differs, Skipped };
+
+// One rank's run; every rank returns the same outcome.
+Outcome runRank(haloex::runtime::World& world, const Settings& s) {
     const int ranks = world.size(), rank = world.rank();
     if (s.ny % ranks != 0) {
         haloex::throwError(haloex::ErrorKind::InvalidInput,
@@ -174,6 +178,13 @@ bool runRank(haloex::runtime::World& world, const Settings& s) {
                                " ranks (each rank owns ny / ranks whole rows)");
     }
     haloex::cuda::selectDevice(world, /*allowSharedGpus=*/true);
+    const haloex::Backend backend = haloex::parseBackend(s.backend);
+    // Collective: whether this job can use the backend (e.g. NCCL refuses two
+    // ranks on one GPU), asked of the registry instead of compiled in.
+    if (const std::string why = haloex::unavailableReason(backend, world); !why.empty()) {
+        if (rank == 0) std::printf("SKIPPED: the %s backend cannot run here: %s\n", s.backend.c_str(), why.c_str());
+        return Outcome::Skipped;
+    }
     const int rows = s.ny / ranks;
     const int below = (rank + ranks - 1) % ranks, above = (rank + 1) % ranks;
     const std::size_t rowBytes = static_cast<std::size_t>(s.nx) * sizeof(double);
@@ -200,7 +211,7 @@ bool runRank(haloex::runtime::World& world, const Settings& s) {
     options.waitTimeoutSeconds = s.waitTimeout;
     options.abortJobOnTimeout = world.kind() == "mpi";  // threads: reported through throwIfTimedOut
     options.what = "the fused stencil's halo";
-    haloex::DeviceHalo halo(world, haloex::parseBackend(s.backend),
+    haloex::DeviceHalo halo(world, backend,
                             {{below, kTagUpwards, rowBytes, 2}, {above, kTagDownwards, rowBytes, 2}},
                             {{above, kTagUpwards}, {below, kTagDownwards}}, options);
     const haloex::DeviceHaloView view = halo.view();
@@ -246,7 +257,7 @@ bool runRank(haloex::runtime::World& world, const Settings& s) {
                         mismatches, whole.size(), first % s.nx, first / s.nx, whole[first], reference[first]);
         }
     }
-    return mismatches == 0;
+    return mismatches == 0 ? Outcome::Matched : Outcome::Differs;
 }
 
 Settings parse(int argc, char** argv) {
@@ -293,18 +304,18 @@ int main(int argc, char** argv) try {
         std::printf("SKIPPED: the fused stencil needs a GPU: %s\n", why.c_str());
         return 77;
     }
-    bool ok = true;
+    Outcome outcome = Outcome::Matched;
     if (settings.threads > 0) {
         haloex::runtime::runInProcess(settings.threads, [&](haloex::runtime::World& world) {
-            const bool mine = runRank(world, settings);
-            if (world.rank() == 0) ok = mine;
+            const Outcome mine = runRank(world, settings);
+            if (world.rank() == 0) outcome = mine;
         });
     } else {
         haloex::runtime::MpiSession session(argc, argv);
         haloex::runtime::MpiWorld world;
-        ok = runRank(world, settings);
+        outcome = runRank(world, settings);
     }
-    return ok ? 0 : 1;
+    return outcome == Outcome::Matched ? 0 : outcome == Outcome::Skipped ? 77 : 1;
 } catch (const std::exception& e) {
     std::fprintf(stderr, "fused_stencil: error: %s\n", e.what());
     return 1;

@@ -14,6 +14,15 @@
 #else
 #define HALOEX_BACKEND_WITH_CUDA 0
 #endif
+#if HALOEX_HAVE_NCCL_DEVICE && defined(HALOEX_LINKED_NCCL)
+#include "nccl_device_peer_memory.hpp"
+#define HALOEX_BACKEND_WITH_NCCL_DEVICE 1
+#else
+#define HALOEX_BACKEND_WITH_NCCL_DEVICE 0
+#endif
+#ifndef HALOEX_NCCL_DEVICE_REASON
+#define HALOEX_NCCL_DEVICE_REASON "unknown"
+#endif
 
 namespace haloex {
 namespace {
@@ -22,12 +31,18 @@ struct Named {
     Backend backend;
     std::string_view name;
 };
-constexpr std::array<Named, 6> kNames{{{Backend::Reference, "reference"},
+constexpr std::array<Named, 7> kNames{{{Backend::Reference, "reference"},
                                        {Backend::Staged, "staged"},
                                        {Backend::Ipc, "ipc"},
                                        {Backend::Nccl, "nccl"},
                                        {Backend::Nvshmem, "nvshmem"},
+                                       {Backend::NcclDevice, "nccl-device"},
                                        {Backend::Auto, "auto"}}};
+
+std::string ncclDeviceMissing() {
+    if (HALOEX_BACKEND_WITH_NCCL_DEVICE) return {};
+    return fmt::format("this build has no NCCL 2.28 device API: at configure time: {}", HALOEX_NCCL_DEVICE_REASON);
+}
 
 }  // namespace
 
@@ -69,7 +84,22 @@ std::vector<Backend> availableBackends() {
 
 std::string unavailableReason(Backend backend) {
     if (backend == Backend::Auto) return {};
+    if (backend == Backend::NcclDevice) return ncclDeviceMissing();
     return transport::transportUnavailableReason(toString(backend));
+}
+
+std::string unavailableReason(Backend backend, runtime::World& world) {
+    if (std::string why = unavailableReason(backend); !why.empty()) return why;
+    const bool device = backend == Backend::Ipc || backend == Backend::Nccl || backend == Backend::Nvshmem ||
+                        backend == Backend::NcclDevice;
+    if (device) {
+        if (std::string why = deviceUnavailableReason(); !why.empty()) return why;
+    }
+#if HALOEX_BACKEND_WITH_NCCL_DEVICE
+    if (backend == Backend::NcclDevice) return nccl::deviceApiUnavailableReason(world);
+#endif
+    (void)world;
+    return {};
 }
 
 std::string deviceUnavailableReason() {
@@ -96,6 +126,11 @@ Backend resolveAuto(Backend backend, const runtime::World& world, transport::Mem
 std::unique_ptr<transport::ParticleTransport> makeTransport(Backend backend, runtime::World& world,
                                                             const transport::TransportOptions& options) {
     const Backend concrete = resolveAuto(backend, world, options.memorySpace);
+    if (concrete == Backend::NcclDevice) {
+        throwError(ErrorKind::InvalidInput,
+                   "the nccl-device backend provides the device halo view's peer memory (DeviceHalo) only and has no "
+                   "particle transport; use the nccl backend for that");
+    }
     return transport::makeTransport(toString(concrete), world, options);
 }
 

@@ -1,7 +1,7 @@
 // The providers of peer-addressable memory (halo/peer_memory.hpp): CUDA IPC
-// (haloex_cuda) and NVSHMEM symmetric memory with nvshmem_ptr peers
-// (haloex_nvshmem, host side). The NCCL device API's window is the next
-// provider: a class like NvshmemPeerMemory and a case below.
+// (haloex_cuda), NVSHMEM symmetric memory with nvshmem_ptr peers
+// (haloex_nvshmem, host side) and an NCCL 2.28 device-API window with LSA
+// peers (haloex_nccl, src/nccl/nccl_device_peer_memory.cu).
 #include "haloex/halo/peer_memory.hpp"
 
 #include <algorithm>
@@ -16,6 +16,12 @@
 #define HALOEX_PEER_MEMORY_WITH_IPC 1
 #else
 #define HALOEX_PEER_MEMORY_WITH_IPC 0
+#endif
+#if HALOEX_HAVE_NCCL_DEVICE && defined(HALOEX_LINKED_NCCL)
+#include "nccl_device_peer_memory.hpp"
+#define HALOEX_PEER_MEMORY_WITH_NCCL_DEVICE 1
+#else
+#define HALOEX_PEER_MEMORY_WITH_NCCL_DEVICE 0
 #endif
 #if HALOEX_HAVE_NVSHMEM && defined(HALOEX_LINKED_NVSHMEM)
 #include "haloex/cuda/blocking_ops.hpp"
@@ -65,6 +71,7 @@ bool hasPeerMemory(Backend backend) {
     switch (backend) {
         case Backend::Ipc: return HALOEX_PEER_MEMORY_WITH_IPC != 0;
         case Backend::Nvshmem: return HALOEX_PEER_MEMORY_WITH_NVSHMEM != 0;
+        case Backend::NcclDevice: return HALOEX_PEER_MEMORY_WITH_NCCL_DEVICE != 0;
         default: return false;
     }
 }
@@ -82,13 +89,16 @@ std::unique_ptr<PeerMemory> allocatePeerMemory(Backend backend, runtime::World& 
 #if HALOEX_PEER_MEMORY_WITH_NVSHMEM
         case Backend::Nvshmem: return std::make_unique<NvshmemPeerMemory>(world, bytes, what);
 #endif
+#if HALOEX_PEER_MEMORY_WITH_NCCL_DEVICE
+        case Backend::NcclDevice: return nccl::makeNcclDevicePeerMemory(world, bytes, what);
+#endif
         default: break;
     }
     (void)world;
     (void)bytes;
     throwError(ErrorKind::InvalidInput,
                fmt::format("{}: the {} backend has no memory that peers address with loads and stores; the device "
-                           "halo view needs ipc (one node) or nvshmem",
+                           "halo view needs ipc (one node), nccl-device or nvshmem",
                            what, toString(backend)));
 }
 

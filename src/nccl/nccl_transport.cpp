@@ -5,47 +5,17 @@
 #include <fmt/format.h>
 
 #include "halo_kernels.hpp"
+#include "nccl_communicator.hpp"
 #include "haloex/cuda/check.hpp"
-#include "haloex/cuda/device_select.hpp"
 #include "haloex/transport/nccl.hpp"
 
 namespace haloex::transport {
 namespace {
 
-[[noreturn]] void throwNcclError(ncclResult_t status, const char* call, const char* file, int line) {
-    throwError(ErrorKind::Nccl, fmt::format("{} failed: {} (NCCL {}) at {}:{}; rerun with NCCL_DEBUG=WARN for "
-                                            "NCCL's own explanation",
-                                            call, ncclGetErrorString(status), ncclGetLastError(nullptr), file, line));
-}
-
-#define HALOEX_NCCL_CHECK(call)                                                        \
-    do {                                                                               \
-        const ncclResult_t haloex_nccl_status_ = (call);                               \
-        if (haloex_nccl_status_ != ncclSuccess)                                        \
-            throwNcclError(haloex_nccl_status_, #call, __FILE__, __LINE__);            \
-    } while (0)
-
-ncclComm_t createCommunicator(runtime::World& world) {
-    const std::vector<cuda::GpuIdentity> gpus = cuda::gatherGpuIdentities(world);
-    if (const auto shared = cuda::findSharedGpu(gpus)) {
-        const auto& gpu = gpus[static_cast<std::size_t>(shared->first)];
-        throwError(ErrorKind::Nccl,
-                   fmt::format("the nccl transport cannot run here: NCCL refuses two ranks on one GPU (ranks {} and {} "
-                               "share {} on {}); launch at most one rank per GPU, or use the staged, ipc or nvshmem "
-                               "transport",
-                               shared->first, shared->second, gpu.busId, gpu.host));
-    }
-    ncclUniqueId id{};
-    if (world.rank() == 0) HALOEX_NCCL_CHECK(ncclGetUniqueId(&id));
-    world.broadcastBytes(std::as_writable_bytes(std::span(&id, 1)), 0);
-    ncclComm_t comm = nullptr;
-    HALOEX_NCCL_CHECK(ncclCommInitRank(&comm, world.size(), id, world.rank()));
-    return comm;
-}
-
 class NcclTransport final : public ParticleTransport {
 public:
-    explicit NcclTransport(runtime::World& world) : comm_(createCommunicator(world)) {}
+    explicit NcclTransport(runtime::World& world)
+        : comm_(nccl::createCommunicator(world, "the nccl transport", "the staged, ipc or nvshmem transport")) {}
     ~NcclTransport() override {
         if (comm_) ncclCommDestroy(comm_);
     }

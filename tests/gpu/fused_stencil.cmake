@@ -8,6 +8,10 @@
 #            reason otherwise
 #   unit     the build-level proof that the example's kernels are compiled
 #            without -rdc (no device link, no NVSHMEM device library)
+# The nccl-device backend (NCCL 2.28's device API) runs one process per GPU:
+# 1 process (its own neighbour) and 1 thread rank run anywhere with a GPU;
+# 2 processes skip with the reason where the GPUs are fewer (NCCL refuses two
+# ranks on one GPU, MPS or not); 2 thread ranks are refused with the reason.
 if(NOT TARGET haloex_transports OR NOT TARGET haloex_cuda OR NOT TARGET haloex_mpi)
   return()
 endif()
@@ -43,6 +47,18 @@ foreach(_threads IN ITEMS 1 2 4)
   set_tests_properties(example_fused_stencil_threads_np${_threads} PROPERTIES LABELS gpu TIMEOUT 300
                        SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "${_match}")
 endforeach()
+if(TARGET haloex_nccl AND HALOEX_HAVE_NCCL_DEVICE)
+  add_test(NAME example_fused_stencil_threads_np1_nccl_device
+           COMMAND fused_stencil --threads 1 --backend nccl-device --steps 300)
+  set_tests_properties(example_fused_stencil_threads_np1_nccl_device PROPERTIES LABELS gpu TIMEOUT 300
+                       SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "${_match}")
+  # Passes on the refusal's reason (exit 77); skipped only without a GPU.
+  add_test(NAME example_fused_stencil_threads_np2_nccl_device_refused
+           COMMAND fused_stencil --threads 2 --backend nccl-device --steps 10)
+  set_tests_properties(example_fused_stencil_threads_np2_nccl_device_refused PROPERTIES LABELS gpu TIMEOUT 120
+    SKIP_REGULAR_EXPRESSION "SKIPPED: the fused stencil needs a GPU"
+    PASS_REGULAR_EXPRESSION "these 2 ranks are threads of one process; use the ipc backend")
+endif()
 # A rank that stops signalling: the neighbour's timed wait reports who waited
 # on whom and the values seen, instead of hanging.
 add_test(NAME example_fused_stencil_wait_timeout
@@ -56,17 +72,23 @@ if(TARGET mpi_gpu_launch)
   if(TARGET haloex_nvshmem)
     list(APPEND _runs nvshmem:2 nvshmem:4)
   endif()
+  if(TARGET haloex_nccl AND HALOEX_HAVE_NCCL_DEVICE)
+    list(APPEND _runs nccl-device:1 nccl-device:2)
+  endif()
   foreach(_run IN LISTS _runs)
     string(REPLACE ":" ";" _run "${_run}")
     list(GET _run 0 _backend)
     list(GET _run 1 _ranks)
-    set(_name example_fused_stencil_${_backend}_np${_ranks})
+    string(REPLACE "-" "_" _label ${_backend})
+    set(_name example_fused_stencil_${_label}_np${_ranks})
     add_test(NAME ${_name}
              COMMAND $<TARGET_FILE:mpi_gpu_launch> ${_ranks} ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${_ranks}
                      --oversubscribe --bind-to none ${MPIEXEC_PREFLAGS} $<TARGET_FILE:fused_stencil>
                      ${MPIEXEC_POSTFLAGS} --backend ${_backend} --steps 300 --wait-timeout 20)
+    # Skipped (77, "SKIPPED: " and the reason) where the backend cannot run here.
     set_tests_properties(${_name} PROPERTIES LABELS "gpu;mpi" PROCESSORS ${_ranks} TIMEOUT 300
-                         ENVIRONMENT "${HALOEX_MPI_TEST_ENV}" SKIP_RETURN_CODE 77 PASS_REGULAR_EXPRESSION "${_match}")
+                         ENVIRONMENT "${HALOEX_MPI_TEST_ENV}" SKIP_RETURN_CODE 77
+                         SKIP_REGULAR_EXPRESSION "SKIPPED: " PASS_REGULAR_EXPRESSION "${_match}")
   endforeach()
   # The timed wait's report across processes: the watchdog ends the job with it.
   add_test(NAME example_fused_stencil_ipc_np2_wait_timeout

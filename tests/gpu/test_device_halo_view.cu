@@ -4,6 +4,9 @@
 //     window (one slot per generation), signals each, waits for its left
 //     neighbour's and copies what arrived: every value must be the left
 //     neighbour's, of the right generation;
+//   * the same ring on the nccl-device provider (NCCL 2.28's device API) for
+//     one rank, its own neighbour: NCCL needs a process per GPU, so more
+//     thread ranks are refused, with the reason;
 //   * the timed wait: a generation nobody signals ends in a report naming the
 //     rank, the peer, the link, the tag, the values expected and seen; once
 //     one wait has timed out, a second one gives up at once.
@@ -45,45 +48,79 @@ __global__ void ringKernel(DeviceHaloView view, std::int64_t* received, int* ok)
     }
 }
 
+// One rank's part of the ring on `backend`.
+void runRing(runtime::World& world, Backend backend) {
+    const int ranks = world.size();
+    const int right = (world.rank() + 1) % ranks, left = (world.rank() + ranks - 1) % ranks;
+    // Allocated before the halo: after its barrier a neighbour's kernel
+    // may wait for this rank, and a device-synchronising call here would
+    // wait for that kernel (the ranks share this process's context).
+    cuda::DeviceBuffer<std::int64_t> received(kGenerations * kValues);
+    cuda::DeviceBuffer<int> ok(1);
+    const int one = 1;
+    cuda::copyToDeviceNow(ok.data(), &one, sizeof(int));
+    cuda::Stream stream;
+    // Loaded before the halo too: lazy loading may synchronise the context.
+    device::loadKernelNow(ringKernel);
+    DeviceHaloOptions options;
+    options.waitTimeoutSeconds = 20;
+    options.abortJobOnTimeout = false;
+    DeviceHalo halo(world, backend, {{left, 0, kValues * sizeof(std::int64_t), kGenerations + 1}}, {{right, 0}},
+                    options);
+    EXPECT_EQ(halo.view().numSends, 1);
+    EXPECT_EQ(halo.view().sends[0].peer, right);
+    ringKernel<<<1, 128, 0, stream.get()>>>(halo.view(), received.data(), ok.data());
+    HALOEX_CUDA_CHECK_LAUNCH();
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
+    EXPECT_EQ(halo.pendingTimeout(), "");
+    EXPECT_EQ(testing::download(ok, 1)[0], 1);
+    const std::vector<std::int64_t> got = testing::download(received, received.size());
+    int wrong = 0;
+    for (int g = 1; g <= kGenerations; ++g) {
+        for (int i = 0; i < kValues; ++i) {
+            wrong += got[static_cast<std::size_t>((g - 1) * kValues + i)] != valueOf(left, g, i);
+        }
+    }
+    EXPECT_EQ(wrong, 0) << ranks << " ranks, rank " << world.rank() << ", " << toString(backend);
+    world.barrier();  // nobody frees while a neighbour still reads
+}
+
 TEST(DeviceHaloView, RingDeliversEveryGenerationIntoItsSlot) {
     HALOEX_REQUIRE_GPU();
     for (int ranks : {1, 2, 4}) {
         runtime::runInProcess(ranks, [&](runtime::World& world) {
             cuda::selectDevice(world, /*allowSharedGpus=*/true);
-            const int right = (world.rank() + 1) % ranks, left = (world.rank() + ranks - 1) % ranks;
-            // Allocated before the halo: after its barrier a neighbour's kernel
-            // may wait for this rank, and a device-synchronising call here would
-            // wait for that kernel (the ranks share this process's context).
-            cuda::DeviceBuffer<std::int64_t> received(kGenerations * kValues);
-            cuda::DeviceBuffer<int> ok(1);
-            const int one = 1;
-            cuda::copyToDeviceNow(ok.data(), &one, sizeof(int));
-            cuda::Stream stream;
-            // Loaded before the halo too: lazy loading may synchronise the context.
-            device::loadKernelNow(ringKernel);
-            DeviceHaloOptions options;
-            options.waitTimeoutSeconds = 20;
-            options.abortJobOnTimeout = false;
-            DeviceHalo halo(world, Backend::Ipc, {{left, 0, kValues * sizeof(std::int64_t), kGenerations + 1}},
-                            {{right, 0}}, options);
-            EXPECT_EQ(halo.view().numSends, 1);
-            EXPECT_EQ(halo.view().sends[0].peer, right);
-            ringKernel<<<1, 128, 0, stream.get()>>>(halo.view(), received.data(), ok.data());
-            HALOEX_CUDA_CHECK_LAUNCH();
-            HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-            EXPECT_EQ(halo.pendingTimeout(), "");
-            EXPECT_EQ(testing::download(ok, 1)[0], 1);
-            const std::vector<std::int64_t> got = testing::download(received, received.size());
-            int wrong = 0;
-            for (int g = 1; g <= kGenerations; ++g) {
-                for (int i = 0; i < kValues; ++i) {
-                    wrong += got[static_cast<std::size_t>((g - 1) * kValues + i)] != valueOf(left, g, i);
-                }
-            }
-            EXPECT_EQ(wrong, 0) << ranks << " ranks, rank " << world.rank();
-            world.barrier();  // nobody frees while a neighbour still reads
+            runRing(world, Backend::Ipc);
         });
     }
+}
+
+TEST(DeviceHaloView, RingOnTheNcclDeviceBackendWithOneRankItsOwnNeighbour) {
+    HALOEX_REQUIRE_GPU();
+    if (const std::string why = unavailableReason(Backend::NcclDevice); !why.empty()) GTEST_SKIP() << why;
+    runtime::runInProcess(1, [&](runtime::World& world) {
+        cuda::selectDevice(world, /*allowSharedGpus=*/true);
+        ASSERT_EQ(unavailableReason(Backend::NcclDevice, world), "");
+        runRing(world, Backend::NcclDevice);
+    });
+}
+
+TEST(DeviceHaloView, NcclDeviceRefusesRanksThatAreThreadsWithTheReason) {
+    HALOEX_REQUIRE_GPU();
+    if (const std::string why = unavailableReason(Backend::NcclDevice); !why.empty()) GTEST_SKIP() << why;
+    runtime::runInProcess(2, [&](runtime::World& world) {
+        cuda::selectDevice(world, /*allowSharedGpus=*/true);
+        const std::string why = unavailableReason(Backend::NcclDevice, world);
+        EXPECT_NE(why.find("these 2 ranks are threads of one process"), std::string::npos) << why;
+        try {
+            DeviceHalo halo(world, Backend::NcclDevice, {{world.rank(), 0, 64, 2}}, {{world.rank(), 0}});
+            ADD_FAILURE() << "nccl-device made a halo for thread ranks";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+            EXPECT_NE(std::string(e.what()).find("the nccl-device backend cannot run here: " + why), std::string::npos)
+                << e.what();
+        }
+    });
 }
 
 __global__ void timeoutKernel(DeviceHaloView view, int* results) {

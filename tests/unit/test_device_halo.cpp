@@ -105,6 +105,8 @@ TEST(PeerMemory, BackendsWithoutLoadStorePeersAreRefused) {
 TEST(PeerMemory, TheRegistrySaysWhichBackendsHaveIt) {
     EXPECT_EQ(hasPeerMemory(Backend::Ipc), unavailableReason(Backend::Ipc).empty());
     EXPECT_EQ(hasPeerMemory(Backend::Nvshmem), unavailableReason(Backend::Nvshmem).empty());
+    EXPECT_EQ(hasPeerMemory(Backend::NcclDevice), unavailableReason(Backend::NcclDevice).empty());
+    EXPECT_FALSE(hasPeerMemory(Backend::Nccl)) << "the nccl transport has no load/store peers; nccl-device has";
 }
 
 TEST(PeerMemory, NvshmemNeedsAProcessPerRank) {

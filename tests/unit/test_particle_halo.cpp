@@ -334,7 +334,7 @@ TEST(ParticleHalo, TypeErasedScatterAddNeedsComponents) {
 
 TEST(Backends, NamesRoundTripAndUnknownNamesAreExplained) {
     for (Backend b : {Backend::Reference, Backend::Staged, Backend::Ipc, Backend::Nccl, Backend::Nvshmem,
-                      Backend::Auto}) {
+                      Backend::NcclDevice, Backend::Auto}) {
         EXPECT_EQ(backendFromString(toString(b)), b);
     }
     EXPECT_FALSE(backendFromString("mpi").has_value());
@@ -364,6 +364,26 @@ TEST(Backends, AvailableOnesHaveNoReasonTheOthersSayWhy) {
         }
     }
     EXPECT_EQ(unavailableReason(Backend::Auto), "");
+}
+
+TEST(Backends, NcclDeviceIsAPeerMemoryProviderWithoutATransport) {
+    EXPECT_EQ(toString(Backend::NcclDevice), "nccl-device");
+    const auto known = knownBackends();
+    EXPECT_EQ(std::find(known.begin(), known.end(), Backend::NcclDevice), known.end());
+    const std::string why = unavailableReason(Backend::NcclDevice);
+    if (!why.empty()) std::cout << "  nccl-device is not in this build: " << why << "\n";
+    try {
+        makeTransport(Backend::NcclDevice, runtime::singleRankWorld());
+        ADD_FAILURE() << "nccl-device made a particle transport";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+        EXPECT_NE(std::string(e.what()).find("has no particle transport; use the nccl backend"), std::string::npos)
+            << e.what();
+    }
+    // The job-level reason starts with the build's, then a CPU run's.
+    if (!why.empty()) {
+        EXPECT_EQ(unavailableReason(Backend::NcclDevice, runtime::singleRankWorld()), why);
+    }
 }
 
 TEST(Backends, AutoKeepsTheProxysRule) {

@@ -25,30 +25,45 @@ enum class Backend {
     Ipc,        // device memory, CUDA IPC peer copies within a node
     Nccl,       // device memory, stream-ordered NCCL send/receive
     Nvshmem,    // device memory, GPU-initiated (fused kernels, put with signal)
+    // Device memory through NCCL 2.28's device API: a provider of the device
+    // halo view's peer memory only (device_halo.hpp); it has no particle
+    // transport (use Nccl for that), so knownBackends() does not list it.
+    NcclDevice,
     Auto,       // resolved by resolveAuto() to one of the above
 };
 
-// "reference", "staged", "ipc", "nccl", "nvshmem", "auto" (the factory's names).
+// "reference", "staged", "ipc", "nccl", "nvshmem" (the factory's names),
+// "nccl-device", "auto".
 std::string_view toString(Backend backend);
 // The inverse of toString; std::nullopt for an unknown name.
 std::optional<Backend> backendFromString(std::string_view name);
 // Like backendFromString, but an unknown name throws InvalidInput listing the known ones.
 Backend parseBackend(std::string_view name);
 
-// Every concrete backend haloex knows (Auto excluded), in order of sophistication.
+// Every concrete backend with a particle transport (Auto and NcclDevice
+// excluded), in order of sophistication: what makeTransport() and the typed
+// halos accept.
 std::vector<Backend> knownBackends();
-// The concrete backends this build contains (Reference and Staged always).
+// Those of knownBackends() this build contains (Reference and Staged always).
 std::vector<Backend> availableBackends();
 // Empty when `backend` is in this build; otherwise why not (the dependency
 // that was missing at configure time). Auto is always available.
 std::string unavailableReason(Backend backend);
+// Collective over `world`: empty when `backend` can run in this job, else
+// why not -- unavailableReason(backend), then no usable GPU for a device
+// backend (a CPU run), then what the backend itself refuses here. NcclDevice:
+// ranks that are threads of one process, ranks sharing a GPU (NCCL refuses
+// them), GPUs of one node without peer access, an NCCL other than 2.28 at run
+// time. Every rank gets a reason when any rank has one. Select each rank's
+// CUDA device first (cuda::selectDevice).
+std::string unavailableReason(Backend backend, runtime::World& world);
 
 // Empty when this process can use device memory (a CUDA build and a visible
 // GPU); otherwise why not -- for applications that skip device work politely.
 std::string deviceUnavailableReason();
 
 // The memory a backend's arrays live in (Staged: either; the caller decides).
-// Reference: Host; Ipc, Nccl, Nvshmem: Device. Auto is resolved first.
+// Reference: Host; Ipc, Nccl, Nvshmem, NcclDevice: Device. Auto is resolved first.
 transport::MemorySpace defaultMemorySpace(Backend backend);
 
 // Auto, as the MD proxy has always resolved it: a thread world gets the
@@ -63,8 +78,9 @@ Backend resolveAuto(Backend backend, const runtime::World& world, transport::Mem
 
 // Collective over `world`: makes the backend's transport (Auto resolved with
 // options.memorySpace). Throws InvalidInput when the backend is not in this
-// build, with unavailableReason() in the message, and for the combinations
-// makeTransport() refuses (e.g. Reference over an MPI world).
+// build, with unavailableReason() in the message, for NcclDevice (no particle
+// transport: use Nccl) and for the combinations makeTransport() refuses (e.g.
+// Reference over an MPI world).
 std::unique_ptr<transport::ParticleTransport> makeTransport(Backend backend, runtime::World& world,
                                                             const transport::TransportOptions& options = {});
 

@@ -6,9 +6,12 @@
 //            ranks that are threads of one process use the pointer itself)
 //   Nvshmem  an NVSHMEM symmetric allocation; peers through nvshmem_ptr()
 //            (host side only: the user's code needs no NVSHMEM device library)
-// The NCCL device API (a window registered with the communicator, peers
-// through its load/store-accessible pointers) plugs in here as a further
-// provider: implement PeerMemory and add its case to allocatePeerMemory().
+//   NcclDevice  an ncclMemAlloc'd window registered with an NCCL 2.28
+//            communicator; peers through ncclGetLsaPointer, resolved once
+//            inside haloex (the user's code includes no NCCL header). One
+//            process per GPU; never NVLink multicast.
+// A further provider implements PeerMemory and adds its case to
+// allocatePeerMemory().
 #include <cstddef>
 #include <memory>
 #include <string>
@@ -44,7 +47,7 @@ std::unique_ptr<PeerMemory> allocatePeerMemory(Backend backend, runtime::World& 
                                                const std::string& what);
 
 // The backends allocatePeerMemory() supports in this build (Ipc with CUDA,
-// Nvshmem with NVSHMEM).
+// Nvshmem with NVSHMEM, NcclDevice with NCCL 2.28's device API).
 bool hasPeerMemory(Backend backend);
 
 }  // namespace haloex
