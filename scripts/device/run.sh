@@ -636,6 +636,24 @@ stage_stencil_threads() {
   done
 }
 
+# The nccl-device provider of the device halo view on one GPU: one rank that
+# is its own neighbour (thread and process), NCCL's log checked for any
+# NVLS/multicast use (there must be none).
+stage_nccl_device() {
+  note "== nccl-device provider, one rank"
+  local log="$out/nccl-device.log"
+  timeout 120 "$build/bin/tests/test_device_halo_view" --gtest_filter='*NcclDevice*' >"$log" 2>&1
+  note "  DeviceHaloView nccl-device: rc=$? $(grep -E '^\[  (PASSED|FAILED)  \]|SKIPPED|Skipped' "$log" | head -3 | tr '\n' ' ')"
+  timeout 120 "$build/bin/examples/fused_stencil" --threads 1 --backend nccl-device --steps 300 >"$out/nccl-device-threads1.log" 2>&1
+  note "  fused_stencil --threads 1 nccl-device: rc=$? $(grep -m1 -E 'matches|differs|error|SKIPPED' "$out/nccl-device-threads1.log" | cut -c1-200)"
+  NCCL_DEBUG=INFO timeout 120 "${mpirun_np[@]}" 1 "$build/bin/examples/fused_stencil" --backend nccl-device --steps 300 \
+    --wait-timeout 20 >"$out/nccl-device-np1.log" 2>&1
+  note "  fused_stencil np1 nccl-device: rc=$? $(grep -m1 -E 'matches|differs|error|SKIPPED' "$out/nccl-device-np1.log" | cut -c1-200)"
+  grep -m2 -E 'nccl-device' "$out/nccl-device-np1.log" | cut -c1-240 | tee -a "$summary"
+  note "  NCCL log lines naming NVLS or multicast: $(grep -ciE 'nvls|multicast|multimem' "$out/nccl-device-np1.log")"
+  grep -iE 'nvls|multicast|multimem' "$out/nccl-device-np1.log" | head -5 | cut -c1-200 | tee -a "$summary"
+}
+
 for stage in "$@"; do
   if declare -F "stage_${stage//-/_}" >/dev/null; then
     "stage_${stage//-/_}" || note "stage $stage FAILED"
