@@ -259,6 +259,16 @@ std::string deviceApiUnavailableReason(runtime::World& world) {
             "threads of one process; use the ipc backend there",
             world.size());
     }
+    if (world.size() == 1) {
+        // Seen on one H200 with NCCL 2.28.9: a communicator of one rank finds
+        // no GPU pair with direct P2P (isAllDirectP2p 0), so it has no
+        // symmetric memory and ncclDevCommCreate refuses it.
+        return say(
+            "NCCL {} gives a communicator of one rank no symmetric memory (it "
+            "has no GPU pair with direct P2P), so the nccl-device backend needs "
+            "two or more ranks, one per GPU; use the ipc backend for one rank",
+            loadedNcclVersion());
+    }
     // Collective on every rank, whatever this rank found above.
     const std::string access = peerAccessReason(world);
     if (mine.empty()) mine = access;

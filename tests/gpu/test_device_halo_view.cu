@@ -95,13 +95,24 @@ TEST(DeviceHaloView, RingDeliversEveryGenerationIntoItsSlot) {
     }
 }
 
-TEST(DeviceHaloView, RingOnTheNcclDeviceBackendWithOneRankItsOwnNeighbour) {
+// One rank: NCCL 2.28 gives its communicator no symmetric memory (seen on
+// one H200: ncclDevCommCreate refuses it), so the provider refuses with the
+// reason first. The ring on two or more GPUs is examples/fused_stencil's np2 run.
+TEST(DeviceHaloView, NcclDeviceRefusesOneRankWithTheReason) {
     HALOEX_REQUIRE_GPU();
     if (const std::string why = unavailableReason(Backend::NcclDevice); !why.empty()) GTEST_SKIP() << why;
     runtime::runInProcess(1, [&](runtime::World& world) {
         cuda::selectDevice(world, /*allowSharedGpus=*/true);
-        ASSERT_EQ(unavailableReason(Backend::NcclDevice, world), "");
-        runRing(world, Backend::NcclDevice);
+        const std::string why = unavailableReason(Backend::NcclDevice, world);
+        EXPECT_NE(why.find("a communicator of one rank no symmetric memory"), std::string::npos) << why;
+        try {
+            DeviceHalo halo(world, Backend::NcclDevice, {{0, 0, 64, 2}}, {{0, 0}});
+            ADD_FAILURE() << "nccl-device made a halo for one rank";
+        } catch (const Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+            EXPECT_NE(std::string(e.what()).find("the nccl-device backend cannot run here: " + why), std::string::npos)
+                << e.what();
+        }
     });
 }
 
