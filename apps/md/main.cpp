@@ -123,7 +123,9 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                    "Stop cleanly (checkpoint, trajectory, JSON; exit status 75) at the first search step after 0.99 "
                    "x this many hours of wall-clock time, as mdrun -maxh; 0: no limit")
         ->capture_default_str();
-    app.add_option("--thermo-every", o.thermoEvery, "Steps between energy lines; 0: steps/10");
+    app.add_option("--thermo-every", o.thermoEvery,
+                   "Steps between energy steps (energies, thermostat coupling, log and --energy rows); 0: steps/10. "
+                   "A --restart keeps the checkpoint's unless given");
     app.add_option("--traj", o.trajFile,
                    "Write a trajectory to this file: H5MD when it ends in .h5 or .h5md (float32 positions, read by "
                    "MDAnalysis; needs a build with HDF5, see --version), multi-frame .gro otherwise");
@@ -358,7 +360,8 @@ int main(int argc, char** argv) {
     // A restart adopts the checkpoint's settings except those given here.
     // And whether --steps was given (--steps 0 is a single-point evaluation, no --steps the default).
     for (const char* name :
-         {"rc", "rlist", "nstlist", "dt", "seed", "temperature", "thermostat", "tau-t", "steps", "traj-every"}) {
+         {"rc", "rlist", "nstlist", "dt", "seed", "temperature", "thermostat", "tau-t", "steps", "traj-every",
+          "thermo-every"}) {
         if (app.count(std::string("--") + name) > 0) options.explicitOptions.emplace_back(name);
     }
     try {

@@ -98,11 +98,12 @@ std::int32_t thermostatCode(const std::string& name) {
                fmt::format("checkpoint: unknown thermostat '{}' (use none or v-rescale)", name));
 }
 
-std::vector<std::byte> encodeOutputs(const std::vector<OutputPosition>& outputs) {
+std::vector<std::byte> encodeOutputs(const std::vector<OutputPosition>& outputs, std::int64_t thermoEvery) {
     HALOEX_ASSERT(outputs.size() <= kMaxOutputs, "too many continuing outputs for a checkpoint");
     ByteWriter w;
     w.put(static_cast<std::uint32_t>(outputs.size()));
     w.put(std::uint32_t{0});
+    w.put(thermoEvery);
     for (const OutputPosition& o : outputs) {
         w.put(static_cast<std::uint32_t>(o.role.size()));
         w.put(static_cast<std::uint32_t>(o.path.size()));
@@ -145,7 +146,7 @@ std::vector<std::byte> encodeHeader(const CheckpointData& d) {
     w.put(std::uint32_t{0});
     w.put(static_cast<std::int64_t>(d.system.size()));
     HALOEX_ASSERT(w.bytes().size() == kHeaderBytesV1, "checkpoint header size changed: update kHeaderBytes");
-    const std::vector<std::byte> outputs = encodeOutputs(d.outputs);
+    const std::vector<std::byte> outputs = encodeOutputs(d.outputs, d.thermoEvery);
     w.put(static_cast<std::uint64_t>(outputs.size()));
     HALOEX_ASSERT(w.bytes().size() == kHeaderBytes, "checkpoint header size changed: update kHeaderBytes");
     w.bytes().insert(w.bytes().end(), outputs.begin(), outputs.end());
@@ -300,9 +301,10 @@ void readExactly(int fd, std::byte* data, std::size_t size, const std::string& p
 }
 
 // The output section, read from an unverified file: every length is checked
-// against what is left before it is used.
+// against what is left before it is used. Format 3 also gives the energy-step
+// spacing (into *thermoEvery).
 std::vector<OutputPosition> decodeOutputs(std::span<const std::byte> section, const std::string& path,
-                                          std::uint32_t version) {
+                                          std::uint32_t version, std::int64_t* thermoEvery) {
     std::size_t offset = 0;
     const auto take = [&](std::size_t bytes, const char* what) {
         if (bytes > section.size() - offset) refuse(path, fmt::format("corrupt output section ({} past its end)", what));
@@ -317,6 +319,10 @@ std::vector<OutputPosition> decodeOutputs(std::span<const std::byte> section, co
     };
     const auto count = number(std::uint32_t{}, "the output count");
     number(std::uint32_t{}, "padding");
+    if (version >= 3) {
+        *thermoEvery = number(std::int64_t{}, "the energy-step spacing");
+        if (*thermoEvery < 0) refuse(path, fmt::format("corrupt output section (energy steps every {})", *thermoEvery));
+    }
     if (count > kMaxOutputs) refuse(path, fmt::format("corrupt output section ({} outputs)", count));
     std::vector<OutputPosition> outputs(count);
     for (OutputPosition& o : outputs) {
@@ -416,7 +422,8 @@ OpenCheckpoint openCheckpoint(const std::string& path) {
         const std::size_t sectionStart = cp.header.size();
         cp.header.resize(sectionStart + sectionBytes);
         readExactly(cp.fd->get(), cp.header.data() + sectionStart, sectionBytes, path, size);
-        cp.data.outputs = decodeOutputs(std::span(cp.header).subspan(sectionStart), path, version);
+        cp.data.outputs =
+            decodeOutputs(std::span(cp.header).subspan(sectionStart), path, version, &cp.data.thermoEvery);
     }
     const std::size_t before = cp.header.size();  // every byte before the atoms
     const std::int64_t n = cp.data.atomCount;

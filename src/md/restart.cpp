@@ -89,6 +89,12 @@ MdOptions adoptCheckpointSettings(MdOptions o, const CheckpointData& c, const st
     if (!given(o, "temperature", o.temperature, defaults.temperature)) o.temperature = c.temperature;
     if (!given(o, "thermostat", o.thermostat, defaults.thermostat)) o.thermostat = c.thermostat;
     if (!given(o, "tau-t", o.tauT, defaults.tauT)) o.tauT = c.tauT;
+    // Energy steps keep their spacing, as mdrun's nstcalcenergy comes from the
+    // run input: the default (steps / 10) would change with --steps, and with
+    // it the thermostat's coupling interval and the rows of the log and .xvg.
+    if (!given(o, "thermo-every", o.thermoEvery, defaults.thermoEvery) && c.thermoEvery > 0) {
+        o.thermoEvery = c.thermoEvery;
+    }
     adoptTrajectorySpacing(o, c, path);
     return o;
 }

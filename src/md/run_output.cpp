@@ -242,6 +242,7 @@ CheckpointData RunOutput::checkpoint(const plan::Box& box, std::span<const AtomR
     c.temperature = options_.temperature;
     c.thermostat = options_.thermostat;
     c.tauT = options_.tauT;
+    c.thermoEvery = options_.thermoEvery;
     c.thermostatEnergy = state.thermostatEnergy;
     c.pendingVelocityScale = state.pendingVelocityScale;
     c.thermostatRandom = state.thermostatRandom;

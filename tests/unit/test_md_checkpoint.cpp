@@ -31,7 +31,8 @@ namespace {
 // Format 2 without outputs: the 176-byte header, then an output section of 8
 // bytes (no outputs), then the atoms.
 constexpr std::size_t kHeaderBytes = 176;
-constexpr std::size_t kAtomsStart = kHeaderBytes + 8;
+// The output section without outputs: its count, padding and (format 3) the energy-step spacing.
+constexpr std::size_t kAtomsStart = kHeaderBytes + 16;
 constexpr std::size_t kAtomCountOffset = 160;
 constexpr std::size_t kAtomBytes = 64;
 
@@ -453,7 +454,7 @@ TEST(Checkpoint, OutputPositionsRoundTrip) {
     writeBytes(dir / "many.cpt", many);
     expectRefused(dir / "many.cpt", "corrupt output section (100000 outputs)");
     std::vector<char> longRole = bytes;
-    patch(longRole, kHeaderBytes + 8, std::uint32_t{1u << 30});
+    patch(longRole, kHeaderBytes + 16, std::uint32_t{1u << 30});
     resealChecksum(longRole);
     writeBytes(dir / "role.cpt", longRole);
     expectRefused(dir / "role.cpt", "corrupt output section (a role past its end)");
@@ -472,13 +473,16 @@ TEST(Checkpoint, FormatTwoIsStillReadWithoutSpacing) {
     d.outputs = {OutputPosition{"--traj", "/scratch/traj.h5", 4096, 4, 30, 4096, 77, 10}};
     writeCheckpoint((dir / "v3.cpt").string(), d);
     std::vector<char> bytes = fileBytes(dir / "v3.cpt");
-    // Format 2's section: the same without the i64 `every` after the tail checksum.
-    const std::size_t everyAt = kHeaderBytes + 8 + 48;
+    // Format 2's section: the same without the i64 energy-step spacing after
+    // the count and without the i64 `every` after the tail checksum.
+    const std::size_t everyAt = kHeaderBytes + 16 + 48;
     bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(everyAt), bytes.begin() + static_cast<std::ptrdiff_t>(everyAt + 8));
+    bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(kHeaderBytes + 8),
+                bytes.begin() + static_cast<std::ptrdiff_t>(kHeaderBytes + 16));
     std::uint64_t section = 0;
     std::memcpy(&section, bytes.data() + kHeaderBytes - 8, sizeof section);
     patch(bytes, 8, std::uint32_t{2});
-    patch(bytes, kHeaderBytes - 8, section - 8);
+    patch(bytes, kHeaderBytes - 8, section - 16);
     resealChecksum(bytes);
     writeBytes(dir / "v2.cpt", bytes);
     const CheckpointData r = readCheckpoint((dir / "v2.cpt").string());
@@ -486,6 +490,16 @@ TEST(Checkpoint, FormatTwoIsStillReadWithoutSpacing) {
     OutputPosition expected = d.outputs[0];
     expected.every = 0;
     EXPECT_EQ(r.outputs[0], expected);
+    EXPECT_EQ(r.thermoEvery, 0) << "format 2 recorded no energy-step spacing";
+}
+
+TEST(Checkpoint, RecordsTheEnergyStepSpacing) {
+    const fs::path dir = freshDir();
+    CheckpointData d = sampleData();
+    d.thermoEvery = 125;
+    writeCheckpoint((dir / "run.cpt").string(), d);
+    EXPECT_EQ(readCheckpoint((dir / "run.cpt").string()).thermoEvery, 125);
+    EXPECT_EQ(readCheckpointHeader((dir / "run.cpt").string()).thermoEvery, 125);
 }
 
 // Checkpoints of format 1 (before output positions) are still read; they

@@ -208,6 +208,7 @@ TEST(MdRestart, KeepsTheCheckpointsListAndTimeStep) {
     c.temperature = 290.0;
     c.thermostat = "v-rescale";
     c.tauT = 0.2;
+    c.thermoEvery = 20;
     writeCheckpoint(cpt, c);
 
     MdOptions o;
@@ -224,6 +225,12 @@ TEST(MdRestart, KeepsTheCheckpointsListAndTimeStep) {
     EXPECT_EQ(adopted.temperature, 290.0);
     EXPECT_EQ(adopted.thermostat, "v-rescale");
     EXPECT_EQ(adopted.tauT, 0.2);
+    // Energy steps keep their spacing (the default, steps / 10, would be 1 here).
+    EXPECT_EQ(adopted.thermoEvery, 20);
+    MdOptions everyGiven = o;
+    everyGiven.thermoEvery = 5;
+    everyGiven.explicitOptions = {"thermo-every"};
+    EXPECT_EQ(resolveOptions(everyGiven, 2, false).thermoEvery, 5);
 
     // Given and equal: fine. Given and different: refused, naming each option.
     MdOptions same = o;

@@ -13,12 +13,13 @@
 //   (format 2:) u64 output-section bytes | output section |
 //   per atom: i64 global id | i32 type | i32 zero | f64 x[3] | f64 v[3] |
 //   u64 FNV-1a-64 checksum of every byte before it.
-// Output section (format 2): u32 outputs | u32 zero | per output: u32 role
+// Output section (format 2): u32 outputs | u32 zero | (format 3:) i64 steps
+//   between energy steps (--thermo-every) | per output: u32 role
 //   length | u32 path length | u64 bytes | i64 records | i64 last step |
 //   u64 tail bytes | u64 tail checksum | (format 3:) i64 every | role | path |
 //   zero padding to 8 bytes.
 // Format 1 (no output section) is still read: its outputsRecorded is false;
-// format 2 (no `every`) too: its outputs' every is 0.
+// format 2 (no `every`, no energy-step spacing) too: those read as 0.
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -66,6 +67,9 @@ struct CheckpointData {
     double temperature = 0.0;          // K
     std::string thermostat = "none";   // none | v-rescale
     double tauT = 0.0;                 // ps
+    // Steps between energy steps (--thermo-every: energies, thermostat
+    // coupling, log and energy-file rows); 0: not recorded (formats 1-2).
+    std::int64_t thermoEvery = 0;
 
     // Thermostat state.
     double thermostatEnergy = 0.0;      // kJ/mol taken out so far (for the conserved energy)
