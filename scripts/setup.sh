@@ -30,6 +30,8 @@ command -v git >/dev/null || missing+=(git)
 command -v python3 >/dev/null || missing+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 command -v mpicxx >/dev/null || missing+=(openmpi-bin libopenmpi-dev)
+# The format check (ctest format_check, scripts/check_format.sh): skipped without it.
+command -v clang-format >/dev/null || command -v clang-format-14 >/dev/null || missing+=(clang-format)
 have_header CLI/CLI.hpp || missing+=(libcli11-dev)
 have_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)
 have_header fmt/core.h || missing+=(libfmt-dev)
