@@ -283,7 +283,7 @@ int report(const md::RunSummary& summary, const md::MdOptions& o) {
     return stop.exitStatus;
 }
 
-int run(md::MdOptions o) {
+int run(const md::MdOptions& o) {
     const bool gpu = wantGpu(o);
 #if HALOEX_HAVE_MPI
     if (runtime::MpiSession::launchedByMpiLauncher()) {

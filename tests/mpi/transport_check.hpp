@@ -339,7 +339,7 @@ inline std::string describeVec(const Vec3f& v) { return fmt::format("({}, {}, {}
 inline std::string compareResults(const RunResult& got, const RankFields& want, int rank,
                                   const std::vector<plan::ZoneMask>& zoneMask = {}, double forceTolerance = 0.0) {
     std::string all;
-    const auto add = [&](std::string s) {
+    const auto add = [&](const std::string& s) {
         if (!s.empty()) all += (all.empty() ? "" : "; ") + s;
     };
     add(compareBitwise("forwarded coordinates", rank, got.out.x, want.x, zoneMask));

@@ -388,7 +388,7 @@ TEST(CollectiveBuffer, EveryRankGetsTheLargestRequestAndGrowthKeepsTheContents) 
         EXPECT_EQ(buffer.memory(), CollectiveMemory::Host);
         EXPECT_EQ(buffer.size(), mine);
         EXPECT_EQ(buffer.capacity(), 211u) << "rank " << w.rank();
-        for (std::size_t i = 0; i < mine; ++i) buffer.data()[i] = static_cast<std::int64_t>(1000 * w.rank() + i);
+        for (std::size_t i = 0; i < mine; ++i) buffer.data()[i] = static_cast<std::int64_t>(1000 * static_cast<std::size_t>(w.rank()) + i);
         // Within the capacity: no reallocation on any rank.
         const std::int64_t* before = buffer.data();
         buffer.resize(w.rank() == 0 ? 211 : 5);
@@ -397,7 +397,7 @@ TEST(CollectiveBuffer, EveryRankGetsTheLargestRequestAndGrowthKeepsTheContents) 
         buffer.resize(w.rank() == 2 ? 212 : mine);
         EXPECT_GE(buffer.capacity(), 211u + 211u / 2) << "rank " << w.rank();
         for (std::size_t i = 0; i < mine; ++i) {
-            ASSERT_EQ(buffer.data()[i], static_cast<std::int64_t>(1000 * w.rank() + i)) << "rank " << w.rank();
+            ASSERT_EQ(buffer.data()[i], static_cast<std::int64_t>(1000 * static_cast<std::size_t>(w.rank()) + i)) << "rank " << w.rank();
         }
     });
 }
