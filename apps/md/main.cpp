@@ -332,6 +332,9 @@ int run(const md::MdOptions& o) {
 
 }  // namespace
 
+// What throws outside main's own try (CLI11's set-up, starting MPI) ends the
+// program through std::terminate, with the exception's message: as intended.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
     md::MdOptions options;
     options.logFile = "md.log";  // mdrun's default; the library's is none

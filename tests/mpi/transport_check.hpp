@@ -308,6 +308,8 @@ template <class T>
 std::string compareBitwise(const char* what, int rank, const std::vector<T>& got, const std::vector<T>& want,
                            const std::vector<plan::ZoneMask>& zoneMask = {}) {
     return compareEach(what, "", rank, got, want, zoneMask,
+                       // Bitwise on purpose (the transports copy bytes); T has no padding.
+                       // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
                        [](const T& a, const T& b) { return std::memcmp(&a, &b, sizeof(T)) == 0; });
 }
 
