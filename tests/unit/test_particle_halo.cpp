@@ -188,8 +188,10 @@ TEST_P(ParticleHaloCase, GatherDeliversTheOwnersValuesWithShifts) {
                 }
             }
             // Bitwise on purpose: the shift must be exactly x + k L.
-            check(std::memcmp(&xd[i], &wantD, sizeof(Vec3d)) == 0, i, "Vec3d position");  // NOLINT(bugprone-suspicious-memory-comparison)
-            check(std::memcmp(&xf[i], &wantF, sizeof(Vec3f)) == 0, i, "Vec3f position");  // NOLINT(bugprone-suspicious-memory-comparison)
+            // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
+            check(std::memcmp(&xd[i], &wantD, sizeof(Vec3d)) == 0, i, "Vec3d position");
+            // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
+            check(std::memcmp(&xf[i], &wantF, sizeof(Vec3f)) == 0, i, "Vec3f position");
             check(x4[i].x == wantF.x && x4[i].y == wantF.y && x4[i].z == wantF.z &&
                       x4[i].w == static_cast<float>(chargeOf(g)),
                   i, "float4-like position (w unshifted)");
