@@ -30,6 +30,10 @@ command -v git >/dev/null || missing+=(git)
 command -v python3 >/dev/null || missing+=(python3)
 python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
 command -v mpicxx >/dev/null || missing+=(openmpi-bin libopenmpi-dev)
+# The format and clang-tidy checks (ctest format_check and clang_tidy,
+# scripts/check_format.sh and run_clang_tidy.sh): skipped without them.
+command -v clang-format >/dev/null || command -v clang-format-14 >/dev/null || missing+=(clang-format)
+command -v clang-tidy >/dev/null || command -v clang-tidy-14 >/dev/null || missing+=(clang-tidy)
 have_header CLI/CLI.hpp || missing+=(libcli11-dev)
 have_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)
 have_header fmt/core.h || missing+=(libfmt-dev)

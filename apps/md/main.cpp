@@ -285,7 +285,7 @@ int report(const md::RunSummary& summary, const md::MdOptions& o) {
     return stop.exitStatus;
 }
 
-int run(md::MdOptions o) {
+int run(const md::MdOptions& o) {
     const bool gpu = wantGpu(o);
 #if HALOEX_HAVE_MPI
     if (runtime::MpiSession::launchedByMpiLauncher()) {
@@ -334,6 +334,9 @@ int run(md::MdOptions o) {
 
 }  // namespace
 
+// What throws outside main's own try (CLI11's set-up, starting MPI) ends the
+// program through std::terminate, with the exception's message: as intended.
+// NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
     md::MdOptions options;
     options.logFile = "md.log";  // mdrun's default; the library's is none

@@ -116,6 +116,7 @@ bool CollectiveBytes::reserve(std::size_t bytes) {
             data_ = storage_->host.data();
             break;
         }
+        // NOLINTNEXTLINE(bugprone-branch-clone): the branches differ where the #if parts are compiled
         case CollectiveMemory::Device: {
 #if HALOEX_COLLECTIVE_WITH_CUDA
             cuda::DeviceBuffer<std::byte> grown(capacity);

@@ -163,7 +163,7 @@ Fields runHalo(runtime::World& world, transport::ParticleTransport& t, const Fie
 
 std::string compareFields(const Fields& got, const Fields& want, int rank, const std::vector<plan::ZoneMask>& zones) {
     std::string all;
-    const auto add = [&](std::string s) {
+    const auto add = [&](const std::string& s) {
         if (!s.empty()) all += (all.empty() ? "" : "; ") + s;
     };
     add(testsupport::compareBitwise("gathered Vec3f coordinates", rank, got.xf, want.xf, zones));
@@ -426,7 +426,7 @@ TEST_P(ParticleHaloBackend, GridGatherAndScatterAddMatchTheReferenceBitwise) {
             const GridFields got = runGridHalo(w, *t, plans[r], inputs[r], stream);
             const std::vector<plan::ZoneMask> all;  // no padding in grids
             std::string m;
-            const auto add = [&](std::string s) {
+            const auto add = [&](const std::string& s) {
                 if (!s.empty()) m += (m.empty() ? "" : "; ") + s;
             };
             add(testsupport::compareBitwise("gathered double", w.rank(), got.u, expected[r].u, all));

@@ -218,7 +218,7 @@ TEST_P(DeviceTransport, MatchesReferenceBitwise) {
                 EXPECT_EQ(o.mismatch, "") << "rank " << r;
                 EXPECT_EQ(o.counters.forwardCalls, kSteps);
                 EXPECT_EQ(o.counters.reverseCalls, kSteps);
-                EXPECT_EQ(o.counters.hostSyncs, 2 * kSteps * o.pulses * syncsPerPulseAndDirection(name))
+                EXPECT_EQ(o.counters.hostSyncs, std::int64_t{2} * kSteps * o.pulses * syncsPerPulseAndDirection(name))
                     << "rank " << r << " with " << o.pulses << " pulses";
             }
         }

@@ -36,7 +36,7 @@ md::MdOptions baseOptions() {
 }
 
 // The run on this job's ranks (staged host transport over MPI).
-md::RunSummary runDecomposed(md::MdOptions o) {
+md::RunSummary runDecomposed(const md::MdOptions& o) {
     runtime::World& world = testsupport::mpiTestWorld();
     const md::MdOptions resolved = md::resolveOptions(o, world.size(), false);
     auto transport = transport::makeStagedHostTransport(world);

@@ -57,7 +57,7 @@ TEST(MpiStagedHost, MatchesReferenceBitwise) {
         const auto pulses = static_cast<std::int64_t>(e.plans[r].pulses.size());
         EXPECT_EQ(got.counters.forwardCalls, steps);
         EXPECT_EQ(got.counters.reverseCalls, steps);
-        EXPECT_EQ(got.counters.hostSyncs, 2 * steps * pulses) << "one peer wait per pulse and direction";
+        EXPECT_EQ(got.counters.hostSyncs, std::int64_t{2} * steps * pulses) << "one peer wait per pulse and direction";
     }
 }
 

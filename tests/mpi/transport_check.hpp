@@ -308,6 +308,8 @@ template <class T>
 std::string compareBitwise(const char* what, int rank, const std::vector<T>& got, const std::vector<T>& want,
                            const std::vector<plan::ZoneMask>& zoneMask = {}) {
     return compareEach(what, "", rank, got, want, zoneMask,
+                       // Bitwise on purpose (the transports copy bytes); T has no padding.
+                       // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
                        [](const T& a, const T& b) { return std::memcmp(&a, &b, sizeof(T)) == 0; });
 }
 
@@ -339,7 +341,7 @@ inline std::string describeVec(const Vec3f& v) { return fmt::format("({}, {}, {}
 inline std::string compareResults(const RunResult& got, const RankFields& want, int rank,
                                   const std::vector<plan::ZoneMask>& zoneMask = {}, double forceTolerance = 0.0) {
     std::string all;
-    const auto add = [&](std::string s) {
+    const auto add = [&](const std::string& s) {
         if (!s.empty()) all += (all.empty() ? "" : "; ") + s;
     };
     add(compareBitwise("forwarded coordinates", rank, got.out.x, want.x, zoneMask));

@@ -162,8 +162,9 @@ TEST(LatticeSystem, SitesAreDistinctAndNotTooClose) {
         }
         EXPECT_GT(std::sqrt(minDistance2), 0.15);
         // +q and -q sites are mixed: each half spreads over the whole box.
+        const int half = n / 2;
         double meanZPositive = 0.0;
-        for (int i = 0; i < n / 2; ++i) meanZPositive += s.positions[i].z / (n / 2);
+        for (int i = 0; i < half; ++i) meanZPositive += s.positions[i].z / half;
         EXPECT_NEAR(meanZPositive / s.box.length.z, 0.5, 0.05);
     }
 }

@@ -187,7 +187,10 @@ TEST_P(ParticleHaloCase, GatherDeliversTheOwnersValuesWithShifts) {
                     wantF[d] = static_cast<float>(x[d]) + static_cast<float>(k[d] * L[d]);
                 }
             }
+            // Bitwise on purpose: the shift must be exactly x + k L.
+            // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
             check(std::memcmp(&xd[i], &wantD, sizeof(Vec3d)) == 0, i, "Vec3d position");
+            // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
             check(std::memcmp(&xf[i], &wantF, sizeof(Vec3f)) == 0, i, "Vec3f position");
             check(x4[i].x == wantF.x && x4[i].y == wantF.y && x4[i].z == wantF.z &&
                       x4[i].w == static_cast<float>(chargeOf(g)),
@@ -408,7 +411,7 @@ TEST(CollectiveBuffer, EveryRankGetsTheLargestRequestAndGrowthKeepsTheContents) 
         EXPECT_EQ(buffer.memory(), CollectiveMemory::Host);
         EXPECT_EQ(buffer.size(), mine);
         EXPECT_EQ(buffer.capacity(), 211u) << "rank " << w.rank();
-        for (std::size_t i = 0; i < mine; ++i) buffer.data()[i] = static_cast<std::int64_t>(1000 * w.rank() + i);
+        for (std::size_t i = 0; i < mine; ++i) buffer.data()[i] = static_cast<std::int64_t>(1000 * static_cast<std::size_t>(w.rank()) + i);
         // Within the capacity: no reallocation on any rank.
         const std::int64_t* before = buffer.data();
         buffer.resize(w.rank() == 0 ? 211 : 5);
@@ -417,7 +420,7 @@ TEST(CollectiveBuffer, EveryRankGetsTheLargestRequestAndGrowthKeepsTheContents) 
         buffer.resize(w.rank() == 2 ? 212 : mine);
         EXPECT_GE(buffer.capacity(), 211u + 211u / 2) << "rank " << w.rank();
         for (std::size_t i = 0; i < mine; ++i) {
-            ASSERT_EQ(buffer.data()[i], static_cast<std::int64_t>(1000 * w.rank() + i)) << "rank " << w.rank();
+            ASSERT_EQ(buffer.data()[i], static_cast<std::int64_t>(1000 * static_cast<std::size_t>(w.rank()) + i)) << "rank " << w.rank();
         }
     });
 }

@@ -14,7 +14,7 @@ namespace haloex::testing {
 
 inline std::filesystem::path freshTestDir(const char* prefix) {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    const std::filesystem::path dir =
+    std::filesystem::path dir =
         std::filesystem::path(::testing::TempDir()) /
         fmt::format("{}_{}_{}_{}", prefix, info->test_suite_name(), info->name(), ::getpid());
     std::filesystem::remove_all(dir);

@@ -61,7 +61,7 @@ TEST(ThreadWorld, AllReduceSumMaxMin) {
             const int r = w.rank();
             for (ReduceOp op : {ReduceOp::Sum, ReduceOp::Max, ReduceOp::Min}) {
                 std::vector<double> d{1.0 * r, -2.5 * r, 0.125 + r * r};
-                std::vector<std::int64_t> i{r, -7 * r, (std::int64_t{1} << 40) + r};
+                std::vector<std::int64_t> i{r, std::int64_t{-7} * r, (std::int64_t{1} << 40) + r};
                 w.allReduce(std::span(d), op);
                 w.allReduce(std::span(i), op);
                 if (op == ReduceOp::Sum) {

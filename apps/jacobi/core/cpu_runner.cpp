@@ -35,7 +35,7 @@ Reference cpuReferenceOnRank0(const ProblemSpec& spec, runtime::World& world, in
 RunResult runCpuTransport(const ProblemSpec& spec, const stencil::LocalStencil& stencil, runtime::World& world,
                           int repeats, const Reference& reference) {
     RunResult r = newRunResult("cpu", spec, world.size(), repeats);
-    r.notes.push_back("host arrays, one thread per rank, halos pulse by pulse through the World (MPI_Sendrecv)");
+    r.notes.emplace_back("host arrays, one thread per rank, halos pulse by pulse through the World (MPI_Sendrecv)");
     std::vector<double> samples;
     FieldResult result;
     for (int rep = 0; rep < repeats; ++rep) {

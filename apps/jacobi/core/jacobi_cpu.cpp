@@ -159,7 +159,8 @@ std::vector<double> globalBlock(const std::vector<double>& global, int globalNx,
 FieldComparison compareFields(const double* got, const double* expected, std::size_t count) {
     FieldComparison c;
     for (std::size_t k = 0; k < count; ++k) {
-        if (std::memcmp(&got[k], &expected[k], sizeof(double)) != 0) {
+        // Bitwise on purpose: -0.0 against 0.0, or NaN payloads, are differences too.
+        if (std::memcmp(&got[k], &expected[k], sizeof(double)) != 0) {  // NOLINT(bugprone-suspicious-memory-comparison)
             if (c.mismatches == 0) c.firstMismatch = static_cast<std::int64_t>(k);
             ++c.mismatches;
             const double e = std::abs(got[k] - expected[k]);

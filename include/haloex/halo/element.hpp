@@ -46,17 +46,23 @@ constexpr ScalarKind scalarKindOf() {
     else return ScalarKind::UInt64;
 }
 
+// clang-format 14 puts the && after a requires-expression on a line of its
+// own, at column 0: these concepts keep their layout by hand.
+// clang-format off
 namespace detail {
 template <class T>
 concept HasXYZ = requires(const T& t) {
     t.x;
     t.y;
     t.z;
-} && std::is_same_v<std::remove_cvref_t<decltype(std::declval<T>().x)>, std::remove_cvref_t<decltype(std::declval<T>().y)>> &&
-                 std::is_same_v<std::remove_cvref_t<decltype(std::declval<T>().x)>, std::remove_cvref_t<decltype(std::declval<T>().z)>>;
+} && std::is_same_v<std::remove_cvref_t<decltype(std::declval<T>().x)>,
+                    std::remove_cvref_t<decltype(std::declval<T>().y)>> &&
+                 std::is_same_v<std::remove_cvref_t<decltype(std::declval<T>().x)>,
+                                std::remove_cvref_t<decltype(std::declval<T>().z)>>;
 template <class T>
 concept HasW = requires(const T& t) { t.w; };
 }  // namespace detail
+// clang-format on
 
 // Primary template: not an array of scalars (gather still works; scatterAdd
 // and the periodic shift do not compile, and say so).
@@ -93,6 +99,8 @@ struct ElementComponents<std::array<S, N>> {
 };
 
 // T is an array of ElementComponents<T>::count halo scalars, without padding.
+// Laid out by hand (as detail::HasXYZ).
+// clang-format off
 template <class T>
 concept ComponentWise = requires {
     typename ElementComponents<T>::Scalar;
@@ -104,6 +112,7 @@ concept ComponentWise = requires {
 template <class T>
 concept CoordinateLike = ComponentWise<T> && std::is_floating_point_v<typename ElementComponents<T>::Scalar> &&
                          (ElementComponents<T>::count >= 3);
+// clang-format on
 
 // The run-time description the type-erased implementation works with.
 struct ElementLayout {
