@@ -24,15 +24,15 @@ struct WaitSetup {
 };
 
 struct PingPongArgs {
-    void* data = nullptr;          // symmetric buffer (put destination = the same address on the peer)
-    const void* source = nullptr;  // local source
-    void* peerData = nullptr;      // nvshmem_ptr(data, peer): direct and TMA variants
+    void* data = nullptr;                 // symmetric buffer (put destination = the same address on the peer)
+    const void* source = nullptr;         // local source
+    void* peerData = nullptr;             // nvshmem_ptr(data, peer): direct and TMA variants
     std::uint64_t* signal = nullptr;      // symmetric, this PE's copy
     std::uint64_t* peerSignal = nullptr;  // nvshmem_ptr(signal, peer)
     std::size_t bytes = 0;
     int peer = 0;
     int iterations = 0;
-    int initiator = 0;                     // 1 on the PE that starts (and times) the exchange
+    int initiator = 0;                        // 1 on the PE that starts (and times) the exchange
     unsigned long long* elapsedNs = nullptr;  // device [1], written by the initiator
     WaitSetup wait;
 };
@@ -51,9 +51,9 @@ inline constexpr std::size_t kTmaMaxBytes = 16384;
 void launchTmaPingPong(const PingPongArgs& a, cudaStream_t stream);
 
 struct BandwidthArgs {
-    void* dest = nullptr;        // symmetric (put) or peer pointer (stores)
+    void* dest = nullptr;  // symmetric (put) or peer pointer (stores)
     const void* source = nullptr;
-    std::size_t bytes = 0;       // per iteration
+    std::size_t bytes = 0;  // per iteration
     int peer = 0;
     int iterations = 0;
     int blocks = 1;
@@ -69,7 +69,7 @@ struct MessageRateArgs {
     int slots = 0;
     int peer = 0;
     int iterations = 0;
-    int batch = 1;         // puts between two quiets
+    int batch = 1;  // puts between two quiets
     int blocks = 1;
     int warpsPerBlock = 1;
 };

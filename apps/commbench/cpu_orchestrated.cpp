@@ -34,8 +34,8 @@ void checkMpi(int code, const char* call) {
 #if HALOEX_COMMBENCH_WITH_NCCL
 void checkNccl(ncclResult_t status, const char* call) {
     if (status != ncclSuccess) {
-        throwError(ErrorKind::Nccl, fmt::format("{} failed: {} (rerun with NCCL_DEBUG=WARN)", call,
-                                                ncclGetErrorString(status)));
+        throwError(ErrorKind::Nccl,
+                   fmt::format("{} failed: {} (rerun with NCCL_DEBUG=WARN)", call, ncclGetErrorString(status)));
     }
 }
 #endif
@@ -104,7 +104,8 @@ private:
                 ok = 0;
                 ipcWhy_ = fmt::format("rank {} could not export its buffer through CUDA IPC", peer_);
             } else {
-                const cudaError_t st = cudaIpcOpenMemHandle(&peerBuffer_, theirs.handle, cudaIpcMemLazyEnablePeerAccess);
+                const cudaError_t st =
+                    cudaIpcOpenMemHandle(&peerBuffer_, theirs.handle, cudaIpcMemLazyEnablePeerAccess);
                 if (st != cudaSuccess) {
                     cudaGetLastError();
                     ok = 0;
@@ -174,11 +175,13 @@ private:
         collectSamples(m, active_, [&] {
             const double us = timed([&] {
                 for (int i = 0; i < iters; ++i) {
-                    if (rank_ == 1) checkMpi(MPI_Recv(&token, 1, MPI_CHAR, peer_, 7200, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+                    if (rank_ == 1)
+                        checkMpi(MPI_Recv(&token, 1, MPI_CHAR, peer_, 7200, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
                     HALOEX_CUDA_CHECK(cudaMemcpyAsync(peerBuffer_, source_.data(), bytes, cudaMemcpyDefault, stream_));
                     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream_));
                     checkMpi(MPI_Send(&token, 1, MPI_CHAR, peer_, 7200, comm_), "MPI_Send");
-                    if (rank_ == 0) checkMpi(MPI_Recv(&token, 1, MPI_CHAR, peer_, 7200, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+                    if (rank_ == 0)
+                        checkMpi(MPI_Recv(&token, 1, MPI_CHAR, peer_, 7200, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
                 }
             });
             return us / (2.0 * iters);
@@ -195,9 +198,11 @@ private:
                 for (int i = 0; i < iters; ++i) {
                     if (rank_ == 0) {
                         checkMpi(MPI_Send(hostSend_.data(), count, MPI_BYTE, peer_, 7300, comm_), "MPI_Send");
-                        checkMpi(MPI_Recv(hostRecv_.data(), count, MPI_BYTE, peer_, 7300, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+                        checkMpi(MPI_Recv(hostRecv_.data(), count, MPI_BYTE, peer_, 7300, comm_, MPI_STATUS_IGNORE),
+                                 "MPI_Recv");
                     } else {
-                        checkMpi(MPI_Recv(hostRecv_.data(), count, MPI_BYTE, peer_, 7300, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+                        checkMpi(MPI_Recv(hostRecv_.data(), count, MPI_BYTE, peer_, 7300, comm_, MPI_STATUS_IGNORE),
+                                 "MPI_Recv");
                         checkMpi(MPI_Send(hostSend_.data(), count, MPI_BYTE, peer_, 7300, comm_), "MPI_Send");
                     }
                 }

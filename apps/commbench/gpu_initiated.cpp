@@ -25,9 +25,10 @@ class Symmetric {
 public:
     explicit Symmetric(std::size_t bytes) : ptr_(nvshmem_malloc(bytes)) {
         if (!ptr_) {
-            throwError(ErrorKind::Nvshmem, fmt::format("nvshmem_malloc of {} bytes failed: raise NVSHMEM_SYMMETRIC_SIZE "
-                                                       "(e.g. 1G) or pass a smaller --max-bytes",
-                                                       bytes));
+            throwError(ErrorKind::Nvshmem,
+                       fmt::format("nvshmem_malloc of {} bytes failed: raise NVSHMEM_SYMMETRIC_SIZE "
+                                   "(e.g. 1G) or pass a smaller --max-bytes",
+                                   bytes));
         }
         cuda::fillBytesNow(ptr_, 0, bytes);
     }
@@ -80,7 +81,8 @@ public:
             for (Scope scope : {Scope::Thread, Scope::Warp, Scope::Block}) out.push_back(putLatency(scope, bytes));
         }
         for (std::size_t bytes : s_.latencySizes) {
-            for (Scope scope : {Scope::Thread, Scope::Warp, Scope::Block}) out.push_back(putSignalPingPong(scope, bytes));
+            for (Scope scope : {Scope::Thread, Scope::Warp, Scope::Block})
+                out.push_back(putSignalPingPong(scope, bytes));
         }
         for (std::size_t bytes : s_.latencySizes) {
             for (Scope scope : {Scope::Thread, Scope::Warp, Scope::Block}) out.push_back(directPingPong(scope, bytes));
@@ -153,7 +155,8 @@ private:
         const int iters = s_.latencyIterations;
         Measurement m = make("put_latency", toString(scope), bytes, "us", "put_nbi + quiet", iters);
         for (int r = 0; r < s_.repetitions; ++r) {
-            const double ns = sample("put latency", false, [&] { launchPutLatency(pingPongArgs(bytes, iters), scope, stream_); });
+            const double ns =
+                sample("put latency", false, [&] { launchPutLatency(pingPongArgs(bytes, iters), scope, stream_); });
             if (rank_ == 0) m.samples.push_back(ns * 1e-3 / iters);
         }
         return m;
@@ -220,7 +223,8 @@ private:
         a.bytes = bytes;
         a.peer = peer_;
         a.iterations = iters;
-        a.blocks = static_cast<int>(std::clamp<std::size_t>(bytes / (64 * 1024), 1, 2 * static_cast<std::size_t>(multiprocessors())));
+        a.blocks = static_cast<int>(
+            std::clamp<std::size_t>(bytes / (64 * 1024), 1, 2 * static_cast<std::size_t>(multiprocessors())));
         m.variant += fmt::format(" x{}", a.blocks);
         cuda::Event start(true), stop(true);
         for (int r = 0; r < s_.repetitions; ++r) {
@@ -248,8 +252,9 @@ private:
         a.batch = batch;
         a.blocks = multiprocessors();
         a.warpsPerBlock = warps;
-        Measurement m = make("message_rate", fmt::format("{}x{}w batch {}", a.blocks, warps, batch), 8, "Mmsg/s",
-                             "8-byte putmem_nbi, a warp's puts to adjacent words, one quiet per batch of puts", a.iterations);
+        Measurement m =
+            make("message_rate", fmt::format("{}x{}w batch {}", a.blocks, warps, batch), 8, "Mmsg/s",
+                 "8-byte putmem_nbi, a warp's puts to adjacent words, one quiet per batch of puts", a.iterations);
         cuda::Event start(true), stop(true);
         for (int r = 0; r < s_.repetitions; ++r) {
             sample("message rate", false, [&] {

@@ -50,8 +50,8 @@ struct Options {
 BenchSettings settingsFrom(const Options& o) {
     BenchSettings s;
     if (o.maxBytes < 16384 || o.maxBytes > kMaxBenchBytes || (o.maxBytes & (o.maxBytes - 1)) != 0) {
-        throwError(ErrorKind::InvalidInput, fmt::format("--max-bytes {}: use a power of two from 16384 to {}",
-                                                        o.maxBytes, kMaxBenchBytes));
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--max-bytes {}: use a power of two from 16384 to {}", o.maxBytes, kMaxBenchBytes));
     }
     if (o.repetitions < 0 || o.iterations < 0 || o.waitTimeout <= 0) {
         throwError(ErrorKind::InvalidInput, "--reps and --iters must be positive (0: default), --wait-timeout > 0");
@@ -68,11 +68,12 @@ BenchSettings settingsFrom(const Options& o) {
     return s;
 }
 
-
 int run(const Options& o, const BenchSettings& s, runtime::MpiWorld& world) {
     const bool root = world.rank() == 0;
-    if (haloex::cuda::deviceCount() == 0 || world.allReduceValue<std::int64_t>(haloex::cuda::deviceCount(), runtime::ReduceOp::Min) == 0) {
-        if (root) fmt::print("SKIPPED: no GPU is visible on {} (check nvidia-smi and CUDA_VISIBLE_DEVICES)\n", hostName());
+    if (haloex::cuda::deviceCount() == 0 ||
+        world.allReduceValue<std::int64_t>(haloex::cuda::deviceCount(), runtime::ReduceOp::Min) == 0) {
+        if (root)
+            fmt::print("SKIPPED: no GPU is visible on {} (check nvidia-smi and CUDA_VISIBLE_DEVICES)\n", hostName());
         return kExitSkipped;
     }
     haloex::cuda::selectDevice(world, o.allowSharedGpus);
@@ -112,7 +113,8 @@ int run(const Options& o, const BenchSettings& s, runtime::MpiWorld& world) {
             cudaGetDevice(&device);
             cudaGetDeviceProperties(&prop, device);
             nlohmann::json ranks = nlohmann::json::array();
-            for (const auto& g : gpus) ranks.push_back(nlohmann::json{{"host", g.host}, {"bus_id", g.busId}, {"device", g.device}});
+            for (const auto& g : gpus)
+                ranks.push_back(nlohmann::json{{"host", g.host}, {"bus_id", g.busId}, {"device", g.device}});
             nlohmann::json doc{{"tool", "haloex-commbench"},
                                {"commit", gitCommit()},
                                {"date", utcTimestamp()},
@@ -148,8 +150,9 @@ int main(int argc, char** argv) {
     app.add_option("--reps", o.repetitions, "Samples per measurement (default 15, quick 5)");
     app.add_option("--iters", o.iterations, "Round trips per latency sample (default 1000, quick 200)");
     app.add_option("--max-bytes", o.maxBytes, "Largest bandwidth message (power of two)")->capture_default_str();
-    app.add_flag("--allow-shared-gpus", o.allowSharedGpus, "Allow both ranks on one GPU (start MPS; numbers then say "
-                                                           "nothing about NVLink)");
+    app.add_flag("--allow-shared-gpus", o.allowSharedGpus,
+                 "Allow both ranks on one GPU (start MPS; numbers then say "
+                 "nothing about NVLink)");
     app.add_option("--wait-timeout", o.waitTimeout, "Device-side wait limit in seconds")->capture_default_str();
     app.add_flag("--skip-gpu-initiated", o.skipGpu, "Only the CPU-orchestrated measurements");
     app.add_flag("--skip-cpu-orchestrated", o.skipCpu, "Only the GPU-initiated measurements");

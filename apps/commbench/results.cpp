@@ -45,12 +45,15 @@ Measurement newMeasurement(std::string driver, std::string benchmark, std::strin
 }
 
 std::string formatBytes(std::size_t bytes) {
-    if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0) return fmt::format("{} MiB", bytes >> 20);
+    if (bytes >= (std::size_t{1} << 20) && bytes % (std::size_t{1} << 20) == 0)
+        return fmt::format("{} MiB", bytes >> 20);
     if (bytes >= 1024 && bytes % 1024 == 0) return fmt::format("{} KiB", bytes >> 10);
     return fmt::format("{} B", bytes);
 }
 
-std::string csvHeader() { return "benchmark,variant,driver,bytes,unit,metric,median,min,max,p25,p75,samples,iterations,skipped"; }
+std::string csvHeader() {
+    return "benchmark,variant,driver,bytes,unit,metric,median,min,max,p25,p75,samples,iterations,skipped";
+}
 
 std::string csvLine(const Measurement& m) {
     const Summary s = summarize(m.samples);
@@ -61,15 +64,25 @@ std::string csvLine(const Measurement& m) {
 
 nlohmann::json toJson(const Measurement& m) {
     const Summary s = summarize(m.samples);
-    return {{"benchmark", m.benchmark}, {"variant", m.variant}, {"driver", m.driver},   {"bytes", m.bytes},
-            {"unit", m.unit},           {"metric", m.metric},   {"median", s.median},   {"min", s.min},
-            {"max", s.max},             {"p25", s.p25},         {"p75", s.p75},         {"samples", m.samples},
-            {"iterations", m.iterations}, {"skipped", m.skipped}};
+    return {{"benchmark", m.benchmark},
+            {"variant", m.variant},
+            {"driver", m.driver},
+            {"bytes", m.bytes},
+            {"unit", m.unit},
+            {"metric", m.metric},
+            {"median", s.median},
+            {"min", s.min},
+            {"max", s.max},
+            {"p25", s.p25},
+            {"p75", s.p75},
+            {"samples", m.samples},
+            {"iterations", m.iterations},
+            {"skipped", m.skipped}};
 }
 
 std::string tableHeader() {
-    return fmt::format("{:<24} {:<16} {:<4} {:>9} {:>11} {:>11} {:>11} {:>7}  {}", "benchmark", "variant", "by",
-                       "size", "median", "min", "max", "unit", "metric");
+    return fmt::format("{:<24} {:<16} {:<4} {:>9} {:>11} {:>11} {:>11} {:>7}  {}", "benchmark", "variant", "by", "size",
+                       "median", "min", "max", "unit", "metric");
 }
 
 std::string tableLine(const Measurement& m) {

@@ -19,11 +19,11 @@ struct Measurement {
     std::string variant;    // e.g. "block"
     std::string driver;     // "gpu" (GPU-initiated) or "cpu" (CPU-orchestrated)
     std::size_t bytes = 0;
-    std::string unit;       // "us", "GB/s", "Mmsg/s"
-    std::string metric;     // what a sample is, e.g. "half round trip"
-    int iterations = 0;     // inner iterations per sample
+    std::string unit;    // "us", "GB/s", "Mmsg/s"
+    std::string metric;  // what a sample is, e.g. "half round trip"
+    int iterations = 0;  // inner iterations per sample
     std::vector<double> samples;
-    std::string skipped;    // non-empty: why it did not run
+    std::string skipped;  // non-empty: why it did not run
 };
 
 // A measurement with no samples yet.

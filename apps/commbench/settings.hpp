@@ -6,11 +6,11 @@
 namespace haloex::commbench {
 
 struct BenchSettings {
-    int repetitions = 15;        // samples per measurement (median and spread over them)
+    int repetitions = 15;          // samples per measurement (median and spread over them)
     int latencyIterations = 1000;  // round trips (or puts) per latency sample
     double waitTimeoutSeconds = 10.0;
     std::vector<std::size_t> latencySizes{8, 1024};
-    std::vector<std::size_t> bandwidthSizes;  // 8 B .. 64 MiB
+    std::vector<std::size_t> bandwidthSizes;                       // 8 B .. 64 MiB
     std::size_t bandwidthBytesPerSample = std::size_t{256} << 20;  // sets the iterations per size
     std::vector<int> messageRateWarps{1, 4, 16, 32};
     std::vector<int> messageRateBatches{1, 32};

@@ -213,8 +213,8 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
                     fmt::print(stderr,
                                "rank {}: step {}: {} coordinate errors, {} force errors, {} uncleared halo forces "
                                "(first on this rank: slot {} at step {})\n",
-                               world.rank(), step, total.coordinateErrors, total.forceErrors,
-                               total.haloForceNotCleared, total.firstBadSlot, total.firstBadStep);
+                               world.rank(), step, total.coordinateErrors, total.forceErrors, total.haloForceNotCleared,
+                               total.firstBadSlot, total.firstBadStep);
                     world.barrier();
                     if (world.rank() == 0) {
                         fmt::print("FAILED: {} {} on {} after {} steps: {} coordinate, {} force, {} clearing errors\n",
@@ -331,11 +331,11 @@ void printTimes(const Options& o, const char* how, const ExchangeTimes& t, trans
     world.allReduce(std::span<std::int64_t>(halo.data(), halo.size()), runtime::ReduceOp::Max);
     if (world.rank() == 0) {
         fmt::print("TIMING ({}): {} ({}) {} atoms on {} ranks, grid {}, {} pulse(s), up to {} halo atoms ({} "
-                    "bytes of coordinates) per rank, {} exchanges: forward {:.2f} us (p10 {:.2f}, p90 {:.2f}), "
-                    "reverse {:.2f} us (p10 {:.2f}, p90 {:.2f}); slowest rank\n",
-                    how, o.transport, variantName(o), o.atoms, world.size(), o.grid, halo[1], halo[0],
-                    halo[0] * static_cast<std::int64_t>(sizeof(Vec3f)), t.forward.size(), stats[0], stats[1],
-                    stats[2], stats[3], stats[4], stats[5]);
+                   "bytes of coordinates) per rank, {} exchanges: forward {:.2f} us (p10 {:.2f}, p90 {:.2f}), "
+                   "reverse {:.2f} us (p10 {:.2f}, p90 {:.2f}); slowest rank\n",
+                   how, o.transport, variantName(o), o.atoms, world.size(), o.grid, halo[1], halo[0],
+                   halo[0] * static_cast<std::int64_t>(sizeof(Vec3f)), t.forward.size(), stats[0], stats[1], stats[2],
+                   stats[3], stats[4], stats[5]);
     }
 }
 
@@ -348,9 +348,8 @@ void timeExchanges(const Options& o, transport::ParticleTransport& transport, co
     printTimes(o, "stream", timeFromStream(transport, box, o.timeExchanges, stream), transport, world);
     if (transport.graphCapturable()) {
         printTimes(o, "graph", timeFromGraph(&transport, box, o.timeExchanges, stream), transport, world);
-        printTimes(o, "graph, empty kernel instead of each exchange", timeFromGraph(nullptr, box, o.timeExchanges,
-                                                                                    stream),
-                   transport, world);
+        printTimes(o, "graph, empty kernel instead of each exchange",
+                   timeFromGraph(nullptr, box, o.timeExchanges, stream), transport, world);
     } else if (world.rank() == 0) {
         fmt::print("TIMING (graph): skipped, {} cannot be captured in a CUDA graph\n", o.transport);
     }
@@ -375,8 +374,7 @@ int main(int argc, char** argv) {
         ->capture_default_str();
     app.add_option("--rlist", o.rlist, "Halo distance (nm)")->capture_default_str();
     app.add_option("--steps", o.steps, "Exchanges (forward + reverse) to run")->capture_default_str();
-    app.add_option("--repartition-every", o.repartitionEvery, "Steps between repartitionings")
-        ->capture_default_str();
+    app.add_option("--repartition-every", o.repartitionEvery, "Steps between repartitionings")->capture_default_str();
     app.add_option("--check-every", o.checkEvery, "Steps between reading the device-side error counters")
         ->capture_default_str();
     app.add_flag("--allow-shared-gpus", o.allowSharedGpus, "Allow several ranks per GPU (start MPS)");

@@ -72,8 +72,7 @@ void setHomePositions(Vec3f* x, const Vec3f* base, const SlotInfo* slots, int nu
 void checkHaloAndFillForces(const Vec3f* x, Vec3f* f, const Vec3f* baseByGlobalId, const SlotInfo* slots, int numHome,
                             int numLocal, long long step, StepCheck* check, cudaStream_t stream) {
     if (numLocal == 0) return;
-    checkHaloKernel<<<blocks(numLocal), 256, 0, stream>>>(x, f, baseByGlobalId, slots, numHome, numLocal, step,
-                                                          check);
+    checkHaloKernel<<<blocks(numLocal), 256, 0, stream>>>(x, f, baseByGlobalId, slots, numHome, numLocal, step, check);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

@@ -100,8 +100,10 @@ ProblemSpec makeSpec(const Options& o, int ranks) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("--nvshmem-path '{}': the Jacobi kernel supports auto, direct and put", o.nvshmemPath));
     }
-    if (o.maxBlocks < 0) throwError(ErrorKind::InvalidInput, fmt::format("--max-blocks {}: use 0 or more", o.maxBlocks));
-    if (o.tileCells < 0) throwError(ErrorKind::InvalidInput, fmt::format("--tile-cells {}: use 0 or more", o.tileCells));
+    if (o.maxBlocks < 0)
+        throwError(ErrorKind::InvalidInput, fmt::format("--max-blocks {}: use 0 or more", o.maxBlocks));
+    if (o.tileCells < 0)
+        throwError(ErrorKind::InvalidInput, fmt::format("--tile-cells {}: use 0 or more", o.tileCells));
     if (o.perRank) {
         if (o.nx < 1 || o.ny < 1) {
             throwError(ErrorKind::InvalidInput,
@@ -121,7 +123,8 @@ ProblemSpec makeSpec(const Options& o, int ranks) {
         }
         const long long nx = static_cast<long long>(o.nx) * spec.px, ny = static_cast<long long>(o.ny) * spec.py;
         if (nx > std::numeric_limits<int>::max() || ny > std::numeric_limits<int>::max()) {
-            throwError(ErrorKind::InvalidInput, fmt::format("--per-rank: the grid of {} x {} cells is too large", nx, ny));
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("--per-rank: the grid of {} x {} cells is too large", nx, ny));
         }
         spec.nx = static_cast<int>(nx);
         spec.ny = static_cast<int>(ny);
@@ -131,7 +134,6 @@ ProblemSpec makeSpec(const Options& o, int ranks) {
     validate(spec, ranks);
     return spec;
 }
-
 
 int run(const Options& o, const ProblemSpec& spec, const std::vector<std::string>& names, runtime::MpiWorld& world) {
     const plan::GridHaloPlan plan = plan::buildGridPlan(gridSpec(spec), world.rank());
@@ -276,8 +278,9 @@ int main(int argc, char** argv) {
                    "Comma-separated list of staged, ipc, nccl, nvshmem, cpu, or all (every GPU transport built)")
         ->capture_default_str();
     app.add_option("--nvshmem-path", o.nvshmemPath, "nvshmem: auto, direct or put")->capture_default_str();
-    app.add_option("--max-blocks", o.maxBlocks, "nvshmem: at most this many blocks in the fused kernel (0: all that "
-                                                "fit)")
+    app.add_option("--max-blocks", o.maxBlocks,
+                   "nvshmem: at most this many blocks in the fused kernel (0: all that "
+                   "fit)")
         ->capture_default_str();
     app.add_option("--tile-cells", o.tileCells,
                    "nvshmem: interior cells per work item of the fused kernel, rounded up to a multiple of 256 "

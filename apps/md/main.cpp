@@ -59,7 +59,8 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
         ->capture_default_str();
     app.add_option("--temperature", o.temperature,
                    "Start temperature (the lattice start, and a --gro without velocities) and thermostat reference "
-                   "(K)")->capture_default_str();
+                   "(K)")
+        ->capture_default_str();
     app.add_flag("--gen-vel", o.generateVelocities,
                  "Draw Maxwell-Boltzmann velocities at --temperature for a --gro start even when it has velocities "
                  "(a .gro without velocities always gets them)");
@@ -80,12 +81,13 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
         "GPU dynamic pair-list pruning (GROMACS's rolling prune): every step re-prunes 1/N of the list to "
         "--rlist-inner, so each part's inner list lives N steps; 0: off; -1: auto (8 on GPUs, off on the CPU)");
     pruneParts->capture_default_str();
-    app.add_flag_callback("--no-prune", [&o] { o.pruneParts = 0; }, "Same as --prune-parts 0")->excludes(pruneParts);
+    app.add_flag_callback(
+           "--no-prune", [&o] { o.pruneParts = 0; }, "Same as --prune-parts 0")
+        ->excludes(pruneParts);
     app.add_option("--rlist-inner", o.rlistInner,
                    "Radius of the pruned inner list (nm, between --rc and --rlist); 0: the smallest whose estimated "
                    "drift over --prune-parts steps is within --buffer-tolerance");
-    app.add_option("--thermostat", o.thermostat, "none or v-rescale (coupled on energy steps)")
-        ->capture_default_str();
+    app.add_option("--thermostat", o.thermostat, "none or v-rescale (coupled on energy steps)")->capture_default_str();
     app.add_option("--tau-t", o.tauT, "Thermostat coupling time (ps)")->capture_default_str();
     app.add_option("--grid", o.grid, "Rank grid NXxNYxNZ, or auto (smallest halo volume)")->capture_default_str();
     app.add_option("--ranks", o.virtualRanks,
@@ -168,8 +170,8 @@ bool wantGpu(const md::MdOptions& o) {
     return gpus > 0;
 }
 
-std::unique_ptr<transport::ParticleTransport> makeTransportFor(const md::MdOptions& o, runtime::World& world,
-                                                               bool gpu, std::string& reason) {
+std::unique_ptr<transport::ParticleTransport> makeTransportFor(const md::MdOptions& o, runtime::World& world, bool gpu,
+                                                               std::string& reason) {
     std::string name = o.transport;
     reason = "set by --transport";
     if (world.kind() == "threads") {
@@ -271,15 +273,15 @@ int report(const md::RunSummary& summary, const md::MdOptions& o) {
         fmt::print("Wrote {}\n", o.jsonFile);
     }
     if (stop.stopped()) {
-        const std::string why = stop.reason == "maxh" ? fmt::format("--maxh {} (0.99 of it passed)", o.maxHours)
-                                                      : stop.reason;
-        const std::string checkpoint =
-            o.checkpointFile.empty() ? std::string("no --cpt was given, so no checkpoint was written")
-                                     : fmt::format("checkpoint {} written at step {}; continue with --restart {}",
-                                                   o.checkpointFile, stop.step, o.checkpointFile);
+        const std::string why =
+            stop.reason == "maxh" ? fmt::format("--maxh {} (0.99 of it passed)", o.maxHours) : stop.reason;
+        const std::string checkpoint = o.checkpointFile.empty()
+                                           ? std::string("no --cpt was given, so no checkpoint was written")
+                                           : fmt::format("checkpoint {} written at step {}; continue with --restart {}",
+                                                         o.checkpointFile, stop.step, o.checkpointFile);
         fmt::print("Stopped by {} at step {} ({}), after {} of {} steps; {}. Exit status {}.\n", why, stop.step,
-                   stop.searchStep ? "a search step" : "a step between searches", summary.steps,
-                   summary.requestedSteps, checkpoint, stop.exitStatus);
+                   stop.searchStep ? "a search step" : "a step between searches", summary.steps, summary.requestedSteps,
+                   checkpoint, stop.exitStatus);
         std::fflush(stdout);
     }
     return stop.exitStatus;
@@ -362,9 +364,8 @@ int main(int argc, char** argv) {
     }
     // A restart adopts the checkpoint's settings except those given here.
     // And whether --steps was given (--steps 0 is a single-point evaluation, no --steps the default).
-    for (const char* name :
-         {"rc", "rlist", "nstlist", "dt", "seed", "temperature", "thermostat", "tau-t", "steps", "traj-every",
-          "thermo-every"}) {
+    for (const char* name : {"rc", "rlist", "nstlist", "dt", "seed", "temperature", "thermostat", "tau-t", "steps",
+                             "traj-every", "thermo-every"}) {
         if (app.count(std::string("--") + name) > 0) options.explicitOptions.emplace_back(name);
     }
     try {

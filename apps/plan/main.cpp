@@ -91,8 +91,7 @@ void printPlan(const PlanOptions& o, const plan::Decomposition& dd, const plan::
         const Stats send = statsOver(plans, [id](const auto& p) { return p.pulses[id].sendCount(); });
         const Stats dep = statsOver(plans, [id](const auto& p) { return p.pulses[id].numDependent(); });
         std::set<int> waits;  // over every rank: an edge rank may have nothing to forward
-        for (const auto& p : plans)
-            waits.insert(p.pulses[id].waitsForward.begin(), p.pulses[id].waitsForward.end());
+        for (const auto& p : plans) waits.insert(p.pulses[id].waitsForward.begin(), p.pulses[id].waitsForward.end());
         std::cout << fmt::format(
             "{}\n  {{\"id\": {}, \"dim\": {}, \"stage\": {}, \"send_max\": {}, \"send_mean\": {:.1f}, "
             "\"dependent_max\": {}, \"dependent_mean\": {:.1f}, \"waits_forward\": {}}}",

@@ -27,8 +27,7 @@ int main() {
     const auto plans = plan::buildParticlePlansInProcess(dd, home);
     int halo = 0;
     for (const auto& p : plans.plans) {
-        std::printf("rank %d: %d home, %d halo atoms in %zu pulses\n", p.rank, p.numHome, p.numHalo(),
-                    p.pulses.size());
+        std::printf("rank %d: %d home, %d halo atoms in %zu pulses\n", p.rank, p.numHome, p.numHalo(), p.pulses.size());
         halo += p.numHalo();
     }
     return halo > 0 ? 0 : 1;

@@ -16,8 +16,8 @@ int main() {
     try {
         transport::makeNvshmemTransport(runtime::singleRankWorld(), options);
     } catch (const Error& e) {
-        const bool expected = e.kind() == ErrorKind::InvalidInput &&
-                              std::string(e.what()).find("device memory") != std::string::npos;
+        const bool expected =
+            e.kind() == ErrorKind::InvalidInput && std::string(e.what()).find("device memory") != std::string::npos;
         std::printf("nvshmem transport linked; host memory %s: %s\n", expected ? "refused as expected" : "FAILED",
                     e.what());
         return expected ? 0 : 1;

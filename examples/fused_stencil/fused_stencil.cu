@@ -82,8 +82,8 @@ struct StepArgs {
     const double* uOld;  // this rank's rows of the previous step
     double* uNew;
     int nx, rows;
-    std::uint64_t generation;     // the generation this step produces (step t: t + 1)
-    std::uint64_t withholdFrom;   // >0: from this generation on, do not signal
+    std::uint64_t generation;    // the generation this step produces (step t: t + 1)
+    std::uint64_t withholdFrom;  // >0: from this generation on, do not signal
 };
 
 __device__ void signalIfAllowed(const haloex::DeviceHaloView& view, int link, const StepArgs& a) {
@@ -173,9 +173,9 @@ enum class Outcome { Matched, Differs, Skipped };
 Outcome runRank(haloex::runtime::World& world, const Settings& s) {
     const int ranks = world.size(), rank = world.rank();
     if (s.ny % ranks != 0) {
-        haloex::throwError(haloex::ErrorKind::InvalidInput,
-                           "--ny " + std::to_string(s.ny) + " is not divisible by the " + std::to_string(ranks) +
-                               " ranks (each rank owns ny / ranks whole rows)");
+        haloex::throwError(haloex::ErrorKind::InvalidInput, "--ny " + std::to_string(s.ny) +
+                                                                " is not divisible by the " + std::to_string(ranks) +
+                                                                " ranks (each rank owns ny / ranks whole rows)");
     }
     haloex::cuda::selectDevice(world, /*allowSharedGpus=*/true);
     const haloex::Backend backend = haloex::parseBackend(s.backend);
@@ -203,16 +203,15 @@ Outcome runRank(haloex::runtime::World& world, const Settings& s) {
     // Loaded now, for the same reason (lazy loading may synchronise the context).
     haloex::device::loadKernelNow(publishInitialRows);
     haloex::device::loadKernelNow(jacobiStep);
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(u[0].data(), field.data(), cells * sizeof(double), cudaMemcpyHostToDevice,
-                                      stream.get()));
+    HALOEX_CUDA_CHECK(
+        cudaMemcpyAsync(u[0].data(), field.data(), cells * sizeof(double), cudaMemcpyHostToDevice, stream.get()));
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
 
     haloex::DeviceHaloOptions options;
     options.waitTimeoutSeconds = s.waitTimeout;
     options.abortJobOnTimeout = world.kind() == "mpi";  // threads: reported through throwIfTimedOut
     options.what = "the fused stencil's halo";
-    haloex::DeviceHalo halo(world, backend,
-                            {{below, kTagUpwards, rowBytes, 2}, {above, kTagDownwards, rowBytes, 2}},
+    haloex::DeviceHalo halo(world, backend, {{below, kTagUpwards, rowBytes, 2}, {above, kTagDownwards, rowBytes, 2}},
                             {{above, kTagUpwards}, {below, kTagDownwards}}, options);
     const haloex::DeviceHaloView view = halo.view();
     if (rank == 0) {
@@ -226,8 +225,8 @@ Outcome runRank(haloex::runtime::World& world, const Settings& s) {
     publishInitialRows<<<1, kThreads, 0, stream.get()>>>(view, u[0].data(), s.nx, rows);
     HALOEX_CUDA_CHECK_LAUNCH();
     for (int t = 1; t <= s.steps; ++t) {
-        const StepArgs args{u[(t - 1) & 1].data(), u[t & 1].data(), s.nx, rows, static_cast<std::uint64_t>(t) + 1,
-                            withhold};
+        const StepArgs args{
+            u[(t - 1) & 1].data(), u[t & 1].data(), s.nx, rows, static_cast<std::uint64_t>(t) + 1, withhold};
         jacobiStep<<<blocks, kThreads, 0, stream.get()>>>(view, args);
         HALOEX_CUDA_CHECK_LAUNCH();
     }

@@ -159,8 +159,8 @@ int main(int argc, char** argv) try {
     spec.grid = settings.grid.empty() ? haloex::plan::chooseRankGrid(settings.ranks, spec.box, spec.rc, spec.rlist)
                                       : haloex::plan::parseRankGrid(settings.grid);
     if (spec.grid.size() != settings.ranks) {
-        haloex::throwError(haloex::ErrorKind::InvalidInput,
-                           "--grid " + settings.grid + " does not have --ranks " + std::to_string(settings.ranks) + " cells");
+        haloex::throwError(haloex::ErrorKind::InvalidInput, "--grid " + settings.grid + " does not have --ranks " +
+                                                                std::to_string(settings.ranks) + " cells");
     }
     const haloex::plan::Decomposition decomposition(spec);
     std::vector<Vec3d> all;
@@ -183,8 +183,8 @@ int main(int argc, char** argv) try {
         const auto& plan = built.plan;
 
         haloex::transport::TransportOptions options;
-        options.memorySpace = settings.memory == "device" ? haloex::transport::MemorySpace::Device
-                                                          : haloex::transport::MemorySpace::Host;
+        options.memorySpace =
+            settings.memory == "device" ? haloex::transport::MemorySpace::Device : haloex::transport::MemorySpace::Host;
         options.allowSharedGpus = true;  // thread ranks share the process's GPU
         auto transport = haloex::makeTransport(backend, world, options);
         transport->setPlan(plan);
@@ -206,7 +206,8 @@ int main(int argc, char** argv) try {
             }
             world.allReduce(packed, haloex::runtime::ReduceOp::Sum);
             std::vector<Vec3d> positions(all.size());
-            for (std::size_t g = 0; g < all.size(); ++g) positions[g] = {packed[6 * g], packed[6 * g + 1], packed[6 * g + 2]};
+            for (std::size_t g = 0; g < all.size(); ++g)
+                positions[g] = {packed[6 * g], packed[6 * g + 1], packed[6 * g + 2]};
             const auto direct = directForces(positions, spec.box.length);
             for (std::size_t g = 0; g < all.size(); ++g) {
                 for (int d = 0; d < 3; ++d) {
@@ -221,7 +222,7 @@ int main(int argc, char** argv) try {
             computeForces(x, f, plan, decomposition);   // the user's own kernel
             arrays.scatterAddForces(halo, f);           // ghost forces home, added
             if (step == 0 || step == settings.steps - 1) checkForces();
-            for (int i = 0; i < plan.numHome; ++i) {    // the user's own integrator
+            for (int i = 0; i < plan.numHome; ++i) {  // the user's own integrator
                 v[i] += f[i] * kTimeStep;
                 x[i] += v[i] * kTimeStep;
             }

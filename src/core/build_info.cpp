@@ -18,8 +18,7 @@ std::string buildDescription(const std::string& program) {
                        "NVSHMEM: {}\n"
                        "H5MD:    {}",
                        program, HALOEX_VERSION, gitCommit(), HALOEX_BUILD_TYPE, HALOEX_BUILD_COMPILER,
-                       HALOEX_BUILD_CUDA, HALOEX_BUILD_MPI, HALOEX_BUILD_NCCL, HALOEX_BUILD_NVSHMEM,
-                       HALOEX_BUILD_H5MD);
+                       HALOEX_BUILD_CUDA, HALOEX_BUILD_MPI, HALOEX_BUILD_NCCL, HALOEX_BUILD_NVSHMEM, HALOEX_BUILD_H5MD);
 }
 
 std::string hostName() {

@@ -180,21 +180,21 @@ void AtomicFileWriter::commit() {
     HALOEX_ASSERT(fd_ >= 0 && !committed_, "commit after commit or after a failure");
     try {
         if (::fsync(fd_) != 0) {
-            throwError(ErrorKind::Io, fmt::format("{} {}: cannot sync '{}' to disk: {}", what_, path_, tmpPath_,
-                                                  systemError(errno)));
+            throwError(ErrorKind::Io,
+                       fmt::format("{} {}: cannot sync '{}' to disk: {}", what_, path_, tmpPath_, systemError(errno)));
         }
         const int rc = ::close(fd_);
         fd_ = -1;
         if (rc != 0) {
-            throwError(ErrorKind::Io, fmt::format("{} {}: cannot close '{}': {}", what_, path_, tmpPath_,
-                                                  systemError(errno)));
+            throwError(ErrorKind::Io,
+                       fmt::format("{} {}: cannot close '{}': {}", what_, path_, tmpPath_, systemError(errno)));
         }
         // Again just before the rename: the target may have changed meanwhile.
         struct stat st {};
         checkReplaceable(what_, path_, st);
         if (::rename(tmpPath_.c_str(), path_.c_str()) != 0) {
-            throwError(ErrorKind::Io, fmt::format("{} {}: cannot rename '{}' to it: {}", what_, path_, tmpPath_,
-                                                  systemError(errno)));
+            throwError(ErrorKind::Io,
+                       fmt::format("{} {}: cannot rename '{}' to it: {}", what_, path_, tmpPath_, systemError(errno)));
         }
     } catch (...) {
         discard();
@@ -269,8 +269,8 @@ std::uint64_t RecordFile::size() const {
 void RecordFile::truncate(std::uint64_t length) {
     HALOEX_ASSERT(length <= size(), "RecordFile::truncate only cuts a file back");
     if (::ftruncate(fd_, static_cast<off_t>(length)) != 0) {
-        throwError(ErrorKind::Io, fmt::format("{} {}: cannot truncate to {} bytes: {}", what_, path_, length,
-                                              systemError(errno)));
+        throwError(ErrorKind::Io,
+                   fmt::format("{} {}: cannot truncate to {} bytes: {}", what_, path_, length, systemError(errno)));
     }
 }
 
@@ -320,8 +320,8 @@ void requireWritableOutputDirectory(const std::string& what, const std::string& 
     while (::stat(existing.c_str(), &st) != 0) {
         // ENOTDIR: a file on the way up, reported below as not a directory.
         if (errno != ENOENT && errno != ENOTDIR) {
-            throwError(ErrorKind::Io, fmt::format("{} {}: cannot use '{}': {}", what, dir, existing.string(),
-                                                  systemError(errno)));
+            throwError(ErrorKind::Io,
+                       fmt::format("{} {}: cannot use '{}': {}", what, dir, existing.string(), systemError(errno)));
         }
         const fs::path parent = existing.parent_path();
         existing = parent.empty() || parent == existing ? fs::path(".") : parent;

@@ -45,8 +45,8 @@ CollectiveMemory collectiveMemoryFor(Backend backend, transport::MemorySpace spa
                    "collective memory for the Auto backend: resolve it first (resolveAuto, or ask the transport made)");
     }
     if (const std::string why = unavailableReason(backend); !why.empty()) {
-        throwError(ErrorKind::InvalidInput,
-                   fmt::format("collective memory for the {} backend: it is not available: {}", toString(backend), why));
+        throwError(ErrorKind::InvalidInput, fmt::format("collective memory for the {} backend: it is not available: {}",
+                                                        toString(backend), why));
     }
     if (backend == Backend::NcclDevice) {
         throwError(ErrorKind::InvalidInput,
@@ -70,7 +70,7 @@ CollectiveMemory collectiveMemoryFor(const transport::ParticleTransport& transpo
     if (!backend) {
         // A transport from outside the registry: its memory space decides.
         return transport.memorySpace() == transport::MemorySpace::Host ? CollectiveMemory::Host
-                                                                        : CollectiveMemory::Device;
+                                                                       : CollectiveMemory::Device;
     }
     return collectiveMemoryFor(*backend, transport.memorySpace());
 }
@@ -93,8 +93,8 @@ CollectiveBytes::CollectiveBytes(runtime::World& world, CollectiveMemory memory,
     if (memory == CollectiveMemory::NvshmemSymmetric && !HALOEX_COLLECTIVE_WITH_NVSHMEM) missing = "NVSHMEM";
     if (missing) {
         throwError(ErrorKind::InvalidInput,
-                   fmt::format("{}: {} memory was asked for, but this build has no {} (see unavailableReason())",
-                               what_, memory == CollectiveMemory::Device ? "device" : "NVSHMEM symmetric", missing));
+                   fmt::format("{}: {} memory was asked for, but this build has no {} (see unavailableReason())", what_,
+                               memory == CollectiveMemory::Device ? "device" : "NVSHMEM symmetric", missing));
     }
 }
 

@@ -190,8 +190,8 @@ DeviceHalo::DeviceHalo(runtime::World& world, Backend backend, const std::vector
     view_.rank = world.rank();
     view_.timeoutNs = static_cast<std::uint64_t>(waitSeconds(options.waitTimeoutSeconds) * 1e9);
 #if !HALOEX_DEVICE_HALO_WITH_CUDA
-    throwError(ErrorKind::InvalidInput, fmt::format("{}: the device halo view needs a CUDA build (this one has none)",
-                                                    st.what));
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("{}: the device halo view needs a CUDA build (this one has none)", st.what));
 #else
 
     st.memory = allocatePeerMemory(backend, world, offset, st.what);
@@ -245,16 +245,16 @@ DeviceHalo::DeviceHalo(runtime::World& world, Backend backend, const std::vector
             v.slots = target->slots;
             v.peer = s.peer;
             v.tag = s.tag;
-            st.notes.push_back(fmt::format("send link {}: to rank {}, tag {}, {} slot(s) of {} bytes, direct stores",
-                                           i, s.peer, s.tag, target->slots, target->slotBytes));
+            st.notes.push_back(fmt::format("send link {}: to rank {}, tag {}, {} slot(s) of {} bytes, direct stores", i,
+                                           s.peer, s.tag, target->slots, target->slotBytes));
         }
     } catch (...) {
         mapping = std::current_exception();
     }
     if (world.allReduceValue<std::int64_t>(mapping ? 1 : 0, runtime::ReduceOp::Max) != 0) {
         if (mapping) std::rethrow_exception(mapping);
-        throwError(ErrorKind::Runtime, fmt::format("{}: another rank could not map its peers' windows (see its error)",
-                                                   st.what));
+        throwError(ErrorKind::Runtime,
+                   fmt::format("{}: another rank could not map its peers' windows (see its error)", st.what));
     }
     st.notes.push_back(st.memory->describe());
 
@@ -295,8 +295,8 @@ DeviceHalo::~DeviceHalo() {
 
 void* DeviceHalo::recvWindow(int link) const {
     if (link < 0 || link >= view_.numRecvs) {
-        throwError(ErrorKind::InvalidInput, fmt::format("{}: receive link {} of {}", state_->what, link,
-                                                        view_.numRecvs));
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{}: receive link {} of {}", state_->what, link, view_.numRecvs));
     }
     return const_cast<void*>(view_.recvs[link].window);
 }

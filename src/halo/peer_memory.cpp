@@ -80,8 +80,8 @@ bool hasPeerMemory(Backend backend) {
 std::unique_ptr<PeerMemory> allocatePeerMemory(Backend backend, runtime::World& world, std::size_t bytes,
                                                const std::string& what) {
     if (const std::string why = unavailableReason(backend); !why.empty()) {
-        throwError(ErrorKind::InvalidInput, fmt::format("{}: the {} backend is not available: {}", what,
-                                                        toString(backend), why));
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{}: the {} backend is not available: {}", what, toString(backend), why));
     }
     switch (backend) {
 #if HALOEX_PEER_MEMORY_WITH_IPC

@@ -131,9 +131,7 @@ class DeviceMaps {};
 #endif
 
 PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<plan::Pulse> pulses, int numLocal)
-    : transport_(transport),
-      pulses_(std::move(pulses)),
-      numLocal_(numLocal),
+    : transport_(transport), pulses_(std::move(pulses)), numLocal_(numLocal),
       device_(transport.memorySpace() == transport::MemorySpace::Device) {
     for (const plan::Pulse& p : pulses_) {
         maxElementsPerPulse_ = std::max({maxElementsPerPulse_, sendElements(p), recvElements(p)});
@@ -145,9 +143,8 @@ PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<pl
                                    transport_.name(), p.id));
         }
         if (!contiguous(p) && p.recvIndices.size() != static_cast<std::size_t>(p.recvCount)) {
-            throwError(ErrorKind::InvalidInput,
-                       fmt::format("pulse {}: {} receive indices for {} received elements", p.id, p.recvIndices.size(),
-                                   p.recvCount));
+            throwError(ErrorKind::InvalidInput, fmt::format("pulse {}: {} receive indices for {} received elements",
+                                                            p.id, p.recvIndices.size(), p.recvCount));
         }
     }
     if (device_) {
@@ -218,9 +215,10 @@ void PulseEngine::gatherHost(std::byte* array, const ElementLayout& layout, cons
             }
         }
         const std::size_t recvCount = recvElements(pulse);
-        std::byte* recv = contiguous(pulse) ? array + static_cast<std::size_t>(pulse.recvOffset) * eb : hostRecv_.data();
-        transport_.exchangeBlock(hostSend_.data(), sendCount * eb, pulse.sendRank, recv, recvCount * eb,
-                                 pulse.recvRank, nullptr);
+        std::byte* recv =
+            contiguous(pulse) ? array + static_cast<std::size_t>(pulse.recvOffset) * eb : hostRecv_.data();
+        transport_.exchangeBlock(hostSend_.data(), sendCount * eb, pulse.sendRank, recv, recvCount * eb, pulse.recvRank,
+                                 nullptr);
         if (!contiguous(pulse)) {
             for (std::size_t i = 0; i < recvCount; ++i) {
                 std::memcpy(array + static_cast<std::size_t>(pulse.recvIndices[i]) * eb, hostRecv_.data() + i * eb, eb);
@@ -294,7 +292,8 @@ void PulseEngine::gatherDevice(std::byte* array, const ElementLayout& layout, co
     }
 }
 
-void PulseEngine::scatterAddDevice(std::byte* array, const ElementLayout& layout, transport::StreamHandle streamHandle) {
+void PulseEngine::scatterAddDevice(std::byte* array, const ElementLayout& layout,
+                                   transport::StreamHandle streamHandle) {
     const auto stream = static_cast<cudaStream_t>(streamHandle);
     const std::size_t eb = layout.bytes;
     reserveScratch(maxElementsPerPulse_ * eb, streamHandle);

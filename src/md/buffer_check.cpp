@@ -22,8 +22,8 @@ double distance2(const Vec3d& a, const Vec3d& b, const plan::Box& box) {
 
 // The pairs within rc at `now` for which isMissed(i, j) holds, with their energies.
 template <class Missed>
-MissedPairs countMissedWithinCutoff(std::span<const Vec3d> now, std::span<const double> charges,
-                                    const plan::Box& box, const ForceField& ff, Missed isMissed) {
+MissedPairs countMissedWithinCutoff(std::span<const Vec3d> now, std::span<const double> charges, const plan::Box& box,
+                                    const ForceField& ff, Missed isMissed) {
     const int n = static_cast<int>(now.size());
     // Cell list over the current positions with cells of at least rc.
     int cells[3];
@@ -54,8 +54,9 @@ MissedPairs countMissedWithinCutoff(std::span<const Vec3d> now, std::span<const 
         for (int dz = -1; dz <= 1; ++dz)
             for (int dy = -1; dy <= 1; ++dy)
                 for (int dx = -1; dx <= 1; ++dx) {
-                    const int c = (bx + dx + cells[0]) % cells[0] +
-                                  cells[0] * ((by + dy + cells[1]) % cells[1] + cells[1] * ((bz + dz + cells[2]) % cells[2]));
+                    const int c =
+                        (bx + dx + cells[0]) % cells[0] +
+                        cells[0] * ((by + dy + cells[1]) % cells[1] + cells[1] * ((bz + dz + cells[2]) % cells[2]));
                     if (std::find(visited.begin(), visited.end(), c) != visited.end()) continue;
                     visited.push_back(c);
                     for (int j : bins[c]) {

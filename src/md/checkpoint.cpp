@@ -31,7 +31,7 @@ constexpr std::size_t kHeaderBytes = 176;    // format 2: and the output section
 // Bounds an output section may have (a few outputs with their paths).
 constexpr std::size_t kMaxOutputSectionBytes = std::size_t{1} << 20;
 constexpr std::size_t kMaxOutputs = 64;
-constexpr std::size_t kAtomBytes = 64;      // id, type, zero, x[3], v[3]
+constexpr std::size_t kAtomBytes = 64;  // id, type, zero, x[3], v[3]
 constexpr std::size_t kChecksumBytes = 8;
 constexpr std::size_t kIoBlockBytes = std::size_t{1} << 20;
 
@@ -293,8 +293,8 @@ void readExactly(int fd, std::byte* data, std::size_t size, const std::string& p
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) throwError(ErrorKind::Io, fmt::format("cannot read checkpoint '{}': {}", path, systemError()));
         if (n == 0) {
-            refuse(path, fmt::format("truncated while reading (expected {} bytes): was it replaced meanwhile?",
-                                     expected));
+            refuse(path,
+                   fmt::format("truncated while reading (expected {} bytes): was it replaced meanwhile?", expected));
         }
         got += static_cast<std::size_t>(n);
     }
@@ -307,7 +307,8 @@ std::vector<OutputPosition> decodeOutputs(std::span<const std::byte> section, co
                                           std::uint32_t version, std::int64_t* thermoEvery) {
     std::size_t offset = 0;
     const auto take = [&](std::size_t bytes, const char* what) {
-        if (bytes > section.size() - offset) refuse(path, fmt::format("corrupt output section ({} past its end)", what));
+        if (bytes > section.size() - offset)
+            refuse(path, fmt::format("corrupt output section ({} past its end)", what));
         const std::span<const std::byte> field = section.subspan(offset, bytes);
         offset += bytes;
         return field;
@@ -427,8 +428,8 @@ OpenCheckpoint openCheckpoint(const std::string& path) {
     }
     const std::size_t before = cp.header.size();  // every byte before the atoms
     const std::int64_t n = cp.data.atomCount;
-    const auto maxAtoms = static_cast<std::int64_t>((std::numeric_limits<std::int64_t>::max() - before -
-                                                     kChecksumBytes) / kAtomBytes);
+    const auto maxAtoms =
+        static_cast<std::int64_t>((std::numeric_limits<std::int64_t>::max() - before - kChecksumBytes) / kAtomBytes);
     if (n < 0 || n > maxAtoms) refuse(path, fmt::format("inconsistent atom count {} in the header", n));
     cp.expectedSize = before + static_cast<std::size_t>(n) * kAtomBytes + kChecksumBytes;
     if (size < cp.expectedSize) {
@@ -448,8 +449,8 @@ void requireConsistentAtoms(const std::string& path, const CheckpointData& d) {
     const System& s = d.system;
     for (int i = 0; i < s.size(); ++i) {
         if (s.types[i] != 0 && s.types[i] != 1) {
-            refuse(path, fmt::format("atom {} (global id {}) has type {} (expected 0 or 1)", i, s.globalIds[i],
-                                     s.types[i]));
+            refuse(path,
+                   fmt::format("atom {} (global id {}) has type {} (expected 0 or 1)", i, s.globalIds[i], s.types[i]));
         }
         if (s.globalIds[i] < 0 || (i > 0 && s.globalIds[i] <= s.globalIds[i - 1])) {
             refuse(path, fmt::format("atom {} has global id {} after {}: ids must be unique, non-negative and "

@@ -66,8 +66,8 @@ private:
         const bool blownUp = nonFiniteAtom_ >= 0;
         PairForces<float> pair;
         if (!blownUp) {
-            pair = computeForcesRank<float>(x, statics_.charges, statics_.zoneMasks, context_.box, context_.periodic,
-                                            ff);
+            pair =
+                computeForcesRank<float>(x, statics_.charges, statics_.zoneMasks, context_.box, context_.periodic, ff);
         }
         Vec3f* f = transport.forces();
         if (blownUp) {

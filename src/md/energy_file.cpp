@@ -5,15 +5,14 @@
 namespace haloex::md {
 
 std::string energyXvgHeader(std::int64_t atoms, double dt, std::int64_t every) {
-    std::string h = fmt::format(
-        "# haloex-md energies: {} atoms, dt {} ps, a row every {} steps\n"
-        "# Coulomb (SR) includes the reaction-field self term, as GROMACS reports it\n"
-        "@    title \"haloex-md energies\"\n"
-        "@    xaxis  label \"Time (ps)\"\n"
-        "@    yaxis  label \"(kJ/mol), (K), (bar)\"\n"
-        "@TYPE xy\n"
-        "@ legend on\n",
-        atoms, dt, every);
+    std::string h = fmt::format("# haloex-md energies: {} atoms, dt {} ps, a row every {} steps\n"
+                                "# Coulomb (SR) includes the reaction-field self term, as GROMACS reports it\n"
+                                "@    title \"haloex-md energies\"\n"
+                                "@    xaxis  label \"Time (ps)\"\n"
+                                "@    yaxis  label \"(kJ/mol), (K), (bar)\"\n"
+                                "@TYPE xy\n"
+                                "@ legend on\n",
+                                atoms, dt, every);
     int k = 0;
     for (const char* term : kEnergyTerms) h += fmt::format("@ s{} legend \"{}\"\n", k++, term);
     return h;

@@ -88,13 +88,15 @@ plan::RankGrid chooseGrid(const MdOptions& o, const plan::Box& box, int numRanks
             std::find(o.explicitOptions.begin(), o.explicitOptions.end(), "rlist") == o.explicitOptions.end();
         const double shortest = std::min({box.length[0], box.length[1], box.length[2]});
         if (e.kind() != ErrorKind::Plan || !automaticRlist || shortest > 2.0 * o.rlist) throw;
-        throwError(ErrorKind::InvalidInput,
-                   fmt::format("the pair-list radius rlist = {:.4g} nm, chosen for --dt {:g} ps and nstlist {} so "
-                               "that the estimated energy drift stays within --buffer-tolerance {:g} kJ/mol/ps per "
-                               "atom, is more than half the shortest box length ({:.4g} nm), so no rank grid of {} rank(s) fits: the "
-                               "pair-list buffer grows with the time step. Use a smaller --dt (this system runs at "
-                               "0.002 ps), a smaller --nstlist, or a larger system",
-                               o.rlist, o.dt, o.nstlist, o.bufferTolerance, shortest, numRanks));
+        throwError(
+            ErrorKind::InvalidInput,
+            fmt::format(
+                "the pair-list radius rlist = {:.4g} nm, chosen for --dt {:g} ps and nstlist {} so "
+                "that the estimated energy drift stays within --buffer-tolerance {:g} kJ/mol/ps per "
+                "atom, is more than half the shortest box length ({:.4g} nm), so no rank grid of {} rank(s) fits: the "
+                "pair-list buffer grows with the time step. Use a smaller --dt (this system runs at "
+                "0.002 ps), a smaller --nstlist, or a larger system",
+                o.rlist, o.dt, o.nstlist, o.bufferTolerance, shortest, numRanks));
     }
 }
 
@@ -120,10 +122,9 @@ void resolvePruning(MdOptions& o, bool onGpu) {
     if (o.pruneParts == 0 || o.rlistInner != 0.0) return;
     ForceField ff;
     ff.rc = o.rc;
-    o.rlistInner =
-        chooseRlistInner(ff, kNumberDensity, o.temperature, o.pruneParts, o.dt,
-                         o.bufferTolerance * kPruneToleranceFraction, o.rlist)
-            .rlist;
+    o.rlistInner = chooseRlistInner(ff, kNumberDensity, o.temperature, o.pruneParts, o.dt,
+                                    o.bufferTolerance * kPruneToleranceFraction, o.rlist)
+                       .rlist;
     // An inner list as large as the outer one would drop nothing: skip the
     // prune passes unless pruning was asked for explicitly.
     if (automatic && o.rlistInner >= o.rlist) {
@@ -214,8 +215,8 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     }
     resolvePruning(o, onGpu);
     if (o.thermoEvery == 0) {
-        o.thermoEvery = o.steps == kStepsUntilStopped ? kDefaultThermoEveryUntilStopped
-                                                      : std::max<std::int64_t>(1, o.steps / 10);
+        o.thermoEvery =
+            o.steps == kStepsUntilStopped ? kDefaultThermoEveryUntilStopped : std::max<std::int64_t>(1, o.steps / 10);
     }
     if (o.checkpointEvery > 0) {
         // Checkpoints at search steps restart bitwise-identically where forces are deterministic.
@@ -244,7 +245,7 @@ struct Engine::Impl {
     std::vector<AtomRecord> home;
     std::int64_t totalAtoms = 0;
     std::int64_t step = 0;
-    double thermostatEnergy = 0.0;  // energy removed by the thermostat so far
+    double thermostatEnergy = 0.0;    // energy removed by the thermostat so far
     double lastVelocityScale = 1.0;   // the thermostat's lambda at the last energy step
     double startVelocityScale = 1.0;  // a restart's lambda still to apply at its first step
     double maxTemperature = 0.0;      // K: beyond it the run is stopped as blown up
@@ -294,12 +295,12 @@ struct Engine::Impl {
         }
         runOnRoot(e.world_, [&] {
             const std::string source = !o.restartFile.empty() ? "--restart " + o.restartFile
-                                       : !o.groFile.empty()    ? "--gro " + o.groFile
-                                                               : std::string("the lattice start");
+                                       : !o.groFile.empty()   ? "--gro " + o.groFile
+                                                              : std::string("the lattice start");
             requireNoCloseContacts(system, o.minDistance, source, o.restartFile.empty() && !o.groFile.empty());
         });
-        maxTemperature = std::max(kMinTemperatureBound,
-                                  kTemperatureFactor * std::max(o.temperature, temperature(system, ff)));
+        maxTemperature =
+            std::max(kMinTemperatureBound, kTemperatureFactor * std::max(o.temperature, temperature(system, ff)));
         if (!o.writeGromacsDir.empty()) {
             runOnRoot(e.world_, [&] { writeGromacsInputs(o.writeGromacsDir, system, o, ff); });
         }
@@ -338,13 +339,13 @@ struct Engine::Impl {
         summary.rc = o.rc;
         summary.rlist = o.rlist;
         summary.nstlist = o.nstlist;
-        summary.estimatedBufferDrift = estimateBufferDrift(ff, totalAtoms / box.volume(), o.temperature, o.rlist,
-                                                           o.nstlist, o.dt);
+        summary.estimatedBufferDrift =
+            estimateBufferDrift(ff, totalAtoms / box.volume(), o.temperature, o.rlist, o.nstlist, o.dt);
         summary.rlistInner = o.pruneParts > 0 ? o.rlistInner : 0.0;
         summary.pruneParts = o.pruneParts;
         if (o.pruneParts > 0) {
-            summary.estimatedPruneDrift = estimatePruneDrift(ff, totalAtoms / box.volume(), o.temperature,
-                                                             o.rlistInner, o.pruneParts, o.dt);
+            summary.estimatedPruneDrift =
+                estimatePruneDrift(ff, totalAtoms / box.volume(), o.temperature, o.rlistInner, o.pruneParts, o.dt);
         }
     }
 
@@ -381,9 +382,7 @@ struct Engine::Impl {
         output.write(e.world_, box, home, state, last);
     }
 
-    plan::DecompositionSpec spec() const {
-        return plan::DecompositionSpec{box, grid, e.options_.rc, e.options_.rlist};
-    }
+    plan::DecompositionSpec spec() const { return plan::DecompositionSpec{box, grid, e.options_.rc, e.options_.rlist}; }
 
     // Wall time of each part of the search steps (ms, summed over searches;
     // the start-up's warm-up search into startupPhasesMs).
@@ -479,8 +478,8 @@ struct Engine::Impl {
         }
         ranges.end();
         const plan::Decomposition dd(spec());
-        const RankBackend::DeviceSearchReport report = e.backend_.searchOnDevice(e.transport_, dd, e.world_,
-                                                                                 backendContext());
+        const RankBackend::DeviceSearchReport report =
+            e.backend_.searchOnDevice(e.transport_, dd, e.world_, backendContext());
         for (const auto& [name, ms] : report.phasesMs) (*phases)[name] += ms;
         if (kind != SearchKind::Warmup) {
             for (const auto& [name, ms] : report.pairSearchPartsMs) summary.pairSearchPartsMs[name] += ms;
@@ -603,8 +602,8 @@ struct Engine::Impl {
                 // or with the whole list at the build.
                 const bool sampled = pruneSampleTaken > lastSearchStep;
                 const MissedPairs p =
-                    countMissedByPruning(positionsAtLastSearch, sampled ? positionsAtPrune : positionsAtLastSearch,
-                                         now, charges, box, ff, e.options_.rlist, e.options_.rlistInner);
+                    countMissedByPruning(positionsAtLastSearch, sampled ? positionsAtPrune : positionsAtLastSearch, now,
+                                         charges, box, ff, e.options_.rlist, e.options_.rlistInner);
                 sample.prunedCount = p.count;
                 sample.prunedEnergy = p.energy;
                 sample.prunedAbsoluteEnergy = p.absoluteEnergy;
@@ -787,8 +786,9 @@ struct Engine::Impl {
         output.open(e.world_, restartFrom ? &*restartFrom : nullptr, totalAtoms);
         energyOutput = &output;
         if (logEnabled(o)) {
-            const LogContext context{e.backend_.description(), e.transport_.name(), summary.grid, summary.search,
-                                     e.world_.size(), first, restartFrom.has_value()};
+            const LogContext context{e.backend_.description(), e.transport_.name(), summary.grid,
+                                     summary.search,           e.world_.size(),     first,
+                                     restartFrom.has_value()};
             output.appendLog(e.world_, logHeader(o, context), first);
         }
         if (o.steps == 0) {
@@ -985,8 +985,8 @@ struct Engine::Impl {
             summary.apiSyncsByFunction = e.backend_.apiSyncs();
             std::int64_t mine = 0;
             for (const auto& [name, n] : summary.apiSyncsByFunction) mine += n;
-            summary.apiSyncsInNormalSteps = static_cast<std::int64_t>(
-                e.world_.allReduceValue(static_cast<double>(mine), runtime::ReduceOp::Max));
+            summary.apiSyncsInNormalSteps =
+                static_cast<std::int64_t>(e.world_.allReduceValue(static_cast<double>(mine), runtime::ReduceOp::Max));
         }
         summary.conservedDrift = conservedDriftPerAtom(summary.energies, totalAtoms);
         summary.transportNotes = gatherNotes(e.transport_.describe());
@@ -995,8 +995,7 @@ struct Engine::Impl {
     }
 };
 
-Engine::Engine(MdOptions options, runtime::World& world, transport::ParticleTransport& transport,
-               RankBackend& backend)
+Engine::Engine(MdOptions options, runtime::World& world, transport::ParticleTransport& transport, RankBackend& backend)
     : options_(std::move(options)), world_(world), transport_(transport), backend_(backend) {}
 
 RunSummary Engine::run() {

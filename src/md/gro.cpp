@@ -212,13 +212,15 @@ std::optional<GroFrame> GroReader::next() {
                 const std::string expected =
                     fmt::format("a number in columns {}-{}, as in {}", start + 1, start + width, format);
                 if (!value) {
-                    fail(lineNumber_, fmt::format("{} {} of {} is '{}', not a number", what, kAxis[d], atomLabel,
-                                                  printable(trim(field))),
+                    fail(lineNumber_,
+                         fmt::format("{} {} of {} is '{}', not a number", what, kAxis[d], atomLabel,
+                                     printable(trim(field))),
                          expected);
                 }
                 if (!std::isfinite(*value)) {
-                    fail(lineNumber_, fmt::format("{} {} of {} is not finite ('{}')", what, kAxis[d], atomLabel,
-                                                  printable(trim(field))),
+                    fail(lineNumber_,
+                         fmt::format("{} {} of {} is not finite ('{}')", what, kAxis[d], atomLabel,
+                                     printable(trim(field))),
                          "a finite " + expected);
                 }
                 v[d] = *value;
@@ -352,7 +354,8 @@ std::string formatGro(const System& system, std::string_view title, bool withVel
         }
         buffer += '\n';
     }
-    for (int d = 0; d < 3; ++d) appendField(buffer, system.box.length[d], 10, 5, fmt::format("box length {}", "xyz"[d]));
+    for (int d = 0; d < 3; ++d)
+        appendField(buffer, system.box.length[d], 10, 5, fmt::format("box length {}", "xyz"[d]));
     buffer += '\n';
     return buffer;
 }

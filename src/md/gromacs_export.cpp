@@ -32,8 +32,9 @@ std::string topology(const System& system, const ForceField& ff) {
     auto add = [&t]<class... Args>(fmt::format_string<Args...> format, Args&&... args) {
         appendFormat(t, format, std::forward<Args>(args)...);
     };
-    add("; haloex-md proxy system (docs/md-engine.md#the-system-and-its-defaults): {} atoms, two atom types of charge +/-{} e.\n", system.size(),
-        ff.charge);
+    add("; haloex-md proxy system (docs/md-engine.md#the-system-and-its-defaults): {} atoms, two atom types of charge "
+        "+/-{} e.\n",
+        system.size(), ff.charge);
     add("; LJ shifted to zero at rc and reaction field with eps_rf = infinity: see md.mdp.\n\n");
     add("[ defaults ]\n; nbfunc  comb-rule  gen-pairs  fudgeLJ  fudgeQQ\n");
     add("  1       2          no         1.0      1.0\n\n");
@@ -66,7 +67,8 @@ std::string mdp(const MdOptions& o) {
         appendFormat(m, format, std::forward<Args>(args)...);
     };
     const bool vrescale = o.thermostat == "v-rescale";
-    add("; haloex-md proxy system (docs/md-engine.md#the-system-and-its-defaults), the settings of the haloex-md run that wrote it.\n");
+    add("; haloex-md proxy system (docs/md-engine.md#the-system-and-its-defaults), the settings of the haloex-md run "
+        "that wrote it.\n");
     add("integrator               = md\n");
     add("dt                       = {}\n", o.dt);
     add("nsteps                   = {}\n", o.steps);

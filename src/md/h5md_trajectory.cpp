@@ -118,11 +118,12 @@ struct H5mdTrajectory::Impl {
                      fmt::format("create the group {}", name));
     }
     // A dataset that grows by frames: `dims` with the first (frames) 0 and unlimited.
-    Hid series(hid_t parent, const char* name, hid_t type, std::vector<hsize_t> dims, std::vector<hsize_t> chunk) const {
+    Hid series(hid_t parent, const char* name, hid_t type, std::vector<hsize_t> dims,
+               std::vector<hsize_t> chunk) const {
         std::vector<hsize_t> maxDims = dims;
         maxDims[0] = H5S_UNLIMITED;
-        const Hid space = check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), maxDims.data()),
-                                H5Sclose, "create a dataspace");
+        const Hid space = check(H5Screate_simple(static_cast<int>(dims.size()), dims.data(), maxDims.data()), H5Sclose,
+                                "create a dataspace");
         const Hid plist = check(H5Pcreate(H5P_DATASET_CREATE), H5Pclose, "create a property list");
         check(H5Pset_chunk(plist.get(), static_cast<int>(chunk.size()), chunk.data()), "set a chunk size");
         return check(H5Dcreate2(parent, name, type, space.get(), H5P_DEFAULT, plist.get(), H5P_DEFAULT), H5Dclose,
@@ -133,8 +134,8 @@ struct H5mdTrajectory::Impl {
         check(H5Tset_size(type.get(), H5T_VARIABLE), "make a string type");
         check(H5Tset_cset(type.get(), H5T_CSET_UTF8), "make a string type");
         const hsize_t n = values.size();
-        const Hid space = check(array ? H5Screate_simple(1, &n, nullptr) : H5Screate(H5S_SCALAR), H5Sclose,
-                                "create a dataspace");
+        const Hid space =
+            check(array ? H5Screate_simple(1, &n, nullptr) : H5Screate(H5S_SCALAR), H5Sclose, "create a dataspace");
         std::vector<const char*> texts;
         for (const std::string& v : values) texts.push_back(v.c_str());
         const Hid attr = check(H5Acreate2(object, name, type.get(), space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
@@ -143,10 +144,10 @@ struct H5mdTrajectory::Impl {
     }
     void intAttribute(hid_t object, const char* name, const std::vector<std::int32_t>& values, bool array) const {
         const hsize_t n = values.size();
-        const Hid space = check(array ? H5Screate_simple(1, &n, nullptr) : H5Screate(H5S_SCALAR), H5Sclose,
-                                "create a dataspace");
-        const Hid attr = check(H5Acreate2(object, name, H5T_STD_I32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT),
-                               H5Aclose, fmt::format("create the attribute {}", name));
+        const Hid space =
+            check(array ? H5Screate_simple(1, &n, nullptr) : H5Screate(H5S_SCALAR), H5Sclose, "create a dataspace");
+        const Hid attr = check(H5Acreate2(object, name, H5T_STD_I32LE, space.get(), H5P_DEFAULT, H5P_DEFAULT), H5Aclose,
+                               fmt::format("create the attribute {}", name));
         check(H5Awrite(attr.get(), H5T_NATIVE_INT32, values.data()), fmt::format("write the attribute {}", name));
     }
 
@@ -157,8 +158,7 @@ struct H5mdTrajectory::Impl {
         stringAttribute(group(h5md.get(), "author").get(), "name", {userName()}, false);
         const Hid creator = group(h5md.get(), "creator");
         stringAttribute(creator.get(), "name", {"haloex-md"}, false);
-        stringAttribute(creator.get(), "version", {fmt::format("{} (commit {})", HALOEX_VERSION, gitCommit())},
-                        false);
+        stringAttribute(creator.get(), "version", {fmt::format("{} (commit {})", HALOEX_VERSION, gitCommit())}, false);
         const Hid particles = group(file.get(), "particles");
         const Hid all = group(particles.get(), "all");
         const Hid position = group(all.get(), "position");
@@ -281,8 +281,7 @@ std::int64_t H5mdTrajectory::stepOf(std::int64_t frame) const {
     HALOEX_ASSERT(frame >= 0 && frame < impl_->frames, "an H5MD frame out of range");
     const hsize_t start = static_cast<hsize_t>(frame), count = 1;
     const Hid space = impl_->check(H5Dget_space(impl_->step.get()), H5Sclose, "read a dataspace");
-    impl_->check(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr),
-                 "select a frame");
+    impl_->check(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, &start, nullptr, &count, nullptr), "select a frame");
     const Hid memSpace = impl_->check(H5Screate_simple(1, &count, nullptr), H5Sclose, "create a dataspace");
     std::int64_t step = -1;
     impl_->check(H5Dread(impl_->step.get(), H5T_NATIVE_INT64, memSpace.get(), space.get(), H5P_DEFAULT, &step),
@@ -310,11 +309,9 @@ std::uint64_t H5mdTrajectory::positionTailChecksum(std::uint64_t end, std::uint6
     const hsize_t start[3] = {first, 0, 0};
     std::vector<float> values(count[0] * count[1] * 3);
     const Hid space = impl_->check(H5Dget_space(impl_->value.get()), H5Sclose, "read a dataspace");
-    impl_->check(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr),
-                 "select frames");
+    impl_->check(H5Sselect_hyperslab(space.get(), H5S_SELECT_SET, start, nullptr, count, nullptr), "select frames");
     const Hid memSpace = impl_->check(H5Screate_simple(3, count, nullptr), H5Sclose, "create a dataspace");
-    impl_->check(H5Dread(impl_->value.get(), H5T_NATIVE_FLOAT, memSpace.get(), space.get(), H5P_DEFAULT,
-                         values.data()),
+    impl_->check(H5Dread(impl_->value.get(), H5T_NATIVE_FLOAT, memSpace.get(), space.get(), H5P_DEFAULT, values.data()),
                  "read the positions of the last frames");
     sum.add(std::as_bytes(std::span(values)).subspan(begin - first * frameBytes, tailBytes));
     return sum.value();

@@ -74,7 +74,9 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
     h += fmt::format("{} at step {}\n", c.restarted ? "Restarted from " + o.restartFile : "New run", c.firstStep);
     if (!o.commandLine.empty()) h += "Command line: " + o.commandLine + "\n";
     h += "Settings (resolved):\n";
-    const auto row = [&](const char* name, const std::string& value) { h += fmt::format("   {:<18} {}\n", name, value); };
+    const auto row = [&](const char* name, const std::string& value) {
+        h += fmt::format("   {:<18} {}\n", name, value);
+    };
     row("atoms", std::to_string(o.atoms));
     row("steps", std::to_string(o.steps));
     row("dt", fmt::format("{} ps", o.dt));
@@ -100,15 +102,15 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
     if (c.transport == "nvshmem") row("nvshmem", fmt::format("path {}, launch {}", o.nvshmemPath, o.nvshmemLaunch));
     if (o.device != "cpu") {
         row("cuda-graphs", cudaGraphsFor(o, c.transport) ? "on"
-                           : o.cudaGraphs ? "off (nccl: only with --cuda-graphs 1)"
-                                          : "off");
+                           : o.cudaGraphs                ? "off (nccl: only with --cuda-graphs 1)"
+                                                         : "off");
     }
     row("thermo-every", std::to_string(o.thermoEvery));
     row("input", o.groFile.empty() ? (o.restartFile.empty() ? "lattice start" : o.restartFile) : o.groFile);
     row("trajectory", o.trajFile.empty() ? "(none)" : fmt::format("{} every {} steps", o.trajFile, o.trajEvery));
     row("energy", orNone(o.energyFile));
-    row("checkpoint", o.checkpointFile.empty() ? "(none)"
-                                              : fmt::format("{} every {} steps", o.checkpointFile, o.checkpointEvery));
+    row("checkpoint",
+        o.checkpointFile.empty() ? "(none)" : fmt::format("{} every {} steps", o.checkpointFile, o.checkpointEvery));
     row("json", orNone(o.jsonFile));
     if (o.maxHours > 0) row("maxh", fmt::format("{} h", o.maxHours));
     for (const std::string& a : o.adjustments) row("adjusted", a);
@@ -141,7 +143,8 @@ std::string logEnergyBlock(const EnergySample& e) {
 }
 
 std::string logEnd(const RunSummary& s, const MdOptions& o) {
-    std::string t = "\n   <======  ###############  ==>\n   <====  A V E R A G E S  ====>\n   <==  ###############  ======>\n\n";
+    std::string t =
+        "\n   <======  ###############  ==>\n   <====  A V E R A G E S  ====>\n   <==  ###############  ======>\n\n";
     if (!s.energies.empty()) {
         std::array<double, std::size(kEnergyTerms)> mean{};
         for (const EnergySample& e : s.energies) {

@@ -56,14 +56,13 @@ NstlistChoice chooseNstlist(const ForceField& ff, double density, double tempera
         const double outerPairs = pairsPerAtom(outer.rlist, density);
         double innerPairs = outerPairs;
         if (pruneParts > 0) {
-            c.rlistInner =
-                chooseRlistInner(ff, density, temperature, pruneParts, dt, tolerance * kPruneToleranceFraction,
-                                 outer.rlist)
-                    .rlist;
+            c.rlistInner = chooseRlistInner(ff, density, temperature, pruneParts, dt,
+                                            tolerance * kPruneToleranceFraction, outer.rlist)
+                               .rlist;
             innerPairs = pairsPerAtom(c.rlistInner, density);
         }
-        c.steadyUs = kStepFixedUs + 1e-3 * atomsPerRank * (kInnerPairNs * innerPairs +
-                                                           kOuterPairNs * (outerPairs - innerPairs));
+        c.steadyUs =
+            kStepFixedUs + 1e-3 * atomsPerRank * (kInnerPairNs * innerPairs + kOuterPairNs * (outerPairs - innerPairs));
         c.searchUs = kSearchFixedUs + 1e-3 * atomsPerRank * (kSearchAtomNs + kSearchPairNs * outerPairs);
         choice.candidates.push_back(c);
         if (choice.chosen.nstlist == 0 || c.perStepUs() < choice.chosen.perStepUs()) choice.chosen = c;

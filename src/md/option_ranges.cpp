@@ -21,8 +21,7 @@ void requireCount(const char* option, std::int64_t value, std::int64_t low, std:
 }
 
 // A finite value with low < value (or low <= value when `closed`) and value <= high.
-void requireReal(const char* option, double value, double low, bool closed, double high,
-                 const std::string& accepted) {
+void requireReal(const char* option, double value, double low, bool closed, double high, const std::string& accepted) {
     const bool above = closed ? value >= low : value > low;
     if (!std::isfinite(value) || !above || value > high) outOfRange(option, fmt::format("{}", value), accepted);
 }

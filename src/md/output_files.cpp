@@ -76,8 +76,7 @@ void OutputFiles::open(const std::string& role, const std::string& path, const L
     const bool samePlace = recorded != nullptr && sameFile(path, recorded->path);
     // The recorded file, known by its contents (it may have moved with its directory).
     const bool contentsMatch = recorded != nullptr && exists && recorded->bytes > 0 && size >= recorded->bytes &&
-                               tailChecksum(*out.file, recorded->bytes, recorded->tailBytes) ==
-                                   recorded->tailChecksum;
+                               tailChecksum(*out.file, recorded->bytes, recorded->tailBytes) == recorded->tailChecksum;
     if (contentsMatch || (samePlace && recorded->bytes == 0)) {
         if (!out.file) out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Append);
         if (size > recorded->bytes) {
@@ -126,8 +125,8 @@ void OutputFiles::open(const std::string& role, const std::string& path, const L
                            role, path, size, cpt, role, path));
 }
 
-void OutputFiles::openH5md(const std::string& role, const std::string& path, std::int64_t atoms,
-                           std::int64_t dueStep, std::int64_t every) {
+void OutputFiles::openH5md(const std::string& role, const std::string& path, std::int64_t atoms, std::int64_t dueStep,
+                           std::int64_t every) {
     HALOEX_ASSERT(std::none_of(outputs_.begin(), outputs_.end(), [&](const Output& o) { return o.role == role; }),
                   "an output opened twice");
     Output out;
@@ -195,10 +194,9 @@ void OutputFiles::openH5md(const std::string& role, const std::string& path, std
         outputs_.push_back(std::move(out));
         return;
     }
-    const std::string holds =
-        traj.frames() == 0 ? std::string("no frames")
-                           : fmt::format("{} frame(s), the last at step {}", traj.frames(),
-                                         traj.stepOf(traj.frames() - 1));
+    const std::string holds = traj.frames() == 0 ? std::string("no frames")
+                                                 : fmt::format("{} frame(s), the last at step {}", traj.frames(),
+                                                               traj.stepOf(traj.frames() - 1));
     if (samePlace) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("{} {} holds {}, but checkpoint {} recorded it with {} frame(s), the last at step {} "
@@ -235,8 +233,8 @@ void OutputFiles::openLegacy(Output& out, const std::string& path, std::uint64_t
                            "checkpoint's step {}): appending would write records twice or leave a gap. Remove the "
                            "records after step {} (for a trajectory: gmx trjconv -e), or give {} a new file name",
                            out.role, path, start_.checkpointPath,
-                           last ? fmt::format("at step {}", *last) : std::string("not readable"), dueStep,
-                           start_.step, start_.step, out.role));
+                           last ? fmt::format("at step {}", *last) : std::string("not readable"), dueStep, start_.step,
+                           start_.step, out.role));
 }
 
 OutputFiles::Output& OutputFiles::find(const std::string& role) {

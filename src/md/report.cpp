@@ -44,28 +44,32 @@ nlohmann::json toJson(const Distribution& d) {
 void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOptions& o) {
     fmt::print(out, "\nRun: {} atoms, {} rank(s) on grid {}, transport {}, compute {}, search on the {}\n", s.atoms,
                s.ranks, s.grid, s.transport, s.backend, s.search);
-    fmt::print(out, "     rc {:.4g} nm, rlist {:.4g} nm, nstlist {} (estimated buffer drift {:.2g} kJ/mol/ps per atom), "
-                    "dt {:.4g} ps\n",
+    fmt::print(out,
+               "     rc {:.4g} nm, rlist {:.4g} nm, nstlist {} (estimated buffer drift {:.2g} kJ/mol/ps per atom), "
+               "dt {:.4g} ps\n",
                s.rc, s.rlist, s.nstlist, s.estimatedBufferDrift, s.dt);
     if (!o.nstlistReason.empty()) fmt::print(out, "     nstlist: {}\n", o.nstlistReason);
     for (const auto& adjusted : o.adjustments) fmt::print(out, "     adjusted: {}\n", adjusted);
     if (s.pruneParts > 0) {
-        fmt::print(out, "     dynamic pruning: inner list rlist-inner {:.4g} nm, each part re-pruned every {} steps "
-                        "(rolling, 1/{} of the list per step; estimated drift {:.2g} kJ/mol/ps per atom)\n",
+        fmt::print(out,
+                   "     dynamic pruning: inner list rlist-inner {:.4g} nm, each part re-pruned every {} steps "
+                   "(rolling, 1/{} of the list per step; estimated drift {:.2g} kJ/mol/ps per atom)\n",
                    s.rlistInner, s.pruneParts, s.pruneParts, s.estimatedPruneDrift);
     } else if (s.onDevice) {  // a GPU-backend feature: nothing to say on the CPU
         fmt::print(out, "     dynamic pruning: off\n");
     }
     for (const auto& note : s.transportNotes) fmt::print(out, "     {}\n", note);
     if (!s.bufferSamples.empty()) {
-        fmt::print(out, "     buffer check ({} lists recounted): missed pairs cost {:.2g} kJ/mol/ps per atom "
-                        "({:.2g} without cancellation; estimate {:.2g}, tolerance {})\n",
-                   s.bufferSamples.size(), s.measuredBufferDrift, s.measuredBufferDriftAbsolute,
-                   s.estimatedBufferDrift, o.bufferTolerance);
+        fmt::print(out,
+                   "     buffer check ({} lists recounted): missed pairs cost {:.2g} kJ/mol/ps per atom "
+                   "({:.2g} without cancellation; estimate {:.2g}, tolerance {})\n",
+                   s.bufferSamples.size(), s.measuredBufferDrift, s.measuredBufferDriftAbsolute, s.estimatedBufferDrift,
+                   o.bufferTolerance);
         if (s.pruneParts > 0) {
-            fmt::print(out, "     pairs the pruned inner list dropped (per atom pair, oldest part: an upper bound) "
-                            "cost another {:.2g} kJ/mol/ps per atom ({:.2g} without cancellation; estimate {:.2g}); "
-                            "together {:.2g}\n",
+            fmt::print(out,
+                       "     pairs the pruned inner list dropped (per atom pair, oldest part: an upper bound) "
+                       "cost another {:.2g} kJ/mol/ps per atom ({:.2g} without cancellation; estimate {:.2g}); "
+                       "together {:.2g}\n",
                        s.measuredPruneDrift, s.measuredPruneDriftAbsolute, s.estimatedPruneDrift,
                        s.measuredBufferDrift + s.measuredPruneDrift);
         }
@@ -92,7 +96,8 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
         for (const auto& [name, n] : s.apiSyncsByFunction) {
             names += fmt::format("{}{} {}", names.empty() ? "" : ", ", name, n);
         }
-        fmt::print(out, "             host-blocking CUDA calls in the {} steps without search (CUPTI, any rank): {}{}\n",
+        fmt::print(out,
+                   "             host-blocking CUDA calls in the {} steps without search (CUPTI, any rank): {}{}\n",
                    s.normalSteps, s.apiSyncsInNormalSteps, names.empty() ? "" : " (rank 0: " + names + ")");
     }
     if (s.energies.size() >= 3) {
@@ -119,10 +124,11 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
     if (s.timings.samples > 0) {
         const auto local = describe(s.timings.localUs), nonlocal = describe(s.timings.nonlocalUs),
                    overlap = describe(s.timings.nonoverlapUs);
-        fmt::print(out, "Device timeline (us, {} steps; mean / median / p90): local {:.1f} / {:.1f} / {:.1f}, "
-                        "non-local {:.1f} / {:.1f} / {:.1f}, non-overlap {:.1f} / {:.1f} / {:.1f}\n",
-                   s.timings.samples, local.mean, local.median, local.p90, nonlocal.mean, nonlocal.median,
-                   nonlocal.p90, overlap.mean, overlap.median, overlap.p90);
+        fmt::print(out,
+                   "Device timeline (us, {} steps; mean / median / p90): local {:.1f} / {:.1f} / {:.1f}, "
+                   "non-local {:.1f} / {:.1f} / {:.1f}, non-overlap {:.1f} / {:.1f} / {:.1f}\n",
+                   s.timings.samples, local.mean, local.median, local.p90, nonlocal.mean, nonlocal.median, nonlocal.p90,
+                   overlap.mean, overlap.median, overlap.p90);
     }
 }
 
@@ -198,17 +204,20 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"gro", o.groFile}};
     if (!s.energies.empty()) {
         const EnergySample& e = s.energies.back();
-        j["energies"] = {{"step", e.step},           {"lj", e.lj},           {"coulomb", e.coulomb},
-                         {"potential", e.potential}, {"kinetic", e.kinetic}, {"total", e.total},
-                         {"conserved", e.conserved}, {"temperature", e.temperature}, {"pressure", e.pressure}};
+        j["energies"] = {{"step", e.step},           {"lj", e.lj},
+                         {"coulomb", e.coulomb},     {"potential", e.potential},
+                         {"kinetic", e.kinetic},     {"total", e.total},
+                         {"conserved", e.conserved}, {"temperature", e.temperature},
+                         {"pressure", e.pressure}};
         nlohmann::json series = nlohmann::json::array();
         for (const auto& x : s.energies) {
             series.push_back({x.step, x.time, x.lj, x.coulomb, x.potential, x.kinetic, x.total, x.conserved,
                               x.temperature, x.pressure});
         }
         // The terms of --energy's .xvg (energy_file.hpp), by name: readers look columns up.
-        j["energy_series"] = {{"columns", {"step", "time", "lj", "coulomb", "potential", "kinetic", "total",
-                                           "conserved", "temperature", "pressure"}},
+        j["energy_series"] = {{"columns",
+                               {"step", "time", "lj", "coulomb", "potential", "kinetic", "total", "conserved",
+                                "temperature", "pressure"}},
                               {"rows", series}};
     }
     nlohmann::json timing = {{"samples", s.timings.samples}};

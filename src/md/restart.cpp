@@ -42,8 +42,8 @@ std::vector<std::string> differences(const MdOptions& o, const CheckpointData& c
 // checkpoint's; a different one only for a new trajectory file, since one
 // file of two spacings misleads every analysis that assumes one.
 void adoptTrajectorySpacing(MdOptions& o, const CheckpointData& c, const std::string& path) {
-    const auto rec = std::find_if(c.outputs.begin(), c.outputs.end(),
-                                  [](const OutputPosition& p) { return p.role == "--traj"; });
+    const auto rec =
+        std::find_if(c.outputs.begin(), c.outputs.end(), [](const OutputPosition& p) { return p.role == "--traj"; });
     if (rec == c.outputs.end() || rec->every <= 0 || o.trajFile.empty()) return;
     if (!given(o, "traj-every", o.trajEvery, std::int64_t{0})) {
         o.trajEvery = rec->every;

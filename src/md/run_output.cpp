@@ -71,8 +71,8 @@ void requireDirectoryOf(const char* option, const std::string& path) {
     const std::filesystem::path parent = std::filesystem::path(path).parent_path();
     std::error_code ec;
     if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
-        throwError(ErrorKind::Io, fmt::format("{} {}: the directory '{}' does not exist; create it first", option,
-                                              path, parent.string()));
+        throwError(ErrorKind::Io, fmt::format("{} {}: the directory '{}' does not exist; create it first", option, path,
+                                              parent.string()));
     }
 }
 
@@ -154,17 +154,15 @@ void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint, st
             } else {
                 files_->open(
                     kTrajectory, options_.trajFile,
-                    [atoms](const std::string& path) { return lastFrameStep(path, atoms); }, due,
-                    options_.trajEvery);
+                    [atoms](const std::string& path) { return lastFrameStep(path, atoms); }, due, options_.trajEvery);
             }
         }
         if (logEnabled(options_)) {
             // Continued where the checkpoint recorded it; otherwise a new log,
             // an existing one backed up first (as mdrun's #md.log.1#).
-            const bool recorded =
-                checkpoint != nullptr && checkpoint->outputsRecorded &&
-                std::any_of(checkpoint->outputs.begin(), checkpoint->outputs.end(),
-                            [](const OutputPosition& p) { return p.role == kLog; });
+            const bool recorded = checkpoint != nullptr && checkpoint->outputsRecorded &&
+                                  std::any_of(checkpoint->outputs.begin(), checkpoint->outputs.end(),
+                                              [](const OutputPosition& p) { return p.role == kLog; });
             if (!recorded) {
                 if (const auto backup = backUpExistingFile(options_.logFile, kLog); backup && !options_.quiet) {
                     fmt::print("Backed up {} to {}\n", options_.logFile, *backup);

@@ -109,8 +109,8 @@ void RunStop::fireTestHooks(std::int64_t step) {
 
 std::array<std::int64_t, RunStop::kVoteSize> RunStop::vote(bool wallClock) const {
     const int first = firstStopSignal();
-    const bool late = wallClock && maxSeconds_ > 0 &&
-                      std::chrono::duration<double>(Clock::now() - start_).count() >= maxSeconds_;
+    const bool late =
+        wallClock && maxSeconds_ > 0 && std::chrono::duration<double>(Clock::now() - start_).count() >= maxSeconds_;
     return {first == SIGTERM ? 1 : 0, first == SIGINT ? 1 : 0, stopSignalsReceived() >= 2 ? 1 : 0, late ? 1 : 0};
 }
 

@@ -68,8 +68,7 @@ NormalTriple standardNormalsFor(std::uint64_t seed, std::int64_t globalId) {
     return n;
 }
 
-void generateMaxwellBoltzmannVelocities(System& system, std::uint64_t seed, double temperatureK,
-                                        const ForceField& ff) {
+void generateMaxwellBoltzmannVelocities(System& system, std::uint64_t seed, double temperatureK, const ForceField& ff) {
     if (!std::isfinite(temperatureK) || temperatureK < 0.0) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("cannot generate velocities at {} K; give a finite temperature >= 0", temperatureK));

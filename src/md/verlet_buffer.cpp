@@ -69,8 +69,8 @@ double estimatePruneDrift(const ForceField& ff, double density, double temperatu
     return estimateBufferDrift(ff, density, temperature, rlistInner, pruneInterval + 1, dt);
 }
 
-BufferEstimate chooseRlistInner(const ForceField& ff, double density, double temperature, int pruneInterval,
-                                double dt, double tolerance, double rlist) {
+BufferEstimate chooseRlistInner(const ForceField& ff, double density, double temperature, int pruneInterval, double dt,
+                                double tolerance, double rlist) {
     BufferEstimate inner = chooseRlist(ff, density, temperature, pruneInterval + 1, dt, tolerance);
     if (inner.rlist > rlist) {
         inner.rlist = rlist;

@@ -97,8 +97,8 @@ public:
         masks_.resize(std::max(1, numLocal_));
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(charges_.data(), statics.charges.data(), numLocal_ * sizeof(float),
                                           cudaMemcpyHostToDevice, local_.get()));
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(masks_.data(), statics.zoneMasks.data(),
-                                          numLocal_ * sizeof(std::uint8_t), cudaMemcpyHostToDevice, local_.get()));
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(masks_.data(), statics.zoneMasks.data(), numLocal_ * sizeof(std::uint8_t),
+                                          cudaMemcpyHostToDevice, local_.get()));
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         buildLists(transport, charges_.data(), masks_.data(), context);
         prepareGraphs(transport);
@@ -125,9 +125,8 @@ public:
         homeInTransport_ = false;
     }
 
-    DeviceSearchReport searchOnDevice(transport::ParticleTransport& transport,
-                                      const plan::Decomposition& decomposition, runtime::World& world,
-                                      const BackendContext& context) override {
+    DeviceSearchReport searchOnDevice(transport::ParticleTransport& transport, const plan::Decomposition& decomposition,
+                                      runtime::World& world, const BackendContext& context) override {
         HALOEX_ASSERT(deviceResident_, "searchOnDevice before loadHome");
         DeviceSearchReport report;
         cudaStream_t stream = local_.get();
@@ -192,8 +191,8 @@ public:
         if (n > 0) {
             HALOEX_CUDA_CHECK(cudaMemcpyAsync(x.data(), transport.coordinates(), n * sizeof(Vec3f),
                                               cudaMemcpyDeviceToHost, local_.get()));
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(v.data(), velocities(), n * sizeof(Vec3f), cudaMemcpyDeviceToHost,
-                                              local_.get()));
+            HALOEX_CUDA_CHECK(
+                cudaMemcpyAsync(v.data(), velocities(), n * sizeof(Vec3f), cudaMemcpyDeviceToHost, local_.get()));
             HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         }
         if (deviceResident_) {
@@ -201,10 +200,10 @@ public:
             std::vector<std::int32_t> types(n);
             std::vector<std::int64_t> ids(n);
             if (n > 0) {
-                HALOEX_CUDA_CHECK(cudaMemcpy(types.data(), home_.field(kType), n * sizeof(std::int32_t),
-                                             cudaMemcpyDeviceToHost));
-                HALOEX_CUDA_CHECK(cudaMemcpy(ids.data(), home_.field(kGlobalId), n * sizeof(std::int64_t),
-                                             cudaMemcpyDeviceToHost));
+                HALOEX_CUDA_CHECK(
+                    cudaMemcpy(types.data(), home_.field(kType), n * sizeof(std::int32_t), cudaMemcpyDeviceToHost));
+                HALOEX_CUDA_CHECK(
+                    cudaMemcpy(ids.data(), home_.field(kGlobalId), n * sizeof(std::int64_t), cudaMemcpyDeviceToHost));
             }
             home.resize(n);
             for (std::size_t i = 0; i < n; ++i) {
@@ -254,8 +253,8 @@ public:
                                           gpu::kNumEnergies * sizeof(double), cudaMemcpyDeviceToHost, local_.get()));
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(energies_.data() + gpu::kNumEnergies, kinetic_.data(), sizeof(double),
                                           cudaMemcpyDeviceToHost, local_.get()));
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(firstBadHost_.data(), firstBad_.data(), sizeof(int),
-                                          cudaMemcpyDeviceToHost, local_.get()));
+        HALOEX_CUDA_CHECK(
+            cudaMemcpyAsync(firstBadHost_.data(), firstBad_.data(), sizeof(int), cudaMemcpyDeviceToHost, local_.get()));
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         e.lj = energies_[gpu::kEnergyLj];
         e.coulombPairs = energies_[gpu::kEnergyCoulomb];
@@ -430,8 +429,8 @@ private:
     std::int64_t globalIdOf(int homeIndex) {
         if (!deviceResident_) return globalIds_[static_cast<std::size_t>(homeIndex)];
         std::int64_t id = -1;
-        HALOEX_CUDA_CHECK(cudaMemcpy(&id, home_.fieldAs<std::int64_t>(kGlobalId) + homeIndex, sizeof(id),
-                                     cudaMemcpyDeviceToHost));
+        HALOEX_CUDA_CHECK(
+            cudaMemcpy(&id, home_.fieldAs<std::int64_t>(kGlobalId) + homeIndex, sizeof(id), cudaMemcpyDeviceToHost));
         return id;
     }
 
@@ -454,8 +453,8 @@ private:
         // Halo positions for the search (every rank takes part).
         transport.clearForces(local_.get());
         transport.forwardCoordinates(context.box, local_.get());
-        nonbonded_->build(transport.coordinates(), dCharges, dMasks, numHome_, numLocal_, context.box,
-                          context.periodic, local_.get());  // synchronises the stream
+        nonbonded_->build(transport.coordinates(), dCharges, dMasks, numHome_, numLocal_, context.box, context.periodic,
+                          local_.get());  // synchronises the stream
         // A forward without its reverse: complete the pair so the transports'
         // ordering contract (forward, reverse alternate) holds. The forces are
         // zero; the reverse only advances the exchange state. Nothing waits

@@ -38,7 +38,9 @@ bool mpiFinalized() {
     return finalized != 0;
 }
 
-int chunksFor(std::size_t bytes) { return static_cast<int>(std::max<std::size_t>(1, (bytes + kMaxChunkBytes - 1) / kMaxChunkBytes)); }
+int chunksFor(std::size_t bytes) {
+    return static_cast<int>(std::max<std::size_t>(1, (bytes + kMaxChunkBytes - 1) / kMaxChunkBytes));
+}
 
 // Piece `i` of a byte span split into kMaxChunkBytes pieces (empty past the end).
 template <class Span>
@@ -104,8 +106,8 @@ MpiSession::~MpiSession() {
 bool MpiSession::launchedByMpiLauncher() {
     // Variables that OpenMPI, PMI-1/2 (MPICH Hydra, Intel MPI), PMIx, Slurm's
     // srun and MVAPICH set in every process they start.
-    for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID",
-                             "MV2_COMM_WORLD_SIZE"}) {
+    for (const char* name :
+         {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MV2_COMM_WORLD_SIZE"}) {
         if (std::getenv(name) != nullptr) return true;
     }
     return false;
@@ -173,8 +175,7 @@ void MpiWorld::barrier() {
     completeCollective(request, "barrier");
 }
 
-void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src,
-                             int tag) {
+void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src, int tag) {
     for (const auto& [peer, what] : {std::pair{dest, "destination"}, std::pair{src, "source"}}) {
         if (peer < -1 || peer >= size_) {
             throwError(ErrorKind::Internal,
@@ -186,8 +187,8 @@ void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::spa
                    fmt::format("rank {}: {} bytes expected without a source rank (tag {})", rank_, recv.size(), tag));
     }
     if (tag < 0 || tag > tagUpperBound_) {
-        throwError(ErrorKind::Internal,
-                   fmt::format("rank {}: message tag {} is outside this MPI's range 0..{}", rank_, tag, tagUpperBound_));
+        throwError(ErrorKind::Internal, fmt::format("rank {}: message tag {} is outside this MPI's range 0..{}", rank_,
+                                                    tag, tagUpperBound_));
     }
     const int sendChunks = dest >= 0 ? chunksFor(send.size()) : 0;
     const int recvChunks = src >= 0 ? chunksFor(recv.size()) : 0;
@@ -212,8 +213,9 @@ void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::spa
             int received = 0;
             HALOEX_MPI_CHECK(MPI_Get_count(&statuses[0], MPI_BYTE, &received));
             if (static_cast<std::size_t>(received) != in.size()) {
-                throwError(ErrorKind::Internal, fmt::format("rank {} expected {} bytes from rank {} (tag {}) but got {}",
-                                                            rank_, in.size(), src, tag, received));
+                throwError(ErrorKind::Internal,
+                           fmt::format("rank {} expected {} bytes from rank {} (tag {}) but got {}", rank_, in.size(),
+                                       src, tag, received));
             }
         }
     }
@@ -221,15 +223,15 @@ void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::spa
 
 void MpiWorld::allReduce(std::span<double> values, ReduceOp op) {
     MPI_Request request;
-    HALOEX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values.data(), toIntCount(values.size(), "an allReduce"),
-                                    MPI_DOUBLE, toMpiOp(op), comm_, &request));
+    HALOEX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values.data(), toIntCount(values.size(), "an allReduce"), MPI_DOUBLE,
+                                    toMpiOp(op), comm_, &request));
     completeCollective(request, "allReduce");
 }
 
 void MpiWorld::allReduce(std::span<std::int64_t> values, ReduceOp op) {
     MPI_Request request;
-    HALOEX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values.data(), toIntCount(values.size(), "an allReduce"),
-                                    MPI_INT64_T, toMpiOp(op), comm_, &request));
+    HALOEX_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, values.data(), toIntCount(values.size(), "an allReduce"), MPI_INT64_T,
+                                    toMpiOp(op), comm_, &request));
     completeCollective(request, "allReduce");
 }
 
@@ -247,8 +249,8 @@ void MpiWorld::broadcastBytes(std::span<std::byte> data, int root) {
 
 void MpiWorld::allGatherBytes(std::span<const std::byte> mine, std::span<std::byte> all) {
     if (all.size() != mine.size() * static_cast<std::size_t>(size_)) {
-        throwError(ErrorKind::Internal, fmt::format("allGather: output of {} bytes for {} ranks x {} bytes",
-                                                    all.size(), size_, mine.size()));
+        throwError(ErrorKind::Internal, fmt::format("allGather: output of {} bytes for {} ranks x {} bytes", all.size(),
+                                                    size_, mine.size()));
     }
     toIntCount(all.size(), "an allGather");
     MPI_Request request;
@@ -261,8 +263,7 @@ std::vector<std::byte> MpiWorld::allToAllBytes(std::span<const std::byte> send,
                                                std::span<const std::int64_t> sendCounts,
                                                std::vector<std::int64_t>& recvCounts) {
     if (static_cast<int>(sendCounts.size()) != size_) {
-        throwError(ErrorKind::Internal,
-                   fmt::format("allToAll: {} send counts for {} ranks", sendCounts.size(), size_));
+        throwError(ErrorKind::Internal, fmt::format("allToAll: {} send counts for {} ranks", sendCounts.size(), size_));
     }
     recvCounts.assign(static_cast<std::size_t>(size_), 0);
     MPI_Request countsRequest;

@@ -97,11 +97,10 @@ std::string peerAccessReason(runtime::World& world) {
     const std::vector<cuda::GpuIdentity> gpus = cuda::gatherGpuIdentities(world);
     if (const auto shared = cuda::findSharedGpu(gpus)) {
         const auto& gpu = gpus[static_cast<std::size_t>(shared->first)];
-        return say(
-            "NCCL refuses two ranks on one GPU (ranks {} and {} share {} on "
-            "{}); launch at most one "
-            "rank per GPU, or use the ipc backend",
-            shared->first, shared->second, gpu.busId, gpu.host);
+        return say("NCCL refuses two ranks on one GPU (ranks {} and {} share {} on "
+                   "{}); launch at most one "
+                   "rank per GPU, or use the ipc backend",
+                   shared->first, shared->second, gpu.busId, gpu.host);
     }
     const cuda::GpuIdentity& me = gpus[static_cast<std::size_t>(world.rank())];
     for (int r = 0; r < world.size(); ++r) {
@@ -115,13 +114,12 @@ std::string peerAccessReason(runtime::World& world) {
         int can = 0;
         HALOEX_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, me.device, device));
         if (!can) {
-            return say(
-                "rank {}'s GPU {} has no CUDA peer access to rank {}'s GPU {} "
-                "on {} (no NVLink/P2P "
-                "path), and NCCL's windows need it between every two GPUs of "
-                "a node; use the staged "
-                "or nccl backend",
-                world.rank(), me.busId, r, peer.busId, me.host);
+            return say("rank {}'s GPU {} has no CUDA peer access to rank {}'s GPU {} "
+                       "on {} (no NVLink/P2P "
+                       "path), and NCCL's windows need it between every two GPUs of "
+                       "a node; use the staged "
+                       "or nccl backend",
+                       world.rank(), me.busId, r, peer.busId, me.host);
         }
     }
     return {};
@@ -153,11 +151,10 @@ public:
     NcclDevicePeerMemory& operator=(const NcclDevicePeerMemory&) = delete;
 
     std::string describe() const override {
-        return say(
-            "nccl-device: NCCL {} window of {} bytes (ncclMemAlloc), peers "
-            "through ncclGetLsaPointer "
-            "(LSA team of {} rank(s), NVLink/P2P load/store, no multicast)",
-            loadedNcclVersion(), bytes_, lsaSize_);
+        return say("nccl-device: NCCL {} window of {} bytes (ncclMemAlloc), peers "
+                   "through ncclGetLsaPointer "
+                   "(LSA team of {} rank(s), NVLink/P2P load/store, no multicast)",
+                   loadedNcclVersion(), bytes_, lsaSize_);
     }
     std::size_t bytes() const override { return bytes_; }
     void* localBase() const override { return base_; }
@@ -242,32 +239,29 @@ std::string deviceApiUnavailableReason(runtime::World& world) {
     std::string mine;
     if (const int version = loadedNcclVersion();
         version < NCCL_VERSION(2, 28, 0) || version >= NCCL_VERSION(2, 29, 0)) {
-        mine =
-            say("the NCCL library loaded at run time reports version {}, but "
-                "the nccl-device backend was "
-                "built for the device API of NCCL 2.28 ({}), which 2.29 "
-                "changed; run with an NCCL 2.28 "
-                "library (LD_LIBRARY_PATH) or rebuild against the one in use",
-                version, NCCL_VERSION_CODE);
+        mine = say("the NCCL library loaded at run time reports version {}, but "
+                   "the nccl-device backend was "
+                   "built for the device API of NCCL 2.28 ({}), which 2.29 "
+                   "changed; run with an NCCL 2.28 "
+                   "library (LD_LIBRARY_PATH) or rebuild against the one in use",
+                   version, NCCL_VERSION_CODE);
     }
     if (world.kind() == "threads" && world.size() > 1) {
         // Every rank decides alike here: the World's kind and size are the same on
         // all.
-        return say(
-            "the nccl-device backend runs one process per GPU (mpirun), but "
-            "these {} ranks are "
-            "threads of one process; use the ipc backend there",
-            world.size());
+        return say("the nccl-device backend runs one process per GPU (mpirun), but "
+                   "these {} ranks are "
+                   "threads of one process; use the ipc backend there",
+                   world.size());
     }
     if (world.size() == 1) {
         // Seen on one H200 with NCCL 2.28.9: a communicator of one rank finds
         // no GPU pair with direct P2P (isAllDirectP2p 0), so it has no
         // symmetric memory and ncclDevCommCreate refuses it.
-        return say(
-            "NCCL {} gives a communicator of one rank no symmetric memory (it "
-            "has no GPU pair with direct P2P), so the nccl-device backend needs "
-            "two or more ranks, one per GPU; use the ipc backend for one rank",
-            loadedNcclVersion());
+        return say("NCCL {} gives a communicator of one rank no symmetric memory (it "
+                   "has no GPU pair with direct P2P), so the nccl-device backend needs "
+                   "two or more ranks, one per GPU; use the ipc backend for one rank",
+                   loadedNcclVersion());
     }
     // Collective on every rank, whatever this rank found above.
     const std::string access = peerAccessReason(world);

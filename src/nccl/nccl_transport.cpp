@@ -145,12 +145,12 @@ private:
         if (!sending && !receiving) return;
         HALOEX_NCCL_CHECK(ncclGroupStart());
         if (sending) {
-            HALOEX_NCCL_CHECK(ncclSend(send, static_cast<std::size_t>(sendCount) * elementSize, ncclUint8, dest, comm_,
-                                       stream));
+            HALOEX_NCCL_CHECK(
+                ncclSend(send, static_cast<std::size_t>(sendCount) * elementSize, ncclUint8, dest, comm_, stream));
         }
         if (receiving) {
-            HALOEX_NCCL_CHECK(ncclRecv(recv, static_cast<std::size_t>(recvCount) * elementSize, ncclUint8, src, comm_,
-                                       stream));
+            HALOEX_NCCL_CHECK(
+                ncclRecv(recv, static_cast<std::size_t>(recvCount) * elementSize, ncclUint8, src, comm_, stream));
         }
         HALOEX_NCCL_CHECK(ncclGroupEnd());
     }

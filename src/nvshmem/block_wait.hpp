@@ -13,7 +13,7 @@ namespace haloex::nvshmem_detail {
 struct BlockWaitArgs {
     const std::uint64_t* signal = nullptr;  // symmetric; the sender sets it to `expected`
     std::uint64_t expected = 0;
-    int peer = -1;                          // the sending rank (for the diagnostic)
+    int peer = -1;  // the sending rank (for the diagnostic)
     WaitDiagnostics* diagnostics = nullptr;
     int* abortFlag = nullptr;
     std::uint64_t timeoutNs = 0;

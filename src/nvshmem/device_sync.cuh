@@ -29,7 +29,7 @@ struct WaitContext {
     int* abortFlag;                // device memory, sticky
     std::uint64_t timeoutNs;
     int myRank;
-    int kernel;                    // WaitDiagnostics::Kernel
+    int kernel;  // WaitDiagnostics::Kernel
 };
 
 __device__ __forceinline__ bool aborted(const WaitContext& ctx) {

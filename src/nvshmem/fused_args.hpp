@@ -24,20 +24,20 @@ struct PulseRecord {
     int recvCount = 0;
     int recvOffset = 0;
     int recvCapacity = 0;
-    int remoteRecvOffset = 0;   // where sendPe places what this rank sends
+    int remoteRecvOffset = 0;  // where sendPe places what this rank sends
     int dim = 0;
     int shiftSign = 0;
-    int sendPe = -1;            // coordinates go to sendPe; forces come back from it
-    int recvPe = -1;            // coordinates come from recvPe; forces go back to it
+    int sendPe = -1;                       // coordinates go to sendPe; forces come back from it
+    int recvPe = -1;                       // coordinates come from recvPe; forces go back to it
     PathKind sendPath = PathKind::Direct;  // towards sendPe
     PathKind recvPath = PathKind::Direct;  // towards recvPe
     // NVLink views of the peers' symmetric arrays (null on the put path).
-    Vec3f* peerX = nullptr;                 // sendPe's coordinates
-    const Vec3f* peerF = nullptr;           // sendPe's forces (pulled)
+    Vec3f* peerX = nullptr;                    // sendPe's coordinates
+    const Vec3f* peerF = nullptr;              // sendPe's forces (pulled)
     std::uint64_t* peerCoordSignal = nullptr;  // sendPe's coordinate signal of this pulse
     std::uint64_t* peerForceSignal = nullptr;  // recvPe's force signal of this pulse
-    std::uint64_t waitsForward = 0;  // bit q: pulse q's receive before the dependent entries
-    std::uint64_t waitsReverse = 0;  // bit q: pulse q's accumulation before sending forces back
+    std::uint64_t waitsForward = 0;            // bit q: pulse q's receive before the dependent entries
+    std::uint64_t waitsReverse = 0;            // bit q: pulse q's accumulation before sending forces back
 };
 
 struct FusedArgs {
@@ -50,18 +50,18 @@ struct FusedArgs {
     // Whether this launch completes the exchange: then its last block
     // advances `sequence`, once per exchange whatever the number of launches.
     bool completesExchange = true;
-    Vec3f* x = nullptr;                 // symmetric
-    Vec3f* f = nullptr;                 // symmetric
-    Vec3f* staging = nullptr;           // symmetric, coordinate send slots (put path)
-    Vec3f* forceStaging = nullptr;      // symmetric, force receive slots (put path)
-    int stagingStride = 0;              // atoms per slot (same on every rank)
-    std::uint64_t* coordSignal = nullptr;  // symmetric [kMaxPulses]
-    std::uint64_t* forceSignal = nullptr;  // symmetric [kMaxPulses]
-    std::uint64_t* sequence = nullptr;     // device: the exchange counter of this kernel kind
-    std::uint64_t* doneWords = nullptr;    // device [kMaxPulses]: pulse's forces accumulated (= sequence)
+    Vec3f* x = nullptr;                      // symmetric
+    Vec3f* f = nullptr;                      // symmetric
+    Vec3f* staging = nullptr;                // symmetric, coordinate send slots (put path)
+    Vec3f* forceStaging = nullptr;           // symmetric, force receive slots (put path)
+    int stagingStride = 0;                   // atoms per slot (same on every rank)
+    std::uint64_t* coordSignal = nullptr;    // symmetric [kMaxPulses]
+    std::uint64_t* forceSignal = nullptr;    // symmetric [kMaxPulses]
+    std::uint64_t* sequence = nullptr;       // device: the exchange counter of this kernel kind
+    std::uint64_t* doneWords = nullptr;      // device [kMaxPulses]: pulse's forces accumulated (= sequence)
     unsigned* pulseBlockCounters = nullptr;  // device [kMaxPulses]
     unsigned* kernelBlockCounter = nullptr;  // device [1]
-    float shift[kMaxPulses] = {};          // per pulse, shiftSign * L[dim] rounded once to float
+    float shift[kMaxPulses] = {};            // per pulse, shiftSign * L[dim] rounded once to float
     WaitDiagnostics* diagnostics = nullptr;
     int* abortFlag = nullptr;
     std::uint64_t timeoutNs = 0;

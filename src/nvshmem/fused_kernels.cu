@@ -39,8 +39,7 @@ __device__ bool waitForwardDependencies(const FusedArgs& a, std::uint64_t mask, 
     while (mask) {
         const int q = __ffsll(static_cast<long long>(mask)) - 1;
         mask &= mask - 1;
-        if (!waitSignalGe(&a.coordSignal[q], seq, ctx, WaitDiagnostics::CoordinateDependency, q,
-                          a.pulses[q].recvPe)) {
+        if (!waitSignalGe(&a.coordSignal[q], seq, ctx, WaitDiagnostics::CoordinateDependency, q, a.pulses[q].recvPe)) {
             return false;
         }
     }
@@ -52,15 +51,13 @@ __device__ __forceinline__ unsigned sharedAddress(const void* p) {
 }
 
 __device__ __forceinline__ void bulkStoreToGlobal(void* dst, const void* smem, unsigned bytes) {
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst),
-                 "r"(sharedAddress(smem)), "r"(bytes)
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(sharedAddress(smem)),
+                 "r"(bytes)
                  : "memory");
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
 
-__device__ __forceinline__ void waitBulkReadsButOne() {
-    asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-}
+__device__ __forceinline__ void waitBulkReadsButOne() { asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory"); }
 
 __device__ __forceinline__ void waitBulkComplete() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
 
@@ -71,11 +68,10 @@ __device__ __forceinline__ void mbarrierInit(std::uint64_t* bar, unsigned count)
 __device__ __forceinline__ void bulkLoadToShared(void* smem, const void* src, unsigned bytes, std::uint64_t* bar) {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(sharedAddress(bar)), "r"(bytes)
                  : "memory");
-    asm volatile(
-        "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-            sharedAddress(smem)),
-        "l"(src), "r"(bytes), "r"(sharedAddress(bar))
-        : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     sharedAddress(smem)),
+                 "l"(src), "r"(bytes), "r"(sharedAddress(bar))
+                 : "memory");
 }
 
 __device__ __forceinline__ void mbarrierWaitParity(std::uint64_t* bar, unsigned parity) {
@@ -235,8 +231,8 @@ __global__ void __launch_bounds__(kFusedThreads) fusedPackCommX(FusedArgs a) {
     // clear its halo force slot (the peer pulled last step's forces before it
     // sent these coordinates).
     if (threadIdx.x == 0) {
-        okShared = okShared && waitSignalGe(&a.coordSignal[p], seq, ctx, WaitDiagnostics::CoordinateReceive, p,
-                                            P.recvPe);
+        okShared =
+            okShared && waitSignalGe(&a.coordSignal[p], seq, ctx, WaitDiagnostics::CoordinateReceive, p, P.recvPe);
     }
     __syncthreads();
     cuda::allowDependentGrids();
@@ -258,7 +254,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedCommUnpackF(FusedArgs a) {
     __shared__ alignas(128) Vec3f tmaBuffer[kWarps][kTmaAtoms];
     __shared__ alignas(8) std::uint64_t tmaBarrier[kWarps];
 
-    cuda::waitForPrerequisiteGrids();  // e.g. the scatter of the halo forces
+    cuda::waitForPrerequisiteGrids();                                           // e.g. the scatter of the halo forces
     const int p = a.firstPulse + static_cast<int>(gridDim.y - 1 - blockIdx.y);  // last pulse first
     const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::ForceKernel};

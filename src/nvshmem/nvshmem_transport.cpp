@@ -40,8 +40,7 @@ std::optional<PathKind> parsePath(const std::string& text) {
     if (text == "direct") return PathKind::Direct;
     if (text == "tma") return PathKind::Tma;
     if (text == "put") return PathKind::Put;
-    throwError(ErrorKind::InvalidInput,
-               fmt::format("--nvshmem-path '{}': use auto, direct, tma or put", text));
+    throwError(ErrorKind::InvalidInput, fmt::format("--nvshmem-path '{}': use auto, direct, tma or put", text));
 }
 
 // How an exchange is launched: all pulses in one kernel, or one launch each.
@@ -416,15 +415,14 @@ private:
         std::vector<std::string> notes;
         // The per-pulse launches keep the fused grid's blocks per pulse, so
         // the ablation changes only how the pulses are launched.
-        const std::string launches =
-            fmt::format("launch {} ({})", launchName(launch_),
-                        launch_ == LaunchMode::Fused
-                            ? std::string("one kernel per exchange")
-                            : fmt::format("{} kernels per exchange, stream-ordered: the ablation", plan_.pulses.size()));
+        const std::string launches = fmt::format(
+            "launch {} ({})", launchName(launch_),
+            launch_ == LaunchMode::Fused
+                ? std::string("one kernel per exchange")
+                : fmt::format("{} kernels per exchange, stream-ordered: the ablation", plan_.pulses.size()));
         notes.push_back(fmt::format("nvshmem: {} pulse(s), {} block(s) of {} threads per pulse, {}, wait limit "
                                     "{:.0f} s",
-                                    plan_.pulses.size(), blocksPerPulse_, kFusedThreads, launches,
-                                    timeoutNs_ * 1e-9));
+                                    plan_.pulses.size(), blocksPerPulse_, kFusedThreads, launches, timeoutNs_ * 1e-9));
         for (std::size_t p = 0; p < plan_.pulses.size(); ++p) {
             // haloex-md adds the ranks a line applies to (md/rank_notes.hpp).
             notes.push_back(fmt::format("nvshmem pulse {} -> rank {}: {} ({})", describePulse(static_cast<int>(p)),

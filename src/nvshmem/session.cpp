@@ -57,8 +57,8 @@ void ensureNvshmem(runtime::World& world, std::size_t heapBytesWanted) {
         userHeap = true;
         heapBytes = parseNvshmemSize(userSize);
         if (heapBytes == 0) {
-            throwError(ErrorKind::Nvshmem, fmt::format("NVSHMEM_SYMMETRIC_SIZE='{}' is not a size (e.g. 2G, 512M)",
-                                                       userSize));
+            throwError(ErrorKind::Nvshmem,
+                       fmt::format("NVSHMEM_SYMMETRIC_SIZE='{}' is not a size (e.g. 2G, 512M)", userSize));
         }
     } else {
         // Room for growth at repartitioning; at least NVSHMEM's usual 1 GiB.

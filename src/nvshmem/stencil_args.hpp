@@ -13,7 +13,7 @@ inline constexpr int kJacobiMaxPulses = 4;  // a 2D plan: x and y, both directio
 inline constexpr int kJacobiMaxUnsent = 4;
 inline constexpr int kJacobiThreads = 256;
 inline constexpr int kJacobiDefaultTileCells = 16 * kJacobiThreads;
-inline constexpr int kJacobiKernelId = 2;   // WaitDiagnostics::kernel of the Jacobi kernel
+inline constexpr int kJacobiKernelId = 2;  // WaitDiagnostics::kernel of the Jacobi kernel
 
 struct JacobiMessage {
     stencil::Line send;
@@ -21,8 +21,8 @@ struct JacobiMessage {
     int pulse = -1;
     int peer = -1;
     int normBegin = 0, normEnd = 0;
-    int direct = 1;        // 1: stores through peerField; 0: staging, then put-with-signal
-    int putIntoField = 0;  // put path, contiguous destination: put straight into the peer's field
+    int direct = 1;                             // 1: stores through peerField; 0: staging, then put-with-signal
+    int putIntoField = 0;                       // put path, contiguous destination: put straight into the peer's field
     double* peerField[2] = {nullptr, nullptr};  // direct: the peer's fields (nvshmem_ptr)
     std::uint64_t* peerSignal = nullptr;        // direct: the peer's signal of this pulse (nvshmem_ptr)
     int firstChunk = 0, numChunks = 0;

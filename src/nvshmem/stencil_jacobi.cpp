@@ -105,7 +105,8 @@ private:
         world_.allReduce(std::span<std::int64_t>(need.data(), need.size()), runtime::ReduceOp::Max);
         const auto cells = static_cast<std::size_t>(need[0]);
         slotStride_ = (need[1] + 31) / 32 * 32;  // slots start 256-byte aligned
-        const std::size_t slotBytes = 2 * std::size_t{kJacobiMaxPulses} * static_cast<std::size_t>(slotStride_) * sizeof(double);
+        const std::size_t slotBytes =
+            2 * std::size_t{kJacobiMaxPulses} * static_cast<std::size_t>(slotStride_) * sizeof(double);
         const std::size_t total = 2 * cells * sizeof(double) + 2 * slotBytes + kJacobiMaxPulses * sizeof(std::uint64_t);
         ensureNvshmem(world_, total);
         if (heapSizeSetByUser() && total > symmetricHeapBytes()) {
@@ -192,8 +193,8 @@ private:
                               : path == "put" && reachable
                                   ? "put-with-signal, forced (NVSHMEM's peer-to-peer transport, not InfiniBand)"
                                   : "put-with-signal (no load/store access to the peer)";
-            notes_.push_back(fmt::format("pulse {} -> rank {}: {} cells, {}{}",
-                                         pulseName(m.pulse, m.direction, m.dim), m.peer, m.send.count, why,
+            notes_.push_back(fmt::format("pulse {} -> rank {}: {} cells, {}{}", pulseName(m.pulse, m.direction, m.dim),
+                                         m.peer, m.send.count, why,
                                          !k.direct && !k.putIntoField ? ", into a receive slot" : ""));
         }
         pathSummary_ = direct && put ? "mixed" : direct ? "direct" : put ? "put" : "-";
@@ -212,7 +213,8 @@ private:
             world_.sendRecvBytes(send ? std::as_bytes(std::span(&outgoing[static_cast<std::size_t>(p)], 1))
                                       : std::span<const std::byte>{},
                                  send ? send->peer : -1,
-                                 recvIndex >= 0 ? std::as_writable_bytes(std::span(&incoming, 1)) : std::span<std::byte>{},
+                                 recvIndex >= 0 ? std::as_writable_bytes(std::span(&incoming, 1))
+                                                : std::span<std::byte>{},
                                  recvIndex >= 0 ? stencil_.receives[static_cast<std::size_t>(recvIndex)].peer : -1,
                                  200 + p);
             if (recvIndex < 0) continue;
@@ -269,7 +271,8 @@ private:
         args_.interiorTiles = static_cast<int>((interior + tileCells - 1) / tileCells);
         args_.interiorCells = static_cast<unsigned>(interior);
         args_.interiorCols = static_cast<unsigned>(std::max(1, stencil_.interiorCols()));
-        blocks_ = static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, items + args_.interiorTiles)));
+        blocks_ =
+            static_cast<int>(std::max<std::int64_t>(1, std::min<std::int64_t>(blocks, items + args_.interiorTiles)));
         notes_.push_back(fmt::format("fused kernel: {} blocks of {} threads (at most {} resident), {} boundary chunks "
                                      "of {} cells, {} interior tiles of {} cells",
                                      blocks_, kJacobiThreads, resident, args_.boundaryChunks, chunk,

@@ -106,8 +106,8 @@ __device__ __forceinline__ std::int64_t interiorCell(const JacobiArgs& a, unsign
 // compiler may not do by itself (it cannot prove `next` and `cur` apart), to
 // keep enough reads in flight for the memory system. The arithmetic is
 // jacobiUpdate's, in the same order: results stay bitwise equal.
-__device__ void interiorTile(const JacobiArgs& a, int tile, const double* __restrict__ cur,
-                             double* __restrict__ next, double& norm) {
+__device__ void interiorTile(const JacobiArgs& a, int tile, const double* __restrict__ cur, double* __restrict__ next,
+                             double& norm) {
     constexpr int kUnroll = 4;
     const unsigned begin = static_cast<unsigned>(tile) * static_cast<unsigned>(a.tileCells);
     const unsigned end = min(a.interiorCells, begin + static_cast<unsigned>(a.tileCells));
@@ -120,8 +120,8 @@ __device__ void interiorTile(const JacobiArgs& a, int tile, const double* __rest
         for (int u = 0; u < kUnroll; ++u) {
             cell[u] = interiorCell(a, l + u * blockDim.x);
             old[u] = __ldg(cur + cell[u]);
-            v[u] = stencil::jacobiUpdate(__ldg(cur + cell[u] - 1), __ldg(cur + cell[u] + 1),
-                                         __ldg(cur + cell[u] - ax), __ldg(cur + cell[u] + ax));
+            v[u] = stencil::jacobiUpdate(__ldg(cur + cell[u] - 1), __ldg(cur + cell[u] + 1), __ldg(cur + cell[u] - ax),
+                                         __ldg(cur + cell[u] + ax));
         }
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) {
@@ -132,8 +132,8 @@ __device__ void interiorTile(const JacobiArgs& a, int tile, const double* __rest
     for (; l < end; l += blockDim.x) {
         const std::int64_t c = interiorCell(a, l);
         const double old = __ldg(cur + c);
-        const double v = stencil::jacobiUpdate(__ldg(cur + c - 1), __ldg(cur + c + 1), __ldg(cur + c - ax),
-                                               __ldg(cur + c + ax));
+        const double v =
+            stencil::jacobiUpdate(__ldg(cur + c - 1), __ldg(cur + c + 1), __ldg(cur + c - ax), __ldg(cur + c + ax));
         next[c] = v;
         norm += (v - old) * (v - old);
     }

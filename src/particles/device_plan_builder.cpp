@@ -166,11 +166,15 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
             slots.size[q] = plan_.pulses[q].recvCount;
         }
         HALOEX_CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), stream));
-        const HaloSelection selection{positions_.data(), images_.data(), masks_.data(), d, L[d],
+        const HaloSelection selection{positions_.data(),
+                                      images_.data(),
+                                      masks_.data(),
+                                      d,
+                                      L[d],
                                       decomposition.cellLo(rank, d) + decomposition.rlist()};
         selectHaloCandidates(selection, first, last - first, numHome, slots, map, counters_.data(), cubTemp_, stream);
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(countersHost_.data(), counters_.data(), counters_.bytes(),
-                                          cudaMemcpyDeviceToHost, stream));
+        HALOEX_CUDA_CHECK(
+            cudaMemcpyAsync(countersHost_.data(), counters_.data(), counters_.bytes(), cudaMemcpyDeviceToHost, stream));
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
         const int sendCount = countersHost_[kSelected];
         pulse.deviceSendCount = sendCount;
@@ -184,7 +188,8 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
         mapOffset[p + 1] = offset + static_cast<std::size_t>(sendCount);
 
         // The receiver learns the count and places the slot, then the atoms travel.
-        pulse.recvCount = static_cast<int>(exchangeValue(world, sendCount, pulse.sendRank, pulse.recvRank, kTagCounts, 0));
+        pulse.recvCount =
+            static_cast<int>(exchangeValue(world, sendCount, pulse.sendRank, pulse.recvRank, kTagCounts, 0));
         pad(alignUp(size, alignment));
         pulse.recvOffset = size;
         pulse.recvCapacity = alignUp(pulse.recvCount, alignment);
@@ -203,7 +208,8 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
         packHaloRecords(map, sendCount, positions_.data(), images_.data(), masks_.data(),
                         static_cast<std::uint8_t>(pulse.shiftSign != 0 ? 1u << d : 0u),
                         static_cast<std::uint8_t>(1u << d), outX, outImage, outMask, stream);
-        std::byte* section = reinterpret_cast<std::byte*>(outMask) + alignedSection(static_cast<std::size_t>(sendCount));
+        std::byte* section =
+            reinterpret_cast<std::byte*>(outMask) + alignedSection(static_cast<std::size_t>(sendCount));
         for (std::size_t f = 0; f < fields_.size(); ++f) {
             gatherElements(fields_[f].data(), fieldBytes_[f], map, sendCount, section, stream);
             section += alignedSection(static_cast<std::size_t>(sendCount) * fieldBytes_[f]);
@@ -221,7 +227,8 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
             copy(positions_.data() + at, n * sizeof(Vec3f));
             copy(images_.data() + at, n);
             copy(masks_.data() + at, n);
-            for (std::size_t f = 0; f < fields_.size(); ++f) copy(fields_[f].data() + at * fieldBytes_[f], n * fieldBytes_[f]);
+            for (std::size_t f = 0; f < fields_.size(); ++f)
+                copy(fields_[f].data() + at * fieldBytes_[f], n * fieldBytes_[f]);
         }
         size = pulse.recvOffset + pulse.recvCount;
         pad(pulse.recvOffset + pulse.recvCapacity);

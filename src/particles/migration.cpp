@@ -31,8 +31,8 @@ MigrationStats Migrator::migrate(ParticleStore& particles, const plan::Decomposi
 std::string Migrator::nameOf(const ParticleStore& particles, int i) const {
     if (idField_ < 0) return fmt::format("local particle {}", i);
     std::int64_t id = -1;
-    HALOEX_CUDA_CHECK(cudaMemcpy(&id, particles.fieldAs<std::int64_t>(idField_) + i, sizeof(id),
-                                 cudaMemcpyDeviceToHost));
+    HALOEX_CUDA_CHECK(
+        cudaMemcpy(&id, particles.fieldAs<std::int64_t>(idField_) + i, sizeof(id), cudaMemcpyDeviceToHost));
     return fmt::format("particle {} (global id)", id);
 }
 
@@ -107,8 +107,8 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
                        fmt::format("{} on rank {} moved more than one cell width ({:.4g} nm) along {} since the last "
                                    "search; the system is unstable, or the cells are too thin for the search "
                                    "interval: use a smaller --dt or --nstlist, or fewer ranks along {}",
-                                   nameOf(particles, statusHost_[kFirstTooFar]), rank, decomposition.cellWidth(d), "xyz"[d],
-                                   "xyz"[d]));
+                                   nameOf(particles, statusHost_[kFirstTooFar]), rank, decomposition.cellWidth(d),
+                                   "xyz"[d], "xyz"[d]));
         }
         const int stay = statusHost_[kCountStay];
         const int down = statusHost_[kCountDown];
@@ -146,8 +146,8 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
                                stream);
                 offset += alignedSection(static_cast<std::size_t>(count) * particles.elementBytes(k));
             }
-            transport.exchangeBlock(sendBlock_.data(), blockBytes(count), dest, recvBlock_.data(),
-                                    blockBytes(arriving), src, stream);
+            transport.exchangeBlock(sendBlock_.data(), blockBytes(count), dest, recvBlock_.data(), blockBytes(arriving),
+                                    src, stream);
             offset = 0;
             for (int k = 0; k < particles.numFields(); ++k) {
                 const std::size_t bytes = static_cast<std::size_t>(arriving) * particles.elementBytes(k);

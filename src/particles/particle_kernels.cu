@@ -216,20 +216,19 @@ void wrapPositions(Vec3f* x, int n, const double boxLength[3], int* status, cuda
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint8_t* direction, int* lists,
-                       int* status, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream) {
+void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint8_t* direction, int* lists, int* status,
+                       cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream) {
     if (n <= 0) return;
     classifyKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, cut, direction, status);
     HALOEX_CUDA_CHECK_LAUNCH();
     for (int k = 0; k < 3; ++k) {
-        selectIndices(0, n, HasDirection{direction, static_cast<std::uint8_t>(k)}, lists + static_cast<long long>(k) * n,
-                      status + kCountStay + k, temp, stream);
+        selectIndices(0, n, HasDirection{direction, static_cast<std::uint8_t>(k)},
+                      lists + static_cast<long long>(k) * n, status + kCountStay + k, temp, stream);
     }
 }
 
-void selectHaloCandidates(const HaloSelection& selection, int first, int count, int numHome,
-                          const SourceSlots& slots, int* map, int* counters, cuda::DeviceBuffer<std::byte>& temp,
-                          cudaStream_t stream) {
+void selectHaloCandidates(const HaloSelection& selection, int first, int count, int numHome, const SourceSlots& slots,
+                          int* map, int* counters, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream) {
     if (count <= 0) return;
     selectIndices(first, count, WithinHalo{selection}, map, counters + kSelected, temp, stream);
     attributeKernel<<<blocksFor(count), kThreads, 0, stream>>>(map, count, numHome, slots, counters);

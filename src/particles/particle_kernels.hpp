@@ -51,8 +51,8 @@ struct DimensionCut {
 // in double precision), then the stable lists of particles staying, going
 // down and going up at lists, lists + n, lists + 2n, with their lengths in
 // status[kCountStay..kCountUp]. temp grows as CUB needs.
-void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint8_t* direction, int* lists,
-                       int* status, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream);
+void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint8_t* direction, int* lists, int* status,
+                       cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream);
 
 // sums[0] += sum of ids, sums[1] += sum of squared ids (both modulo 2^64)
 // over n int64 ids: a fingerprint of the id set (conservation checks).
@@ -68,8 +68,8 @@ struct HaloSelection {
     const std::uint8_t* image;  // bit d: shifted by +L_d on the way here
     const std::uint8_t* mask;   // zone masks (padding skipped)
     int dim;
-    double length;              // box length along dim
-    double limit;               // cellLo(rank, dim) + rlist
+    double length;  // box length along dim
+    double limit;   // cellLo(rank, dim) + rlist
 };
 struct SourceSlots {
     int count;  // earlier pulses
@@ -80,9 +80,8 @@ struct SourceSlots {
 // into map, their number in counters[kSelected]; every selected entry is
 // attributed to home (index < numHome) or to the earlier pulse whose slot
 // holds it. counters must be zeroed by the caller.
-void selectHaloCandidates(const HaloSelection& selection, int first, int count, int numHome,
-                          const SourceSlots& slots, int* map, int* counters, cuda::DeviceBuffer<std::byte>& temp,
-                          cudaStream_t stream);
+void selectHaloCandidates(const HaloSelection& selection, int first, int count, int numHome, const SourceSlots& slots,
+                          int* map, int* counters, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream);
 // The selected atoms as they travel: positions (unshifted), images and zone
 // masks with this pulse's bits added.
 void packHaloRecords(const int* map, int count, const Vec3f* x, const std::uint8_t* image, const std::uint8_t* mask,

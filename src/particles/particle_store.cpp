@@ -10,8 +10,8 @@ namespace haloex::particles {
 
 ParticleStore::ParticleStore(std::vector<std::size_t> fieldBytes, double growthFactor) : growth_(growthFactor) {
     if (!(growthFactor >= 1.0)) {
-        throwError(ErrorKind::InvalidInput, fmt::format("ParticleStore: growth factor {} must be at least 1",
-                                                        growthFactor));
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("ParticleStore: growth factor {} must be at least 1", growthFactor));
     }
     bytes_.push_back(sizeof(Vec3f));
     for (std::size_t b : fieldBytes) {
@@ -22,9 +22,7 @@ ParticleStore::ParticleStore(std::vector<std::size_t> fieldBytes, double growthF
     next_.resize(bytes_.size());
 }
 
-int ParticleStore::grownCapacity(int n) const {
-    return std::max(n, static_cast<int>(std::ceil(n * growth_))) + 64;
-}
+int ParticleStore::grownCapacity(int n) const { return std::max(n, static_cast<int>(std::ceil(n * growth_))) + 64; }
 
 void ParticleStore::resize(int n) {
     if (n < 0) throwError(ErrorKind::InvalidInput, fmt::format("ParticleStore::resize({})", n));

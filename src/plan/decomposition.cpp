@@ -79,11 +79,12 @@ Decomposition::Decomposition(const DecompositionSpec& spec) : spec_(spec) {
         const double width = cellWidth(d);
         const int np = pulsesNeeded(spec_.rlist, width);
         if (np >= n) {
-            throwError(ErrorKind::Plan,
-                       fmt::format("dimension {}: cells are {:.4g} nm wide, so the halo distance rlist = {:.4g} nm "
-                                   "needs {} pulse(s), but {} rank(s) along {} allow at most {} (an atom would meet its "
-                                   "own image); use fewer ranks along {} or a smaller rlist",
-                                   kDimName[d], width, spec_.rlist, np, n, kDimName[d], n - 1, kDimName[d]));
+            throwError(
+                ErrorKind::Plan,
+                fmt::format("dimension {}: cells are {:.4g} nm wide, so the halo distance rlist = {:.4g} nm "
+                            "needs {} pulse(s), but {} rank(s) along {} allow at most {} (an atom would meet its "
+                            "own image); use fewer ranks along {} or a smaller rlist",
+                            kDimName[d], width, spec_.rlist, np, n, kDimName[d], n - 1, kDimName[d]));
         }
         pulsesPerDim_[d] = np;
     }

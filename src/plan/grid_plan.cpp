@@ -117,8 +117,7 @@ int blockExtent(int cells, int n, int c) { return blockStart(cells, n, c + 1) - 
 
 void validateGridSpec(const GridSpec& spec) {
     if (spec.haloWidth < 1) {
-        throwError(ErrorKind::InvalidInput,
-                   fmt::format("halo width {} must be at least 1 cell", spec.haloWidth));
+        throwError(ErrorKind::InvalidInput, fmt::format("halo width {} must be at least 1 cell", spec.haloWidth));
     }
     std::array<bool, 3> seen{false, false, false};
     for (int d : spec.dimOrder) {

@@ -193,8 +193,8 @@ std::vector<std::vector<int>> partitionAtoms(const Decomposition& decomposition,
     for (std::size_t i = 0; i < positions.size(); ++i) {
         const Vec3d& x = positions[i];
         if (!isFinite(x)) {
-            throwError(ErrorKind::InvalidInput, fmt::format("atom {} has a non-finite coordinate ({}, {}, {})", i,
-                                                            x.x, x.y, x.z));
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("atom {} has a non-finite coordinate ({}, {}, {})", i, x.x, x.y, x.z));
         }
         for (int d = 0; d < 3; ++d) {
             if (x[d] < 0.0 || x[d] >= L[d]) {

@@ -12,8 +12,8 @@ constexpr int kTagMasks = 32701;
 constexpr int kTagOffsets = 32702;
 }  // namespace
 
-RankPlan buildParticlePlan(const plan::Decomposition& decomposition, std::span<const Vec3d> homePositions,
-                           World& world, int alignment) {
+RankPlan buildParticlePlan(const plan::Decomposition& decomposition, std::span<const Vec3d> homePositions, World& world,
+                           int alignment) {
     plan::requireGridMatchesRanks(decomposition.grid(), world.size());
     plan::ParticlePlanBuilder builder(decomposition, world.rank(), homePositions, alignment);
     const auto& grid = decomposition.grid();

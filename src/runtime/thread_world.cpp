@@ -18,11 +18,8 @@ namespace {
 
 struct Shared {
     explicit Shared(int n)
-        : numRanks(n),
-          timeoutSeconds(hostWaitTimeoutSeconds()),
-          slots(n),
-          exchange(n, std::vector<std::vector<std::byte>>(n)),
-          arrivedIn(n, -1) {}
+        : numRanks(n), timeoutSeconds(hostWaitTimeoutSeconds()), slots(n),
+          exchange(n, std::vector<std::vector<std::byte>>(n)), arrivedIn(n, -1) {}
 
     const int numRanks;
     const double timeoutSeconds;  // 0: no limit
@@ -70,13 +67,16 @@ struct Shared {
             ++generation;
             changed.notify_all();
         } else {
-            wait(lock, [&] { return generation != myGeneration; }, [&] {
-                std::string missing;
-                for (int r = 0; r < numRanks; ++r) {
-                    if (arrivedIn[r] != myGeneration) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
-                }
-                return fmt::format("rank {}: {}: virtual rank(s) {} did not arrive", rank, operation, missing);
-            });
+            wait(
+                lock, [&] { return generation != myGeneration; },
+                [&] {
+                    std::string missing;
+                    for (int r = 0; r < numRanks; ++r) {
+                        if (arrivedIn[r] != myGeneration)
+                            missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
+                    }
+                    return fmt::format("rank {}: {}: virtual rank(s) {} did not arrive", rank, operation, missing);
+                });
         }
     }
 
@@ -120,10 +120,12 @@ public:
             return;
         }
         auto& queue = shared_.mailbox[{src, rank_, tag}];
-        shared_.wait(lock, [&] { return !queue.empty(); }, [&] {
-            return fmt::format("rank {}: sendRecv: the message of {} bytes from rank {} (tag {}) did not come", rank_,
-                               recv.size(), src, tag);
-        });
+        shared_.wait(
+            lock, [&] { return !queue.empty(); },
+            [&] {
+                return fmt::format("rank {}: sendRecv: the message of {} bytes from rank {} (tag {}) did not come",
+                                   rank_, recv.size(), src, tag);
+            });
         std::vector<std::byte> message = std::move(queue.front());
         queue.pop_front();
         if (message.size() != recv.size()) {
@@ -229,8 +231,7 @@ public:
     int localSize() const override { return 1; }
     std::string kind() const override { return "single"; }
     void barrier() override {}
-    void sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src,
-                       int) override {
+    void sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src, int) override {
         HALOEX_ASSERT(dest <= 0 && src <= 0, "a single-rank world only talks to itself");
         if (src < 0) return;
         HALOEX_ASSERT(dest == 0 && send.size() == recv.size(), "self send and receive sizes differ");

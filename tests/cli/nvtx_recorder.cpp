@@ -49,8 +49,7 @@ void writeLog() {
     std::FILE* out = std::fopen(path, "w");
     if (out == nullptr) return;
     const std::lock_guard<std::mutex> lock(mutex);
-    std::fprintf(out, "pushes %ld\npops %ld\nunmatched_pops %ld\n", pushes.load(), pops.load(),
-                 unmatchedPops.load());
+    std::fprintf(out, "pushes %ld\npops %ld\nunmatched_pops %ld\n", pushes.load(), pops.load(), unmatchedPops.load());
     for (const auto& [name, count] : ranges) std::fprintf(out, "range %ld %s\n", count, name.c_str());
     std::fclose(out);
 }

@@ -77,8 +77,7 @@ FloatSystem uniformSystemInBox(int numAtoms, Vec3d box, std::uint64_t seed, cons
     return out;
 }
 
-std::vector<RankSystem> decompose(const FloatSystem& system, plan::Int3 grid, double rc, double rlist,
-                                  int alignment) {
+std::vector<RankSystem> decompose(const FloatSystem& system, plan::Int3 grid, double rc, double rlist, int alignment) {
     plan::DecompositionSpec spec;
     spec.box = system.box;
     spec.grid = plan::RankGrid(grid);
@@ -176,9 +175,9 @@ ForceDiff compareForces(std::span<const Vec3f> got, std::span<const Vec3d> expec
     d.report = fmt::format("||df||/||f|| = {:.3e} over {} atoms; largest differences:", d.relativeNorm, n);
     for (std::size_t k = 0; k < shown; ++k) {
         const int i = worst[k].second;
-        d.report += fmt::format("\n  atom {}: got ({:.6g}, {:.6g}, {:.6g}) expected ({:.6g}, {:.6g}, {:.6g}) |diff| {:.3e}",
-                                i, got[i].x, got[i].y, got[i].z, expected[i].x, expected[i].y, expected[i].z,
-                                worst[k].first);
+        d.report +=
+            fmt::format("\n  atom {}: got ({:.6g}, {:.6g}, {:.6g}) expected ({:.6g}, {:.6g}, {:.6g}) |diff| {:.3e}", i,
+                        got[i].x, got[i].y, got[i].z, expected[i].x, expected[i].y, expected[i].z, worst[k].first);
     }
     return d;
 }

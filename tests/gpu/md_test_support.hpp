@@ -40,13 +40,12 @@ struct RankSystem {
     std::array<bool, 3> periodic{true, true, true};
     int numHome = 0;
     int numLocal = 0;
-    std::vector<Vec3f> x;                 // NaN for padding
-    std::vector<float> q;                 // 0 for padding
+    std::vector<Vec3f> x;  // NaN for padding
+    std::vector<float> q;  // 0 for padding
     std::vector<plan::ZoneMask> zone;
-    std::vector<int> globalId;            // -1 for padding
+    std::vector<int> globalId;  // -1 for padding
 };
-std::vector<RankSystem> decompose(const FloatSystem& system, plan::Int3 grid, double rc, double rlist,
-                                  int alignment);
+std::vector<RankSystem> decompose(const FloatSystem& system, plan::Int3 grid, double rc, double rlist, int alignment);
 
 md::PairForces<double> oracleSingle(const FloatSystem& system, const md::ForceField& ff);
 md::PairForces<double> oracleRank(const RankSystem& rank, const md::ForceField& ff);
@@ -55,7 +54,7 @@ struct ForceDiff {
     double relativeNorm = 0.0;  // ||f - f_ref|| / ||f_ref|| over the atoms compared
     double maxAbs = 0.0;
     int worstAtom = -1;
-    std::string report;         // the worst atoms, for the failure message
+    std::string report;  // the worst atoms, for the failure message
 };
 // Compares atoms [0, count) (count < 0: all), skipping those with skip[i].
 ForceDiff compareForces(std::span<const Vec3f> got, std::span<const Vec3d> expected, int count = -1,

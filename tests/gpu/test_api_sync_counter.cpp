@@ -16,14 +16,14 @@ namespace {
 using haloex::cuda::ApiSyncCounter;
 
 TEST(ApiSyncCounter, NamesTheHostBlockingCalls) {
-    for (const char* name : {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy",
-                             "cuStreamSynchronize", "cuStreamSynchronize_ptsz", "cuMemcpyDtoH_v2", "cuCtxSynchronize",
-                             "cudaMemset"}) {
+    for (const char* name :
+         {"cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaEventSynchronize", "cudaMemcpy", "cuStreamSynchronize",
+          "cuStreamSynchronize_ptsz", "cuMemcpyDtoH_v2", "cuCtxSynchronize", "cudaMemset"}) {
         EXPECT_TRUE(ApiSyncCounter::isHostBlocking(name)) << name;
     }
-    for (const char* name : {"cudaMemcpyAsync", "cudaLaunchKernel", "cudaGraphLaunch", "cudaStreamQuery",
-                             "cudaEventRecord", "cudaStreamWaitEvent", "cuLaunchKernel", "cuMemcpyDtoHAsync_v2",
-                             "cudaMemsetAsync"}) {
+    for (const char* name :
+         {"cudaMemcpyAsync", "cudaLaunchKernel", "cudaGraphLaunch", "cudaStreamQuery", "cudaEventRecord",
+          "cudaStreamWaitEvent", "cuLaunchKernel", "cuMemcpyDtoHAsync_v2", "cudaMemsetAsync"}) {
         EXPECT_FALSE(ApiSyncCounter::isHostBlocking(name)) << name;
     }
 }

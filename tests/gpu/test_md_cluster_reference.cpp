@@ -60,8 +60,8 @@ void expectLayoutValid(const RankView& v, const ClusterLayoutHost& layout) {
     }
     for (int i = 0; i < numLocal; ++i) {
         const bool padding = !v.zone.empty() && (v.zone[i] & plan::kPaddingMask);
-        EXPECT_EQ(seen[i], padding ? 0 : 1) << "local atom " << i << (padding ? " (padding)" : "")
-                                            << " appears " << seen[i] << " times in the cluster layout";
+        EXPECT_EQ(seen[i], padding ? 0 : 1) << "local atom " << i << (padding ? " (padding)" : "") << " appears "
+                                            << seen[i] << " times in the cluster layout";
     }
     for (int c = 0; c < layout.numClusters; ++c) {
         EXPECT_GE(layout.atomOfSlot[c * kClusterSize], 0) << "cluster " << c << " has an empty first slot";
@@ -107,7 +107,8 @@ void expectPairsExactlyOnce(const RankView& v, const ClusterLayoutHost& layout, 
             if (!v.zone.empty() && !plan::zonePairComputed(v.zone[i], v.zone[j])) continue;
             Vec3d d = Vec3d(v.x[i]) - Vec3d(v.x[j]);
             for (int k = 0; k < 3; ++k) {
-                if (v.settings.periodic[k]) d[k] -= v.settings.box.length[k] * std::round(d[k] / v.settings.box.length[k]);
+                if (v.settings.periodic[k])
+                    d[k] -= v.settings.box.length[k] * std::round(d[k] / v.settings.box.length[k]);
             }
             auto it = listed.find({i, j});
             const int count = it == listed.end() ? 0 : it->second;
@@ -146,8 +147,7 @@ void expectMatchesOracle(const Evaluated& e, const md::PairForces<double>& oracl
                          const std::string& what) {
     const auto diff = haloex::testing::compareForces(e.forces, oracle.forces, -1, skip);
     const std::int64_t pairs = e.local.pairsWithinCutoff + e.nonlocal.pairsWithinCutoff;
-    const std::int64_t clusterPairs =
-        static_cast<std::int64_t>(e.localList.pairs.size() + e.nonlocalList.pairs.size());
+    const std::int64_t clusterPairs = static_cast<std::int64_t>(e.localList.pairs.size() + e.nonlocalList.pairs.size());
     fmt::print("{}: clusters {} (home {}), cluster pairs {} local + {} non-local, {:.1f}% of listed atom pairs "
                "within rc, {}\n",
                what, e.layout.numClusters, e.layout.numHomeClusters, e.localList.pairs.size(),

@@ -96,8 +96,8 @@ TEST(MdEngineGpu, FirstStepEnergiesMatchTheCpuReference) {
     ASSERT_FALSE(cpu.energies.empty());
     const auto& g = gpu.energies.front();
     const auto& c = cpu.energies.front();
-    std::printf("step 0: GPU LJ %.6f Coul %.6f KE %.6f | CPU LJ %.6f Coul %.6f KE %.6f\n", g.lj, g.coulomb,
-                g.kinetic, c.lj, c.coulomb, c.kinetic);
+    std::printf("step 0: GPU LJ %.6f Coul %.6f KE %.6f | CPU LJ %.6f Coul %.6f KE %.6f\n", g.lj, g.coulomb, g.kinetic,
+                c.lj, c.coulomb, c.kinetic);
     // Float arithmetic on both sides; the totals are differences of large sums.
     EXPECT_NEAR(g.lj, c.lj, 1e-4 * std::abs(c.lj) + 0.05);
     EXPECT_NEAR(g.coulomb, c.coulomb, 1e-5 * std::abs(c.coulomb) + 0.05);

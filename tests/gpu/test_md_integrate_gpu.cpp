@@ -15,8 +15,8 @@
 
 using namespace haloex;
 using namespace haloex::md::gpu;
-using haloex::testing::upload;
 using haloex::testing::download;
+using haloex::testing::upload;
 
 namespace {
 

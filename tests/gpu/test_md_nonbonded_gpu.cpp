@@ -24,10 +24,10 @@
 
 using namespace haloex;
 using namespace haloex::md::gpu;
+using haloex::testing::download;
 using haloex::testing::FloatSystem;
 using haloex::testing::RankSystem;
 using haloex::testing::upload;
-using haloex::testing::download;
 
 namespace {
 
@@ -91,7 +91,8 @@ std::string firstLayoutDifference(const ClusterLayoutHost& gpu, const ClusterLay
     for (int k = 0; k < 2; ++k) {
         const ColumnGrid& a = k == 0 ? gpu.grids.home : gpu.grids.halo;
         const ColumnGrid& b = k == 0 ? ref.grids.home : ref.grids.halo;
-        if (grid(a) != grid(b)) return fmt::format("{} grid: GPU {} vs CPU {}", k == 0 ? "home" : "halo", grid(a), grid(b));
+        if (grid(a) != grid(b))
+            return fmt::format("{} grid: GPU {} vs CPU {}", k == 0 ? "home" : "halo", grid(a), grid(b));
     }
     if (gpu.numClusters != ref.numClusters || gpu.numHomeClusters != ref.numHomeClusters) {
         return fmt::format("clusters: GPU {} ({} home) vs CPU {} ({} home)", gpu.numClusters, gpu.numHomeClusters,
@@ -115,8 +116,8 @@ std::string firstLayoutDifference(const ClusterLayoutHost& gpu, const ClusterLay
         const auto& ah = gpu.bboxHi[c];
         const auto& bh = ref.bboxHi[c];
         if (a.x != b.x || a.y != b.y || a.z != b.z || ah.x != bh.x || ah.y != bh.y || ah.z != bh.z) {
-            return fmt::format("bounding box of cluster {}: GPU ({},{},{})-({},{},{}) CPU ({},{},{})-({},{},{})", c, a.x,
-                               a.y, a.z, ah.x, ah.y, ah.z, b.x, b.y, b.z, bh.x, bh.y, bh.z);
+            return fmt::format("bounding box of cluster {}: GPU ({},{},{})-({},{},{}) CPU ({},{},{})-({},{},{})", c,
+                               a.x, a.y, a.z, ah.x, ah.y, ah.z, b.x, b.y, b.z, bh.x, bh.y, bh.z);
         }
     }
     return {};
@@ -227,7 +228,8 @@ void expectMatches(const Inputs& in, const GpuResult& gpu, const md::PairForces<
     std::vector<Vec3d> refForces(ref.forces.size());
     for (std::size_t i = 0; i < ref.forces.size(); ++i) refForces[i] = Vec3d(ref.forces[i]);
     const auto diffRef = haloex::testing::compareForces(gpu.forces, refForces, -1, skipSpan);
-    EXPECT_LE(diffRef.relativeNorm, kForceTolerance) << in.name << ": GPU forces vs CPU list evaluation: " << diffRef.report;
+    EXPECT_LE(diffRef.relativeNorm, kForceTolerance)
+        << in.name << ": GPU forces vs CPU list evaluation: " << diffRef.report;
 
     // Pair counts: exactly the reference's (same rounding); the oracle may
     // decide pairs within an ulp of rc differently.

@@ -100,16 +100,16 @@ struct Device {
         : x(upload(m.x0)), q(upload(m.q)), zone(upload(m.zone)), f(std::max<std::size_t>(m.x0.size(), 1)),
           haveZone(!m.zone.empty()) {}
     void setPositions(const std::vector<Vec3f>& host, cudaStream_t stream) {
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(x.data(), host.data(), host.size() * sizeof(Vec3f), cudaMemcpyHostToDevice,
-                                          stream));
+        HALOEX_CUDA_CHECK(
+            cudaMemcpyAsync(x.data(), host.data(), host.size() * sizeof(Vec3f), cudaMemcpyHostToDevice, stream));
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
     }
 };
 
 void build(Nonbonded& nb, const Moving& m, Device& d, cudaStream_t stream) {
     d.setPositions(m.x0, stream);
-    nb.build(d.x.data(), d.q.data(), d.haveZone ? d.zone.data() : nullptr, m.numHome,
-             static_cast<int>(m.x0.size()), m.box, m.periodic, stream);
+    nb.build(d.x.data(), d.q.data(), d.haveZone ? d.zone.data() : nullptr, m.numHome, static_cast<int>(m.x0.size()),
+             m.box, m.periodic, stream);
 }
 
 NonbondedOptions pruning(double rlistInner = kRlistInner, int parts = kParts) {
@@ -134,8 +134,8 @@ std::string firstDifference(const PairListHost& gpu, const PairListHost& ref) {
             const ClusterPair& p = gpu.pairs[a.jBegin + k];
             const ClusterPair& r = ref.pairs[b.jBegin + k];
             if (p.cj != r.cj || p.shift != r.shift || p.maskLo != r.maskLo || p.maskHi != r.maskHi) {
-                return fmt::format("entry {} (ci {}) kept pair {}: GPU cj {} shift {}, CPU cj {} shift {}", e, b.ci,
-                                   k, p.cj, p.shift, r.cj, r.shift);
+                return fmt::format("entry {} (ci {}) kept pair {}: GPU cj {} shift {}, CPU cj {} shift {}", e, b.ci, k,
+                                   p.cj, p.shift, r.cj, r.shift);
             }
         }
     }
@@ -184,8 +184,8 @@ void checkRolling(const Moving& m, Nonbonded& nb, Device& d, cudaStream_t stream
             if (outer.entries.empty()) continue;
             const PairListHost expected = expectedRolling(layout, outer, m, settings, prunedAt);
             const std::string diff = firstDifference(nb.copyListToHost(kind, ListView::Evaluated), expected);
-            EXPECT_TRUE(diff.empty()) << m.name << " " << (nonlocal ? "non-local" : "local") << " inner list "
-                                      << when << ": " << diff;
+            EXPECT_TRUE(diff.empty()) << m.name << " " << (nonlocal ? "non-local" : "local") << " inner list " << when
+                                      << ": " << diff;
         }
     };
     expectInner("after the build (full prune)");
@@ -210,8 +210,8 @@ std::vector<Moving> cases() {
     std::vector<Moving> out;
     out.push_back(movingOf(haloex::testing::loadRef3000(ff)));
     out.push_back(movingOf(haloex::testing::latticeSystem(30000, 9, 0.02, ff)));
-    const auto ranks = haloex::testing::decompose(haloex::testing::latticeSystem(16000, 5, 0.02, ff), {2, 2, 1},
-                                                  ff.rc, kRlist, 4);
+    const auto ranks =
+        haloex::testing::decompose(haloex::testing::latticeSystem(16000, 5, 0.02, ff), {2, 2, 1}, ff.rc, kRlist, 4);
     out.push_back(movingOf(ranks[0], "g2x2x1"));
     return out;
 }
@@ -272,8 +272,7 @@ TEST(PruneGpu, RollingPartsMatchReferenceAtThePositionsTheyWerePrunedWith) {
         HALOEX_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
         cudaGraphExec_t exec = nullptr;
         HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-        checkRolling(m, nb, d, stream, kSteps + 1,
-                     [&](int) { HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+        checkRolling(m, nb, d, stream, kSteps + 1, [&](int) { HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
         HALOEX_CUDA_CHECK(cudaGraphExecDestroy(exec));
         HALOEX_CUDA_CHECK(cudaGraphDestroy(graph));
     }
@@ -328,8 +327,8 @@ TEST(PruneGpu, ForcesWithPruningEqualForcesWithout) {
                                         << ": pairs within rc missing from the inner list";
             }
             if (j == 0) {
-                const std::int64_t evaluated = static_cast<std::int64_t>(
-                    on.copyListToHost(ListKind::Local, ListView::Evaluated).pairs.size());
+                const std::int64_t evaluated =
+                    static_cast<std::int64_t>(on.copyListToHost(ListKind::Local, ListView::Evaluated).pairs.size());
                 fmt::print("{}: {:.2e} relative force difference; local list {} of {} cluster pairs evaluated\n",
                            m.name, diff.relativeNorm, evaluated, on.stats(ListKind::Local).clusterPairs);
                 EXPECT_LT(evaluated, on.stats(ListKind::Local).clusterPairs) << "pruning dropped nothing";

@@ -42,7 +42,9 @@ Case caseOf(const RankSystem& r, const std::string& name) {
     return {fmt::format("{} rank {}", name, r.rank), r.x, r.zone, r.numHome, {r.box, r.periodic, kRlist, 32}};
 }
 
-bool maskBit(const ClusterPair& p, int bit) { return ((bit < 32 ? p.maskLo >> bit : p.maskHi >> (bit - 32)) & 1u) != 0; }
+bool maskBit(const ClusterPair& p, int bit) {
+    return ((bit < 32 ? p.maskLo >> bit : p.maskHi >> (bit - 32)) & 1u) != 0;
+}
 
 bool samePair(const ClusterPair& a, const ClusterPair& b) {
     return a.cj == b.cj && a.shift == b.shift && a.maskLo == b.maskLo && a.maskHi == b.maskHi;
@@ -136,7 +138,8 @@ void checkCase(const Case& c, const md::ForceField& ff) {
             EXPECT_EQ(eInner.coulomb, eOuter.coulomb) << what;
             int differ = 0;
             for (std::size_t i = 0; i < fInner.size(); ++i) {
-                const bool same = fInner[i].x == fOuter[i].x && fInner[i].y == fOuter[i].y && fInner[i].z == fOuter[i].z;
+                const bool same =
+                    fInner[i].x == fOuter[i].x && fInner[i].y == fOuter[i].y && fInner[i].z == fOuter[i].z;
                 if (!same && ++differ <= 3) ADD_FAILURE() << what << ": force on local atom " << i << " changed";
             }
             fmt::print("{}: rlistInner {} keeps {} of {} cluster pairs ({:.1f}%)\n", what, rlistInner, kept,

@@ -78,9 +78,9 @@ struct Fields {
 
 // An integer in [-1000, 1000] for (rank, atom, component).
 int hashedInt(int rank, int atom, int component) {
-    const std::uint64_t h = testsupport::splitmix64((static_cast<std::uint64_t>(rank) << 40) ^
-                                                    (static_cast<std::uint64_t>(atom) << 3) ^
-                                                    static_cast<std::uint64_t>(component));
+    const std::uint64_t h =
+        testsupport::splitmix64((static_cast<std::uint64_t>(rank) << 40) ^ (static_cast<std::uint64_t>(atom) << 3) ^
+                                static_cast<std::uint64_t>(component));
     return static_cast<int>(h % 2001) - 1000;
 }
 
@@ -253,13 +253,15 @@ std::string cannotRunHere(const HaloCase& c) {
         if (std::string why = noGpuReason(); !why.empty()) return why;
     }
     if (c.backend == Backend::Nvshmem && !mpiWorld()) {
-        return "nvshmem needs one process per rank: it runs in the MPI variants (ctest -R test_particle_halo_device_np)";
+        return "nvshmem needs one process per rank: it runs in the MPI variants (ctest -R "
+               "test_particle_halo_device_np)";
     }
     return {};
 }
 
 bool isSharedGpuRefusal(const Error& e) {
-    return e.kind() == ErrorKind::Nccl && std::string(e.what()).find("refuses two ranks on one GPU") != std::string::npos;
+    return e.kind() == ErrorKind::Nccl &&
+           std::string(e.what()).find("refuses two ranks on one GPU") != std::string::npos;
 }
 
 std::string runRank(runtime::World& world, const HaloCase& c, const plan::Box& box, const Expected& expected) {
@@ -379,8 +381,9 @@ GridFields runGridHalo(runtime::World& world, transport::ParticleTransport& t, c
 plan::GridSpec gridSpecFor(int ranks) {
     plan::GridSpec spec;
     spec.cells = {12, 10, 8};
-    spec.grid = plan::RankGrid(ranks == 8 ? plan::Int3{2, 2, 2} : ranks == 4 ? plan::Int3{2, 2, 1}
-                                                                   : plan::Int3{ranks, 1, 1});
+    spec.grid = plan::RankGrid(ranks == 8   ? plan::Int3{2, 2, 2}
+                               : ranks == 4 ? plan::Int3{2, 2, 1}
+                                            : plan::Int3{ranks, 1, 1});
     spec.haloWidth = 2;
     spec.periodic = {true, false, true};
     return spec;

@@ -148,8 +148,7 @@ TEST_P(DevicePlanBuilderProperty, ReproducesTheHostPlanner) {
     });
 }
 
-INSTANTIATE_TEST_SUITE_P(Decompositions, DevicePlanBuilderProperty, ::testing::ValuesIn(ht::planCases()),
-                         ht::caseName);
+INSTANTIATE_TEST_SUITE_P(Decompositions, DevicePlanBuilderProperty, ::testing::ValuesIn(ht::planCases()), ht::caseName);
 
 // Particles of every rank moved by up to `reach` cell widths (some by whole
 // box lengths too), with a velocity derived from the id to check that fields
@@ -171,8 +170,7 @@ MovedParticles moveParticles(const plan::Decomposition& dd, int atoms, double re
     m.v.resize(n);
     m.ids.resize(n);
     for (int id = 0; id < atoms; ++id) {
-        const Vec3d start{L.x * ht::uniform01(engine), L.y * ht::uniform01(engine),
-                          L.z * ht::uniform01(engine)};
+        const Vec3d start{L.x * ht::uniform01(engine), L.y * ht::uniform01(engine), L.z * ht::uniform01(engine)};
         const int owner = dd.ownerRank(start);
         Vec3d moved = start;
         for (int d = 0; d < 3; ++d) moved[d] += (2.0 * ht::uniform01(engine) - 1.0) * reach * dd.cellWidth(d);
@@ -312,8 +310,7 @@ TEST(DeviceMigration, RefusesANonFinitePosition) {
             ADD_FAILURE() << "a NaN position was accepted";
         } catch (const Error& e) {
             EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
-            EXPECT_NE(std::string(e.what()).find("particle " + std::to_string(id) + " (global id)"),
-                      std::string::npos)
+            EXPECT_NE(std::string(e.what()).find("particle " + std::to_string(id) + " (global id)"), std::string::npos)
                 << e.what();
             EXPECT_NE(std::string(e.what()).find("non-finite"), std::string::npos) << e.what();
         }

@@ -168,7 +168,8 @@ RankOutcome runRank(runtime::World& world, const DeviceCase& c, const plan::Box&
 }
 
 bool isSharedGpuRefusal(const Error& e) {
-    return e.kind() == ErrorKind::Nccl && std::string(e.what()).find("refuses two ranks on one GPU") != std::string::npos;
+    return e.kind() == ErrorKind::Nccl &&
+           std::string(e.what()).find("refuses two ranks on one GPU") != std::string::npos;
 }
 
 // Host syncs per pulse and direction that each transport promises.
@@ -260,9 +261,8 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
         for (std::size_t k = 0; k < sequence.size(); ++k) {
             const auto result = testsupport::runTransport(*t, expected[k].plans[r], expected[k].inputs[r],
                                                           decompositions[k].box(), memory, 1, [&w] { w.barrier(); });
-            const std::string m =
-                testsupport::compareResults(result, expected[k].outputs[r], w.rank(), expected[k].plans[r].zoneMask,
-                                            c.forceTolerance());
+            const std::string m = testsupport::compareResults(result, expected[k].outputs[r], w.rank(),
+                                                              expected[k].plans[r].zoneMask, c.forceTolerance());
             if (!m.empty()) mismatches[r] += fmt::format("plan {} ({} atoms): {}; ", k, sequence[k].numAtoms, m);
         }
 #else
@@ -313,9 +313,10 @@ TEST(DeviceSelection, RefusesMoreRanksThanGpusWithoutOptIn) {
 #if HALOEX_HAVE_CUDA
 TEST(DeviceSelection, FindsTheFirstSharedGpu) {
     // Pure host logic: runs without a GPU too.
-    const std::vector<cuda::GpuIdentity> gpus{
-        {"node-a", "0000:1B:00.0", 0}, {"node-b", "0000:1B:00.0", 0}, {"node-a", "0000:2C:00.0", 1},
-        {"node-a", "0000:1B:00.0", 0}};
+    const std::vector<cuda::GpuIdentity> gpus{{"node-a", "0000:1B:00.0", 0},
+                                              {"node-b", "0000:1B:00.0", 0},
+                                              {"node-a", "0000:2C:00.0", 1},
+                                              {"node-a", "0000:1B:00.0", 0}};
     const auto shared = cuda::findSharedGpu(gpus);
     ASSERT_TRUE(shared.has_value());
     EXPECT_EQ(*shared, (std::pair{0, 3}));

@@ -15,7 +15,7 @@ using namespace haloex;
 
 namespace {
 
-#define SKIP_WITHOUT_GPU()                                                                              \
+#define SKIP_WITHOUT_GPU() \
     if (cuda::deviceCount() == 0) GTEST_SKIP() << "no CUDA device is visible on this machine (no driver or no GPU)"
 
 template <class T>
@@ -52,8 +52,8 @@ TEST(HaloKernels, PackCoordinatesShiftsLikeTheReference) {
             for (std::size_t i = 0; i < indices.size(); ++i) {
                 const Vec3f want = transport::shiftedForPulse(pulse, box, x[static_cast<std::size_t>(indices[i])]);
                 EXPECT_EQ(std::memcmp(&got[i], &want, sizeof(Vec3f)), 0)
-                    << "dim " << dim << " sign " << sign << " entry " << i << ": got (" << got[i].x << ", "
-                    << got[i].y << ", " << got[i].z << ")";
+                    << "dim " << dim << " sign " << sign << " entry " << i << ": got (" << got[i].x << ", " << got[i].y
+                    << ", " << got[i].z << ")";
             }
         }
     }
@@ -109,7 +109,8 @@ TEST(HaloKernels, CopyBlockOfEveryAlignment) {
             const auto got = toHost(dst.data(), 5000);
             for (std::size_t b = 0; b < 5000; ++b) {
                 const bool inside = b >= offset && b < offset + bytes;
-                ASSERT_EQ(got[b], inside ? src[b] : 0xAB) << "offset " << offset << ", " << bytes << " bytes, byte " << b;
+                ASSERT_EQ(got[b], inside ? src[b] : 0xAB)
+                    << "offset " << offset << ", " << bytes << " bytes, byte " << b;
             }
         }
     }

@@ -79,10 +79,10 @@ struct Odd3 {
 };
 
 struct RankFields {
-    std::vector<Vec3f> x;            // coordinates: home set, halo a sentinel
-    std::vector<Vec3f> f;            // forces on every local atom
-    std::vector<std::int32_t> ids;   // a 4-byte per-atom field (home: id, halo: -1)
-    std::vector<Odd3> tags;          // a 3-byte per-atom field
+    std::vector<Vec3f> x;           // coordinates: home set, halo a sentinel
+    std::vector<Vec3f> f;           // forces on every local atom
+    std::vector<std::int32_t> ids;  // a 4-byte per-atom field (home: id, halo: -1)
+    std::vector<Odd3> tags;         // a 3-byte per-atom field
 };
 
 inline constexpr float kHaloSentinel = -7777.0f;
@@ -183,13 +183,13 @@ std::vector<T> download(const MemoryOps& m, const void* src, std::size_t count) 
 // then), so they are checked after it, from the second round on.
 struct RunResult {
     RankFields out;
-    std::vector<Vec3f> homeForcesAfterClear;      // last round
+    std::vector<Vec3f> homeForcesAfterClear;        // last round
     std::vector<Vec3f> forcesAfterClearAndForward;  // last round's forward; empty with one round
     transport::TransportCounters counters;
 };
 
-inline RunResult runTransport(transport::ParticleTransport& t, const plan::ParticleHaloPlan& plan,
-                              const RankFields& in, const plan::Box& box, const MemoryOps& m, int steps = 2,
+inline RunResult runTransport(transport::ParticleTransport& t, const plan::ParticleHaloPlan& plan, const RankFields& in,
+                              const plan::Box& box, const MemoryOps& m, int steps = 2,
                               const std::function<void()>& afterHostWrites = {}) {
     t.setPlan(plan);
     const auto n = static_cast<std::size_t>(plan.numLocal);
@@ -300,8 +300,8 @@ std::string compareEach(const char* what, const char* how, int rank, const std::
         }
     }
     if (mismatches == 0) return {};
-    return fmt::format("rank {}: {} differs from the reference{} in {} of {} atoms ({})", rank, what, how,
-                       mismatches, got.size(), first);
+    return fmt::format("rank {}: {} differs from the reference{} in {} of {} atoms ({})", rank, what, how, mismatches,
+                       got.size(), first);
 }
 
 template <class T>
@@ -347,15 +347,15 @@ inline std::string compareResults(const RunResult& got, const RankFields& want, 
     add(compareBitwise("forwarded coordinates", rank, got.out.x, want.x, zoneMask));
     add(compareBitwise("forwarded 4-byte ids", rank, got.out.ids, want.ids, zoneMask));
     add(compareBitwise("forwarded 3-byte tags", rank, got.out.tags, want.tags, zoneMask));
-    add(forceTolerance > 0.0 ? compareClose("reverse-accumulated forces", rank, got.out.f, want.f, zoneMask,
-                                            forceTolerance)
-                             : compareBitwise("reverse-accumulated forces", rank, got.out.f, want.f, zoneMask));
+    add(forceTolerance > 0.0
+            ? compareClose("reverse-accumulated forces", rank, got.out.f, want.f, zoneMask, forceTolerance)
+            : compareBitwise("reverse-accumulated forces", rank, got.out.f, want.f, zoneMask));
     const std::vector<Vec3f> zeros(want.f.size(), Vec3f{});
     const std::vector<Vec3f> homeZeros(got.homeForcesAfterClear.size(), Vec3f{});
     add(compareBitwise("home forces after clearForces", rank, got.homeForcesAfterClear, homeZeros));
     if (!got.forcesAfterClearAndForward.empty()) {
-        add(compareBitwise("forces after clearForces and the next forward", rank, got.forcesAfterClearAndForward,
-                           zeros, zoneMask));
+        add(compareBitwise("forces after clearForces and the next forward", rank, got.forcesAfterClearAndForward, zeros,
+                           zoneMask));
     }
     return all;
 }

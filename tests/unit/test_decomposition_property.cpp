@@ -241,7 +241,8 @@ TEST_P(ParticlePlanProperty, ZoneMaskRuleAgreesWithCoordinateRule) {
                 ++pairsChecked;
                 bool coordinateRule = true;
                 for (int d = 0; d < 3; ++d) {
-                    if (dd.grid().decomposed(d)) coordinateRule = coordinateRule && std::min(x[i][d], x[j][d]) < dd.cellHi(r, d);
+                    if (dd.grid().decomposed(d))
+                        coordinateRule = coordinateRule && std::min(x[i][d], x[j][d]) < dd.cellHi(r, d);
                 }
                 const bool maskRule = plan::zonePairComputed(plan.zoneMask[i], plan.zoneMask[j]);
                 if (maskRule != coordinateRule && ++mismatches <= 5) {

@@ -68,8 +68,9 @@ TEST(DeviceHaloLinks, TwoReceivesWithTheSameTagAreRefused) {
 }
 
 TEST(DeviceHaloLinks, APeerOutsideTheJobIsRefused) {
-    const std::string message =
-        errorOf(2, [](runtime::World& world) { DeviceHalo halo(world, Backend::Ipc, {}, {{2, 0}}); });
+    const std::string message = errorOf(2, [](runtime::World& world) {
+        DeviceHalo halo(world, Backend::Ipc, {}, {{2, 0}});
+    });
     EXPECT_NE(message.find("sends to rank 2 (tag 0), but the job has ranks 0..1"), std::string::npos) << message;
 }
 

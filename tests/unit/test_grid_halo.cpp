@@ -165,7 +165,7 @@ TEST_P(GridHaloCase, ScatterAddReturnsEveryHaloCopyToItsCell) {
     const auto contribution = [](int rank, int local) { return static_cast<double>(1 + rank * 1000 + local % 977); };
     std::vector<plan::GridHaloPlan> plans;
     for (int r = 0; r < n; ++r) plans.push_back(plan::buildGridPlan(spec, r));
-    std::map<int, double> wantSum;   // global cell -> own value + every halo copy's
+    std::map<int, double> wantSum;  // global cell -> own value + every halo copy's
     std::map<int, int> wantCopies;
     for (int r = 0; r < n; ++r) {
         for (int i = 0; i < plans[r].numLocal(); ++i) {

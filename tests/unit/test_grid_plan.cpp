@@ -197,8 +197,8 @@ TEST_P(GridPlanExchange, ForwardFillsEveryHaloCellCornersIncluded) {
             const double expected = g.exists ? interiorValue(g.index) : boundaryValue(g.index);
             const double got = data[r][p.localIndex(x[0], x[1], x[2])];
             if (got != expected && ++wrong <= 5) {
-                ADD_FAILURE() << "rank " << r << " cell (" << x[0] << ", " << x[1] << ", " << x[2] << "): got "
-                              << got << ", expected " << expected << (g.exists ? "" : " (beyond an open edge)");
+                ADD_FAILURE() << "rank " << r << " cell (" << x[0] << ", " << x[1] << ", " << x[2] << "): got " << got
+                              << ", expected " << expected << (g.exists ? "" : " (beyond an open edge)");
             }
         });
         EXPECT_EQ(wrong, 0) << "rank " << r;
@@ -222,8 +222,8 @@ TEST_P(GridPlanExchange, ReceivedInPulseNamesTheLastFillingPulse) {
                 int outside = 0;
                 for (int d = 0; d < 3; ++d) outside += x[d] < 0 || x[d] >= p.interior[d];
                 if (outside == 1) {
-                    EXPECT_EQ(got, -1) << "rank " << p.rank << " writes cell (" << x[0] << ", " << x[1] << ", "
-                                       << x[2] << ") beyond an open edge";
+                    EXPECT_EQ(got, -1) << "rank " << p.rank << " writes cell (" << x[0] << ", " << x[1] << ", " << x[2]
+                                       << ") beyond an open edge";
                 }
                 return;
             }

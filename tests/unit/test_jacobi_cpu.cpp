@@ -41,7 +41,8 @@ struct CpuCase {
 };
 
 void PrintTo(const CpuCase& c, std::ostream* os) {
-    *os << c.nx << "x" << c.ny << "_grid" << c.px << "x" << c.py << (c.boundary == Boundary::Periodic ? "_periodic" : "_fixed");
+    *os << c.nx << "x" << c.ny << "_grid" << c.px << "x" << c.py
+        << (c.boundary == Boundary::Periodic ? "_periodic" : "_fixed");
 }
 
 class JacobiCpu : public ::testing::TestWithParam<CpuCase> {};
@@ -55,8 +56,7 @@ TEST_P(JacobiCpu, DistributedEqualsTheReferenceBitwise) {
     runtime::runInProcess(spec.ranks(), [&](runtime::World& world) {
         const stencil::LocalStencil s = buildLocalStencil(plan::buildGridPlan(gridSpec(spec), world.rank()));
         const FieldResult mine = cpuDistributed(spec, s, world, spec.niter);
-        const std::vector<double> expected =
-            globalBlock(reference.interior, spec.nx, s.originX, s.originY, s.nx, s.ny);
+        const std::vector<double> expected = globalBlock(reference.interior, spec.nx, s.originX, s.originY, s.nx, s.ny);
         const FieldComparison cmp = compareFields(mine.interior.data(), expected.data(), expected.size());
         EXPECT_TRUE(cmp.bitwiseEqual()) << "rank " << world.rank() << ": " << cmp.mismatches << " cells differ";
         // The same verdict through the run check (gathered on rank 0).
@@ -80,12 +80,13 @@ TEST_P(JacobiCpu, DistributedEqualsTheReferenceBitwise) {
     }
 }
 
-INSTANTIATE_TEST_SUITE_P(Grids, JacobiCpu,
-                         ::testing::Values(CpuCase{24, 18, 1, 1, Boundary::Periodic}, CpuCase{24, 18, 1, 1, Boundary::Fixed},
-                                           CpuCase{24, 18, 1, 3, Boundary::Periodic}, CpuCase{24, 18, 1, 3, Boundary::Fixed},
-                                           CpuCase{24, 18, 3, 1, Boundary::Periodic}, CpuCase{24, 18, 2, 2, Boundary::Fixed},
-                                           CpuCase{24, 18, 2, 2, Boundary::Periodic}, CpuCase{24, 18, 4, 3, Boundary::Fixed},
-                                           CpuCase{2, 3, 2, 3, Boundary::Periodic}, CpuCase{4, 2, 2, 2, Boundary::Fixed}));
+INSTANTIATE_TEST_SUITE_P(
+    Grids, JacobiCpu,
+    ::testing::Values(CpuCase{24, 18, 1, 1, Boundary::Periodic}, CpuCase{24, 18, 1, 1, Boundary::Fixed},
+                      CpuCase{24, 18, 1, 3, Boundary::Periodic}, CpuCase{24, 18, 1, 3, Boundary::Fixed},
+                      CpuCase{24, 18, 3, 1, Boundary::Periodic}, CpuCase{24, 18, 2, 2, Boundary::Fixed},
+                      CpuCase{24, 18, 2, 2, Boundary::Periodic}, CpuCase{24, 18, 4, 3, Boundary::Fixed},
+                      CpuCase{2, 3, 2, 3, Boundary::Periodic}, CpuCase{4, 2, 2, 2, Boundary::Fixed}));
 
 TEST(JacobiCheck, OneWrongCellFailsTheRunAndIsLocated) {
     const ProblemSpec spec = problem(16, 12, 2, 2, Boundary::Periodic, 5);

@@ -154,7 +154,8 @@ TEST_P(JacobiFaces, LinesDeliverWhatThePlanDelivers) {
             world.sendRecvBytes(std::as_bytes(std::span<const double>(out.data(), out.size())), dest,
                                 std::as_writable_bytes(std::span<double>(in.data(), in.size())), src, p);
             if (receive) {
-                for (int k = 0; k < receive->recv.count; ++k) viaLines[static_cast<std::size_t>(receive->recv.at(k))] = in[static_cast<std::size_t>(k)];
+                for (int k = 0; k < receive->recv.count; ++k)
+                    viaLines[static_cast<std::size_t>(receive->recv.at(k))] = in[static_cast<std::size_t>(k)];
             }
         }
         // Every face halo cell (not a corner) holds what the plan put there.

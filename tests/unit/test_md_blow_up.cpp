@@ -39,7 +39,9 @@ public:
 
     std::string description() const override { return inner_->description(); }
     transport::MemorySpace memorySpace() const override { return inner_->memorySpace(); }
-    void setHome(transport::ParticleTransport& t, std::span<const AtomRecord> home) override { inner_->setHome(t, home); }
+    void setHome(transport::ParticleTransport& t, std::span<const AtomRecord> home) override {
+        inner_->setHome(t, home);
+    }
     void prepare(transport::ParticleTransport& t, const LocalStatics& s, const BackendContext& c) override {
         inner_->prepare(t, s, c);
     }

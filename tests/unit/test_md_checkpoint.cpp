@@ -185,10 +185,9 @@ TEST(Checkpoint, TruncatedFilesAreRefusedWithBothSizes) {
     writeCheckpoint(path.string(), sampleData());
     const std::vector<char> bytes = fileBytes(path);
     const fs::path cut = dir / "cut.cpt";
-    for (const std::size_t length : {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{100},
-                                     kAtomCountOffset, kHeaderBytes - 1, kHeaderBytes, kHeaderBytes + 1, kAtomsStart,
-                                     kAtomsStart + 5 * kAtomBytes,
-                                     bytes.size() - 8, bytes.size() - 1}) {
+    for (const std::size_t length : {std::size_t{1}, std::size_t{7}, std::size_t{8}, std::size_t{100}, kAtomCountOffset,
+                                     kHeaderBytes - 1, kHeaderBytes, kHeaderBytes + 1, kAtomsStart,
+                                     kAtomsStart + 5 * kAtomBytes, bytes.size() - 8, bytes.size() - 1}) {
         SCOPED_TRACE(fmt::format("length {}", length));
         writeBytes(cut, std::vector<char>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(length)));
         expectRefused(cut, "truncated");
@@ -476,7 +475,8 @@ TEST(Checkpoint, FormatTwoIsStillReadWithoutSpacing) {
     // Format 2's section: the same without the i64 energy-step spacing after
     // the count and without the i64 `every` after the tail checksum.
     const std::size_t everyAt = kHeaderBytes + 16 + 48;
-    bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(everyAt), bytes.begin() + static_cast<std::ptrdiff_t>(everyAt + 8));
+    bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(everyAt),
+                bytes.begin() + static_cast<std::ptrdiff_t>(everyAt + 8));
     bytes.erase(bytes.begin() + static_cast<std::ptrdiff_t>(kHeaderBytes + 8),
                 bytes.begin() + static_cast<std::ptrdiff_t>(kHeaderBytes + 16));
     std::uint64_t section = 0;

@@ -155,8 +155,8 @@ TEST_F(ReferenceFixture, FloatMatchesIndependentReference) {
 
 TEST_F(ReferenceFixture, SelfEnergyIsHalfFCrfQSquaredPerAtom) {
     const double self = coulombSelfEnergy(charges, ff);
-    EXPECT_NEAR(self / static_cast<double>(charges.size()),
-                -0.5 * kCoulombFactor * 1.5 / ff.rc * ff.charge * ff.charge, 1e-12);
+    EXPECT_NEAR(self / static_cast<double>(charges.size()), -0.5 * kCoulombFactor * 1.5 / ff.rc * ff.charge * ff.charge,
+                1e-12);
     EXPECT_LT(relativeDifference(self, reference.at("coulomb_rf_with_self_kJ_mol").get<double>() -
                                            reference.at("coulomb_rf_kJ_mol").get<double>()),
               1e-4);

@@ -205,13 +205,14 @@ TEST(Gro, MalformedInputNamesFileLineAndReason) {
                     "too short");
     expectMalformed("t\n2\n" + atomLine(1, true, 1, 1, 1) + "    2NEG      N    2   1.000     abc   3.000\n" + box, 4,
                     "coordinate y of atom 2 of 2 is 'abc', not a number");
-    expectMalformed("t\n2\n" + atomLine(1, true, 1, 1, 1) + "    2NEG      N    2   1.000     nan   3.000\n" + box,
-                    4, "coordinate y of atom 2 of 2 is not finite");
+    expectMalformed("t\n2\n" + atomLine(1, true, 1, 1, 1) + "    2NEG      N    2   1.000     nan   3.000\n" + box, 4,
+                    "coordinate y of atom 2 of 2 is not finite");
     expectMalformed("t\n2\n" + atomLine(1, true, 1, 1, 1) + "    2SOL     OW    2   1.000   2.000   3.000\n" + box, 4,
                     "residue 'SOL' and atom 'OW'");
     expectMalformed("t\n2\n" + atomLine(1, true, 1, 1, 1) + "    2POS      N    2   1.000   2.000   3.000\n" + box, 4,
                     "residue 'POS' and atom 'N'");
-    expectMalformed("t\n1\n    1POS      P    1       1       2       3\n" + box, 3, "cannot find the coordinate fields");
+    expectMalformed("t\n1\n    1POS      P    1       1       2       3\n" + box, 3,
+                    "cannot find the coordinate fields");
     expectMalformed("t\n2\n    1POS      P    1   1.000   2.000   3.000  0.1000  0.2000  0.3000\n" +
                         atomLine(2, false, 1, 1, 1) + box,
                     4, "velocities of atom 2 of 2 are incomplete");
@@ -262,8 +263,8 @@ TEST(Gro, LinesAreReadWithABound) {
     // memory limit; now the first line longer than the bound is refused.
     expectMalformed(std::string(kMaxGroLineLength + 1, '\0'), 1, "the line is longer than 4096 characters");
     expectMalformed("t\n2\n" + std::string(100000, 'x'), 3, "the line is longer than 4096 characters");
-    const GroFrame longTitle = parse(std::string(kMaxGroLineLength, 't') + kTwoAtoms.substr(1) +
-                                     "   3.00000   3.00000   3.00000\n");
+    const GroFrame longTitle =
+        parse(std::string(kMaxGroLineLength, 't') + kTwoAtoms.substr(1) + "   3.00000   3.00000   3.00000\n");
     EXPECT_EQ(longTitle.title.size(), kMaxGroLineLength);
     try {
         readGro("/dev/zero");

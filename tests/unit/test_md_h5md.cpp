@@ -23,8 +23,8 @@ namespace {
 constexpr std::int64_t kAtoms = 5;
 constexpr std::array<double, 3> kBox{2.0, 3.0, 4.0};
 
-#define REQUIRE_H5MD()                                                                            \
-    do {                                                                                          \
+#define REQUIRE_H5MD()                                                                           \
+    do {                                                                                         \
         if (!h5mdAvailable()) GTEST_SKIP() << "built without HDF5: " << h5mdUnavailableReason(); \
     } while (0)
 

@@ -50,7 +50,7 @@ System twoAtoms(Vec3d a, Vec3d b, double box) {
 
 TEST(RunChecks, StepCountsAre64BitAndNeverWrapToZero) {
     MdOptions o;
-    o.steps = 42949672960;  // steps/10 = 2^32 used to become thermo-every 0: SIGFPE
+    o.steps = 42949672960;           // steps/10 = 2^32 used to become thermo-every 0: SIGFPE
     o.checkpointEvery = 2147483647;  // rounded up to a search step used to overflow int
     o.checkpointFile = "x.cpt";
     const MdOptions r = resolveOptions(o, 1, false);
@@ -133,8 +133,10 @@ TEST(RunChecks, AnOutputMayNotOverwriteAnInputOrAnotherOutput) {
     MdOptions o;
     o.groFile = (dir / "in.gro").string();
     o.trajFile = (dir / "hard.gro").string();  // the same file under another name
-    EXPECT_TRUE(contains(errorOf([&] { checkRunFiles(o); }), "--traj " + o.trajFile + " is the same file as the "
-                                                                 "input --gro " + o.groFile));
+    EXPECT_TRUE(contains(errorOf([&] { checkRunFiles(o); }), "--traj " + o.trajFile +
+                                                                 " is the same file as the "
+                                                                 "input --gro " +
+                                                                 o.groFile));
     o.trajFile = (dir / "traj.gro").string();
     o.jsonFile = (dir / "sub" / ".." / "traj.gro").string();
     fs::create_directory(dir / "sub");

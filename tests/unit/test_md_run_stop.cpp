@@ -71,7 +71,7 @@ TEST(RunStop, ASecondSignalStopsAtTheNextEnergyStep) {
 TEST(RunStop, MaxhCountsFromTheStartAndOnlyAfterStartUp) {
     RunStop late(1e-9, kNow - std::chrono::seconds(1), 1);
     EXPECT_EQ(late.vote(true)[3], 1);
-    EXPECT_EQ(late.vote(false)[3], 0);  // start-up and energy steps: no wall-clock vote
+    EXPECT_EQ(late.vote(false)[3], 0);                     // start-up and energy steps: no wall-clock vote
     late.agreeAtSearch(Vote{0, 0, 0, 1}, 0, true, false);  // start-up: --maxh does not count
     EXPECT_FALSE(late.stopRequested());
     late.agreeAtSearch(Vote{0, 0, 0, 1}, 40, false, true);

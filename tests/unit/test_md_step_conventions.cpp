@@ -81,8 +81,7 @@ TEST(StepConventions, ASinglePointEvaluatesTheFirstStepsForcesAndEnergiesAndRuns
     ff.rc = o.rc;
     System start = makeLatticeSystem(static_cast<int>(o.atoms), o.seed, o.temperature, ff);
     const std::vector<double> charges = start.charges(ff);
-    const PairForces<double> exact =
-        computeForcesSingleDomain<double>(start.positions, charges, start.box, ff);
+    const PairForces<double> exact = computeForcesSingleDomain<double>(start.positions, charges, start.box, ff);
     double maxForce = 0.0, sumSquares = 0.0;
     std::int64_t maxAtom = -1;
     for (int i = 0; i < start.size(); ++i) {

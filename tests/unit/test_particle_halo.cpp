@@ -259,12 +259,11 @@ TEST_P(ParticleHaloCase, ScatterAddSumsEveryGhostCopyIntoItsOwner) {
             for (int q = 0; q < s.numRanks(); ++q) {
                 for (int j = s.plan(q).numHome; j < s.plan(q).numLocal; ++j) copies += origins.owner[q][j] == g;
             }
-            const bool ok = fd[i] == want && fi[i] == static_cast<std::int64_t>(want) - copies * (std::int64_t{1} << 50) &&
-                            f3[i] == Vec3f{static_cast<float>(want), -static_cast<float>(want),
-                                           2.0f * static_cast<float>(want)} &&
-                            stress[i].xx == want && stress[i].yy == 2 * want && stress[i].zz == 3 * want &&
-                            stress[i].xy == -want && counts[i][0] == static_cast<std::uint32_t>(want) &&
-                            counts[i][1] == static_cast<std::uint32_t>(copies);
+            const bool ok =
+                fd[i] == want && fi[i] == static_cast<std::int64_t>(want) - copies * (std::int64_t{1} << 50) &&
+                f3[i] == Vec3f{static_cast<float>(want), -static_cast<float>(want), 2.0f * static_cast<float>(want)} &&
+                stress[i].xx == want && stress[i].yy == 2 * want && stress[i].zz == 3 * want && stress[i].xy == -want &&
+                counts[i][0] == static_cast<std::uint32_t>(want) && counts[i][1] == static_cast<std::uint32_t>(copies);
             if (!ok && bad++ == 0) {
                 first = fmt::format("home atom {} (global {}): double {} want {}, {} copies, counted {}", i, g, fd[i],
                                     want, copies, counts[i][1]);
@@ -406,12 +405,13 @@ TEST(Backends, AutoKeepsTheProxysRule) {
 TEST(CollectiveBuffer, EveryRankGetsTheLargestRequestAndGrowthKeepsTheContents) {
     runtime::runInProcess(4, [](runtime::World& w) {
         const std::size_t mine = 100 + 37 * static_cast<std::size_t>(w.rank());  // rank 3 asks most: 211
-        auto buffer = allocateCollective<std::int64_t>(w, Backend::Reference, transport::MemorySpace::Host, mine,
-                                                       "test ids");
+        auto buffer =
+            allocateCollective<std::int64_t>(w, Backend::Reference, transport::MemorySpace::Host, mine, "test ids");
         EXPECT_EQ(buffer.memory(), CollectiveMemory::Host);
         EXPECT_EQ(buffer.size(), mine);
         EXPECT_EQ(buffer.capacity(), 211u) << "rank " << w.rank();
-        for (std::size_t i = 0; i < mine; ++i) buffer.data()[i] = static_cast<std::int64_t>(1000 * static_cast<std::size_t>(w.rank()) + i);
+        for (std::size_t i = 0; i < mine; ++i)
+            buffer.data()[i] = static_cast<std::int64_t>(1000 * static_cast<std::size_t>(w.rank()) + i);
         // Within the capacity: no reallocation on any rank.
         const std::int64_t* before = buffer.data();
         buffer.resize(w.rank() == 0 ? 211 : 5);
@@ -420,7 +420,8 @@ TEST(CollectiveBuffer, EveryRankGetsTheLargestRequestAndGrowthKeepsTheContents) 
         buffer.resize(w.rank() == 2 ? 212 : mine);
         EXPECT_GE(buffer.capacity(), 211u + 211u / 2) << "rank " << w.rank();
         for (std::size_t i = 0; i < mine; ++i) {
-            ASSERT_EQ(buffer.data()[i], static_cast<std::int64_t>(1000 * static_cast<std::size_t>(w.rank()) + i)) << "rank " << w.rank();
+            ASSERT_EQ(buffer.data()[i], static_cast<std::int64_t>(1000 * static_cast<std::size_t>(w.rank()) + i))
+                << "rank " << w.rank();
         }
     });
 }

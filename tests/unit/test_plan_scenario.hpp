@@ -32,9 +32,9 @@ struct PlanCase {
     plan::Int3 pulses;  // pulses per dimension the case is built to exercise
     std::array<int, 3> dimOrder{2, 1, 0};
     int alignment = 1;
-    double density = 30.0;    // atoms per nm^3
+    double density = 30.0;  // atoms per nm^3
     std::uint64_t seed = 1;
-    int emptyRank = -1;       // >= 0: no atom is placed in this rank's cell
+    int emptyRank = -1;          // >= 0: no atom is placed in this rank's cell
     bool boundaryAtoms = false;  // also place atoms exactly on cell faces
 };
 
@@ -244,12 +244,12 @@ inline std::vector<Vec3d> randomAtoms(const PlanCase& c, const plan::Decompositi
 struct Scenario {
     PlanCase c;
     plan::Decomposition dd;
-    std::vector<Vec3d> positions;                  // wrapped; the atom's global id is its index
-    std::vector<std::vector<int>> homeIds;         // partitionAtoms
+    std::vector<Vec3d> positions;           // wrapped; the atom's global id is its index
+    std::vector<std::vector<int>> homeIds;  // partitionAtoms
     std::vector<std::vector<Vec3d>> homePositions;
     plan::InProcessPlans inProcess;
     std::vector<runtime::RankPlan> overWorld;
-    std::vector<std::vector<int>> localIds;        // forwarded ids, -1 on padding
+    std::vector<std::vector<int>> localIds;  // forwarded ids, -1 on padding
 
     int numRanks() const { return dd.grid().size(); }
     const plan::ParticleHaloPlan& plan(int r) const { return inProcess.plans[r]; }

@@ -109,7 +109,8 @@ struct Blob {
 template <std::size_t N>
 Blob<N> blobOf(int id) {
     Blob<N> b{};
-    for (std::size_t k = 0; k < N; ++k) b.bytes[k] = static_cast<std::uint8_t>((id * 31 + static_cast<int>(k) * 7) & 0xff);
+    for (std::size_t k = 0; k < N; ++k)
+        b.bytes[k] = static_cast<std::uint8_t>((id * 31 + static_cast<int>(k) * 7) & 0xff);
     return b;
 }
 

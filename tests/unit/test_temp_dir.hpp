@@ -14,9 +14,8 @@ namespace haloex::testing {
 
 inline std::filesystem::path freshTestDir(const char* prefix) {
     const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    std::filesystem::path dir =
-        std::filesystem::path(::testing::TempDir()) /
-        fmt::format("{}_{}_{}_{}", prefix, info->test_suite_name(), info->name(), ::getpid());
+    std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) /
+                                fmt::format("{}_{}_{}_{}", prefix, info->test_suite_name(), info->name(), ::getpid());
     std::filesystem::remove_all(dir);
     std::filesystem::create_directories(dir);
     return dir;

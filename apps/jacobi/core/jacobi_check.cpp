@@ -36,7 +36,8 @@ void checkAgainstReference(RunResult& r, const ProblemSpec& spec, const stencil:
     const Origin mine{stencil.originX, stencil.originY, stencil.nx, stencil.ny};
     const std::vector<Origin> origins = world.allGather(mine);
     if (world.rank() == 0) {
-        HALOEX_ASSERT(reference.interior.size() == static_cast<std::size_t>(spec.nx) * static_cast<std::size_t>(spec.ny),
+        HALOEX_ASSERT(reference.interior.size() ==
+                          static_cast<std::size_t>(spec.nx) * static_cast<std::size_t>(spec.ny),
                       "the reference holds the whole grid on rank 0");
         verdict.referenceNorm = std::sqrt(reference.normSquared);
         for (int rank = 0; rank < world.size(); ++rank) {

@@ -99,7 +99,8 @@ FieldResult cpuDistributed(const ProblemSpec& spec, const stencil::LocalStencil&
     b = a;
     std::vector<std::vector<double>> sendBuf(s.sends.size()), recvBuf(s.receives.size());
     for (std::size_t m = 0; m < s.sends.size(); ++m) sendBuf[m].resize(static_cast<std::size_t>(s.sends[m].send.count));
-    for (std::size_t r = 0; r < s.receives.size(); ++r) recvBuf[r].resize(static_cast<std::size_t>(s.receives[r].recv.count));
+    for (std::size_t r = 0; r < s.receives.size(); ++r)
+        recvBuf[r].resize(static_cast<std::size_t>(s.receives[r].recv.count));
     FieldResult result;
     for (int it = 0; it < iterations; ++it) {
         // Boundary lines first (what the GPU variants overlap), then the rest.
@@ -135,7 +136,8 @@ FieldResult cpuDistributed(const ProblemSpec& spec, const stencil::LocalStencil&
             world.sendRecvBytes(out, dest, in, src, 100 + p);
             if (src >= 0) {
                 const Line& line = s.receives[r].recv;
-                for (int k = 0; k < line.count; ++k) b[static_cast<std::size_t>(line.at(k))] = recvBuf[r][static_cast<std::size_t>(k)];
+                for (int k = 0; k < line.count; ++k)
+                    b[static_cast<std::size_t>(line.at(k))] = recvBuf[r][static_cast<std::size_t>(k)];
             }
         }
         result.normSquared = norm;

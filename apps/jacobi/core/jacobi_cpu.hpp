@@ -38,7 +38,7 @@ std::vector<double> globalBlock(const std::vector<double>& global, int globalNx,
 
 struct FieldComparison {
     double maxAbsError = 0.0;
-    std::int64_t mismatches = 0;   // cells whose bits differ
+    std::int64_t mismatches = 0;  // cells whose bits differ
     std::int64_t firstMismatch = -1;
     bool bitwiseEqual() const { return mismatches == 0; }
 };

@@ -82,8 +82,8 @@ void validate(const ProblemSpec& spec, int worldSize) {
                                spec.niter));
     }
     if (spec.nccheck < 0) {
-        throwError(ErrorKind::InvalidInput, fmt::format("--nccheck {}: use 0 (only at the end) or a positive period",
-                                                        spec.nccheck));
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--nccheck {}: use 0 (only at the end) or a positive period", spec.nccheck));
     }
     if (spec.px < 1 || spec.py < 1) {
         throwError(ErrorKind::InvalidInput, fmt::format("process grid {}: need at least one rank along each "

@@ -17,8 +17,8 @@ struct ProblemSpec {
     int nx = 0, ny = 0;  // global interior cells
     int px = 1, py = 1;  // ranks along x and y
     Boundary boundary = Boundary::Periodic;
-    int niter = 0;       // timed iterations
-    int nccheck = 0;     // reduce the residual norm across ranks every n iterations (0: only after the last)
+    int niter = 0;    // timed iterations
+    int nccheck = 0;  // reduce the residual norm across ranks every n iterations (0: only after the last)
 
     int ranks() const { return px * py; }
     int localNx() const { return nx / px; }

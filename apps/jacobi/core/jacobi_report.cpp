@@ -61,19 +61,19 @@ std::string csvHeader() {
 }
 
 std::string csvLine(const RunResult& r) {
-    return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.3e},{},{:.17g},"
-                       "{:.17g},{:.3e}",
-                       r.transport, r.path, toString(r.status), r.ranks, r.px, r.py, r.nx, r.ny, r.localNx, r.localNy,
-                       r.boundary, r.niter, r.repeats, r.usPerIteration.median, r.usPerIteration.min,
-                       r.usPerIteration.max, r.singleUsPerIteration, r.speedup, r.efficiency, r.maxAbsError,
-                       r.mismatches, r.norm, r.referenceNorm, r.normRelativeError);
+    return fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.4f},{:.3e},{},{:.17g},"
+        "{:.17g},{:.3e}",
+        r.transport, r.path, toString(r.status), r.ranks, r.px, r.py, r.nx, r.ny, r.localNx, r.localNy, r.boundary,
+        r.niter, r.repeats, r.usPerIteration.median, r.usPerIteration.min, r.usPerIteration.max, r.singleUsPerIteration,
+        r.speedup, r.efficiency, r.maxAbsError, r.mismatches, r.norm, r.referenceNorm, r.normRelativeError);
 }
 
 std::string humanLine(const RunResult& r) {
     if (r.status == RunStatus::Skipped) return fmt::format("{:<8} SKIPPED: {}", r.transport, r.reason);
-    std::string check = r.mismatches == 0 ? "bitwise equal to the reference"
-                                          : fmt::format("{} cells differ, max |error| {:.3e}", r.mismatches,
-                                                        r.maxAbsError);
+    std::string check = r.mismatches == 0
+                            ? "bitwise equal to the reference"
+                            : fmt::format("{} cells differ, max |error| {:.3e}", r.mismatches, r.maxAbsError);
     std::string line = fmt::format(
         "{:<8} {:<7} {:9.2f} us/iter (min {:.2f}, max {:.2f}; {} x {} iterations)  1 device {:9.2f} us/iter  speedup "
         "{:5.2f}  efficiency {:5.1f}%  | {}; norm {:.6e} (rel. error {:.1e})",

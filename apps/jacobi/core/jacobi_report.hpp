@@ -21,21 +21,21 @@ const char* toString(RunStatus s);
 
 struct RunResult {
     std::string transport;
-    std::string path = "-";   // nvshmem: direct / put / mixed
+    std::string path = "-";  // nvshmem: direct / put / mixed
     RunStatus status = RunStatus::Skipped;
-    std::string reason;       // why skipped or failed
+    std::string reason;  // why skipped or failed
     std::vector<std::string> notes;
 
     int ranks = 1, px = 1, py = 1;
     int nx = 0, ny = 0, localNx = 0, localNy = 0;
     std::string boundary;
     int niter = 0, repeats = 0;
-    Spread usPerIteration;           // over the repetitions
-    double singleUsPerIteration = 0; // the one-device reference, same iterations
+    Spread usPerIteration;            // over the repetitions
+    double singleUsPerIteration = 0;  // the one-device reference, same iterations
     double speedup = 0, efficiency = 0;
 
     double maxAbsError = 0;
-    std::int64_t mismatches = 0;     // cells whose bits differ from the reference
+    std::int64_t mismatches = 0;  // cells whose bits differ from the reference
     double norm = 0, referenceNorm = 0, normRelativeError = 0;
 };
 

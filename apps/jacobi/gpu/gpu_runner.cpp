@@ -39,7 +39,8 @@ void checkMpi(int code, const char* call) {
     char text[MPI_MAX_ERROR_STRING];
     int length = 0;
     MPI_Error_string(code, text, &length);
-    throwError(ErrorKind::Runtime, fmt::format("{} failed: {}", call, std::string(text, static_cast<std::size_t>(length))));
+    throwError(ErrorKind::Runtime,
+               fmt::format("{} failed: {}", call, std::string(text, static_cast<std::size_t>(length))));
 }
 
 // Runs `step` on every rank; if it failed anywhere, every rank returns the
@@ -235,8 +236,8 @@ public:
     void connect() {
         struct Export {
             cudaIpcMemHandle_t handle{};
-            std::int64_t offset = 0;       // the receive's line in the slot array
-            std::int64_t parityStride = 0; // elements between the two copies
+            std::int64_t offset = 0;        // the receive's line in the slot array
+            std::int64_t parityStride = 0;  // elements between the two copies
             std::int32_t ok = 0;
             std::int32_t pid = 0;
         };
@@ -432,8 +433,8 @@ std::vector<double> readInterior(const double* field, const stencil::LocalStenci
     std::vector<double> out(static_cast<std::size_t>(s.nx) * s.ny);
     HALOEX_CUDA_CHECK(cudaMemcpy2DAsync(out.data(), static_cast<std::size_t>(s.nx) * sizeof(double),
                                         field + s.index(0, 0), static_cast<std::size_t>(s.ax) * sizeof(double),
-                                        static_cast<std::size_t>(s.nx) * sizeof(double),
-                                        static_cast<std::size_t>(s.ny), cudaMemcpyDeviceToHost, stream));
+                                        static_cast<std::size_t>(s.nx) * sizeof(double), static_cast<std::size_t>(s.ny),
+                                        cudaMemcpyDeviceToHost, stream));
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
     return out;
 }
@@ -556,7 +557,8 @@ Reference gpuReference(const ProblemSpec& spec, runtime::World& world, const Gpu
             cuda::DeviceBuffer<double> a(cells), b(cells), norm(1);
             cuda::Stream stream;
             auto runOnce = [&](int iterations) {
-                for (double* f : {a.data(), b.data()}) initField(f, spec.nx, spec.ny, ax, 0, 0, nx, ny, periodic, stream);
+                for (double* f : {a.data(), b.data()})
+                    initField(f, spec.nx, spec.ny, ax, 0, 0, nx, ny, periodic, stream);
                 norm.zeroAsync(stream);
                 HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
                 const auto t0 = Clock::now();

@@ -16,8 +16,8 @@
 namespace haloex::jacobi::gpu {
 
 struct GpuSettings {
-    int warmup = 10;   // iterations run (and discarded) before the timed runs
-    int repeats = 1;   // timed runs; the median is reported
+    int warmup = 10;  // iterations run (and discarded) before the timed runs
+    int repeats = 1;  // timed runs; the median is reported
     bool allowSharedGpus = false;
     std::string nvshmemPath = "auto";
     double waitTimeoutSeconds = 0.0;
@@ -42,8 +42,7 @@ void selectGpu(runtime::World& world, bool allowSharedGpus);
 // The whole grid on rank 0's GPU, timed with the same warm-up and repeats.
 // Collective (the other ranks wait). With `crossCheckCpu` the result is also
 // compared with the CPU reference (throws Internal when they differ).
-Reference gpuReference(const ProblemSpec& spec, runtime::World& world, const GpuSettings& settings,
-                       bool crossCheckCpu);
+Reference gpuReference(const ProblemSpec& spec, runtime::World& world, const GpuSettings& settings, bool crossCheckCpu);
 
 // One transport, timed and checked. Skips (status Skipped with the reason)
 // where the transport cannot run here. Collective.

@@ -43,9 +43,9 @@ __global__ void initFieldKernel(double* a, int nx, int ny, std::int64_t ax, int 
     }
 }
 
-__global__ void __launch_bounds__(kThreads) boundaryKernel(BoundaryWork w, const double* __restrict__ cur,
-                                                           double* __restrict__ next, std::int64_t ax,
-                                                           double* __restrict__ send, double* norm) {
+__global__ void __launch_bounds__(kThreads)
+    boundaryKernel(BoundaryWork w, const double* __restrict__ cur, double* __restrict__ next, std::int64_t ax,
+                   double* __restrict__ send, double* norm) {
     const int l = lineOfBlock(w.firstBlock, w.numLines, blockIdx.x);
     const stencil::Line line = w.lines[l];
     const int k = (blockIdx.x - w.firstBlock[l]) * kThreads + threadIdx.x;
@@ -61,9 +61,9 @@ __global__ void __launch_bounds__(kThreads) boundaryKernel(BoundaryWork w, const
     if (norm) addBlockSum(d2, norm);
 }
 
-__global__ void __launch_bounds__(kThreads) interiorKernel(const double* __restrict__ cur, double* __restrict__ next,
-                                                           std::int64_t ax, unsigned cols, unsigned cells,
-                                                           double* norm) {
+__global__ void __launch_bounds__(kThreads)
+    interiorKernel(const double* __restrict__ cur, double* __restrict__ next, std::int64_t ax, unsigned cols,
+                   unsigned cells, double* norm) {
     const unsigned l = blockIdx.x * kThreads + threadIdx.x;
     double d2 = 0.0;
     if (l < cells) {

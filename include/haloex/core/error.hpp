@@ -15,9 +15,9 @@ enum class ErrorKind {
     Cuda,
     Nccl,
     Nvshmem,
-    Timeout,       // a device-side or host-side wait exceeded its limit
+    Timeout,  // a device-side or host-side wait exceeded its limit
     Io,
-    Internal,      // a broken invariant: a bug in haloex
+    Internal,  // a broken invariant: a bug in haloex
 };
 
 std::string_view toString(ErrorKind kind);
@@ -36,10 +36,10 @@ private:
 }  // namespace haloex
 
 // Checks an invariant that only a bug can break.
-#define HALOEX_ASSERT(cond, msg)                                                                   \
-    do {                                                                                           \
-        if (!(cond))                                                                               \
-            ::haloex::throwError(::haloex::ErrorKind::Internal,                                    \
-                                 std::string("internal error: ") + (msg) + " (" #cond ") at " +   \
-                                     __FILE__ + ":" + std::to_string(__LINE__));                   \
+#define HALOEX_ASSERT(cond, msg)                                                                          \
+    do {                                                                                                  \
+        if (!(cond))                                                                                      \
+            ::haloex::throwError(::haloex::ErrorKind::Internal, std::string("internal error: ") + (msg) + \
+                                                                    " (" #cond ") at " + __FILE__ + ":" + \
+                                                                    std::to_string(__LINE__));            \
     } while (0)

@@ -22,9 +22,24 @@ struct Vec3 {
     HALOEX_HD constexpr explicit operator Vec3<U>() const {
         return {static_cast<U>(x), static_cast<U>(y), static_cast<U>(z)};
     }
-    HALOEX_HD constexpr Vec3& operator+=(const Vec3& o) { x += o.x; y += o.y; z += o.z; return *this; }
-    HALOEX_HD constexpr Vec3& operator-=(const Vec3& o) { x -= o.x; y -= o.y; z -= o.z; return *this; }
-    HALOEX_HD constexpr Vec3& operator*=(T s) { x *= s; y *= s; z *= s; return *this; }
+    HALOEX_HD constexpr Vec3& operator+=(const Vec3& o) {
+        x += o.x;
+        y += o.y;
+        z += o.z;
+        return *this;
+    }
+    HALOEX_HD constexpr Vec3& operator-=(const Vec3& o) {
+        x -= o.x;
+        y -= o.y;
+        z -= o.z;
+        return *this;
+    }
+    HALOEX_HD constexpr Vec3& operator*=(T s) {
+        x *= s;
+        y *= s;
+        z *= s;
+        return *this;
+    }
     friend HALOEX_HD constexpr Vec3 operator+(Vec3 a, const Vec3& b) { return a += b; }
     friend HALOEX_HD constexpr Vec3 operator-(Vec3 a, const Vec3& b) { return a -= b; }
     friend HALOEX_HD constexpr Vec3 operator*(Vec3 a, T s) { return a *= s; }
@@ -36,12 +51,18 @@ struct Vec3 {
 };
 
 template <class T>
-HALOEX_HD constexpr T dot(const Vec3<T>& a, const Vec3<T>& b) { return a.x * b.x + a.y * b.y + a.z * b.z; }
+HALOEX_HD constexpr T dot(const Vec3<T>& a, const Vec3<T>& b) {
+    return a.x * b.x + a.y * b.y + a.z * b.z;
+}
 template <class T>
-HALOEX_HD constexpr T norm2(const Vec3<T>& a) { return dot(a, a); }
+HALOEX_HD constexpr T norm2(const Vec3<T>& a) {
+    return dot(a, a);
+}
 
 template <class T>
-inline bool isFinite(const Vec3<T>& a) { return std::isfinite(a.x) && std::isfinite(a.y) && std::isfinite(a.z); }
+inline bool isFinite(const Vec3<T>& a) {
+    return std::isfinite(a.x) && std::isfinite(a.y) && std::isfinite(a.z);
+}
 
 using Vec3f = Vec3<float>;
 using Vec3d = Vec3<double>;

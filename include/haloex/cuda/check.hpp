@@ -16,11 +16,10 @@ namespace haloex::cuda {
 
 }  // namespace haloex::cuda
 
-#define HALOEX_CUDA_CHECK(call)                                                        \
-    do {                                                                               \
-        const cudaError_t haloex_status_ = (call);                                     \
-        if (haloex_status_ != cudaSuccess)                                             \
-            ::haloex::cuda::throwCudaError(haloex_status_, #call, __FILE__, __LINE__); \
+#define HALOEX_CUDA_CHECK(call)                                                                                       \
+    do {                                                                                                              \
+        const cudaError_t haloex_status_ = (call);                                                                    \
+        if (haloex_status_ != cudaSuccess) ::haloex::cuda::throwCudaError(haloex_status_, #call, __FILE__, __LINE__); \
     } while (0)
 
 // After a kernel launch: reports launch-configuration errors at once.

@@ -29,7 +29,7 @@ enum class Backend {
     // halo view's peer memory only (device_halo.hpp); it has no particle
     // transport (use Nccl for that), so knownBackends() does not list it.
     NcclDevice,
-    Auto,       // resolved by resolveAuto() to one of the above
+    Auto,  // resolved by resolveAuto() to one of the above
 };
 
 // "reference", "staged", "ipc", "nccl", "nvshmem" (the factory's names),

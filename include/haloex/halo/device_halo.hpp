@@ -26,14 +26,14 @@ inline constexpr int kDeviceHaloMaxLinks = 26;
 // What a timed-out device wait leaves for the host, in mapped page-locked
 // host memory: the first timeout of the halo's lifetime on this rank.
 struct DeviceWaitReport {
-    int claimed = 0;  // first timeout wins
-    int ready = 0;    // set last, after the fields
-    int rank = -1;    // the rank that waited
-    int peer = -1;    // the rank it waited for
-    int link = -1;    // its receive link (index into the receives)
-    int tag = -1;     // that link's tag
-    int block = -1;   // the waiting block (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z))
-    int thread = -1;  // and thread (threadIdx.x + ...)
+    int claimed = 0;             // first timeout wins
+    int ready = 0;               // set last, after the fields
+    int rank = -1;               // the rank that waited
+    int peer = -1;               // the rank it waited for
+    int link = -1;               // its receive link (index into the receives)
+    int tag = -1;                // that link's tag
+    int block = -1;              // the waiting block (blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z))
+    int thread = -1;             // and thread (threadIdx.x + ...)
     std::uint64_t expected = 0;  // the generation waited for (signal >= expected)
     std::uint64_t seen = 0;      // the last value read
     std::uint64_t waitedNs = 0;
@@ -46,8 +46,8 @@ struct DeviceWaitReport {
 // (the signal words start at 0 and are never reset).
 struct DeviceHaloView {
     struct Send {
-        void* window = nullptr;            // the peer's receive window (slot 0), peer-mapped
-        std::uint64_t* signal = nullptr;   // the peer's signal word for this link, peer-mapped
+        void* window = nullptr;           // the peer's receive window (slot 0), peer-mapped
+        std::uint64_t* signal = nullptr;  // the peer's signal word for this link, peer-mapped
         std::uint64_t slotBytes = 0;
         int slots = 0;
         int peer = -1;

@@ -42,8 +42,8 @@ __device__ __forceinline__ const T* recvSlot(const DeviceHaloView& view, int lin
 // `index` counts elements of T within the slot: index * sizeof(T) must stay
 // below the link's slotBytes.
 template <class T>
-__device__ __forceinline__ void store(const DeviceHaloView& view, int link, std::uint64_t generation,
-                                      std::size_t index, const T& value) {
+__device__ __forceinline__ void store(const DeviceHaloView& view, int link, std::uint64_t generation, std::size_t index,
+                                      const T& value) {
     sendSlot<T>(view, link, generation)[index] = value;
 }
 
@@ -68,8 +68,8 @@ __device__ __forceinline__ bool timedOut(const DeviceHaloView& view) {
 }
 
 namespace detail {
-__device__ inline void reportTimeout(const DeviceHaloView& view, int link, std::uint64_t expected,
-                                     std::uint64_t seen, std::uint64_t waitedNs) {
+__device__ inline void reportTimeout(const DeviceHaloView& view, int link, std::uint64_t expected, std::uint64_t seen,
+                                     std::uint64_t waitedNs) {
     DeviceWaitReport* d = view.report;
     if (atomicCAS(&d->claimed, 0, 1) == 0) {
         d->rank = view.rank;

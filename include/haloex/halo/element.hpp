@@ -31,9 +31,9 @@ namespace haloex {
 enum class ScalarKind : std::uint8_t { Float32, Float64, Int32, Int64, UInt32, UInt64 };
 
 template <class S>
-inline constexpr bool isHaloScalar = std::is_same_v<S, float> || std::is_same_v<S, double> ||
-                                     std::is_same_v<S, std::int32_t> || std::is_same_v<S, std::int64_t> ||
-                                     std::is_same_v<S, std::uint32_t> || std::is_same_v<S, std::uint64_t>;
+inline constexpr bool isHaloScalar =
+    std::is_same_v<S, float> || std::is_same_v<S, double> || std::is_same_v<S, std::int32_t> ||
+    std::is_same_v<S, std::int64_t> || std::is_same_v<S, std::uint32_t> || std::is_same_v<S, std::uint64_t>;
 
 template <class S>
 constexpr ScalarKind scalarKindOf() {
@@ -116,9 +116,9 @@ concept CoordinateLike = ComponentWise<T> && std::is_floating_point_v<typename E
 
 // The run-time description the type-erased implementation works with.
 struct ElementLayout {
-    std::size_t bytes = 0;         // sizeof(T)
+    std::size_t bytes = 0;  // sizeof(T)
     ScalarKind scalar = ScalarKind::Float32;
-    int components = 0;            // 0: not component-wise (gather only)
+    int components = 0;  // 0: not component-wise (gather only)
 };
 
 template <class T>

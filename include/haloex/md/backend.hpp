@@ -22,10 +22,10 @@ namespace haloex::md {
 
 // Per-local-atom static data, valid from one search step to the next.
 struct LocalStatics {
-    std::vector<float> charges;                // e
+    std::vector<float> charges;  // e
     std::vector<std::int32_t> types;
     std::vector<std::int64_t> globalIds;
-    std::vector<plan::ZoneMask> zoneMasks;     // from the plan (padding marked)
+    std::vector<plan::ZoneMask> zoneMasks;  // from the plan (padding marked)
 };
 
 // This rank's share of the energies of one step (kJ/mol).
@@ -33,7 +33,7 @@ struct EnergyTerms {
     double lj = 0.0;
     double coulombPairs = 0.0;
     double coulombSelf = 0.0;
-    double kinetic = 0.0;        // leapfrog: mean of the two half-step kinetic energies
+    double kinetic = 0.0;  // leapfrog: mean of the two half-step kinetic energies
     double virial = 0.0;
     // First atom (global id) found with a non-finite force or position, and
     // the backend's step count when it was found (sticky); -1 if none.
@@ -64,7 +64,7 @@ class RankBackend {
 public:
     virtual ~RankBackend() = default;
 
-    virtual std::string description() const = 0;           // "CPU reference", "GPU 0: NVIDIA H200"
+    virtual std::string description() const = 0;  // "CPU reference", "GPU 0: NVIDIA H200"
     virtual transport::MemorySpace memorySpace() const = 0;
 
     // Search step on the host (the oracle path), in this order: setHome
@@ -91,9 +91,9 @@ public:
     }
     virtual void loadHome(std::span<const AtomRecord> home) { (void)home; }
     struct DeviceSearchReport {
-        int numHome = 0;                            // home atoms after migration
-        std::uint64_t idSum = 0, idSquareSum = 0;   // fingerprint of their global ids (particles::MigrationStats)
-        std::map<std::string, double> phasesMs;     // wall time of each part
+        int numHome = 0;                                  // home atoms after migration
+        std::uint64_t idSum = 0, idSquareSum = 0;         // fingerprint of their global ids (particles::MigrationStats)
+        std::map<std::string, double> phasesMs;           // wall time of each part
         std::map<std::string, double> pairSearchPartsMs;  // the "pair search" part's own parts
     };
     virtual DeviceSearchReport searchOnDevice(transport::ParticleTransport& transport,
@@ -128,8 +128,8 @@ public:
 };
 
 inline RankBackend::DeviceSearchReport RankBackend::searchOnDevice(transport::ParticleTransport&,
-                                                                  const plan::Decomposition&, runtime::World&,
-                                                                  const BackendContext&) {
+                                                                   const plan::Decomposition&, runtime::World&,
+                                                                   const BackendContext&) {
     throwError(ErrorKind::Internal,
                "searchOnDevice called on a backend that cannot search on the device (" + description() + ")");
 }

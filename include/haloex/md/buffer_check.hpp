@@ -20,8 +20,7 @@ struct MissedPairs {
 
 // Both position sets index the same atoms; minimum image in every dimension.
 MissedPairs countMissedPairs(std::span<const Vec3d> atBuild, std::span<const Vec3d> now,
-                             std::span<const double> charges, const plan::Box& box, const ForceField& ff,
-                             double rlist);
+                             std::span<const double> charges, const plan::Box& box, const ForceField& ff, double rlist);
 
 // With dynamic pruning the kernel evaluates the inner list, so it also
 // misses pairs the outer list holds: within rc now, within rlist at the

@@ -35,11 +35,11 @@ inline constexpr std::uint32_t kCheckpointFormatVersion = 3;
 // and energy files) stood when the checkpoint was written, so that a restart
 // continues it exactly there: no record twice, none missing.
 struct OutputPosition {
-    std::string role;              // which output: "--traj"
-    std::string path;              // absolute, as it was opened
-    std::uint64_t bytes = 0;       // the file's length at the checkpoint
-    std::int64_t records = 0;      // whole records (frames, rows) in those bytes
-    std::int64_t lastStep = -1;    // step of the last of them; -1: none
+    std::string role;            // which output: "--traj"
+    std::string path;            // absolute, as it was opened
+    std::uint64_t bytes = 0;     // the file's length at the checkpoint
+    std::int64_t records = 0;    // whole records (frames, rows) in those bytes
+    std::int64_t lastStep = -1;  // step of the last of them; -1: none
     // FNV-1a-64 of the last tailBytes bytes before `bytes` (at most
     // kOutputTailBytes, as mdrun keeps an MD5 of each file's last MiB): finds
     // a file edited, replaced or cut after the checkpoint.
@@ -62,11 +62,11 @@ struct CheckpointData {
     double rc = 0.0;     // nm
     double rlist = 0.0;  // nm
     int nstlist = 0;
-    double dt = 0.0;     // ps
+    double dt = 0.0;  // ps
     std::uint64_t seed = 0;
-    double temperature = 0.0;          // K
-    std::string thermostat = "none";   // none | v-rescale
-    double tauT = 0.0;                 // ps
+    double temperature = 0.0;         // K
+    std::string thermostat = "none";  // none | v-rescale
+    double tauT = 0.0;                // ps
     // Steps between energy steps (--thermo-every: energies, thermostat
     // coupling, log and energy-file rows); 0: not recorded (formats 1-2).
     std::int64_t thermoEvery = 0;

@@ -33,7 +33,7 @@ struct RankSpread {
 struct RunSummary {
     std::string transport;
     std::string backend;
-    std::string search;  // where search steps ran: "device" or "host"
+    std::string search;     // where search steps ran: "device" or "host"
     bool onDevice = false;  // the GPU backend: the summary's device-only lines apply
     int ranks = 1;
     std::string grid;
@@ -71,15 +71,15 @@ struct RunSummary {
     // instantiation (a warm-up search of the start configuration, after which
     // step 0 searches again at its recurring cost).
     double startupSeconds = 0.0;
-    double totalSeconds = 0.0;    // all steps
-    double normalSeconds = 0.0;   // steps without search (the steady state)
-    double searchSeconds = 0.0;   // search steps, each with the MD step it runs
+    double totalSeconds = 0.0;   // all steps
+    double normalSeconds = 0.0;  // steps without search (the steady state)
+    double searchSeconds = 0.0;  // search steps, each with the MD step it runs
     // End-to-end: what a user gets (all steps); the steady state is named so.
     double usPerStep = 0.0;
     double nsPerDay = 0.0;
     double usPerStepSteady = 0.0;
     double nsPerDaySteady = 0.0;
-    double searchStepMs = 0.0;    // mean wall time of one search step
+    double searchStepMs = 0.0;  // mean wall time of one search step
     double hostSyncsPerStep = 0.0;
     // --count-api-syncs: host-blocking CUDA calls inside the normal steps,
     // counted by CUPTI (the largest count of any rank; by function: rank 0's).
@@ -111,7 +111,7 @@ struct RunSummary {
         double energy = 0.0, absoluteEnergy = 0.0;  // kJ/mol
         std::int64_t prunedCount = 0;
         double prunedEnergy = 0.0, prunedAbsoluteEnergy = 0.0;  // kJ/mol
-        std::int64_t pruneAge = 0;  // steps since the prune those pairs were missed by
+        std::int64_t pruneAge = 0;                              // steps since the prune those pairs were missed by
     };
     std::vector<BufferSample> bufferSamples;
     double measuredBufferDrift = 0.0;          // mean |net missed energy| / list life / atoms, kJ/mol/ps per atom

@@ -11,11 +11,11 @@ inline constexpr double kCoulombFactor = 138.935458;  // f = 1/(4 pi eps0), kJ m
 inline constexpr double kBoltzmann = 0.0083144626;    // kJ mol^-1 K^-1
 
 struct ForceField {
-    double rc = 0.9;          // interaction cutoff (nm)
-    double sigma = 0.2;       // LJ sigma (nm), both types
-    double epsilon = 2.494;   // LJ epsilon (kJ/mol), both types
-    double charge = 0.1;      // |q| (e): type 0 has +charge, type 1 has -charge
-    double mass = 12.0;       // u, both types
+    double rc = 0.9;         // interaction cutoff (nm)
+    double sigma = 0.2;      // LJ sigma (nm), both types
+    double epsilon = 2.494;  // LJ epsilon (kJ/mol), both types
+    double charge = 0.1;     // |q| (e): type 0 has +charge, type 1 has -charge
+    double mass = 12.0;      // u, both types
 
     double c6() const { return 4.0 * epsilon * std::pow(sigma, 6); }
     double c12() const { return 4.0 * epsilon * std::pow(sigma, 12); }

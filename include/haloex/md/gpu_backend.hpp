@@ -18,7 +18,7 @@ int visibleGpuCount();
 void selectGpuForRank(runtime::World& world, bool allowShared);
 
 struct GpuBackendOptions {
-    bool timing = true;  // record the device timeline (local / non-local / non-overlap) with events
+    bool timing = true;          // record the device timeline (local / non-local / non-overlap) with events
     bool countApiSyncs = false;  // CUPTI counter of host-blocking CUDA calls (RankBackend::countApiSyncs)
 };
 

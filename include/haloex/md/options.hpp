@@ -38,8 +38,8 @@ inline constexpr double kDefaultMinDistance = 0.05;
 
 struct MdOptions {
     // System
-    std::int64_t atoms = 0;      // 0: auto (22 500 per GPU rank; 3 000 on the CPU)
-    std::string groFile;         // start from a .gro instead of the lattice recipe
+    std::int64_t atoms = 0;  // 0: auto (22 500 per GPU rank; 3 000 on the CPU)
+    std::string groFile;     // start from a .gro instead of the lattice recipe
     // Start configurations with two atoms nearer than this (nm) are refused
     // before step 0; 0: no check.
     double minDistance = kDefaultMinDistance;
@@ -56,11 +56,11 @@ struct MdOptions {
     // --maxh stops the run; not given: kDefaultStepsGpu / kDefaultStepsCpu.
     // At most kMaxStepCount.
     std::int64_t steps = 0;
-    double dt = 0.002;           // ps
-    double rc = 0.9;             // nm
-    double rlist = 0.0;          // nm; 0: from the Verlet-buffer estimate for nstlist
-    int nstlist = 0;             // steps between searches; 0: auto (nstlist_choice.hpp)
-    std::string nstlistReason;   // filled by resolveOptions: why this nstlist
+    double dt = 0.002;          // ps
+    double rc = 0.9;            // nm
+    double rlist = 0.0;         // nm; 0: from the Verlet-buffer estimate for nstlist
+    int nstlist = 0;            // steps between searches; 0: auto (nstlist_choice.hpp)
+    std::string nstlistReason;  // filled by resolveOptions: why this nstlist
     // Filled by resolveOptions: each value given that it changed, with the new
     // value and why ("--cpt-every 30 rounded up to 50, ...").
     std::vector<std::string> adjustments;
@@ -71,16 +71,16 @@ struct MdOptions {
     // GPU, see kDefaultPruneParts; off on the CPU backend, which computes
     // exact rc pairs every step); 0: off.
     int pruneParts = -1;
-    double rlistInner = 0.0;     // nm; 0: the Verlet-buffer estimate for pruneParts steps
+    double rlistInner = 0.0;          // nm; 0: the Verlet-buffer estimate for pruneParts steps
     std::string thermostat = "none";  // none | v-rescale
-    double tauT = 0.1;           // ps
+    double tauT = 0.1;                // ps
 
     // Parallel set-up
-    std::string grid = "auto";   // NXxNYxNZ or auto
-    int virtualRanks = 0;        // CPU: ranks as threads of one process; 0: auto (4), at most kMaxVirtualRanks
-    std::string device = "auto"; // auto | cpu | gpu
-    std::string transport = "auto";    // auto | reference | staged | ipc | nccl | nvshmem
-    std::string nvshmemPath = "auto";  // auto | direct | tma | put
+    std::string grid = "auto";            // NXxNYxNZ or auto
+    int virtualRanks = 0;                 // CPU: ranks as threads of one process; 0: auto (4), at most kMaxVirtualRanks
+    std::string device = "auto";          // auto | cpu | gpu
+    std::string transport = "auto";       // auto | reference | staged | ipc | nccl | nvshmem
+    std::string nvshmemPath = "auto";     // auto | direct | tma | put
     std::string nvshmemLaunch = "fused";  // fused | per-pulse (the ablation, docs/nvshmem.md)
     bool allowSharedGpus = false;
     bool cudaGraphs = true;
@@ -95,7 +95,7 @@ struct MdOptions {
     // downloaded, repartitioned and planned on the CPU), or auto (device
     // when the backend and transport allow it).
     std::string search = "auto";
-    double waitTimeoutSeconds = 0.0;   // device-side waits; 0: default
+    double waitTimeoutSeconds = 0.0;  // device-side waits; 0: default
     // --maxh: stop cleanly at the first search step after 0.99 x this many
     // hours of wall-clock time from the start of the run (as mdrun -maxh); 0: no limit.
     double maxHours = 0.0;
@@ -103,9 +103,9 @@ struct MdOptions {
     // Output
     std::int64_t thermoEvery = 0;  // 0: auto (steps/10, at least 1)
     std::string trajFile;
-    std::string energyFile;  // --energy: the energy series as .xvg (a row every thermo-every steps)
-    std::string logFile;             // --log (log_file.hpp); empty or "none": no log (haloex-md: md.log)
-    std::string commandLine;         // as typed, for the log's header
+    std::string energyFile;   // --energy: the energy series as .xvg (a row every thermo-every steps)
+    std::string logFile;      // --log (log_file.hpp); empty or "none": no log (haloex-md: md.log)
+    std::string commandLine;  // as typed, for the log's header
     // Why the application chose the device and transport it did (the log's header).
     std::string deviceReason, transportReason;
     std::int64_t trajEvery = 0;

@@ -51,10 +51,10 @@ class OutputFiles {
 public:
     // Where the run starts: fresh, or from a checkpoint and what it recorded.
     struct Start {
-        std::string checkpointPath;             // empty: a fresh run (every output starts empty)
-        std::int64_t step = 0;                  // the checkpoint's step
-        bool outputsRecorded = true;            // false: a format-1 checkpoint
-        std::vector<OutputPosition> recorded;   // the checkpoint's outputs
+        std::string checkpointPath;            // empty: a fresh run (every output starts empty)
+        std::int64_t step = 0;                 // the checkpoint's step
+        bool outputsRecorded = true;           // false: a format-1 checkpoint
+        std::vector<OutputPosition> recorded;  // the checkpoint's outputs
     };
     // For a format-1 checkpoint: the step of a file's last record, if it can be told.
     using LastRecordStep = std::function<std::optional<std::int64_t>(const std::string& path)>;
@@ -87,7 +87,7 @@ private:
     struct Output {
         std::string role;
         std::string absolutePath;
-        std::unique_ptr<RecordFile> file;       // a file of records, or
+        std::unique_ptr<RecordFile> file;        // a file of records, or
         std::unique_ptr<H5mdTrajectory> frames;  // an H5MD trajectory
         std::int64_t records = 0;
         std::int64_t lastStep = -1;

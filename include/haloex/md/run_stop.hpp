@@ -35,10 +35,10 @@ int exitStatusForSignal(int signal);
 
 // What stopped a run (RunSummary::stop).
 struct StopRecord {
-    std::string reason;          // "SIGTERM", "SIGINT", "maxh"; empty: the run completed
-    std::int64_t step = -1;      // the step it stopped at (the next step it would have run)
-    bool beforeStart = false;    // during start-up: nothing was run or written
-    bool searchStep = false;     // stopped at a search step (a restart from it is bitwise)
+    std::string reason;        // "SIGTERM", "SIGINT", "maxh"; empty: the run completed
+    std::int64_t step = -1;    // the step it stopped at (the next step it would have run)
+    bool beforeStart = false;  // during start-up: nothing was run or written
+    bool searchStep = false;   // stopped at a search step (a restart from it is bitwise)
     int exitStatus = 0;
     bool stopped() const { return !reason.empty(); }
 };
@@ -78,8 +78,7 @@ public:
     void fireTestHooks(std::int64_t step);
 
 private:
-    void agree(const std::array<std::int64_t, kVoteSize>& summed, std::int64_t step, bool wallClock,
-               bool beforeStart);
+    void agree(const std::array<std::int64_t, kVoteSize>& summed, std::int64_t step, bool wallClock, bool beforeStart);
     double maxSeconds_ = 0.0;  // 0: no limit
     Clock::time_point start_;
     StopRecord record_;

@@ -18,10 +18,10 @@ inline constexpr double kNumberDensity = 100.0;  // atoms per nm^3
 
 struct System {
     plan::Box box;
-    std::vector<Vec3d> positions;            // nm
-    std::vector<Vec3d> velocities;           // nm/ps, same size as positions
-    std::vector<int> types;                  // 0: +q, 1: -q
-    std::vector<std::int64_t> globalIds;     // stable atom identity, 0-based
+    std::vector<Vec3d> positions;         // nm
+    std::vector<Vec3d> velocities;        // nm/ps, same size as positions
+    std::vector<int> types;               // 0: +q, 1: -q
+    std::vector<std::int64_t> globalIds;  // stable atom identity, 0-based
 
     int size() const { return static_cast<int>(positions.size()); }
     std::vector<double> charges(const ForceField& ff) const;  // e

@@ -22,8 +22,7 @@ bool hasNoVelocities(const System& system);
 // it removes the centre-of-mass motion, so it ends slightly off the target).
 // Identical on every platform for a given seed. Throws InvalidInput for a
 // negative or non-finite temperature.
-void generateMaxwellBoltzmannVelocities(System& system, std::uint64_t seed, double temperatureK,
-                                        const ForceField& ff);
+void generateMaxwellBoltzmannVelocities(System& system, std::uint64_t seed, double temperatureK, const ForceField& ff);
 
 // The unscaled draw behind generateMaxwellBoltzmannVelocities: three
 // independent standard normal deviates for (seed, globalId).

@@ -17,7 +17,7 @@
 namespace haloex::md {
 
 struct BufferEstimate {
-    double rlist = 0.0;       // nm
+    double rlist = 0.0;  // nm
     int nstlist = 0;
     double estimatedDrift = 0.0;  // kJ/mol/ps per atom at this rlist
 };
@@ -49,8 +49,8 @@ double estimatePruneDrift(const ForceField& ff, double density, double temperatu
 // tolerance for pruneInterval steps, capped at rlist (then pruning would
 // drop nothing the buffer allows: callers may turn it off). The result's
 // nstlist field holds pruneInterval.
-BufferEstimate chooseRlistInner(const ForceField& ff, double density, double temperature, int pruneInterval,
-                                double dt, double tolerance, double rlist);
+BufferEstimate chooseRlistInner(const ForceField& ff, double density, double temperature, int pruneInterval, double dt,
+                                double tolerance, double rlist);
 
 // The inner list's share of --buffer-tolerance. At the full tolerance the
 // inner radius for 8 parts is rc + 0.005 nm and the conserved energy

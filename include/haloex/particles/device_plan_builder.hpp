@@ -57,8 +57,8 @@ public:
     const plan::ParticleHaloPlan& plan() const { return plan_; }
     // Device arrays of plan().numLocal entries (padding: NaN positions,
     // kPaddingMask, zero fields):
-    const Vec3f* localPositions() const;         // unshifted (as on the owner)
-    const std::uint8_t* localImages() const;      // bit d: shifted by +L_d on the way here
+    const Vec3f* localPositions() const;      // unshifted (as on the owner)
+    const std::uint8_t* localImages() const;  // bit d: shifted by +L_d on the way here
     const plan::ZoneMask* localZoneMasks() const;
     const void* localField(int k) const;
 
@@ -74,8 +74,8 @@ private:
     cuda::DeviceBuffer<Vec3f> positions_;
     cuda::DeviceBuffer<std::uint8_t> images_, masks_;
     std::vector<cuda::DeviceBuffer<std::byte>> fields_;
-    cuda::DeviceBuffer<int> indices_;        // every pulse's index map, one after the other
-    cuda::DeviceBuffer<int> counters_;       // selected, independent, per source pulse
+    cuda::DeviceBuffer<int> indices_;   // every pulse's index map, one after the other
+    cuda::DeviceBuffer<int> counters_;  // selected, independent, per source pulse
     cuda::DeviceBuffer<std::byte> sendBlock_, recvBlock_, cubTemp_;
     cuda::PinnedBuffer<int> countersHost_;
 };

@@ -65,8 +65,7 @@ public:
     // nothing waits in between, which saves a search step two host round
     // trips. Call completeMigration before the next beginMigration.
     MigrationStats beginMigration(ParticleStore& particles, const plan::Decomposition& decomposition,
-                                  runtime::World& world, transport::ParticleTransport& transport,
-                                  cudaStream_t stream);
+                                  runtime::World& world, transport::ParticleTransport& transport, cudaStream_t stream);
     void completeMigration(MigrationStats& stats, const ParticleStore& particles, int rank);
 
 private:
@@ -75,10 +74,10 @@ private:
     [[noreturn]] void throwNonFinite(const ParticleStore& particles, int i, int rank) const;
 
     int idField_;
-    bool pending_ = false;  // a beginMigration awaits its completeMigration
+    bool pending_ = false;                        // a beginMigration awaits its completeMigration
     cuda::DeviceBuffer<std::uint8_t> direction_;  // per particle: stay, down, up, invalid
-    cuda::DeviceBuffer<int> selected_;             // stayers, then leavers down, then up
-    cuda::DeviceBuffer<int> status_;               // device counters and the first bad particle
+    cuda::DeviceBuffer<int> selected_;            // stayers, then leavers down, then up
+    cuda::DeviceBuffer<int> status_;              // device counters and the first bad particle
     cuda::DeviceBuffer<unsigned long long> idSums_;
     cuda::DeviceBuffer<std::byte> sendBlock_, recvBlock_, cubTemp_;
     cuda::PinnedBuffer<int> statusHost_;

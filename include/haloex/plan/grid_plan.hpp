@@ -18,7 +18,7 @@
 namespace haloex::plan {
 
 struct GridSpec {
-    Int3 cells{1, 1, 1};        // global interior cells; a 2D grid has cells[2] == 1
+    Int3 cells{1, 1, 1};  // global interior cells; a 2D grid has cells[2] == 1
     RankGrid grid;
     int haloWidth = 1;
     std::array<bool, 3> periodic{true, true, true};
@@ -28,11 +28,11 @@ struct GridSpec {
 struct GridHaloPlan {
     int rank = 0;
     Int3 coord{0, 0, 0};
-    Int3 interior{1, 1, 1};    // this rank's interior extents
-    Int3 origin{0, 0, 0};      // global index of its first interior cell
-    Int3 halo{0, 0, 0};        // halo width per dimension (0 where the grid has one cell)
-    Int3 allocated{1, 1, 1};   // interior + 2 * halo
-    std::vector<Pulse> pulses; // scattered placement: recvIndices / remoteRecvIndices
+    Int3 interior{1, 1, 1};            // this rank's interior extents
+    Int3 origin{0, 0, 0};              // global index of its first interior cell
+    Int3 halo{0, 0, 0};                // halo width per dimension (0 where the grid has one cell)
+    Int3 allocated{1, 1, 1};           // interior + 2 * halo
+    std::vector<Pulse> pulses;         // scattered placement: recvIndices / remoteRecvIndices
     std::vector<int> receivedInPulse;  // per local cell: filling pulse id, or -1
 
     int numLocal() const { return allocated[0] * allocated[1] * allocated[2]; }

@@ -25,9 +25,7 @@ namespace haloex::plan {
 // Rank r computes pair (i, j) iff (mask_i & mask_j) == 0.
 using ZoneMask = std::uint8_t;
 inline constexpr ZoneMask kPaddingMask = 0x80;  // alignment padding: not an atom
-inline constexpr bool zonePairComputed(ZoneMask a, ZoneMask b) {
-    return ((a | b) & kPaddingMask) == 0 && (a & b) == 0;
-}
+inline constexpr bool zonePairComputed(ZoneMask a, ZoneMask b) { return ((a | b) & kPaddingMask) == 0 && (a & b) == 0; }
 
 struct ParticleHaloPlan {
     int rank = 0;
@@ -93,8 +91,7 @@ struct InProcessPlans {
     std::vector<std::vector<Vec3d>> localPositions;
 };
 InProcessPlans buildParticlePlansInProcess(const Decomposition& decomposition,
-                                           const std::vector<std::vector<Vec3d>>& homePositions,
-                                           int alignment = 1);
+                                           const std::vector<std::vector<Vec3d>>& homePositions, int alignment = 1);
 
 // Splits atoms among ranks by cell. Returns, for each rank, the indices of its
 // atoms in ascending order. Positions must be wrapped into the box

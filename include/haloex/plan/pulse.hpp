@@ -13,12 +13,12 @@ namespace haloex::plan {
 enum class Direction : std::int8_t { Down = -1, Up = +1 };
 
 struct Pulse {
-    int id = 0;                 // position in the global pulse order, identical on every rank
-    int dim = 0;                // 0 = x, 1 = y, 2 = z
-    int stage = 0;              // k-th pulse of this dimension and direction (forwarding depth)
+    int id = 0;     // position in the global pulse order, identical on every rank
+    int dim = 0;    // 0 = x, 1 = y, 2 = z
+    int stage = 0;  // k-th pulse of this dimension and direction (forwarding depth)
     Direction direction = Direction::Down;
-    int sendRank = -1;          // where this rank's packed data goes; -1 at a non-periodic edge
-    int recvRank = -1;          // who fills this rank's receive slot; -1 at a non-periodic edge
+    int sendRank = -1;  // where this rank's packed data goes; -1 at a non-periodic edge
+    int recvRank = -1;  // who fills this rank's receive slot; -1 at a non-periodic edge
     // Particles: packed coordinates get shiftSign * L[dim] added along dim
     // (a periodic wrap); applied at pack time so box changes are honoured.
     int shiftSign = 0;

@@ -59,8 +59,7 @@ public:
     std::string kind() const override { return "mpi"; }
 
     void barrier() override;
-    void sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src,
-                       int tag) override;
+    void sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src, int tag) override;
     void allReduce(std::span<double> values, ReduceOp op) override;
     void allReduce(std::span<std::int64_t> values, ReduceOp op) override;
     void broadcastBytes(std::span<std::byte> data, int root) override;
@@ -88,7 +87,7 @@ private:
     int size_ = 1;
     int localRank_ = 0;
     int localSize_ = 1;
-    int tagUpperBound_ = 32767;  // the least MPI guarantees; MPI_TAG_UB when known
+    int tagUpperBound_ = 32767;        // the least MPI guarantees; MPI_TAG_UB when known
     double waitTimeoutSeconds_ = 0.0;  // host-wait limit, 0: none
 };
 

@@ -15,7 +15,7 @@ struct RankPlan {
     std::vector<Vec3d> localPositions;  // home + received (padding is NaN)
 };
 
-RankPlan buildParticlePlan(const plan::Decomposition& decomposition, std::span<const Vec3d> homePositions,
-                           World& world, int alignment = 1);
+RankPlan buildParticlePlan(const plan::Decomposition& decomposition, std::span<const Vec3d> homePositions, World& world,
+                           int alignment = 1);
 
 }  // namespace haloex::runtime

@@ -43,7 +43,8 @@ public:
     virtual void allGatherBytes(std::span<const std::byte> mine, std::span<std::byte> all) = 0;
     // sendCounts[r] bytes of `send` (consecutively) go to rank r; returns what
     // arrived, ordered by source rank, and fills recvCounts.
-    virtual std::vector<std::byte> allToAllBytes(std::span<const std::byte> send, std::span<const std::int64_t> sendCounts,
+    virtual std::vector<std::byte> allToAllBytes(std::span<const std::byte> send,
+                                                 std::span<const std::int64_t> sendCounts,
                                                  std::vector<std::int64_t>& recvCounts) = 0;
     // Ends the whole job (every rank) with a message; used when one rank has
     // found an error that the others cannot see, so nobody hangs.
@@ -75,8 +76,7 @@ std::vector<T> World::sendRecv(const std::vector<T>& send, int dest, int src, in
     std::int64_t sendCount = static_cast<std::int64_t>(send.size());
     std::int64_t recvCount = 0;
     std::span<std::int64_t> recvCountSpan(&recvCount, src >= 0 ? 1 : 0);
-    sendRecvBytes(std::as_bytes(std::span(&sendCount, 1)), dest, std::as_writable_bytes(recvCountSpan), src,
-                  tag);
+    sendRecvBytes(std::as_bytes(std::span(&sendCount, 1)), dest, std::as_writable_bytes(recvCountSpan), src, tag);
     std::vector<T> recv(static_cast<std::size_t>(recvCount));
     sendRecvBytes(std::as_bytes(std::span(send)), dest, std::as_writable_bytes(std::span(recv)), src, tag);
     return recv;

@@ -28,12 +28,12 @@ struct Line {
 // One face line of this rank's interior, computed here and stored into the
 // peer's halo (the peer's local indices are `remote`).
 struct FaceMessage {
-    int pulse = -1;       // the plan pulse (its id is the same on every rank)
-    int dim = 0;          // 0 = x, 1 = y
-    int direction = -1;   // -1: towards the lower neighbour, +1: the upper one
-    int peer = -1;        // the receiving rank (may be this rank: periodic with one rank along dim)
-    Line send;            // local indices of the cells sent
-    Line remote;          // where they land in the peer's array
+    int pulse = -1;      // the plan pulse (its id is the same on every rank)
+    int dim = 0;         // 0 = x, 1 = y
+    int direction = -1;  // -1: towards the lower neighbour, +1: the upper one
+    int peer = -1;       // the receiving rank (may be this rank: periodic with one rank along dim)
+    Line send;           // local indices of the cells sent
+    Line remote;         // where they land in the peer's array
     // Cells k in [normBegin, normEnd) of `send` count towards the residual
     // norm (lines overlap at the corners; each cell is counted once).
     int normBegin = 0, normEnd = 0;

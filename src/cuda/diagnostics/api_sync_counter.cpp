@@ -37,15 +37,13 @@ std::string baseName(std::string name) {
 bool ApiSyncCounter::isHostBlocking(const std::string& name) {
     static const std::set<std::string> kBlocking = {
         // runtime
-        "cudaDeviceSynchronize", "cudaThreadSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize",
-        "cudaMemcpy", "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer", "cudaMemcpyToSymbol",
-        "cudaMemcpyFromSymbol", "cudaMemcpyToArray", "cudaMemcpyFromArray", "cudaMemset", "cudaMemset2D",
-        "cudaMemset3D",
+        "cudaDeviceSynchronize", "cudaThreadSynchronize", "cudaStreamSynchronize", "cudaEventSynchronize", "cudaMemcpy",
+        "cudaMemcpy2D", "cudaMemcpy3D", "cudaMemcpyPeer", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
+        "cudaMemcpyToArray", "cudaMemcpyFromArray", "cudaMemset", "cudaMemset2D", "cudaMemset3D",
         // driver
         "cuCtxSynchronize", "cuStreamSynchronize", "cuEventSynchronize", "cuMemcpy", "cuMemcpyDtoH", "cuMemcpyHtoD",
         "cuMemcpyDtoD", "cuMemcpyPeer", "cuMemcpy2D", "cuMemcpy2DUnaligned", "cuMemcpy3D", "cuMemcpyAtoH",
-        "cuMemcpyHtoA", "cuMemsetD8", "cuMemsetD16", "cuMemsetD32", "cuMemsetD2D8", "cuMemsetD2D16",
-        "cuMemsetD2D32"};
+        "cuMemcpyHtoA", "cuMemsetD8", "cuMemsetD16", "cuMemsetD32", "cuMemsetD2D8", "cuMemsetD2D16", "cuMemsetD2D32"};
     return kBlocking.count(baseName(name)) != 0;
 }
 
@@ -98,7 +96,8 @@ void CUPTIAPI onApiCall(void* userdata, CUpti_CallbackDomain domain, CUpti_Callb
 void* openCupti(std::string& tried) {
     std::vector<std::string> names = {"libcupti.so", "libcupti.so.13", "libcupti.so.12"};
 #ifdef HALOEX_CUDA_TOOLKIT_LIBRARY_DIR
-    for (const char* dir : {HALOEX_CUDA_TOOLKIT_LIBRARY_DIR, HALOEX_CUDA_TOOLKIT_LIBRARY_DIR "/../extras/CUPTI/lib64"}) {
+    for (const char* dir :
+         {HALOEX_CUDA_TOOLKIT_LIBRARY_DIR, HALOEX_CUDA_TOOLKIT_LIBRARY_DIR "/../extras/CUPTI/lib64"}) {
         names.push_back(std::string(dir) + "/libcupti.so");
     }
 #endif
@@ -136,10 +135,9 @@ ApiSyncCounter::ApiSyncCounter() : impl_(std::make_unique<Impl>()) {
         if (r == CUPTI_SUCCESS) return;
         const char* text = "unknown error";
         resultString(r, &text);
-        throwError(ErrorKind::Cuda,
-                   fmt::format("CUPTI {} failed: {} (another profiler or CUPTI client, e.g. nsys or "
-                               "compute-sanitizer, may already be attached: only one may subscribe)",
-                               what, text));
+        throwError(ErrorKind::Cuda, fmt::format("CUPTI {} failed: {} (another profiler or CUPTI client, e.g. nsys or "
+                                                "compute-sanitizer, may already be attached: only one may subscribe)",
+                                                what, text));
     };
     check(subscribe(&impl_->subscriber, &onApiCall, impl_.get()), "cuptiSubscribe");
     check(enable(1, impl_->subscriber, CUPTI_CB_DOMAIN_RUNTIME_API), "cuptiEnableDomain(runtime)");

@@ -12,9 +12,7 @@ namespace {
 
 constexpr int kBlockSize = 256;
 
-int blocksFor(std::size_t threads) {
-    return static_cast<int>((threads + kBlockSize - 1) / kBlockSize);
-}
+int blocksFor(std::size_t threads) { return static_cast<int>((threads + kBlockSize - 1) / kBlockSize); }
 
 bool aligned(const void* p, std::size_t alignment) { return reinterpret_cast<std::uintptr_t>(p) % alignment == 0; }
 
@@ -72,8 +70,7 @@ void addToComponent(void* packed, int count, std::size_t elementBytes, ScalarKin
         addToComponentKernel<<<blocksFor(count), kBlockSize, 0, stream>>>(bytes, count, elementBytes, component,
                                                                           static_cast<float>(shift));
     } else if (scalar == ScalarKind::Float64) {
-        addToComponentKernel<<<blocksFor(count), kBlockSize, 0, stream>>>(bytes, count, elementBytes, component,
-                                                                          shift);
+        addToComponentKernel<<<blocksFor(count), kBlockSize, 0, stream>>>(bytes, count, elementBytes, component, shift);
     } else {
         HALOEX_ASSERT(false, "the periodic shift applies to float or double components only");
     }

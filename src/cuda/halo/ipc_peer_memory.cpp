@@ -91,8 +91,8 @@ public:
         if (peer == world_.rank()) return base_;
         if (sameProcess_) return reinterpret_cast<void*>(exported_[p].pointer);
         if (mapped_[p]) return mapped_[p];
-        const cudaError_t status = cudaIpcOpenMemHandle(&mapped_[p], exported_[p].handle,
-                                                        cudaIpcMemLazyEnablePeerAccess);
+        const cudaError_t status =
+            cudaIpcOpenMemHandle(&mapped_[p], exported_[p].handle, cudaIpcMemLazyEnablePeerAccess);
         if (status != cudaSuccess) {
             cudaGetLastError();
             mapped_[p] = nullptr;

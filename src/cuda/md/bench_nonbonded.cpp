@@ -227,7 +227,8 @@ int main(int argc, char** argv) {
         for (std::size_t k = 0; k < rows.size(); ++k) {
             const Row& r = rows[k];
             json += fmt::format(
-                "{}\n  {{\"atoms\": {}, \"clusters\": {}, \"max_j_per_entry\": {}, \"entries\": {}, \"cluster_pairs\": {}, \"atom_pairs_in_list\": "
+                "{}\n  {{\"atoms\": {}, \"clusters\": {}, \"max_j_per_entry\": {}, \"entries\": {}, \"cluster_pairs\": "
+                "{}, \"atom_pairs_in_list\": "
                 "{}, \"pairs_within_rc\": {}, \"build_ms\": {:.3f}, \"local_us\": {:.2f}, \"local_energies_us\": "
                 "{:.2f}, \"leapfrog_us\": {:.2f}, \"step_us\": {:.2f}, \"graph_step_us\": {:.2f}, \"target_step_us\": "
                 "{}}}",

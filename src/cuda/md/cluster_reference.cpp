@@ -202,9 +202,9 @@ PairListHost pruneReference(const ClusterLayoutHost& layout, const PairListHost&
     return inner;
 }
 
-ListEnergies evaluateListReference(const ClusterLayoutHost& layout, const PairListHost& list,
-                                   std::span<const Vec3f> x, std::span<const float> charges,
-                                   const SearchSettings& settings, const ForceField& ff, std::span<Vec3f> forces) {
+ListEnergies evaluateListReference(const ClusterLayoutHost& layout, const PairListHost& list, std::span<const Vec3f> x,
+                                   std::span<const float> charges, const SearchSettings& settings, const ForceField& ff,
+                                   std::span<Vec3f> forces) {
     const PairConstants c = makePairConstants(ff);
     const Float3 lengths = boxLengthsF(settings.box);
     ListEnergies e;

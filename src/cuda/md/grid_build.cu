@@ -36,9 +36,9 @@ __device__ inline bool isPaddingAtom(const std::uint8_t* zone, int i) {
 }
 
 // blockIdx.y = 0: home atoms [0, numHome); 1: halo atoms [numHome, numLocal).
-__global__ void __launch_bounds__(kBoundsThreads) boundsKernel(const Vec3f* __restrict__ x,
-                                                               const std::uint8_t* __restrict__ zone, int numHome,
-                                                               int numLocal, BoundsPartial* __restrict__ partials) {
+__global__ void __launch_bounds__(kBoundsThreads)
+    boundsKernel(const Vec3f* __restrict__ x, const std::uint8_t* __restrict__ zone, int numHome, int numLocal,
+                 BoundsPartial* __restrict__ partials) {
     const int begin = blockIdx.y == 0 ? 0 : numHome;
     const int end = blockIdx.y == 0 ? numHome : numLocal;
     BoundsPartial mine;
@@ -214,9 +214,10 @@ void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, co
     reserveWithHeadroom(layout.columnClusterStart, numColumns + 1, growth);
     layout.columnCount.zeroAsync(stream);
     if (numLocal > 0) {
-        keysKernel<<<blocksFor(numLocal, kThreads), kThreads, 0, stream>>>(
-            dX, dZoneMask, numHome, numLocal, layout.grids.home, layout.grids.halo, layout.keys.data(),
-            layout.atoms.data(), layout.columnCount.data());
+        keysKernel<<<blocksFor(numLocal, kThreads), kThreads, 0, stream>>>(dX, dZoneMask, numHome, numLocal,
+                                                                           layout.grids.home, layout.grids.halo,
+                                                                           layout.keys.data(), layout.atoms.data(),
+                                                                           layout.columnCount.data());
         HALOEX_CUDA_CHECK_LAUNCH();
     }
     // Keys of padding atoms are all ones in every bit the sort looks at, so
@@ -242,8 +243,9 @@ void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, co
         HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(layout.cubTemp.data(), bytes, layout.columnCount.data(),
                                                         layout.columnAtomStart.data(), numColumns + 1, stream));
     }
-    clustersPerColumnKernel<<<blocksFor(numColumns + 1, kThreads), kThreads, 0, stream>>>(
-        layout.columnCount.data(), numColumns, layout.columnClusters.data());
+    clustersPerColumnKernel<<<blocksFor(numColumns + 1, kThreads), kThreads, 0, stream>>>(layout.columnCount.data(),
+                                                                                          numColumns,
+                                                                                          layout.columnClusters.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     {
         std::size_t bytes = layout.cubTemp.size();
@@ -255,13 +257,13 @@ void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, co
     // columns can hold, ceil(count / 8) <= (count + 7) / 8 per column.
     const int homeColumns = layout.grids.home.numColumns();
     layout.maxHomeClusters = (layout.numHomeAtoms + (kClusterSize - 1) * homeColumns) / kClusterSize;
-    layout.maxClusters = layout.maxHomeClusters +
-                         (layout.numHaloAtoms + (kClusterSize - 1) * (numColumns - homeColumns)) / kClusterSize;
+    layout.maxClusters =
+        layout.maxHomeClusters + (layout.numHaloAtoms + (kClusterSize - 1) * (numColumns - homeColumns)) / kClusterSize;
     layout.numHomeClusters = layout.numClusters = -1;  // set by searchLists
 
     // 4. Slots: atom, zone, charge and position of every cluster position.
-    const std::size_t slots = static_cast<std::size_t>(std::max<long long>(
-        static_cast<long long>(layout.maxClusters) * kClusterSize, kClusterSize));
+    const std::size_t slots = static_cast<std::size_t>(
+        std::max<long long>(static_cast<long long>(layout.maxClusters) * kClusterSize, kClusterSize));
     reserveWithHeadroom(layout.clusterColumn, std::max(layout.maxClusters, 1), growth);
     reserveWithHeadroom(layout.atomOfSlot, slots, growth);
     reserveWithHeadroom(layout.zoneOfSlot, slots, growth);
@@ -278,13 +280,14 @@ void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, co
         layout.numHomeClusters = layout.numClusters = 0;
         return;
     }
-    clusterColumnKernel<<<blocksFor(numColumns, kThreads), kThreads, 0, stream>>>(
-        layout.columnClusterStart.data(), numColumns, layout.clusterColumn.data());
+    clusterColumnKernel<<<blocksFor(numColumns, kThreads), kThreads, 0, stream>>>(layout.columnClusterStart.data(),
+                                                                                  numColumns,
+                                                                                  layout.clusterColumn.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     fillSlotsKernel<<<blocksFor(static_cast<long long>(layout.maxClusters) * kClusterSize, kThreads), kThreads, 0,
                       stream>>>(dX, dCharge, dZoneMask, layout.atomsSorted.data(), layout.columnAtomStart.data(),
-                                layout.columnClusterStart.data(), layout.clusterColumn.data(), homeColumns,
-                                numColumns, sqrtCoulomb, layout.atomOfSlot.data(), layout.zoneOfSlot.data(),
+                                layout.columnClusterStart.data(), layout.clusterColumn.data(), homeColumns, numColumns,
+                                sqrtCoulomb, layout.atomOfSlot.data(), layout.zoneOfSlot.data(),
                                 layout.chargeOfSlot.data(), layout.xqLocal.data(), layout.xqNonlocal.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     boundingBoxKernel<<<blocksFor(layout.maxClusters, kThreads), kThreads, 0, stream>>>(

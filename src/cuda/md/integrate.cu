@@ -101,8 +101,9 @@ void leapfrog(const LeapfrogArgs& args, cudaStream_t stream) {
 void accumulateKineticEnergy(const Vec3f* v, int numAtoms, float mass, const float* massPerAtom, double* dEkin,
                              cudaStream_t stream) {
     if (numAtoms <= 0) return;
-    kineticEnergyKernel<<<std::min(blocksFor(numAtoms), kMaxReductionBlocks), kThreads, 0, stream>>>(
-        v, numAtoms, mass, massPerAtom, dEkin);
+    kineticEnergyKernel<<<std::min(blocksFor(numAtoms), kMaxReductionBlocks), kThreads, 0, stream>>>(v, numAtoms, mass,
+                                                                                                     massPerAtom,
+                                                                                                     dEkin);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

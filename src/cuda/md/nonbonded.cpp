@@ -63,8 +63,8 @@ struct Nonbonded::Impl {
     cuda::DeviceBuffer<double> energies;
     cuda::DeviceBuffer<unsigned long long> diagnosticCounter;
     int energyBlocks = 1;
-    int residentWarps = 1;  // force-kernel warps the GPU holds at once
-    int maxJ = 32;          // entry length of the last build
+    int residentWarps = 1;    // force-kernel warps the GPU holds at once
+    int maxJ = 32;            // entry length of the last build
     float rlistInner2 = 0.f;  // pruning radius squared, as the prune kernel compares it
     bool built = false;
     std::vector<std::pair<const char*, double>> buildParts;
@@ -138,8 +138,8 @@ Nonbonded::Nonbonded(const ForceField& ff, double rlist, NonbondedOptions option
 
 Nonbonded::~Nonbonded() = default;
 
-void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask, int numHome,
-                      int numLocal, const plan::Box& box, std::array<bool, 3> periodic, cudaStream_t stream) {
+void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask, int numHome, int numLocal,
+                      const plan::Box& box, std::array<bool, 3> periodic, cudaStream_t stream) {
     Impl& m = *impl_;
     m.built = false;
     if (numHome < 0 || numLocal < numHome) {
@@ -173,8 +173,8 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
         m.buildParts.emplace_back(name, 1e3 * std::chrono::duration<double>(now - t).count());
         t = now;
     };
-    buildLayout(m.layout, dX, dCharge, dZoneMask, numHome, numLocal, m.params.c.sqrtCoulomb,
-                m.options.growthFactor, stream);
+    buildLayout(m.layout, dX, dCharge, dZoneMask, numHome, numLocal, m.params.c.sqrtCoulomb, m.options.growthFactor,
+                stream);
     part("grid");
     ranges.next("lists");
     const SearchPrune prune{m.pruning() ? m.options.pruneParts : 0, m.rlistInner2};

@@ -38,9 +38,9 @@ constexpr int kThreads = 256;
 // dx as here, then explicitly rounded squares and sums), so the CPU
 // reference (pruneReference) decides alike.
 template <bool kEnergies, bool kPruneEntry>
-__device__ __forceinline__ void pairInteraction(const PairConstants& c, const float4& xi, const float4& xj,
-                                                bool inList, float3& fi, float3& fj, float& lj, float& coul,
-                                                float& virial, float rlistInner2, bool& near) {
+__device__ __forceinline__ void pairInteraction(const PairConstants& c, const float4& xi, const float4& xj, bool inList,
+                                                float3& fi, float3& fj, float& lj, float& coul, float& virial,
+                                                float rlistInner2, bool& near) {
     const float dx = xi.x - xj.x;
     const float dy = xi.y - xj.y;
     const float dz = xi.z - xj.z;
@@ -105,10 +105,10 @@ __device__ __forceinline__ unsigned jLoop(const KernelParams& p, const int4* rec
         // -0 is the additive identity the compiler may fold (0 - t is not -t for t = 0).
         float3 fj = make_float3(-0.f, -0.f, -0.f);
         bool near = false;
-        pairInteraction<kEnergies, kPruneEntry>(p.c, xi0, xj, (static_cast<unsigned>(record.z) & laneBit) != 0u,
-                                                fi0, fj, lj, coul, virial, rlistInner2, near);
-        pairInteraction<kEnergies, kPruneEntry>(p.c, xi1, xj, (static_cast<unsigned>(record.w) & laneBit) != 0u,
-                                                fi1, fj, lj, coul, virial, rlistInner2, near);
+        pairInteraction<kEnergies, kPruneEntry>(p.c, xi0, xj, (static_cast<unsigned>(record.z) & laneBit) != 0u, fi0,
+                                                fj, lj, coul, virial, rlistInner2, near);
+        pairInteraction<kEnergies, kPruneEntry>(p.c, xi1, xj, (static_cast<unsigned>(record.w) & laneBit) != 0u, fi1,
+                                                fj, lj, coul, virial, rlistInner2, near);
         if constexpr (kPruneEntry) {
             if (__any_sync(kFullWarp, near)) keep |= 1u << k;
         }
@@ -138,7 +138,7 @@ struct PruneArgs {
     const ClusterPair* outerPairs;
     ClusterEntry* innerEntries;  // entries and pairs passed to the kernel are these
     ClusterPair* innerPairs;
-    const int* state;            // DeviceList::pruneState: [first entry, end entry, part]
+    const int* state;  // DeviceList::pruneState: [first entry, end entry, part]
     float rlistInner2;
 };
 
@@ -185,7 +185,7 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
         float3 fi1 = make_float3(0.f, 0.f, 0.f);
         float lj = 0.f, coul = 0.f, virial = 0.f;
         const int numJ = entry.jEnd - entry.jBegin;  // <= 32 (NonbondedOptions)
-        __syncwarp();  // the previous entry's reads of `records` are done
+        __syncwarp();                                // the previous entry's reads of `records` are done
         if (lane < numJ) records[warp][lane] = reinterpret_cast<const int4*>(entryPairs)[entry.jBegin + lane];
         __syncwarp();
         unsigned keep = 0;  // kPrune: bit k = pair k has an atom pair within rlistInner
@@ -285,9 +285,9 @@ struct SlotSet {
     long long count = 0;
 
     __device__ long long slot(long long t) const {
-        return t < listedSlots ? static_cast<long long>(listedClusters[t / kClusterSize]) * kClusterSize +
-                                     t % kClusterSize
-                               : tailBegin + (t - listedSlots);
+        return t < listedSlots
+                   ? static_cast<long long>(listedClusters[t / kClusterSize]) * kClusterSize + t % kClusterSize
+                   : tailBegin + (t - listedSlots);
     }
 };
 
@@ -324,9 +324,8 @@ __global__ void gatherKernel(const Vec3f* __restrict__ x, const int* __restrict_
 // add to the same atoms concurrently). With pruneState (the list is pruned):
 // moves the rolling prune on to the next part -- the force kernel before it
 // on the stream has read the current one.
-__global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __restrict__ atomOfSlot,
-                                    const SlotSet set, Vec3f* __restrict__ f, int* pruneState, int numEntries,
-                                    int parts) {
+__global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __restrict__ atomOfSlot, const SlotSet set,
+                                    Vec3f* __restrict__ f, int* pruneState, int numEntries, int parts) {
     cuda::waitForPrerequisiteGrids();
     cuda::allowDependentGrids();
     if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
@@ -387,10 +386,10 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
     const ClusterEntry* entries = list.evaluatedEntries();
     const ClusterPair* pairs = list.evaluatedPairs();
     const int energyBlocks = std::min(blocks, std::max(maxEnergyBlocks, 1));
-    const PruneArgs prune = list.pruned ? PruneArgs{list.entries.data(),      list.pairs.data(),
-                                                    list.innerEntries.data(), list.innerPairs.data(),
-                                                    list.pruneState.data(),   list.rlistInner2}
-                                        : PruneArgs{};
+    const PruneArgs prune = list.pruned
+                                ? PruneArgs{list.entries.data(),    list.pairs.data(),      list.innerEntries.data(),
+                                            list.innerPairs.data(), list.pruneState.data(), list.rlistInner2}
+                                : PruneArgs{};
     const auto kernel = list.pruned ? (energies ? nonbondedKernel<true, true> : nonbondedKernel<false, true>)
                                     : (energies ? nonbondedKernel<true, false> : nonbondedKernel<false, false>);
     cuda::launchDependent(kernel, energies ? energyBlocks : blocks, kNbThreads, 0, stream, params, entries,
@@ -412,8 +411,8 @@ void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& l
     const float4* xq = local ? layout.xqLocal.data() : layout.xqNonlocal.data();
     const ClusterEntry* entries = outer ? list.entries.data() : list.evaluatedEntries();
     const ClusterPair* pairs = outer ? list.pairs.data() : list.evaluatedPairs();
-    countWithinCutoffKernel<<<blocksFor(static_cast<long long>(list.numEntries) * 32, kThreads), kThreads, 0,
-                              stream>>>(entries, list.numEntries, pairs, xq, boxLengths, rc2, dCount);
+    countWithinCutoffKernel<<<blocksFor(static_cast<long long>(list.numEntries) * 32, kThreads), kThreads, 0, stream>>>(
+        entries, list.numEntries, pairs, xq, boxLengths, rc2, dCount);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
@@ -435,7 +434,8 @@ int energyKernelBlocksPerSm() {
 cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune) {
     cudaFuncAttributes a{};
     if (energies) {
-        HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, prune ? nonbondedKernel<true, true> : nonbondedKernel<true, false>));
+        HALOEX_CUDA_CHECK(
+            cudaFuncGetAttributes(&a, prune ? nonbondedKernel<true, true> : nonbondedKernel<true, false>));
     } else {
         HALOEX_CUDA_CHECK(
             cudaFuncGetAttributes(&a, prune ? nonbondedKernel<false, true> : nonbondedKernel<false, false>));

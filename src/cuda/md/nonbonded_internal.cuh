@@ -44,11 +44,11 @@ struct DeviceLayout {
     long long numSlots() const { return static_cast<long long>(numClusters) * kClusterSize; }
     long long numHomeSlots() const { return static_cast<long long>(numHomeClusters) * kClusterSize; }
 
-    cuda::DeviceBuffer<int> columnClusterStart;  // numColumns + 1
-    cuda::DeviceBuffer<int> atomOfSlot;          // -1: empty slot
-    cuda::DeviceBuffer<std::uint8_t> zoneOfSlot; // kPaddingMask for empty slots
-    cuda::DeviceBuffer<float> chargeOfSlot;      // q sqrt(f); 0 for empty slots
-    cuda::DeviceBuffer<float4> bboxLo, bboxHi;   // per cluster
+    cuda::DeviceBuffer<int> columnClusterStart;   // numColumns + 1
+    cuda::DeviceBuffer<int> atomOfSlot;           // -1: empty slot
+    cuda::DeviceBuffer<std::uint8_t> zoneOfSlot;  // kPaddingMask for empty slots
+    cuda::DeviceBuffer<float> chargeOfSlot;       // q sqrt(f); 0 for empty slots
+    cuda::DeviceBuffer<float4> bboxLo, bboxHi;    // per cluster
     // Positions + scaled charge per slot: the local kernel's copy (home slots)
     // and the non-local kernel's copy (all slots at the build; each step the
     // non-local gather refreshes the slots the non-local list reads), so the

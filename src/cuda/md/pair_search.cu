@@ -53,8 +53,8 @@ constexpr float kFilterSlack = 1.0e-3f;
 // boxDistance2 for every cluster of the column, so a column at or beyond
 // rlist cannot hold a candidate: the corners of the square of columns the
 // search visits.
-__device__ inline float columnDistance2(ColumnGrid g, float cellX, float cellY, int cx, int cy, Float3 iLo,
-                                       Float3 iHi, Float3 shift) {
+__device__ inline float columnDistance2(ColumnGrid g, float cellX, float cellY, int cx, int cy, Float3 iLo, Float3 iHi,
+                                        Float3 shift) {
     const auto axis = [](int c, int n, float origin, float width, float s, float lo, float hi) {
         const float cellLo = c == 0 ? -INFINITY : origin + c * width + s - kFilterSlack;
         const float cellHi = c == n - 1 ? INFINITY : origin + (c + 1) * width + s + kFilterSlack;
@@ -84,8 +84,8 @@ template <int kMode>
 __global__ void __launch_bounds__(kSearchThreads)
     searchKernel(SearchParams p, const int* __restrict__ columnClusterStart, const float4* __restrict__ bboxLo,
                  const float4* __restrict__ bboxHi, const float4* __restrict__ xq,
-                 const std::uint8_t* __restrict__ zoneOfSlot, int* __restrict__ pairCount,
-                 int* __restrict__ entryCount, const int* __restrict__ pairOffset, const int* __restrict__ entryOffset,
+                 const std::uint8_t* __restrict__ zoneOfSlot, int* __restrict__ pairCount, int* __restrict__ entryCount,
+                 const int* __restrict__ pairOffset, const int* __restrict__ entryOffset,
                  ClusterPair* __restrict__ pairs, ClusterEntry* __restrict__ entries,
                  unsigned long long* __restrict__ counters, ClusterPair* __restrict__ scratch) {
     constexpr bool kFillPass = kMode == kFill;
@@ -112,10 +112,10 @@ __global__ void __launch_bounds__(kSearchThreads)
         if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
         const Float3 sv = shiftVector(s, p.boxLengths);
         if (!zShiftReachesGrid(p.jGrid, iLo.z, iHi.z, sv.z, p.radius)) continue;
-        const IndexRange rx = cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius),
-                                        p.jGrid.x0, p.jGrid.invCellX, p.jGrid.nx);
-        const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius),
-                                        p.jGrid.y0, p.jGrid.invCellY, p.jGrid.ny);
+        const IndexRange rx = cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius), p.jGrid.x0,
+                                        p.jGrid.invCellX, p.jGrid.nx);
+        const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius), p.jGrid.y0,
+                                        p.jGrid.invCellY, p.jGrid.ny);
         for (int cy = ry.lo; cy <= ry.hi; ++cy) {
             for (int cx = rx.lo; cx <= rx.hi; ++cx) {
                 if (columnDistance2(p.jGrid, p.cellX, p.cellY, cx, cy, iLo, iHi, sv) >= p.rlist2) continue;
@@ -163,8 +163,8 @@ __global__ void __launch_bounds__(kSearchThreads)
                             if constexpr (kMode == kOnePass) {
                                 // The prune kernel's decision, from the same distances (never
                                 // true without pruning: rlistInner2 is 0 then).
-                                const bool inner = __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) ||
-                                                                             (in1 && d1 < p.rlistInner2));
+                                const bool inner =
+                                    __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) || (in1 && d1 < p.rlistInner2));
                                 if (lane == 0 && count < p.scratchCapacity) {
                                     slot[count] = ClusterPair{cjj, inner ? s | kInnerFlag : s, maskLo, maskHi};
                                 }
@@ -268,7 +268,7 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
         }
         uLo = shuffled(uLo, 0);
         uHi = shuffled(uHi, 0);
-        __syncwarp();  // the group's atoms are in shared memory
+        __syncwarp();                                                // the group's atoms are in shared memory
         const bool sameGrid = !p.nonlocal || g0 >= numHomeClusters;  // a column is home or halo
         int myCount = 0;
 
@@ -335,8 +335,8 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
                                 const unsigned maskLo = __ballot_sync(kFullWarp, in0);
                                 const unsigned maskHi = __ballot_sync(kFullWarp, in1);
                                 if (!__any_sync(kFullWarp, near)) continue;
-                                const bool inner = __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) ||
-                                                                             (in1 && d1 < p.rlistInner2));
+                                const bool inner =
+                                    __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) || (in1 && d1 < p.rlistInner2));
                                 const int count = __shfl_sync(kFullWarp, myCount, g);
                                 if (lane == 0 && count < p.scratchCapacity) {
                                     scratch[static_cast<long long>(ci) * p.scratchCapacity + count] =

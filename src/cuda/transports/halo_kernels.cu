@@ -85,8 +85,7 @@ void packElements(const std::byte* data, std::size_t elementSize, const int* ind
     if (elementSize % 4 == 0 && aligned(data, 4) && aligned(out, 4)) {
         const int words = static_cast<int>(elementSize / 4);
         packElementsKernel<<<blocksFor(static_cast<std::size_t>(count) * words), kBlockSize, 0, stream>>>(
-            reinterpret_cast<const std::uint32_t*>(data), words, indices, count,
-            reinterpret_cast<std::uint32_t*>(out));
+            reinterpret_cast<const std::uint32_t*>(data), words, indices, count, reinterpret_cast<std::uint32_t*>(out));
     } else {
         const int words = static_cast<int>(elementSize);
         packElementsKernel<<<blocksFor(static_cast<std::size_t>(count) * words), kBlockSize, 0, stream>>>(

@@ -33,13 +33,14 @@ public:
     Vec3f* forces() override { return f_.data(); }
 
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
-        counters_.hostSyncs += path_.forward(plan_, maps_, reinterpret_cast<std::byte*>(x_.data()), sizeof(Vec3f),
-                                             &box, static_cast<cudaStream_t>(stream), kTagForward);
+        counters_.hostSyncs += path_.forward(plan_, maps_, reinterpret_cast<std::byte*>(x_.data()), sizeof(Vec3f), &box,
+                                             static_cast<cudaStream_t>(stream), kTagForward);
         ++counters_.forwardCalls;
     }
 
     void reverseForces(StreamHandle stream) override {
-        counters_.hostSyncs += path_.reverseAdd(plan_, maps_, f_.data(), static_cast<cudaStream_t>(stream), kTagReverse);
+        counters_.hostSyncs +=
+            path_.reverseAdd(plan_, maps_, f_.data(), static_cast<cudaStream_t>(stream), kTagReverse);
         ++counters_.reverseCalls;
     }
 

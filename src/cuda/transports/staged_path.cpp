@@ -87,8 +87,8 @@ std::int64_t StagedPath::reverseAdd(const plan::ParticleHaloPlan& plan, const De
         const std::size_t haloBytes = pulse.receives() ? static_cast<std::size_t>(pulse.recvCount) * sizeof(Vec3f) : 0;
         const std::size_t ownerBytes = pulse.sends() ? static_cast<std::size_t>(pulse.sendCount()) * sizeof(Vec3f) : 0;
         if (haloBytes > 0) {
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(hostSend_.data(), f + pulse.recvOffset, haloBytes,
-                                              cudaMemcpyDeviceToHost, stream));
+            HALOEX_CUDA_CHECK(
+                cudaMemcpyAsync(hostSend_.data(), f + pulse.recvOffset, haloBytes, cudaMemcpyDeviceToHost, stream));
         }
         // Also orders this pulse after the later pulses' accumulation into
         // the atoms it sends back (they may have been forwarded).
@@ -97,10 +97,10 @@ std::int64_t StagedPath::reverseAdd(const plan::ParticleHaloPlan& plan, const De
         world_.sendRecvBytes(std::span<const std::byte>(hostSend_.data(), haloBytes), pulse.recvRank,
                              std::span<std::byte>(hostRecv_.data(), ownerBytes), pulse.sendRank, tagBase + pulse.id);
         if (ownerBytes > 0) {
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(deviceRecv_.data(), hostRecv_.data(), ownerBytes,
-                                              cudaMemcpyHostToDevice, stream));
-            unpackAddForces(reinterpret_cast<const Vec3f*>(deviceRecv_.data()), maps.pulse(pulse.id),
-                            pulse.sendCount(), f, stream);
+            HALOEX_CUDA_CHECK(
+                cudaMemcpyAsync(deviceRecv_.data(), hostRecv_.data(), ownerBytes, cudaMemcpyHostToDevice, stream));
+            unpackAddForces(reinterpret_cast<const Vec3f*>(deviceRecv_.data()), maps.pulse(pulse.id), pulse.sendCount(),
+                            f, stream);
         }
     }
     endCall(stream);

@@ -72,8 +72,7 @@ Float3 boxLengthsF(const plan::Box& box);
 // a non-finite position throws InvalidInput naming the atom.
 AtomBounds boundsReference(std::span<const Vec3f> x, int begin, int end, int numHome,
                            std::span<const plan::ZoneMask> zoneMask);
-ClusterLayoutHost buildLayoutReference(std::span<const Vec3f> x, std::span<const plan::ZoneMask> zoneMask,
-                                       int numHome);
+ClusterLayoutHost buildLayoutReference(std::span<const Vec3f> x, std::span<const plan::ZoneMask> zoneMask, int numHome);
 PairListHost searchReference(const ClusterLayoutHost& layout, std::span<const Vec3f> x,
                              std::span<const plan::ZoneMask> zoneMask, bool nonlocal, const SearchSettings& settings);
 
@@ -85,8 +84,7 @@ PairListHost searchReference(const ClusterLayoutHost& layout, std::span<const Ve
 // ListView::Evaluated)). Entries [entryBegin, entryEnd) are pruned; the others
 // keep all their pairs (entryEnd < 0: to the last entry).
 PairListHost pruneReference(const ClusterLayoutHost& layout, const PairListHost& outer, std::span<const Vec3f> x,
-                            const SearchSettings& settings, double rlistInner, int entryBegin = 0,
-                            int entryEnd = -1);
+                            const SearchSettings& settings, double rlistInner, int entryBegin = 0, int entryEnd = -1);
 
 // Forces and energies over one list, in float with the kernel's formula
 // (energies summed in double). Forces are added into `forces` (numLocal).
@@ -100,8 +98,8 @@ struct ListEnergies {
     double ljMagnitude = 0.0, coulombMagnitude = 0.0, virialMagnitude = 0.0;
     std::int64_t pairsWithinCutoff = 0;
 };
-ListEnergies evaluateListReference(const ClusterLayoutHost& layout, const PairListHost& list,
-                                   std::span<const Vec3f> x, std::span<const float> charges,
-                                   const SearchSettings& settings, const ForceField& ff, std::span<Vec3f> forces);
+ListEnergies evaluateListReference(const ClusterLayoutHost& layout, const PairListHost& list, std::span<const Vec3f> x,
+                                   std::span<const float> charges, const SearchSettings& settings, const ForceField& ff,
+                                   std::span<Vec3f> forces);
 
 }  // namespace haloex::md::gpu

@@ -15,12 +15,12 @@
 namespace haloex::md::gpu {
 
 struct LeapfrogArgs {
-    Vec3f* x = nullptr;          // positions, updated in place
-    Vec3f* v = nullptr;          // velocities v(t - dt/2) -> v(t + dt/2)
-    const Vec3f* f = nullptr;    // forces at x(t)
-    int numAtoms = 0;            // home atoms [0, numAtoms)
-    float dt = 0.002f;           // ps
-    float invMass = 1.0f / 12.0f;        // 1/u, used when invMassPerAtom is null
+    Vec3f* x = nullptr;            // positions, updated in place
+    Vec3f* v = nullptr;            // velocities v(t - dt/2) -> v(t + dt/2)
+    const Vec3f* f = nullptr;      // forces at x(t)
+    int numAtoms = 0;              // home atoms [0, numAtoms)
+    float dt = 0.002f;             // ps
+    float invMass = 1.0f / 12.0f;  // 1/u, used when invMassPerAtom is null
     const float* invMassPerAtom = nullptr;
     // Velocity-rescaling factor lambda read from device memory at run time
     // (a thermostat sets it without a host sync); null means 1.
@@ -29,7 +29,7 @@ struct LeapfrogArgs {
     // (kJ/mol), the leapfrog average kinetic energy GROMACS reports, with
     // Ekin(t - dt/2) of the velocities before scaling. Clear it first.
     double* averageKineticEnergy = nullptr;
-    float mass = 12.0f;          // u, for the kinetic energy when invMassPerAtom is null
+    float mass = 12.0f;  // u, for the kinetic energy when invMassPerAtom is null
 };
 
 // v <- lambda v + f/m dt;  x <- x + v dt  (GROMACS's leapfrog with v-rescale).

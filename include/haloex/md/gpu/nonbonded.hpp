@@ -72,9 +72,9 @@ enum class ListKind { Local, Nonlocal };
 // are the outer list's (the inner list changes on the device every step:
 // copyListToHost(kind, ListView::Evaluated) reads it).
 struct PairListStats {
-    int entries = 0;               // warp work items
+    int entries = 0;  // warp work items
     std::int64_t clusterPairs = 0;
-    std::int64_t atomPairs = 0;    // set mask bits: atom pairs in the list (within rlist or not)
+    std::int64_t atomPairs = 0;  // set mask bits: atom pairs in the list (within rlist or not)
 };
 
 // Which list a diagnostic reads: the one the force kernel evaluates (the

@@ -16,7 +16,7 @@ struct PairConstants {
     float c6x6, c12x12;  // forces: 6 c6, 12 c12
     float ljShift;
     float krf, twoKrf, crf;
-    float sqrtCoulomb;   // sqrt(f): charges are stored scaled by it
+    float sqrtCoulomb;  // sqrt(f): charges are stored scaled by it
 };
 PairConstants makePairConstants(const ForceField& ff);
 
