@@ -158,3 +158,18 @@ TEST(RunChecks, AnOutputMayNotOverwriteAnInputOrAnotherOutput) {
     EXPECT_TRUE(contains(errorOf([&] { checkRunFiles(restart); }), "is the same file as the input --restart"));
     EXPECT_EQ(runFiles(restart).size(), 4u);  // --restart, --cpt, its .prev, --traj
 }
+
+// CUDA graphs: on by default wherever the transport allows them, except nccl,
+// whose capture has not run on two GPUs yet: there only --cuda-graphs 1 given
+// on the command line turns them on (md_bench's "nccl graphs=1" variant).
+TEST(RunChecks, CudaGraphsForNcclOnlyWhenAskedFor) {
+    haloex::md::MdOptions o;
+    EXPECT_TRUE(haloex::md::cudaGraphsFor(o, "nvshmem"));
+    EXPECT_TRUE(haloex::md::cudaGraphsFor(o, "staged"));
+    EXPECT_FALSE(haloex::md::cudaGraphsFor(o, "nccl"));
+    o.cudaGraphsGiven = true;
+    EXPECT_TRUE(haloex::md::cudaGraphsFor(o, "nccl"));
+    o.cudaGraphs = false;
+    EXPECT_FALSE(haloex::md::cudaGraphsFor(o, "nccl"));
+    EXPECT_FALSE(haloex::md::cudaGraphsFor(o, "nvshmem"));
+}
