@@ -12,6 +12,7 @@
 #include "haloex/core/error.hpp"
 #include "haloex/md/h5md_trajectory.hpp"
 #include "haloex/md/output_files.hpp"
+#include "test_refusal.hpp"
 #include "test_temp_dir.hpp"
 
 using namespace haloex;
@@ -67,15 +68,10 @@ std::vector<std::int64_t> steps(const fs::path& path) {
 }
 
 std::string refusal(const fs::path& path, const OutputFiles::Start& start) {
-    try {
+    return haloex::testing::invalidInputMessage([&] {
         OutputFiles files(start);
         files.openH5md("--traj", path.string(), kAtoms, -1, 10);
-    } catch (const Error& e) {
-        EXPECT_EQ(e.kind(), ErrorKind::InvalidInput) << e.what();
-        return e.what();
-    }
-    ADD_FAILURE() << "not refused";
-    return "";
+    });
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/output_files.hpp"
+#include "test_refusal.hpp"
 #include "test_temp_dir.hpp"
 
 using namespace haloex;
@@ -46,15 +47,10 @@ OutputFiles::Start restartAt(std::int64_t step, std::vector<OutputPosition> reco
 }
 
 std::string refusal(const fs::path& path, const OutputFiles::Start& start) {
-    try {
+    return haloex::testing::invalidInputMessage([&] {
         OutputFiles files(start);
         files.open("--traj", path.string(), nullptr, -1);
-    } catch (const Error& e) {
-        EXPECT_EQ(e.kind(), ErrorKind::InvalidInput) << e.what();
-        return e.what();
-    }
-    ADD_FAILURE() << "not refused";
-    return "";
+    });
 }
 
 }  // namespace

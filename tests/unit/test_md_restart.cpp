@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
-#include <functional>
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/checkpoint.hpp"
@@ -19,6 +18,7 @@
 #include "haloex/md/system.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/reference.hpp"
+#include "test_refusal.hpp"
 #include "test_temp_dir.hpp"
 
 using namespace haloex;
@@ -74,17 +74,6 @@ void expectSameSystem(const System& a, const System& b, double positionTolerance
             }
         }
     }
-}
-
-std::string errorOf(const std::function<void()>& fn) {
-    try {
-        fn();
-    } catch (const Error& e) {
-        EXPECT_EQ(e.kind(), ErrorKind::InvalidInput) << e.what();
-        return e.what();
-    }
-    ADD_FAILURE() << "no error";
-    return "";
 }
 
 }  // namespace
@@ -242,13 +231,14 @@ TEST(MdRestart, KeepsTheCheckpointsListAndTimeStep) {
     changed.nstlist = 25;
     changed.dt = 0.002;
     changed.explicitOptions = {"dt"};  // the default value, but given on the command line
-    const std::string msg = errorOf([&] { resolveOptions(changed, 2, false); });
+    const std::string msg = haloex::testing::invalidInputMessage([&] { resolveOptions(changed, 2, false); });
     EXPECT_NE(msg.find("--nstlist 25 (the checkpoint has 40)"), std::string::npos) << msg;
     EXPECT_NE(msg.find("--dt 0.002 (the checkpoint has 0.0025)"), std::string::npos) << msg;
     EXPECT_NE(msg.find(cpt), std::string::npos) << msg;
     MdOptions rlist = o;
     rlist.rlist = 1.2;
-    EXPECT_NE(errorOf([&] { resolveOptions(rlist, 2, false); }).find("--rlist 1.2"), std::string::npos);
+    EXPECT_NE(haloex::testing::invalidInputMessage([&] { resolveOptions(rlist, 2, false); }).find("--rlist 1.2"),
+              std::string::npos);
 
     // Given thermostat settings win over the checkpoint's.
     MdOptions thermostat = o;
@@ -258,20 +248,25 @@ TEST(MdRestart, KeepsTheCheckpointsListAndTimeStep) {
 
     MdOptions gro = o;
     gro.groFile = "start.gro";
-    EXPECT_NE(errorOf([&] { resolveOptions(gro, 2, false); }).find("--gro"), std::string::npos);
+    EXPECT_NE(haloex::testing::invalidInputMessage([&] { resolveOptions(gro, 2, false); }).find("--gro"),
+              std::string::npos);
     MdOptions atoms = o;
     atoms.atoms = 2000;
-    EXPECT_NE(errorOf([&] { resolveOptions(atoms, 2, false); }).find("1000 atoms"), std::string::npos);
+    EXPECT_NE(haloex::testing::invalidInputMessage([&] { resolveOptions(atoms, 2, false); }).find("1000 atoms"),
+              std::string::npos);
 
     // The engine refuses options that were not resolved against the checkpoint.
     MdOptions bypass = adopted;
     bypass.rlist = 1.1;
-    const std::string engineMsg = errorOf([&] { runOnCpu(bypass, 1); });
+    const std::string engineMsg = haloex::testing::invalidInputMessage([&] { runOnCpu(bypass, 1); });
     EXPECT_NE(engineMsg.find("--rlist 1.1 (the checkpoint has 1.05)"), std::string::npos) << engineMsg;
 
     MdOptions foreign = o;
     foreign.restartFile = std::string(HALOEX_TEST_DATA_DIR) + "/ref-3000.gro";
-    EXPECT_NE(errorOf([&] { resolveOptions(foreign, 2, false); }).find("not a haloex checkpoint"), std::string::npos);
+    EXPECT_NE(haloex::testing::invalidInputMessage([&] {
+                  resolveOptions(foreign, 2, false);
+              }).find("not a haloex checkpoint"),
+              std::string::npos);
 }
 
 // Defect 3: a restart with the same --traj after a kill appended to the whole
