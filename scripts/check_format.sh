@@ -21,16 +21,13 @@ skip() { # the check cannot run here: skipped (77); the fixer fails instead
   echo "SKIPPED: $*"; exit 77
 }
 
-cf="${CLANG_FORMAT:-}"
-if [ -z "$cf" ]; then
-  for c in clang-format-14 clang-format; do
-    if command -v "$c" >/dev/null 2>&1; then cf="$c"; break; fi
-  done
-fi
-[ -n "$cf" ] && command -v "$cf" >/dev/null 2>&1 \
+# shellcheck source=lib/llvm_tool.sh
+. "$root/scripts/lib/llvm_tool.sh"
+cf="$(llvm_tool clang-format CLANG_FORMAT)"
+[ -n "$cf" ] \
   || skip "clang-format not found (install clang-format 14 or newer: apt-get install clang-format, or set CLANG_FORMAT)"
 version="$("$cf" --version)"
-major="$(sed -nE 's/.*version ([0-9]+)\..*/\1/p' <<<"$version" | head -1)"
+major="$(llvm_major "$cf")"
 [ -n "$major" ] && [ "$major" -ge 14 ] || skip "$cf is '$version'; the check needs clang-format 14 or newer"
 git -C "$root" rev-parse --is-inside-work-tree >/dev/null 2>&1 || skip "$root is not a git checkout (the check reads git's list of files)"
 

@@ -22,16 +22,14 @@ filter="${2:-}"
 skip() { echo "SKIPPED: $*"; exit 77; }
 say() { printf '[haloex tidy] %s\n' "$*"; }
 
-tidy="${CLANG_TIDY:-}"
-if [ -z "$tidy" ]; then
-  for c in clang-tidy-14 clang-tidy; do
-    if command -v "$c" >/dev/null 2>&1; then tidy="$c"; break; fi
-  done
-fi
-[ -n "$tidy" ] && command -v "$tidy" >/dev/null 2>&1 \
+# shellcheck source=lib/llvm_tool.sh
+. "$root/scripts/lib/llvm_tool.sh"
+tidy="$(llvm_tool clang-tidy CLANG_TIDY)"
+[ -n "$tidy" ] \
   || skip "clang-tidy not found (install clang-tidy 14 or newer: apt-get install clang-tidy, or set CLANG_TIDY)"
+major="$(llvm_major "$tidy")"
 version="$("$tidy" --version | sed -nE 's/.*version ([0-9][0-9.]*).*/\1/p' | head -1)"
-[ -n "$version" ] && [ "${version%%.*}" -ge 14 ] || skip "$tidy is version '${version:-unknown}'; the check needs clang-tidy 14 or newer"
+[ -n "$major" ] && [ "$major" -ge 14 ] || skip "$tidy is version '${version:-unknown}'; the check needs clang-tidy 14 or newer"
 
 mkdir -p "$build"
 build="$(cd "$build" && pwd)"
@@ -76,7 +74,7 @@ status=0
 # Every warning of an enabled check is an error: .clang-tidy says
 # WarningsAsErrors '*' (run-clang-tidy 14 has no --warnings-as-errors to pass
 # on), and the xargs path passes --warnings-as-errors='*' as well.
-runner="run-clang-tidy-${version%%.*}"
+runner="run-clang-tidy-$major"
 command -v "$runner" >/dev/null 2>&1 || runner="run-clang-tidy"
 if [ "${HALOEX_TIDY_XARGS:-0}" != 1 ] && command -v "$runner" >/dev/null 2>&1; then
   # run-clang-tidy keeps each file's output together; it takes regexes, so
