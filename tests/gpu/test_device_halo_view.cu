@@ -95,19 +95,16 @@ TEST(DeviceHaloView, RingDeliversEveryGenerationIntoItsSlot) {
     }
 }
 
-// One rank: NCCL 2.28 gives its communicator no symmetric memory (seen on
-// one H200: ncclDevCommCreate refuses it), so the provider refuses with the
-// reason first. The ring on two or more GPUs is examples/fused_stencil's np2 run.
-TEST(DeviceHaloView, NcclDeviceRefusesOneRankWithTheReason) {
-    HALOEX_REQUIRE_GPU();
-    if (const std::string why = unavailableReason(Backend::NcclDevice); !why.empty()) GTEST_SKIP() << why;
-    runtime::runInProcess(1, [&](runtime::World& world) {
+// The nccl-device provider refuses these ranks: unavailableReason says
+// `expected`, and the halo's constructor throws InvalidInput with that reason.
+void expectNcclDeviceRefuses(int ranks, const std::string& expected) {
+    runtime::runInProcess(ranks, [&](runtime::World& world) {
         cuda::selectDevice(world, /*allowSharedGpus=*/true);
         const std::string why = unavailableReason(Backend::NcclDevice, world);
-        EXPECT_NE(why.find("a communicator of one rank no symmetric memory"), std::string::npos) << why;
+        EXPECT_NE(why.find(expected), std::string::npos) << why;
         try {
-            DeviceHalo halo(world, Backend::NcclDevice, {{0, 0, 64, 2}}, {{0, 0}});
-            ADD_FAILURE() << "nccl-device made a halo for one rank";
+            DeviceHalo halo(world, Backend::NcclDevice, {{world.rank(), 0, 64, 2}}, {{world.rank(), 0}});
+            ADD_FAILURE() << "nccl-device made a halo for " << ranks << " rank(s)";
         } catch (const Error& e) {
             EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
             EXPECT_NE(std::string(e.what()).find("the nccl-device backend cannot run here: " + why), std::string::npos)
@@ -116,22 +113,19 @@ TEST(DeviceHaloView, NcclDeviceRefusesOneRankWithTheReason) {
     });
 }
 
+// One rank: NCCL 2.28 gives its communicator no symmetric memory (seen on
+// one H200: ncclDevCommCreate refuses it), so the provider refuses with the
+// reason first. The ring on two or more GPUs is examples/fused_stencil's np2 run.
+TEST(DeviceHaloView, NcclDeviceRefusesOneRankWithTheReason) {
+    HALOEX_REQUIRE_GPU();
+    if (const std::string why = unavailableReason(Backend::NcclDevice); !why.empty()) GTEST_SKIP() << why;
+    expectNcclDeviceRefuses(1, "a communicator of one rank no symmetric memory");
+}
+
 TEST(DeviceHaloView, NcclDeviceRefusesRanksThatAreThreadsWithTheReason) {
     HALOEX_REQUIRE_GPU();
     if (const std::string why = unavailableReason(Backend::NcclDevice); !why.empty()) GTEST_SKIP() << why;
-    runtime::runInProcess(2, [&](runtime::World& world) {
-        cuda::selectDevice(world, /*allowSharedGpus=*/true);
-        const std::string why = unavailableReason(Backend::NcclDevice, world);
-        EXPECT_NE(why.find("these 2 ranks are threads of one process"), std::string::npos) << why;
-        try {
-            DeviceHalo halo(world, Backend::NcclDevice, {{world.rank(), 0, 64, 2}}, {{world.rank(), 0}});
-            ADD_FAILURE() << "nccl-device made a halo for thread ranks";
-        } catch (const Error& e) {
-            EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
-            EXPECT_NE(std::string(e.what()).find("the nccl-device backend cannot run here: " + why), std::string::npos)
-                << e.what();
-        }
-    });
+    expectNcclDeviceRefuses(2, "these 2 ranks are threads of one process");
 }
 
 __global__ void timeoutKernel(DeviceHaloView view, int* results) {
