@@ -47,8 +47,8 @@ void Migrator::completeMigration(MigrationStats& stats, const ParticleStore& par
     HALOEX_ASSERT(pending_, "completeMigration without a beginMigration");
     pending_ = false;
     HALOEX_CUDA_CHECK(cudaEventSynchronize(copied_));
-    if (finalStatusHost_[kFirstNonFinite] != INT_MAX) {
-        throwNonFinite(particles, finalStatusHost_[kFirstNonFinite], rank);
+    if (statusHost_[kFirstNonFinite] != INT_MAX) {
+        throwNonFinite(particles, statusHost_[kFirstNonFinite], rank);
     }
     if (idField_ >= 0) {
         stats.idSum = idSumsHost_[0];
@@ -69,7 +69,6 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
     MigrationStats stats;
     status_.resize(kMigrationStatus);
     statusHost_.reserve(kMigrationStatus);
-    finalStatusHost_.reserve(kMigrationStatus);
     idSumsHost_.reserve(2);
 
     const auto readStatus = [&] {
@@ -177,7 +176,7 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
                                           cudaMemcpyDeviceToHost, stream));
     }
     // After a cut the status slot was reset (the wrap was checked already).
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(finalStatusHost_.data(), status_.data(), kMigrationStatus * sizeof(int),
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(statusHost_.data(), status_.data(), kMigrationStatus * sizeof(int),
                                       cudaMemcpyDeviceToHost, stream));
     copied_.record(stream);
     pending_ = true;

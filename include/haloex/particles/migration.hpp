@@ -80,11 +80,11 @@ private:
     cuda::DeviceBuffer<int> status_;              // device counters and the first bad particle
     cuda::DeviceBuffer<unsigned long long> idSums_;
     cuda::DeviceBuffer<std::byte> sendBlock_, recvBlock_, cubTemp_;
+    // The status as the host reads it: at each cut, and last (copied
+    // asynchronously, with the id sums; `copied_` marks their arrival) for
+    // completeMigration, whose kFirstNonFinite is still the wrap's where no
+    // dimension was cut.
     cuda::PinnedBuffer<int> statusHost_;
-    // What completeMigration reads: the status after the last kernel (its
-    // kFirstNonFinite slot still the wrap's where no dimension was cut) and
-    // the id sums, copied asynchronously; `copied_` marks their arrival.
-    cuda::PinnedBuffer<int> finalStatusHost_;
     cuda::PinnedBuffer<unsigned long long> idSumsHost_;
     cuda::Event copied_;
 };
