@@ -268,7 +268,8 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
         }
         uLo = shuffled(uLo, 0);
         uHi = shuffled(uHi, 0);
-        __syncwarp();                                                // the group's atoms are in shared memory
+        __syncwarp();  // the group's atoms are in shared memory
+
         const bool sameGrid = !p.nonlocal || g0 >= numHomeClusters;  // a column is home or halo
         int myCount = 0;
 
