@@ -33,6 +33,7 @@
 #include <exception>
 #include <span>
 #include <sstream>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -77,6 +78,12 @@ int loadedNcclVersion() {
     int version = 0;
     if (ncclGetVersion(&version) != ncclSuccess) return 0;
     return version;
+}
+
+// "2.28.3" for NCCL's version code 22803 (major * 10000 + minor * 100 + patch
+// since 2.9), as users read it.
+std::string ncclVersionText(int code) {
+    return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." + std::to_string(code % 100);
 }
 
 // Every rank returns the first failing rank's reason (or nothing).
@@ -244,7 +251,7 @@ std::string deviceApiUnavailableReason(runtime::World& world) {
                    "built for the device API of NCCL 2.28 ({}), which 2.29 "
                    "changed; run with an NCCL 2.28 "
                    "library (LD_LIBRARY_PATH) or rebuild against the one in use",
-                   version, NCCL_VERSION_CODE);
+                   ncclVersionText(version), ncclVersionText(NCCL_VERSION_CODE));
     }
     if (world.kind() == "threads" && world.size() > 1) {
         // Every rank decides alike here: the World's kind and size are the same on
@@ -261,7 +268,7 @@ std::string deviceApiUnavailableReason(runtime::World& world) {
         return say("NCCL {} gives a communicator of one rank no symmetric memory (it "
                    "has no GPU pair with direct P2P), so the nccl-device backend needs "
                    "two or more ranks, one per GPU; use the ipc backend for one rank",
-                   loadedNcclVersion());
+                   ncclVersionText(loadedNcclVersion()));
     }
     // Collective on every rank, whatever this rank found above.
     const std::string access = peerAccessReason(world);
