@@ -281,17 +281,25 @@ stage_search_trace() {
   done
 }
 
-# Nsight Compute on the search step's kernels: each kernel's duration at
-# 22 500 atoms (what a search step's kernels cost apart from launch gaps and
-# host reads), and the pair search kernel's stall profile at 720 000 atoms.
+# Nsight Compute on the search step's kernels: each kernel's duration per
+# search step (PROFILE_SIZES, default 22 500 and 720 000 atoms: what the
+# kernels cost apart from launch gaps and host reads), and with
+# PROFILE_STALLS=1 the pair search kernel's stall profile at 720 000 atoms.
 stage_profile_search() {
   local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /usr/local/cuda/nsight-compute*/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
-  note "== profile search kernels (ncu: ${ncu:-none}; nsys: $(command -v nsys || find / -name nsys -type f 2>/dev/null | head -1))"
+  note "== profile search kernels (ncu: ${ncu:-none})"
   [ -n "$ncu" ] || return 1
-  timeout 240 "$ncu" --nvtx --nvtx-include "search step/" --launch-count 150 --metrics gpu__time_duration.sum --csv \
-    "$build/bin/haloex-md" --device gpu --atoms 22500 --steps 120 --nstlist 50 --quiet --log none --cuda-graphs 0 \
-    >"$out/ncu-durations-22500.csv" 2>"$out/ncu-durations-22500.err"
-  note "  durations rc=$? ($(wc -l <"$out/ncu-durations-22500.csv") lines)"
+  local n steps
+  for n in ${PROFILE_SIZES:-22500 720000}; do
+    steps=$(( n > 200000 ? 160 : 400 ))
+    timeout 240 "$ncu" --nvtx --nvtx-include "search step/" --launch-count ${PROFILE_LAUNCHES:-600} \
+      --metrics gpu__time_duration.sum --csv \
+      "$build/bin/haloex-md" --device gpu --atoms $n --steps $steps --nstlist 50 --quiet --log none --cuda-graphs 0 \
+      >"$out/ncu-durations-$n.csv" 2>"$out/ncu-durations-$n.err"
+    note "  $n atoms: ncu rc=$? ($(wc -l <"$out/ncu-durations-$n.csv") lines)"
+    python3 "$root/scripts/device/ncu_durations.py" "$out/ncu-durations-$n.csv" 2>&1 | head -40 | tee -a "$summary"
+  done
+  [ "${PROFILE_STALLS:-0}" = 1 ] || return 0
   timeout 300 "$ncu" --kernel-name regex:searchKernel --launch-skip 1 --launch-count 1 \
     --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis --section Occupancy \
     --section SchedulerStats --section LaunchStats \
