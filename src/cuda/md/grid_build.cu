@@ -3,12 +3,12 @@
 // so the layouts are identical.
 #include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <climits>
 #include <vector>
 
+#include "count_scan.cuh"
 #include "nonbonded_internal.cuh"
 
 namespace haloex::md::gpu::detail {
@@ -84,13 +84,6 @@ __global__ void keysKernel(const Vec3f* __restrict__ x, const std::uint8_t* __re
     const int column = columnOf(g, p.x, p.y);
     keys[i] = sortKey(g, column, p.z);
     atomicAdd(&columnCount[column], 1);
-}
-
-__global__ void clustersPerColumnKernel(const int* __restrict__ columnCount, int numColumns,
-                                        int* __restrict__ columnClusters) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c > numColumns) return;
-    columnClusters[c] = c < numColumns ? (columnCount[c] + kClusterSize - 1) / kClusterSize : 0;
 }
 
 __global__ void clusterColumnKernel(const int* __restrict__ columnClusterStart, int numColumns,
@@ -210,7 +203,6 @@ void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, co
     reserveWithHeadroom(layout.atomsSorted, n, growth);
     reserveWithHeadroom(layout.columnCount, numColumns + 1, growth);
     reserveWithHeadroom(layout.columnAtomStart, numColumns + 1, growth);
-    reserveWithHeadroom(layout.columnClusters, numColumns + 1, growth);
     reserveWithHeadroom(layout.columnClusterStart, numColumns + 1, growth);
     layout.columnCount.zeroAsync(stream);
     if (numLocal > 0) {
@@ -223,12 +215,11 @@ void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, co
     // Keys of padding atoms are all ones in every bit the sort looks at, so
     // they still sort last: columns stay below 2^(endBit-32) - 1.
     const int endBit = 32 + bitsFor(numColumns);
-    std::size_t sortBytes = 0, scanBytes = 0;
+    std::size_t sortBytes = 0;
     HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sortBytes, layout.keys.data(), layout.keysSorted.data(),
                                                       layout.atoms.data(), layout.atomsSorted.data(), numLocal, 0,
                                                       endBit, stream));
-    HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, scanBytes, layout.columnCount.data(),
-                                                    layout.columnAtomStart.data(), numColumns + 1, stream));
+    const std::size_t scanBytes = scanCountsAndGroupsBytes(numColumns + 1);
     reserveWithHeadroom(layout.cubTemp, std::max({sortBytes, scanBytes, std::size_t{1}}), growth);
     if (numLocal > 0) {
         std::size_t bytes = layout.cubTemp.size();
@@ -237,21 +228,10 @@ void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, co
                                                           layout.atomsSorted.data(), numLocal, 0, endBit, stream));
     }
 
-    // 3. Atoms and clusters per column (the count array's last entry is 0).
-    {
-        std::size_t bytes = layout.cubTemp.size();
-        HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(layout.cubTemp.data(), bytes, layout.columnCount.data(),
-                                                        layout.columnAtomStart.data(), numColumns + 1, stream));
-    }
-    clustersPerColumnKernel<<<blocksFor(numColumns + 1, kThreads), kThreads, 0, stream>>>(layout.columnCount.data(),
-                                                                                          numColumns,
-                                                                                          layout.columnClusters.data());
-    HALOEX_CUDA_CHECK_LAUNCH();
-    {
-        std::size_t bytes = layout.cubTemp.size();
-        HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(layout.cubTemp.data(), bytes, layout.columnClusters.data(),
-                                                        layout.columnClusterStart.data(), numColumns + 1, stream));
-    }
+    // 3. Where each column's atoms and clusters start (the count array's
+    // last entry is 0).
+    scanCountsAndGroups(layout.columnCount.data(), numColumns + 1, kClusterSize, layout.columnAtomStart.data(),
+                        layout.columnClusterStart.data(), layout.cubTemp, stream);
     // The cluster counts stay on the device until the pair search reads its
     // totals (one host read for both): sizes and launches use the most the
     // columns can hold, ceil(count / 8) <= (count + 7) / 8 per column.

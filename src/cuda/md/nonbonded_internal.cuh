@@ -73,7 +73,7 @@ struct DeviceLayout {
     cuda::DeviceBuffer<unsigned char> boundsPartials;  // BoundsPartial[2 * blocks]
     cuda::DeviceBuffer<std::uint64_t> keys, keysSorted;
     cuda::DeviceBuffer<int> atoms, atomsSorted;
-    cuda::DeviceBuffer<int> columnCount, columnAtomStart, columnClusters, clusterColumn;
+    cuda::DeviceBuffer<int> columnCount, columnAtomStart, clusterColumn;
     cuda::DeviceBuffer<unsigned char> cubTemp;
     cuda::DeviceBuffer<int> clusterFlag, flaggedCount;
     cuda::PinnedBuffer<int> flaggedCountHost;
@@ -99,8 +99,10 @@ struct DeviceList {
     long long atomPairs = 0;
     cuda::DeviceBuffer<ClusterEntry> entries;
     cuda::DeviceBuffer<ClusterPair> pairs;
-    // Search scratch: per task pair and entry counts and their scans.
-    cuda::DeviceBuffer<int> pairCount, entryCount, pairOffset, entryOffset;
+    // Search scratch: per task (i cluster) pair counts, where its pairs and
+    // entries start (one scan), and with several warps per i cluster each
+    // warp's share of the count (subCount[task * split + share]).
+    cuda::DeviceBuffer<int> pairCount, subCount, pairOffset, entryOffset;
     cuda::DeviceBuffer<unsigned long long> counters;  // [atom pairs, error flag, largest count]
     // One-pass search: a slot of scratchCapacity pairs per i cluster, sized
     // from the largest count of the last build (an overflow falls back to
