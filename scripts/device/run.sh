@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ctest-select ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search split-sweep search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test test-gpu ctest-select ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -509,22 +509,6 @@ stage_ab() {
         timeout 300 "/tmp/haloex-md-$v" --device gpu --atoms $n --steps ${SEARCH_STEPS:-1000} --nstlist ${AB_NSTLIST:-50} \
           --quiet --log none --json "$out/ab-$n-$v-$r.json" >"$out/ab-$n-$v-$r.log" 2>&1
         note "  $n atoms $v (repeat $r): rc=$? $(grep -E 'Performance|Search step|of its pair' "$out/ab-$n-$v-$r.log" | sed 's/^ *//' | cut -c1-330 | tr '\n' ' ')"
-      done
-    done
-  done
-}
-
-# The pair search's warps per i cluster (HALOEX_SEARCH_SPLIT) swept in one
-# binary: the search step at SEARCH_SIZES for each SPLITS value.
-stage_split_sweep() {
-  note "== search split sweep (HALOEX_SEARCH_SPLIT)"
-  local n v r
-  for n in ${SEARCH_SIZES:-22500 90000}; do
-    for r in 1 2; do
-      for v in ${SPLITS:-1 2 4 8}; do
-        HALOEX_SEARCH_SPLIT=$v timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps ${SEARCH_STEPS:-1000} \
-          --nstlist ${AB_NSTLIST:-50} --quiet --log none >"$out/split-$n-$v-$r.log" 2>&1
-        note "  $n atoms split $v (repeat $r): rc=$? $(grep -E 'Performance|Search step|of its pair' "$out/split-$n-$v-$r.log" | sed 's/^ *//' | cut -c1-330 | tr '\n' ' ')"
       done
     done
   done

@@ -13,7 +13,6 @@
 #include <ostream>
 #include <fmt/format.h>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "haloex/core/error.hpp"
@@ -348,21 +347,16 @@ INSTANTIATE_TEST_SUITE_P(Grids, NonbondedGpuRanks,
                                            RankCase{"g3x2x1", {3, 2, 1}, 20000, 4}),
                          [](const auto& param) { return param.param.name; });
 
-// The one-pass search per i cluster -- one warp each, or the neighbourhood
-// shared by 2, 3 or 8 warps whose scratch slots the compaction concatenates
-// -- and by groups of i clusters (forced through HALOEX_SEARCH_GROUPS and
-// HALOEX_SEARCH_SPLIT; the automatic choice depends on the size and the
-// GPU) all give the reference's lists element by element: one rank
+// The one-pass search per i cluster and by groups of i clusters (forced
+// through HALOEX_SEARCH_GROUPS; the automatic choice depends on the size and
+// the GPU) both give the reference's lists element by element: one rank
 // (periodic shifts; groups cut at column ends), random positions, and a rank
 // of a 2x2x1 grid with its non-local list.
 TEST(NonbondedGpu, SearchKernelsGiveTheReferenceList) {
     HALOEX_REQUIRE_GPU();
     const md::ForceField ff;
     struct GroupsGuard {
-        ~GroupsGuard() {
-            unsetenv("HALOEX_SEARCH_GROUPS");
-            unsetenv("HALOEX_SEARCH_SPLIT");
-        }
+        ~GroupsGuard() { unsetenv("HALOEX_SEARCH_GROUPS"); }
     } guard;
     const FloatSystem lattice = haloex::testing::latticeSystem(6000, 106, 0.02, ff);
     const FloatSystem random = haloex::testing::uniformSystem(5000, std::cbrt(50.0) + 0.4, 5007, ff);
@@ -371,11 +365,9 @@ TEST(NonbondedGpu, SearchKernelsGiveTheReferenceList) {
     const FloatSystem tall = haloex::testing::uniformSystemInBox(17280, {3.0, 3.0, 24.0}, 5011, ff);
     const FloatSystem split = haloex::testing::latticeSystem(8000, 31, 0.02, ff);
     const auto ranks = haloex::testing::decompose(split, {2, 2, 1}, ff.rc, kRlist, 1);
-    const std::pair<const char*, const char*> kernels[] = {{"0", "1"}, {"0", "2"}, {"0", "3"}, {"0", "8"}, {"1", "1"}};
-    for (const auto& [groups, split] : kernels) {
-        SCOPED_TRACE(fmt::format("HALOEX_SEARCH_GROUPS={} HALOEX_SEARCH_SPLIT={}", groups, split));
+    for (const char* groups : {"0", "1"}) {
+        SCOPED_TRACE(fmt::format("HALOEX_SEARCH_GROUPS={}", groups));
         ASSERT_EQ(setenv("HALOEX_SEARCH_GROUPS", groups, 1), 0);
-        ASSERT_EQ(setenv("HALOEX_SEARCH_SPLIT", split, 1), 0);
         std::vector<Inputs> cases{inputsOf(lattice), inputsOf(random), inputsOf(tall),
                                   inputsOf(ranks[0], "g2x2x1 rank 0")};
         for (Inputs& in : cases) {

@@ -99,10 +99,9 @@ struct DeviceList {
     long long atomPairs = 0;
     cuda::DeviceBuffer<ClusterEntry> entries;
     cuda::DeviceBuffer<ClusterPair> pairs;
-    // Search scratch: per task (i cluster) pair counts, where its pairs and
-    // entries start (one scan), and with several warps per i cluster each
-    // warp's share of the count (subCount[task * split + share]).
-    cuda::DeviceBuffer<int> pairCount, subCount, pairOffset, entryOffset;
+    // Search scratch: per task (i cluster) pair counts, and where its pairs
+    // and entries start (one scan of the counts).
+    cuda::DeviceBuffer<int> pairCount, pairOffset, entryOffset;
     cuda::DeviceBuffer<unsigned long long> counters;  // [atom pairs, error flag, largest count]
     // One-pass search: a slot of scratchCapacity pairs per i cluster, sized
     // from the largest count of the last build (an overflow falls back to

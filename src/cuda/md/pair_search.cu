@@ -1,19 +1,17 @@
 // Cluster-pair search on the GPU, equal to searchReference()
 // (cluster_reference.cpp) element by element. One pass: a warp walks the
-// neighbourhood of an i cluster (searchKernel; at small sizes several warps
-// share it, each a contiguous part of the walk) or of up to four i clusters
-// of a column (searchGroupKernel, large sizes), and keeps each i cluster's
-// pairs in fixed-size scratch slots; one scan of the counts gives every i
-// cluster its place, and the compaction writes the dense list there. A slot
-// that overflowed makes the build run the fill pass instead (searchKernel
-// in kFill mode: one warp per i cluster, writing in place).
+// neighbourhood of an i cluster (searchKernel) or of up to four i clusters of
+// a column (searchGroupKernel, large sizes), and keeps each i cluster's pairs
+// in a fixed-size scratch slot; one scan of the counts gives every i cluster
+// the place of its pairs and of its entries, and the compaction writes the
+// dense list there. A slot that overflowed makes the build run the fill pass
+// instead (searchKernel<kFill>: one warp per i cluster, writing in place).
 //
 // Lanes test 32 candidate j clusters of a column at once (half-list rule and
 // bounding-box distance); each surviving candidate is then examined by the
 // whole warp, lane = 8 t + b taking atom pairs (t, b) and (t + 4, b): the
 // ballots of those bits are exactly the 64-bit interaction mask.
 #include <algorithm>
-#include <climits>
 #include <cstdlib>
 
 #include "count_scan.cuh"
@@ -40,17 +38,7 @@ struct SearchParams {
     int scratchCapacity;  // kOnePass: pairs each i cluster may keep in the scratch
     float rlistInner2;    // kOnePass with pruning (> 0): flag the pairs the inner list keeps
     float cellX, cellY;   // the j grid's column widths (0 for a one-column dimension)
-    // kOnePass: warps per i cluster. Each takes a contiguous share of the
-    // neighbourhood's columns (in walk order, by weight) and its own scratch
-    // slot; the compaction concatenates the slots in order, so the list is
-    // the one warp's list. More warps shorten the serial walk where too few
-    // i clusters leave the GPU latency-bound (small systems).
-    int split;
 };
-
-// Warps per i cluster at most (the compaction keeps one start per warp in
-// registers).
-constexpr int kMaxSearchSplit = 8;
 
 // Slack of the exact pre-filters below, in nm: an atom's column comes from
 // rounded float arithmetic and the z sort from rounded offsets, so a column's
@@ -92,48 +80,16 @@ enum SearchMode : int { kFill = 1, kOnePass = 2 };
 
 __device__ inline Float3 xyz(float4 v) { return {v.x, v.y, v.z}; }
 
-// The weight of i box [iLo, iHi]'s neighbourhood as the search walks it: the
-// sum over the columns it visits (the same shifts, ranges and column test)
-// of 1 + the column's clusters. The same value on every lane: the lanes
-// test the columns of a shift together, then the warp sums.
-__device__ long long neighbourhoodWeight(const SearchParams& p, const int* __restrict__ columnClusterStart, Float3 iLo,
-                                         Float3 iHi, int lane) {
-    long long mine = 0;
-    for (int s = 0; s < kNumShifts; ++s) {
-        if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
-        const Float3 sv = shiftVector(s, p.boxLengths);
-        if (!zShiftReachesGrid(p.jGrid, iLo.z, iHi.z, sv.z, p.radius)) continue;
-        const IndexRange rx = cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius), p.jGrid.x0,
-                                        p.jGrid.invCellX, p.jGrid.nx);
-        const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius), p.jGrid.y0,
-                                        p.jGrid.invCellY, p.jGrid.ny);
-        const int nx = rx.hi - rx.lo + 1;
-        const int n = nx > 0 && ry.hi >= ry.lo ? nx * (ry.hi - ry.lo + 1) : 0;
-        for (int t = lane; t < n; t += 32) {
-            const int cx = rx.lo + t % nx;
-            const int cy = ry.lo + t / nx;
-            if (columnDistance2(p.jGrid, p.cellX, p.cellY, cx, cy, iLo, iHi, sv) >= p.rlist2) continue;
-            const int column = p.jGrid.firstColumn + cx + p.jGrid.nx * cy;
-            mine += 1 + columnClusterStart[column + 1] - columnClusterStart[column];
-        }
-    }
-    for (int offset = 16; offset > 0; offset >>= 1) mine += __shfl_xor_sync(kFullWarp, mine, offset);
-    return mine;
-}
-
 template <int kMode>
 __global__ void __launch_bounds__(kSearchThreads)
     searchKernel(SearchParams p, const int* __restrict__ columnClusterStart, const float4* __restrict__ bboxLo,
                  const float4* __restrict__ bboxHi, const float4* __restrict__ xq,
-                 const std::uint8_t* __restrict__ zoneOfSlot, int* __restrict__ pairCount, int* __restrict__ subCount,
+                 const std::uint8_t* __restrict__ zoneOfSlot, int* __restrict__ pairCount,
                  const int* __restrict__ pairOffset, const int* __restrict__ entryOffset,
                  ClusterPair* __restrict__ pairs, ClusterEntry* __restrict__ entries,
                  unsigned long long* __restrict__ counters, ClusterPair* __restrict__ scratch) {
     constexpr bool kFillPass = kMode == kFill;
-    const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-    const int split = kFillPass ? 1 : p.split;
-    const int ci = static_cast<int>(warp / split);
-    const int share = static_cast<int>(warp % split);  // which part of the neighbourhood
+    const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
     const int numHomeClusters = columnClusterStart[p.homeColumns];
     if (ci >= (p.nonlocal ? columnClusterStart[p.numColumns] : numHomeClusters)) return;  // uniform per warp
     const int lane = threadIdx.x & 31;
@@ -148,21 +104,11 @@ __global__ void __launch_bounds__(kSearchThreads)
     const std::uint8_t zi1 = zoneOfSlot[ci * kClusterSize + ti + 4];
     const int base = kFillPass ? pairOffset[ci] : 0;
     const int limit = kFillPass ? pairCount[ci] : 0;
-    ClusterPair* const slot =
-        kMode == kOnePass ? scratch + (static_cast<long long>(ci) * split + share) * p.scratchCapacity : nullptr;
+    ClusterPair* const slot = kMode == kOnePass ? scratch + static_cast<long long>(ci) * p.scratchCapacity : nullptr;
     int count = 0;
     unsigned long long atomPairs = 0;
-    // This warp's share [first, last) of the columns the walk visits, by
-    // their weight (1 + clusters: the walk's cost) in walk order.
-    long long first = 0, last = LLONG_MAX;
-    if (split > 1) {
-        const long long total = neighbourhoodWeight(p, columnClusterStart, iLo, iHi, lane);
-        first = total * share / split;
-        last = total * (share + 1) / split;
-    }
-    long long at = 0;  // the weight of the columns walked before this one
 
-    for (int s = 0; s < kNumShifts && at < last; ++s) {
+    for (int s = 0; s < kNumShifts; ++s) {
         if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
         const Float3 sv = shiftVector(s, p.boxLengths);
         if (!zShiftReachesGrid(p.jGrid, iLo.z, iHi.z, sv.z, p.radius)) continue;
@@ -170,15 +116,12 @@ __global__ void __launch_bounds__(kSearchThreads)
                                         p.jGrid.invCellX, p.jGrid.nx);
         const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius), p.jGrid.y0,
                                         p.jGrid.invCellY, p.jGrid.ny);
-        for (int cy = ry.lo; cy <= ry.hi && at < last; ++cy) {
+        for (int cy = ry.lo; cy <= ry.hi; ++cy) {
             for (int cx = rx.lo; cx <= rx.hi; ++cx) {
                 if (columnDistance2(p.jGrid, p.cellX, p.cellY, cx, cy, iLo, iHi, sv) >= p.rlist2) continue;
                 const int column = p.jGrid.firstColumn + cx + p.jGrid.nx * cy;
                 const int begin = columnClusterStart[column];
                 const int end = columnClusterStart[column + 1];
-                const bool mine = at >= first && at < last;  // uniform
-                at += 1 + end - begin;
-                if (!mine) continue;
                 for (int k0 = begin; k0 < end; k0 += 32) {
                     const int cj = k0 + lane;
                     bool pass = false;
@@ -238,16 +181,9 @@ __global__ void __launch_bounds__(kSearchThreads)
 
     if constexpr (!kFillPass) {
         if (lane == 0) {
-            // pairCount: the i cluster's total (the scans read it, and the
-            // entry counts from it); subCount: this share's, for the compaction.
-            if (split == 1) {
-                pairCount[ci] = count;
-            } else {
-                atomicAdd(&pairCount[ci], count);
-                subCount[static_cast<long long>(ci) * split + share] = count;
-            }
+            pairCount[ci] = count;  // the scan derives the entry counts from it
             atomicAdd(&counters[0], atomPairs);
-            atomicMax(&counters[2], static_cast<unsigned long long>(count));  // per scratch slot
+            atomicMax(&counters[2], static_cast<unsigned long long>(count));
         }
     } else {
         const int numEntries = (count + p.maxJ - 1) / p.maxJ;
@@ -428,17 +364,13 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
     }
 }
 
-// One warp per i cluster: its pairs from the scratch slots to their place in
-// the dense list, and its entries (as the fill pass writes them). The
-// search's `split` warps per i cluster left their shares in consecutive
-// slots (subCount: each share's count; with split 1, pairCount itself), in
-// walk order, so the list is their concatenation. With `innerEntries`
-// (pruning), also the inner list as the prune kernel writes it: per entry,
-// the flagged records in their outer order, then the entry with jEnd =
-// jBegin + kept. An entry holds at most 32 pairs (maxJ <= 32).
-__global__ void compactKernel(int numTasks, int scratchCapacity, int maxJ, int split,
-                              const ClusterPair* __restrict__ scratch, const int* __restrict__ pairCount,
-                              const int* __restrict__ subCount, const int* __restrict__ pairOffset,
+// One warp per i cluster: its pairs from the scratch slot to their place in
+// the dense list, and its entries (as the fill pass writes them). With
+// `innerEntries` (pruning), also the inner list as the prune kernel writes
+// it: per entry, the flagged records in their outer order, then the entry
+// with jEnd = jBegin + kept. An entry holds at most 32 pairs (maxJ <= 32).
+__global__ void compactKernel(int numTasks, int scratchCapacity, int maxJ, const ClusterPair* __restrict__ scratch,
+                              const int* __restrict__ pairCount, const int* __restrict__ pairOffset,
                               const int* __restrict__ entryOffset, ClusterPair* __restrict__ pairs,
                               ClusterEntry* __restrict__ entries, ClusterPair* __restrict__ innerPairs,
                               ClusterEntry* __restrict__ innerEntries) {
@@ -447,26 +379,11 @@ __global__ void compactKernel(int numTasks, int scratchCapacity, int maxJ, int s
     const int lane = threadIdx.x & 31;
     const int count = pairCount[ci];
     const int base = pairOffset[ci];
-    const ClusterPair* slots = scratch + static_cast<long long>(ci) * split * scratchCapacity;
-    // Where each share starts in the i cluster's list (start[split] = count).
-    int start[kMaxSearchSplit + 1];
-    start[0] = 0;
-#pragma unroll
-    for (int w = 0; w < kMaxSearchSplit; ++w) {
-        start[w + 1] =
-            start[w] + (w < split ? (split == 1 ? count : subCount[static_cast<long long>(ci) * split + w]) : 0);
-    }
-    // Record k of the i cluster's list.
-    const auto recordAt = [&](int k) {
-        int w = 0;
-#pragma unroll
-        for (int v = 1; v < kMaxSearchSplit; ++v) w += v < split && k >= start[v] ? 1 : 0;
-        return slots[static_cast<long long>(w) * scratchCapacity + (k - start[w])];
-    };
+    const ClusterPair* slot = scratch + static_cast<long long>(ci) * scratchCapacity;
     const int numEntries = (count + maxJ - 1) / maxJ;
     const int first = entryOffset[ci];
     if (innerEntries == nullptr) {
-        for (int k = lane; k < count; k += 32) pairs[base + k] = recordAt(k);
+        for (int k = lane; k < count; k += 32) pairs[base + k] = slot[k];
         for (int e = lane; e < numEntries; e += 32) {
             entries[first + e] = ClusterEntry{ci, base + e * maxJ, base + min(count, (e + 1) * maxJ), 0};
         }
@@ -476,7 +393,7 @@ __global__ void compactKernel(int numTasks, int scratchCapacity, int maxJ, int s
         const int jBegin = e * maxJ;
         const int numJ = min(count, jBegin + maxJ) - jBegin;
         ClusterPair record{0, 0, 0u, 0u};
-        if (lane < numJ) record = recordAt(jBegin + lane);
+        if (lane < numJ) record = slot[jBegin + lane];
         const bool inner = lane < numJ && (record.shift & kInnerFlag) != 0;
         record.shift &= ~kInnerFlag;
         const unsigned keep = __ballot_sync(kFullWarp, inner);
@@ -562,25 +479,10 @@ bool searchGroupsPay(int numTasks) {
     return static_cast<long long>(numTasks) / kSearchGroup >= 2 * residentWarps;
 }
 
-int searchSplit(int numTasks) {
-    if (const char* forced = std::getenv("HALOEX_SEARCH_SPLIT")) {
-        return std::clamp(std::atoi(forced), 1, kMaxSearchSplit);
-    }
-    // Enough warps to fill the GPU twice over (searchKernel: 32 warps per
-    // SM resident), where the i clusters alone do not (small systems).
-    int device = 0, numSms = 1;
-    HALOEX_CUDA_CHECK(cudaGetDevice(&device));
-    HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, device));
-    const long long wanted = 2LL * numSms * 32;
-    int split = 1;
-    while (split < kMaxSearchSplit && static_cast<long long>(numTasks) * split < wanted) split *= 2;
-    return split;
-}
-
 void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
                  const SearchPrune& prune, cudaStream_t stream) {
     SearchParams params[2]{};
-    int blocks[2] = {0, 0};  // one warp per i cluster (compaction, fill pass)
+    int blocks[2] = {0, 0};
     bool counted[2] = {false, false};
     lists[0].totalsHost.reserve(6);
     int* totals = lists[0].totalsHost.data();
@@ -603,14 +505,11 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         const bool haveJ = nonlocal ? layout.numHaloAtoms > 0 : layout.numHomeAtoms > 0;
         if (numTasks == 0 || !haveJ) continue;
         counted[k] = true;
-        const bool groups = searchGroupsPay(numTasks);
-        const int split = groups ? 1 : searchSplit(numTasks);
         reserveWithHeadroom(list.pairCount, numTasks + 1, growth);
-        reserveWithHeadroom(list.subCount, static_cast<std::size_t>(numTasks) * split, growth);
         reserveWithHeadroom(list.pairOffset, numTasks + 1, growth);
         reserveWithHeadroom(list.entryOffset, numTasks + 1, growth);
         reserveWithHeadroom(list.counters, 3, growth);
-        list.pairCount.zeroAsync(stream);  // the scans read a trailing 0; split shares add up here
+        list.pairCount.zeroAsync(stream);  // the scans read a trailing 0
         list.counters.zeroAsync(stream);
 
         SearchParams& p = params[k];
@@ -627,23 +526,20 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         p.rlistInner2 = prune.parts > 0 ? prune.rlistInner2 : 0.f;
         p.cellX = p.jGrid.invCellX > 0.f ? 1.f / p.jGrid.invCellX : 0.f;
         p.cellY = p.jGrid.invCellY > 0.f ? 1.f / p.jGrid.invCellY : 0.f;
-        p.split = split;
         blocks[k] = blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads);
 
-        reserveWithHeadroom(list.scratch, static_cast<std::size_t>(numTasks) * split * list.scratchCapacity, growth);
-        if (groups) {
-            const long long numGroups = (numTasks + kSearchGroup - 1) / kSearchGroup;
-            searchGroupKernel<<<blocksFor(numGroups * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
+        reserveWithHeadroom(list.scratch, static_cast<std::size_t>(numTasks) * list.scratchCapacity, growth);
+        if (searchGroupsPay(numTasks)) {
+            const long long groups = (numTasks + kSearchGroup - 1) / kSearchGroup;
+            searchGroupKernel<<<blocksFor(groups * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
                 p, layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.bboxLo.data(),
                 layout.bboxHi.data(), layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(),
                 list.counters.data(), list.scratch.data());
         } else {
-            searchKernel<kOnePass>
-                <<<blocksFor(static_cast<long long>(numTasks) * split * 32, kSearchThreads), kSearchThreads, 0,
-                   stream>>>(p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
-                             layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(),
-                             list.subCount.data(), nullptr, nullptr, nullptr, nullptr, list.counters.data(),
-                             list.scratch.data());
+            searchKernel<kOnePass><<<blocks[k], kSearchThreads, 0, stream>>>(
+                p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
+                layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), nullptr, nullptr, nullptr,
+                nullptr, list.counters.data(), list.scratch.data());
         }
         HALOEX_CUDA_CHECK_LAUNCH();
 
@@ -694,17 +590,16 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
             list.atomPairs = static_cast<long long>(list.countersHost[0]);
             list.prunedAtSearch = list.pruned;
             compactKernel<<<blocks[k], kSearchThreads, 0, stream>>>(
-                numTasks, params[k].scratchCapacity, params[k].maxJ, params[k].split, list.scratch.data(),
-                list.pairCount.data(), list.subCount.data(), list.pairOffset.data(), list.entryOffset.data(),
-                list.pairs.data(), list.entries.data(), list.pruned ? list.innerPairs.data() : nullptr,
-                list.pruned ? list.innerEntries.data() : nullptr);
+                numTasks, params[k].scratchCapacity, params[k].maxJ, list.scratch.data(), list.pairCount.data(),
+                list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data(),
+                list.pruned ? list.innerPairs.data() : nullptr, list.pruned ? list.innerEntries.data() : nullptr);
             HALOEX_CUDA_CHECK_LAUNCH();
             continue;
         }
         list.counters.zeroAsync(stream);
         searchKernel<kFill><<<blocks[k], kSearchThreads, 0, stream>>>(
             params[k], layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
-            layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), nullptr, list.pairOffset.data(),
+            layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.pairOffset.data(),
             list.entryOffset.data(), list.pairs.data(), list.entries.data(), list.counters.data(), nullptr);
         HALOEX_CUDA_CHECK_LAUNCH();
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
