@@ -16,6 +16,24 @@ import csv
 import sys
 
 
+def short_name(full):
+    """searchKernel<2> for 'void haloex::md::gpu::detail::(anonymous namespace)::searchKernel<2>(...)'."""
+    name = full.replace("(anonymous namespace)::", "")
+    depth, cut = 0, len(name)
+    for i, c in enumerate(name):  # the argument list: the first '(' outside template brackets
+        depth += {"<": 1, ">": -1}.get(c, 0)
+        if c == "(" and depth == 0:
+            cut = i
+            break
+    name = name[:cut].removeprefix("void ").strip()
+    depth, start = 0, 0
+    for i, c in enumerate(name):  # drop the namespaces: the last '::' outside template brackets
+        depth += {"<": 1, ">": -1}.get(c, 0)
+        if depth == 0 and name.startswith("::", i):
+            start = i + 2
+    return name[start:][:60]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("csv")
@@ -30,7 +48,7 @@ def main():
     for r in rows:
         if r.get("Metric Name") != "gpu__time_duration.sum":
             continue
-        name = r["Kernel Name"].split("(")[0].split("<")[0].strip()[:60]
+        name = short_name(r["Kernel Name"])
         scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(r.get("Metric Unit", "nsecond"), 1e-3)
         value = float(r["Metric Value"].replace(",", "")) * scale
         totals[name] = totals.get(name, 0.0) + value
