@@ -5,6 +5,7 @@
   jacobi ...                   haloex-jacobi, every transport (bench/jacobi_bench.py)
   commbench ...                communication micro-benchmarks (bench/commbench.py)
   exchange-timing LOG... ...   halo-exchange timings record   (bench/exchange_timing.py)
+  rdc-cost ...                 the MD kernels with and without -rdc, one build (bench/rdc_cost.py)
   plot RECORD [--out PNG]      the plot for the record's kind (md dd, md scaling, jacobi, commbench)
   summarize RECORD... ...      Markdown tables: haloex-md records (and --gromacs), or an exchange-timing record
   compare-energies REF RUN...  energy series of haloex-md runs against a reference
@@ -49,6 +50,11 @@ def _commbench(argv):
 def _exchange_timing(argv):
     import exchange_timing
     return exchange_timing.main(argv)
+
+
+def _rdc_cost(argv):
+    import rdc_cost
+    return rdc_cost.main(argv)
 
 
 def _summarize(argv):
@@ -126,6 +132,7 @@ COMMANDS = {
     "jacobi": (_jacobi, "haloex-jacobi over every transport and size (jacobi_bench.py)"),
     "commbench": (_commbench, "communication micro-benchmarks (commbench.py)"),
     "exchange-timing": (_exchange_timing, "record of haloex-halo-stress --time-exchanges logs (exchange_timing.py)"),
+    "rdc-cost": (_rdc_cost, "the MD kernels with and without relocatable device code, one build (rdc_cost.py)"),
     "plot": (_plot, "the plot of a record, by its kind"),
     "summarize": (_summarize, "Markdown tables of records (summarize_md.py; --gromacs for haloex vs GROMACS)"),
     "compare-energies": (_compare_energies, "energy series of haloex-md runs against a reference"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ctest-select ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test test-gpu ctest-select ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -512,6 +512,13 @@ stage_ab() {
       done
     done
   done
+}
+
+# The MD kernels with and without relocatable device code, one build
+# (bench/rdc_cost.py): the -rdc cost of the non-bonded kernel, measured.
+stage_rdc_cost() {
+  note "== -rdc cost of the MD kernels (bench/rdc_cost.py)"
+  python3 "$root/bench/rdc_cost.py" --build "$build" --out "$out/rdc-cost.json" ${RDC_ARGS:-} 2>&1 | tail -8 | tee -a "$summary"
 }
 
 stage_md_single() {

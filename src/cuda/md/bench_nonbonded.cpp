@@ -3,6 +3,8 @@
 // (gather + kernel + scatter), the leapfrog update, and a whole step
 // (clear forces + local non-bonded + update) launched on a stream and
 // replayed as a CUDA graph. Prints a table and JSON (docs/md-engine.md system).
+// haloex-bench-nonbonded-rdc is the same program over the same kernels built
+// as relocatable device code (-rdc): bench/rdc_cost.py runs both.
 //
 //   haloex-bench-nonbonded [--sizes 11250,22500,...] [--steps 200] [--rlist 1.0]
 //                          [--json FILE] [--seed N]
@@ -28,6 +30,9 @@ using namespace haloex::md::gpu;
 
 namespace {
 
+// How the kernels this program links were compiled (set by CMake per target).
+constexpr const char* kDeviceCode = HALOEX_BENCH_DEVICE_CODE;
+
 struct Options {
     std::vector<int> sizes{11250, 22500, 45000, 90000, 180000, 360000, 720000};
     int steps = 200;
@@ -48,6 +53,13 @@ Options parse(int argc, char** argv) {
     Options o;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            fmt::print("usage: haloex-bench-nonbonded [--sizes N,N,...] [--steps S] [--rlist R] [--json FILE] "
+                       "[--seed N]\n  times pair search, local non-bonded, update and a whole step of one rank "
+                       "holding the whole system (device code: {})\n",
+                       kDeviceCode);
+            std::exit(0);
+        }
         const auto value = [&]() -> std::string {
             if (i + 1 >= argc) usage(arg + " needs a value");
             return argv[++i];
@@ -203,8 +215,8 @@ int main(int argc, char** argv) {
         }
         cudaDeviceProp prop{};
         HALOEX_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-        fmt::print("device: {} ({} SMs), rlist {} nm, rc 0.9 nm, {} timed repetitions\n", prop.name,
-                   prop.multiProcessorCount, o.rlist, o.steps);
+        fmt::print("device: {} ({} SMs), rlist {} nm, rc 0.9 nm, {} timed repetitions; device code {}\n",
+                   prop.name, prop.multiProcessorCount, o.rlist, o.steps, kDeviceCode);
         for (const KernelResources& k : nonbondedKernelResources()) {
             fmt::print("  kernel {}: {} registers, {} bytes local memory\n", k.name, k.registers, k.localBytes);
         }
@@ -222,8 +234,16 @@ int main(int argc, char** argv) {
                        targetUs(r.atoms) > 0 ? fmt::format("{:.0f}", targetUs(r.atoms)) : "-");
             std::fflush(stdout);
         }
-        std::string json = fmt::format("{{\"device\": \"{}\", \"rlist_nm\": {}, \"repetitions\": {}, \"results\": [",
-                                       prop.name, o.rlist, o.steps);
+        std::string json = fmt::format(
+            "{{\"device\": \"{}\", \"device_code\": \"{}\", \"rlist_nm\": {}, \"repetitions\": {}, \"kernels\": [",
+            prop.name, kDeviceCode, o.rlist, o.steps);
+        bool firstKernel = true;
+        for (const KernelResources& k : nonbondedKernelResources()) {
+            json += fmt::format("{}\n  {{\"name\": \"{}\", \"registers\": {}, \"local_bytes\": {}}}",
+                                firstKernel ? "" : ",", k.name, k.registers, k.localBytes);
+            firstKernel = false;
+        }
+        json += "], \"results\": [";
         for (std::size_t k = 0; k < rows.size(); ++k) {
             const Row& r = rows[k];
             json += fmt::format(
