@@ -215,8 +215,8 @@ int main(int argc, char** argv) {
         }
         cudaDeviceProp prop{};
         HALOEX_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-        fmt::print("device: {} ({} SMs), rlist {} nm, rc 0.9 nm, {} timed repetitions; device code {}\n",
-                   prop.name, prop.multiProcessorCount, o.rlist, o.steps, kDeviceCode);
+        fmt::print("device: {} ({} SMs), rlist {} nm, rc 0.9 nm, {} timed repetitions; device code {}\n", prop.name,
+                   prop.multiProcessorCount, o.rlist, o.steps, kDeviceCode);
         for (const KernelResources& k : nonbondedKernelResources()) {
             fmt::print("  kernel {}: {} registers, {} bytes local memory\n", k.name, k.registers, k.localBytes);
         }
