@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "halo_kernels.hpp"
-#include "nccl_communicator.hpp"
+#include "haloex/nccl/communicator.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/transport/nccl.hpp"
 

@@ -1,5 +1,7 @@
 #pragma once
-// Peer memory through CUDA IPC (haloex/halo/peer_memory.hpp), in haloex_cuda.
+// Peer memory through CUDA IPC (haloex/halo/peer_memory.hpp), in haloex_cuda:
+// the Ipc provider behind allocatePeerMemory(), callable directly by code
+// that links haloex_cuda without haloex_transports (the micro-benchmarks).
 #include <cstddef>
 #include <memory>
 #include <string>

@@ -1,5 +1,5 @@
-// Peer memory through CUDA IPC handles (ipc_peer_memory.hpp).
-#include "ipc_peer_memory.hpp"
+// Peer memory through CUDA IPC handles (haloex/cuda/ipc_peer_memory.hpp).
+#include "haloex/cuda/ipc_peer_memory.hpp"
 
 #include <cuda_runtime.h>
 
