@@ -559,15 +559,19 @@ stage_jacobi_tiles() {
 }
 
 # haloex-jacobi on the halo API against the binary before it: the jacobi GPU
-# tests, then staged, ipc, nccl (it must skip with its reason: two ranks on
-# one GPU) and nvshmem on 2 ranks sharing the GPU under MPS, at 1024^2 and
+# tests and those of the library code it now runs on (the halo API on every
+# device backend, halo-stress over staged/ipc/nccl: exchangeBlock(s)), then
+# staged, ipc, nccl (it must skip with its reason: two ranks on one GPU) and
+# nvshmem on 2 ranks sharing the GPU under MPS, at 1024^2 and
 # 4096^2 cells per rank (JACOBI_API_SIZES), 3 timed runs each. With
 # JACOBI_OLD_BIN=/path/haloex-jacobi (an earlier build) every size also runs
 # that binary, right after this one, for an A/B in one lease. About 2-3 minutes.
 stage_jacobi_api() {
-  note "== haloex-jacobi on the halo API: ctest -L gpu -R jacobi, then 2 ranks on one GPU (MPS)"
+  note "== haloex-jacobi on the halo API: its GPU tests and the halo API's, then 2 ranks on one GPU (MPS)"
   start_mps
-  (cd "$build" && ctest --output-on-failure --timeout 120 -j 4 -L gpu -R jacobi >"$out/jacobi-api-ctest.log" 2>&1)
+  (cd "$build" && ctest --output-on-failure --timeout 120 -j 4 -L gpu -E 'np8|2x2x2' \
+    -R 'jacobi|ParticleHaloBackend|test_particle_halo_device|halo_stress_(staged|ipc|nccl)' \
+    >"$out/jacobi-api-ctest.log" 2>&1)
   local rc=$?
   grep -E 'tests passed|tests failed|\*\*\*Failed|Timeout|Not Run' "$out/jacobi-api-ctest.log" | tee -a "$summary"
   [ $rc -eq 0 ] || grep -E -B5 -A30 'FAILED|Failure|differ' "$out/jacobi-api-ctest.log" | head -80

@@ -449,12 +449,28 @@ void IpcTransport::exchangeBlocks(std::span<const BlockExchange> blocks, StreamH
         }
     }
 
+    // The copies out of the landing buffer: one per run of receives that are
+    // adjacent in `recv` too (the halo API's scratch holds a batch back to back).
+    std::byte* runTo = nullptr;
+    std::size_t runFrom = 0, runBytes = 0;
+    auto flush = [&] {
+        if (runBytes == 0) return;
+        HALOEX_CUDA_CHECK(
+            cudaMemcpyAsync(runTo, landing_.buffer.data() + runFrom, runBytes, cudaMemcpyDeviceToDevice, stream));
+        runBytes = 0;
+    };
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         const BlockExchange& block = blocks[b];
         if (block.src < 0 || block.recvBytes == 0) continue;
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(block.recv, landing_.buffer.data() + landingAt[b], block.recvBytes,
-                                          cudaMemcpyDeviceToDevice, stream));
+        auto* to = static_cast<std::byte*>(block.recv);
+        if (runBytes > 0 && (to != runTo + runBytes || landingAt[b] != runFrom + runBytes)) flush();
+        if (runBytes == 0) {
+            runTo = to;
+            runFrom = landingAt[b];
+        }
+        runBytes += block.recvBytes;
     }
+    flush();
     landingFree_.record(stream);
     landingUsed_ = true;
 }
