@@ -12,54 +12,30 @@
 #include <fmt/format.h>
 #include <vector>
 
-#include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
-#include "haloex/cuda/device_select.hpp"
-
-#if HALOEX_COMMBENCH_WITH_NCCL
-#include <nccl.h>
-#endif
+#include "haloex/cuda/ipc_peer_memory.hpp"
+#include "haloex/runtime/mpi_check.hpp"
+#include "nccl_pair.hpp"
 
 namespace haloex::commbench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-void checkMpi(int code, const char* call) {
-    if (code != MPI_SUCCESS) throwError(ErrorKind::Runtime, fmt::format("{} failed (MPI error {})", call, code));
-}
-
-#if HALOEX_COMMBENCH_WITH_NCCL
-void checkNccl(ncclResult_t status, const char* call) {
-    if (status != ncclSuccess) {
-        throwError(ErrorKind::Nccl,
-                   fmt::format("{} failed: {} (rerun with NCCL_DEBUG=WARN)", call, ncclGetErrorString(status)));
-    }
-}
-#endif
-
 class Bench {
 public:
     Bench(runtime::MpiWorld& world, const BenchSettings& s)
         : world_(world), s_(s), comm_(world.comm()), rank_(world.rank()), peer_(world.rank() == 0 ? 1 : 0),
           active_(world.rank() < 2) {
-        buffer_.resize(s.maxBytes());
+        connectIpc();
         source_.resize(s.maxBytes());
-        cuda::fillBytesNow(buffer_.data(), 0, buffer_.bytes());
         cuda::fillBytesNow(source_.data(), 0x3c, source_.bytes());
         hostSend_.allocate(s.maxBytes());
         hostRecv_.allocate(s.maxBytes());
         std::memset(hostSend_.data(), 0x3c, s.maxBytes());
-        connectIpc();
-    }
-    ~Bench() {
-        if (peerBuffer_ && peerOpened_) cudaIpcCloseMemHandle(peerBuffer_);
-#if HALOEX_COMMBENCH_WITH_NCCL
-        if (nccl_) ncclCommDestroy(nccl_);
-#endif
-        if (std::uncaught_exceptions() == 0) world_.barrier();  // the peer unmapped our buffer
     }
 
     std::vector<Measurement> run() {
@@ -86,34 +62,33 @@ private:
         return newMeasurement("cpu", benchmark, variant, bytes, unit, metric, iterations);
     }
 
-    // Ranks 0 and 1 map each other's device buffer (CUDA IPC).
+    // The receive buffer, in CUDA IPC peer memory (the library's provider):
+    // ranks 0 and 1 copy into each other's. Where IPC cannot work the
+    // measurements that need it skip with the reason, and the buffer is
+    // plain device memory. Collective.
     void connectIpc() {
-        struct Export {
-            cudaIpcMemHandle_t handle{};
-            std::int32_t ok = 0;
-        } mine, theirs;
-        if (active_ && cudaIpcGetMemHandle(&mine.handle, buffer_.data()) == cudaSuccess) mine.ok = 1;
-        cudaGetLastError();
-        world_.sendRecvBytes(active_ ? std::as_bytes(std::span(&mine, 1)) : std::span<const std::byte>{},
-                             active_ ? peer_ : -1,
-                             active_ ? std::as_writable_bytes(std::span(&theirs, 1)) : std::span<std::byte>{},
-                             active_ ? peer_ : -1, 7100);
+        try {
+            peerMemory_ = cuda::makeIpcPeerMemory(world_, s_.maxBytes(), "the benchmark's receive buffer");
+        } catch (const Error& e) {
+            // Every rank finds the same: not all of them on one node.
+            if (e.kind() != ErrorKind::InvalidInput) throw;
+            ipcWhy_ = e.what();
+            plainBuffer_.resize(s_.maxBytes());
+            cuda::fillBytesNow(plainBuffer_.data(), 0, plainBuffer_.bytes());
+            buffer_ = plainBuffer_.data();
+            return;
+        }
+        buffer_ = static_cast<unsigned char*>(peerMemory_->localBase());
         std::int64_t ok = 1;
         if (active_) {
-            if (!theirs.ok) {
+            try {
+                peerBuffer_ = peerMemory_->peerBase(peer_);
+            } catch (const Error& e) {
+                ipcWhy_ = e.what();
+            }
+            if (!peerBuffer_) {
                 ok = 0;
-                ipcWhy_ = fmt::format("rank {} could not export its buffer through CUDA IPC", peer_);
-            } else {
-                const cudaError_t st =
-                    cudaIpcOpenMemHandle(&peerBuffer_, theirs.handle, cudaIpcMemLazyEnablePeerAccess);
-                if (st != cudaSuccess) {
-                    cudaGetLastError();
-                    ok = 0;
-                    ipcWhy_ = fmt::format("cudaIpcOpenMemHandle failed on rank {}: {}", rank_, cudaGetErrorString(st));
-                    peerBuffer_ = nullptr;
-                } else {
-                    peerOpened_ = true;
-                }
+                if (ipcWhy_.empty()) ipcWhy_ = fmt::format("rank {} has no load/store path to rank {}", rank_, peer_);
             }
         }
         ipcOk_ = world_.allReduceValue(ok, runtime::ReduceOp::Min) == 1;
@@ -176,12 +151,12 @@ private:
             const double us = timed([&] {
                 for (int i = 0; i < iters; ++i) {
                     if (rank_ == 1)
-                        checkMpi(MPI_Recv(&token, 1, MPI_CHAR, peer_, 7200, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+                        HALOEX_MPI_CHECK(MPI_Recv(&token, 1, MPI_CHAR, peer_, 7200, comm_, MPI_STATUS_IGNORE));
                     HALOEX_CUDA_CHECK(cudaMemcpyAsync(peerBuffer_, source_.data(), bytes, cudaMemcpyDefault, stream_));
                     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream_));
-                    checkMpi(MPI_Send(&token, 1, MPI_CHAR, peer_, 7200, comm_), "MPI_Send");
+                    HALOEX_MPI_CHECK(MPI_Send(&token, 1, MPI_CHAR, peer_, 7200, comm_));
                     if (rank_ == 0)
-                        checkMpi(MPI_Recv(&token, 1, MPI_CHAR, peer_, 7200, comm_, MPI_STATUS_IGNORE), "MPI_Recv");
+                        HALOEX_MPI_CHECK(MPI_Recv(&token, 1, MPI_CHAR, peer_, 7200, comm_, MPI_STATUS_IGNORE));
                 }
             });
             return us / (2.0 * iters);
@@ -197,13 +172,13 @@ private:
             const double us = timed([&] {
                 for (int i = 0; i < iters; ++i) {
                     if (rank_ == 0) {
-                        checkMpi(MPI_Send(hostSend_.data(), count, MPI_BYTE, peer_, 7300, comm_), "MPI_Send");
-                        checkMpi(MPI_Recv(hostRecv_.data(), count, MPI_BYTE, peer_, 7300, comm_, MPI_STATUS_IGNORE),
-                                 "MPI_Recv");
+                        HALOEX_MPI_CHECK(MPI_Send(hostSend_.data(), count, MPI_BYTE, peer_, 7300, comm_));
+                        HALOEX_MPI_CHECK(
+                            MPI_Recv(hostRecv_.data(), count, MPI_BYTE, peer_, 7300, comm_, MPI_STATUS_IGNORE));
                     } else {
-                        checkMpi(MPI_Recv(hostRecv_.data(), count, MPI_BYTE, peer_, 7300, comm_, MPI_STATUS_IGNORE),
-                                 "MPI_Recv");
-                        checkMpi(MPI_Send(hostSend_.data(), count, MPI_BYTE, peer_, 7300, comm_), "MPI_Send");
+                        HALOEX_MPI_CHECK(
+                            MPI_Recv(hostRecv_.data(), count, MPI_BYTE, peer_, 7300, comm_, MPI_STATUS_IGNORE));
+                        HALOEX_MPI_CHECK(MPI_Send(hostSend_.data(), count, MPI_BYTE, peer_, 7300, comm_));
                     }
                 }
             });
@@ -214,20 +189,9 @@ private:
 
     // Empty when NCCL is set up; otherwise why not. Collective.
     std::string setUpNccl() {
-#if HALOEX_COMMBENCH_WITH_NCCL
-        const auto gpus = cuda::gatherGpuIdentities(world_);
-        if (const auto shared = cuda::findSharedGpu(gpus)) {
-            return fmt::format("NCCL refuses two ranks on one GPU (ranks {} and {} share {}); run one rank per GPU",
-                               shared->first, shared->second, gpus[static_cast<std::size_t>(shared->first)].busId);
-        }
-        ncclUniqueId id{};
-        if (rank_ == 0) checkNccl(ncclGetUniqueId(&id), "ncclGetUniqueId");
-        world_.broadcastBytes(std::as_writable_bytes(std::span(&id, 1)), 0);
-        checkNccl(ncclCommInitRank(&nccl_, world_.size(), id, rank_), "ncclCommInitRank");
-        return {};
-#else
-        return "this build has no NCCL (" HALOEX_COMMBENCH_NCCL_REASON ")";
-#endif
+        std::string why;
+        nccl_ = connectNccl(world_, why);
+        return why;
     }
 
     Measurement ncclPingPong(std::size_t bytes, const std::string& why) {
@@ -237,23 +201,21 @@ private:
             m.skipped = why;
             return m;
         }
-#if HALOEX_COMMBENCH_WITH_NCCL
         collectSamples(m, active_, [&] {
             const double us = timed([&] {
                 for (int i = 0; i < iters; ++i) {
                     if (rank_ == 0) {
-                        checkNccl(ncclSend(source_.data(), bytes, ncclChar, peer_, nccl_, stream_), "ncclSend");
-                        checkNccl(ncclRecv(buffer_.data(), bytes, ncclChar, peer_, nccl_, stream_), "ncclRecv");
+                        nccl_->send(source_.data(), bytes, peer_, stream_);
+                        nccl_->recv(buffer_, bytes, peer_, stream_);
                     } else {
-                        checkNccl(ncclRecv(buffer_.data(), bytes, ncclChar, peer_, nccl_, stream_), "ncclRecv");
-                        checkNccl(ncclSend(source_.data(), bytes, ncclChar, peer_, nccl_, stream_), "ncclSend");
+                        nccl_->recv(buffer_, bytes, peer_, stream_);
+                        nccl_->send(source_.data(), bytes, peer_, stream_);
                     }
                     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream_));
                 }
             });
             return us / (2.0 * iters);
         });
-#endif
         return m;
     }
 
@@ -286,25 +248,22 @@ private:
             m.skipped = why;
             return m;
         }
-#if HALOEX_COMMBENCH_WITH_NCCL
         collectSamples(m, active_, [&] {
             const double us = timed([&] {
                 for (int i = 0; i < iters; ++i) {
                     if (rank_ == 0) {
-                        checkNccl(ncclSend(source_.data(), bytes, ncclChar, peer_, nccl_, stream_), "ncclSend");
+                        nccl_->send(source_.data(), bytes, peer_, stream_);
                     } else {
-                        checkNccl(ncclRecv(buffer_.data(), bytes, ncclChar, peer_, nccl_, stream_), "ncclRecv");
+                        nccl_->recv(buffer_, bytes, peer_, stream_);
                     }
                 }
                 HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream_));
                 // Both ends done: the receiver's completion ends the transfer.
-                checkMpi(MPI_Sendrecv(MPI_BOTTOM, 0, MPI_BYTE, peer_, 7400, MPI_BOTTOM, 0, MPI_BYTE, peer_, 7400, comm_,
-                                      MPI_STATUS_IGNORE),
-                         "MPI_Sendrecv");
+                HALOEX_MPI_CHECK(MPI_Sendrecv(MPI_BOTTOM, 0, MPI_BYTE, peer_, 7400, MPI_BOTTOM, 0, MPI_BYTE, peer_,
+                                              7400, comm_, MPI_STATUS_IGNORE));
             });
             return static_cast<double>(bytes) * iters / (us * 1e-6) / 1e9;
         });
-#endif
         return m;
     }
 
@@ -313,16 +272,17 @@ private:
     MPI_Comm comm_;
     int rank_, peer_;
     bool active_;
-    cuda::DeviceBuffer<unsigned char> buffer_, source_;
+    // The receive buffer: CUDA IPC peer memory, or plain device memory where IPC cannot work.
+    std::unique_ptr<PeerMemory> peerMemory_;
+    cuda::DeviceBuffer<unsigned char> plainBuffer_;
+    unsigned char* buffer_ = nullptr;
+    cuda::DeviceBuffer<unsigned char> source_;
     cuda::PinnedBuffer<unsigned char> hostSend_, hostRecv_;
-    void* peerBuffer_ = nullptr;
-    bool peerOpened_ = false;
+    void* peerBuffer_ = nullptr;  // the peer's receive buffer, mapped here
     bool ipcOk_ = false;
     std::string ipcWhy_;
     cuda::Stream stream_;
-#if HALOEX_COMMBENCH_WITH_NCCL
-    ncclComm_t nccl_ = nullptr;
-#endif
+    std::unique_ptr<NcclPair> nccl_;
 };
 
 }  // namespace

@@ -20,13 +20,11 @@
 #include "core/jacobi_faces.hpp"
 #include "core/jacobi_problem.hpp"
 #include "core/jacobi_report.hpp"
+#include "gpu/gpu_runner.hpp"
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/core/safe_file.hpp"
 #include "haloex/runtime/mpi_world.hpp"
-#if HALOEX_JACOBI_WITH_CUDA
-#include "gpu/gpu_runner.hpp"
-#endif
 
 namespace {
 
@@ -58,14 +56,6 @@ struct Options {
 
 std::vector<std::string> knownTransports() { return {"staged", "ipc", "nccl", "nvshmem", "cpu"}; }
 
-std::vector<std::string> defaultTransports() {
-#if HALOEX_JACOBI_WITH_CUDA
-    return gpu::builtTransports();
-#else
-    return {"cpu"};
-#endif
-}
-
 std::vector<std::string> parseTransports(const std::string& text) {
     std::vector<std::string> out;
     std::stringstream in(text);
@@ -73,7 +63,7 @@ std::vector<std::string> parseTransports(const std::string& text) {
     while (std::getline(in, name, ',')) {
         if (name.empty()) continue;
         if (name == "all") {
-            for (const auto& n : defaultTransports()) out.push_back(n);
+            for (const auto& n : gpu::defaultTransports()) out.push_back(n);
             continue;
         }
         const auto known = knownTransports();
@@ -169,7 +159,6 @@ int run(const Options& o, const ProblemSpec& spec, const std::vector<std::string
                 results.push_back(r);
             }
         };
-#if HALOEX_JACOBI_WITH_CUDA
         if (const std::string reason = gpu::noGpuReason(world); !reason.empty()) {
             skipAll(reason);
         } else {
@@ -195,15 +184,11 @@ int run(const Options& o, const ProblemSpec& spec, const std::vector<std::string
             const bool crossCheck = static_cast<double>(spec.nx) * spec.ny * spec.niter <= 5e7;
             const Reference ref = gpu::gpuReference(spec, world, settings, crossCheck);
             for (const auto& n : gpuNames) {
-                results.push_back(gpu::runGpuTransport(n, spec, stencil, world, settings, ref));
+                results.push_back(gpu::runGpuTransport(n, spec, plan, stencil, world, settings, ref));
                 results.back().notes.push_back("reference: " + ref.kind);
                 if (root && !o.csv) fmt::print("{}\n", humanLine(results.back()));
             }
         }
-#else
-        skipAll("this build has no CUDA (configured with HALOEX_ENABLE_CUDA=OFF or without nvcc); only the cpu "
-                "transport runs");
-#endif
     }
 
     int passed = 0, failed = 0;

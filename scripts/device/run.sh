@@ -3,7 +3,7 @@
 #   scripts/device/run.sh STAGE...
 #   stages: build test test-gpu ctest-select ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
 #           md-single md-dd
-#           md-scaling md-stability sanitize jacobi-tiles jacobi commbench
+#           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
 #   mkdir -p /root/hx && tar xzf .devsrc/src.tar.gz -C /root/hx &&
 #   cp .devsrc/commit /root/hx/.commit && cd /root/hx && bash scripts/device/run.sh STAGE...
@@ -556,6 +556,43 @@ stage_jacobi_tiles() {
       note "  rc=$? n=$n tile=$tile: $(grep -v '^#' "$out/jacobi-tile-$n-$tile.log" | grep nvshmem | tail -1)"
     done
   done
+}
+
+# haloex-jacobi on the halo API against the binary before it: the jacobi GPU
+# tests and those of the library code it now runs on (the halo API on every
+# device backend, halo-stress over staged/ipc/nccl: exchangeBlock(s)), then
+# staged, ipc, nccl (it must skip with its reason: two ranks on one GPU) and
+# nvshmem on 2 ranks sharing the GPU under MPS, at 1024^2 and
+# 4096^2 cells per rank (JACOBI_API_SIZES), 3 timed runs each. With
+# JACOBI_OLD_BIN=/path/haloex-jacobi (an earlier build) every size also runs
+# that binary, right after this one, for an A/B in one lease. About 2-3 minutes.
+stage_jacobi_api() {
+  note "== haloex-jacobi on the halo API: its GPU tests and the halo API's, then 2 ranks on one GPU (MPS)"
+  start_mps
+  (cd "$build" && ctest --output-on-failure --timeout 120 -j 4 -L gpu -E 'np8|2x2x2' \
+    -R 'jacobi|ParticleHaloBackend|test_particle_halo_device|halo_stress_(staged|ipc|nccl)' \
+    >"$out/jacobi-api-ctest.log" 2>&1)
+  local rc=$?
+  grep -E 'tests passed|tests failed|\*\*\*Failed|Timeout|Not Run' "$out/jacobi-api-ctest.log" | tee -a "$summary"
+  [ $rc -eq 0 ] || grep -E -B5 -A30 'FAILED|Failure|differ' "$out/jacobi-api-ctest.log" | head -80
+  local bins=("new:$build/bin/haloex-jacobi") n b label exe log
+  if [ -n "${JACOBI_OLD_BIN:-}" ]; then
+    if [ -x "$JACOBI_OLD_BIN" ]; then bins+=("old:$JACOBI_OLD_BIN"); else note "  JACOBI_OLD_BIN=$JACOBI_OLD_BIN is not executable: this build only"; fi
+  fi
+  for n in ${JACOBI_API_SIZES:-1024 4096}; do
+    for b in "${bins[@]}"; do
+      label=${b%%:*}
+      exe=${b#*:}
+      log="$out/jacobi-api-$label-$n.log"
+      timeout 150 "${mpirun_np[@]}" 2 "$exe" --per-rank --nx "$n" --ny "$n" --niter "${JACOBI_API_NITER:-500}" \
+        --warmup 20 --repeat 3 --allow-shared-gpus --transport staged,ipc,nccl,nvshmem >"$log" 2>&1
+      note "  $label ${n}^2 per rank: rc=$? ($exe)"
+      sed -n '/^summary (/,$p' "$log" | grep -E '^(staged|ipc|nccl|nvshmem) ' | cut -c1-250 | sed "s/^/    $label ${n}^2  /" \
+        | tee -a "$summary"
+      [ -s "$log" ] && grep -qE '^summary \(' "$log" || tail -15 "$log"
+    done
+  done
+  stop_mps
 }
 
 stage_commbench() {

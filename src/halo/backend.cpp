@@ -10,6 +10,7 @@
 
 #if HALOEX_HAVE_CUDA && defined(HALOEX_LINKED_CUDA)
 #include "haloex/cuda/device_buffer.hpp"
+#include "haloex/cuda/device_select.hpp"
 #define HALOEX_BACKEND_WITH_CUDA 1
 #else
 #define HALOEX_BACKEND_WITH_CUDA 0
@@ -43,6 +44,18 @@ std::string ncclDeviceMissing() {
     if (HALOEX_BACKEND_WITH_NCCL_DEVICE) return {};
     return fmt::format("this build has no NCCL 2.28 device API: at configure time: {}", HALOEX_NCCL_DEVICE_REASON);
 }
+
+#if HALOEX_BACKEND_WITH_CUDA
+// Collective: why NCCL cannot run with these ranks' GPUs (two on one), or empty.
+std::string ncclSharedGpuReason(runtime::World& world) {
+    const std::vector<cuda::GpuIdentity> gpus = cuda::gatherGpuIdentities(world);
+    const auto shared = cuda::findSharedGpu(gpus);
+    if (!shared) return {};
+    const cuda::GpuIdentity& gpu = gpus[static_cast<std::size_t>(shared->first)];
+    return fmt::format("NCCL refuses two ranks on one GPU (ranks {} and {} share {} on {}); run one rank per GPU",
+                       shared->first, shared->second, gpu.busId, gpu.host);
+}
+#endif
 
 }  // namespace
 
@@ -95,6 +108,9 @@ std::string unavailableReason(Backend backend, runtime::World& world) {
     if (device) {
         if (std::string why = deviceUnavailableReason(); !why.empty()) return why;
     }
+#if HALOEX_BACKEND_WITH_CUDA
+    if (backend == Backend::Nccl) return ncclSharedGpuReason(world);
+#endif
 #if HALOEX_BACKEND_WITH_NCCL_DEVICE
     if (backend == Backend::NcclDevice) return nccl::deviceApiUnavailableReason(world);
 #endif

@@ -12,7 +12,7 @@
 #include "haloex/core/error.hpp"
 
 #if HALOEX_HAVE_CUDA && defined(HALOEX_LINKED_CUDA)
-#include "ipc_peer_memory.hpp"
+#include "haloex/cuda/ipc_peer_memory.hpp"
 #define HALOEX_PEER_MEMORY_WITH_IPC 1
 #else
 #define HALOEX_PEER_MEMORY_WITH_IPC 0

@@ -29,6 +29,22 @@ std::size_t sendElements(const plan::Pulse& p) { return p.sends() ? static_cast<
 // Elements this rank receives forward in pulse p (and sends back in reverse).
 std::size_t recvElements(const plan::Pulse& p) { return p.receives() ? static_cast<std::size_t>(p.recvCount) : 0; }
 
+// Consecutive pulses, cut where a pulse waits for one of the current run.
+std::vector<PulseEngine::Batch> batchesOf(const std::vector<plan::Pulse>& pulses) {
+    std::vector<PulseEngine::Batch> out;
+    for (std::size_t p = 0; p < pulses.size(); ++p) {
+        const bool waitsInRun =
+            !out.empty() && std::any_of(pulses[p].waitsForward.begin(), pulses[p].waitsForward.end(),
+                                        [&](int q) { return static_cast<std::size_t>(q) >= out.back().first; });
+        if (out.empty() || waitsInRun) out.push_back({p, 0, 0, 0});
+        PulseEngine::Batch& batch = out.back();
+        ++batch.count;
+        batch.sendElements += sendElements(pulses[p]);
+        if (!contiguous(pulses[p])) batch.scatteredElements += recvElements(pulses[p]);
+    }
+    return out;
+}
+
 std::size_t scalarBytes(ScalarKind kind) {
     return kind == ScalarKind::Float32 || kind == ScalarKind::Int32 || kind == ScalarKind::UInt32 ? 4 : 8;
 }
@@ -94,37 +110,63 @@ void addElementHost(std::byte* target, const std::byte* value, const ElementLayo
 // ---- device memory ---------------------------------------------------------------
 
 #if HALOEX_HALO_WITH_DEVICE
+// The host index maps in one device array, laid out batch by batch (the send
+// maps of a batch's pulses one after the other, then its scattered receive
+// maps), so a batch packs with one kernel and unpacks with one.
 class DeviceMaps {
 public:
-    DeviceMaps(const std::vector<plan::Pulse>& pulses) {
+    using Batch = PulseEngine::Batch;
+
+    DeviceMaps(const std::vector<plan::Pulse>& pulses, const std::vector<Batch>& batches) {
         std::vector<int> host;
         std::vector<std::ptrdiff_t> sendAt(pulses.size(), -1), recvAt(pulses.size(), -1);
-        for (std::size_t p = 0; p < pulses.size(); ++p) {
-            const plan::Pulse& pulse = pulses[p];
-            if (!pulse.indexMapOnDevice()) {
-                sendAt[p] = static_cast<std::ptrdiff_t>(host.size());
-                host.insert(host.end(), pulse.sendIndices.begin(), pulse.sendIndices.end());
+        std::vector<std::ptrdiff_t> batchSendAt(batches.size(), -1), batchRecvAt(batches.size(), -1);
+        auto append = [&](const std::vector<int>& indices, std::size_t count) {
+            const auto at = static_cast<std::ptrdiff_t>(host.size());
+            host.insert(host.end(), indices.begin(), indices.begin() + static_cast<std::ptrdiff_t>(count));
+            return at;
+        };
+        for (std::size_t b = 0; b < batches.size(); ++b) {
+            const Batch& batch = batches[b];
+            bool hostMaps = true;
+            const auto first = static_cast<std::ptrdiff_t>(host.size());
+            for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
+                if (pulses[p].indexMapOnDevice()) {
+                    hostMaps = false;  // packed pulse by pulse from its own device map
+                } else {
+                    sendAt[p] = append(pulses[p].sendIndices, sendElements(pulses[p]));
+                }
             }
-            if (!contiguous(pulse)) {
-                recvAt[p] = static_cast<std::ptrdiff_t>(host.size());
-                host.insert(host.end(), pulse.recvIndices.begin(), pulse.recvIndices.end());
+            if (hostMaps) batchSendAt[b] = first;
+            batchRecvAt[b] = static_cast<std::ptrdiff_t>(host.size());
+            for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
+                if (!contiguous(pulses[p])) recvAt[p] = append(pulses[p].recvIndices, recvElements(pulses[p]));
             }
         }
         indices_.resize(std::max<std::size_t>(host.size(), 1));
         cuda::copyToDeviceNow(indices_.data(), host.data(), host.size() * sizeof(int));
+        auto at = [&](std::ptrdiff_t offset) -> const int* { return offset >= 0 ? indices_.data() + offset : nullptr; };
         for (std::size_t p = 0; p < pulses.size(); ++p) {
-            send_.push_back(sendAt[p] >= 0 ? indices_.data() + sendAt[p] : pulses[p].deviceSendIndices);
-            recv_.push_back(recvAt[p] >= 0 ? indices_.data() + recvAt[p] : nullptr);
+            send_.push_back(sendAt[p] >= 0 ? at(sendAt[p]) : pulses[p].deviceSendIndices);
+            recv_.push_back(at(recvAt[p]));
+        }
+        for (std::size_t b = 0; b < batches.size(); ++b) {
+            batchSend_.push_back(at(batchSendAt[b]));
+            batchRecv_.push_back(at(batchRecvAt[b]));
         }
     }
     const int* send(std::size_t p) const { return send_[p]; }
     const int* recv(std::size_t p) const { return recv_[p]; }
+    // A batch's send maps in pulse order, or null when a pulse has a device map.
+    const int* batchSend(std::size_t b) const { return batchSend_[b]; }
+    // A batch's scattered receive maps in pulse order.
+    const int* batchRecv(std::size_t b) const { return batchRecv_[b]; }
 
     cuda::DeviceBuffer<std::byte> sendScratch, recvScratch;
 
 private:
     cuda::DeviceBuffer<int> indices_;
-    std::vector<const int*> send_, recv_;
+    std::vector<const int*> send_, recv_, batchSend_, batchRecv_;
 };
 #else
 class DeviceMaps {};
@@ -134,7 +176,7 @@ PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<pl
     : transport_(transport), pulses_(std::move(pulses)), numLocal_(numLocal),
       device_(transport.memorySpace() == transport::MemorySpace::Device) {
     for (const plan::Pulse& p : pulses_) {
-        maxElementsPerPulse_ = std::max({maxElementsPerPulse_, sendElements(p), recvElements(p)});
+        scratchElements_ = std::max({scratchElements_, sendElements(p), recvElements(p)});
         if (!device_ && p.indexMapOnDevice()) {
             throwError(ErrorKind::InvalidInput,
                        fmt::format("the {} transport keeps its arrays in host memory, but pulse {} of the plan has "
@@ -147,9 +189,12 @@ PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<pl
                                                             p.id, p.recvIndices.size(), p.recvCount));
         }
     }
+    batches_ = batchesOf(pulses_);
+    for (const Batch& b : batches_)
+        scratchElements_ = std::max({scratchElements_, b.sendElements, b.scatteredElements});
     if (device_) {
 #if HALOEX_HALO_WITH_DEVICE
-        deviceMaps_ = std::make_unique<DeviceMaps>(pulses_);
+        deviceMaps_ = std::make_unique<DeviceMaps>(pulses_, batches_);
 #else
         throwError(ErrorKind::InvalidInput,
                    fmt::format("the {} transport works in device memory, but the halo operations of this build have "
@@ -160,6 +205,22 @@ PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<pl
 }
 
 PulseEngine::~PulseEngine() = default;
+
+void PulseEngine::collectBlocks(const Batch& batch, std::byte* array, std::size_t elementBytes, std::byte* send,
+                                std::byte* scattered) {
+    blocks_.clear();
+    for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
+        const plan::Pulse& pulse = pulses_[p];
+        const std::size_t sendCount = sendElements(pulse);
+        const std::size_t recvCount = recvElements(pulse);
+        std::byte* recv =
+            contiguous(pulse) ? array + static_cast<std::size_t>(pulse.recvOffset) * elementBytes : scattered;
+        blocks_.push_back(
+            {send, sendCount * elementBytes, pulse.sendRank, recv, recvCount * elementBytes, pulse.recvRank});
+        send += sendCount * elementBytes;
+        if (!contiguous(pulse)) scattered += recvCount * elementBytes;
+    }
+}
 
 void PulseEngine::gather(void* array, const ElementLayout& layout, const plan::Box* shiftBox,
                          transport::StreamHandle stream) {
@@ -199,38 +260,45 @@ void PulseEngine::scatterAdd(void* array, const ElementLayout& layout, transport
 
 void PulseEngine::gatherHost(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox) {
     const std::size_t eb = layout.bytes;
-    hostSend_.resize(std::max<std::size_t>(maxElementsPerPulse_ * eb, 1));
-    hostRecv_.resize(std::max<std::size_t>(maxElementsPerPulse_ * eb, 1));
-    for (const plan::Pulse& pulse : pulses_) {
-        const std::size_t sendCount = sendElements(pulse);
-        for (std::size_t i = 0; i < sendCount; ++i) {
-            std::memcpy(hostSend_.data() + i * eb, array + static_cast<std::size_t>(pulse.sendIndices[i]) * eb, eb);
-        }
-        if (shiftBox && pulse.shiftSign != 0 && sendCount > 0) {
-            const double shift = pulse.shiftSign * shiftBox->length[pulse.dim];
-            if (layout.scalar == ScalarKind::Float32) {
-                addShiftHostAs<float>(hostSend_.data(), sendCount, eb, pulse.dim, shift);
-            } else {
-                addShiftHostAs<double>(hostSend_.data(), sendCount, eb, pulse.dim, shift);
+    hostSend_.resize(std::max<std::size_t>(scratchElements_ * eb, 1));
+    hostRecv_.resize(std::max<std::size_t>(scratchElements_ * eb, 1));
+    for (const Batch& batch : batches_) {
+        std::byte* packed = hostSend_.data();
+        for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
+            const plan::Pulse& pulse = pulses_[p];
+            const std::size_t sendCount = sendElements(pulse);
+            for (std::size_t i = 0; i < sendCount; ++i) {
+                std::memcpy(packed + i * eb, array + static_cast<std::size_t>(pulse.sendIndices[i]) * eb, eb);
             }
+            if (shiftBox && pulse.shiftSign != 0 && sendCount > 0) {
+                const double shift = pulse.shiftSign * shiftBox->length[pulse.dim];
+                if (layout.scalar == ScalarKind::Float32) {
+                    addShiftHostAs<float>(packed, sendCount, eb, pulse.dim, shift);
+                } else {
+                    addShiftHostAs<double>(packed, sendCount, eb, pulse.dim, shift);
+                }
+            }
+            packed += sendCount * eb;
         }
-        const std::size_t recvCount = recvElements(pulse);
-        std::byte* recv =
-            contiguous(pulse) ? array + static_cast<std::size_t>(pulse.recvOffset) * eb : hostRecv_.data();
-        transport_.exchangeBlock(hostSend_.data(), sendCount * eb, pulse.sendRank, recv, recvCount * eb, pulse.recvRank,
-                                 nullptr);
-        if (!contiguous(pulse)) {
+        collectBlocks(batch, array, eb, hostSend_.data(), hostRecv_.data());
+        transport_.exchangeBlocks(blocks_, nullptr);
+        const std::byte* received = hostRecv_.data();
+        for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
+            const plan::Pulse& pulse = pulses_[p];
+            if (contiguous(pulse)) continue;
+            const std::size_t recvCount = recvElements(pulse);
             for (std::size_t i = 0; i < recvCount; ++i) {
-                std::memcpy(array + static_cast<std::size_t>(pulse.recvIndices[i]) * eb, hostRecv_.data() + i * eb, eb);
+                std::memcpy(array + static_cast<std::size_t>(pulse.recvIndices[i]) * eb, received + i * eb, eb);
             }
+            received += recvCount * eb;
         }
     }
 }
 
 void PulseEngine::scatterAddHost(std::byte* array, const ElementLayout& layout) {
     const std::size_t eb = layout.bytes;
-    hostSend_.resize(std::max<std::size_t>(maxElementsPerPulse_ * eb, 1));
-    hostRecv_.resize(std::max<std::size_t>(maxElementsPerPulse_ * eb, 1));
+    hostSend_.resize(std::max<std::size_t>(scratchElements_ * eb, 1));
+    hostRecv_.resize(std::max<std::size_t>(scratchElements_ * eb, 1));
     for (auto it = pulses_.rbegin(); it != pulses_.rend(); ++it) {
         const plan::Pulse& pulse = *it;
         // The ghosts go back to the rank that sent them...
@@ -271,24 +339,29 @@ void PulseEngine::gatherDevice(std::byte* array, const ElementLayout& layout, co
                                transport::StreamHandle streamHandle) {
     const auto stream = static_cast<cudaStream_t>(streamHandle);
     const std::size_t eb = layout.bytes;
-    reserveScratch(maxElementsPerPulse_ * eb, streamHandle);
+    reserveScratch(scratchElements_ * eb, streamHandle);
     std::byte* send = deviceMaps_->sendScratch.data();
     std::byte* scattered = deviceMaps_->recvScratch.data();
-    for (std::size_t p = 0; p < pulses_.size(); ++p) {
-        const plan::Pulse& pulse = pulses_[p];
-        const std::size_t sendCount = sendElements(pulse);
-        cuda::packElements(array, eb, deviceMaps_->send(p), static_cast<int>(sendCount), send, stream);
-        if (shiftBox && pulse.shiftSign != 0 && sendCount > 0) {
-            cuda::addToComponent(send, static_cast<int>(sendCount), eb, layout.scalar, pulse.dim,
-                                 pulse.shiftSign * shiftBox->length[pulse.dim], stream);
+    for (std::size_t b = 0; b < batches_.size(); ++b) {
+        const Batch& batch = batches_[b];
+        const int* batchMap = deviceMaps_->batchSend(b);
+        if (batchMap) cuda::packElements(array, eb, batchMap, static_cast<int>(batch.sendElements), send, stream);
+        std::byte* packed = send;
+        for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
+            const plan::Pulse& pulse = pulses_[p];
+            const std::size_t sendCount = sendElements(pulse);
+            if (!batchMap)
+                cuda::packElements(array, eb, deviceMaps_->send(p), static_cast<int>(sendCount), packed, stream);
+            if (shiftBox && pulse.shiftSign != 0 && sendCount > 0) {
+                cuda::addToComponent(packed, static_cast<int>(sendCount), eb, layout.scalar, pulse.dim,
+                                     pulse.shiftSign * shiftBox->length[pulse.dim], stream);
+            }
+            packed += sendCount * eb;
         }
-        const std::size_t recvCount = recvElements(pulse);
-        std::byte* recv = contiguous(pulse) ? array + static_cast<std::size_t>(pulse.recvOffset) * eb : scattered;
-        transport_.exchangeBlock(send, sendCount * eb, pulse.sendRank, recv, recvCount * eb, pulse.recvRank,
-                                 streamHandle);
-        if (!contiguous(pulse)) {
-            cuda::scatterElements(scattered, eb, deviceMaps_->recv(p), static_cast<int>(recvCount), array, stream);
-        }
+        collectBlocks(batch, array, eb, send, scattered);
+        transport_.exchangeBlocks(blocks_, streamHandle);
+        cuda::scatterElements(scattered, eb, deviceMaps_->batchRecv(b), static_cast<int>(batch.scatteredElements),
+                              array, stream);
     }
 }
 
@@ -296,7 +369,7 @@ void PulseEngine::scatterAddDevice(std::byte* array, const ElementLayout& layout
                                    transport::StreamHandle streamHandle) {
     const auto stream = static_cast<cudaStream_t>(streamHandle);
     const std::size_t eb = layout.bytes;
-    reserveScratch(maxElementsPerPulse_ * eb, streamHandle);
+    reserveScratch(scratchElements_ * eb, streamHandle);
     std::byte* packed = deviceMaps_->sendScratch.data();
     std::byte* received = deviceMaps_->recvScratch.data();
     for (std::size_t q = pulses_.size(); q-- > 0;) {

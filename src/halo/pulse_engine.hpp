@@ -3,7 +3,11 @@
 // a user array along a list of pulses through a transport's exchangeBlock,
 // with plain loops for host memory and device kernels for device memory.
 // Shared by the particle halo (contiguous receive slots) and usable for
-// scattered placements (grid plans: Pulse::recvIndices). Internal.
+// scattered placements (grid plans: Pulse::recvIndices). gather moves each
+// run of consecutive pulses that need nothing from one another (a batch: no
+// pulse waits for an earlier one of the run, Pulse::waitsForward) with one
+// pack, one exchangeBlocks call and one unpack; scatterAdd goes pulse by
+// pulse (its additions must keep the plan's order). Internal.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -32,8 +36,21 @@ public:
     const std::vector<plan::Pulse>& pulses() const { return pulses_; }
     int numLocal() const { return numLocal_; }
 
+    // Pulses [first, first + count) that gather moves together; their sends
+    // are packed consecutively, and so are their scattered receives.
+    struct Batch {
+        std::size_t first = 0, count = 0;
+        std::size_t sendElements = 0;
+        std::size_t scatteredElements = 0;  // received into scratch (scattered placement)
+    };
+    const std::vector<Batch>& batches() const { return batches_; }
+
 private:
     void reserveScratch(std::size_t bytes, transport::StreamHandle stream);
+    // One block per pulse of `batch`: packed sends from `send` on, scattered
+    // receives from `scattered` on, contiguous ones straight into `array`.
+    void collectBlocks(const Batch& batch, std::byte* array, std::size_t elementBytes, std::byte* send,
+                       std::byte* scattered);
     void gatherHost(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox);
     void scatterAddHost(std::byte* array, const ElementLayout& layout);
     void gatherDevice(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox,
@@ -44,7 +61,9 @@ private:
     std::vector<plan::Pulse> pulses_;
     int numLocal_;
     bool device_;
-    std::size_t maxElementsPerPulse_ = 0;
+    std::vector<Batch> batches_;
+    std::size_t scratchElements_ = 0;  // the largest pulse or batch side
+    std::vector<transport::BlockExchange> blocks_;
     // Host memory: scratch for packed sends and scattered receives.
     std::vector<std::byte> hostSend_, hostRecv_;
     std::unique_ptr<DeviceMaps> deviceMaps_;  // also owns the device scratch

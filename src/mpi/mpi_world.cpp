@@ -11,6 +11,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/runtime/host_wait.hpp"
+#include "haloex/runtime/mpi_check.hpp"
 
 namespace haloex::runtime {
 namespace {
@@ -24,13 +25,6 @@ std::string mpiErrorString(int code) {
     if (MPI_Error_string(code, text, &length) != MPI_SUCCESS) return fmt::format("MPI error code {}", code);
     return std::string(text, static_cast<std::size_t>(length));
 }
-
-void checkMpi(int code, const char* call, const char* file, int line) {
-    if (code == MPI_SUCCESS) return;
-    throwError(ErrorKind::Runtime, fmt::format("{} failed: {} at {}:{}", call, mpiErrorString(code), file, line));
-}
-
-#define HALOEX_MPI_CHECK(call) checkMpi((call), #call, __FILE__, __LINE__)
 
 bool mpiFinalized() {
     int finalized = 0;
@@ -74,6 +68,11 @@ MPI_Op toMpiOp(ReduceOp op) {
 }
 
 }  // namespace
+
+void checkMpi(int code, const char* call, const char* file, int line) {
+    if (code == MPI_SUCCESS) return;
+    throwError(ErrorKind::Runtime, fmt::format("{} failed: {} at {}:{}", call, mpiErrorString(code), file, line));
+}
 
 // ---- MpiSession -----------------------------------------------------------------
 

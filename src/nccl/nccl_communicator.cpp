@@ -1,5 +1,5 @@
-// The NCCL communicator over a World (nccl_communicator.hpp).
-#include "nccl_communicator.hpp"
+// The NCCL communicator over a World (haloex/nccl/communicator.hpp).
+#include "haloex/nccl/communicator.hpp"
 
 #include <fmt/format.h>
 #include <span>

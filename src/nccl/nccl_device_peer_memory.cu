@@ -42,7 +42,7 @@
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
-#include "nccl_communicator.hpp"
+#include "haloex/nccl/communicator.hpp"
 #include "nccl_device_peer_memory.hpp"
 
 static_assert(NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0) && NCCL_VERSION_CODE < NCCL_VERSION(2, 29, 0),

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "halo_kernels.hpp"
-#include "nccl_communicator.hpp"
+#include "haloex/nccl/communicator.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/transport/nccl.hpp"
 
@@ -96,6 +96,22 @@ public:
                       "exchangeBlock: blocks of at most 2 GiB");
         exchange(send, static_cast<int>(sendBytes), dest, recv, static_cast<int>(recvBytes), src, 1,
                  static_cast<cudaStream_t>(stream));
+    }
+
+    // Independent blocks: one group of every block's send and receive.
+    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle streamHandle) override {
+        const auto stream = static_cast<cudaStream_t>(streamHandle);
+        HALOEX_NCCL_CHECK(ncclGroupStart());
+        for (const BlockExchange& b : blocks) {
+            HALOEX_ASSERT(b.sendBytes <= static_cast<std::size_t>(INT_MAX) &&
+                              b.recvBytes <= static_cast<std::size_t>(INT_MAX),
+                          "exchangeBlocks: blocks of at most 2 GiB");
+            if (b.dest >= 0 && b.sendBytes > 0)
+                HALOEX_NCCL_CHECK(ncclSend(b.send, b.sendBytes, ncclUint8, b.dest, comm_, stream));
+            if (b.src >= 0 && b.recvBytes > 0)
+                HALOEX_NCCL_CHECK(ncclRecv(b.recv, b.recvBytes, ncclUint8, b.src, comm_, stream));
+        }
+        HALOEX_NCCL_CHECK(ncclGroupEnd());
     }
 
     const TransportCounters& counters() const override { return counters_; }

@@ -50,11 +50,13 @@ Skeleton buildSkeleton(const GridSpec& spec, int rank) {
         const int n = grid.dim(d);
         const bool hasLower = spec.periodic[d] || c > 0;
         const bool hasUpper = spec.periodic[d] || c < n - 1;
-        // Extents in the other dimensions: halos filled earlier are forwarded.
+        // Extents in the other dimensions: halos filled earlier are forwarded
+        // (faces only: never, so the pulses stay independent).
         Range3 base;
         for (int e = 0; e < 3; ++e) {
-            base.lo[e] = haloFilled[e] ? -plan.halo[e] : 0;
-            base.hi[e] = plan.interior[e] + (haloFilled[e] ? plan.halo[e] : 0);
+            const bool forward = spec.edgesAndCorners && haloFilled[e];
+            base.lo[e] = forward ? -plan.halo[e] : 0;
+            base.hi[e] = plan.interior[e] + (forward ? plan.halo[e] : 0);
         }
         for (Direction dir : {Direction::Down, Direction::Up}) {
             Pulse pulse;

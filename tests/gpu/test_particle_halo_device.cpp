@@ -7,7 +7,8 @@
 // scatterAdd inputs are integers (also in floats), so the sums are exact in
 // any order. The same for structured-grid fields (GridHalo on a 3D grid,
 // periodic and open dimensions, self-exchange where a dimension has one
-// rank). Ranks are threads of this process, or MPI ranks when ctest
+// rank; with edges and corners, and faces only, whose pulses all travel in
+// one exchangeBlocks call). Ranks are threads of this process, or MPI ranks when ctest
 // starts the *_np2/_np4/_np8 variants through mpi_gpu_launch; nvshmem runs
 // only there (one PE per process). Device cases skip without a GPU; the
 // staged backend in host memory runs anywhere.
@@ -18,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <iostream>
+#include <utility>
 #include <memory>
 #include <string>
 #include <vector>
@@ -394,9 +396,16 @@ TEST_P(ParticleHaloBackend, GridGatherAndScatterAddMatchTheReferenceBitwise) {
     if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
     runtime::World* mpi = mpiWorld();
     const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{1, 2, 4};
-    for (int numRanks : rankCounts) {
-        const plan::GridSpec spec = gridSpecFor(numRanks);
-        SCOPED_TRACE(fmt::format("{} on rank grid {}", c.label(), spec.grid.toString()));
+    // With edges and corners (a batch per dimension), and faces only (every pulse in one batch).
+    std::vector<std::pair<int, bool>> runs;
+    for (int n : rankCounts) {
+        for (const bool edgesAndCorners : {true, false}) runs.emplace_back(n, edgesAndCorners);
+    }
+    for (const auto& [numRanks, edgesAndCorners] : runs) {
+        plan::GridSpec spec = gridSpecFor(numRanks);
+        spec.edgesAndCorners = edgesAndCorners;
+        SCOPED_TRACE(fmt::format("{} on rank grid {}{}", c.label(), spec.grid.toString(),
+                                 edgesAndCorners ? "" : ", faces only"));
         std::vector<plan::GridHaloPlan> plans;
         std::vector<GridFields> inputs, expected(static_cast<std::size_t>(numRanks));
         for (int r = 0; r < numRanks; ++r) {

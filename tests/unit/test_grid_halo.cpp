@@ -5,7 +5,9 @@
 // the others keep the caller's boundary values; after scatterAdd every
 // interior cell holds its own value plus the value of every halo copy of it
 // on any rank. 1D, 2D and 3D, periodic, open and mixed, halo widths 1 and 2,
-// a dimension with one rank (self-exchange), several element types.
+// a dimension with one rank (self-exchange), several element types; and
+// faces-only plans (GridSpec::edgesAndCorners = false), whose gather fills
+// face halo cells only and moves every pulse in one exchangeBlocks call.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -13,6 +15,9 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <map>
+#include <memory>
+#include <numeric>
+#include <span>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -34,6 +39,7 @@ struct GridCase {
     int haloWidth;
     std::array<bool, 3> periodic;
     std::array<int, 3> dimOrder{2, 1, 0};
+    bool edgesAndCorners = true;
 };
 void PrintTo(const GridCase& c, std::ostream* os) { *os << c.name; }
 
@@ -50,6 +56,10 @@ std::vector<GridCase> gridCases() {
         {"d3_periodic_h1", {7, 6, 5}, {2, 2, 2}, 1, P},
         {"d3_mixed_h2", {8, 7, 5}, {3, 2, 2}, 2, {true, false, true}},
         {"d3_open_order_yzx_h1", {6, 5, 7}, {2, 1, 3}, 1, N, {1, 2, 0}},
+        {"d2_periodic_h1_faces", {11, 7, 1}, {3, 2, 1}, 1, P, {2, 1, 0}, false},
+        {"d2_periodicX_openY_h2_faces", {10, 9, 1}, {4, 2, 1}, 2, {true, false, true}, {2, 1, 0}, false},
+        {"d2_selfX_periodic_h1_faces", {6, 9, 1}, {1, 3, 1}, 1, P, {2, 1, 0}, false},
+        {"d3_mixed_h2_faces", {8, 7, 5}, {3, 2, 2}, 2, {true, false, true}, {2, 1, 0}, false},
     };
 }
 
@@ -60,6 +70,7 @@ plan::GridSpec specOf(const GridCase& c) {
     spec.haloWidth = c.haloWidth;
     spec.periodic = c.periodic;
     spec.dimOrder = c.dimOrder;
+    spec.edgesAndCorners = c.edgesAndCorners;
     return spec;
 }
 
@@ -86,13 +97,23 @@ GlobalCell globalCell(const plan::GridHaloPlan& p, const GridCase& c, int local)
     return g;
 }
 
-bool isInterior(const plan::GridHaloPlan& p, int local) {
+// Dimensions along which a local cell lies outside the interior (0: interior,
+// 1: a face halo cell, more: an edge or a corner).
+int outsideDims(const plan::GridHaloPlan& p, int local) {
     const Int3 x{local % p.allocated[0] - p.halo[0], (local / p.allocated[0]) % p.allocated[1] - p.halo[1],
                  local / (p.allocated[0] * p.allocated[1]) - p.halo[2]};
-    for (int d = 0; d < 3; ++d) {
-        if (x[d] < 0 || x[d] >= p.interior[d]) return false;
-    }
-    return true;
+    int outside = 0;
+    for (int d = 0; d < 3; ++d) outside += x[d] < 0 || x[d] >= p.interior[d];
+    return outside;
+}
+
+bool isInterior(const plan::GridHaloPlan& p, int local) { return outsideDims(p, local) == 0; }
+
+// Whether the plan moves a copy of its global cell into this local cell (or
+// it is the cell itself): it exists, and a faces-only plan fills no edge or
+// corner cell.
+bool filled(const plan::GridHaloPlan& p, const GridCase& c, int local) {
+    return globalCell(p, c, local).exists && (c.edgesAndCorners || outsideDims(p, local) <= 1);
 }
 
 int flat(const Int3& g, const GridCase& c) { return g[0] + c.cells[0] * (g[1] + c.cells[1] * g[2]); }
@@ -145,8 +166,9 @@ TEST_P(GridHaloCase, GatherFillsEveryHaloCellThatExists) {
         std::string first;
         for (int i = 0; i < p.numLocal(); ++i) {
             const GlobalCell g = globalCell(p, c, i);
-            const double want = g.exists ? flat(g.index, c) + 0.5 : boundary[i];
-            const CellState wantState = g.exists ? stateOf(flat(g.index, c)) : stateOf(-1);
+            const bool reached = filled(p, c, i);
+            const double want = reached ? flat(g.index, c) + 0.5 : boundary[i];
+            const CellState wantState = reached ? stateOf(flat(g.index, c)) : stateOf(-1);
             // The halo copies bytes: compared bitwise on purpose.
             // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison)
             const bool ok = u[i] == want && std::memcmp(&state[i], &wantState, sizeof(CellState)) == 0;
@@ -170,7 +192,7 @@ TEST_P(GridHaloCase, ScatterAddReturnsEveryHaloCopyToItsCell) {
     for (int r = 0; r < n; ++r) {
         for (int i = 0; i < plans[r].numLocal(); ++i) {
             const GlobalCell g = globalCell(plans[r], c, i);
-            if (!g.exists) continue;
+            if (!filled(plans[r], c, i)) continue;
             wantSum[flat(g.index, c)] += contribution(r, i);
             wantCopies[flat(g.index, c)] += 1;
         }
@@ -212,6 +234,80 @@ TEST_P(GridHaloCase, ScatterAddReturnsEveryHaloCopyToItsCell) {
         if (bad) errors[static_cast<std::size_t>(w.rank())] = fmt::format("{} cells differ, first {}", bad, first);
     });
     for (int r = 0; r < n; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+// The reference transport, counting how the halo calls it.
+class CountingTransport final : public transport::ParticleTransport {
+public:
+    explicit CountingTransport(std::unique_ptr<transport::ParticleTransport> inner) : inner_(std::move(inner)) {}
+    std::string name() const override { return inner_->name(); }
+    transport::MemorySpace memorySpace() const override { return inner_->memorySpace(); }
+    void setPlan(const plan::ParticleHaloPlan& p) override { inner_->setPlan(p); }
+    const plan::ParticleHaloPlan& plan() const override { return inner_->plan(); }
+    Vec3f* coordinates() override { return inner_->coordinates(); }
+    Vec3f* forces() override { return inner_->forces(); }
+    void forwardCoordinates(const plan::Box& box, transport::StreamHandle s) override {
+        inner_->forwardCoordinates(box, s);
+    }
+    void reverseForces(transport::StreamHandle s) override { inner_->reverseForces(s); }
+    void clearForces(transport::StreamHandle s) override { inner_->clearForces(s); }
+    void forwardBytes(void* data, std::size_t size, transport::StreamHandle s) override {
+        inner_->forwardBytes(data, size, s);
+    }
+    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
+                       transport::StreamHandle s) override {
+        ++singleBlocks;
+        inner_->exchangeBlock(send, sendBytes, dest, recv, recvBytes, src, s);
+    }
+    void exchangeBlocks(std::span<const transport::BlockExchange> blocks, transport::StreamHandle s) override {
+        batchSizes.push_back(static_cast<int>(blocks.size()));
+        inner_->exchangeBlocks(blocks, s);
+    }
+    const transport::TransportCounters& counters() const override { return inner_->counters(); }
+
+    std::vector<int> batchSizes;  // blocks per exchangeBlocks call
+    int singleBlocks = 0;         // exchangeBlock calls
+
+private:
+    std::unique_ptr<transport::ParticleTransport> inner_;
+};
+
+// gather moves independent pulses together: a faces-only plan in one
+// exchangeBlocks call, a plan with corners one call per dimension (the later
+// dimensions forward the earlier ones' halos). scatterAdd stays pulse by pulse.
+TEST(GridHaloBatches, GatherMovesIndependentPulsesInOneCall) {
+    const std::array<bool, 3> P{true, true, true};
+    const std::vector<GridCase> grids{
+        {"d2_corners", {11, 7, 1}, {3, 2, 1}, 1, P},
+        {"d2_faces", {11, 7, 1}, {3, 2, 1}, 1, P, {2, 1, 0}, false},
+        {"d3_corners", {7, 6, 5}, {2, 2, 2}, 1, P},
+        {"d3_faces", {7, 6, 5}, {2, 2, 2}, 1, P, {2, 1, 0}, false},
+    };
+    const std::vector<std::vector<int>> wantBatches{{2, 2}, {4}, {2, 2, 2}, {6}};
+    for (std::size_t g = 0; g < grids.size(); ++g) {
+        SCOPED_TRACE(grids[g].name);
+        const plan::GridSpec spec = specOf(grids[g]);
+        const int n = spec.grid.size();
+        std::vector<std::vector<int>> batches(static_cast<std::size_t>(n));
+        std::vector<int> singles(static_cast<std::size_t>(n));
+        runtime::runInProcess(n, [&](runtime::World& w) {
+            const plan::GridHaloPlan p = plan::buildGridPlan(spec, w.rank());
+            transport::TransportOptions host;
+            host.memorySpace = transport::MemorySpace::Host;
+            CountingTransport t(makeTransport(Backend::Reference, w, host));
+            GridHalo halo(t, p);
+            std::vector<double> u(static_cast<std::size_t>(p.numLocal()), 1.0);
+            halo.gather(u.data());
+            batches[static_cast<std::size_t>(w.rank())] = t.batchSizes;
+            halo.scatterAdd(u.data());
+            singles[static_cast<std::size_t>(w.rank())] = t.singleBlocks;
+        });
+        for (int r = 0; r < n; ++r) {
+            EXPECT_EQ(batches[static_cast<std::size_t>(r)], wantBatches[g]) << "rank " << r;
+            const int pulses = std::accumulate(wantBatches[g].begin(), wantBatches[g].end(), 0);
+            EXPECT_EQ(singles[static_cast<std::size_t>(r)], pulses) << "rank " << r;
+        }
+    }
 }
 
 INSTANTIATE_TEST_SUITE_P(Grids, GridHaloCase, ::testing::ValuesIn(gridCases()),

@@ -2,7 +2,9 @@
 // the thread world every halo cell, corners included, holds its neighbour's
 // value (wrapped where periodic); halo cells beyond a non-periodic edge keep
 // their boundary values; the reverse exchange returns every copy to its
-// owner; corners are dependent entries and the waits say so.
+// owner; corners are dependent entries and the waits say so. Faces-only
+// plans send their own face cells only, fill face halo cells only, and no
+// pulse waits for another.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -335,6 +337,43 @@ TEST_P(GridPlanExchange, CornersAreDependentEntriesAndWaitsMatch) {
         }
         for (const auto& pulse : p.pulses) {
             EXPECT_EQ(pulse.waitsReverse, std::vector<int>(transpose[pulse.id].begin(), transpose[pulse.id].end()));
+        }
+    }
+}
+
+// Dimensions along which a local cell lies outside the interior.
+int outsideDims(const plan::GridHaloPlan& p, const Int3& x) {
+    int n = 0;
+    for (int d = 0; d < 3; ++d) n += x[d] < 0 || x[d] >= p.interior[d];
+    return n;
+}
+
+TEST(GridPlanFacesOnly, PulsesAreIndependentFacesOfOwnCells) {
+    for (GridCase c : gridCases()) {
+        SCOPED_TRACE(c.name);
+        plan::GridSpec spec = specOf(c);
+        spec.edgesAndCorners = false;
+        for (int r = 0; r < spec.grid.size(); ++r) {
+            const plan::GridHaloPlan p = plan::buildGridPlan(spec, r);
+            SCOPED_TRACE(::testing::Message() << "rank " << r);
+            for (const auto& pulse : p.pulses) {
+                EXPECT_TRUE(pulse.waitsForward.empty()) << "pulse " << pulse.id;
+                EXPECT_EQ(pulse.numIndependent, pulse.sendCount()) << "pulse " << pulse.id;
+                for (int index : pulse.sendIndices) EXPECT_TRUE(isInterior(p, decode(p, index)));
+                for (int index : pulse.recvIndices) EXPECT_EQ(outsideDims(p, decode(p, index)), 1);
+                if (pulse.sends()) {
+                    // One face: the interior extents across the pulse's dim, haloWidth layers deep.
+                    int face = c.haloWidth;
+                    for (int d = 0; d < 3; ++d) face *= d == pulse.dim ? 1 : p.interior[d];
+                    EXPECT_EQ(pulse.sendCount(), face) << "pulse " << pulse.id;
+                }
+            }
+            // Exactly the face halo cells that exist are filled, by one pulse each.
+            forEachLocalCell(p, [&](const Int3& x) {
+                const int index = p.localIndex(x[0], x[1], x[2]);
+                const bool face = outsideDims(p, x) == 1 && globalCell(p, c, x).exists;
+                EXPECT_EQ(p.receivedInPulse[index] >= 0, face) << "cell " << x[0] << "," << x[1] << "," << x[2];
+            });
         }
     }
 }

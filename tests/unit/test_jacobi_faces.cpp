@@ -176,6 +176,42 @@ TEST_P(JacobiFaces, LinesDeliverWhatThePlanDelivers) {
     EXPECT_TRUE(failures.empty()) << failures.size() << " face halo cells differ; first: " << failures.front();
 }
 
+// The app's faces-only plan and one with corners give the same lines (the
+// corners are dropped either way), so every variant sees one stencil.
+TEST_P(JacobiFaces, FacesOnlyPlanGivesTheLinesOfThePlanWithCorners) {
+    const ProblemSpec spec = problemOf(GetParam());
+    plan::GridSpec withCorners = gridSpec(spec);
+    ASSERT_FALSE(withCorners.edgesAndCorners);
+    withCorners.edgesAndCorners = true;
+    auto same = [](const stencil::Line& a, const stencil::Line& b) {
+        return a.start == b.start && a.stride == b.stride && a.count == b.count;
+    };
+    for (int r = 0; r < spec.ranks(); ++r) {
+        SCOPED_TRACE(::testing::Message() << "rank " << r);
+        const stencil::LocalStencil a = buildLocalStencil(plan::buildGridPlan(gridSpec(spec), r));
+        const stencil::LocalStencil b = buildLocalStencil(plan::buildGridPlan(withCorners, r));
+        ASSERT_EQ(a.sends.size(), b.sends.size());
+        for (std::size_t m = 0; m < a.sends.size(); ++m) {
+            EXPECT_TRUE(same(a.sends[m].send, b.sends[m].send) && same(a.sends[m].remote, b.sends[m].remote) &&
+                        a.sends[m].peer == b.sends[m].peer && a.sends[m].pulse == b.sends[m].pulse &&
+                        a.sends[m].normBegin == b.sends[m].normBegin && a.sends[m].normEnd == b.sends[m].normEnd)
+                << "message " << m;
+        }
+        ASSERT_EQ(a.receives.size(), b.receives.size());
+        for (std::size_t i = 0; i < a.receives.size(); ++i) {
+            EXPECT_TRUE(same(a.receives[i].recv, b.receives[i].recv) && a.receives[i].peer == b.receives[i].peer)
+                << "receive " << i;
+        }
+        ASSERT_EQ(a.unsentLines.size(), b.unsentLines.size());
+        for (std::size_t u = 0; u < a.unsentLines.size(); ++u) {
+            EXPECT_TRUE(same(a.unsentLines[u].cells, b.unsentLines[u].cells) &&
+                        a.unsentLines[u].normBegin == b.unsentLines[u].normBegin &&
+                        a.unsentLines[u].normEnd == b.unsentLines[u].normEnd)
+                << "unsent line " << u;
+        }
+    }
+}
+
 TEST_P(JacobiFaces, BoundaryBandCoveredAndCountedOnce) {
     const ProblemSpec spec = problemOf(GetParam());
     for (int rank = 0; rank < spec.ranks(); ++rank) {

@@ -106,6 +106,7 @@ TEST(JacobiProblem, GridSpecFollowsTheBoundary) {
     EXPECT_FALSE(g.periodic[1]);
     EXPECT_EQ(g.haloWidth, 1);
     EXPECT_EQ(g.cells[2], 1);
+    EXPECT_FALSE(g.edgesAndCorners) << "a 5-point stencil needs faces only";
     s.boundary = Boundary::Periodic;
     g = gridSpec(s);
     EXPECT_TRUE(g.periodic[0] && g.periodic[1]);

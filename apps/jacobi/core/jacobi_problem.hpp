@@ -37,7 +37,8 @@ void chooseProcessGrid(ProblemSpec& spec, std::string_view decomposition, int ra
 // blocks too large for 32-bit local indices.
 void validate(const ProblemSpec& spec, int worldSize);
 
-// The structured-grid plan's input for this problem (halo width 1, 2D).
+// The structured-grid plan's input for this problem (halo width 1, 2D, faces
+// only: the stencil reads no corner).
 plan::GridSpec gridSpec(const ProblemSpec& spec);
 
 }  // namespace haloex::jacobi

@@ -1,7 +1,10 @@
 #pragma once
 // The GPU side of haloex-jacobi: device selection, the one-GPU reference, and
-// the timed runs of the transports (staged, ipc, nccl: CPU-orchestrated;
-// nvshmem: one fused, GPU-initiated kernel per iteration).
+// the timed runs of the transports (staged, ipc, nccl: CPU-orchestrated over
+// the halo API; nvshmem: one fused, GPU-initiated kernel per iteration), each
+// selected through the backend registry (haloex/halo/backend.hpp). Plain C++:
+// gpu_runner.cpp implements it with CUDA, gpu_runner_unavailable.cpp in builds
+// without CUDA (every GPU transport skips there, saying why).
 #include <nlohmann/json.hpp>
 
 #include <string>
@@ -10,6 +13,7 @@
 #include "../core/jacobi_check.hpp"
 #include "../core/jacobi_problem.hpp"
 #include "../core/jacobi_report.hpp"
+#include "haloex/plan/grid_plan.hpp"
 #include "haloex/runtime/mpi_world.hpp"
 #include "haloex/stencil/jacobi_layout.hpp"
 
@@ -26,10 +30,9 @@ struct GpuSettings {
     bool printNorms = true;  // rank 0 prints the norm at every --nccheck period
 };
 
-// The transports this build can run on GPUs, in the order they are run.
-std::vector<std::string> builtTransports();
-// Empty when `name` can run in this build; otherwise why not.
-std::string notBuiltReason(const std::string& name);
+// What --transport all runs: the GPU transports this build has, in the order
+// they run (a build without CUDA: the cpu transport).
+std::vector<std::string> defaultTransports();
 
 // Empty when every rank sees a GPU; otherwise the reason (the same on every
 // rank). Collective.
@@ -45,9 +48,11 @@ void selectGpu(runtime::World& world, bool allowSharedGpus);
 Reference gpuReference(const ProblemSpec& spec, runtime::World& world, const GpuSettings& settings, bool crossCheckCpu);
 
 // One transport, timed and checked. Skips (status Skipped with the reason)
-// where the transport cannot run here. Collective.
-RunResult runGpuTransport(const std::string& name, const ProblemSpec& spec, const stencil::LocalStencil& stencil,
-                          runtime::MpiWorld& world, const GpuSettings& settings, const Reference& reference);
+// where the transport cannot run here. `plan` is this rank's grid plan and
+// `stencil` its lines (buildLocalStencil). Collective.
+RunResult runGpuTransport(const std::string& name, const ProblemSpec& spec, const plan::GridHaloPlan& plan,
+                          const stencil::LocalStencil& stencil, runtime::MpiWorld& world, const GpuSettings& settings,
+                          const Reference& reference);
 
 // The devices of the job, for the benchmark record. Collective.
 nlohmann::json gpuMachineInfo(runtime::World& world);

@@ -43,9 +43,8 @@ __global__ void initFieldKernel(double* a, int nx, int ny, std::int64_t ax, int 
     }
 }
 
-__global__ void __launch_bounds__(kThreads)
-    boundaryKernel(BoundaryWork w, const double* __restrict__ cur, double* __restrict__ next, std::int64_t ax,
-                   double* __restrict__ send, double* norm) {
+__global__ void __launch_bounds__(kThreads) boundaryKernel(BoundaryWork w, const double* __restrict__ cur,
+                                                           double* __restrict__ next, std::int64_t ax, double* norm) {
     const int l = lineOfBlock(w.firstBlock, w.numLines, blockIdx.x);
     const stencil::Line line = w.lines[l];
     const int k = (blockIdx.x - w.firstBlock[l]) * kThreads + threadIdx.x;
@@ -55,7 +54,6 @@ __global__ void __launch_bounds__(kThreads)
         const double old = cur[c];
         const double v = stencil::jacobiAt(cur, c, ax);
         next[c] = v;
-        if (w.packOffset[l] >= 0) send[w.packOffset[l] + k] = v;
         if (k >= w.normBegin[l] && k < w.normEnd[l]) d2 = (v - old) * (v - old);
     }
     if (norm) addBlockSum(d2, norm);
@@ -76,13 +74,6 @@ __global__ void __launch_bounds__(kThreads)
         d2 = (v - old) * (v - old);
     }
     if (norm) addBlockSum(d2, norm);
-}
-
-__global__ void unpackKernel(UnpackWork w, const double* __restrict__ recv, double* __restrict__ next) {
-    const int l = lineOfBlock(w.firstBlock, w.numLines, blockIdx.x);
-    const stencil::Line line = w.lines[l];
-    const int k = (blockIdx.x - w.firstBlock[l]) * kThreads + threadIdx.x;
-    if (k < line.count) next[lineAt(line, k)] = recv[w.offset[l] + k];
 }
 
 __global__ void __launch_bounds__(kThreads) referenceKernel(const double* __restrict__ cur, double* __restrict__ next,
@@ -138,11 +129,11 @@ void initField(double* a, int nx, int ny, std::int64_t ax, int originX, int orig
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void computeBoundary(const BoundaryWork& work, const double* cur, double* next, std::int64_t ax, double* sendBuffer,
-                     double* norm, cudaStream_t stream) {
+void computeBoundary(const BoundaryWork& work, const double* cur, double* next, std::int64_t ax, double* norm,
+                     cudaStream_t stream) {
     const int blocks = work.firstBlock[work.numLines];
     if (blocks == 0) return;
-    boundaryKernel<<<blocks, kThreads, 0, stream>>>(work, cur, next, ax, sendBuffer, norm);
+    boundaryKernel<<<blocks, kThreads, 0, stream>>>(work, cur, next, ax, norm);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
@@ -152,13 +143,6 @@ void computeInterior(const double* cur, double* next, std::int64_t ax, int nx, i
     const auto cols = static_cast<unsigned>(nx - 2);
     const unsigned cells = cols * static_cast<unsigned>(ny - 2);
     interiorKernel<<<blocksFor(cells), kThreads, 0, stream>>>(cur, next, ax, cols, cells, norm);
-    HALOEX_CUDA_CHECK_LAUNCH();
-}
-
-void unpackHalo(const UnpackWork& work, const double* recvBuffer, double* next, cudaStream_t stream) {
-    const int blocks = work.firstBlock[work.numLines];
-    if (blocks == 0) return;
-    unpackKernel<<<blocks, kThreads, 0, stream>>>(work, recvBuffer, next);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Kernels of the CPU-orchestrated Jacobi variants and of the one-GPU
-// reference (jacobi_kernels.cu). Launch on `stream` and return at once.
+// Kernels of the CPU-orchestrated Jacobi variants (their halo moves through
+// haloex::GridHalo, halo_variant.cpp) and of the one-GPU reference
+// (jacobi_kernels.cu). Launch on `stream` and return at once.
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -11,24 +12,14 @@ namespace haloex::jacobi::gpu {
 
 inline constexpr int kMaxBoundaryLines = 8;
 
-// The boundary lines of one rank, computed in one launch: each line's new
-// values go into `next`, and sent lines are also packed into a send buffer
-// at `packOffset` (-1: not sent). Cells k in [normBegin, normEnd) count
-// towards the norm.
+// The boundary lines of one rank, computed in one launch into `next` (the
+// halo API packs the sent ones afterwards). Cells k in [normBegin, normEnd)
+// count towards the norm.
 struct BoundaryWork {
     stencil::Line lines[kMaxBoundaryLines];
-    std::int64_t packOffset[kMaxBoundaryLines];
     int normBegin[kMaxBoundaryLines];
     int normEnd[kMaxBoundaryLines];
     int firstBlock[kMaxBoundaryLines + 1];  // blocks of line l: [firstBlock[l], firstBlock[l + 1])
-    int numLines = 0;
-};
-
-// Halo lines filled from a receive buffer at `offset`.
-struct UnpackWork {
-    stencil::Line lines[kMaxBoundaryLines];
-    std::int64_t offset[kMaxBoundaryLines];
-    int firstBlock[kMaxBoundaryLines + 1];
     int numLines = 0;
 };
 
@@ -40,12 +31,11 @@ void initField(double* a, int nx, int ny, std::int64_t ax, int originX, int orig
                long long globalNy, bool periodic, cudaStream_t stream);
 
 // norm (optional): sum of (new - old)^2 added atomically.
-void computeBoundary(const BoundaryWork& work, const double* cur, double* next, std::int64_t ax, double* sendBuffer,
-                     double* norm, cudaStream_t stream);
+void computeBoundary(const BoundaryWork& work, const double* cur, double* next, std::int64_t ax, double* norm,
+                     cudaStream_t stream);
 // Cells i in [1, nx-1), j in [1, ny-1) of a block with allocated row length ax.
 void computeInterior(const double* cur, double* next, std::int64_t ax, int nx, int ny, double* norm,
                      cudaStream_t stream);
-void unpackHalo(const UnpackWork& work, const double* recvBuffer, double* next, cudaStream_t stream);
 
 // One-GPU reference over the whole grid (allocated (nx + 2) x (ny + 2)):
 // every interior cell, then (periodic) the wrap of the halo.

@@ -51,7 +51,8 @@ std::vector<Backend> availableBackends();
 std::string unavailableReason(Backend backend);
 // Collective over `world`: empty when `backend` can run in this job, else
 // why not -- unavailableReason(backend), then no usable GPU for a device
-// backend (a CPU run), then what the backend itself refuses here. NcclDevice:
+// backend (a CPU run), then what the backend itself refuses here. Nccl: ranks
+// sharing a GPU (NCCL refuses them). NcclDevice:
 // ranks that are threads of one process, ranks sharing a GPU (NCCL refuses
 // them), GPUs of one node without peer access, an NCCL other than 2.28 at run
 // time. Every rank gets a reason when any rank has one. Select each rank's

@@ -5,6 +5,9 @@
 // lower one); dimensions are taken in order and each later dimension forwards
 // the halos filled earlier, so edges and corners arrive without extra messages
 // -- the same staged forwarding as the particle plan, on the same Pulse type.
+// Star stencils (5- and 7-point) read no edge or corner cell: a faces-only
+// plan (GridSpec::edgesAndCorners = false) sends each rank's own face cells
+// only, so no pulse forwards another's data and all of them may travel at once.
 //
 // Local layout: x fastest, then y, then z, with the halo included:
 // index = (i + hx) + ax * ((j + hy) + ay * (k + hz)) for interior cell (i, j, k),
@@ -23,6 +26,10 @@ struct GridSpec {
     int haloWidth = 1;
     std::array<bool, 3> periodic{true, true, true};
     std::array<int, 3> dimOrder{2, 1, 0};
+    // false: faces only -- every pulse carries the sender's interior cells of
+    // one face and fills face halo cells only (edge and corner halo cells keep
+    // what the caller put there); no pulse depends on another.
+    bool edgesAndCorners = true;
 };
 
 struct GridHaloPlan {

@@ -1,5 +1,7 @@
 #pragma once
-// GPU-initiated 2D Jacobi iteration over NVSHMEM (library haloex_nvshmem).
+// GPU-initiated 2D Jacobi iteration over NVSHMEM (library haloex_nvshmem; in
+// builds without it haloex_transports has makeNvshmemJacobi, which throws
+// InvalidInput with unavailableReason(Backend::Nvshmem)).
 //
 // One fused kernel per iteration: the blocks first compute the boundary lines
 // of the new field and store each sent line straight into the receiving

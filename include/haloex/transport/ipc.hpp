@@ -14,8 +14,16 @@
 // the owner of halo forces waits for its stream (sync 1), handshakes, copies
 // them into the sender's receive buffer, waits (sync 2), notifies; the sender
 // adds them into its atoms with a kernel. Exactly 2 host syncs per pulse and
-// direction (counters().hostSyncs). forwardBytes is host-staged (caller
-// arrays have no IPC handles).
+// direction (counters().hostSyncs). forwardBytes is host-staged.
+//
+// exchangeBlock(s) (the halo API's path on caller-owned arrays, which have no
+// IPC handles): each rank keeps one exported landing buffer. Per call, once
+// its previous copies out of that buffer have run, every receiver tells its
+// senders where each block lands (handshake 1), the senders copy their blocks
+// into the receivers' landing buffers, wait for their stream (the one host
+// sync), tell the receivers (handshake 2), and each receiver queues the copies
+// from its landing buffer into its `recv` ranges on the stream. Independent
+// blocks passed together (exchangeBlocks) share the sync and the two rounds.
 //
 // Needs every rank on one node (World::localSize() == size()); two ranks may
 // share a GPU. Other streams that read coordinates or write forces must be

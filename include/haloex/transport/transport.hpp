@@ -14,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,16 @@ struct TransportCounters {
     std::int64_t forwardCalls = 0;
     std::int64_t reverseCalls = 0;
     std::int64_t hostSyncs = 0;  // host waits on device work or on peers inside forward/reverse
+};
+
+// One block of ParticleTransport::exchangeBlocks: exchangeBlock's arguments.
+struct BlockExchange {
+    const void* send = nullptr;
+    std::size_t sendBytes = 0;
+    int dest = -1;
+    void* recv = nullptr;
+    std::size_t recvBytes = 0;
+    int src = -1;
 };
 
 class ParticleTransport {
@@ -81,6 +92,18 @@ public:
     // and `send` must stay unchanged until then. May block the host.
     virtual void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes,
                                int src, StreamHandle stream) = 0;
+    // Several exchangeBlock calls in one, for blocks that do not depend on one
+    // another: no block sends bytes that another block of the call receives,
+    // and no two receive ranges overlap. The transport may move them together
+    // (one host sync for all, one NCCL group, one handshake round). Collective
+    // like exchangeBlock: every rank passes the same number of blocks, and
+    // block i of a rank pairs with block i of its peers. Ordered on `stream`
+    // as exchangeBlock is. The default makes one exchangeBlock call per block.
+    virtual void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) {
+        for (const BlockExchange& b : blocks) {
+            exchangeBlock(b.send, b.sendBytes, b.dest, b.recv, b.recvBytes, b.src, stream);
+        }
+    }
 
     virtual const TransportCounters& counters() const = 0;
 

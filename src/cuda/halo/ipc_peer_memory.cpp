@@ -1,5 +1,5 @@
-// Peer memory through CUDA IPC handles (ipc_peer_memory.hpp).
-#include "ipc_peer_memory.hpp"
+// Peer memory through CUDA IPC handles (haloex/cuda/ipc_peer_memory.hpp).
+#include "haloex/cuda/ipc_peer_memory.hpp"
 
 #include <cuda_runtime.h>
 
@@ -36,6 +36,7 @@ struct DeviceAllocation {
 struct Exported {
     cudaIpcMemHandle_t handle{};
     std::uint64_t pointer = 0;  // valid in the owner's process
+    std::int32_t exported = 0;  // the handle was made (else cudaIpcGetMemHandle failed)
 };
 
 class IpcPeerMemory final : public PeerMemory {
@@ -58,8 +59,24 @@ public:
         sameProcess_ = world.kind() != "mpi";
         Exported mine;
         mine.pointer = reinterpret_cast<std::uint64_t>(base_);
-        if (!sameProcess_) HALOEX_CUDA_CHECK(cudaIpcGetMemHandle(&mine.handle, base_));
+        mine.exported = 1;
+        std::string exportError;
+        if (!sameProcess_) {
+            if (const cudaError_t status = cudaIpcGetMemHandle(&mine.handle, base_); status != cudaSuccess) {
+                cudaGetLastError();
+                mine.exported = 0;
+                exportError = fmt::format(": cudaIpcGetMemHandle failed: {} ({})", cudaGetErrorName(status),
+                                          cudaGetErrorString(status));
+            }
+        }
         exported_ = world.allGather(mine);
+        // Every rank refuses alike, so none waits for a rank that gave up.
+        for (std::size_t r = 0; r < exported_.size(); ++r) {
+            if (exported_[r].exported) continue;
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("{}: rank {} cannot export its window through CUDA IPC{}; use the nvshmem backend",
+                                   what, r, static_cast<int>(r) == world.rank() ? exportError : std::string()));
+        }
         mapped_.assign(exported_.size(), nullptr);
         opened_.assign(exported_.size(), false);
     }

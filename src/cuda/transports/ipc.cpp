@@ -29,6 +29,8 @@ constexpr int kTagDoneForward = 6000;
 constexpr int kTagReadyReverse = 7000;
 constexpr int kTagDoneReverse = 8000;
 constexpr int kTagBytes = 10000;
+constexpr int kTagBlockReady = 10500;  // exchangeBlock(s): the receiver's landing offer
+constexpr int kTagBlockDone = 10501;   // exchangeBlock(s): the data is in the receiver's landing buffer
 
 // Identifies this process, so ranks that are threads of one process can use
 // each other's pointers directly (a process cannot open its own IPC handles).
@@ -110,7 +112,7 @@ public:
     }
 
     ~IpcTransport() override {
-        closeImports([](const Import&) { return true; });
+        closeImports([](const Import&) { return false; });
         // Owners free their arrays below: wait until no peer maps them. Skipped
         // while an exception unwinds (the job is failing; a barrier could hang).
         if (std::uncaught_exceptions() == 0) {
@@ -132,13 +134,15 @@ public:
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) override;
     void reverseForces(StreamHandle stream) override;
     void clearForces(StreamHandle stream) override { f_.zeroAsync(static_cast<cudaStream_t>(stream)); }
-    // Search-step blocks travel like forwardBytes: through host staging (the
-    // caller's arrays have no IPC handles; this baseline's per-step path is
-    // the peer copies of coordinates and forces).
+    // Blocks of caller-owned arrays (which have no IPC handles): peer copies
+    // into the receiver's exported landing buffer, then a local copy out of it
+    // (see transport/ipc.hpp).
     void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
                        StreamHandle stream) override {
-        bytesPath_.exchangeBlock(send, sendBytes, dest, recv, recvBytes, src, static_cast<cudaStream_t>(stream));
+        const BlockExchange block{send, sendBytes, dest, recv, recvBytes, src};
+        exchangeBlocks(std::span(&block, 1), stream);
     }
+    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override;
     void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
         HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
         bytesPath_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
@@ -149,7 +153,8 @@ public:
         int opened = 0, sameProcess = 0;
         for (const auto& [key, import] : imports_) (import.opened ? opened : sameProcess) += 1;
         return {fmt::format("ipc: per pulse pack kernel, 2 host syncs, copy into the peer's memory ({} CUDA IPC "
-                            "mapping(s), {} same-process pointer(s)), MPI handshakes",
+                            "mapping(s), {} same-process pointer(s)), MPI handshakes; exchangeBlock(s): peer copies "
+                            "into the receiver's landing buffer, 1 host sync, 2 MPI handshake rounds per call",
                             opened, sameProcess)};
     }
 
@@ -159,10 +164,24 @@ private:
         std::uint64_t process = 0;
         std::uint64_t allocation = 0;
         void* base = nullptr;
-        bool opened = false;  // through cudaIpcOpenMemHandle (else a same-process pointer)
+        bool opened = false;   // through cudaIpcOpenMemHandle (else a same-process pointer)
+        bool landing = false;  // a peer's landing buffer (kept across setPlan)
+    };
+    // What a receiver tells its sender in exchangeBlock(s): where the block lands.
+    struct LandingOffer {
+        ExportedBuffer buffer;
+        std::int64_t exchange = 0;
+    };
+    // What a sender tells its receiver afterwards: whether the block is there.
+    struct BlockDone {
+        std::int64_t exchange = 0;
+        std::int32_t delivered = 0;
     };
 
-    void* importBuffer(int owner, const ExportedBuffer& e);
+    void* importBuffer(int owner, const ExportedBuffer& e, bool landing = false);
+    // Room for `bytes` in this rank's landing buffer (a grown one is kept
+    // until the destructor: peers may still map the old one).
+    void reserveLanding(std::size_t bytes);
     template <class Keep>
     void closeImports(Keep keep);
     // Handshake: this rank's value to `dest`, the peer's from `src` (either
@@ -178,6 +197,12 @@ private:
     cuda::DeviceBuffer<Vec3f> send_;
     cuda::DevicePulseMaps maps_;
     cuda::StagedPath bytesPath_;
+    // exchangeBlock(s): peers copy into this buffer; free again once landingFree_ has passed.
+    ExportableArray<std::byte> landing_;
+    std::vector<cuda::DeviceBuffer<std::byte>> retiredLandings_;
+    cuda::Event landingFree_;
+    bool landingUsed_ = false;
+    std::int64_t blockExchange_ = 0;
     // Per pulse: the receiver's coordinate slot, the sender's force slot.
     std::vector<Vec3f*> peerX_, peerForceSlot_;
     std::map<std::pair<std::uint64_t, std::uint64_t>, Import> imports_;  // by (process, allocation)
@@ -185,11 +210,12 @@ private:
     TransportCounters counters_;
 };
 
-void* IpcTransport::importBuffer(int owner, const ExportedBuffer& e) {
+void* IpcTransport::importBuffer(int owner, const ExportedBuffer& e, bool landing) {
     const auto key = std::pair{e.process, e.allocation};
     if (auto it = imports_.find(key); it != imports_.end()) return it->second.base;
     Import import;
     import.owner = owner;
+    import.landing = landing;
     import.process = e.process;
     import.allocation = e.allocation;
     if (e.process == processToken()) {
@@ -236,7 +262,7 @@ void IpcTransport::setPlan(const plan::ParticleHaloPlan& plan) {
     const bool regrow = x_.needsGrowth(numLocal) || forceRecv_.needsGrowth(forceSlots);
     const std::vector<std::int64_t> regrows = world_.allGather<std::int64_t>(regrow ? 1 : 0);
     if (std::count(regrows.begin(), regrows.end(), 1) > 0) {
-        closeImports([&](const Import& i) { return regrows[static_cast<std::size_t>(i.owner)] == 0; });
+        closeImports([&](const Import& i) { return i.landing || regrows[static_cast<std::size_t>(i.owner)] == 0; });
         world_.barrier();  // every mapping of a growing array is closed before its owner frees it
     }
     if (x_.needsGrowth(numLocal)) x_.allocate(numLocal);
@@ -277,7 +303,7 @@ void IpcTransport::setPlan(const plan::ParticleHaloPlan& plan) {
             used.insert({theirF[0].process, theirF[0].allocation});
         }
     }
-    closeImports([&](const Import& i) { return used.count({i.process, i.allocation}) > 0; });
+    closeImports([&](const Import& i) { return i.landing || used.count({i.process, i.allocation}) > 0; });
 }
 
 void IpcTransport::handshake(int dest, int src, int tag) {
@@ -345,6 +371,108 @@ void IpcTransport::reverseForces(StreamHandle streamHandle) {
         }
     }
     ++counters_.reverseCalls;
+}
+
+void IpcTransport::reserveLanding(std::size_t bytes) {
+    if (!landing_.needsGrowth(bytes)) return;
+    if (landing_.allocation != 0) retiredLandings_.push_back(std::move(landing_.buffer));
+    landing_.allocate(bytes);
+}
+
+// Per call: this rank's landing buffer is free once the previous call's
+// copies out of it have run; it tells each block's sender where the block
+// lands (round 1), copies its sends into the receivers' landing buffers,
+// waits for its stream (the data is there), tells each receiver (round 2),
+// and queues the copies out of its own landing buffer into `recv`. A mapping
+// that fails is reported to the receivers in round 2, so every rank of the
+// block fails with a message instead of waiting.
+void IpcTransport::exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle streamHandle) {
+    const auto stream = static_cast<cudaStream_t>(streamHandle);
+    const std::int64_t exchange = ++blockExchange_;
+    std::vector<std::size_t> landingAt(blocks.size(), 0);
+    std::size_t landingBytes = 0;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        landingAt[b] = landingBytes;
+        if (blocks[b].src >= 0) landingBytes += blocks[b].recvBytes;
+    }
+    if (landingUsed_) HALOEX_CUDA_CHECK(cudaEventSynchronize(landingFree_));
+    reserveLanding(landingBytes);
+
+    std::vector<LandingOffer> offers(blocks.size());
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const BlockExchange& block = blocks[b];
+        const LandingOffer mine{landing_.exported(static_cast<std::int64_t>(landingAt[b])), exchange};
+        world_.sendRecvBytes(block.src >= 0 ? std::as_bytes(std::span(&mine, 1)) : std::span<const std::byte>{},
+                             block.src,
+                             block.dest >= 0 ? std::as_writable_bytes(std::span(&offers[b], 1))
+                                             : std::span<std::byte>{},
+                             block.dest, kTagBlockReady);
+        if (block.dest >= 0 && offers[b].exchange != exchange) {
+            throwError(ErrorKind::Internal,
+                       fmt::format("ipc transport: rank {} is in block exchange {} but rank {} in {}; every rank must "
+                                   "call exchangeBlock(s) the same number of times",
+                                   world_.rank(), exchange, block.dest, offers[b].exchange));
+        }
+    }
+
+    std::string failure;
+    for (std::size_t b = 0; b < blocks.size() && failure.empty(); ++b) {
+        const BlockExchange& block = blocks[b];
+        if (block.dest < 0 || block.sendBytes == 0) continue;
+        try {
+            auto* base = static_cast<std::byte*>(importBuffer(block.dest, offers[b].buffer, /*landing=*/true));
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(base + offers[b].buffer.offsetBytes, block.send, block.sendBytes,
+                                              cudaMemcpyDefault, stream));
+        } catch (const Error& e) {
+            failure = e.what();
+        }
+    }
+    // The data is in the receivers' memory before they are told so.
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+    std::vector<BlockDone> done(blocks.size());
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const BlockExchange& block = blocks[b];
+        const BlockDone mine{exchange, failure.empty() ? 1 : 0};
+        world_.sendRecvBytes(block.dest >= 0 ? std::as_bytes(std::span(&mine, 1)) : std::span<const std::byte>{},
+                             block.dest,
+                             block.src >= 0 ? std::as_writable_bytes(std::span(&done[b], 1)) : std::span<std::byte>{},
+                             block.src, kTagBlockDone);
+    }
+    if (!failure.empty()) throwError(ErrorKind::Cuda, failure);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        if (blocks[b].src >= 0 && !done[b].delivered) {
+            throwError(ErrorKind::Cuda,
+                       fmt::format("ipc transport: rank {} could not copy its block into rank {}'s landing buffer "
+                                   "(its own message says why)",
+                                   blocks[b].src, world_.rank()));
+        }
+    }
+
+    // The copies out of the landing buffer: one per run of receives that are
+    // adjacent in `recv` too (the halo API's scratch holds a batch back to back).
+    std::byte* runTo = nullptr;
+    std::size_t runFrom = 0, runBytes = 0;
+    auto flush = [&] {
+        if (runBytes == 0) return;
+        HALOEX_CUDA_CHECK(
+            cudaMemcpyAsync(runTo, landing_.buffer.data() + runFrom, runBytes, cudaMemcpyDeviceToDevice, stream));
+        runBytes = 0;
+    };
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const BlockExchange& block = blocks[b];
+        if (block.src < 0 || block.recvBytes == 0) continue;
+        auto* to = static_cast<std::byte*>(block.recv);
+        if (runBytes > 0 && (to != runTo + runBytes || landingAt[b] != runFrom + runBytes)) flush();
+        if (runBytes == 0) {
+            runTo = to;
+            runFrom = landingAt[b];
+        }
+        runBytes += block.recvBytes;
+    }
+    flush();
+    landingFree_.record(stream);
+    landingUsed_ = true;
 }
 
 }  // namespace

@@ -57,6 +57,9 @@ public:
                        StreamHandle stream) override {
         path_.exchangeBlock(send, sendBytes, dest, recv, recvBytes, src, static_cast<cudaStream_t>(stream));
     }
+    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
+        path_.exchangeBlocks(blocks, static_cast<cudaStream_t>(stream));
+    }
 
     const TransportCounters& counters() const override { return counters_; }
     std::vector<std::string> describe() const override {

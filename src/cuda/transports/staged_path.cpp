@@ -17,6 +17,37 @@ std::size_t maxRecvElements(const plan::ParticleHaloPlan& plan) {
     return static_cast<std::size_t>(n);
 }
 
+std::size_t sendBytesOf(const transport::BlockExchange& b) { return b.dest >= 0 ? b.sendBytes : 0; }
+std::size_t recvBytesOf(const transport::BlockExchange& b) { return b.src >= 0 ? b.recvBytes : 0; }
+
+// Copies between the blocks' device ranges (`deviceOf`, `bytesOf`) and one
+// host buffer holding them back to back, one cudaMemcpyAsync per run of
+// ranges that are adjacent in device memory.
+template <class DeviceOf, class BytesOf>
+void copyRuns(std::span<const transport::BlockExchange> blocks, std::byte* host, DeviceOf deviceOf, BytesOf bytesOf,
+              cudaMemcpyKind kind, cudaStream_t stream) {
+    std::byte* runDevice = nullptr;
+    std::byte* runHost = host;
+    std::size_t runBytes = 0;
+    auto flush = [&] {
+        if (runBytes == 0) return;
+        void* dst = kind == cudaMemcpyDeviceToHost ? static_cast<void*>(runHost) : runDevice;
+        const void* src = kind == cudaMemcpyDeviceToHost ? static_cast<const void*>(runDevice) : runHost;
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(dst, src, runBytes, kind, stream));
+        runHost += runBytes;
+        runBytes = 0;
+    };
+    for (const transport::BlockExchange& b : blocks) {
+        const std::size_t bytes = bytesOf(b);
+        if (bytes == 0) continue;
+        auto* device = static_cast<std::byte*>(const_cast<void*>(deviceOf(b)));
+        if (runBytes > 0 && device != runDevice + runBytes) flush();
+        if (runBytes == 0) runDevice = device;
+        runBytes += bytes;
+    }
+    flush();
+}
+
 }  // namespace
 
 void StagedPath::reserve(std::size_t sendBytes, std::size_t recvBytes) {
@@ -123,6 +154,32 @@ void StagedPath::exchangeBlock(const void* send, std::size_t sendBytes, int dest
     }
     // The pinned buffers are reused by the next call.
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    endCall(stream);
+}
+
+void StagedPath::exchangeBlocks(std::span<const transport::BlockExchange> blocks, cudaStream_t stream) {
+    std::size_t sendTotal = 0, recvTotal = 0;
+    for (const transport::BlockExchange& b : blocks) {
+        sendTotal += sendBytesOf(b);
+        recvTotal += recvBytesOf(b);
+    }
+    reserve(sendTotal, recvTotal);
+    beginCall(stream);
+    copyRuns(
+        blocks, hostSend_.data(), [](const transport::BlockExchange& b) { return b.send; }, sendBytesOf,
+        cudaMemcpyDeviceToHost, stream);
+    // MPI cannot wait on a stream; this also retires the previous call's copies in.
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    std::size_t sent = 0, received = 0;
+    for (const transport::BlockExchange& b : blocks) {
+        transport::exchangeBlockOnHost(world_, hostSend_.data() + sent, sendBytesOf(b), b.dest,
+                                       hostRecv_.data() + received, recvBytesOf(b), b.src);
+        sent += sendBytesOf(b);
+        received += recvBytesOf(b);
+    }
+    copyRuns(
+        blocks, hostRecv_.data(), [](const transport::BlockExchange& b) { return b.recv; }, recvBytesOf,
+        cudaMemcpyHostToDevice, stream);
     endCall(stream);
 }
 

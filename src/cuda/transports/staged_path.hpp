@@ -8,10 +8,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include "halo_kernels.hpp"
 #include "haloex/plan/particle_plan.hpp"
 #include "haloex/runtime/world.hpp"
+#include "haloex/transport/transport.hpp"
 
 namespace haloex::cuda {
 
@@ -32,6 +34,11 @@ public:
     // wait, World::sendRecvBytes, copy in (finished on return).
     void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
                        cudaStream_t stream);
+    // ParticleTransport::exchangeBlocks: every block's send copied out (one
+    // copy per run of sends adjacent in device memory), one host sync, the
+    // blocks' messages in order, the receives copied in (again by runs). Returns
+    // with the copies in still queued on the stream.
+    void exchangeBlocks(std::span<const transport::BlockExchange> blocks, cudaStream_t stream);
 
 private:
     // Grows the staging buffers; waits for the previous call's copies first.

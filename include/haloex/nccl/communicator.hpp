@@ -1,7 +1,7 @@
 #pragma once
 // The NCCL communicator over a World, and NCCL's errors as haloex errors
-// (internal to haloex_nccl): shared by the nccl transport and the nccl-device
-// provider of peer memory, so both bootstrap alike.
+// (library haloex_nccl): shared by the nccl transport, the nccl-device
+// provider of peer memory and the micro-benchmarks, so all bootstrap alike.
 #include <nccl.h>
 
 #include <string_view>
