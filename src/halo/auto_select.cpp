@@ -97,11 +97,13 @@ void requireOptions(const AutoSelectOptions& o) {
 
 std::string memoryName(MemorySpace space) { return space == MemorySpace::Host ? "host" : "device"; }
 
-std::string cacheKey(const AutoSelectOptions& o, const runtime::World& world, const std::vector<Backend>& usable) {
+// The shape and the job's facts, the same on every rank. Collective.
+std::string cacheKey(const AutoSelectOptions& o, runtime::World& world, const std::vector<Backend>& usable) {
     std::vector<std::string_view> names;
     for (Backend b : usable) names.push_back(toString(b));
-    return fmt::format("{} | {} world of {} rank(s), {} memory | candidates {}", o.shapeKey, world.kind(), world.size(),
-                       memoryName(o.transport.memorySpace), fmt::join(names, ","));
+    const auto perNode = world.allReduceValue<std::int64_t>(world.localSize(), runtime::ReduceOp::Max);
+    return fmt::format("{} | {} world of {} rank(s), at most {} per node, {} memory | candidates {}", o.shapeKey,
+                       world.kind(), world.size(), perNode, memoryName(o.transport.memorySpace), fmt::join(names, ","));
 }
 
 double median(std::vector<double> values) {

@@ -48,7 +48,8 @@ using PrepareSteps = std::function<RepresentativeSteps(transport::ParticleTransp
 struct AutoSelectOptions {
     // What makes two runs alike for the cache: the caller's plan shape (atoms
     // per rank, halo width, grid...). The cache key adds the world's kind and
-    // size, the memory space and the candidates that can run.
+    // size, the most ranks on one node, the memory space and the candidates
+    // that can run. A cache file is meant for one kind of machine.
     std::string shapeKey;
     // The memory space of the exchanged arrays and the transports' options.
     transport::TransportOptions transport;
