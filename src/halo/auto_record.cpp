@@ -74,12 +74,13 @@ std::string selectionReason(const AutoRecord& r) {
     }
     const std::string how = fmt::format("median of {} x {} representative steps after {} warm-up, the slowest rank's",
                                         r.repeats, r.stepsPerRepeat, r.warmupSteps);
-    std::string when = "";
+    std::string when;
     if (r.source == AutoSource::ProcessCache) when = " earlier in this process";
     if (r.source == AutoSource::FileCache) when = fmt::format(" at {} (read from {})", r.measuredAt, r.cacheFile);
     std::string skipped;
-    for (const AutoSkipped& s : r.skipped)
+    for (const AutoSkipped& s : r.skipped) {
         skipped += fmt::format("{}{}", skipped.empty() ? "; skipped: " : ", ", toString(s.backend));
+    }
     return fmt::format("chosen by measurement{} ({}): {}{}", when, how, fmt::join(figures, ", "), skipped);
 }
 
