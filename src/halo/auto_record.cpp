@@ -57,8 +57,9 @@ std::vector<std::string> AutoRecord::describe() const {
         lines.push_back(fmt::format("  {}: {} us/step ({}; repeats {})", toString(m.backend),
                                     microseconds(m.secondsPerStep), versus, fmt::join(repeatsUs, ", ")));
     }
-    for (const AutoSkipped& s : skipped)
+    for (const AutoSkipped& s : skipped) {
         lines.push_back(fmt::format("  {}: skipped: {}", toString(s.backend), s.reason));
+    }
     for (const std::string& w : warnings) lines.push_back("  warning: " + w);
     return lines;
 }

@@ -106,6 +106,13 @@ std::string cacheKey(const AutoSelectOptions& o, runtime::World& world, const st
                        world.kind(), world.size(), perNode, memoryName(o.transport.memorySpace), fmt::join(names, ","));
 }
 
+// "ipc: why; nccl: why", for an error that lists them.
+std::string reasonsOf(const std::vector<AutoSkipped>& skipped) {
+    std::vector<std::string> reasons;
+    for (const AutoSkipped& s : skipped) reasons.push_back(fmt::format("{}: {}", toString(s.backend), s.reason));
+    return fmt::format("{}", fmt::join(reasons, "; "));
+}
+
 double median(std::vector<double> values) {
     std::sort(values.begin(), values.end());
     const std::size_t n = values.size();
@@ -246,11 +253,8 @@ AutoSelection selectBackend(runtime::World& world, const AutoSelectOptions& opti
     const std::vector<Backend> usable = autoCandidates(world, space, options.candidates, record.skipped);
     record.key = cacheKey(options, world, usable);
     if (usable.empty()) {
-        std::vector<std::string> reasons;
-        for (const AutoSkipped& s : record.skipped)
-            reasons.push_back(fmt::format("{}: {}", toString(s.backend), s.reason));
         throwError(ErrorKind::InvalidInput,
-                   fmt::format("auto selection: no candidate backend can run here ({})", fmt::join(reasons, "; ")));
+                   fmt::format("auto selection: no candidate backend can run here ({})", reasonsOf(record.skipped)));
     }
     if (usable.size() == 1) {
         record.chosen = usable.front();
@@ -300,11 +304,8 @@ AutoSelection selectBackend(runtime::World& world, const AutoSelectOptions& opti
         }
     }
     if (!best) {
-        std::vector<std::string> reasons;
-        for (const AutoSkipped& s : record.skipped)
-            reasons.push_back(fmt::format("{}: {}", toString(s.backend), s.reason));
         throwError(ErrorKind::InvalidInput,
-                   fmt::format("auto selection: no candidate transport could be made ({})", fmt::join(reasons, "; ")));
+                   fmt::format("auto selection: no candidate transport could be made ({})", reasonsOf(record.skipped)));
     }
     record.source = AutoSource::Measured;
     record.measuredAt = utcTimestamp();
