@@ -4,6 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 #include <iostream>
@@ -14,21 +15,18 @@
 #include "haloex/build_info.hpp"
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/halo/auto_select.hpp"
+#include "haloex/halo/backend.hpp"
 #include "haloex/md/cpu_backend.hpp"
 #include "haloex/md/engine.hpp"
 #include "haloex/md/gpu_backend.hpp"
 #include "haloex/md/report.hpp"
+#include "haloex/md/run_files.hpp"
+#include "haloex/md/run_output.hpp"
 #include "haloex/md/run_stop.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/reference.hpp"
 #if HALOEX_HAVE_MPI
 #include "haloex/runtime/mpi_world.hpp"
-#endif
-#if __has_include("haloex/transport/factory.hpp")
-#include "haloex/transport/factory.hpp"
-#define HALOEX_HAVE_FACTORY 1
-#else
-#define HALOEX_HAVE_FACTORY 0
 #endif
 
 namespace {
@@ -95,8 +93,18 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                    "launcher's count applies (a different --ranks is refused)");
     app.add_option("--device", o.device, "auto (GPU when there is one), cpu or gpu")->capture_default_str();
     app.add_option("--transport", o.transport,
-                   "Halo exchange: auto, reference (CPU, in-process), staged, ipc, nccl, nvshmem")
+                   "Halo exchange: auto (several GPU ranks: times every transport that can run here inside "
+                   "--auto-steps MD steps of this run and takes the fastest), auto:rule (the fixed rule: nvshmem "
+                   "where built, else ipc), reference (CPU, in-process), staged, ipc, nccl, nvshmem")
         ->capture_default_str();
+    app.add_option("--auto-steps", o.autoSteps,
+                   fmt::format("--transport auto: timed MD steps per repeat ({} repeats per candidate after {} "
+                               "untimed steps; the median counts)",
+                               md::kAutoRepeats, md::kAutoWarmupSteps))
+        ->capture_default_str();
+    app.add_option("--auto-cache", o.autoCacheFile,
+                   "--transport auto: keep the measured choice in this JSON file, per system and rank count, and "
+                   "reuse it in later runs instead of measuring (a stale or corrupt file is measured again)");
     app.add_option("--nvshmem-path", o.nvshmemPath,
                    "nvshmem transport path per peer: auto, direct (NVLink stores), tma (NVLink bulk copies) or put "
                    "(put-with-signal, what InfiniBand needs)")
@@ -170,67 +178,140 @@ bool wantGpu(const md::MdOptions& o) {
     return gpus > 0;
 }
 
-std::unique_ptr<transport::ParticleTransport> makeTransportFor(const md::MdOptions& o, runtime::World& world, bool gpu,
-                                                               std::string& reason) {
-    std::string name = o.transport;
-    reason = "set by --transport";
-    if (world.kind() == "threads") {
-        reason = "virtual ranks in one process exchange through the reference transport";
-        if (name != "auto" && name != "reference") {
-            throwError(ErrorKind::InvalidInput,
-                       fmt::format("--transport {}: virtual ranks in one process use the reference transport; "
-                                   "launch with mpirun for {}",
-                                   name, name));
-        }
-        return std::make_unique<transport::ReferenceTransport>(world);
+// --transport: a backend's name, auto or auto:rule; --auto-steps and
+// --auto-cache only with auto (they would be ignored otherwise).
+void requireTransportOptions(const md::MdOptions& o, bool autoOptionGiven) {
+    const bool automatic = o.transport == "auto" || o.transport == "auto:rule";
+    const std::optional<Backend> backend = backendFromString(o.transport);
+    const auto known = knownBackends();
+    if (!automatic && (!backend || std::find(known.begin(), known.end(), *backend) == known.end())) {
+        std::string names;
+        for (Backend b : known) names += fmt::format(", {}", toString(b));
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--transport '{}': use auto (measured inside MD steps), auto:rule (the fixed rule){}",
+                               o.transport, names));
     }
-#if HALOEX_HAVE_FACTORY
+    if (autoOptionGiven && o.transport != "auto") {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--auto-steps and --auto-cache set how --transport auto measures, but this run has "
+                               "--transport {}: drop them, or use --transport auto",
+                               o.transport));
+    }
+}
+
+// One rank's compute: the GPU backend or the CPU reference.
+std::unique_ptr<md::RankBackend> makeRankBackend(bool gpu, bool countApiSyncs) {
+    if (!gpu) return md::makeCpuBackend();
+    md::GpuBackendOptions gpuOptions;
+    gpuOptions.countApiSyncs = countApiSyncs;
+    return md::makeGpuBackend(gpuOptions);
+}
+
+// --transport auto: a candidate's representative steps are this run's own
+// MD steps on its transport (a trial engine: set-up and warm-up search not
+// timed), so the exchange competes with the real force kernels.
+struct MdTrial {
+    std::unique_ptr<md::RankBackend> backend;
+    md::Engine engine;
+    MdTrial(const md::MdOptions& o, runtime::World& world, transport::ParticleTransport& t, bool gpu)
+        : backend(makeRankBackend(gpu, false)), engine(o, world, t, *backend) {
+        engine.startTrial();
+    }
+};
+
+// What makes two runs alike for the measured choice: the system and the
+// step's settings (selectBackend adds the world, memory and candidates).
+std::string autoShapeKey(const md::MdOptions& o) {
+    const std::string start = !o.restartFile.empty() ? "restart " + o.restartFile
+                              : !o.groFile.empty()   ? "gro " + o.groFile
+                                                     : fmt::format("lattice of {} atoms", o.atoms);
+    return fmt::format("haloex-md {}, rc {} rlist {:.6g} nstlist {} prune {}/{:.6g}, grid {}, search {}, graphs {}, "
+                       "nvshmem {}/{}",
+                       start, o.rc, o.rlist, o.nstlist, o.pruneParts, o.rlistInner, o.grid, o.search,
+                       o.cudaGraphs ? (o.cudaGraphsGiven ? "given" : "on") : "off", o.nvshmemPath, o.nvshmemLaunch);
+}
+
+// The run's transport, with the reason in o.transportReason (and for
+// --transport auto the record of what was measured).
+std::unique_ptr<transport::ParticleTransport> makeTransportFor(md::MdOptions& o, runtime::World& world, bool gpu) {
+    const std::string& name = o.transport;
     transport::TransportOptions options;
     options.memorySpace = gpu ? transport::MemorySpace::Device : transport::MemorySpace::Host;
     options.allowSharedGpus = o.allowSharedGpus;
     options.nvshmemPath = o.nvshmemPath;
     options.nvshmemLaunch = o.nvshmemLaunch;
     options.waitTimeoutSeconds = o.waitTimeoutSeconds;
-    if (name == "auto") {
-        if (!gpu || world.size() == 1) {
-            name = "staged";
-            reason = !gpu ? "auto: host memory over MPI" : "auto: one rank has no halo to move";
-        } else {
-            name = HALOEX_HAVE_NVSHMEM ? "nvshmem" : "ipc";
-            reason = HALOEX_HAVE_NVSHMEM ? "auto: GPU-initiated, built with NVSHMEM"
-                                         : "auto: built without NVSHMEM, CUDA IPC on one node";
+    if (world.kind() == "threads") {
+        if (name != "auto" && name != "auto:rule" && name != "reference") {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("--transport {}: virtual ranks in one process use the reference transport; "
+                                   "launch with mpirun for {}",
+                                   name, name));
+        }
+        options.memorySpace = transport::MemorySpace::Host;
+    }
+    if (name == "auto:rule") {
+        o.transportReason = "auto:rule: " + autoRuleReason(world, options.memorySpace);
+        return makeTransport(Backend::Auto, world, options);
+    }
+    if (name != "auto") {
+        o.transportReason =
+            world.kind() == "threads" ? autoRuleReason(world, options.memorySpace) : "set by --transport";
+        return makeTransport(parseBackend(name), world, options);
+    }
+    AutoSelectOptions select;
+    select.shapeKey = autoShapeKey(o);
+    select.transport = options;
+    select.warmupSteps = md::kAutoWarmupSteps;
+    select.stepsPerRepeat = o.autoSteps;
+    select.repeats = md::kAutoRepeats;
+    select.cacheFile = o.autoCacheFile;
+    select.warn = [&world](const std::string& warning) {
+        if (world.rank() == 0) fmt::print(stderr, "haloex-md: warning: {}\n", warning);
+    };
+    const md::MdOptions trialOptions = o;
+    AutoSelection chosen =
+        selectBackend(world, select, [&](transport::ParticleTransport& t, Backend) -> RepresentativeSteps {
+            auto trial = std::make_shared<MdTrial>(trialOptions, world, t, gpu);
+            return [trial](int steps) { trial->engine.advanceTrial(steps); };
+        });
+    o.transportReason = "auto: " + chosen.record.reason;
+    o.autoSelectionJson = chosen.record.toJson();
+    if (chosen.record.source != AutoSource::Rule) {
+        o.autoSelectionLines = chosen.record.describe();
+        o.autoSelectionLines.erase(o.autoSelectionLines.begin());  // its reason is transportReason
+        if (world.rank() == 0 && !o.quiet) {
+            fmt::print("Transport {}: {}\n", toString(chosen.record.chosen), o.transportReason);
+            for (const std::string& line : o.autoSelectionLines) fmt::print("{}\n", line);
+            std::fflush(stdout);
         }
     }
-    return transport::makeTransport(name, world, options);
-#else
-    (void)gpu;
-    throwError(ErrorKind::InvalidInput, "this build has no transport factory");
-#endif
+    return std::move(chosen.transport);
 }
 
-// One rank's run; rank 0 reports.
-md::RunSummary runRank(const md::MdOptions& resolvedOptions, runtime::World& world, bool gpu) {
+// One rank's run and its options as the run resolved them (the transport's
+// reason, what auto measured); rank 0 reports.
+struct RankRun {
+    md::RunSummary summary;
+    md::MdOptions options;
+};
+RankRun runRank(const md::MdOptions& resolvedOptions, runtime::World& world, bool gpu) {
     md::MdOptions resolved = resolvedOptions;
-    auto transport = makeTransportFor(resolved, world, gpu, resolved.transportReason);
+    if (!gpu && resolved.countApiSyncs) {
+        throwError(ErrorKind::InvalidInput,
+                   "--count-api-syncs counts the CUDA calls of the GPU backend, but this run uses the CPU "
+                   "reference (--device cpu, or no GPU): drop the option or run on a GPU");
+    }
+    // A bad output path stops the run before the transports are measured.
+    md::runOnRoot(world, [&] { md::checkRunFiles(resolved); });
+    auto transport = makeTransportFor(resolved, world, gpu);
     resolved.deviceReason = resolved.device != "auto" ? "set by --device"
                             : gpu                     ? "auto: a GPU is visible"
                                                       : "auto: no GPU visible, the CPU reference";
     resolved.device = gpu ? "gpu" : "cpu";  // as resolved: the log and the JSON say which
-    std::unique_ptr<md::RankBackend> backend;
-    if (gpu) {
-        md::GpuBackendOptions gpuOptions;
-        gpuOptions.countApiSyncs = resolved.countApiSyncs;
-        backend = md::makeGpuBackend(gpuOptions);
-    } else {
-        if (resolved.countApiSyncs) {
-            throwError(ErrorKind::InvalidInput,
-                       "--count-api-syncs counts the CUDA calls of the GPU backend, but this run uses the CPU "
-                       "reference (--device cpu, or no GPU): drop the option or run on a GPU");
-        }
-        backend = md::makeCpuBackend();
-    }
+    const std::unique_ptr<md::RankBackend> backend = makeRankBackend(gpu, resolved.countApiSyncs);
     md::Engine engine(resolved, world, *transport, *backend);
-    return engine.run();
+    return {engine.run(), resolved};
 }
 
 // --ranks sets the virtual ranks of a CPU run without a launcher; elsewhere
@@ -287,7 +368,7 @@ int report(const md::RunSummary& summary, const md::MdOptions& o) {
     return stop.exitStatus;
 }
 
-int run(const md::MdOptions& o) {
+int run(const md::MdOptions& o, bool autoOptionGiven) {
     const bool gpu = wantGpu(o);
 #if HALOEX_HAVE_MPI
     if (runtime::MpiSession::launchedByMpiLauncher()) {
@@ -297,18 +378,18 @@ int run(const md::MdOptions& o) {
         int status = 0;
         try {
             requireRanksOption(o, world.size(), true);
+            requireTransportOptions(o, autoOptionGiven);
         } catch (const haloex::Error& e) {  // every rank sees it: rank 0 says it, all end
             if (world.rank() == 0) fmt::print(stderr, "haloex-md: {} error: {}\n", toString(e.kind()), e.what());
             return 1;
         }
         try {
             if (gpu) md::selectGpuForRank(world, o.allowSharedGpus);
-            const md::MdOptions resolved = md::resolveOptions(o, world.size(), gpu);
-            const md::RunSummary summary = runRank(resolved, world, gpu);
+            const RankRun mine = runRank(md::resolveOptions(o, world.size(), gpu), world, gpu);
             // Every rank agreed on the stop, so every rank exits with the
             // same status, once rank 0 has written the summary.
-            if (world.rank() == 0) report(summary, resolved);
-            status = summary.stop.exitStatus;
+            if (world.rank() == 0) report(mine.summary, mine.options);
+            status = mine.summary.stop.exitStatus;
             world.barrier();
         } catch (const std::exception& e) {
             // One rank's error: end the whole job so no rank waits forever.
@@ -317,21 +398,22 @@ int run(const md::MdOptions& o) {
         return status;
     }
 #endif
+    requireTransportOptions(o, autoOptionGiven);
     md::installStopSignalHandlers();
     if (gpu) {
         requireRanksOption(o, 1, false);
         runtime::World& world = runtime::singleRankWorld();
-        const md::MdOptions resolved = md::resolveOptions(o, 1, true);
-        return report(runRank(resolved, world, true), resolved);
+        const RankRun mine = runRank(md::resolveOptions(o, 1, true), world, true);
+        return report(mine.summary, mine.options);
     }
     const int ranks = o.virtualRanks > 0 ? o.virtualRanks : 4;
     const md::MdOptions resolved = md::resolveOptions(o, ranks, false);
-    std::optional<md::RunSummary> summary;
+    std::optional<RankRun> root;
     runtime::runInProcess(ranks, [&](runtime::World& world) {
-        md::RunSummary mine = runRank(resolved, world, false);
-        if (world.rank() == 0) summary = std::move(mine);
+        RankRun mine = runRank(resolved, world, false);
+        if (world.rank() == 0) root = std::move(mine);
     });
-    return report(*summary, resolved);
+    return report(root->summary, root->options);
 }
 
 }  // namespace
@@ -369,7 +451,7 @@ int main(int argc, char** argv) {
         if (app.count(std::string("--") + name) > 0) options.explicitOptions.emplace_back(name);
     }
     try {
-        return run(options);
+        return run(options, app.count("--auto-steps") + app.count("--auto-cache") > 0);
     } catch (const haloex::Error& e) {
         fmt::print(stderr, "haloex-md: {} error: {}\n", haloex::toString(e.kind()), e.what());
         return 1;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ctest-select ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality
+#   stages: build test test-gpu ctest-select ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -226,6 +226,63 @@ stage_md_check() {
   md_json 2 "$out/long-nvshmem-2.json" --transport nvshmem --atoms 22500 --steps 10000 --nstlist 50 --grid 2x1x1
   md_json 4 "$out/long-nvshmem-4.json" --transport nvshmem --atoms 45000 --steps 10000 --nstlist 50 --grid 4x1x1
   md_json 4 "$out/long-nvshmem-2x2.json" --transport nvshmem --nvshmem-path tma --atoms 45000 --steps 3000 --grid 2x2x1
+  stop_mps
+}
+
+# What --transport auto measured, from a haloex-md JSON record: the choice,
+# every candidate's time per step, the skipped ones and why.
+auto_selection_lines() {  # record.json
+  python3 - "$1" <<'PY' 2>&1 | tee -a "$summary"
+import json, sys
+try:
+    r = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit(f"    no record: {e}")
+a = r.get("auto_selection") or {}
+print(f"    transport {r.get('transport')} ({a.get('source', 'not auto')}): {r.get('transport_reason', '')[:300]}")
+for c in a.get("candidates", []):
+    repeats = ", ".join(f"{x:.1f}" for x in c["repeats_us_per_step"])
+    print(f"      {c['backend']}: {c['us_per_step']:.1f} us/step (repeats {repeats})")
+for s in a.get("skipped", []):
+    print(f"      {s['backend']}: skipped: {s['reason'][:200]}")
+for w in a.get("warnings", []):
+    print(f"      warning: {w[:200]}")
+print(f"    the run on {r.get('transport')}: {r.get('us_per_step_steady', 0):.1f} us/step steady, "
+      f"{r.get('us_per_step', 0):.1f} all steps")
+PY
+}
+
+# --transport auto (issue 15): haloex-md times every device transport that
+# can run here inside its own MD steps and runs with the fastest: 2 and 4
+# ranks sharing the GPU under MPS (NCCL refuses shared GPUs: skipped with
+# the reason), AUTO_ATOMS atoms (22 500); each again with the cache file the
+# first run wrote (the choice read back, nothing measured); then the measured
+# Auto's gpu-labelled tests (test_auto_select_gpu, 2 and 4 ranks).
+stage_auto_select() {
+  note "== --transport auto: transports measured inside MD steps (2 and 4 ranks under MPS, ${AUTO_ATOMS:-22500} atoms)"
+  start_mps
+  local np json cache=/tmp/auto-select-cache.json
+  rm -f "$cache"
+  for np in 2 4; do
+    json="$out/auto-select-$np.json"
+    timeout 150 "${mpirun_np[@]}" "$np" "$build/bin/haloex-md" --allow-shared-gpus --transport auto \
+      --atoms "${AUTO_ATOMS:-22500}" --steps "${AUTO_STEPS:-300}" --auto-cache "$cache" --quiet --log none \
+      --json "$json" >"$json.log" 2>&1
+    note "  np=$np measured: rc=$? $(grep -E 'Performance:' "$json.log" | sed 's/^ *//')"
+    auto_selection_lines "$json"
+    timeout 150 "${mpirun_np[@]}" "$np" "$build/bin/haloex-md" --allow-shared-gpus --transport auto \
+      --atoms "${AUTO_ATOMS:-22500}" --steps 100 --auto-cache "$cache" --quiet --log none \
+      --json "$out/auto-select-$np-cached.json" >"$out/auto-select-$np-cached.log" 2>&1
+    note "  np=$np from the cache file: rc=$?"
+    auto_selection_lines "$out/auto-select-$np-cached.json"
+    grep -m3 -E 'warning|error' "$json.log" "$out/auto-select-$np-cached.log" | cut -c1-240 | tee -a "$summary"
+  done
+  (cd "$build" && ctest -V --timeout 300 -R '^test_auto_select_gpu_np' >"$out/ctest-auto-select.log" 2>&1)
+  local rc=$?
+  grep -E 'tests passed|tests failed|\*\*\*Failed|Timeout|Not Run|Skipped|SKIPPED' "$out/ctest-auto-select.log" \
+    | tee -a "$summary"
+  grep -E '^[0-9]+: (auto: |  [a-z]+: )' "$out/ctest-auto-select.log" | cut -c1-240 | tee -a "$summary"
+  [ $rc -eq 0 ] || grep -E -B5 -A30 'FAILED|Failure' "$out/ctest-auto-select.log" | head -80
   stop_mps
 }
 

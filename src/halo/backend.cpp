@@ -139,6 +139,14 @@ Backend resolveAuto(Backend backend, const runtime::World& world, transport::Mem
     return unavailableReason(Backend::Nvshmem).empty() ? Backend::Nvshmem : Backend::Ipc;
 }
 
+std::string autoRuleReason(const runtime::World& world, transport::MemorySpace space) {
+    if (world.kind() == "threads") return "virtual ranks in one process exchange through the reference transport";
+    if (world.size() == 1) return "one rank has no halo to move between ranks";
+    if (space == transport::MemorySpace::Host) return "host memory: the staged transport";
+    return unavailableReason(Backend::Nvshmem).empty() ? "GPU-initiated, built with NVSHMEM"
+                                                       : "built without NVSHMEM: CUDA IPC within the node";
+}
+
 std::unique_ptr<transport::ParticleTransport> makeTransport(Backend backend, runtime::World& world,
                                                             const transport::TransportOptions& options) {
     const Backend concrete = resolveAuto(backend, world, options.memorySpace);

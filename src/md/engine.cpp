@@ -861,6 +861,35 @@ struct Engine::Impl {
         return summary;
     }
 
+    // The trial (Engine::startTrial): set-up and warm-up search as run().
+    void startTrial() {
+        setUp();
+        search(SearchKind::Warmup);
+        e.backend_.synchronize();
+        step = summary.firstStep;
+    }
+
+    // The next `count` steps as run()'s loop takes them, searches included.
+    void advanceTrial(int count) {
+        const std::int64_t first = summary.firstStep;
+        const std::int64_t nstlist = e.options_.nstlist;
+        const std::int64_t end = step + count;
+        while (step < end) {
+            if ((step - first) % nstlist == 0) {
+                search(step == first ? SearchKind::First : SearchKind::Regular);
+                e.backend_.runSteps(e.transport_, 1, false);
+                ++step;
+                continue;
+            }
+            const std::int64_t nextSearch = first + ((step - first) / nstlist + 1) * nstlist;
+            const std::int64_t chunkEnd = std::min(end, nextSearch);
+            e.backend_.runSteps(e.transport_, static_cast<int>(chunkEnd - step), false);
+            step = chunkEnd;
+        }
+        e.backend_.synchronize();
+        e.transport_.checkForFailure();
+    }
+
     // --steps 0, mdrun's single-point evaluation: the first step's forces
     // and energies, nothing advanced (no checkpoint; a trajectory gets the
     // start's frame). The backends expose no forces; the step's leapfrog
@@ -998,9 +1027,36 @@ struct Engine::Impl {
 Engine::Engine(MdOptions options, runtime::World& world, transport::ParticleTransport& transport, RankBackend& backend)
     : options_(std::move(options)), world_(world), transport_(transport), backend_(backend) {}
 
+Engine::~Engine() = default;
+
 RunSummary Engine::run() {
+    requireOption(!trial_, "Engine::run after startTrial: an Engine runs a trial or the run, not both");
     Impl impl(*this);
     return impl.run();
+}
+
+void Engine::startTrial() {
+    requireOption(!trial_, "Engine::startTrial called twice");
+    // Nothing written, printed or recounted: the trial only measures.
+    options_.quiet = true;
+    options_.logFile = "none";
+    options_.jsonFile.clear();
+    options_.trajFile.clear();
+    options_.energyFile.clear();
+    options_.checkpointFile.clear();
+    options_.checkpointEvery = 0;
+    options_.writeGromacsDir.clear();
+    options_.measureBuffer = false;
+    options_.countApiSyncs = false;
+    options_.maxHours = 0.0;
+    trial_ = std::make_unique<Impl>(*this);
+    trial_->startTrial();
+}
+
+void Engine::advanceTrial(int steps) {
+    requireOption(trial_ != nullptr, "Engine::advanceTrial before startTrial");
+    requireOption(steps >= 0, fmt::format("Engine::advanceTrial({}): the step count cannot be negative", steps));
+    trial_->advanceTrial(steps);
 }
 
 }  // namespace haloex::md

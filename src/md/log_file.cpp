@@ -93,6 +93,7 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
     };
     row("device", because(o.device, o.deviceReason));
     row("transport", because(c.transport, o.transportReason));
+    for (const std::string& line : o.autoSelectionLines) row("", line);
     row("grid", because(c.grid.empty() ? o.grid : c.grid,
                         o.grid == "auto" ? "auto: the planner's grid with the smallest halo for these ranks"
                                          : "set by --grid"));

@@ -58,6 +58,8 @@ void requireOptionRanges(const MdOptions& o) {
     requireCount("--thermo-every", o.thermoEvery, 0, kMaxStepCount, "0 (automatic: steps/10) or " + steps);
     requireCount("--traj-every", o.trajEvery, 0, kMaxStepCount, "0 (automatic: --thermo-every) or " + steps);
     requireCount("--cpt-every", o.checkpointEvery, 0, kMaxStepCount, "0 (only at the end) or " + steps);
+    requireCount("--auto-steps", o.autoSteps, 1, kMaxAutoSteps,
+                 fmt::format("1 to {} timed MD steps per repeat (default {})", kMaxAutoSteps, kDefaultAutoSteps));
 }
 
 }  // namespace haloex::md

@@ -59,6 +59,10 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
         fmt::print(out, "     dynamic pruning: off\n");
     }
     for (const auto& note : s.transportNotes) fmt::print(out, "     {}\n", note);
+    if (!o.autoSelectionLines.empty()) {
+        fmt::print(out, "     transport {}: {}\n", s.transport, o.transportReason);
+        for (const auto& line : o.autoSelectionLines) fmt::print(out, "     {}\n", line);
+    }
     if (!s.bufferSamples.empty()) {
         fmt::print(out,
                    "     buffer check ({} lists recounted): missed pairs cost {:.2g} kJ/mol/ps per atom "
@@ -137,6 +141,11 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     j["program"] = "haloex-md";
     j["commit"] = gitCommit();
     j["transport"] = s.transport;
+    j["transport_reason"] = o.transportReason;
+    // --transport auto that measured (or reused a measurement): every
+    // candidate's time per step, the skipped ones and why (null otherwise).
+    j["auto_selection"] =
+        o.autoSelectionJson.empty() ? nlohmann::json(nullptr) : nlohmann::json::parse(o.autoSelectionJson);
     j["backend"] = s.backend;
     j["search"] = s.search;
     j["ranks"] = s.ranks;

@@ -26,6 +26,7 @@ std::vector<RunFile> runFiles(const MdOptions& o) {
     if (!o.energyFile.empty()) files.push_back({"--energy", o.energyFile, true});
     if (!o.logFile.empty() && o.logFile != "none") files.push_back({"--log", o.logFile, true});
     if (!o.jsonFile.empty()) files.push_back({"--json", o.jsonFile, true});
+    if (!o.autoCacheFile.empty()) files.push_back({"--auto-cache", o.autoCacheFile, true});
     if (!o.writeGromacsDir.empty()) {
         for (const char* name : {"conf.gro", "topol.top", "md.mdp"}) {
             files.push_back({fmt::format("--write-gromacs {} ({})", o.writeGromacsDir, name),

@@ -141,6 +141,18 @@ class CliCase(unittest.TestCase):
             t.join(timeout=10)
         return proc.returncode, "".join(self.stdout), "".join(self.stderr)
 
+    def run_mpirun(self, ranks, args):
+        """haloex-md under mpirun (OpenMPI as ctest runs it: as root, oversubscribed, shared memory)."""
+        mpirun = shutil.which("mpirun")
+        if mpirun is None:
+            self.skipTest("no mpirun on PATH")
+        env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                   OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader",
+                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
+        result = subprocess.run([mpirun, "-np", str(ranks), HALOEX_MD] + [str(a) for a in args], cwd=self.dir,
+                                env=env, capture_output=True, text=True, errors="backslashreplace", timeout=300)
+        return result.returncode, result.stdout, result.stderr
+
     def expect_refused(self, args, message, status=1, **kwargs):
         """A bad run: `status` (None: any but 0), `message` (a regex) on stderr, and no step was run."""
         got, out, err = self.run_md(args, **kwargs)
@@ -967,18 +979,6 @@ class MdConventions(MdCli):
         self.assertEqual(status, 0, err)
         self.assertNotIn("adjusted", out)
 
-    def run_mpirun(self, ranks, args):
-        """haloex-md under mpirun (OpenMPI as ctest runs it: as root, oversubscribed, shared memory)."""
-        mpirun = shutil.which("mpirun")
-        if mpirun is None:
-            self.skipTest("no mpirun on PATH")
-        env = dict(os.environ, OMP_NUM_THREADS="1", OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-                   OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl="self,vader",
-                   OMPI_MCA_btl_vader_single_copy_mechanism="none")
-        result = subprocess.run([mpirun, "-np", str(ranks), HALOEX_MD] + [str(a) for a in args], cwd=self.dir,
-                                env=env, capture_output=True, text=True, errors="backslashreplace", timeout=300)
-        return result.returncode, result.stdout, result.stderr
-
     def test_ranks_under_mpirun_is_refused_unless_it_agrees(self):
         # --ranks 4 under mpirun -np 2 ran 2 ranks without a word.
         status, out, err = self.run_mpirun(2, ["--device", "cpu", "--atoms", "1000", "--steps", "4", "--ranks", "4"])
@@ -1064,8 +1064,76 @@ class MdConventions(MdCli):
         self.assertNotIn("MD step", ranges)
 
 
+class MdAutoTransport(CliCase):
+    """--transport auto (issue 15): the Auto that measures, its options and what the run says about the choice.
+    The measuring itself needs several GPU ranks (scripts/device/run.sh auto-select); here the CPU cases."""
+
+    def test_auto_options_are_checked_with_clear_errors(self):
+        transports = r"use auto \(measured inside MD steps\), auto:rule \(the fixed rule\), reference, staged, ipc, nccl, " \
+                     r"nvshmem"
+        cases = [
+            (["--auto-steps", "0"], r"--auto-steps 0: out of range; use 1 to 100000 timed MD steps per repeat"),
+            (["--auto-steps", "-2"], r"--auto-steps -2: out of range"),
+            (["--auto-steps", "100001"], r"--auto-steps 100001: out of range"),
+            (["--transport", "staged", "--auto-steps", "5"],
+             r"--auto-steps and --auto-cache set how --transport auto measures, but this run has --transport staged: "
+             r"drop them, or use --transport auto"),
+            (["--transport", "auto:rule", "--auto-cache", "c.json"], r"this run has --transport auto:rule"),
+            (["--transport", "warp"], r"--transport 'warp': " + transports),
+            (["--transport", "nccl-device"], r"--transport 'nccl-device': " + transports),
+            (["--transport", "Auto"], r"--transport 'Auto': "),
+            (["--auto-cache", "missing/c.json"], r"--auto-cache missing/c\.json: the directory"),
+            (["--auto-cache", "run.json", "--json", "run.json"],
+             r"--json run\.json and --auto-cache run\.json are the same file"),
+        ]
+        for extra, message in cases:
+            with self.subTest(args=extra):
+                self.expect_refused(quick(extra), message)
+        # Not a number: refused while the command line is parsed.
+        self.expect_refused(quick(["--auto-steps", "abc"]), r"--auto-steps", status=None)
+        self.assertEqual(self.leftovers(), [])
+
+    def test_virtual_ranks_take_the_rule_and_the_run_says_so(self):
+        status, _, err = self.run_md(quick(["--json", "auto.json"]))
+        self.assertEqual(status, 0, err)
+        record = json_of(self.path("auto.json"))
+        self.assertEqual(record["transport"], "reference")
+        self.assertEqual(record["transport_reason"],
+                         "auto: by rule, without measuring: virtual ranks in one process exchange through the "
+                         "reference transport")
+        self.assertEqual(record["auto_selection"]["source"], "rule")
+        self.assertEqual(record["auto_selection"]["candidates"], [])
+        with open(self.path("md.log")) as f:
+            self.assertRegex(f.read(), r"transport +reference \(auto: by rule, without measuring")
+        for transport, reason in [("auto:rule", "auto:rule: virtual ranks in one process"),
+                                  ("reference", "virtual ranks in one process")]:
+            with self.subTest(transport=transport):
+                status, _, err = self.run_md(quick(["--transport", transport, "--json", transport + ".json"]))
+                self.assertEqual(status, 0, err)
+                record = json_of(self.path(transport + ".json"))
+                self.assertTrue(record["transport_reason"].startswith(reason), record["transport_reason"])
+                self.assertIsNone(record["auto_selection"], "nothing was selected automatically")
+
+    def test_mpi_ranks_on_the_cpu_have_one_candidate_and_name_the_others(self):
+        status, out, err = self.run_mpirun(2, ["--device", "cpu", "--atoms", "1000", "--steps", "4", "--quiet",
+                                               "--json", "m.json", "--auto-cache", "auto.json"])
+        self.assertEqual(status, 0, err)
+        record = json_of(self.path("m.json"))
+        self.assertEqual(record["transport"], "staged")
+        self.assertEqual(record["transport_reason"], "auto: the only candidate that can run here, without measuring")
+        selection = record["auto_selection"]
+        self.assertEqual(selection["source"], "rule")
+        skipped = {s["backend"]: s["reason"] for s in selection["skipped"]}
+        self.assertEqual(sorted(skipped), ["ipc", "nccl", "nvshmem", "reference"])
+        self.assertIn("in-process oracle", skipped["reference"])
+        self.assertIn("device memory", skipped["nccl"])
+        self.assertFalse(os.path.exists(self.path("auto.json")), "nothing was measured, so nothing was cached")
+        self.assertNotIn("chosen by measurement", out)
+
+
 def list_tests():
-    for case in (MdCli, MdRestartOutputs, MdEnergyFile, MdLog, MdStop, MdStepConventions, MdConventions, MdCompactTrajectory):
+    for case in (MdCli, MdRestartOutputs, MdEnergyFile, MdLog, MdStop, MdStepConventions, MdConventions, MdCompactTrajectory,
+                 MdAutoTransport):
         own = dir(case) if case is MdCli else vars(case)  # MdConventions inherits MdCli's helpers, not its tests
         for name in sorted(n for n in own if n.startswith("test_")):
             print(f"{case.__name__}.{name}")

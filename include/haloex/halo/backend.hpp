@@ -29,7 +29,7 @@ enum class Backend {
     // halo view's peer memory only (device_halo.hpp); it has no particle
     // transport (use Nccl for that), so knownBackends() does not list it.
     NcclDevice,
-    Auto,  // resolved by resolveAuto() to one of the above
+    Auto,  // resolved to one of the above: measured by selectBackend (auto_select.hpp), or resolveAuto's rule
 };
 
 // "reference", "staged", "ipc", "nccl", "nvshmem" (the factory's names),
@@ -67,15 +67,16 @@ std::string deviceUnavailableReason();
 // Reference: Host; Ipc, Nccl, Nvshmem, NcclDevice: Device. Auto is resolved first.
 transport::MemorySpace defaultMemorySpace(Backend backend);
 
-// Auto, as the MD proxy has always resolved it: a thread world gets the
+// Auto by a fixed rule, without measuring: a thread world gets the
 // Reference backend; host memory or a single rank gets Staged; otherwise
 // Nvshmem where built, else Ipc. Concrete backends are returned unchanged.
-//
-// NOT what issue 15 asks of Auto yet: it does not measure. A measuring Auto
-// would time the available backends inside a representative step (the fused
-// kernels compete with compute for SMs), decide collectively, cache the
-// choice per plan shape and report it in describe(); that is still to do.
+// The Auto that measures is selectBackend (halo/auto_select.hpp): it times
+// the candidates inside the caller's representative steps, decides
+// collectively and caches the choice per plan shape; it keeps this rule for
+// the thread world and the single rank, where there is nothing to measure.
 Backend resolveAuto(Backend backend, const runtime::World& world, transport::MemorySpace space);
+// Why resolveAuto(Auto, world, space) gives what it gives, in words for a log.
+std::string autoRuleReason(const runtime::World& world, transport::MemorySpace space);
 
 // Collective over `world`: makes the backend's transport (Auto resolved with
 // options.memorySpace). Throws InvalidInput when the backend is not in this

@@ -4,6 +4,7 @@
 // calls run() with the same options.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -125,7 +126,20 @@ public:
     // `options` must be resolved (resolveOptions); the transport and backend
     // must match (host transport for the CPU backend).
     Engine(MdOptions options, runtime::World& world, transport::ParticleTransport& transport, RankBackend& backend);
+    Engine(const Engine&) = delete;
+    Engine& operator=(const Engine&) = delete;
+    ~Engine();
     RunSummary run();
+
+    // A trial on this transport, for measuring it (the auto transport choice,
+    // halo/auto_select.hpp): startTrial() sets up as run() does (the start
+    // configuration, the warm-up search) without writing or printing
+    // anything; each advanceTrial(n) then runs the next n MD steps as run()
+    // would (a search every nstlist steps; no energies, output or stop
+    // checks) and waits for them. Collective. An Engine runs a trial or
+    // run(), not both.
+    void startTrial();
+    void advanceTrial(int steps);
 
 private:
     struct Impl;
@@ -133,6 +147,7 @@ private:
     runtime::World& world_;
     transport::ParticleTransport& transport_;
     RankBackend& backend_;
+    std::unique_ptr<Impl> trial_;
 };
 
 // Fills the "auto" options for a run on `numRanks` ranks with or without

@@ -35,6 +35,13 @@ inline constexpr int kMaxVirtualRanks = 1024;
 // lattice start keeps neighbours more than 0.2 nm apart). --min-distance
 // changes it, 0 turns the check off.
 inline constexpr double kDefaultMinDistance = 0.05;
+// --transport auto measures each candidate transport in kAutoRepeats timed
+// repeats of --auto-steps MD steps (default kDefaultAutoSteps, at most
+// kMaxAutoSteps) after kAutoWarmupSteps untimed ones; the median counts.
+inline constexpr int kDefaultAutoSteps = 20;
+inline constexpr int kMaxAutoSteps = 100'000;
+inline constexpr int kAutoWarmupSteps = 10;
+inline constexpr int kAutoRepeats = 3;
 
 struct MdOptions {
     // System
@@ -76,10 +83,17 @@ struct MdOptions {
     double tauT = 0.1;                // ps
 
     // Parallel set-up
-    std::string grid = "auto";            // NXxNYxNZ or auto
-    int virtualRanks = 0;                 // CPU: ranks as threads of one process; 0: auto (4), at most kMaxVirtualRanks
-    std::string device = "auto";          // auto | cpu | gpu
-    std::string transport = "auto";       // auto | reference | staged | ipc | nccl | nvshmem
+    std::string grid = "auto";    // NXxNYxNZ or auto
+    int virtualRanks = 0;         // CPU: ranks as threads of one process; 0: auto (4), at most kMaxVirtualRanks
+    std::string device = "auto";  // auto | cpu | gpu
+    // auto (measured inside MD steps: halo/auto_select.hpp) | auto:rule (resolveAuto's fixed rule) |
+    // reference | staged | ipc | nccl | nvshmem
+    std::string transport = "auto";
+    // --transport auto: timed MD steps per repeat when measuring each
+    // candidate (kAutoRepeats repeats after kAutoWarmupSteps), and the file
+    // that keeps the choice across runs (empty: this run only).
+    int autoSteps = kDefaultAutoSteps;
+    std::string autoCacheFile;
     std::string nvshmemPath = "auto";     // auto | direct | tma | put
     std::string nvshmemLaunch = "fused";  // fused | per-pulse (the ablation, docs/nvshmem.md)
     bool allowSharedGpus = false;
@@ -108,6 +122,13 @@ struct MdOptions {
     std::string commandLine;  // as typed, for the log's header
     // Why the application chose the device and transport it did (the log's header).
     std::string deviceReason, transportReason;
+    // When --transport auto measured (or took a measured choice from its
+    // cache): the record's lines after its first (AutoRecord::describe: every
+    // candidate's figure, the skipped ones, warnings; the first line's reason
+    // is transportReason) for the summary and the log, and the record as JSON
+    // (AutoRecord::toJson) for the report's auto_selection. Empty otherwise.
+    std::vector<std::string> autoSelectionLines;
+    std::string autoSelectionJson;
     std::int64_t trajEvery = 0;
     std::string checkpointFile;
     std::int64_t checkpointEvery = 0;

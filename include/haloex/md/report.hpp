@@ -13,7 +13,8 @@ namespace haloex::md {
 inline constexpr int kSummarySchemaVersion = 2;
 
 void printPerformanceSummary(std::ostream& out, const RunSummary& summary, const MdOptions& options);
-// The JSON record: schema_version, transport, ranks, grid, atoms, steps,
+// The JSON record: schema_version, transport (with transport_reason, and
+// auto_selection: what --transport auto measured, or null), ranks, grid, atoms, steps,
 // ns_per_day and us_per_step (all steps), their *_steady twins, start-up,
 // search-step parts, energies at the last energy step, timing, settings, commit.
 std::string summaryToJson(const RunSummary& summary, const MdOptions& options);
