@@ -392,14 +392,15 @@ stage_search() {
   local grid np t
   for grid in 2:2x1x1 4:2x2x1; do
     np=${grid%%:*}
-    for t in nvshmem staged; do
+    for t in ${SEARCH_MPS_TRANSPORTS:-nvshmem staged}; do
       md_json "$np" "$out/dd-$t-${grid#*:}-device.json" --transport $t --search device --grid "${grid#*:}" "${common[@]}"
       md_json "$np" "$out/dd-$t-${grid#*:}-host.json" --transport $t --search host --grid "${grid#*:}" "${common[@]}"
       python3 "$root/bench/compare_energies.py" "$out/dd-$t-${grid#*:}-host.json" "$out/dd-$t-${grid#*:}-device.json" \
         --steps 21 --rtol 1e-6 2>&1 | tail -3 | tee -a "$summary"
     done
   done
-  md_json 4 "$out/long-device-2x2.json" --transport nvshmem --search device --atoms 45000 --steps 3000 --grid 2x2x1
+  [ -n "${SEARCH_SKIP_LONG:-}" ] ||
+    md_json 4 "$out/long-device-2x2.json" --transport nvshmem --search device --atoms 45000 --steps 3000 --grid 2x2x1
   stop_mps
 }
 
