@@ -8,7 +8,8 @@ namespace haloex {
 
 GridHalo::GridHalo(transport::ParticleTransport& transport, const plan::GridHaloPlan& plan)
     : transport_(&transport), plan_(plan),
-      engine_(std::make_unique<halo_detail::PulseEngine>(transport, plan.pulses, plan.numLocal())) {}
+      engine_(
+          std::make_unique<halo_detail::PulseEngine>(transport, plan.pulses, plan.numLocal(), plan.edgesAndCorners)) {}
 
 GridHalo::~GridHalo() = default;
 GridHalo::GridHalo(GridHalo&&) noexcept = default;

@@ -29,14 +29,29 @@ std::size_t sendElements(const plan::Pulse& p) { return p.sends() ? static_cast<
 // Elements this rank receives forward in pulse p (and sends back in reverse).
 std::size_t recvElements(const plan::Pulse& p) { return p.receives() ? static_cast<std::size_t>(p.recvCount) : 0; }
 
-// Consecutive pulses, cut where a pulse waits for one of the current run.
-std::vector<PulseEngine::Batch> batchesOf(const std::vector<plan::Pulse>& pulses) {
+// Consecutive pulses, cut by the plan's structure, never by this rank's
+// data: Pulse::waitsForward differs between ranks (empty where a rank
+// received nothing to forward, e.g. beside a non-periodic edge), and cuts
+// taken from it would give the ranks different numbers of exchangeBlocks
+// calls. Where pulses may forward, only the stage-0 pulses of one dimension
+// travel together (what a pulse forwards comes from earlier dimensions or
+// stages); otherwise nothing depends on anything and all pulses are one batch.
+std::vector<PulseEngine::Batch> batchesOf(const std::vector<plan::Pulse>& pulses, bool mayForward) {
     std::vector<PulseEngine::Batch> out;
     for (std::size_t p = 0; p < pulses.size(); ++p) {
-        const bool waitsInRun =
-            !out.empty() && std::any_of(pulses[p].waitsForward.begin(), pulses[p].waitsForward.end(),
-                                        [&](int q) { return static_cast<std::size_t>(q) >= out.back().first; });
-        if (out.empty() || waitsInRun) out.push_back({p, 0, 0, 0});
+        const bool cut =
+            out.empty() || (mayForward && (pulses[p].stage > 0 || pulses[p].dim != pulses[out.back().first].dim));
+        if (cut) out.push_back({p, 0, 0, 0});
+        for (int q : pulses[p].waitsForward) {
+            if (static_cast<std::size_t>(q) >= out.back().first) {
+                throwError(ErrorKind::InvalidInput,
+                           fmt::format("pulse {} waits for pulse {}, which {}; a plan whose pulses forward must say "
+                                       "so (a grid plan: edgesAndCorners)",
+                                       pulses[p].id, pulses[static_cast<std::size_t>(q)].id,
+                                       mayForward ? "is of the same dimension and stage"
+                                                  : "the plan says cannot happen (no pulse forwards)"));
+            }
+        }
         PulseEngine::Batch& batch = out.back();
         ++batch.count;
         batch.sendElements += sendElements(pulses[p]);
@@ -172,7 +187,8 @@ private:
 class DeviceMaps {};
 #endif
 
-PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<plan::Pulse> pulses, int numLocal)
+PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<plan::Pulse> pulses, int numLocal,
+                         bool pulsesMayForward)
     : transport_(transport), pulses_(std::move(pulses)), numLocal_(numLocal),
       device_(transport.memorySpace() == transport::MemorySpace::Device) {
     for (const plan::Pulse& p : pulses_) {
@@ -189,7 +205,7 @@ PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<pl
                                                             p.id, p.recvIndices.size(), p.recvCount));
         }
     }
-    batches_ = batchesOf(pulses_);
+    batches_ = batchesOf(pulses_, pulsesMayForward);
     for (const Batch& b : batches_)
         scratchElements_ = std::max({scratchElements_, b.sendElements, b.scatteredElements});
     if (device_) {

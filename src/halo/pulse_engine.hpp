@@ -4,8 +4,8 @@
 // with plain loops for host memory and device kernels for device memory.
 // Shared by the particle halo (contiguous receive slots) and usable for
 // scattered placements (grid plans: Pulse::recvIndices). gather moves each
-// run of consecutive pulses that need nothing from one another (a batch: no
-// pulse waits for an earlier one of the run, Pulse::waitsForward) with one
+// run of consecutive pulses that need nothing from one another (a batch, cut
+// alike on every rank: see PulseEngine::batches) with one
 // pack, one exchangeBlocks call and one unpack; scatterAdd goes pulse by
 // pulse (its additions must keep the plan's order). Internal.
 #include <cstddef>
@@ -27,7 +27,12 @@ public:
     // `numLocal`: elements every array holds. Device transports get every
     // host index map uploaded here (send maps, and receive maps of pulses
     // with scattered placement); device-resident send maps are used as they are.
-    PulseEngine(transport::ParticleTransport& transport, std::vector<plan::Pulse> pulses, int numLocal);
+    // `pulsesMayForward`: whether a pulse may forward what an earlier one
+    // delivered (particle plans, grid plans with edges and corners) -- a
+    // property of the plan's kind, the same on every rank, which decides the
+    // batches (see batches()).
+    PulseEngine(transport::ParticleTransport& transport, std::vector<plan::Pulse> pulses, int numLocal,
+                bool pulsesMayForward = true);
     ~PulseEngine();
 
     void gather(void* array, const ElementLayout& layout, const plan::Box* shiftBox, transport::StreamHandle stream);
@@ -37,7 +42,10 @@ public:
     int numLocal() const { return numLocal_; }
 
     // Pulses [first, first + count) that gather moves together; their sends
-    // are packed consecutively, and so are their scattered receives.
+    // are packed consecutively, and so are their scattered receives. The cuts
+    // are the same on every rank (transports such as ipc pair the ranks'
+    // exchangeBlocks calls one for one): where pulses may forward, a batch is
+    // the stage-0 pulses of one dimension; otherwise all pulses are one batch.
     struct Batch {
         std::size_t first = 0, count = 0;
         std::size_t sendElements = 0;

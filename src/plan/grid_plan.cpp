@@ -42,6 +42,7 @@ Skeleton buildSkeleton(const GridSpec& spec, int rank) {
         plan.allocated[d] = plan.interior[d] + 2 * plan.halo[d];
     }
     plan.receivedInPulse.assign(plan.numLocal(), -1);
+    plan.edgesAndCorners = spec.edgesAndCorners;
     std::array<bool, 3> haloFilled{false, false, false};
     for (int d : spec.dimOrder) {
         if (plan.halo[d] == 0) continue;

@@ -41,6 +41,10 @@ struct GridHaloPlan {
     Int3 allocated{1, 1, 1};           // interior + 2 * halo
     std::vector<Pulse> pulses;         // scattered placement: recvIndices / remoteRecvIndices
     std::vector<int> receivedInPulse;  // per local cell: filling pulse id, or -1
+    // The spec's: later dimensions forward the halos of earlier ones (false:
+    // faces only, no pulse depends on another). The same on every rank, unlike
+    // Pulse::waitsForward, which is empty where a rank received nothing to forward.
+    bool edgesAndCorners = true;
 
     int numLocal() const { return allocated[0] * allocated[1] * allocated[2]; }
     // Local index of cell (i, j, k) in interior coordinates (halo cells are
