@@ -25,9 +25,7 @@
 #include "haloex/md/run_output.hpp"
 #include "haloex/md/run_stop.hpp"
 #include "haloex/runtime/world.hpp"
-#if HALOEX_HAVE_MPI
-#include "haloex/runtime/mpi_world.hpp"
-#endif
+#include "haloex/runtime/launched_world.hpp"
 
 namespace {
 
@@ -370,11 +368,10 @@ int report(const md::RunSummary& summary, const md::MdOptions& o) {
 
 int run(const md::MdOptions& o, bool autoOptionGiven) {
     const bool gpu = wantGpu(o);
-#if HALOEX_HAVE_MPI
-    if (runtime::MpiSession::launchedByMpiLauncher()) {
-        runtime::MpiSession session;
+    // Under mpirun/srun: one rank per process (refused by a build without MPI).
+    if (const std::unique_ptr<runtime::LaunchedWorld> launched = runtime::startLaunchedWorld()) {
         md::installStopSignalHandlers();  // after MPI's initialisation, which may install its own
-        runtime::MpiWorld world;
+        runtime::World& world = launched->world();
         int status = 0;
         try {
             requireRanksOption(o, world.size(), true);
@@ -397,7 +394,6 @@ int run(const md::MdOptions& o, bool autoOptionGiven) {
         }
         return status;
     }
-#endif
     requireTransportOptions(o, autoOptionGiven);
     md::installStopSignalHandlers();
     if (gpu) {

@@ -11,6 +11,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/runtime/host_wait.hpp"
+#include "haloex/runtime/launched_world.hpp"
 #include "haloex/runtime/mpi_check.hpp"
 
 namespace haloex::runtime {
@@ -102,15 +103,7 @@ MpiSession::~MpiSession() {
     if (owns_ && !mpiFinalized()) MPI_Finalize();
 }
 
-bool MpiSession::launchedByMpiLauncher() {
-    // Variables that OpenMPI, PMI-1/2 (MPICH Hydra, Intel MPI), PMIx, Slurm's
-    // srun and MVAPICH set in every process they start.
-    for (const char* name :
-         {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID", "MV2_COMM_WORLD_SIZE"}) {
-        if (std::getenv(name) != nullptr) return true;
-    }
-    return false;
-}
+bool MpiSession::launchedByMpiLauncher() { return runtime::launchedByMpiLauncher(); }
 
 // ---- MpiWorld -------------------------------------------------------------------
 

@@ -33,9 +33,7 @@ public:
 
     bool ownsMpi() const { return owns_; }
 
-    // True when the environment shows an MPI/PMI launcher started this process
-    // (OpenMPI, MPICH/Hydra, PMIx, Slurm's srun, MVAPICH), so applications can
-    // choose MPI without a command-line switch.
+    // runtime::launchedByMpiLauncher() (launched_world.hpp, every build).
     static bool launchedByMpiLauncher();
 
 private:
