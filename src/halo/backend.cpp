@@ -106,7 +106,11 @@ std::string unavailableReason(Backend backend, runtime::World& world) {
     const bool device = backend == Backend::Ipc || backend == Backend::Nccl || backend == Backend::Nvshmem ||
                         backend == Backend::NcclDevice;
     if (device) {
-        if (std::string why = deviceUnavailableReason(); !why.empty()) return why;
+        // Agreed before the collective checks below: a rank without a GPU
+        // must not return while the others wait for it in them.
+        std::string mine = deviceUnavailableReason();
+        if (!mine.empty() && world.size() > 1) mine = fmt::format("rank {}: {}", world.rank(), mine);
+        if (std::string why = runtime::agreeOnReason(world, mine); !why.empty()) return why;
     }
 #if HALOEX_BACKEND_WITH_CUDA
     if (backend == Backend::Nccl) return ncclSharedGpuReason(world);

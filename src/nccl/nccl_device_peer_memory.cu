@@ -26,7 +26,6 @@
 #include <nccl.h>
 #include <nccl_device.h>
 
-#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -55,7 +54,6 @@ namespace haloex::nccl {
 namespace {
 
 constexpr std::size_t kGranularity = std::size_t{2} << 20;  // cuMem's usual granularity; windows are whole units
-constexpr std::size_t kReasonBytes = 1024;                  // a reason, as every rank receives it
 
 // "{}" holes filled in order: fmt's headers do not compile under nvcc in C++20.
 template <class... Args>
@@ -84,17 +82,6 @@ int loadedNcclVersion() {
 // since 2.9), as users read it.
 std::string ncclVersionText(int code) {
     return std::to_string(code / 10000) + "." + std::to_string(code / 100 % 100) + "." + std::to_string(code % 100);
-}
-
-// Every rank returns the first failing rank's reason (or nothing).
-std::string agree(runtime::World& world, const std::string& mine) {
-    const auto first = static_cast<int>(
-        world.allReduceValue<std::int64_t>(mine.empty() ? world.size() : world.rank(), runtime::ReduceOp::Min));
-    if (first == world.size()) return {};
-    std::array<char, kReasonBytes> text{};
-    if (world.rank() == first) std::strncpy(text.data(), mine.c_str(), text.size() - 1);
-    world.broadcastBytes(std::as_writable_bytes(std::span(text)), first);
-    return std::string(text.data());
 }
 
 // This rank's view of the CUDA peer access to the other ranks of its node
@@ -273,7 +260,7 @@ std::string deviceApiUnavailableReason(runtime::World& world) {
     // Collective on every rank, whatever this rank found above.
     const std::string access = peerAccessReason(world);
     if (mine.empty()) mine = access;
-    return agree(world, mine);
+    return runtime::agreeOnReason(world, mine);
 }
 
 std::unique_ptr<PeerMemory> makeNcclDevicePeerMemory(runtime::World& world, std::size_t bytes,

@@ -18,8 +18,8 @@ namespace {
 using haloex::runtime::launchedByMpiLauncher;
 using haloex::runtime::startLaunchedWorld;
 
-const std::vector<std::string> kLauncherVariables{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMI_RANK",
-                                                  "PMIX_RANK",            "SLURM_PROCID", "MV2_COMM_WORLD_SIZE"};
+const std::vector<std::string> kLauncherVariables{"OMPI_COMM_WORLD_SIZE", "PMI_SIZE",           "PMI_RANK", "PMIX_RANK",
+                                                  "SLURM_PROCID",         "MV2_COMM_WORLD_SIZE"};
 
 // Clears the launcher variables for the test's lifetime, then puts them back.
 class NoLauncher {

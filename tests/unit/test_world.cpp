@@ -146,6 +146,27 @@ TEST(ThreadWorld, BroadcastFromEveryRoot) {
     });
 }
 
+// agreeOnReason: the lowest rank's reason reaches every rank, whole (longer
+// than any fixed buffer), and none gives an empty answer everywhere.
+TEST(ThreadWorld, AgreeOnReasonGivesEveryRankTheLowestRanksReason) {
+    const std::string longReason(5000, 'x');
+    std::vector<std::string> got(5), none(5);
+    runtime::runInProcess(5, [&](runtime::World& w) {
+        const std::string mine = w.rank() == 2 ? "rank 2: no GPU" : w.rank() == 4 ? longReason : "";
+        got[static_cast<std::size_t>(w.rank())] = runtime::agreeOnReason(w, mine);
+        none[static_cast<std::size_t>(w.rank())] = runtime::agreeOnReason(w, "");
+    });
+    for (int r = 0; r < 5; ++r) {
+        EXPECT_EQ(got[static_cast<std::size_t>(r)], "rank 2: no GPU") << "rank " << r;
+        EXPECT_EQ(none[static_cast<std::size_t>(r)], "") << "rank " << r;
+    }
+    std::vector<std::string> whole(3);
+    runtime::runInProcess(3, [&](runtime::World& w) {
+        whole[static_cast<std::size_t>(w.rank())] = runtime::agreeOnReason(w, w.rank() == 1 ? longReason : "");
+    });
+    for (const std::string& text : whole) EXPECT_EQ(text, longReason);
+}
+
 TEST(ThreadWorld, SendRecvRingAndOpenChainWithMissingPeers) {
     constexpr int n = 5;
     runWithDeadline([] {

@@ -69,6 +69,11 @@ void runInProcess(int numRanks, const std::function<void(World&)>& body);
 // A world of one rank (no MPI, no threads).
 World& singleRankWorld();
 
+// Collective: the reason of the lowest rank that has one (empty when none
+// has), the same text on every rank -- so that no rank goes on to a
+// collective step the others skip because of a reason only they saw.
+std::string agreeOnReason(World& world, const std::string& mine);
+
 // ---- typed helpers ----------------------------------------------------------
 template <class T>
 std::vector<T> World::sendRecv(const std::vector<T>& send, int dest, int src, int tag) {
