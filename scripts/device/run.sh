@@ -326,15 +326,12 @@ stage_search_trace() {
   local n
   for n in ${TRACE_SIZES:-22500}; do
     note "== nsys trace of search steps, $n atoms ($nsys)"
-    timeout 300 "$nsys" profile -o "/tmp/trace-$n" --force-overwrite true --trace cuda,nvtx --export sqlite \
-      "$build/bin/haloex-md" --device gpu --atoms $n --steps ${TRACE_STEPS:-600} --nstlist 50 --quiet --log none \
-      >"$out/trace-$n.log" 2>&1
+    timeout 300 "$nsys" profile -o "/tmp/trace-$n" --force-overwrite true --trace cuda,nvtx,osrt \
+      "$build/bin/haloex-md" --device gpu --atoms $n --steps 300 --nstlist 50 --quiet --log none >"$out/trace-$n.log" 2>&1
     note "  profile rc=$?"
-    # Where one search step's time goes: kernels, gaps, host waits.
-    python3 "$root/scripts/device/search_timeline.py" "/tmp/trace-$n.sqlite" --ops "${TRACE_OPS:-90}" \
-      >"$out/search-timeline-$n.txt" 2>&1
-    note "  timeline rc=$?"
-    head -c 12000 "$out/search-timeline-$n.txt" >>"$summary"
+    "$nsys" stats -q -r cuda_gpu_trace,cuda_api_trace,nvtx_pushpop_trace -f csv -o "$out/trace-$n" "/tmp/trace-$n.nsys-rep" \
+      >>"$out/trace-$n.log" 2>&1
+    note "  stats rc=$? $(ls "$out" | grep -c "trace-$n") files"
   done
 }
 
