@@ -302,14 +302,23 @@ RankRun runRank(const md::MdOptions& resolvedOptions, runtime::World& world, boo
     }
     // A bad output path stops the run before the transports are measured.
     md::runOnRoot(world, [&] { md::checkRunFiles(resolved); });
+    // One-time work before the engine's own start-up: the transport's
+    // creation and, for --transport auto, the measurement of every candidate
+    // inside MD steps. It counts as start-up (reported apart), never in Time.
+    const auto transportBegin = std::chrono::steady_clock::now();
     auto transport = makeTransportFor(resolved, world, gpu);
+    const double transportSeconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - transportBegin).count();
     resolved.deviceReason = resolved.device != "auto" ? "set by --device"
                             : gpu                     ? "auto: a GPU is visible"
                                                       : "auto: no GPU visible, the CPU reference";
     resolved.device = gpu ? "gpu" : "cpu";  // as resolved: the log and the JSON say which
     const std::unique_ptr<md::RankBackend> backend = makeRankBackend(gpu, resolved.countApiSyncs);
     md::Engine engine(resolved, world, *transport, *backend);
-    return {engine.run(), resolved};
+    md::RunSummary summary = engine.run();
+    md::addStartupPart(summary, resolved.autoSelectionLines.empty() ? "transport" : "transport (auto measured)",
+                       transportSeconds);
+    return {std::move(summary), resolved};
 }
 
 // --ranks sets the virtual ranks of a CPU run without a launcher; elsewhere

@@ -48,12 +48,9 @@ std::string ncclDeviceMissing() {
 #if HALOEX_BACKEND_WITH_CUDA
 // Collective: why NCCL cannot run with these ranks' GPUs (two on one), or empty.
 std::string ncclSharedGpuReason(runtime::World& world) {
-    const std::vector<cuda::GpuIdentity> gpus = cuda::gatherGpuIdentities(world);
-    const auto shared = cuda::findSharedGpu(gpus);
-    if (!shared) return {};
-    const cuda::GpuIdentity& gpu = gpus[static_cast<std::size_t>(shared->first)];
-    return fmt::format("NCCL refuses two ranks on one GPU (ranks {} and {} share {} on {}); run one rank per GPU",
-                       shared->first, shared->second, gpu.busId, gpu.host);
+    const std::string shared = cuda::describeSharedGpu(cuda::gatherGpuIdentities(world));
+    if (shared.empty()) return {};
+    return fmt::format("NCCL refuses two ranks on one GPU ({}); run one rank per GPU", shared);
 }
 #endif
 

@@ -1059,4 +1059,9 @@ void Engine::advanceTrial(int steps) {
     trial_->advanceTrial(steps);
 }
 
+void addStartupPart(RunSummary& summary, const std::string& name, double seconds) {
+    summary.startupSeconds += seconds;
+    summary.startupPhasesMs[name] += 1e3 * seconds;
+}
+
 }  // namespace haloex::md

@@ -83,7 +83,8 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
     fmt::print(out, "\n               Wall t (s)    steps\n");
     fmt::print(out, "       Time: {:12.3f} {:8}   (every step, the {} search steps included)\n", s.totalSeconds,
                s.steps, s.searchSteps);
-    fmt::print(out, "   Start-up: {:12.3f}            (not in Time: input, decomposition, {})\n", s.startupSeconds,
+    fmt::print(out, "   Start-up: {:12.3f}            (not in Time: transport, input, decomposition, {})\n",
+               s.startupSeconds,
                s.onDevice ? "library initialisation, first allocations and graphs" : "first allocations");
     const auto hoursPerNs = [](double nsPerDay) { return nsPerDay > 0 ? 24.0 / nsPerDay : 0.0; };
     fmt::print(out, "                 (ns/day)    (hour/ns)\n");

@@ -16,14 +16,10 @@ void throwNcclError(ncclResult_t status, const char* call, const char* file, int
 }
 
 ncclComm_t createCommunicator(runtime::World& world, std::string_view user, std::string_view alternatives) {
-    const std::vector<cuda::GpuIdentity> gpus = cuda::gatherGpuIdentities(world);
-    if (const auto shared = cuda::findSharedGpu(gpus)) {
-        const auto& gpu = gpus[static_cast<std::size_t>(shared->first)];
-        throwError(ErrorKind::Nccl,
-                   fmt::format("{} cannot run here: NCCL refuses two ranks on one "
-                               "GPU (ranks {} and {} share {} on "
-                               "{}); launch at most one rank per GPU, or use {}",
-                               user, shared->first, shared->second, gpu.busId, gpu.host, alternatives));
+    if (const std::string shared = cuda::describeSharedGpu(cuda::gatherGpuIdentities(world)); !shared.empty()) {
+        throwError(ErrorKind::Nccl, fmt::format("{} cannot run here: NCCL refuses two ranks on one GPU ({}); run "
+                                                "one rank per GPU, or use {}",
+                                                user, shared, alternatives));
     }
     ncclUniqueId id{};
     if (world.rank() == 0) HALOEX_NCCL_CHECK(ncclGetUniqueId(&id));

@@ -89,12 +89,8 @@ std::string ncclVersionText(int code) {
 // CUDA_VISIBLE_DEVICES, is left to NCCL's own check).
 std::string peerAccessReason(runtime::World& world) {
     const std::vector<cuda::GpuIdentity> gpus = cuda::gatherGpuIdentities(world);
-    if (const auto shared = cuda::findSharedGpu(gpus)) {
-        const auto& gpu = gpus[static_cast<std::size_t>(shared->first)];
-        return say("NCCL refuses two ranks on one GPU (ranks {} and {} share {} on "
-                   "{}); launch at most one "
-                   "rank per GPU, or use the ipc backend",
-                   shared->first, shared->second, gpu.busId, gpu.host);
+    if (const std::string shared = cuda::describeSharedGpu(gpus); !shared.empty()) {
+        return say("NCCL refuses two ranks on one GPU ({}); run one rank per GPU, or use the ipc backend", shared);
     }
     const cuda::GpuIdentity& me = gpus[static_cast<std::size_t>(world.rank())];
     for (int r = 0; r < world.size(); ++r) {

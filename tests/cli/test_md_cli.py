@@ -720,6 +720,16 @@ class MdStepConventions(CliCase):
         self.assertEqual(status, 0, err)
         self.assertEqual(json_of(self.path("run.json"))["steps"], 200)
 
+    def test_transport_creation_counts_as_start_up_never_in_time(self):
+        status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--steps", "20",
+                                        "--json", "run.json"])
+        self.assertEqual(status, 0, err)
+        summary = json_of(self.path("run.json"))
+        part_ms = summary["startup_phases_ms"]["transport"]
+        self.assertGreaterEqual(part_ms, 0.0)
+        self.assertGreaterEqual(summary["startup_seconds"] * 1e3, part_ms)
+        self.assertIn("transport", out[out.index("Start-up parts"):].splitlines()[0])
+
     def test_steps_minus_one_runs_until_maxh(self):
         status, out, err = self.run_md(["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10",
                                         "--steps", "-1", "--maxh", "1e-9", "--json", "run.json", "--cpt",

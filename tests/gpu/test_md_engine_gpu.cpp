@@ -185,7 +185,9 @@ TEST_P(MdEngineGpuStop, ASignalStopsAtTheNextSearchStep) {
         stopped = runOnGpu(o, GetParam());
     }
     ::unsetenv("HALOEX_TEST_STOP_SIGNAL");
-    if (stopped.apiSyncsCounted) EXPECT_EQ(stopped.apiSyncsInNormalSteps, 0);
+    if (stopped.apiSyncsCounted) {
+        EXPECT_EQ(stopped.apiSyncsInNormalSteps, 0);
+    }
     ASSERT_TRUE(stopped.stop.stopped());
     EXPECT_EQ(stopped.stop.reason, "SIGTERM");
     EXPECT_EQ(stopped.stop.step, 30);

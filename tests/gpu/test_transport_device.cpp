@@ -321,6 +321,8 @@ TEST(DeviceSelection, FindsTheFirstSharedGpu) {
     ASSERT_TRUE(shared.has_value());
     EXPECT_EQ(*shared, (std::pair{0, 3}));
     EXPECT_FALSE(cuda::findSharedGpu({gpus[0], gpus[1], gpus[2]}).has_value()) << "same bus id on other nodes";
+    EXPECT_EQ(cuda::describeSharedGpu(gpus), "ranks 0 and 3 share GPU 0000:1B:00.0 on node-a");
+    EXPECT_EQ(cuda::describeSharedGpu({gpus[0], gpus[1], gpus[2]}), "");
 }
 #endif
 

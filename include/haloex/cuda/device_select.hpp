@@ -29,4 +29,9 @@ std::vector<GpuIdentity> gatherGpuIdentities(runtime::World& world);
 // The first two ranks (a < b) that use the same GPU of the same node.
 std::optional<std::pair<int, int>> findSharedGpu(const std::vector<GpuIdentity>& gpus);
 
+// "ranks A and B share GPU <bus id> on <host>" for the first two ranks that
+// share a GPU, or empty: the one wording of every refusal that needs a GPU
+// per rank (NCCL and its device API).
+std::string describeSharedGpu(const std::vector<GpuIdentity>& gpus);
+
 }  // namespace haloex::cuda

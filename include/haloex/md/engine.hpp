@@ -121,6 +121,11 @@ struct RunSummary {
     double measuredPruneDriftAbsolute = 0.0;
 };
 
+// One-time work done before the engine started (e.g. the transport's
+// creation, or --transport auto's measurement) counted as start-up: added to
+// startupSeconds and shown as its own start-up part, never in totalSeconds.
+void addStartupPart(RunSummary& summary, const std::string& name, double seconds);
+
 class Engine {
 public:
     // `options` must be resolved (resolveOptions); the transport and backend

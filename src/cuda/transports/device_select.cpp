@@ -77,4 +77,11 @@ std::optional<std::pair<int, int>> findSharedGpu(const std::vector<GpuIdentity>&
     return std::nullopt;
 }
 
+std::string describeSharedGpu(const std::vector<GpuIdentity>& gpus) {
+    const auto shared = findSharedGpu(gpus);
+    if (!shared) return {};
+    const GpuIdentity& gpu = gpus[static_cast<std::size_t>(shared->first)];
+    return fmt::format("ranks {} and {} share GPU {} on {}", shared->first, shared->second, gpu.busId, gpu.host);
+}
+
 }  // namespace haloex::cuda
