@@ -8,6 +8,7 @@
 // bad options (checked before MPI and the GPU).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <chrono>
@@ -23,6 +24,7 @@
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
+#include "haloex/halo/backend.hpp"
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/runtime/mpi_world.hpp"
 #include "haloex/runtime/plan_exchange.hpp"
@@ -81,6 +83,11 @@ void validate(const Options& o) {
         refuse(fmt::format("--nvshmem-launch {}: use fused or per-pulse", o.nvshmemLaunch));
     }
     plan::parseRankGrid(o.grid);
+    if (o.transport == "auto" || o.transport == "nccl-device") {
+        refuse(fmt::format("--transport {}: the stress test checks one particle transport; name it ({})",
+                           o.transport, fmt::join(transport::knownTransports(), ", ")));
+    }
+    parseBackend(o.transport);  // an unknown name is refused with the known ones
 }
 
 // What a halo copy carries, forwarded through the plan at repartitioning.
@@ -147,16 +154,15 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
     topts.nvshmemPath = o.nvshmemPath;
     topts.nvshmemLaunch = o.nvshmemLaunch;
     topts.waitTimeoutSeconds = o.waitTimeout;
-    std::unique_ptr<transport::ParticleTransport> transport;
-    try {
-        transport = transport::makeTransport(o.transport, world, topts);
-    } catch (const Error& e) {
-        if (e.kind() == ErrorKind::Nccl || e.kind() == ErrorKind::InvalidInput) {
-            if (world.rank() == 0) fmt::print("SKIPPED: {}\n", e.what());
-            return kSkipped;
-        }
-        throw;
+    // Through the registry: a backend this build or this job cannot run
+    // (NCCL with shared GPUs, a build without NVSHMEM) skips with the reason
+    // every rank agreed on; anything that fails after that is an error.
+    const Backend backend = parseBackend(o.transport);
+    if (const std::string why = unavailableReason(backend, world); !why.empty()) {
+        if (world.rank() == 0) fmt::print("SKIPPED: {}: {}\n", o.transport, why);
+        return kSkipped;
     }
+    const std::unique_ptr<transport::ParticleTransport> transport = makeTransport(backend, world, topts);
 
     const double side = std::cbrt(o.atoms / o.density);
     plan::DecompositionSpec spec{plan::Box{{side, side, side}}, plan::parseRankGrid(o.grid), 0.9, o.rlist};
