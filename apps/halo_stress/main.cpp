@@ -84,8 +84,8 @@ void validate(const Options& o) {
     }
     plan::parseRankGrid(o.grid);
     if (o.transport == "auto" || o.transport == "nccl-device") {
-        refuse(fmt::format("--transport {}: the stress test checks one particle transport; name it ({})",
-                           o.transport, fmt::join(transport::knownTransports(), ", ")));
+        refuse(fmt::format("--transport {}: the stress test checks one particle transport; name it ({})", o.transport,
+                           fmt::join(transport::knownTransports(), ", ")));
     }
     parseBackend(o.transport);  // an unknown name is refused with the known ones
 }
