@@ -141,26 +141,11 @@ __global__ void __launch_bounds__(kSearchThreads)
                     const float above = lastLoZ + sv.z - kFilterSlack - iHi.z;
                     const bool restAbove = above > 0.f && above * above >= p.rlist2;
                     unsigned candidates = __ballot_sync(kFullWarp, pass);
-                    // Each candidate's j atoms are loaded one candidate ahead,
-                    // so the load of the next overlaps the test of this one
-                    // (at small sizes the warps are too few to hide it).
-                    int next = -1;
-                    float4 nextXq{};
-                    std::uint8_t nextZone = 0;
-                    const auto prefetch = [&] {
-                        next = -1;
-                        if (candidates == 0) return;
-                        next = k0 + __ffs(candidates) - 1;
+                    while (candidates != 0) {
+                        const int cjj = k0 + __ffs(candidates) - 1;
                         candidates &= candidates - 1;
-                        nextXq = xq[next * kClusterSize + tj];
-                        nextZone = zoneOfSlot[next * kClusterSize + tj];
-                    };
-                    prefetch();
-                    while (next >= 0) {
-                        const int cjj = next;
-                        const Float3 xj = xyz(nextXq);
-                        const std::uint8_t zj = nextZone;
-                        prefetch();
+                        const Float3 xj = xyz(xq[cjj * kClusterSize + tj]);
+                        const std::uint8_t zj = zoneOfSlot[cjj * kClusterSize + tj];
                         const bool self = cjj == ci;
                         const bool in0 = atomPairInList(zi0, zj, ti, tj, self, s);
                         const bool in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
