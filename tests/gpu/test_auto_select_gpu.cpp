@@ -23,7 +23,7 @@ namespace {
 
 using namespace haloex;
 
-// The application's trial (apps/md/main.cpp): a GPU backend and an engine
+// The application's trial (proxies/md/app/main.cpp): a GPU backend and an engine
 // on the candidate's transport.
 struct Trial {
     std::unique_ptr<md::RankBackend> backend = md::makeGpuBackend({});

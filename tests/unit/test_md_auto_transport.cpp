@@ -61,7 +61,7 @@ TEST(MdTrial, AdvancesRealStepsAcrossSearchesAndWritesNothing) {
         << "the trial wrote " << std::filesystem::directory_iterator(dir)->path();
 }
 
-// The application's trial (apps/md/main.cpp): a CPU backend and an engine on
+// The application's trial (proxies/md/app/main.cpp): a CPU backend and an engine on
 // the candidate's transport.
 struct Trial {
     std::unique_ptr<md::RankBackend> backend = md::makeCpuBackend();
