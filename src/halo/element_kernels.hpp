@@ -3,7 +3,7 @@
 // (halo/particle_halo.hpp), for any element size and the component-wise
 // scalar types of halo/element.hpp. Internal to haloex (haloex_cuda); each
 // function launches on `stream` and returns at once; launch errors throw.
-// Packing by an index map is cuda::packElements (transports/halo_kernels.hpp).
+// Packing by an index map is cuda::packElements (transport/common/halo_kernels.hpp).
 #include <cuda_runtime.h>
 
 #include <cstddef>
