@@ -19,7 +19,7 @@
 #include <random>
 #include <span>
 
-#include "../unit/test_plan_scenario.hpp"
+#include "test_plan_scenario.hpp"
 #include "gpu_test_support.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/particles/device_plan_builder.hpp"

@@ -60,7 +60,7 @@ TEST(LaunchedWorld, NothingStartsWithoutALauncher) {
 }
 
 TEST(LaunchedWorld, ABuildWithoutMpiRefusesALaunchedProcess) {
-    if (HALOEX_HAVE_MPI) GTEST_SKIP() << "this build has MPI: a launched process gets an MPI world (tests/mpi)";
+    if (HALOEX_HAVE_MPI) GTEST_SKIP() << "this build has MPI: a launched process gets an MPI world (tests/runtime/mpi)";
     const NoLauncher clean;
     setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
     try {
