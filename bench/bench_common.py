@@ -41,7 +41,7 @@ if os.path.isdir(DEPS_PYTHON) and DEPS_PYTHON not in sys.path:
 
 # Records written by the bench/ drivers (the wrapper: header + runs).
 SCHEMA_VERSION = 2
-# haloex-md's own JSON (src/md/report.cpp, kSummarySchemaVersion), one per run.
+# haloex-md's own JSON (proxies/md/src/report.cpp, kSummarySchemaVersion), one per run.
 MD_SCHEMA_VERSION = 2
 
 SCHEMA_NOTES = {

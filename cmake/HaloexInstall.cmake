@@ -1,16 +1,18 @@
-# Installs the libraries, headers and a package config with components, so
-# that another project can find_package(haloex [COMPONENTS ...]) with nothing
-# but CMAKE_PREFIX_PATH, also after this build and its checkout are gone.
+# Installs the halo library -- its libraries (src/), its headers
+# (include/haloex) and a package config with components -- so that another
+# project can find_package(haloex [COMPONENTS ...]) with nothing but
+# CMAKE_PREFIX_PATH, also after this build and its checkout are gone. The
+# proxies (proxies/: MD, Jacobi) and the tools are not part of the installed
+# API: their libraries and headers stay in the build (their executables are
+# installed under bin/ by their own CMakeLists).
 #
 # One export set per component (lib/cmake/haloex/haloex-<component>-targets.cmake);
 # haloexConfig.cmake loads the requested ones and finds only what they need:
 #   component   target(s)                        needs
 #   plan        haloex::haloex                   fmt, Threads
-#   md          haloex::md                       plan, nlohmann_json (HDF5 by its library path, when built with it)
 #   mpi         haloex::mpi                      plan, MPI (C++)
 #   cuda        haloex::cuda                     plan, CUDAToolkit
 #   particles   haloex::particles                plan, CUDAToolkit (device migration, device plan builder)
-#   md_gpu      haloex::md_gpu                   md, cuda, particles
 #   nccl        haloex::nccl                     cuda, NCCL
 #   nvshmem     haloex::nvshmem                  plan, CUDAToolkit, NVSHMEM
 #   transports  haloex::transports               plan and the transport libraries built (cuda, nccl, nvshmem)
@@ -21,8 +23,7 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/config.hpp.in ${PROJECT_BINARY_DIR}/i
 
 set(HALOEX_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/haloex)
 set(_haloex_component_targets
-    plan:haloex plan:haloex_warnings md:haloex_md mpi:haloex_mpi cuda:haloex_cuda particles:haloex_particles
-    md_gpu:haloex_md_gpu
+    plan:haloex plan:haloex_warnings mpi:haloex_mpi cuda:haloex_cuda particles:haloex_particles
     nccl:haloex_nccl nvshmem:haloex_nvshmem transports:haloex_transports)
 set(HALOEX_COMPONENTS)
 foreach(pair IN LISTS _haloex_component_targets)
@@ -43,7 +44,9 @@ list(REMOVE_DUPLICATES HALOEX_COMPONENTS)
 foreach(component IN LISTS HALOEX_COMPONENTS)
   install(EXPORT haloex-${component}-targets NAMESPACE haloex:: DESTINATION ${HALOEX_CMAKE_INSTALL_DIR})
 endforeach()
-# Every library target must belong to a component (a new layer needs a line above).
+# Every library target of the halo library (src/ appends each to
+# HALOEX_INSTALL_TARGETS; the proxies' and tools' targets are not there) must
+# belong to a component (a new layer needs a line above).
 foreach(target IN LISTS HALOEX_INSTALL_TARGETS)
   if(NOT ";${_haloex_component_targets};" MATCHES ":${target};")
     message(FATAL_ERROR "library ${target} has no install component: add it in cmake/HaloexInstall.cmake")

@@ -540,7 +540,7 @@ stage_syncs() {
 
 # A/B of one change in one lease: haloex-md as built (B), and rebuilt with
 # the files under $AB_DIR (a copy of their previous version at the same
-# paths, e.g. .devsrc/ab/src/cuda/md/pair_search.cu) in place (A); both run
+# paths, e.g. .devsrc/ab/proxies/md/cuda/pair_search.cu) in place (A); both run
 # the search-step sizes with the search on the device, alternating A B A B
 # (AB_NSTLIST=0: each picks its own nstlist).
 stage_ab() {

@@ -1,7 +1,7 @@
 // The providers of peer-addressable memory (halo/peer_memory.hpp): CUDA IPC
 // (haloex_cuda), NVSHMEM symmetric memory with nvshmem_ptr peers
 // (haloex_nvshmem, host side) and an NCCL 2.28 device-API window with LSA
-// peers (haloex_nccl, src/nccl/nccl_device_peer_memory.cu).
+// peers (haloex_nccl, src/transport/nccl/nccl_device_peer_memory.cu).
 #include "haloex/halo/peer_memory.hpp"
 
 #include <algorithm>

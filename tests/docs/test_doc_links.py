@@ -12,7 +12,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 MARKDOWN_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 CODE_CITATION = re.compile(r"\bdocs/([A-Za-z0-9_.-]+\.md)(#[A-Za-z0-9_-]+)?")
 SOURCE_SUFFIXES = {".hpp", ".cpp", ".cu", ".cuh", ".py", ".sh", ".cmake", ".txt"}
-SOURCE_DIRS = ["include", "src", "apps", "tests", "bench", "scripts", "cmake", "examples"]
+SOURCE_DIRS = ["include", "src", "proxies", "tools", "tests", "bench", "scripts", "cmake", "examples"]
 
 
 def github_anchor(heading):
