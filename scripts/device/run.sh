@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ctest-select ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build test test-gpu ctest-select md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
@@ -226,6 +226,33 @@ stage_md_check() {
   md_json 2 "$out/long-nvshmem-2.json" --transport nvshmem --atoms 22500 --steps 10000 --nstlist 50 --grid 2x1x1
   md_json 4 "$out/long-nvshmem-4.json" --transport nvshmem --atoms 45000 --steps 10000 --nstlist 50 --grid 4x1x1
   md_json 4 "$out/long-nvshmem-2x2.json" --transport nvshmem --nvshmem-path tma --atoms 45000 --steps 3000 --grid 2x2x1
+  stop_mps
+}
+
+# A/B of two haloex-md binaries on the device transports (a change to the
+# transports or their kernels): MD_AB_OTHER is the other build's haloex-md
+# (A), this build's is B; 2 ranks sharing the GPU under MPS, MD_AB_TRANSPORTS
+# (nvshmem paths as nvshmem:PATH), MD_AB_ATOMS atoms, two repeats each in
+# alternating order, the steady state and all steps as the runs report them.
+stage_md_ab_bins() {
+  local other=${MD_AB_OTHER:?set MD_AB_OTHER to the other haloex-md}
+  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md (2 ranks under MPS)"
+  start_mps
+  local t n r v exe path json
+  for n in ${MD_AB_ATOMS:-22500 90000}; do
+    for t in ${MD_AB_TRANSPORTS:-nvshmem:direct nvshmem:tma ipc}; do
+      path=(); [ "${t%%:*}" = nvshmem ] && path=(--nvshmem-path "${t#*:}")
+      for r in 1 2; do
+        for v in $([ $r = 1 ] && echo A B || echo B A); do
+          exe=$([ $v = A ] && echo "$other" || echo "$build/bin/haloex-md")
+          json="$out/mdab-$n-${t/:/-}-$v-$r.json"
+          timeout 200 "${mpirun_np[@]}" 2 "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
+            --atoms "$n" --steps "${MD_AB_STEPS:-2000}" --grid 2x1x1 --json "$json" >"$json.log" 2>&1
+          note "  $n atoms $t $v (repeat $r): rc=$? $(grep -E 'Performance:|Steady state:' "$json.log" | sed 's/^ *//' | cut -c1-90 | tr '\n' ' ')"
+        done
+      done
+    done
+  done
   stop_mps
 }
 
