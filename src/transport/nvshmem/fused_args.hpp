@@ -1,6 +1,8 @@
 #pragma once
 // Kernel-side description of the fused exchange: one record per pulse (in
-// device memory, rebuilt at setPlan) and the per-launch arguments.
+// device memory, rebuilt at setPlan) and the per-launch arguments, for an
+// element type T (Vec3f: coordinates forward, forces back). Free of NVSHMEM:
+// the kernels (fused_exchange.cuh) take the peer access as a policy.
 #include <cstdint>
 
 #include "haloex/core/vec3.hpp"
@@ -9,6 +11,7 @@
 namespace haloex::nvshmem_detail {
 
 inline constexpr int kMaxPulses = 32;
+inline constexpr int kFusedThreads = 256;  // threads per block of the fused kernels
 
 // How data reaches a peer (chosen per peer at setPlan).
 enum class PathKind : int {
@@ -17,7 +20,8 @@ enum class PathKind : int {
     Put = 2,     // symmetric staging + nvshmem put-with-signal (what InfiniBand needs)
 };
 
-struct PulseRecord {
+template <class T>
+struct PulseRecordOf {
     const int* indexMap = nullptr;  // this rank's send entries (device)
     int sendCount = 0;
     int numIndependent = 0;
@@ -32,16 +36,17 @@ struct PulseRecord {
     PathKind sendPath = PathKind::Direct;  // towards sendPe
     PathKind recvPath = PathKind::Direct;  // towards recvPe
     // NVLink views of the peers' symmetric arrays (null on the put path).
-    Vec3f* peerX = nullptr;                    // sendPe's coordinates
-    const Vec3f* peerF = nullptr;              // sendPe's forces (pulled)
+    T* peerX = nullptr;                        // sendPe's coordinates
+    const T* peerF = nullptr;                  // sendPe's forces (pulled)
     std::uint64_t* peerCoordSignal = nullptr;  // sendPe's coordinate signal of this pulse
     std::uint64_t* peerForceSignal = nullptr;  // recvPe's force signal of this pulse
     std::uint64_t waitsForward = 0;            // bit q: pulse q's receive before the dependent entries
     std::uint64_t waitsReverse = 0;            // bit q: pulse q's accumulation before sending forces back
 };
 
-struct FusedArgs {
-    const PulseRecord* pulses = nullptr;
+template <class T>
+struct FusedArgsOf {
+    const PulseRecordOf<T>* pulses = nullptr;
     int numPulses = 0;
     // The pulses this launch moves: [firstPulse, firstPulse + gridDim.y), one
     // per blockIdx.y. The fused launch moves them all; the per-pulse ablation
@@ -50,10 +55,10 @@ struct FusedArgs {
     // Whether this launch completes the exchange: then its last block
     // advances `sequence`, once per exchange whatever the number of launches.
     bool completesExchange = true;
-    Vec3f* x = nullptr;                      // symmetric
-    Vec3f* f = nullptr;                      // symmetric
-    Vec3f* staging = nullptr;                // symmetric, coordinate send slots (put path)
-    Vec3f* forceStaging = nullptr;           // symmetric, force receive slots (put path)
+    T* x = nullptr;                          // symmetric
+    T* f = nullptr;                          // symmetric
+    T* staging = nullptr;                    // symmetric, coordinate send slots (put path)
+    T* forceStaging = nullptr;               // symmetric, force receive slots (put path)
     int stagingStride = 0;                   // atoms per slot (same on every rank)
     std::uint64_t* coordSignal = nullptr;    // symmetric [kMaxPulses]
     std::uint64_t* forceSignal = nullptr;    // symmetric [kMaxPulses]
@@ -68,5 +73,8 @@ struct FusedArgs {
     int myPe = 0;
     int withholdPulse = -1;  // test hook: never signal this pulse (provokes a timeout)
 };
+
+using PulseRecord = PulseRecordOf<Vec3f>;
+using FusedArgs = FusedArgsOf<Vec3f>;
 
 }  // namespace haloex::nvshmem_detail

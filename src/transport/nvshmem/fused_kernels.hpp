@@ -6,8 +6,6 @@
 
 namespace haloex::nvshmem_detail {
 
-inline constexpr int kFusedThreads = 256;
-
 // Grid (blocksPerPulse, numPulses); every block must be resident at once
 // (the caller bounds blocksPerPulse * numPulses by maxResidentFusedBlocks()).
 void launchFusedPackCommX(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream);

@@ -1,0 +1,434 @@
+#pragma once
+// The fused, GPU-initiated halo exchange kernels (docs/nvshmem.md), generic
+// over what they move and over how they reach the peers:
+//   T      the element type: Vec3f (coordinates forward with the periodic
+//          shift, forces added back) or any arithmetic type (no shift, added
+//          with atomicAdd) -- ExchangeElement<T> says how;
+//   Peers  the peer-access policy. Every policy reaches a peer on NVLink/P2P
+//          through load/store-accessible pointers (NVSHMEM's nvshmem_ptr,
+//          NCCL's LSA pointers, CUDA IPC mappings), so the direct and bulk
+//          (TMA) paths are the same code for all; only a policy with
+//          kCanPut also has the put-with-signal path (what InfiniBand needs).
+//          LoadStorePeers (below) has none and needs no NVSHMEM, so a
+//          translation unit without -rdc can instantiate it.
+// One launch moves every pulse's forward data (fusedForward) or reverse data
+// (fusedReverse), with per-pulse signals instead of host synchronisation. The
+// three paths are the named device functions forwardDirect / forwardBulk /
+// Peers::putWithSignal and reverseDirect / reverseBulk (+ the put's staging).
+#include <cstddef>
+#include <cstdint>
+
+#include "device_sync.cuh"
+#include "fused_args.hpp"
+#include "haloex/cuda/dependent_launch.cuh"
+
+namespace haloex::nvshmem_detail {
+
+// How an element travels: forward with the pulse's periodic shift applied
+// (only where the plan shifts, so -0.0f keeps its bits as in the reference),
+// reverse added into the owner's element.
+template <class T>
+struct ExchangeElement {  // arithmetic types: a scalar field has no periodic shift
+    __device__ static T shifted(T v, int /*dim*/, int /*shiftSign*/, float /*shift*/) { return v; }
+    __device__ static void accumulate(T* target, T v) { atomicAdd(target, v); }
+};
+template <>
+struct ExchangeElement<Vec3f> {
+    __device__ static Vec3f shifted(Vec3f v, int dim, int shiftSign, float shift) {
+        if (shiftSign != 0) v[dim] += shift;
+        return v;
+    }
+    __device__ static void accumulate(Vec3f* target, const Vec3f& v) {
+        atomicAdd(&target->x, v.x);
+        atomicAdd(&target->y, v.y);
+        atomicAdd(&target->z, v.z);
+    }
+};
+
+// Peers reached through load/store-accessible pointers only: no put path
+// (the host never chooses PathKind::Put for such a transport).
+struct LoadStorePeers {
+    static constexpr bool kCanPut = false;
+    template <class T>
+    __device__ static void putWithSignal(T*, const T*, std::size_t, std::uint64_t*, std::uint64_t, int) {
+        __trap();
+    }
+    __device__ static void signal(std::uint64_t*, std::uint64_t, int) { __trap(); }
+};
+
+namespace fused {
+
+constexpr int kWarps = kFusedThreads / 32;
+// Bulk (TMA) chunk per warp: 128 elements. A chunk starts 16-byte aligned when
+// the receive slot does (slots start at multiples of 4 elements) and 4
+// elements are a multiple of 16 bytes: sizeof(T) a multiple of 4.
+constexpr int kTmaElements = 128;
+constexpr int kTmaElementsPerLane = kTmaElements / 32;
+template <class T>
+inline constexpr bool kBulkCapable = sizeof(T) % 4 == 0 && sizeof(T) <= 16;
+
+// Bytes of a bulk copy of n elements: whole groups of 4 (the slot's padding).
+template <class T>
+__device__ __forceinline__ unsigned bulkBytes(int n) {
+    return static_cast<unsigned>((n + 3) / 4 * 4 * sizeof(T));
+}
+
+// This block's share [begin, end) of `count` entries, in multiples of `granule`.
+__device__ __forceinline__ void blockRange(int count, int granule, int& begin, int& end) {
+    int per = (count + gridDim.x - 1) / gridDim.x;
+    per = (per + granule - 1) / granule * granule;
+    begin = min(count, static_cast<int>(blockIdx.x) * per);
+    end = min(count, begin + per);
+}
+
+// Waits for every pulse in `mask` (receive signals of this rank).
+template <class T>
+__device__ bool waitForwardDependencies(const FusedArgsOf<T>& a, std::uint64_t mask, std::uint64_t seq,
+                                        const WaitContext& ctx) {
+    while (mask) {
+        const int q = __ffsll(static_cast<long long>(mask)) - 1;
+        mask &= mask - 1;
+        if (!waitSignalGe(&a.coordSignal[q], seq, ctx, WaitDiagnostics::CoordinateDependency, q, a.pulses[q].recvPe)) {
+            return false;
+        }
+    }
+    return true;
+}
+
+__device__ __forceinline__ unsigned sharedAddress(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+
+__device__ __forceinline__ void bulkStoreToGlobal(void* dst, const void* smem, unsigned bytes) {
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" ::"l"(dst), "r"(sharedAddress(smem)),
+                 "r"(bytes)
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+__device__ __forceinline__ void waitBulkReadsButOne() { asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory"); }
+
+__device__ __forceinline__ void waitBulkComplete() { asm volatile("cp.async.bulk.wait_group 0;" ::: "memory"); }
+
+__device__ __forceinline__ void mbarrierInit(std::uint64_t* bar, unsigned count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(sharedAddress(bar)), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void bulkLoadToShared(void* smem, const void* src, unsigned bytes, std::uint64_t* bar) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(sharedAddress(bar)), "r"(bytes)
+                 : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+                     sharedAddress(smem)),
+                 "l"(src), "r"(bytes), "r"(sharedAddress(bar))
+                 : "memory");
+}
+
+__device__ __forceinline__ void mbarrierWaitParity(std::uint64_t* bar, unsigned parity) {
+    unsigned done = 0;
+    while (!done) {
+        asm volatile(
+            "{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n selp.u32 %0, 1, 0, p;\n}\n"
+            : "=r"(done)
+            : "r"(sharedAddress(bar)), "r"(parity)
+            : "memory");
+    }
+}
+
+// Every block of a fused kernel ends here; the last one of the launch that
+// completes the exchange advances the exchange counter, so the next exchange
+// (or graph replay) uses a new value. The block counter wraps to 0 at the end
+// of every launch, so per-pulse launches reuse it one after the other.
+template <class T>
+__device__ void finishKernel(const FusedArgsOf<T>& a, std::uint64_t seq) {
+    if (threadIdx.x == 0) {
+        const unsigned total = gridDim.x * gridDim.y;
+        const unsigned old = atomicInc(a.kernelBlockCounter, total - 1);
+        if (old == total - 1 && a.completesExchange) *reinterpret_cast<volatile std::uint64_t*>(a.sequence) = seq + 1;
+    }
+}
+
+// Counts this block as done with its pulse; true in the last block of the pulse
+// (seen by all its threads). Each block releases its writes before it counts:
+// at system scope where they went to peer memory or a NIC may read them
+// (`systemRelease`), else at GPU scope. The last block acquires the others'
+// at GPU scope only: the counter is local, and the system-scope release it
+// issues next (the signal) is cumulative over what it has acquired. (Each
+// system-scope fence costs ~0.6 us on H200; this keeps one per block.)
+template <class T>
+__device__ bool lastBlockOfPulse(const FusedArgsOf<T>& a, int p, int* flag, bool systemRelease) {
+    __syncthreads();
+    if (threadIdx.x == 0) {
+        if (systemRelease) {
+            __threadfence_system();
+        } else {
+            __threadfence();
+        }
+        const unsigned old = atomicInc(&a.pulseBlockCounters[p], gridDim.x - 1);
+        *flag = old == gridDim.x - 1;
+        if (*flag) __threadfence();  // acquire the other blocks' writes
+    }
+    __syncthreads();
+    return *flag != 0;
+}
+
+// Forward, direct path: each thread stores its entries into `dst` (the
+// receiver's array through a peer pointer, or the put path's staging slot).
+// Independent entries (home elements) at once, forwarded ones after the
+// pulses that brought them have arrived. Clears *okShared on a failed wait.
+template <class T>
+__device__ void forwardDirect(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, float shift, T* dst,
+                              std::uint64_t seq, const WaitContext& ctx, int* okShared) {
+    const int* map = P.indexMap;
+    const T* x = a.x;
+    int begin, end;
+    blockRange(P.sendCount, 1, begin, end);
+    const int independentEnd = min(end, P.numIndependent);
+    for (int i = begin + threadIdx.x; i < independentEnd; i += blockDim.x) {
+        dst[i] = ExchangeElement<T>::shifted(x[map[i]], P.dim, P.shiftSign, shift);
+    }
+    if (end > P.numIndependent) {
+        if (threadIdx.x == 0) *okShared = waitForwardDependencies(a, P.waitsForward, seq, ctx);
+        __syncthreads();
+        if (*okShared) {
+            for (int i = max(begin, P.numIndependent) + threadIdx.x; i < end; i += blockDim.x) {
+                dst[i] = ExchangeElement<T>::shifted(x[map[i]], P.dim, P.shiftSign, shift);
+            }
+        }
+    }
+}
+
+// Forward, bulk path: each warp gathers a chunk into shared memory (double
+// buffered) and one lane stores it into the peer's array with a TMA bulk copy.
+template <class T>
+__device__ void forwardBulk(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, float shift,
+                            T (*tmaBuffer)[2][kTmaElements], std::uint64_t seq, const WaitContext& ctx, int* okShared) {
+    const int* map = P.indexMap;
+    const T* x = a.x;
+    T* dst = P.peerX + P.remoteRecvOffset;
+    int begin, end;
+    blockRange(P.sendCount, kTmaElements, begin, end);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    bool depsDone = false, ok = true;
+    int buffer = 0;
+    for (int c = begin + warp * kTmaElements; c < end && ok; c += kWarps * kTmaElements) {
+        const int n = min(kTmaElements, end - c);
+        if (c + n > P.numIndependent && !depsDone) {
+            // This chunk holds forwarded elements: wait for their pulses (warp-level).
+            int waited = 1;
+            if (lane == 0) waited = waitForwardDependencies(a, P.waitsForward, seq, ctx);
+            ok = __shfl_sync(0xffffffffu, waited, 0) != 0;
+            depsDone = true;
+            if (!ok) break;
+        }
+        if (lane == 0) waitBulkReadsButOne();  // the buffer we refill has been read
+        __syncwarp();
+        T* smem = tmaBuffer[warp][buffer];
+        for (int k = 0; k < kTmaElementsPerLane; ++k) {
+            const int j = lane + 32 * k;
+            const int i = c + j;
+            smem[j] = i < c + n ? ExchangeElement<T>::shifted(x[map[i]], P.dim, P.shiftSign, shift) : T{};
+        }
+        fenceProxyAsyncSharedCta();
+        __syncwarp();
+        if (lane == 0) bulkStoreToGlobal(dst + c, smem, bulkBytes<T>(n));
+        buffer ^= 1;
+    }
+    if (lane == 0) {
+        waitBulkComplete();
+        fenceProxyAsyncGlobal();
+    }
+    if (!ok) atomicExch(okShared, 0);
+}
+
+// Reverse, direct path: add the peer's elements (pulled through its pointer,
+// or from the put path's staging slot) into the owners.
+template <class T>
+__device__ void reverseDirect(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, const T* src) {
+    const int* map = P.indexMap;
+    int begin, end;
+    blockRange(P.sendCount, 1, begin, end);
+    for (int i = begin + threadIdx.x; i < end; i += blockDim.x) ExchangeElement<T>::accumulate(&a.f[map[i]], src[i]);
+}
+
+// Reverse, bulk path: each warp pulls a chunk of the peer's elements into
+// shared memory with a TMA bulk load, then adds it into the owners.
+template <class T>
+__device__ void reverseBulk(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, T (*tmaBuffer)[kTmaElements],
+                            std::uint64_t* tmaBarrier) {
+    const int* map = P.indexMap;
+    const T* src = P.peerF + P.remoteRecvOffset;
+    int begin, end;
+    blockRange(P.sendCount, kTmaElements, begin, end);
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    if (lane == 0) {
+        mbarrierInit(&tmaBarrier[warp], 1);
+        fenceProxyAsyncSharedCta();
+        fenceProxyAsyncGlobal();  // the acquired peer elements are visible to the bulk loads
+    }
+    __syncwarp();
+    unsigned parity = 0;
+    for (int c = begin + warp * kTmaElements; c < end; c += kWarps * kTmaElements) {
+        const int n = min(kTmaElements, end - c);
+        if (lane == 0) bulkLoadToShared(tmaBuffer[warp], src + c, bulkBytes<T>(n), &tmaBarrier[warp]);
+        mbarrierWaitParity(&tmaBarrier[warp], parity);
+        parity ^= 1;
+        for (int j = lane; j < n; j += 32) ExchangeElement<T>::accumulate(&a.f[map[c + j]], tmaBuffer[warp][j]);
+        __syncwarp();  // the buffer is free for the next load
+    }
+}
+
+}  // namespace fused
+
+// ---------------------------------------------------------------------------
+// Forward (coordinates): pack (with the periodic shift) straight into the
+// receiver's array (direct, bulk) or into a staging slot then put-with-signal
+// (put, where Peers can).
+template <class T, class Peers>
+__global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) {
+    using namespace fused;
+    __shared__ int flag;
+    __shared__ int okShared;
+    __shared__ alignas(128) T tmaBuffer[kWarps][2][kTmaElements];
+
+    // May be a programmatic dependent of the previous kernel on the stream
+    // (which may advance a.sequence): wait for it before reading anything.
+    // Its own dependents (the non-local gather) are let in only once the
+    // receive has arrived, below: earlier, their blocks would wait resident
+    // through the whole exchange and slow the local force kernel beside it.
+    cuda::waitForPrerequisiteGrids();
+    const int p = a.firstPulse + static_cast<int>(blockIdx.y);
+    const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
+    const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::CoordinateKernel};
+    const PulseRecordOf<T>& P = a.pulses[p];
+    if (threadIdx.x == 0) okShared = !aborted(ctx);
+    __syncthreads();
+    if (!okShared) {
+        finishKernel(a, seq);
+        return;
+    }
+
+    const float shift = a.shift[p];
+    const bool put = Peers::kCanPut && P.sendPath == PathKind::Put;
+    if (kBulkCapable<T> && P.sendPath == PathKind::Tma) {
+        forwardBulk(a, P, shift, tmaBuffer, seq, ctx, &okShared);
+    } else {
+        T* dst = put ? a.staging + static_cast<long long>(p) * a.stagingStride : P.peerX + P.remoteRecvOffset;
+        forwardDirect(a, P, shift, dst, seq, ctx, &okShared);
+    }
+
+    // Notify the receiver once every block of the pulse has packed.
+    const bool last = lastBlockOfPulse(a, p, &flag, /*systemRelease=*/true);
+    if (last && okShared && p != a.withholdPulse) {
+        if (put) {
+            const std::size_t bytes = static_cast<std::size_t>(P.sendCount) * sizeof(T);
+            if (bytes > 0) {
+                Peers::putWithSignal(a.x + P.remoteRecvOffset, a.staging + static_cast<long long>(p) * a.stagingStride,
+                                     bytes, &a.coordSignal[p], seq, P.sendPe);
+            } else if (threadIdx.x == 0) {
+                Peers::signal(&a.coordSignal[p], seq, P.sendPe);
+            }
+        } else if (threadIdx.x == 0) {
+            releaseStoreSys(P.peerCoordSignal, seq);
+        }
+    }
+
+    // Return only once this rank's own receive of pulse p has arrived; then
+    // clear its halo slot of the reverse data (the peer pulled last step's
+    // before it sent these).
+    if (threadIdx.x == 0) {
+        okShared =
+            okShared && waitSignalGe(&a.coordSignal[p], seq, ctx, WaitDiagnostics::CoordinateReceive, p, P.recvPe);
+    }
+    __syncthreads();
+    cuda::allowDependentGrids();
+    if (okShared) {
+        int begin, end;
+        blockRange(P.recvCapacity, 1, begin, end);
+        for (int i = begin + threadIdx.x; i < end; i += blockDim.x) a.f[P.recvOffset + i] = T{};
+    }
+    finishKernel(a, seq);
+}
+
+// ---------------------------------------------------------------------------
+// Reverse (forces): pulses in reverse order. The rank that holds halo data of
+// pulse p announces it (direct, bulk: the owner pulls through the peer
+// pointer; put: it puts the data with a signal); the owner adds it into its
+// elements.
+template <class T, class Peers>
+__global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) {
+    using namespace fused;
+    __shared__ int flag;
+    __shared__ int okShared;
+    __shared__ alignas(128) T tmaBuffer[kWarps][kTmaElements];
+    __shared__ alignas(8) std::uint64_t tmaBarrier[kWarps];
+
+    cuda::waitForPrerequisiteGrids();                                           // e.g. the scatter of the halo forces
+    const int p = a.firstPulse + static_cast<int>(gridDim.y - 1 - blockIdx.y);  // last pulse first
+    const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
+    const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::ForceKernel};
+    const PulseRecordOf<T>& P = a.pulses[p];
+    if (threadIdx.x == 0) okShared = !aborted(ctx);
+    __syncthreads();
+    if (!okShared) {
+        finishKernel(a, seq);
+        return;
+    }
+    const bool putBack = Peers::kCanPut && P.recvPath == PathKind::Put;
+    const bool putHere = Peers::kCanPut && P.sendPath == PathKind::Put;
+
+    // Halo-data holder: once the later pulses that forwarded our received
+    // elements have accumulated here, our data on slot p is complete.
+    if (blockIdx.x == 0) {
+        if (threadIdx.x == 0) {
+            std::uint64_t mask = P.waitsReverse;
+            while (mask && okShared) {
+                const int q = __ffsll(static_cast<long long>(mask)) - 1;
+                mask &= mask - 1;
+                okShared = waitSignalGe(&a.doneWords[q], seq, ctx, WaitDiagnostics::ForceDependency, q, a.myPe,
+                                        /*systemScope=*/false);
+            }
+            // A NIC (put over InfiniBand) reads the data without a GPU
+            // acquire: make it visible at system scope first. The direct
+            // paths' release store below is cumulative over what this thread
+            // acquired, so they need no fence of their own.
+            if (okShared && putBack) __threadfence_system();
+        }
+        __syncthreads();
+        if (okShared && p != a.withholdPulse) {
+            if (putBack) {
+                const std::size_t bytes = static_cast<std::size_t>(P.recvCount) * sizeof(T);
+                if (bytes > 0) {
+                    Peers::putWithSignal(a.forceStaging + static_cast<long long>(p) * a.stagingStride,
+                                         a.f + P.recvOffset, bytes, &a.forceSignal[p], seq, P.recvPe);
+                } else if (threadIdx.x == 0) {
+                    Peers::signal(&a.forceSignal[p], seq, P.recvPe);
+                }
+            } else if (threadIdx.x == 0) {
+                releaseStoreSys(P.peerForceSignal, seq);
+            }
+        }
+    }
+
+    // Data owner: add the peer's data on the elements this rank sent.
+    if (threadIdx.x == 0 && okShared) {
+        okShared = waitSignalGe(&a.forceSignal[p], seq, ctx, WaitDiagnostics::ForceReady, p, P.sendPe);
+    }
+    __syncthreads();
+    cuda::allowDependentGrids();  // after the wait, as in fusedForward
+    if (okShared && kBulkCapable<T> && P.sendPath == PathKind::Tma) {
+        reverseBulk(a, P, tmaBuffer, tmaBarrier);
+    } else if (okShared) {
+        reverseDirect(a, P,
+                      putHere ? a.forceStaging + static_cast<long long>(p) * a.stagingStride
+                              : P.peerF + P.remoteRecvOffset);
+    }
+
+    // Publish "pulse p accumulated" for the earlier pulses that wait on it
+    // (local atomics only, read on this GPU or pulled by a peer after a
+    // system-scope release by the block that waits for this word).
+    const bool last = lastBlockOfPulse(a, p, &flag, /*systemRelease=*/false);
+    if (last && okShared && threadIdx.x == 0) releaseStoreGpu(&a.doneWords[p], seq);
+    finishKernel(a, seq);
+}
+
+}  // namespace haloex::nvshmem_detail
