@@ -1,4 +1,4 @@
-// The fused exchange kernels (src/transport/nvshmem/fused_exchange.cuh) instantiated
+// The fused exchange kernels (src/transport/fused/fused_exchange.cuh) instantiated
 // with the load/store peer policy, in a translation unit without -rdc or
 // NVSHMEM: what a transport over NCCL's LSA pointers or CUDA IPC mappings
 // would run. Two virtual ranks of one process on one GPU exchange over plain

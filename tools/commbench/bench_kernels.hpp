@@ -2,7 +2,7 @@
 // Kernels of haloex-commbench's GPU-initiated measurements (bench_kernels.cu).
 // Launchers return at once; launch errors throw. Ping-pongs run on both PEs
 // (initiator and responder); every wait has a time limit and, on expiry,
-// leaves its diagnostic in `wait` (see src/transport/nvshmem/wait_diagnostics.hpp).
+// leaves its diagnostic in `wait` (see src/transport/fused/wait_diagnostics.hpp).
 #include <cuda_runtime.h>
 
 #include <cstddef>

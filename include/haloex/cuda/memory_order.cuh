@@ -2,7 +2,7 @@
 // Device-side memory-ordering primitives for GPU-initiated signalling between
 // ranks: the global timer, relaxed and acquire loads, release stores. Plain
 // PTX, no NVSHMEM, no relocatable device code: the nvshmem transport's fused
-// kernels (src/transport/nvshmem/device_sync.cuh) and the device halo view
+// kernels (src/transport/fused/device_sync.cuh) and the device halo view
 // (haloex/halo/device_halo_view.cuh) use the same ones.
 #include <cstdint>
 

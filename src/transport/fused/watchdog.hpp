@@ -19,9 +19,10 @@ double waitTimeoutSeconds(double option);
 
 class Watchdog {
 public:
-    // describe(d) turns a recorded timeout into the message for the user.
+    // describe(d) turns a recorded timeout into the message for the user;
+    // `transport` names whose wait it was ("nvshmem wait timed out: ...").
     Watchdog(runtime::World& world, const WaitDiagnostics* diagnostics,
-             std::function<std::string(const WaitDiagnostics&)> describe);
+             std::function<std::string(const WaitDiagnostics&)> describe, std::string transport = "nvshmem");
     Watchdog(const Watchdog&) = delete;
     Watchdog& operator=(const Watchdog&) = delete;
     ~Watchdog();
@@ -35,6 +36,7 @@ private:
     runtime::World& world_;
     const WaitDiagnostics* diagnostics_;
     std::function<std::string(const WaitDiagnostics&)> describe_;
+    std::string transport_;
     std::atomic<bool> stop_{false};
     std::thread thread_;
 };

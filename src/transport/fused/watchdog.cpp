@@ -41,8 +41,8 @@ double waitTimeoutSeconds(double option) {
 }
 
 Watchdog::Watchdog(runtime::World& world, const WaitDiagnostics* diagnostics,
-                   std::function<std::string(const WaitDiagnostics&)> describe)
-    : world_(world), diagnostics_(diagnostics), describe_(std::move(describe)) {
+                   std::function<std::string(const WaitDiagnostics&)> describe, std::string transport)
+    : world_(world), diagnostics_(diagnostics), describe_(std::move(describe)), transport_(std::move(transport)) {
     thread_ = std::thread([this] { run(); });
 }
 
@@ -52,9 +52,9 @@ Watchdog::~Watchdog() {
     // A timeout recorded just before shutdown still ends the job with its diagnostic.
     const std::string message = pendingTimeout();
     if (!message.empty()) {
-        std::fprintf(stderr, "haloex: nvshmem wait timed out: %s\n", message.c_str());
+        std::fprintf(stderr, "haloex: %s wait timed out: %s\n", transport_.c_str(), message.c_str());
         std::fflush(stderr);
-        world_.abort("nvshmem wait timed out: " + message, 3);
+        world_.abort(transport_ + " wait timed out: " + message, 3);
     }
 }
 
@@ -69,9 +69,9 @@ void Watchdog::run() {
     while (!stop_) {
         const std::string message = pendingTimeout();
         if (!message.empty()) {
-            std::fprintf(stderr, "haloex: nvshmem wait timed out: %s\n", message.c_str());
+            std::fprintf(stderr, "haloex: %s wait timed out: %s\n", transport_.c_str(), message.c_str());
             std::fflush(stderr);
-            world_.abort("nvshmem wait timed out: " + message, 3);
+            world_.abort(transport_ + " wait timed out: " + message, 3);
         }
         std::this_thread::sleep_for(20ms);
     }
