@@ -144,7 +144,7 @@ AutoRecord recordFromJson(const nlohmann::json& j) {
     };
     const auto backendNamed = [](const std::string& name) {
         const Backend b = parseBackend(name);
-        if (b == Backend::Auto || b == Backend::NcclDevice) {
+        if (b == Backend::Auto) {
             throwError(ErrorKind::InvalidInput, fmt::format("\"{}\" is not a backend with a particle transport", name));
         }
         return b;

@@ -89,9 +89,6 @@ void requireOptions(const AutoSelectOptions& o) {
     if (o.repeats < 1) refuse(fmt::format("repeats {}: use at least 1 timed repeat", o.repeats));
     for (Backend b : o.candidates) {
         if (b == Backend::Auto) refuse("Auto among the candidates: list concrete backends (or none for the default)");
-        if (b == Backend::NcclDevice) {
-            refuse("nccl-device among the candidates: it has no particle transport; use nccl");
-        }
     }
 }
 

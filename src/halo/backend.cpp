@@ -11,6 +11,7 @@
 #if HALOEX_HAVE_CUDA && defined(HALOEX_LINKED_CUDA)
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
+#include "peer_fused_transport.hpp"
 #define HALOEX_BACKEND_WITH_CUDA 1
 #else
 #define HALOEX_BACKEND_WITH_CUDA 0
@@ -80,15 +81,18 @@ Backend parseBackend(std::string_view name) {
 }
 
 std::vector<Backend> knownBackends() {
-    // The factory's order, so the two lists cannot drift apart.
+    // The factory's order, so the two lists cannot drift apart, then the
+    // fused transport over NCCL's windows (made here, not by the factory).
     std::vector<Backend> out;
     for (const std::string& name : transport::knownTransports()) out.push_back(parseBackend(name));
+    out.push_back(Backend::NcclDevice);
     return out;
 }
 
 std::vector<Backend> availableBackends() {
     std::vector<Backend> out;
     for (const std::string& name : transport::availableTransports()) out.push_back(parseBackend(name));
+    if (ncclDeviceMissing().empty()) out.push_back(Backend::NcclDevice);
     return out;
 }
 
@@ -152,9 +156,17 @@ std::unique_ptr<transport::ParticleTransport> makeTransport(Backend backend, run
                                                             const transport::TransportOptions& options) {
     const Backend concrete = resolveAuto(backend, world, options.memorySpace);
     if (concrete == Backend::NcclDevice) {
-        throwError(ErrorKind::InvalidInput,
-                   "the nccl-device backend provides the device halo view's peer memory (DeviceHalo) only and has no "
-                   "particle transport; use the nccl backend for that");
+#if HALOEX_BACKEND_WITH_CUDA && HALOEX_BACKEND_WITH_NCCL_DEVICE
+        // The fused kernels over NCCL's LSA windows, where the device API can
+        // run in this job (decided alike on every rank: collective).
+        if (const std::string why = unavailableReason(Backend::NcclDevice, world); !why.empty()) {
+            throwError(ErrorKind::InvalidInput, fmt::format("the nccl-device transport cannot run here: {}", why));
+        }
+        return transport::makePeerFusedTransport(world, options, Backend::NcclDevice, "nccl-device");
+#else
+        throwError(ErrorKind::InvalidInput, fmt::format("the nccl-device backend is not in this build: {}",
+                                                        unavailableReason(Backend::NcclDevice)));
+#endif
     }
     return transport::makeTransport(toString(concrete), world, options);
 }

@@ -48,11 +48,6 @@ CollectiveMemory collectiveMemoryFor(Backend backend, transport::MemorySpace spa
         throwError(ErrorKind::InvalidInput, fmt::format("collective memory for the {} backend: it is not available: {}",
                                                         toString(backend), why));
     }
-    if (backend == Backend::NcclDevice) {
-        throwError(ErrorKind::InvalidInput,
-                   "collective memory for the nccl-device backend: it has no particle transport to exchange that "
-                   "memory (it provides the device halo view's windows only); use the nccl backend");
-    }
     const bool host = space == transport::MemorySpace::Host;
     if (backend == Backend::Staged) return host ? CollectiveMemory::Host : CollectiveMemory::Device;
     if (host != (backend == Backend::Reference)) {

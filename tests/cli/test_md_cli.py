@@ -1080,7 +1080,7 @@ class MdAutoTransport(CliCase):
 
     def test_auto_options_are_checked_with_clear_errors(self):
         transports = r"use auto \(measured inside MD steps\), auto:rule \(the fixed rule\), reference, staged, ipc, nccl, " \
-                     r"nvshmem"
+                     r"nvshmem, nccl-device"
         cases = [
             (["--auto-steps", "0"], r"--auto-steps 0: out of range; use 1 to 100000 timed MD steps per repeat"),
             (["--auto-steps", "-2"], r"--auto-steps -2: out of range"),
@@ -1090,7 +1090,6 @@ class MdAutoTransport(CliCase):
              r"drop them, or use --transport auto"),
             (["--transport", "auto:rule", "--auto-cache", "c.json"], r"this run has --transport auto:rule"),
             (["--transport", "warp"], r"--transport 'warp': " + transports),
-            (["--transport", "nccl-device"], r"--transport 'nccl-device': " + transports),
             (["--transport", "Auto"], r"--transport 'Auto': "),
             (["--auto-cache", "missing/c.json"], r"--auto-cache missing/c\.json: the directory"),
             (["--auto-cache", "run.json", "--json", "run.json"],

@@ -328,8 +328,6 @@ TEST_F(AutoSelect, BadOptionsAndJobsWithoutACandidateAreRefused) {
     AutoSelectOptions o = hostOptions("refused");
     o.candidates = {Backend::Staged, Backend::Auto};
     EXPECT_TRUE(contains(refused(o), "Auto among the candidates"));
-    o.candidates = {Backend::NcclDevice, Backend::Staged};
-    EXPECT_TRUE(contains(refused(o), "nccl-device among the candidates: it has no particle transport; use nccl"));
     o = hostOptions("refused");
     o.stepsPerRepeat = 0;
     EXPECT_TRUE(contains(refused(o), "stepsPerRepeat 0: use at least 1"));

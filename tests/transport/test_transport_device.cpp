@@ -16,6 +16,7 @@
 
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/halo/backend.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/factory.hpp"
 #include "transport_check.hpp"
@@ -23,6 +24,7 @@
 #if HALOEX_HAVE_CUDA
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
+#include "peer_fused_transport.hpp"
 #endif
 #if HALOEX_TEST_WITH_MPI
 #include "haloex/runtime/mpi_world.hpp"
@@ -86,7 +88,7 @@ struct DeviceCase {
     // nvshmem's force kernel adds every pulse into the owners with atomics,
     // concurrently: forces within float tolerance, not bitwise (the halo
     // coordinates and fields stay bitwise).
-    double forceTolerance() const { return transport == "nvshmem" ? 1e-6 : 0.0; }
+    double forceTolerance() const { return transport == "nvshmem" || transport == "peer_fused_ipc" ? 1e-6 : 0.0; }
 };
 void PrintTo(const DeviceCase& c, std::ostream* os) { *os << c.label(); }
 
@@ -103,22 +105,34 @@ std::vector<DeviceCase> deviceCases() {
             cases.push_back({name});
         }
     }
+    cases.push_back({"peer_fused_ipc"});
     return cases;
 }
+
+// The fused transport of the nccl-device backend over CUDA IPC peer memory
+// instead of NCCL's windows: the same code, runnable with ranks sharing one
+// GPU (NCCL refuses them), so one GPU checks it.
+constexpr const char* kPeerFusedIpc = "peer_fused_ipc";
+bool fusedKernels(const DeviceCase& c) { return c.transport == "nvshmem" || c.transport == kPeerFusedIpc; }
 
 // Why this case cannot run in this process, or empty.
 std::string cannotRunHere(const DeviceCase& c) {
     if (std::string why = noGpuReason(); !why.empty()) return why;
-    if (std::string why = transport::transportUnavailableReason(c.transport); !why.empty()) return why;
-    if (c.transport == "nvshmem" && !mpiWorld()) {
-        return "nvshmem needs one process per rank: it runs in the MPI variants (ctest -R test_transport_device_np)";
+    if (c.transport == kPeerFusedIpc) {
+        if (std::string why = unavailableReason(Backend::Ipc); !why.empty()) return why;
+    } else if (std::string why = transport::transportUnavailableReason(c.transport); !why.empty()) {
+        return why;
+    }
+    if (fusedKernels(c) && !mpiWorld()) {
+        return c.transport + " needs one process per rank: it runs in the MPI variants (ctest -R "
+                             "test_transport_device_np)";
     }
     return {};
 }
 
-// nvshmem's bulk copies need receive slots aligned to 4 atoms; the others
-// keep the unaligned plans they were written for.
-int planAlignment(const DeviceCase& c) { return c.transport == "nvshmem" ? 4 : 1; }
+// The fused kernels' bulk copies need receive slots aligned to 4 atoms; the
+// others keep the unaligned plans they were written for.
+int planAlignment(const DeviceCase& c) { return fusedKernels(c) ? 4 : 1; }
 
 transport::TransportOptions deviceOptions(const DeviceCase& c) {
     transport::TransportOptions options;
@@ -127,6 +141,15 @@ transport::TransportOptions deviceOptions(const DeviceCase& c) {
     options.nvshmemPath = c.nvshmemPath;
     options.nvshmemLaunch = c.nvshmemLaunch;
     return options;
+}
+
+std::unique_ptr<transport::ParticleTransport> makeFor(const DeviceCase& c, runtime::World& world) {
+#if HALOEX_HAVE_CUDA
+    if (c.transport == kPeerFusedIpc) {
+        return transport::makePeerFusedTransport(world, deviceOptions(c), Backend::Ipc, kPeerFusedIpc);
+    }
+#endif
+    return transport::makeTransport(c.transport, world, deviceOptions(c));
 }
 
 struct RankOutcome {
@@ -145,7 +168,7 @@ RankOutcome runRank(runtime::World& world, const DeviceCase& c, const plan::Box&
     cuda::selectDevice(world, /*allowSharedGpus=*/true);
     cuda::Stream stream;
     const testsupport::MemoryOps memory = deviceMemory(stream);
-    auto t = transport::makeTransport(c.transport, world, deviceOptions(c));
+    auto t = makeFor(c, world);
     if (t->name() != c.transport) outcome.mismatch = "the factory made '" + t->name() + "'";
     if (t->memorySpace() != transport::MemorySpace::Device) outcome.mismatch += "not in device memory; ";
     const auto r = static_cast<std::size_t>(world.rank());
@@ -256,7 +279,7 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
         cuda::selectDevice(w, true);
         cuda::Stream stream;
         const testsupport::MemoryOps memory = deviceMemory(stream);
-        auto t = transport::makeTransport(c.transport, w, deviceOptions(c));
+        auto t = makeFor(c, w);
         const auto r = static_cast<std::size_t>(w.rank());
         for (std::size_t k = 0; k < sequence.size(); ++k) {
             const auto result = testsupport::runTransport(*t, expected[k].plans[r], expected[k].inputs[r],

@@ -83,7 +83,7 @@ void validate(const Options& o) {
         refuse(fmt::format("--nvshmem-launch {}: use fused or per-pulse", o.nvshmemLaunch));
     }
     plan::parseRankGrid(o.grid);
-    if (o.transport == "auto" || o.transport == "nccl-device") {
+    if (o.transport == "auto") {
         refuse(fmt::format("--transport {}: the stress test checks one particle transport; name it ({})", o.transport,
                            fmt::join(transport::knownTransports(), ", ")));
     }

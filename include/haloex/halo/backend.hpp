@@ -25,9 +25,10 @@ enum class Backend {
     Ipc,        // device memory, CUDA IPC peer copies within a node
     Nccl,       // device memory, stream-ordered NCCL send/receive
     Nvshmem,    // device memory, GPU-initiated (fused kernels, put with signal)
-    // Device memory through NCCL 2.28's device API: a provider of the device
-    // halo view's peer memory only (device_halo.hpp); it has no particle
-    // transport (use Nccl for that), so knownBackends() does not list it.
+    // Device memory through NCCL 2.28's device API: the fused, GPU-initiated
+    // exchange of the Nvshmem design over NCCL's load/store (LSA) windows (no
+    // NVSHMEM, no -rdc, one process per GPU, never multicast), and the
+    // device halo view's peer memory (device_halo.hpp).
     NcclDevice,
     Auto,  // resolved to one of the above: measured by selectBackend (auto_select.hpp), or resolveAuto's rule
 };
@@ -40,9 +41,9 @@ std::optional<Backend> backendFromString(std::string_view name);
 // Like backendFromString, but an unknown name throws InvalidInput listing the known ones.
 Backend parseBackend(std::string_view name);
 
-// Every concrete backend with a particle transport (Auto and NcclDevice
-// excluded), in order of sophistication: what makeTransport() and the typed
-// halos accept.
+// Every concrete backend (Auto excluded), in order of sophistication: what
+// makeTransport() and the typed halos accept. NcclDevice comes last (made by
+// the registry, not by the string factory).
 std::vector<Backend> knownBackends();
 // Those of knownBackends() this build contains (Reference and Staged always).
 std::vector<Backend> availableBackends();
@@ -80,9 +81,9 @@ std::string autoRuleReason(const runtime::World& world, transport::MemorySpace s
 
 // Collective over `world`: makes the backend's transport (Auto resolved with
 // options.memorySpace). Throws InvalidInput when the backend is not in this
-// build, with unavailableReason() in the message, for NcclDevice (no particle
-// transport: use Nccl) and for the combinations makeTransport() refuses (e.g.
-// Reference over an MPI world).
+// build, with unavailableReason() in the message, where NcclDevice cannot run
+// here (the device API's reason), and for the combinations makeTransport()
+// refuses (e.g. Reference over an MPI world).
 std::unique_ptr<transport::ParticleTransport> makeTransport(Backend backend, runtime::World& world,
                                                             const transport::TransportOptions& options = {});
 

@@ -1,0 +1,319 @@
+// The fused, GPU-initiated particle transport over load/store peer memory
+// (peer_fused_transport.hpp): the nvshmem design's kernels
+// (fused/fused_exchange.cuh) instantiated with LoadStorePeers, their arrays
+// and signals in PeerMemory windows, the search-step blocks through the host.
+#include "peer_fused_transport.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <exception>
+
+#include "haloex/core/error.hpp"
+#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/cuda/check.hpp"
+#include "haloex/cuda/device_buffer.hpp"
+#include "haloex/halo/peer_memory.hpp"
+#include "halo_kernels.hpp"
+#include "loadstore_kernels.hpp"
+#include "staged_path.hpp"
+#include "watchdog.hpp"
+
+namespace haloex::transport {
+namespace {
+
+using namespace nvshmem_detail;
+
+constexpr const char* kDimName = "xyz";
+constexpr int kTagBytes = 11000;  // forwardBytes through the host
+
+class PeerFusedTransport final : public ParticleTransport {
+public:
+    PeerFusedTransport(runtime::World& world, const TransportOptions& options, Backend provider, std::string name)
+        : world_(world), provider_(provider), name_(std::move(name)), hostPath_(world),
+          timeoutNs_(static_cast<std::uint64_t>(waitTimeoutSeconds(options.waitTimeoutSeconds) * 1e9)) {
+        if (options.memorySpace != MemorySpace::Device) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("the {} transport keeps coordinates and forces in device memory", name_));
+        }
+        if (options.nvshmemPath != "auto" && options.nvshmemPath != "direct") {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("--nvshmem-path {} is an nvshmem setting; the {} transport stores directly into "
+                                   "its peers' windows (leave the path at auto)",
+                                   options.nvshmemPath, name_));
+        }
+        // The signals live as long as the transport: only the arrays grow.
+        signals_ = allocatePeerMemory(provider_, world_, 2 * kMaxPulses * sizeof(std::uint64_t),
+                                      name_ + " transport's signals");
+        coordState_.allocate();
+        forceState_.allocate();
+        diagnostics_.allocate(1, cudaHostAllocMapped);
+        *diagnostics_.data() = WaitDiagnostics{};
+        HALOEX_CUDA_CHECK(
+            cudaHostGetDevicePointer(reinterpret_cast<void**>(&diagnosticsDevice_), diagnostics_.data(), 0));
+        abortFlag_.resize(1);
+        cuda::fillBytesNow(abortFlag_.data(), 0, sizeof(int));
+        watchdog_ = std::make_unique<Watchdog>(
+            world_, diagnostics_.data(),
+            [this](const WaitDiagnostics& d) { return describeTimeout(d, describePulse(d.pulse).c_str()); }, name_);
+    }
+
+    ~PeerFusedTransport() override {
+        watchdog_.reset();
+        // No kernel may still store into a peer's window when the windows go
+        // (their release is collective, in the same order on every rank).
+        if (std::uncaught_exceptions() == 0) cudaDeviceSynchronize();
+    }
+
+    std::string name() const override { return name_; }
+    MemorySpace memorySpace() const override { return MemorySpace::Device; }
+    const plan::ParticleHaloPlan& plan() const override { return plan_; }
+    Vec3f* coordinates() override { return arrays_ ? static_cast<Vec3f*>(arrays_->localBase()) : nullptr; }
+    Vec3f* forces() override { return arrays_ ? coordinates() + capacityAtoms_ : nullptr; }
+    const TransportCounters& counters() const override { return counters_; }
+    bool graphCapturable() const override { return true; }
+    std::vector<std::string> describe() const override { return notes_; }
+    void reserveAtoms(std::int64_t localAtoms) override { reservedAtoms_ = std::max(reservedAtoms_, localAtoms); }
+
+    void setPlan(const plan::ParticleHaloPlan& plan) override {
+        const int numPulses = static_cast<int>(plan.pulses.size());
+        if (numPulses > kMaxPulses) {
+            throwError(ErrorKind::Plan, fmt::format("the plan has {} pulses; the {} transport supports at most {}",
+                                                    numPulses, name_, kMaxPulses));
+        }
+        if (plan.alignment % 4 != 0 && numPulses > 0) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("the {} transport needs receive slots aligned to 4 atoms; the plan has alignment {}",
+                                   name_, plan.alignment));
+        }
+        plan_ = plan;
+        const bool reallocated = ensureCapacity();
+        maps_.upload(plan_);
+        uploadPulses();
+        HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+        // New windows: every rank's are in place before any kernel stores
+        // into a peer's. With the same windows nothing is needed (as for
+        // nvshmem: the peers' first stores go to halo slots nothing here
+        // reads until this rank's own forward waits for them).
+        if (reallocated) world_.barrier();
+    }
+
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
+        throwIfTimedOut();
+        ++counters_.forwardCalls;
+        if (plan_.pulses.empty()) return;
+        FusedArgs args = baseArgs(coordState_);
+        for (std::size_t p = 0; p < plan_.pulses.size(); ++p) {
+            const auto& pulse = plan_.pulses[p];
+            args.shift[p] = static_cast<float>(pulse.shiftSign * box.length[pulse.dim]);
+        }
+        launchLoadStoreForward(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
+    }
+
+    void reverseForces(StreamHandle stream) override {
+        throwIfTimedOut();
+        ++counters_.reverseCalls;
+        if (plan_.pulses.empty()) return;
+        launchLoadStoreReverse(baseArgs(forceState_), blocksPerPulse_, static_cast<cudaStream_t>(stream));
+    }
+
+    void clearForces(StreamHandle stream) override {
+        // Home atoms (and the padding before the first slot); the halo slots
+        // are cleared by the next forward, after the peers pulled them.
+        const int upTo = plan_.pulses.empty() ? plan_.numLocal : plan_.pulses.front().recvOffset;
+        if (upTo > 0) {
+            HALOEX_CUDA_CHECK(cudaMemsetAsync(forces(), 0, upTo * sizeof(Vec3f), static_cast<cudaStream_t>(stream)));
+        }
+    }
+
+    // Search steps only: static data and the search-step blocks go through
+    // the host (pinned staging, World messages), as the staged transport's.
+    void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
+        HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
+        counters_.hostSyncs += hostPath_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
+                                                 static_cast<cudaStream_t>(stream), kTagBytes);
+    }
+    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
+                       StreamHandle stream) override {
+        hostPath_.exchangeBlock(send, sendBytes, dest, recv, recvBytes, src, static_cast<cudaStream_t>(stream));
+    }
+    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
+        hostPath_.exchangeBlocks(blocks, static_cast<cudaStream_t>(stream));
+    }
+
+    void checkForFailure() const override { throwIfTimedOut(); }
+
+private:
+    // Counters and sequence of one kernel kind (coordinates or forces).
+    struct KernelState {
+        cuda::DeviceBuffer<std::uint64_t> sequence;   // [1], starts at 1
+        cuda::DeviceBuffer<std::uint64_t> doneWords;  // [kMaxPulses]
+        cuda::DeviceBuffer<unsigned> pulseCounters;   // [kMaxPulses]
+        cuda::DeviceBuffer<unsigned> kernelCounter;   // [1]
+        void allocate() {
+            sequence.resize(1);
+            doneWords.resizeZeroed(kMaxPulses);
+            pulseCounters.resizeZeroed(kMaxPulses);
+            kernelCounter.resizeZeroed(1);
+            const std::uint64_t one = 1;
+            cuda::copyToDeviceNow(sequence.data(), &one, sizeof one);
+        }
+    };
+
+    // The coordinate and force windows, the same size on every rank (the
+    // largest need), grown collectively with headroom; kept while they
+    // suffice. Returns whether they were (re)allocated.
+    bool ensureCapacity() {
+        const std::int64_t need =
+            world_.allReduceValue<std::int64_t>(std::max<std::int64_t>(reservedAtoms_, plan_.numLocal),
+                                                runtime::ReduceOp::Max);
+        if (arrays_ && need <= capacityAtoms_) return false;
+        // No kernel of any rank may still use the old windows when they go.
+        HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+        world_.barrier();
+        capacityAtoms_ = std::max<std::int64_t>(need, capacityAtoms_ * 5 / 4) + 64;
+        arrays_.reset();
+        arrays_ = allocatePeerMemory(provider_, world_, 2 * static_cast<std::size_t>(capacityAtoms_) * sizeof(Vec3f),
+                                     name_ + " transport's coordinates and forces");
+        return true;
+    }
+
+    // Rank `peer`'s window as this rank's kernels address it; refused where
+    // no load/store path exists.
+    template <class T>
+    T* peerPointer(PeerMemory& memory, int peer, std::size_t offsetBytes, const char* what) {
+        auto* base = static_cast<std::byte*>(memory.peerBase(peer));
+        if (base == nullptr) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("the {} transport cannot reach rank {}'s {} from rank {}: no load/store path "
+                                   "between their GPUs (another node, or no NVLink/P2P); use the nvshmem or nccl "
+                                   "backend",
+                                   name_, peer, what, world_.rank()));
+        }
+        return reinterpret_cast<T*>(base + offsetBytes);
+    }
+
+    void uploadPulses() {
+        const int numPulses = static_cast<int>(plan_.pulses.size());
+        std::vector<PulseRecord> records(numPulses);
+        const std::size_t forcesAt = static_cast<std::size_t>(capacityAtoms_) * sizeof(Vec3f);
+        int maxWork = 1;
+        for (int p = 0; p < numPulses; ++p) {
+            const plan::Pulse& pulse = plan_.pulses[p];
+            PulseRecord& r = records[p];
+            r.indexMap = maps_.pulse(p);
+            r.sendCount = pulse.sendCount();
+            r.numIndependent = pulse.numIndependent;
+            r.recvCount = pulse.recvCount;
+            r.recvOffset = pulse.recvOffset;
+            r.recvCapacity = pulse.recvCapacity;
+            r.remoteRecvOffset = pulse.remoteRecvOffset;
+            r.dim = pulse.dim;
+            r.shiftSign = pulse.shiftSign;
+            r.sendPe = pulse.sendRank;
+            r.recvPe = pulse.recvRank;
+            r.sendPath = r.recvPath = PathKind::Direct;
+            r.peerX = peerPointer<Vec3f>(*arrays_, pulse.sendRank, 0, "coordinates");
+            r.peerF = peerPointer<const Vec3f>(*arrays_, pulse.sendRank, forcesAt, "forces");
+            r.peerCoordSignal =
+                peerPointer<std::uint64_t>(*signals_, pulse.sendRank,
+                                           static_cast<std::size_t>(p) * sizeof(std::uint64_t), "coordinate signals");
+            r.peerForceSignal =
+                peerPointer<std::uint64_t>(*signals_, pulse.recvRank,
+                                           static_cast<std::size_t>(kMaxPulses + p) * sizeof(std::uint64_t),
+                                           "force signals");
+            for (int q : pulse.waitsForward) r.waitsForward |= std::uint64_t{1} << q;
+            for (int q : pulse.waitsReverse) r.waitsReverse |= std::uint64_t{1} << q;
+            maxWork = std::max({maxWork, pulse.sendCount(), pulse.recvCapacity});
+        }
+        pulseRecords_.resize(std::max(1, numPulses));
+        if (numPulses > 0) {
+            cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
+        }
+        // As nvshmem's: every block spins while it waits, so all must be
+        // resident at once (bounded by occupancy, shared by the ranks on this
+        // GPU), one element per thread within that.
+        const int work = static_cast<int>(world_.allReduceValue<std::int64_t>(maxWork, runtime::ReduceOp::Max));
+        const int devices = std::max(1, cuda::deviceCount());
+        const int ranksPerGpu = std::max(1, world_.localSize() / devices);
+        const int maxPulses = static_cast<int>(world_.allReduceValue<std::int64_t>(numPulses, runtime::ReduceOp::Max));
+        const int resident = maxResidentLoadStoreBlocks() / ranksPerGpu;
+        int sms = 0, device = 0;
+        HALOEX_CUDA_CHECK(cudaGetDevice(&device));
+        HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+        const int bySms = std::max(1, sms / (4 * ranksPerGpu) / std::max(1, maxPulses));
+        const int byWork = (work + kFusedThreads - 1) / kFusedThreads;
+        blocksPerPulse_ = std::max(1, std::min({byWork, bySms, resident / std::max(1, maxPulses)}));
+        if (blocksPerPulse_ * std::max(1, maxPulses) > resident) {
+            throwError(ErrorKind::Internal,
+                       fmt::format("the {} transport's fused kernels cannot have all their blocks resident on this "
+                                   "GPU",
+                                   name_));
+        }
+        notes_ = {fmt::format("{}: {} pulse(s), {} block(s) of {} threads per pulse, one fused kernel per exchange, "
+                              "direct stores into the peers' windows ({}), wait limit {:.0f} s; search-step blocks "
+                              "and static data through the host",
+                              name_, numPulses, blocksPerPulse_, kFusedThreads, arrays_->describe(),
+                              timeoutNs_ * 1e-9)};
+    }
+
+    void throwIfTimedOut() const {
+        const std::string message = watchdog_->pendingTimeout();
+        if (!message.empty()) throwError(ErrorKind::Timeout, fmt::format("{} wait timed out: {}", name_, message));
+    }
+
+    std::string describePulse(int p) const {
+        if (p < 0 || p >= static_cast<int>(plan_.pulses.size())) return fmt::format("{}", p);
+        const auto& pulse = plan_.pulses[p];
+        return fmt::format("{} (dimension {}, stage {})", p, kDimName[pulse.dim], pulse.stage);
+    }
+
+    FusedArgs baseArgs(KernelState& state) {
+        FusedArgs a;
+        a.pulses = pulseRecords_.data();
+        a.numPulses = static_cast<int>(plan_.pulses.size());
+        a.x = coordinates();
+        a.f = forces();
+        auto* signals = static_cast<std::uint64_t*>(signals_->localBase());
+        a.coordSignal = signals;
+        a.forceSignal = signals + kMaxPulses;
+        a.sequence = state.sequence.data();
+        a.doneWords = state.doneWords.data();
+        a.pulseBlockCounters = state.pulseCounters.data();
+        a.kernelBlockCounter = state.kernelCounter.data();
+        a.diagnostics = diagnosticsDevice_;
+        a.abortFlag = abortFlag_.data();
+        a.timeoutNs = timeoutNs_;
+        a.myPe = world_.rank();
+        return a;
+    }
+
+    runtime::World& world_;
+    Backend provider_;
+    std::string name_;
+    plan::ParticleHaloPlan plan_;
+    TransportCounters counters_;
+    std::vector<std::string> notes_;
+    std::unique_ptr<PeerMemory> signals_, arrays_;
+    std::int64_t reservedAtoms_ = 0;
+    std::int64_t capacityAtoms_ = 0;
+    cuda::DevicePulseMaps maps_;
+    cuda::StagedPath hostPath_;
+    KernelState coordState_, forceState_;
+    cuda::DeviceBuffer<PulseRecord> pulseRecords_;
+    cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
+    WaitDiagnostics* diagnosticsDevice_ = nullptr;
+    cuda::DeviceBuffer<int> abortFlag_;
+    std::uint64_t timeoutNs_;
+    int blocksPerPulse_ = 1;
+    std::unique_ptr<Watchdog> watchdog_;
+};
+
+}  // namespace
+
+std::unique_ptr<ParticleTransport> makePeerFusedTransport(runtime::World& world, const TransportOptions& options,
+                                                          Backend provider, const std::string& name) {
+    return std::make_unique<PeerFusedTransport>(world, options, provider, name);
+}
+
+}  // namespace haloex::transport

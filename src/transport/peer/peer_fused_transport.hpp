@@ -1,0 +1,27 @@
+#pragma once
+// A GPU-initiated particle transport over load/store peer memory: the fused
+// exchange of the nvshmem design (one kernel per exchange, per-pulse signals,
+// the dependency split, timed waits with the same diagnostics) instantiated
+// with the load/store peer access (fused/fused_exchange.cuh), its
+// coordinates, forces and signals in PeerMemory windows of `provider`
+// (halo/peer_memory.hpp). No NVSHMEM, no relocatable device code; graph
+// capturable; the windows are kept across setPlan while they suffice and
+// grow collectively with headroom. Search-step blocks and static data go
+// through the host (pinned staging and World messages).
+//   provider NcclDevice: the `nccl-device` backend (NCCL 2.28's LSA windows)
+//   provider Ipc:        the same transport over CUDA IPC mappings (tests)
+// Internal to haloex (the registry makes it: halo/backend.hpp).
+#include <memory>
+#include <string>
+
+#include "haloex/halo/backend.hpp"
+#include "haloex/runtime/world.hpp"
+#include "haloex/transport/transport.hpp"
+
+namespace haloex::transport {
+
+// Collective over `world`; `name` is what name() and the messages say.
+std::unique_ptr<ParticleTransport> makePeerFusedTransport(runtime::World& world, const TransportOptions& options,
+                                                          Backend provider, const std::string& name);
+
+}  // namespace haloex::transport
