@@ -206,8 +206,16 @@ PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<pl
         }
     }
     batches_ = batchesOf(pulses_, pulsesMayForward);
-    for (const Batch& b : batches_)
+    for (const Batch& b : batches_) {
         scratchElements_ = std::max({scratchElements_, b.sendElements, b.scatteredElements});
+        // Every receive of the batch is scattered (grid plans): the unpack may
+        // read the blocks where the transport landed them.
+        bool scatteredOnly = true;
+        for (std::size_t p = b.first; p < b.first + b.count; ++p) {
+            if (contiguous(pulses_[p]) && recvElements(pulses_[p]) > 0) scatteredOnly = false;
+        }
+        unpackInPlace_.push_back(scatteredOnly ? 1 : 0);
+    }
     if (device_) {
 #if HALOEX_HALO_WITH_DEVICE
         deviceMaps_ = std::make_unique<DeviceMaps>(pulses_, batches_);
@@ -375,9 +383,47 @@ void PulseEngine::gatherDevice(std::byte* array, const ElementLayout& layout, co
             packed += sendCount * eb;
         }
         collectBlocks(batch, array, eb, send, scattered);
-        transport_.exchangeBlocks(blocks_, streamHandle);
-        cuda::scatterElements(scattered, eb, deviceMaps_->batchRecv(b), static_cast<int>(batch.scatteredElements),
-                              array, stream);
+        if (!unpackInPlace_[b]) {
+            transport_.exchangeBlocks(blocks_, streamHandle);
+            cuda::scatterElements(scattered, eb, deviceMaps_->batchRecv(b), static_cast<int>(batch.scatteredElements),
+                                  array, stream);
+            continue;
+        }
+        // The unpack reads the received blocks where they landed (ipc: its
+        // landing buffer, no copy out; elsewhere the scratch itself).
+        landed_.assign(blocks_.size(), nullptr);
+        transport_.exchangeBlocksInPlace(blocks_, landed_, streamHandle);
+        unpackLanded(b, eb, array, streamHandle);
+    }
+}
+
+void PulseEngine::unpackLanded(std::size_t b, std::size_t elementBytes, std::byte* array,
+                               transport::StreamHandle streamHandle) {
+    const auto stream = static_cast<cudaStream_t>(streamHandle);
+    // One kernel where the blocks lie back to back as in the scratch (the
+    // transports land them so); otherwise one per block.
+    const std::byte* base = nullptr;
+    std::size_t offset = 0;
+    bool oneRun = true;
+    for (std::size_t i = 0; i < blocks_.size(); ++i) {
+        if (blocks_[i].src < 0 || blocks_[i].recvBytes == 0) continue;
+        const auto* at = static_cast<const std::byte*>(landed_[i]);
+        if (base == nullptr) base = at;
+        if (at != base + offset) oneRun = false;
+        offset += blocks_[i].recvBytes;
+    }
+    if (base == nullptr) return;  // nothing received
+    const int* map = deviceMaps_->batchRecv(b);
+    if (oneRun) {
+        cuda::scatterElements(base, elementBytes, map, static_cast<int>(offset / elementBytes), array, stream);
+        return;
+    }
+    std::size_t element = 0;
+    for (std::size_t i = 0; i < blocks_.size(); ++i) {
+        if (blocks_[i].src < 0 || blocks_[i].recvBytes == 0) continue;
+        const std::size_t count = blocks_[i].recvBytes / elementBytes;
+        cuda::scatterElements(landed_[i], elementBytes, map + element, static_cast<int>(count), array, stream);
+        element += count;
     }
 }
 
@@ -405,6 +451,7 @@ void PulseEngine::scatterAddDevice(std::byte* array, const ElementLayout& layout
     }
 }
 #else
+void PulseEngine::unpackLanded(std::size_t, std::size_t, std::byte*, transport::StreamHandle) {}
 void PulseEngine::reserveScratch(std::size_t, transport::StreamHandle) {}
 void PulseEngine::gatherDevice(std::byte*, const ElementLayout&, const plan::Box*, transport::StreamHandle) {}
 void PulseEngine::scatterAddDevice(std::byte*, const ElementLayout&, transport::StreamHandle) {}

@@ -5,9 +5,11 @@
 // Shared by the particle halo (contiguous receive slots) and usable for
 // scattered placements (grid plans: Pulse::recvIndices). gather moves each
 // run of consecutive pulses that need nothing from one another (a batch, cut
-// alike on every rank: see PulseEngine::batches) with one
-// pack, one exchangeBlocks call and one unpack; scatterAdd goes pulse by
-// pulse (its additions must keep the plan's order). Internal.
+// alike on every rank: see PulseEngine::batches) with one pack, one
+// exchangeBlocks call (exchangeBlocksInPlace on the device where every
+// receive is scattered: the unpack reads the blocks where they landed) and
+// one unpack; scatterAdd goes pulse by pulse (its additions must keep the
+// plan's order). Internal.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -64,6 +66,9 @@ private:
     void gatherDevice(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox,
                       transport::StreamHandle stream);
     void scatterAddDevice(std::byte* array, const ElementLayout& layout, transport::StreamHandle stream);
+    // The scattered receives of batch `b` from where exchangeBlocksInPlace
+    // left them (landed_, one per block of blocks_) into `array`.
+    void unpackLanded(std::size_t b, std::size_t elementBytes, std::byte* array, transport::StreamHandle stream);
 
     transport::ParticleTransport& transport_;
     std::vector<plan::Pulse> pulses_;
@@ -72,6 +77,10 @@ private:
     std::vector<Batch> batches_;
     std::size_t scratchElements_ = 0;  // the largest pulse or batch side
     std::vector<transport::BlockExchange> blocks_;
+    // Per batch: whether all its receives are scattered, so that gather uses
+    // exchangeBlocksInPlace and unpacks from where the blocks landed.
+    std::vector<std::uint8_t> unpackInPlace_;
+    std::vector<const void*> landed_;  // exchangeBlocksInPlace's answer (kept: no allocation per call)
     // Host memory: scratch for packed sends and scattered receives.
     std::vector<std::byte> hostSend_, hostRecv_;
     std::unique_ptr<DeviceMaps> deviceMaps_;  // also owns the device scratch

@@ -119,20 +119,30 @@ public:
             HALOEX_ASSERT(recv.empty(), "nothing can be received without a source");
             return;
         }
-        auto& queue = shared_.mailbox[{src, rank_, tag}];
-        shared_.wait(
-            lock, [&] { return !queue.empty(); },
-            [&] {
-                return fmt::format("rank {}: sendRecv: the message of {} bytes from rank {} (tag {}) did not come",
-                                   rank_, recv.size(), src, tag);
-            });
-        std::vector<std::byte> message = std::move(queue.front());
-        queue.pop_front();
-        if (message.size() != recv.size()) {
-            throwError(ErrorKind::Internal, fmt::format("rank {} expected {} bytes from rank {} (tag {}) but got {}",
-                                                        rank_, recv.size(), src, tag, message.size()));
+        receiveLocked(lock, recv, src, tag, "sendRecv");
+    }
+
+    // Every send into the mailboxes first, then every receive: the same
+    // matching as the entries one by one (each mailbox is a queue), and
+    // no rank waits for a message while holding back one of its own.
+    void sendRecvMany(std::span<const PeerMessage> messages, int tag) override {
+        for (const PeerMessage& m : messages) {
+            if (m.dest >= 0) checkRank(m.dest, "destination");
+            if (m.src >= 0) checkRank(m.src, "source");
+            HALOEX_ASSERT(m.src >= 0 || m.recv.empty(), "nothing can be received without a source");
         }
-        std::copy(message.begin(), message.end(), recv.begin());
+        std::unique_lock lock(shared_.mutex);
+        shared_.throwIfAborted();
+        bool sent = false;
+        for (const PeerMessage& m : messages) {
+            if (m.dest < 0) continue;
+            shared_.mailbox[{rank_, m.dest, tag}].emplace_back(m.send.begin(), m.send.end());
+            sent = true;
+        }
+        if (sent) shared_.changed.notify_all();
+        for (const PeerMessage& m : messages) {
+            if (m.src >= 0) receiveLocked(lock, m.recv, m.src, tag, "sendRecvMany");
+        }
     }
 
     void allReduce(std::span<double> values, ReduceOp op) override { reduce(values, op); }
@@ -190,6 +200,26 @@ public:
     }
 
 private:
+    // The next message from `src` with `tag` into `recv` (exactly its size),
+    // waiting for it under the host-wait limit; `operation` names the call.
+    void receiveLocked(std::unique_lock<std::mutex>& lock, std::span<std::byte> recv, int src, int tag,
+                       const char* operation) {
+        auto& queue = shared_.mailbox[{src, rank_, tag}];
+        shared_.wait(
+            lock, [&] { return !queue.empty(); },
+            [&] {
+                return fmt::format("rank {}: {}: the message of {} bytes from rank {} (tag {}) did not come", rank_,
+                                   operation, recv.size(), src, tag);
+            });
+        std::vector<std::byte> message = std::move(queue.front());
+        queue.pop_front();
+        if (message.size() != recv.size()) {
+            throwError(ErrorKind::Internal, fmt::format("rank {} expected {} bytes from rank {} (tag {}) but got {}",
+                                                        rank_, recv.size(), src, tag, message.size()));
+        }
+        std::copy(message.begin(), message.end(), recv.begin());
+    }
+
     void checkRank(int r, const char* what) const {
         if (r < 0 || r >= shared_.numRanks) {
             throwError(ErrorKind::Internal, fmt::format("{} rank {} outside 0..{}", what, r, shared_.numRanks - 1));

@@ -317,6 +317,49 @@ TEST(GridHaloBatches, GatherMovesIndependentPulsesInOneCall) {
     }
 }
 
+// exchangeBlocksInPlace's default (every transport without a landing
+// buffer of its own): exchangeBlocks, with landed = recv. A rank may call
+// either while its peers call the other. The host transports move the
+// blocks in one World::sendRecvMany.
+TEST(GridHaloBatches, ExchangeBlocksInPlaceDefaultsToDeliveringIntoRecv) {
+    for (const Backend backend : {Backend::Reference, Backend::Staged}) {
+        SCOPED_TRACE(std::string(toString(backend)));
+        constexpr int n = 3;
+        std::vector<std::string> problems(n);
+        runtime::runInProcess(n, [&](runtime::World& w) {
+            transport::TransportOptions host;
+            host.memorySpace = transport::MemorySpace::Host;
+            auto t = makeTransport(backend, w, host);
+            const int me = w.rank(), up = (me + 1) % n, down = (me + n - 1) % n;
+            std::string& problem = problems[static_cast<std::size_t>(me)];
+            for (int call = 0; call < 3; ++call) {
+                const std::array<double, 2> toUp{me + 0.5, call + 0.25};
+                const std::array<std::int32_t, 3> toDown{me, call, 7};
+                std::array<double, 2> fromDown{};
+                std::array<std::int32_t, 3> fromUp{};
+                const std::array<transport::BlockExchange, 3> blocks{{
+                    {toUp.data(), sizeof(toUp), up, fromDown.data(), sizeof(fromDown), down},
+                    {nullptr, 0, -1, nullptr, 0, -1},
+                    {toDown.data(), sizeof(toDown), down, fromUp.data(), sizeof(fromUp), up},
+                }};
+                if ((me + call) % 2 == 0) {
+                    std::array<const void*, 3> landed{};
+                    t->exchangeBlocksInPlace(blocks, landed, nullptr);
+                    for (std::size_t b = 0; b < blocks.size(); ++b) {
+                        if (landed[b] != blocks[b].recv)
+                            problem += fmt::format("call {}: block {} landed apart; ", call, b);
+                    }
+                } else {
+                    t->exchangeBlocks(blocks, nullptr);
+                }
+                if (fromDown != std::array<double, 2>{down + 0.5, call + 0.25}) problem += "fromDown; ";
+                if (fromUp != std::array<std::int32_t, 3>{up, call, 7}) problem += "fromUp; ";
+            }
+        });
+        for (int r = 0; r < n; ++r) EXPECT_EQ(problems[static_cast<std::size_t>(r)], "") << "rank " << r;
+    }
+}
+
 INSTANTIATE_TEST_SUITE_P(Grids, GridHaloCase, ::testing::ValuesIn(gridCases()),
                          [](const ::testing::TestParamInfo<GridCase>& i) { return i.param.name; });
 

@@ -466,6 +466,136 @@ TEST_P(ParticleHaloBackend, GridGatherAndScatterAddMatchTheReferenceBitwise) {
     }
 }
 
+// Grid gathers one after another with no host wait between them: ipc's
+// landing buffer halves (by call parity) wrap around several times while the
+// unpacks of earlier calls, which read them in place, are still queued; one
+// gather moves to a second stream and back (ordered by events, so NCCL sees
+// its calls in order); a wider element type grows the landing buffer in
+// between. Every field must match the reference bitwise.
+struct BackToBackFields {
+    std::vector<std::vector<double>> u;  // gathered one after another
+    std::vector<Vec3d> wide;             // gathered between them (grows the buffers)
+};
+
+BackToBackFields backToBackInputs(const plan::GridHaloPlan& p, int fields) {
+    const auto n = static_cast<std::size_t>(p.numLocal());
+    BackToBackFields in;
+    in.u.assign(static_cast<std::size_t>(fields), std::vector<double>(n));
+    in.wide.resize(n);
+    for (int i = 0; i < p.numLocal(); ++i) {
+        const auto k = static_cast<std::size_t>(i);
+        for (int f = 0; f < fields; ++f) in.u[static_cast<std::size_t>(f)][k] = hashedInt(p.rank, i, 10 + f) * 0.5;
+        in.wide[k] =
+            Vec3d{hashedInt(p.rank, i, 5) * 0.25, hashedInt(p.rank, i, 6) * 0.25, hashedInt(p.rank, i, 7) * 1.0};
+    }
+    return in;
+}
+
+TEST_P(ParticleHaloBackend, GridGathersBackToBackMatchTheReferenceBitwise) {
+    const HaloCase& c = GetParam();
+    if (c.space != transport::MemorySpace::Device) GTEST_SKIP() << "device memory only (gathers queued on streams)";
+    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
+#if HALOEX_HAVE_CUDA
+    constexpr int kFields = 7;
+    constexpr int kOtherStream = 3;  // this field's gather runs on the second stream
+    constexpr int kWideAfter = 4;    // the wide field is gathered after this one
+    runtime::World* mpi = mpiWorld();
+    const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{1, 2, 4};
+    for (const int numRanks : rankCounts) {
+        for (const bool edgesAndCorners : {false, true}) {
+            plan::GridSpec spec = gridSpecFor(numRanks);
+            spec.edgesAndCorners = edgesAndCorners;
+            SCOPED_TRACE(fmt::format("{} on rank grid {}{}", c.label(), spec.grid.toString(),
+                                     edgesAndCorners ? "" : ", faces only"));
+            std::vector<plan::GridHaloPlan> plans;
+            std::vector<BackToBackFields> inputs, expected(static_cast<std::size_t>(numRanks));
+            for (int r = 0; r < numRanks; ++r) {
+                plans.push_back(plan::buildGridPlan(spec, r));
+                inputs.push_back(backToBackInputs(plans.back(), kFields));
+            }
+            runtime::runInProcess(numRanks, [&](runtime::World& w) {
+                const auto r = static_cast<std::size_t>(w.rank());
+                transport::TransportOptions host;
+                host.memorySpace = transport::MemorySpace::Host;
+                auto t = makeTransport(Backend::Reference, w, host);
+                GridHalo halo(*t, plans[r]);
+                expected[r] = inputs[r];
+                for (auto& u : expected[r].u) halo.gather(u.data());
+                halo.gather(expected[r].wide.data());
+            });
+            std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
+            const auto body = [&](runtime::World& w) {
+                const auto r = static_cast<std::size_t>(w.rank());
+                cuda::selectDevice(w, true);
+                transport::TransportOptions options;
+                options.memorySpace = c.space;
+                options.allowSharedGpus = true;
+                auto t = makeTransport(c.backend, w, options);
+                cuda::Stream first, second;
+                cuda::Event firstDone, secondDone;
+                std::vector<CollectiveBuffer<double>> u;
+                for (int f = 0; f < kFields; ++f) {
+                    u.push_back(allocateCollective<double>(w, *t, inputs[r].u[0].size(), "a back-to-back field"));
+                    u.back().copyFromHost(inputs[r].u[static_cast<std::size_t>(f)].data(), inputs[r].u[0].size(), 0,
+                                          first.get());
+                }
+                auto wide = allocateCollective<Vec3d>(w, *t, inputs[r].wide.size(), "a wide field");
+                wide.copyFromHost(inputs[r].wide.data(), inputs[r].wide.size(), 0, first.get());
+                GridHalo halo(*t, plans[r]);
+                for (int f = 0; f < kFields; ++f) {
+                    if (f == kOtherStream) {
+                        firstDone.record(first);
+                        firstDone.waitOn(second);
+                        halo.gather(u[static_cast<std::size_t>(f)].data(), second.get());
+                        secondDone.record(second);
+                        secondDone.waitOn(first);
+                    } else {
+                        halo.gather(u[static_cast<std::size_t>(f)].data(), first.get());
+                    }
+                    if (f == kWideAfter) halo.gather(wide.data(), first.get());
+                }
+                BackToBackFields got = inputs[r];
+                for (int f = 0; f < kFields; ++f) {
+                    u[static_cast<std::size_t>(f)].copyToHost(got.u[static_cast<std::size_t>(f)].data(),
+                                                              got.u[0].size(), 0, first.get());
+                }
+                wide.copyToHost(got.wide.data(), got.wide.size(), 0, first.get());
+                t->checkForFailure();
+                std::string m;
+                const std::vector<plan::ZoneMask> all;  // no padding in grids
+                for (int f = 0; f < kFields; ++f) {
+                    const std::string what = fmt::format("back-to-back field {}", f);
+                    const std::string d =
+                        testsupport::compareBitwise(what.c_str(), w.rank(), got.u[static_cast<std::size_t>(f)],
+                                                    expected[r].u[static_cast<std::size_t>(f)], all);
+                    if (!d.empty()) m += (m.empty() ? "" : "; ") + d;
+                }
+                const std::string d =
+                    testsupport::compareBitwise("wide field", w.rank(), got.wide, expected[r].wide, all);
+                if (!d.empty()) m += (m.empty() ? "" : "; ") + d;
+                mismatches[r] = m;
+            };
+            try {
+                if (mpi) {
+                    body(*mpi);
+                } else {
+                    runtime::runInProcess(numRanks, body);
+                }
+            } catch (const Error& e) {
+                if (!isSharedGpuRefusal(e)) throw;
+                std::cout << spec.grid.toString() << " skipped: " << e.what() << "\n";
+                continue;
+            }
+            for (int r = 0; r < numRanks; ++r) {
+                if (!mpi || r == mpi->rank()) {
+                    EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
+                }
+            }
+        }
+    }
+#endif
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ParticleHaloBackend, ::testing::ValuesIn(haloCases()),
                          [](const ::testing::TestParamInfo<HaloCase>& p) { return p.param.label(); });
 

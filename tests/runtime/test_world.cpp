@@ -19,6 +19,7 @@
 #include "haloex/core/error.hpp"
 #include "haloex/runtime/host_wait.hpp"
 #include "haloex/runtime/world.hpp"
+#include "send_recv_many_check.hpp"
 
 namespace haloex::testing {
 namespace {
@@ -207,6 +208,58 @@ TEST(ThreadWorld, MessagesOfOneTagArriveInOrder) {
     });
 }
 
+// A world that keeps World's default sendRecvMany (one sendRecvBytes per
+// entry) and forwards everything else to another world.
+class DefaultManyWorld final : public World {
+public:
+    explicit DefaultManyWorld(World& inner) : inner_(inner) {}
+    int rank() const override { return inner_.rank(); }
+    int size() const override { return inner_.size(); }
+    int localRank() const override { return inner_.localRank(); }
+    int localSize() const override { return inner_.localSize(); }
+    std::string kind() const override { return inner_.kind(); }
+    void barrier() override { inner_.barrier(); }
+    void sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src,
+                       int tag) override {
+        ++calls;
+        inner_.sendRecvBytes(send, dest, recv, src, tag);
+    }
+    void allReduce(std::span<double> values, ReduceOp op) override { inner_.allReduce(values, op); }
+    void allReduce(std::span<std::int64_t> values, ReduceOp op) override { inner_.allReduce(values, op); }
+    void broadcastBytes(std::span<std::byte> data, int root) override { inner_.broadcastBytes(data, root); }
+    void allGatherBytes(std::span<const std::byte> mine, std::span<std::byte> all) override {
+        inner_.allGatherBytes(mine, all);
+    }
+    std::vector<std::byte> allToAllBytes(std::span<const std::byte> send, std::span<const std::int64_t> sendCounts,
+                                         std::vector<std::int64_t>& recvCounts) override {
+        return inner_.allToAllBytes(send, sendCounts, recvCounts);
+    }
+    [[noreturn]] void abort(const std::string& message, int code) override {
+        inner_.abort(message, code);
+        std::abort();  // not reached (GCC does not see inner_.abort's [[noreturn]] through the call)
+    }
+
+    int calls = 0;  // sendRecvBytes calls
+
+private:
+    World& inner_;
+};
+
+TEST(ThreadWorld, SendRecvManyMatchesTheMessagesOneByOne) {
+    runWithDeadline([] {
+        for (const int n : {2, 3, 5}) {
+            SCOPED_TRACE(::testing::Message() << n << " ranks");
+            runtime::runInProcess(n, [](World& w) { testsupport::checkSendRecvMany(w, 21); });
+            // The base class's default: one sendRecvBytes per entry, in order.
+            runtime::runInProcess(n, [](World& w) {
+                DefaultManyWorld serial(w);
+                testsupport::checkSendRecvMany(serial, 22);
+                EXPECT_EQ(serial.calls, 7);
+            });
+        }
+    });
+}
+
 void expectMessageContains(const std::function<void()>& f, const std::string& part) {
     try {
         f();
@@ -313,6 +366,52 @@ TEST(ThreadWorld, ARankThatStopsRespondingIsDiagnosedInsteadOfWaitedForForever) 
                 });
             },
             "rank 1: sendRecv: the message of 8 bytes from rank 0 (tag 5) did not come (waited 1 s)");
+        // The same in sendRecvMany, which names the message it waits for.
+        expectMessageContains(
+            [] {
+                runtime::runInProcess(2, [](World& w) {
+                    std::int64_t value = w.rank();
+                    std::int64_t got = -1;
+                    if (w.rank() == 0) {
+                        // Rank 1's message arrives; rank 0's second one never leaves.
+                        const std::vector<runtime::PeerMessage> m{
+                            {{}, -1, std::as_writable_bytes(std::span(&got, 1)), 1}};
+                        w.sendRecvMany(m, 6);
+                        std::this_thread::sleep_for(std::chrono::seconds(3));
+                        return;
+                    }
+                    const std::vector<runtime::PeerMessage> m{{std::as_bytes(std::span(&value, 1)), 0, {}, -1},
+                                                              {{}, -1, std::as_writable_bytes(std::span(&got, 1)), 0}};
+                    w.sendRecvMany(m, 6);
+                });
+            },
+            "rank 1: sendRecvMany: the message of 8 bytes from rank 0 (tag 6) did not come (waited 1 s)");
+    });
+}
+
+TEST(ThreadWorld, SendRecvManyNamesAMessageOfTheWrongSize) {
+    runWithDeadline([] {
+        expectMessageContains(
+            [] {
+                runtime::runInProcess(2, [](World& w) {
+                    const std::int32_t small = 5;
+                    std::int64_t big = 0;
+                    const std::vector<runtime::PeerMessage> m{
+                        {std::as_bytes(std::span(&small, 1)), 1 - w.rank(), {}, -1},
+                        {{}, -1, std::as_writable_bytes(std::span(&big, 1)), 1 - w.rank()}};
+                    w.sendRecvMany(m, 4);
+                });
+            },
+            "expected 8 bytes from rank");
+        expectMessageContains(
+            [] {
+                runtime::runInProcess(2, [](World& w) {
+                    std::int64_t v = 0;
+                    const std::vector<runtime::PeerMessage> m{{{}, 2, std::as_writable_bytes(std::span(&v, 1)), 0}};
+                    w.sendRecvMany(m, 4);
+                });
+            },
+            "destination rank 2 outside 0..1");
     });
 }
 

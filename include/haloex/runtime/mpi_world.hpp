@@ -12,7 +12,6 @@
 // cancel a collective): end the job with abort(), as haloex's tools do.
 #include <mpi.h>
 
-#include <functional>
 #include <span>
 #include <string>
 
@@ -58,6 +57,9 @@ public:
 
     void barrier() override;
     void sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src, int tag) override;
+    // Every receive (in pieces of at most 1 GiB, as sendRecvBytes), then every
+    // send, then one timed wait for all; a timeout names the pieces pending.
+    void sendRecvMany(std::span<const PeerMessage> messages, int tag) override;
     void allReduce(std::span<double> values, ReduceOp op) override;
     void allReduce(std::span<std::int64_t> values, ReduceOp op) override;
     void broadcastBytes(std::span<std::byte> data, int root) override;
@@ -75,9 +77,15 @@ public:
 private:
     // Polls the requests until all are done or the host-wait limit passes
     // (then throws Timeout with "rank R: <what()> did not complete").
-    void complete(std::span<MPI_Request> requests, std::span<MPI_Status> statuses,
-                  const std::function<std::string()>& what);
+    // A template (defined in mpi_world.cpp, its only user), so that the
+    // message's closure is never copied into a heap-allocated std::function
+    // on the per-iteration paths; it is called only at a timeout.
+    template <class What>
+    void complete(std::span<MPI_Request> requests, std::span<MPI_Status> statuses, const What& what);
     void completeCollective(MPI_Request request, const char* operation);
+    // sendRecvBytes's and sendRecvMany's checks of the peers, the tag and a
+    // receive without a source.
+    void checkPeers(int dest, int src, std::size_t recvBytes, int tag) const;
 
     MPI_Comm comm_ = MPI_COMM_NULL;
     MPI_Comm localComm_ = MPI_COMM_NULL;
@@ -87,6 +95,16 @@ private:
     int localSize_ = 1;
     int tagUpperBound_ = 32767;        // the least MPI guarantees; MPI_TAG_UB when known
     double waitTimeoutSeconds_ = 0.0;  // host-wait limit, 0: none
+    // sendRecvMany's requests, kept between calls (no allocation per call):
+    // the receives first, then the sends; per receive its message and piece.
+    struct PostedPiece {
+        std::size_t message = 0;
+        int piece = 0;
+        bool receive = false;
+    };
+    std::vector<MPI_Request> manyRequests_;
+    std::vector<MPI_Status> manyStatuses_;
+    std::vector<PostedPiece> manyPieces_;
 };
 
 }  // namespace haloex::runtime

@@ -19,6 +19,14 @@ namespace haloex::runtime {
 
 enum class ReduceOp { Sum, Max, Min };
 
+// One entry of World::sendRecvMany: what sendRecvBytes takes, without the tag.
+struct PeerMessage {
+    std::span<const std::byte> send;
+    int dest = -1;
+    std::span<std::byte> recv;
+    int src = -1;
+};
+
 class World {
 public:
     virtual ~World() = default;
@@ -36,6 +44,17 @@ public:
     // or nothing is received (recv must then be empty).
     virtual void sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src,
                                int tag) = 0;
+    // Several sendRecvBytes of one tag at once; the messages must not overlap
+    // one another's receive ranges. Matched as the same sendRecvBytes calls
+    // in entry order would be (messages of one tag between two ranks arrive
+    // in order), so the result is the same; MpiWorld posts every receive,
+    // then every send, and waits for all together (one round trip instead of
+    // one per message). This default makes one sendRecvBytes per entry, in
+    // order: fine wherever that sequence cannot deadlock (every rank walks
+    // its entries in the same order, as the halo exchanges do).
+    virtual void sendRecvMany(std::span<const PeerMessage> messages, int tag) {
+        for (const PeerMessage& m : messages) sendRecvBytes(m.send, m.dest, m.recv, m.src, tag);
+    }
     virtual void allReduce(std::span<double> values, ReduceOp op) = 0;
     virtual void allReduce(std::span<std::int64_t> values, ReduceOp op) = 0;
     virtual void broadcastBytes(std::span<std::byte> data, int root) = 0;

@@ -11,6 +11,7 @@
 #include "haloex/plan/particle_plan.hpp"
 #include "haloex/plan/pulse.hpp"
 #include "haloex/runtime/world.hpp"
+#include "haloex/transport/transport.hpp"
 
 namespace haloex::transport {
 
@@ -24,6 +25,22 @@ inline void exchangeBlockOnHost(runtime::World& world, const void* send, std::si
     world.sendRecvBytes(std::span<const std::byte>(static_cast<const std::byte*>(send), dest >= 0 ? sendBytes : 0),
                         dest, std::span<std::byte>(static_cast<std::byte*>(recv), src >= 0 ? recvBytes : 0), src,
                         kTagExchangeBlock);
+}
+
+// One block's message of World::sendRecvMany (a peer of -1 moves nothing).
+inline runtime::PeerMessage peerMessageOf(const BlockExchange& b, const void* send, void* recv) {
+    return {std::span<const std::byte>(static_cast<const std::byte*>(send), b.dest >= 0 ? b.sendBytes : 0), b.dest,
+            std::span<std::byte>(static_cast<std::byte*>(recv), b.src >= 0 ? b.recvBytes : 0), b.src};
+}
+
+// ParticleTransport::exchangeBlocks for arrays in host memory: every block's
+// message in one World::sendRecvMany (one round trip over MPI). `messages` is
+// the caller's scratch, kept so that repeated calls do not allocate.
+inline void exchangeBlocksOnHost(runtime::World& world, std::span<const BlockExchange> blocks,
+                                 std::vector<runtime::PeerMessage>& messages) {
+    messages.clear();
+    for (const BlockExchange& b : blocks) messages.push_back(peerMessageOf(b, b.send, b.recv));
+    world.sendRecvMany(messages, kTagExchangeBlock);
 }
 
 // Host transports move host index maps only: a plan built on the device

@@ -17,13 +17,18 @@
 // direction (counters().hostSyncs). forwardBytes is host-staged.
 //
 // exchangeBlock(s) (the halo API's path on caller-owned arrays, which have no
-// IPC handles): each rank keeps one exported landing buffer. Per call, once
-// its previous copies out of that buffer have run, every receiver tells its
-// senders where each block lands (handshake 1), the senders copy their blocks
-// into the receivers' landing buffers, wait for their stream (the one host
-// sync), tell the receivers (handshake 2), and each receiver queues the copies
-// from its landing buffer into its `recv` ranges on the stream. Independent
-// blocks passed together (exchangeBlocks) share the sync and the two rounds.
+// IPC handles): each rank keeps one exported landing buffer in two halves,
+// call c landing in half c % 2. Per call, every receiver tells its senders
+// where each block lands (round 1), the senders copy their blocks into the
+// receivers' landing halves, wait for their stream (the one host sync), tell
+// the receivers (round 2), and each receiver queues the copies from its
+// landing half into its `recv` ranges on the stream -- or, through
+// exchangeBlocksInPlace, none: the caller reads the half where the blocks
+// landed. Each round is one World::sendRecvMany over all the call's blocks.
+// Contract: what lands in call c stays readable by work enqueued on the
+// call's stream before call c + 1, because call c + 1's stream sync retires
+// that work before call c + 2 offers the half again (a call on another
+// stream than the previous one synchronises the device first).
 //
 // Needs every rank on one node (World::localSize() == size()); two ranks may
 // share a GPU. Other streams that read coordinates or write forces must be

@@ -35,6 +35,9 @@ public:
                        StreamHandle) override {
         exchangeBlockOnHost(world_, send, sendBytes, dest, recv, recvBytes, src);
     }
+    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle) override {
+        exchangeBlocksOnHost(world_, blocks, messages_);
+    }
     const TransportCounters& counters() const override { return counters_; }
 
     // Typed exchanges on caller arrays (numLocal elements), any precision.
@@ -56,6 +59,7 @@ private:
     runtime::World& world_;
     plan::ParticleHaloPlan plan_;
     std::vector<Vec3f> x_, f_;
+    std::vector<runtime::PeerMessage> messages_;  // exchangeBlocks' scratch
     TransportCounters counters_;
 };
 

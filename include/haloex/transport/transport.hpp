@@ -104,6 +104,19 @@ public:
             exchangeBlock(b.send, b.sendBytes, b.dest, b.recv, b.recvBytes, b.src, stream);
         }
     }
+    // exchangeBlocks that may leave what block i received where it landed in
+    // the transport's own memory: on return landed[i] (one entry per block)
+    // points at those bytes, in memorySpace(), ordered on `stream` like recv
+    // (it is blocks[i].recv wherever the transport delivered there). They stay
+    // unchanged only until this transport's next call that moves data, so
+    // work that reads them must be enqueued on `stream` before that call. The
+    // same exchange for the peers: a rank may call this or exchangeBlocks
+    // whichever its peers call. The default is exchangeBlocks, landed = recv.
+    virtual void exchangeBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                                       StreamHandle stream) {
+        exchangeBlocks(blocks, stream);
+        for (std::size_t i = 0; i < blocks.size() && i < landed.size(); ++i) landed[i] = blocks[i].recv;
+    }
 
     virtual const TransportCounters& counters() const = 0;
 

@@ -3,7 +3,7 @@
 // Per iteration: the boundary kernel (the four boundary lines) on the halo
 // stream and the interior kernel on the compute stream at the same time; then
 // GridHalo::gather of the new field on the halo stream (one pack kernel, the
-// transport's exchangeBlocks of every face at once, one unpack kernel: the
+// transport's exchangeBlocks(InPlace) of every face at once, one unpack kernel: the
 // Jacobi plan is faces-only, so no pulse waits for another); the two streams
 // are joined by events at the end of the iteration. The gather reads the
 // boundary lines and writes halo cells only, which the interior kernel never
@@ -35,11 +35,12 @@ transport::TransportOptions deviceOptions(bool allowSharedGpus) {
 std::string mechanism(Backend backend) {
     switch (backend) {
         case Backend::Staged:
-            return "host-staged: D2H copy, stream sync, MPI send/receive of every face, H2D copy (one sync per "
-                   "iteration)";
+            return "host-staged: D2H copy, stream sync, MPI_Irecv/Isend of every face and one wait (one round trip), "
+                   "H2D copy (one sync per iteration)";
         case Backend::Ipc:
-            return "CUDA IPC: peer cudaMemcpyAsync of every face into the receivers' landing buffers, one stream "
-                   "sync, two MPI handshakes per face, a copy out of the landing buffer";
+            return "CUDA IPC: one MPI round of landing offers, peer cudaMemcpyAsync of every face into the receivers' "
+                   "landing buffers (two halves by parity), one stream sync, one MPI round of notifications; the "
+                   "unpack kernel reads the landing buffer in place";
         case Backend::Nccl:
             return "NCCL: one ncclGroupStart/End of ncclSend/ncclRecv per iteration, stream-ordered (no host sync)";
         default: return std::string(toString(backend));

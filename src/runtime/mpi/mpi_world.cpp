@@ -129,8 +129,8 @@ MpiWorld::MpiWorld(MPI_Comm parent) {
     waitTimeoutSeconds_ = hostWaitTimeoutSeconds();
 }
 
-void MpiWorld::complete(std::span<MPI_Request> requests, std::span<MPI_Status> statuses,
-                        const std::function<std::string()>& what) {
+template <class What>
+void MpiWorld::complete(std::span<MPI_Request> requests, std::span<MPI_Status> statuses, const What& what) {
     using Clock = std::chrono::steady_clock;
     const auto start = Clock::now();
     for (long polls = 1;; ++polls) {
@@ -167,21 +167,25 @@ void MpiWorld::barrier() {
     completeCollective(request, "barrier");
 }
 
-void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src, int tag) {
+void MpiWorld::checkPeers(int dest, int src, std::size_t recvBytes, int tag) const {
     for (const auto& [peer, what] : {std::pair{dest, "destination"}, std::pair{src, "source"}}) {
         if (peer < -1 || peer >= size_) {
             throwError(ErrorKind::Internal,
                        fmt::format("rank {}: {} rank {} is outside 0..{}", rank_, what, peer, size_ - 1));
         }
     }
-    if (src < 0 && !recv.empty()) {
+    if (src < 0 && recvBytes > 0) {
         throwError(ErrorKind::Internal,
-                   fmt::format("rank {}: {} bytes expected without a source rank (tag {})", rank_, recv.size(), tag));
+                   fmt::format("rank {}: {} bytes expected without a source rank (tag {})", rank_, recvBytes, tag));
     }
     if (tag < 0 || tag > tagUpperBound_) {
         throwError(ErrorKind::Internal, fmt::format("rank {}: message tag {} is outside this MPI's range 0..{}", rank_,
                                                     tag, tagUpperBound_));
     }
+}
+
+void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src, int tag) {
+    checkPeers(dest, src, recv.size(), tag);
     const int sendChunks = dest >= 0 ? chunksFor(send.size()) : 0;
     const int recvChunks = src >= 0 ? chunksFor(recv.size()) : 0;
     for (int i = 0; i < std::max(sendChunks, recvChunks); ++i) {
@@ -209,6 +213,72 @@ void MpiWorld::sendRecvBytes(std::span<const std::byte> send, int dest, std::spa
                            fmt::format("rank {} expected {} bytes from rank {} (tag {}) but got {}", rank_, in.size(),
                                        src, tag, received));
             }
+        }
+    }
+}
+
+void MpiWorld::sendRecvMany(std::span<const PeerMessage> messages, int tag) {
+    for (const PeerMessage& m : messages) checkPeers(m.dest, m.src, m.recv.size(), tag);
+    // The same pieces sendRecvBytes would post (a peer of -1 posts nothing),
+    // every receive before any send.
+    manyRequests_.clear();
+    manyPieces_.clear();
+    for (std::size_t k = 0; k < messages.size(); ++k) {
+        const PeerMessage& m = messages[k];
+        if (m.src < 0) continue;
+        for (int i = 0; i < chunksFor(m.recv.size()); ++i) {
+            const auto in = chunkOf(m.recv, i);
+            manyRequests_.emplace_back();
+            manyPieces_.push_back({k, i, true});
+            HALOEX_MPI_CHECK(
+                MPI_Irecv(in.data(), static_cast<int>(in.size()), MPI_BYTE, m.src, tag, comm_, &manyRequests_.back()));
+        }
+    }
+    for (std::size_t k = 0; k < messages.size(); ++k) {
+        const PeerMessage& m = messages[k];
+        if (m.dest < 0) continue;
+        for (int i = 0; i < chunksFor(m.send.size()); ++i) {
+            const auto out = chunkOf(m.send, i);
+            manyRequests_.emplace_back();
+            manyPieces_.push_back({k, i, false});
+            HALOEX_MPI_CHECK(MPI_Isend(out.data(), static_cast<int>(out.size()), MPI_BYTE, m.dest, tag, comm_,
+                                       &manyRequests_.back()));
+        }
+    }
+    if (manyRequests_.empty()) return;
+    manyStatuses_.resize(manyRequests_.size());
+    // Named at a timeout: the pieces still pending (their requests stay
+    // posted, so MPI_Request_get_status can tell), and how many completed.
+    const auto pending = [&] {
+        std::string parts;
+        std::size_t done = 0;
+        for (std::size_t r = 0; r < manyRequests_.size(); ++r) {
+            int finished = 0;
+            MPI_Status status;
+            if (MPI_Request_get_status(manyRequests_[r], &finished, &status) == MPI_SUCCESS && finished) {
+                ++done;
+                continue;
+            }
+            const PostedPiece& p = manyPieces_[r];
+            const PeerMessage& m = messages[p.message];
+            parts += fmt::format("{}{} bytes {} rank {}", parts.empty() ? "" : ", ",
+                                 p.receive ? chunkOf(m.recv, p.piece).size() : chunkOf(m.send, p.piece).size(),
+                                 p.receive ? "from" : "to", p.receive ? m.src : m.dest);
+        }
+        return fmt::format("sendRecvMany (tag {}: {} pending, {} of {} transfers done)", tag, parts, done,
+                           manyRequests_.size());
+    };
+    complete(manyRequests_, manyStatuses_, pending);
+    for (std::size_t r = 0; r < manyPieces_.size(); ++r) {
+        const PostedPiece& p = manyPieces_[r];
+        if (!p.receive) break;  // the receives come first
+        const PeerMessage& m = messages[p.message];
+        const std::size_t expected = chunkOf(m.recv, p.piece).size();
+        int received = 0;
+        HALOEX_MPI_CHECK(MPI_Get_count(&manyStatuses_[r], MPI_BYTE, &received));
+        if (static_cast<std::size_t>(received) != expected) {
+            throwError(ErrorKind::Internal, fmt::format("rank {} expected {} bytes from rank {} (tag {}) but got {}",
+                                                        rank_, expected, m.src, tag, received));
         }
     }
 }

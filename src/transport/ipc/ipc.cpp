@@ -136,13 +136,20 @@ public:
     void clearForces(StreamHandle stream) override { f_.zeroAsync(static_cast<cudaStream_t>(stream)); }
     // Blocks of caller-owned arrays (which have no IPC handles): peer copies
     // into the receiver's exported landing buffer, then a local copy out of it
-    // (see transport/ipc.hpp).
+    // -- or none, in place (see transport/ipc.hpp).
     void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
                        StreamHandle stream) override {
         const BlockExchange block{send, sendBytes, dest, recv, recvBytes, src};
         exchangeBlocks(std::span(&block, 1), stream);
     }
-    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override;
+    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
+        landBlocks(blocks, {}, static_cast<cudaStream_t>(stream));
+    }
+    void exchangeBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                               StreamHandle stream) override {
+        HALOEX_ASSERT(landed.size() == blocks.size(), "exchangeBlocksInPlace: one landed pointer per block");
+        landBlocks(blocks, landed, static_cast<cudaStream_t>(stream));
+    }
     void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
         HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
         bytesPath_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
@@ -154,7 +161,9 @@ public:
         for (const auto& [key, import] : imports_) (import.opened ? opened : sameProcess) += 1;
         return {fmt::format("ipc: per pulse pack kernel, 2 host syncs, copy into the peer's memory ({} CUDA IPC "
                             "mapping(s), {} same-process pointer(s)), MPI handshakes; exchangeBlock(s): peer copies "
-                            "into the receiver's landing buffer, 1 host sync, 2 MPI handshake rounds per call",
+                            "into the receivers' landing buffers (two halves, by call parity), 1 host sync, 2 MPI "
+                            "rounds per call (all blocks at once), a copy out of the landing buffer (none in place: "
+                            "the halo API's unpack reads it)",
                             opened, sameProcess)};
     }
 
@@ -179,9 +188,13 @@ private:
     };
 
     void* importBuffer(int owner, const ExportedBuffer& e, bool landing = false);
-    // Room for `bytes` in this rank's landing buffer (a grown one is kept
-    // until the destructor: peers may still map the old one).
+    // Room for `bytes` in each half of this rank's landing buffer (a grown
+    // one is kept until the destructor: peers may still map the old one, and
+    // work queued earlier may still read it).
     void reserveLanding(std::size_t bytes);
+    // exchangeBlocks (landed empty: copied out into the blocks' recv) and
+    // exchangeBlocksInPlace (landed filled, no copy out).
+    void landBlocks(std::span<const BlockExchange> blocks, std::span<const void*> landed, cudaStream_t stream);
     template <class Keep>
     void closeImports(Keep keep);
     // Handshake: this rank's value to `dest`, the peer's from `src` (either
@@ -197,12 +210,18 @@ private:
     cuda::DeviceBuffer<Vec3f> send_;
     cuda::DevicePulseMaps maps_;
     cuda::StagedPath bytesPath_;
-    // exchangeBlock(s): peers copy into this buffer; free again once landingFree_ has passed.
+    // exchangeBlock(s): peers copy into half (call parity) of this buffer,
+    // halves of landingHalf_ bytes (see landBlocks for why a half is free).
     ExportableArray<std::byte> landing_;
+    std::size_t landingHalf_ = 0;
     std::vector<cuda::DeviceBuffer<std::byte>> retiredLandings_;
-    cuda::Event landingFree_;
-    bool landingUsed_ = false;
     std::int64_t blockExchange_ = 0;
+    cudaStream_t lastBlockStream_ = nullptr;  // of the previous call (compared, never used)
+    // landBlocks' per-call scratch, kept (no allocation per call).
+    std::vector<std::size_t> landingAt_;
+    std::vector<LandingOffer> myOffers_, offers_;
+    std::vector<BlockDone> done_;
+    std::vector<runtime::PeerMessage> messages_;
     // Per pulse: the receiver's coordinate slot, the sender's force slot.
     std::vector<Vec3f*> peerX_, peerForceSlot_;
     std::map<std::pair<std::uint64_t, std::uint64_t>, Import> imports_;  // by (process, allocation)
@@ -374,44 +393,62 @@ void IpcTransport::reverseForces(StreamHandle streamHandle) {
 }
 
 void IpcTransport::reserveLanding(std::size_t bytes) {
-    if (!landing_.needsGrowth(bytes)) return;
+    if (landing_.allocation != 0 && bytes <= landingHalf_) return;
     if (landing_.allocation != 0) retiredLandings_.push_back(std::move(landing_.buffer));
-    landing_.allocate(bytes);
+    landing_.allocate(2 * bytes);
+    // Whole 2 MiB units (ipcAllocationElements): each half starts 1 MiB-aligned.
+    landingHalf_ = landing_.buffer.capacity() / 2;
 }
 
-// Per call: this rank's landing buffer is free once the previous call's
-// copies out of it have run; it tells each block's sender where the block
-// lands (round 1), copies its sends into the receivers' landing buffers,
-// waits for its stream (the data is there), tells each receiver (round 2),
-// and queues the copies out of its own landing buffer into `recv`. A mapping
-// that fails is reported to the receivers in round 2, so every rank of the
-// block fails with a message instead of waiting.
-void IpcTransport::exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle streamHandle) {
-    const auto stream = static_cast<cudaStream_t>(streamHandle);
+// Per call c, this rank offers half (c % 2) of its landing buffer: every
+// receiver tells each block's sender where the block lands (round 1), the
+// senders copy their blocks into the receivers' landing buffers, wait for
+// their stream (the data is there), tell the receivers (round 2), and each
+// receiver queues the copies out of its landing half into `recv` (none in
+// place). Each round is one World::sendRecvMany over all blocks.
+// The half offered in call c was last read by work queued (copies out, or
+// the caller's reads in place) before call c - 1 began, on the stream of
+// call c - 2: call c - 1's stream sync has retired it when that stream is
+// c - 1's too, and where the stream changed, call c - 1 synchronised the
+// device first. So no host wait for an event is needed before the offer.
+// A mapping that fails is reported to the receivers in round 2, so every
+// rank of the block fails with a message instead of waiting.
+void IpcTransport::landBlocks(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                              cudaStream_t stream) {
     const std::int64_t exchange = ++blockExchange_;
-    std::vector<std::size_t> landingAt(blocks.size(), 0);
+    if (exchange > 1 && stream != lastBlockStream_) {
+        // The previous stream may be gone (a destroyed stream cannot be
+        // waited on); its work still runs and finishes, and this waits for it.
+        HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+    }
+    lastBlockStream_ = stream;
+    landingAt_.assign(blocks.size(), 0);
     std::size_t landingBytes = 0;
     for (std::size_t b = 0; b < blocks.size(); ++b) {
-        landingAt[b] = landingBytes;
+        landingAt_[b] = landingBytes;
         if (blocks[b].src >= 0) landingBytes += blocks[b].recvBytes;
     }
-    if (landingUsed_) HALOEX_CUDA_CHECK(cudaEventSynchronize(landingFree_));
     reserveLanding(landingBytes);
+    const std::size_t half = static_cast<std::size_t>(exchange & 1) * landingHalf_;
 
-    std::vector<LandingOffer> offers(blocks.size());
+    // Round 1: where each block lands, to its sender; from each receiver.
+    myOffers_.resize(blocks.size());
+    offers_.assign(blocks.size(), LandingOffer{});
+    messages_.clear();
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         const BlockExchange& block = blocks[b];
-        const LandingOffer mine{landing_.exported(static_cast<std::int64_t>(landingAt[b])), exchange};
-        world_.sendRecvBytes(block.src >= 0 ? std::as_bytes(std::span(&mine, 1)) : std::span<const std::byte>{},
-                             block.src,
-                             block.dest >= 0 ? std::as_writable_bytes(std::span(&offers[b], 1))
-                                             : std::span<std::byte>{},
-                             block.dest, kTagBlockReady);
-        if (block.dest >= 0 && offers[b].exchange != exchange) {
+        myOffers_[b] = LandingOffer{landing_.exported(static_cast<std::int64_t>(half + landingAt_[b])), exchange};
+        messages_.push_back(
+            {block.src >= 0 ? std::as_bytes(std::span(&myOffers_[b], 1)) : std::span<const std::byte>{}, block.src,
+             block.dest >= 0 ? std::as_writable_bytes(std::span(&offers_[b], 1)) : std::span<std::byte>{}, block.dest});
+    }
+    world_.sendRecvMany(messages_, kTagBlockReady);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        if (blocks[b].dest >= 0 && offers_[b].exchange != exchange) {
             throwError(ErrorKind::Internal,
                        fmt::format("ipc transport: rank {} is in block exchange {} but rank {} in {}; every rank must "
                                    "call exchangeBlock(s) the same number of times",
-                                   world_.rank(), exchange, block.dest, offers[b].exchange));
+                                   world_.rank(), exchange, blocks[b].dest, offers_[b].exchange));
         }
     }
 
@@ -420,28 +457,31 @@ void IpcTransport::exchangeBlocks(std::span<const BlockExchange> blocks, StreamH
         const BlockExchange& block = blocks[b];
         if (block.dest < 0 || block.sendBytes == 0) continue;
         try {
-            auto* base = static_cast<std::byte*>(importBuffer(block.dest, offers[b].buffer, /*landing=*/true));
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(base + offers[b].buffer.offsetBytes, block.send, block.sendBytes,
+            auto* base = static_cast<std::byte*>(importBuffer(block.dest, offers_[b].buffer, /*landing=*/true));
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(base + offers_[b].buffer.offsetBytes, block.send, block.sendBytes,
                                               cudaMemcpyDefault, stream));
         } catch (const Error& e) {
             failure = e.what();
         }
     }
-    // The data is in the receivers' memory before they are told so.
+    // The data is in the receivers' memory before they are told so (this
+    // also retires every read of the other landing half queued on `stream`).
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
 
-    std::vector<BlockDone> done(blocks.size());
+    // Round 2: delivered, to each block's receiver; from each sender.
+    const BlockDone mine{exchange, failure.empty() ? 1 : 0};
+    done_.assign(blocks.size(), BlockDone{});
+    messages_.clear();
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         const BlockExchange& block = blocks[b];
-        const BlockDone mine{exchange, failure.empty() ? 1 : 0};
-        world_.sendRecvBytes(block.dest >= 0 ? std::as_bytes(std::span(&mine, 1)) : std::span<const std::byte>{},
-                             block.dest,
-                             block.src >= 0 ? std::as_writable_bytes(std::span(&done[b], 1)) : std::span<std::byte>{},
-                             block.src, kTagBlockDone);
+        messages_.push_back(
+            {block.dest >= 0 ? std::as_bytes(std::span(&mine, 1)) : std::span<const std::byte>{}, block.dest,
+             block.src >= 0 ? std::as_writable_bytes(std::span(&done_[b], 1)) : std::span<std::byte>{}, block.src});
     }
+    world_.sendRecvMany(messages_, kTagBlockDone);
     if (!failure.empty()) throwError(ErrorKind::Cuda, failure);
     for (std::size_t b = 0; b < blocks.size(); ++b) {
-        if (blocks[b].src >= 0 && !done[b].delivered) {
+        if (blocks[b].src >= 0 && !done_[b].delivered) {
             throwError(ErrorKind::Cuda,
                        fmt::format("ipc transport: rank {} could not copy its block into rank {}'s landing buffer "
                                    "(its own message says why)",
@@ -449,30 +489,36 @@ void IpcTransport::exchangeBlocks(std::span<const BlockExchange> blocks, StreamH
         }
     }
 
-    // The copies out of the landing buffer: one per run of receives that are
+    const std::byte* landedAt = landing_.buffer.data() + half;
+    if (!landed.empty()) {
+        // In place: the caller reads the landing half (until the next call).
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            const bool received = blocks[b].src >= 0 && blocks[b].recvBytes > 0;
+            landed[b] = received ? static_cast<const void*>(landedAt + landingAt_[b]) : blocks[b].recv;
+        }
+        return;
+    }
+    // The copies out of the landing half: one per run of receives that are
     // adjacent in `recv` too (the halo API's scratch holds a batch back to back).
     std::byte* runTo = nullptr;
     std::size_t runFrom = 0, runBytes = 0;
     auto flush = [&] {
         if (runBytes == 0) return;
-        HALOEX_CUDA_CHECK(
-            cudaMemcpyAsync(runTo, landing_.buffer.data() + runFrom, runBytes, cudaMemcpyDeviceToDevice, stream));
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(runTo, landedAt + runFrom, runBytes, cudaMemcpyDeviceToDevice, stream));
         runBytes = 0;
     };
     for (std::size_t b = 0; b < blocks.size(); ++b) {
         const BlockExchange& block = blocks[b];
         if (block.src < 0 || block.recvBytes == 0) continue;
         auto* to = static_cast<std::byte*>(block.recv);
-        if (runBytes > 0 && (to != runTo + runBytes || landingAt[b] != runFrom + runBytes)) flush();
+        if (runBytes > 0 && (to != runTo + runBytes || landingAt_[b] != runFrom + runBytes)) flush();
         if (runBytes == 0) {
             runTo = to;
-            runFrom = landingAt[b];
+            runFrom = landingAt_[b];
         }
         runBytes += block.recvBytes;
     }
     flush();
-    landingFree_.record(stream);
-    landingUsed_ = true;
 }
 
 }  // namespace

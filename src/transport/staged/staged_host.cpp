@@ -63,16 +63,21 @@ public:
                        StreamHandle) override {
         exchangeBlockOnHost(world_, send, sendBytes, dest, recv, recvBytes, src);
     }
+    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle) override {
+        exchangeBlocksOnHost(world_, blocks, messages_);
+    }
 
     const TransportCounters& counters() const override { return counters_; }
     std::vector<std::string> describe() const override {
-        return {"staged: host memory, one World::sendRecv per pulse and direction"};
+        return {"staged: host memory, one World::sendRecv per pulse and direction; exchangeBlocks: every block in one "
+                "World::sendRecvMany (one round trip)"};
     }
 
 private:
     runtime::World& world_;
     plan::ParticleHaloPlan plan_;
     std::vector<Vec3f> x_, f_;
+    std::vector<runtime::PeerMessage> messages_;  // exchangeBlocks' scratch
     TransportCounters counters_;
 };
 

@@ -65,11 +65,13 @@ void StagedPath::reserve(std::size_t sendBytes, std::size_t recvBytes) {
 }
 
 void StagedPath::beginCall(cudaStream_t stream) {
-    if (used_) lastUse_.waitOn(stream);
+    // On the stream of the previous call the order is already there.
+    if (used_ && stream != lastStream_) lastUse_.waitOn(stream);
 }
 
 void StagedPath::endCall(cudaStream_t stream) {
     lastUse_.record(stream);
+    lastStream_ = stream;
     used_ = true;
 }
 
@@ -170,13 +172,15 @@ void StagedPath::exchangeBlocks(std::span<const transport::BlockExchange> blocks
         cudaMemcpyDeviceToHost, stream);
     // MPI cannot wait on a stream; this also retires the previous call's copies in.
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    // Every block's message at once (one round trip over MPI, not one per block).
+    messages_.clear();
     std::size_t sent = 0, received = 0;
     for (const transport::BlockExchange& b : blocks) {
-        transport::exchangeBlockOnHost(world_, hostSend_.data() + sent, sendBytesOf(b), b.dest,
-                                       hostRecv_.data() + received, recvBytesOf(b), b.src);
+        messages_.push_back(transport::peerMessageOf(b, hostSend_.data() + sent, hostRecv_.data() + received));
         sent += sendBytesOf(b);
         received += recvBytesOf(b);
     }
+    world_.sendRecvMany(messages_, transport::kTagExchangeBlock);
     copyRuns(
         blocks, hostRecv_.data(), [](const transport::BlockExchange& b) { return b.recv; }, recvBytesOf,
         cudaMemcpyHostToDevice, stream);

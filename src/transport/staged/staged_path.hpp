@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "halo_kernels.hpp"
 #include "haloex/plan/particle_plan.hpp"
@@ -35,9 +36,9 @@ public:
     void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
                        cudaStream_t stream);
     // ParticleTransport::exchangeBlocks: every block's send copied out (one
-    // copy per run of sends adjacent in device memory), one host sync, the
-    // blocks' messages in order, the receives copied in (again by runs). Returns
-    // with the copies in still queued on the stream.
+    // copy per run of sends adjacent in device memory), one host sync, every
+    // block's message in one World::sendRecvMany, the receives copied in
+    // (again by runs). Returns with the copies in still queued on the stream.
     void exchangeBlocks(std::span<const transport::BlockExchange> blocks, cudaStream_t stream);
 
 private:
@@ -52,7 +53,9 @@ private:
     DeviceBuffer<std::byte> deviceSend_, deviceRecv_;
     PinnedBuffer<std::byte> hostSend_, hostRecv_;
     Event lastUse_;
+    cudaStream_t lastStream_ = nullptr;  // of the previous call (compared, never used)
     bool used_ = false;
+    std::vector<runtime::PeerMessage> messages_;  // exchangeBlocks' scratch
 };
 
 }  // namespace haloex::cuda

@@ -1,12 +1,17 @@
 // MpiWorld: identity and every collective, checked against values each rank
 // can compute for itself.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <numeric>
+#include <string>
+#include <vector>
 
 #include "haloex/core/error.hpp"
 #include "haloex/runtime/mpi_world.hpp"
+#include "send_recv_many_check.hpp"
 #include "mpi_test_main.hpp"
 
 using namespace haloex;
@@ -118,6 +123,56 @@ TEST(MpiWorld, RefusesBadPeersAndTags) {
     EXPECT_THROW(w.sendRecvBytes({}, -1, {}, -1, -5), Error);
     // Bytes expected from nobody.
     EXPECT_THROW(w.sendRecvBytes({}, -1, std::as_writable_bytes(std::span(&v, 1)), -1, 0), Error);
+}
+
+TEST(MpiWorld, SendRecvManyMatchesTheMessagesOneByOne) {
+    auto& w = world();
+    testsupport::checkSendRecvMany(w, 21);
+    // Again with the same tag: nothing of the first call is left over.
+    testsupport::checkSendRecvMany(w, 21);
+    w.barrier();
+}
+
+TEST(MpiWorld, SendRecvManyRefusesBadPeersAndTagsBeforePostingAnything) {
+    auto& w = world();
+    std::int64_t v = 0;
+    const auto in = std::as_writable_bytes(std::span(&v, 1));
+    const std::vector<runtime::PeerMessage> fine{{{}, -1, {}, -1}};
+    const std::vector<runtime::PeerMessage> badDest{{{}, -1, {}, -1}, {{}, w.size(), {}, -1}};
+    const std::vector<runtime::PeerMessage> noSource{{{}, -1, in, -1}};
+    EXPECT_THROW(w.sendRecvMany(badDest, 0), Error);
+    EXPECT_THROW(w.sendRecvMany(fine, -5), Error);
+    EXPECT_THROW(w.sendRecvMany(noSource, 0), Error);
+    w.barrier();
+}
+
+TEST(MpiWorld, SendRecvManyNamesAMessageOfTheWrongSize) {
+    auto& w = world();
+    // Pairs (0, 1), (2, 3), ...: the even rank sends 4 bytes where its
+    // partner expects 8.
+    const bool even = w.rank() % 2 == 0;
+    const int partner = even ? w.rank() + 1 : w.rank() - 1;
+    if (partner < w.size()) {
+        const std::int32_t small = 5;
+        std::int64_t big = 0;
+        if (even) {
+            const std::vector<runtime::PeerMessage> m{{std::as_bytes(std::span(&small, 1)), partner, {}, -1}};
+            w.sendRecvMany(m, 23);
+        } else {
+            const std::vector<runtime::PeerMessage> m{{{}, -1, std::as_writable_bytes(std::span(&big, 1)), partner}};
+            try {
+                w.sendRecvMany(m, 23);
+                ADD_FAILURE() << "nothing was thrown";
+            } catch (const Error& e) {
+                EXPECT_NE(std::string(e.what()).find(fmt::format("rank {} expected 8 bytes from rank {} (tag 23) but "
+                                                                 "got 4",
+                                                                 w.rank(), partner)),
+                          std::string::npos)
+                    << e.what();
+            }
+        }
+    }
+    w.barrier();
 }
 
 TEST(MpiSession, AdoptsAnInitialisedMpi) {
