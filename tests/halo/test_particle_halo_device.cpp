@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <algorithm>
 #include <cstdint>
 #include <iostream>
 #include <utility>
@@ -233,7 +234,9 @@ struct HaloCase {
     Backend backend;
     transport::MemorySpace space;
     std::string label() const {
-        return std::string(toString(backend)) + (space == transport::MemorySpace::Host ? "_host" : "_device");
+        std::string name(toString(backend));
+        std::replace(name.begin(), name.end(), '-', '_');  // test names are identifiers
+        return name + (space == transport::MemorySpace::Host ? "_host" : "_device");
     }
 };
 void PrintTo(const HaloCase& c, std::ostream* os) { *os << c.label(); }
@@ -254,15 +257,17 @@ std::string cannotRunHere(const HaloCase& c) {
     if (c.space == transport::MemorySpace::Device) {
         if (std::string why = noGpuReason(); !why.empty()) return why;
     }
-    if (c.backend == Backend::Nvshmem && !mpiWorld()) {
-        return "nvshmem needs one process per rank: it runs in the MPI variants (ctest -R "
-               "test_particle_halo_device_np)";
+    if ((c.backend == Backend::Nvshmem || c.backend == Backend::NcclDevice) && !mpiWorld()) {
+        return std::string(toString(c.backend)) +
+               " needs one process per rank: it runs in the MPI variants (ctest -R test_particle_halo_device_np)";
     }
     return {};
 }
 
+// NCCL's refusal of ranks sharing a GPU: from the nccl transport (an NCCL
+// error) or from the registry for nccl-device (invalid input, with the reason).
 bool isSharedGpuRefusal(const Error& e) {
-    return e.kind() == ErrorKind::Nccl &&
+    return (e.kind() == ErrorKind::Nccl || e.kind() == ErrorKind::InvalidInput) &&
            std::string(e.what()).find("refuses two ranks on one GPU") != std::string::npos;
 }
 
