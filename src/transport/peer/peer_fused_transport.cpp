@@ -130,8 +130,9 @@ public:
     // the host (pinned staging, World messages), as the staged transport's.
     void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
         HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
-        counters_.hostSyncs += hostPath_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
-                                                 static_cast<cudaStream_t>(stream), kTagBytes);
+        // (hostSyncs counts forward/reverse only: none here.)
+        hostPath_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
+                          static_cast<cudaStream_t>(stream), kTagBytes);
     }
     void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
                        StreamHandle stream) override {
