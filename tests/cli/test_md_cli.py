@@ -1135,7 +1135,7 @@ class MdAutoTransport(CliCase):
         selection = record["auto_selection"]
         self.assertEqual(selection["source"], "rule")
         skipped = {s["backend"]: s["reason"] for s in selection["skipped"]}
-        self.assertEqual(sorted(skipped), ["ipc", "nccl", "nvshmem", "reference"])
+        self.assertEqual(sorted(skipped), ["ipc", "nccl", "nccl-device", "nvshmem", "reference"])
         self.assertIn("in-process oracle", skipped["reference"])
         self.assertIn("device memory", skipped["nccl"])
         self.assertFalse(os.path.exists(self.path("auto.json")), "nothing was measured, so nothing was cached")
