@@ -93,7 +93,8 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--transport", o.transport,
                    "Halo exchange: auto (several GPU ranks: times every transport that can run here inside "
                    "--auto-steps MD steps of this run and takes the fastest), auto:rule (the fixed rule: nvshmem "
-                   "where built, else ipc), reference (CPU, in-process), staged, ipc, nccl, nvshmem")
+                   "where built, else ipc), reference (CPU, in-process), staged, ipc, nccl, nvshmem, nccl-device (the "
+                   "fused kernels over NCCL 2.28's windows; one process per GPU)")
         ->capture_default_str();
     app.add_option("--auto-steps", o.autoSteps,
                    fmt::format("--transport auto: timed MD steps per repeat ({} repeats per candidate after {} "
