@@ -13,7 +13,8 @@ Suites (all transports of a suite in one run, results in one JSON file):
            ablations that measure CUDA graphs and fusion apart: nccl captured
            in a graph ("nccl/auto graphs=1"), nvshmem direct without graphs
            ("nvshmem/direct graphs=0") and nvshmem direct launched once per
-           pulse ("nvshmem/direct per-pulse", with graphs).
+           pulse ("nvshmem/direct per-pulse", with graphs); and nccl-device,
+           the same fused kernels over NCCL 2.28's windows.
   scaling  strong scaling on 1, 2, 4, 8 GPUs (--rank-counts; default: powers
            of two up to the GPUs visible), every transport and path at each
            rank count, sizes 45k..1440k atoms, rank grid auto; prints the
@@ -201,7 +202,11 @@ BASE_VARIANTS = [Variant("staged"), Variant("ipc"), Variant("nccl"),
 # design) instead of one per exchange.
 ABLATION_VARIANTS = [Variant("nccl", graphs=True), Variant("nvshmem", "direct", graphs=False),
                      Variant("nvshmem", "direct", launch="per-pulse")]
-ALL_VARIANTS = BASE_VARIANTS + ABLATION_VARIANTS  # dd's default; scaling runs BASE_VARIANTS unless --variants
+# The second GPU-initiated transport: the same fused kernels over NCCL 2.28's
+# windows (one process per GPU; it fails with NCCL's reason on shared GPUs).
+NCCL_DEVICE_VARIANTS = [Variant("nccl-device")]
+# dd's default; scaling runs BASE_VARIANTS unless --variants
+ALL_VARIANTS = BASE_VARIANTS + ABLATION_VARIANTS + NCCL_DEVICE_VARIANTS
 
 # The paper's measured points (ns/day as GROMACS reports it: every step), NVSHMEM vs MPI.
 PAPER_POINTS = [(45000, 4, 1649, 1126), (180000, 8, 1249, 973), (360000, 8, 910, 779)]

@@ -107,7 +107,7 @@ class DdSuiteTest(unittest.TestCase):
         # the series' convention, and the command asks for exactly those.
         labels = [v.label for v in md_bench.ALL_VARIANTS]
         for want in ("nccl/auto", "nccl/auto graphs=1", "nvshmem/direct", "nvshmem/direct graphs=0",
-                     "nvshmem/direct per-pulse"):
+                     "nvshmem/direct per-pulse", "nccl-device/auto"):
             self.assertIn(want, labels)
         self.assertEqual(len(set(labels)), len(labels))
         by = {v.label: v for v in md_bench.ALL_VARIANTS}
