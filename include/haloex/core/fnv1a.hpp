@@ -2,9 +2,13 @@
 // FNV-1a, 64 bit: simple, no table, enough to catch torn, flipped or replaced
 // bytes (checkpoint checksums, the recorded tails of continuing outputs). Not
 // a cryptographic hash.
+#include <array>
 #include <cstddef>
 #include <cstdint>
+#include <fstream>
+#include <optional>
 #include <span>
+#include <string>
 
 namespace haloex {
 
@@ -21,5 +25,27 @@ public:
 private:
     std::uint64_t hash_ = 0xcbf29ce484222325ULL;
 };
+
+// A file by its contents: the hash of its bytes and their count, or nullopt
+// where it cannot be read. Reads it in 64 KiB pieces.
+struct FileFingerprint {
+    std::uint64_t hash = 0;
+    std::uintmax_t bytes = 0;
+};
+inline std::optional<FileFingerprint> fingerprintOfFile(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) return std::nullopt;
+    Fnv1a hash;
+    std::array<char, 1 << 16> chunk{};
+    FileFingerprint out;
+    while (in.read(chunk.data(), static_cast<std::streamsize>(chunk.size())) || in.gcount() > 0) {
+        const auto n = static_cast<std::size_t>(in.gcount());
+        hash.add(std::as_bytes(std::span(chunk.data(), n)));
+        out.bytes += n;
+    }
+    if (in.bad()) return std::nullopt;
+    out.hash = hash.value();
+    return out;
+}
 
 }  // namespace haloex

@@ -5,6 +5,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
+#include <span>
+#include <fstream>
+#include <array>
 #include <charconv>
 #include <cstdint>
 #include <iostream>
@@ -15,6 +19,7 @@
 #include "haloex/build_info.hpp"
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/core/fnv1a.hpp"
 #include "haloex/halo/auto_select.hpp"
 #include "haloex/halo/backend.hpp"
 #include "haloex/md/cpu_backend.hpp"
@@ -220,9 +225,17 @@ struct MdTrial {
 
 // What makes two runs alike for the measured choice: the system and the
 // step's settings (selectBackend adds the world, memory and candidates).
+// An input file by its contents (FNV-1a of its bytes and its size), so an
+// edited file with the same name is measured again and a copy under another
+// name is not; the path where it cannot be read (the run says why later).
+std::string fileFingerprint(const std::string& path) {
+    const auto f = fingerprintOfFile(path);
+    return f ? fmt::format("{:016x} ({} bytes)", f->hash, f->bytes) : path;
+}
+
 std::string autoShapeKey(const md::MdOptions& o) {
-    const std::string start = !o.restartFile.empty() ? "restart " + o.restartFile
-                              : !o.groFile.empty()   ? "gro " + o.groFile
+    const std::string start = !o.restartFile.empty() ? "restart " + fileFingerprint(o.restartFile)
+                              : !o.groFile.empty()   ? "gro " + fileFingerprint(o.groFile)
                                                      : fmt::format("lattice of {} atoms", o.atoms);
     return fmt::format("haloex-md {}, rc {} rlist {:.6g} nstlist {} prune {}/{:.6g}, grid {}, search {}, graphs {}, "
                        "nvshmem {}/{}",
