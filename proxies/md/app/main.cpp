@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstddef>
 #include <span>
 #include <fstream>
@@ -228,14 +229,21 @@ struct MdTrial {
 // An input file by its contents (FNV-1a of its bytes and its size), so an
 // edited file with the same name is measured again and a copy under another
 // name is not; the path where it cannot be read (the run says why later).
+// Regular files only: a device or a FIFO (refused later, when the run reads
+// its input) is named by its path, never read here.
 std::string fileFingerprint(const std::string& path) {
+    std::error_code error;
+    if (!std::filesystem::is_regular_file(path, error)) return path;
     const auto f = fingerprintOfFile(path);
     return f ? fmt::format("{:016x} ({} bytes)", f->hash, f->bytes) : path;
 }
 
-std::string autoShapeKey(const md::MdOptions& o) {
-    const std::string start = !o.restartFile.empty() ? "restart " + fileFingerprint(o.restartFile)
-                              : !o.groFile.empty()   ? "gro " + fileFingerprint(o.groFile)
+// byContents: the input file named by its contents (what a cache needs),
+// else by its path.
+std::string autoShapeKey(const md::MdOptions& o, bool byContents) {
+    const auto input = [&](const std::string& path) { return byContents ? fileFingerprint(path) : path; };
+    const std::string start = !o.restartFile.empty() ? "restart " + input(o.restartFile)
+                              : !o.groFile.empty()   ? "gro " + input(o.groFile)
                                                      : fmt::format("lattice of {} atoms", o.atoms);
     return fmt::format("haloex-md {}, rc {} rlist {:.6g} nstlist {} prune {}/{:.6g}, grid {}, search {}, graphs {}, "
                        "nvshmem {}/{}",
@@ -272,7 +280,9 @@ std::unique_ptr<transport::ParticleTransport> makeTransportFor(md::MdOptions& o,
         return makeTransport(parseBackend(name), world, options);
     }
     AutoSelectOptions select;
-    select.shapeKey = autoShapeKey(o);
+    // The key names the input by its contents: read only where something may
+    // be measured or cached (several ranks; one rank is decided by rule).
+    select.shapeKey = autoShapeKey(o, /*byContents=*/world.size() > 1);
     select.transport = options;
     select.warmupSteps = md::kAutoWarmupSteps;
     select.stepsPerRepeat = o.autoSteps;
