@@ -18,8 +18,11 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <algorithm>
+
 #include "device_sync.cuh"
 #include "fused_args.hpp"
+#include "haloex/cuda/check.hpp"
 #include "haloex/cuda/dependent_launch.cuh"
 
 namespace haloex::nvshmem_detail {
@@ -429,6 +432,18 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
     const bool last = lastBlockOfPulse(a, p, &flag, /*systemRelease=*/false);
     if (last && okShared && threadIdx.x == 0) releaseStoreGpu(&a.doneWords[p], seq);
     finishKernel(a, seq);
+}
+
+// Blocks of fusedForward<T, Peers> and fusedReverse<T, Peers> that fit on
+// the current device at once (both kernels' occupancy, the smaller).
+template <class T, class Peers>
+int maxResidentFusedBlocksOf() {
+    int device = 0, sms = 0, perSmX = 0, perSmF = 0;
+    HALOEX_CUDA_CHECK(cudaGetDevice(&device));
+    HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSmX, fusedForward<T, Peers>, kFusedThreads, 0));
+    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSmF, fusedReverse<T, Peers>, kFusedThreads, 0));
+    return sms * std::min(perSmX, perSmF);
 }
 
 }  // namespace haloex::nvshmem_detail

@@ -3,8 +3,6 @@
 // pointers only. Whole-program compiled: no -rdc, no NVSHMEM.
 #include "loadstore_kernels.hpp"
 
-#include <algorithm>
-
 #include "fused_exchange.cuh"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/dependent_launch.cuh"
@@ -25,13 +23,6 @@ void launchLoadStoreReverse(const FusedArgs& args, int blocksPerPulse, cudaStrea
     cuda::launchDependent(loadStoreReverse, dim3(blocksPerPulse, args.numPulses), kFusedThreads, 0, stream, args);
 }
 
-int maxResidentLoadStoreBlocks() {
-    int device = 0, sms = 0, perSmX = 0, perSmF = 0;
-    HALOEX_CUDA_CHECK(cudaGetDevice(&device));
-    HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSmX, loadStoreForward, kFusedThreads, 0));
-    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSmF, loadStoreReverse, kFusedThreads, 0));
-    return sms * std::min(perSmX, perSmF);
-}
+int maxResidentLoadStoreBlocks() { return maxResidentFusedBlocksOf<Vec3f, LoadStorePeers>(); }
 
 }  // namespace haloex::nvshmem_detail

@@ -67,20 +67,6 @@ void launchCommUnpackFPerPulse(FusedArgs args, int blocksPerPulse, cudaStream_t 
     }
 }
 
-int maxResidentFusedBlocks() {
-    int device = 0, sms = 0, perSmX = 0, perSmF = 0;
-    HALOEX_CUDA_CHECK(cudaGetDevice(&device));
-    HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSmX, fusedPackCommX, kFusedThreads, 0));
-    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSmF, fusedCommUnpackF, kFusedThreads, 0));
-    return sms * std::min(perSmX, perSmF);
-}
-
-int multiprocessorCount() {
-    int device = 0, sms = 0;
-    HALOEX_CUDA_CHECK(cudaGetDevice(&device));
-    HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    return sms;
-}
+int maxResidentFusedBlocks() { return maxResidentFusedBlocksOf<Vec3f, NvshmemPeers>(); }
 
 }  // namespace haloex::nvshmem_detail

@@ -18,6 +18,5 @@ void launchCommUnpackFPerPulse(FusedArgs args, int blocksPerPulse, cudaStream_t 
 
 // Blocks of the fused kernels that fit on the current device at once.
 int maxResidentFusedBlocks();
-int multiprocessorCount();
 
 }  // namespace haloex::nvshmem_detail

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "fused_kernels.hpp"
+#include "fused_setup.hpp"
 #include "index_map_upload.hpp"
 #include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
@@ -27,8 +28,6 @@ namespace haloex::transport {
 namespace {
 
 using namespace nvshmem_detail;
-
-constexpr const char* kDimName = "xyz";
 
 // A fixed-size element for byte-wise forwarded fields.
 struct WideElement {
@@ -220,25 +219,6 @@ public:
     }
 
 private:
-    // Counters and sequence of one kernel kind (coordinates or forces).
-    struct KernelState {
-        cuda::DeviceBuffer<std::uint64_t> sequence;   // [1], starts at 1
-        cuda::DeviceBuffer<std::uint64_t> doneWords;  // [kMaxPulses]
-        cuda::DeviceBuffer<unsigned> pulseCounters;   // [kMaxPulses]
-        cuda::DeviceBuffer<unsigned> kernelCounter;   // [1]
-        void allocate() {
-            sequence.resize(1);
-            doneWords.resize(kMaxPulses);
-            pulseCounters.resize(kMaxPulses);
-            kernelCounter.resize(1);
-            const std::uint64_t one = 1;
-            cuda::copyToDeviceNow(sequence.data(), &one, sizeof one);
-            cuda::fillBytesNow(doneWords.data(), 0, doneWords.bytes());
-            cuda::fillBytesNow(pulseCounters.data(), 0, pulseCounters.bytes());
-            cuda::fillBytesNow(kernelCounter.data(), 0, kernelCounter.bytes());
-        }
-    };
-
     std::size_t bytesFor(std::size_t atoms, std::size_t stagingAtoms) const {
         return 2 * atoms * sizeof(Vec3f) + 2 * kMaxPulses * stagingAtoms * sizeof(Vec3f) +
                2 * kMaxPulses * sizeof(std::uint64_t);
@@ -330,24 +310,13 @@ private:
         std::vector<PulseRecord> records(numPulses);
         whyPath_.assign(numPulses, {});
         std::size_t offset = 0;
-        int maxWork = 1;
         auto* coordSignals = signals_.as<std::uint64_t>();
         auto* forceSignals = coordSignals + kMaxPulses;
         for (int p = 0; p < numPulses; ++p) {
             const plan::Pulse& pulse = plan_.pulses[p];
             PulseRecord& r = records[p];
-            r.indexMap = indexMaps_.data() + offset;
+            r = pulseRecordOf(pulse, indexMaps_.data() + offset);
             offset += static_cast<std::size_t>(pulse.sendCount());
-            r.sendCount = pulse.sendCount();
-            r.numIndependent = pulse.numIndependent;
-            r.recvCount = pulse.recvCount;
-            r.recvOffset = pulse.recvOffset;
-            r.recvCapacity = pulse.recvCapacity;
-            r.remoteRecvOffset = pulse.remoteRecvOffset;
-            r.dim = pulse.dim;
-            r.shiftSign = pulse.shiftSign;
-            r.sendPe = pulse.sendRank;
-            r.recvPe = pulse.recvRank;
             void* peerX = nvshmem_ptr(x_.as<void>(), pulse.sendRank);
             std::string whySend, whyRecv;
             r.sendPath = choosePath(pulse.sendRank, peerX, whySend);
@@ -361,32 +330,12 @@ private:
             if (r.recvPath != PathKind::Put) {
                 r.peerForceSignal = static_cast<std::uint64_t*>(nvshmem_ptr(forceSignals + p, pulse.recvRank));
             }
-            for (int q : pulse.waitsForward) r.waitsForward |= std::uint64_t{1} << q;
-            for (int q : pulse.waitsReverse) r.waitsReverse |= std::uint64_t{1} << q;
-            maxWork = std::max({maxWork, pulse.sendCount(), pulse.recvCapacity});
         }
         pulseRecords_.resize(std::max(1, numPulses));
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
         }
-        // Every block of a fused kernel spins while it waits, so all must be
-        // resident at once: bound the grid by occupancy, shared by the ranks
-        // on this GPU, and keep it small enough to leave the SMs to compute.
-        // Within that, one atom per thread: each atom is a dependent pair of
-        // loads (index, position) or a load over NVLink (~1-2 us), and a
-        // thread that has several does them one after the other: at 11k
-        // atoms per GPU on 2 x H200, 4 atoms per thread cost 1.3 us of the
-        // coordinate exchange and 3.7 us of the force exchange.
-        const int work = static_cast<int>(world_.allReduceValue<std::int64_t>(maxWork, runtime::ReduceOp::Max));
-        const int ranksPerGpu = std::max(1, world_.localSize() / std::max(1, deviceCountOnNode()));
-        const int maxPulses = static_cast<int>(world_.allReduceValue<std::int64_t>(numPulses, runtime::ReduceOp::Max));
-        const int resident = maxResidentFusedBlocks() / ranksPerGpu;
-        const int bySms = std::max(1, multiprocessorCount() / (4 * ranksPerGpu) / std::max(1, maxPulses));
-        const int byWork = (work + kFusedThreads - 1) / kFusedThreads;
-        blocksPerPulse_ = std::max(1, std::min({byWork, bySms, resident / std::max(1, maxPulses)}));
-        if (blocksPerPulse_ * std::max(1, maxPulses) > resident) {
-            throwError(ErrorKind::Internal, "the fused kernels cannot have all their blocks resident on this GPU");
-        }
+        blocksPerPulse_ = fusedBlocksPerPulse(world_, plan_, maxResidentFusedBlocks(), "nvshmem");
     }
 
     // A device-side wait that timed out has left its diagnostic in mapped
@@ -399,17 +348,7 @@ private:
         if (!message.empty()) throwError(ErrorKind::Timeout, "nvshmem wait timed out: " + message);
     }
 
-    static int deviceCountOnNode() {
-        int n = 0;
-        HALOEX_CUDA_CHECK(cudaGetDeviceCount(&n));
-        return n;
-    }
-
-    std::string describePulse(int p) const {
-        if (p < 0 || p >= static_cast<int>(plan_.pulses.size())) return fmt::format("{}", p);
-        const auto& pulse = plan_.pulses[p];
-        return fmt::format("{} (dimension {}, stage {})", p, kDimName[pulse.dim], pulse.stage);
-    }
+    std::string describePulse(int p) const { return describeFusedPulse(plan_, p); }
 
     std::vector<std::string> pathNotes() const {
         std::vector<std::string> notes;
@@ -431,7 +370,7 @@ private:
         return notes;
     }
 
-    FusedArgs baseArgs(KernelState& state) const {
+    FusedArgs baseArgs(FusedKernelState& state) const {
         FusedArgs a;
         a.pulses = pulseRecords_.data();
         a.numPulses = static_cast<int>(plan_.pulses.size());
@@ -473,7 +412,7 @@ private:
     std::int64_t reservedAtoms_ = 0;
     std::int64_t capacityAtoms_ = 0;
     int stagingStride_ = 0;
-    KernelState coordState_, forceState_;
+    FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<int> indexMaps_;
     cuda::DeviceBuffer<PulseRecord> pulseRecords_;
     cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;

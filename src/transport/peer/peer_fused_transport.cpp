@@ -14,6 +14,7 @@
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/halo/peer_memory.hpp"
+#include "fused_setup.hpp"
 #include "halo_kernels.hpp"
 #include "loadstore_kernels.hpp"
 #include "staged_path.hpp"
@@ -24,7 +25,6 @@ namespace {
 
 using namespace nvshmem_detail;
 
-constexpr const char* kDimName = "xyz";
 constexpr int kTagBytes = 11000;  // forwardBytes through the host
 
 class PeerFusedTransport final : public ParticleTransport {
@@ -145,22 +145,6 @@ public:
     void checkForFailure() const override { throwIfTimedOut(); }
 
 private:
-    // Counters and sequence of one kernel kind (coordinates or forces).
-    struct KernelState {
-        cuda::DeviceBuffer<std::uint64_t> sequence;   // [1], starts at 1
-        cuda::DeviceBuffer<std::uint64_t> doneWords;  // [kMaxPulses]
-        cuda::DeviceBuffer<unsigned> pulseCounters;   // [kMaxPulses]
-        cuda::DeviceBuffer<unsigned> kernelCounter;   // [1]
-        void allocate() {
-            sequence.resize(1);
-            doneWords.resizeZeroed(kMaxPulses);
-            pulseCounters.resizeZeroed(kMaxPulses);
-            kernelCounter.resizeZeroed(1);
-            const std::uint64_t one = 1;
-            cuda::copyToDeviceNow(sequence.data(), &one, sizeof one);
-        }
-    };
-
     // The coordinate and force windows, the same size on every rank (the
     // largest need), grown collectively with headroom; kept while they
     // suffice. Returns whether they were (re)allocated.
@@ -198,21 +182,10 @@ private:
         const int numPulses = static_cast<int>(plan_.pulses.size());
         std::vector<PulseRecord> records(numPulses);
         const std::size_t forcesAt = static_cast<std::size_t>(capacityAtoms_) * sizeof(Vec3f);
-        int maxWork = 1;
         for (int p = 0; p < numPulses; ++p) {
             const plan::Pulse& pulse = plan_.pulses[p];
             PulseRecord& r = records[p];
-            r.indexMap = maps_.pulse(p);
-            r.sendCount = pulse.sendCount();
-            r.numIndependent = pulse.numIndependent;
-            r.recvCount = pulse.recvCount;
-            r.recvOffset = pulse.recvOffset;
-            r.recvCapacity = pulse.recvCapacity;
-            r.remoteRecvOffset = pulse.remoteRecvOffset;
-            r.dim = pulse.dim;
-            r.shiftSign = pulse.shiftSign;
-            r.sendPe = pulse.sendRank;
-            r.recvPe = pulse.recvRank;
+            r = pulseRecordOf(pulse, maps_.pulse(p));
             r.sendPath = r.recvPath = PathKind::Direct;
             r.peerX = peerPointer<Vec3f>(*arrays_, pulse.sendRank, 0, "coordinates");
             r.peerF = peerPointer<const Vec3f>(*arrays_, pulse.sendRank, forcesAt, "forces");
@@ -223,34 +196,12 @@ private:
                 peerPointer<std::uint64_t>(*signals_, pulse.recvRank,
                                            static_cast<std::size_t>(kMaxPulses + p) * sizeof(std::uint64_t),
                                            "force signals");
-            for (int q : pulse.waitsForward) r.waitsForward |= std::uint64_t{1} << q;
-            for (int q : pulse.waitsReverse) r.waitsReverse |= std::uint64_t{1} << q;
-            maxWork = std::max({maxWork, pulse.sendCount(), pulse.recvCapacity});
         }
         pulseRecords_.resize(std::max(1, numPulses));
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
         }
-        // As nvshmem's: every block spins while it waits, so all must be
-        // resident at once (bounded by occupancy, shared by the ranks on this
-        // GPU), one element per thread within that.
-        const int work = static_cast<int>(world_.allReduceValue<std::int64_t>(maxWork, runtime::ReduceOp::Max));
-        const int devices = std::max(1, cuda::deviceCount());
-        const int ranksPerGpu = std::max(1, world_.localSize() / devices);
-        const int maxPulses = static_cast<int>(world_.allReduceValue<std::int64_t>(numPulses, runtime::ReduceOp::Max));
-        const int resident = maxResidentLoadStoreBlocks() / ranksPerGpu;
-        int sms = 0, device = 0;
-        HALOEX_CUDA_CHECK(cudaGetDevice(&device));
-        HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-        const int bySms = std::max(1, sms / (4 * ranksPerGpu) / std::max(1, maxPulses));
-        const int byWork = (work + kFusedThreads - 1) / kFusedThreads;
-        blocksPerPulse_ = std::max(1, std::min({byWork, bySms, resident / std::max(1, maxPulses)}));
-        if (blocksPerPulse_ * std::max(1, maxPulses) > resident) {
-            throwError(ErrorKind::Internal,
-                       fmt::format("the {} transport's fused kernels cannot have all their blocks resident on this "
-                                   "GPU",
-                                   name_));
-        }
+        blocksPerPulse_ = fusedBlocksPerPulse(world_, plan_, maxResidentLoadStoreBlocks(), name_);
         notes_ = {fmt::format("{}: {} pulse(s), {} block(s) of {} threads per pulse, one fused kernel per exchange, "
                               "direct stores into the peers' windows ({}), wait limit {:.0f} s; search-step blocks "
                               "and static data through the host",
@@ -263,13 +214,9 @@ private:
         if (!message.empty()) throwError(ErrorKind::Timeout, fmt::format("{} wait timed out: {}", name_, message));
     }
 
-    std::string describePulse(int p) const {
-        if (p < 0 || p >= static_cast<int>(plan_.pulses.size())) return fmt::format("{}", p);
-        const auto& pulse = plan_.pulses[p];
-        return fmt::format("{} (dimension {}, stage {})", p, kDimName[pulse.dim], pulse.stage);
-    }
+    std::string describePulse(int p) const { return describeFusedPulse(plan_, p); }
 
-    FusedArgs baseArgs(KernelState& state) {
+    FusedArgs baseArgs(FusedKernelState& state) {
         FusedArgs a;
         a.pulses = pulseRecords_.data();
         a.numPulses = static_cast<int>(plan_.pulses.size());
@@ -300,7 +247,7 @@ private:
     std::int64_t capacityAtoms_ = 0;
     cuda::DevicePulseMaps maps_;
     cuda::StagedPath hostPath_;
-    KernelState coordState_, forceState_;
+    FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<PulseRecord> pulseRecords_;
     cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
     WaitDiagnostics* diagnosticsDevice_ = nullptr;

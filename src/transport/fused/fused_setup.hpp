@@ -1,0 +1,104 @@
+#pragma once
+// Host-side set-up shared by the transports that launch the fused kernels
+// (nvshmem, nccl-device): the per-kernel-kind counters, a pulse's record from
+// the plan, the launch's blocks per pulse, and a pulse's name in diagnostics.
+// What differs between them (paths, peer pointers, memory) stays theirs.
+#include <cuda_runtime.h>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+
+#include "fused_args.hpp"
+#include "haloex/core/error.hpp"
+#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/cuda/check.hpp"
+#include "haloex/cuda/device_buffer.hpp"
+#include "haloex/plan/particle_plan.hpp"
+#include "haloex/runtime/world.hpp"
+
+namespace haloex::nvshmem_detail {
+
+// Counters and sequence of one kernel kind (coordinates or forces).
+struct FusedKernelState {
+    cuda::DeviceBuffer<std::uint64_t> sequence;   // [1], starts at 1
+    cuda::DeviceBuffer<std::uint64_t> doneWords;  // [kMaxPulses]
+    cuda::DeviceBuffer<unsigned> pulseCounters;   // [kMaxPulses]
+    cuda::DeviceBuffer<unsigned> kernelCounter;   // [1]
+    void allocate() {
+        sequence.resize(1);
+        doneWords.resizeZeroed(kMaxPulses);
+        pulseCounters.resizeZeroed(kMaxPulses);
+        kernelCounter.resizeZeroed(1);
+        const std::uint64_t one = 1;
+        cuda::copyToDeviceNow(sequence.data(), &one, sizeof one);
+    }
+};
+
+// Pulse p's record as the plan gives it: counts, offsets, peers, shift and
+// the dependency masks; the transport adds the paths and peer pointers.
+inline PulseRecord pulseRecordOf(const plan::Pulse& pulse, const int* indexMap) {
+    PulseRecord r;
+    r.indexMap = indexMap;
+    r.sendCount = pulse.sendCount();
+    r.numIndependent = pulse.numIndependent;
+    r.recvCount = pulse.recvCount;
+    r.recvOffset = pulse.recvOffset;
+    r.recvCapacity = pulse.recvCapacity;
+    r.remoteRecvOffset = pulse.remoteRecvOffset;
+    r.dim = pulse.dim;
+    r.shiftSign = pulse.shiftSign;
+    r.sendPe = pulse.sendRank;
+    r.recvPe = pulse.recvRank;
+    for (int q : pulse.waitsForward) r.waitsForward |= std::uint64_t{1} << q;
+    for (int q : pulse.waitsReverse) r.waitsReverse |= std::uint64_t{1} << q;
+    return r;
+}
+
+// The most entries one pulse of this plan sends or receives (at least 1).
+inline int largestPulseWork(const plan::ParticleHaloPlan& plan) {
+    int work = 1;
+    for (const plan::Pulse& pulse : plan.pulses) work = std::max({work, pulse.sendCount(), pulse.recvCapacity});
+    return work;
+}
+
+// Collective: blocks per pulse of the fused launches. Every block spins while
+// it waits, so all must be resident at once: the grid is bounded by
+// occupancy (`maxResidentBlocks` of the kernels on this device), shared by
+// the ranks on this GPU, and kept small enough to leave the SMs to compute.
+// Within that, one element per thread: each is a dependent pair of loads
+// (index, value) or a load over NVLink (~1-2 us), and a thread that has
+// several does them one after the other: at 11k atoms per GPU on 2 x H200,
+// 4 atoms per thread cost 1.3 us of the coordinate exchange and 3.7 us of
+// the force exchange. `transport` names it in the error.
+inline int fusedBlocksPerPulse(runtime::World& world, const plan::ParticleHaloPlan& plan, int maxResidentBlocks,
+                               const std::string& transport) {
+    const int numPulses = static_cast<int>(plan.pulses.size());
+    const int work =
+        static_cast<int>(world.allReduceValue<std::int64_t>(largestPulseWork(plan), runtime::ReduceOp::Max));
+    const int ranksPerGpu = std::max(1, world.localSize() / std::max(1, cuda::deviceCount()));
+    const int maxPulses = static_cast<int>(world.allReduceValue<std::int64_t>(numPulses, runtime::ReduceOp::Max));
+    const int resident = maxResidentBlocks / ranksPerGpu;
+    int device = 0, sms = 0;
+    HALOEX_CUDA_CHECK(cudaGetDevice(&device));
+    HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const int bySms = std::max(1, sms / (4 * ranksPerGpu) / std::max(1, maxPulses));
+    const int byWork = (work + kFusedThreads - 1) / kFusedThreads;
+    const int blocks = std::max(1, std::min({byWork, bySms, resident / std::max(1, maxPulses)}));
+    if (blocks * std::max(1, maxPulses) > resident) {
+        throwError(ErrorKind::Internal,
+                   fmt::format("the {} transport's fused kernels cannot have all their blocks resident on this GPU",
+                               transport));
+    }
+    return blocks;
+}
+
+// "p (dimension x, stage s)" for the wait diagnostics; p alone outside the plan.
+inline std::string describeFusedPulse(const plan::ParticleHaloPlan& plan, int p) {
+    if (p < 0 || p >= static_cast<int>(plan.pulses.size())) return fmt::format("{}", p);
+    const plan::Pulse& pulse = plan.pulses[static_cast<std::size_t>(p)];
+    return fmt::format("{} (dimension {}, stage {})", p, "xyz"[pulse.dim], pulse.stage);
+}
+
+}  // namespace haloex::nvshmem_detail
