@@ -19,6 +19,8 @@
 #include <array>
 #include <algorithm>
 #include <cstdint>
+#include <optional>
+#include <functional>
 #include <iostream>
 #include <utility>
 #include <memory>
@@ -271,6 +273,32 @@ bool isSharedGpuRefusal(const Error& e) {
            std::string(e.what()).find("refuses two ranks on one GPU") != std::string::npos;
 }
 
+// Runs `body` on this job's MPI ranks, or on `numRanks` thread ranks; NCCL's
+// refusal of ranks sharing a GPU comes back as the reason (the caller skips
+// that configuration with it), any other error propagates.
+std::optional<std::string> runOnRanks(runtime::World* mpi, int numRanks,
+                                      const std::function<void(runtime::World&)>& body) {
+    try {
+        if (mpi) {
+            body(*mpi);
+        } else {
+            runtime::runInProcess(numRanks, body);
+        }
+    } catch (const Error& e) {
+        if (!isSharedGpuRefusal(e)) throw;
+        return std::string(e.what());
+    }
+    return std::nullopt;
+}
+
+// Every rank this process ran (all of them on thread ranks, its own under MPI)
+// found no mismatch.
+void expectNoMismatches(const std::vector<std::string>& mismatches, runtime::World* mpi) {
+    for (int r = 0; r < static_cast<int>(mismatches.size()); ++r) {
+        if (!mpi || r == mpi->rank()) EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
+    }
+}
+
 std::string runRank(runtime::World& world, const HaloCase& c, const plan::Box& box, const Expected& expected) {
     const auto r = static_cast<std::size_t>(world.rank());
     transport::TransportOptions options;
@@ -314,25 +342,15 @@ TEST_P(ParticleHaloBackend, GatherAndScatterAddMatchTheReferenceBitwise) {
             const plan::Decomposition d = testsupport::makeDecomposition(s);
             const Expected expected = haloReference(d, s, alignment);
             std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
-            try {
-                if (mpi) {
-                    mismatches[static_cast<std::size_t>(mpi->rank())] = runRank(*mpi, c, d.box(), expected);
-                } else {
-                    runtime::runInProcess(numRanks, [&](runtime::World& w) {
-                        mismatches[static_cast<std::size_t>(w.rank())] = runRank(w, c, d.box(), expected);
-                    });
-                }
-            } catch (const Error& e) {
-                if (!isSharedGpuRefusal(e)) throw;
-                skipped += fmt::format("{} on {} ranks skipped: {}\n", s.grid, numRanks, e.what());
+            const auto refused = runOnRanks(mpi, numRanks, [&](runtime::World& w) {
+                mismatches[static_cast<std::size_t>(w.rank())] = runRank(w, c, d.box(), expected);
+            });
+            if (refused) {
+                skipped += fmt::format("{} on {} ranks skipped: {}\n", s.grid, numRanks, *refused);
                 continue;
             }
             ++ran;
-            for (int r = 0; r < numRanks; ++r) {
-                if (!mpi || r == mpi->rank()) {
-                    EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
-                }
-            }
+            expectNoMismatches(mismatches, mpi);
         }
     }
     if (ran == 0) GTEST_SKIP() << skipped;
@@ -452,22 +470,11 @@ TEST_P(ParticleHaloBackend, GridGatherAndScatterAddMatchTheReferenceBitwise) {
             add(testsupport::compareBitwise("scatter-added Vec3f", w.rank(), got.flux, expected[r].flux, all));
             mismatches[r] = m;
         };
-        try {
-            if (mpi) {
-                body(*mpi);
-            } else {
-                runtime::runInProcess(numRanks, body);
-            }
-        } catch (const Error& e) {
-            if (!isSharedGpuRefusal(e)) throw;
-            std::cout << spec.grid.toString() << " skipped: " << e.what() << "\n";
+        if (const auto refused = runOnRanks(mpi, numRanks, body)) {
+            std::cout << spec.grid.toString() << " skipped: " << *refused << "\n";
             continue;
         }
-        for (int r = 0; r < numRanks; ++r) {
-            if (!mpi || r == mpi->rank()) {
-                EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
-            }
-        }
+        expectNoMismatches(mismatches, mpi);
     }
 }
 
@@ -580,22 +587,11 @@ TEST_P(ParticleHaloBackend, GridGathersBackToBackMatchTheReferenceBitwise) {
                 if (!d.empty()) m += (m.empty() ? "" : "; ") + d;
                 mismatches[r] = m;
             };
-            try {
-                if (mpi) {
-                    body(*mpi);
-                } else {
-                    runtime::runInProcess(numRanks, body);
-                }
-            } catch (const Error& e) {
-                if (!isSharedGpuRefusal(e)) throw;
-                std::cout << spec.grid.toString() << " skipped: " << e.what() << "\n";
+            if (const auto refused = runOnRanks(mpi, numRanks, body)) {
+                std::cout << spec.grid.toString() << " skipped: " << *refused << "\n";
                 continue;
             }
-            for (int r = 0; r < numRanks; ++r) {
-                if (!mpi || r == mpi->rank()) {
-                    EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
-                }
-            }
+            expectNoMismatches(mismatches, mpi);
         }
     }
 #endif
