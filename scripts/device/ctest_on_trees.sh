@@ -3,7 +3,8 @@
 # bisection of a GPU test across commits):
 #   scripts/device/ctest_on_trees.sh 'CTEST_REGEX' TREE.tar.gz...
 # Pack each tree here first (git archive --format=tar.gz -o .devsrc/<commit>.tar.gz <commit>).
-# Builds every tree at once (the cores shared), then runs the selection on
+# Builds every tree at once (the cores shared; BUILD_TARGETS="a b" builds only
+# those targets, default all), then runs the selection on
 # each in turn under MPS, one test at a time; a line per tree in $OUT/summary.txt,
 # the logs beside it.
 set -uo pipefail
@@ -24,7 +25,7 @@ for tarball in "$@"; do
   tar xzf "$tarball" -C "$dir"
   trees+=("$dir")
   (cmake -S "$dir" -B "$dir/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-     >"$out/$name-configure.log" 2>&1 && cmake --build "$dir/build" -j "$jobs" >"$out/$name-build.log" 2>&1
+     >"$out/$name-configure.log" 2>&1 && cmake --build "$dir/build" -j "$jobs" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >"$out/$name-build.log" 2>&1
    echo $? >"$out/$name-build.rc") &
 done
 wait
