@@ -1,5 +1,6 @@
 #pragma once
-// An nvshmem_malloc'd array (zero-filled), shared by the particle transport
+// An nvshmem_malloc'd array (zero-filled on every rank before allocate()
+// returns anywhere), shared by the particle transport
 // and the Jacobi kernel. Allocating and freeing are collective: every rank
 // must allocate the same sizes in the same order.
 #include <nvshmem.h>
@@ -33,6 +34,11 @@ public:
                                    (2 * bytes + symmetricHeapBytes()) / (1024 * 1024) + 1));
         }
         cuda::fillBytesNow(ptr_, 0, bytes);
+        // nvshmem_malloc's own barrier is at its exit, before this fill: a
+        // peer past it could already put into this array (a search-step
+        // block, a signal) and see its data zeroed here. Every rank's fill
+        // is complete (fillBytesNow synchronises) before any rank returns.
+        nvshmem_barrier_all();
     }
     void release() {
         // Collective: skipped while an exception unwinds one rank (the job is aborting).
