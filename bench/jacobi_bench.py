@@ -129,7 +129,7 @@ def main(argv=None):
     p.add_argument("--transports", default="all", help="haloex-jacobi --transport (default: all GPU transports)")
     p.add_argument("--decomp", default="row", help="row, 2d or PXxPY")
     p.add_argument("--boundary", default="periodic")
-    p.add_argument("--nvshmem-path", default=None, help="auto (default), direct or put")
+    p.add_argument("--nvshmem-path", default=None, help="auto (default) or direct (the same: the fused kernel stores into the neighbours' fields)")
     p.add_argument("--repeat", type=int, default=3, help="timed runs per transport and size (median reported)")
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--shared-gpus", action="store_true", help="pass --allow-shared-gpus (several ranks per GPU)")

@@ -1,7 +1,7 @@
 // haloex-jacobi: 2D 5-point Jacobi on a periodic or fixed-boundary grid over a
 // row (1D) or 2D process grid, halos through the structured-grid plan and the
-// transports (staged, ipc, nccl: CPU-orchestrated; nvshmem: one fused,
-// GPU-initiated kernel per iteration; cpu: host arrays, for checking).
+// transports (staged, ipc, nccl: CPU-orchestrated; nvshmem, nccl-device: one
+// fused, GPU-initiated kernel per iteration; cpu: host arrays, for checking).
 // Every run is checked against a one-device computation of the whole grid and
 // reports time, speedup and efficiency. Launch with mpirun.
 // Exit codes: 0 all runs passed, 1 a run failed its check, 2 bad input,
@@ -54,7 +54,7 @@ struct Options {
     std::string json;
 };
 
-std::vector<std::string> knownTransports() { return {"staged", "ipc", "nccl", "nvshmem", "cpu"}; }
+std::vector<std::string> knownTransports() { return {"staged", "ipc", "nccl", "nvshmem", "nccl-device", "cpu"}; }
 
 std::vector<std::string> parseTransports(const std::string& text) {
     std::vector<std::string> out;
@@ -86,9 +86,15 @@ ProblemSpec makeSpec(const Options& o, int ranks) {
     spec.boundary = parseBoundary(o.boundary);
     if (o.warmup < 0) throwError(ErrorKind::InvalidInput, fmt::format("--warmup {}: use 0 or more", o.warmup));
     if (o.repeat < 1) throwError(ErrorKind::InvalidInput, fmt::format("--repeat {}: use 1 or more", o.repeat));
-    if (o.nvshmemPath != "auto" && o.nvshmemPath != "direct" && o.nvshmemPath != "put") {
+    if (o.nvshmemPath == "put") {
         throwError(ErrorKind::InvalidInput,
-                   fmt::format("--nvshmem-path '{}': the Jacobi kernel supports auto, direct and put", o.nvshmemPath));
+                   "--nvshmem-path put: the fused Jacobi kernel stores straight into the neighbours' fields over "
+                   "NVLink/P2P and has no put-with-signal path; use auto (or direct), and --transport nccl or staged "
+                   "between GPUs without load/store access");
+    }
+    if (o.nvshmemPath != "auto" && o.nvshmemPath != "direct") {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--nvshmem-path '{}': use auto or direct (the same: direct stores)", o.nvshmemPath));
     }
     if (o.maxBlocks < 0)
         throwError(ErrorKind::InvalidInput, fmt::format("--max-blocks {}: use 0 or more", o.maxBlocks));
@@ -260,19 +266,21 @@ int main(int argc, char** argv) {
     app.add_option("--decomp", o.decomp, "Process grid: row (1 x ranks), 2d, or PXxPY")->capture_default_str();
     app.add_option("--boundary", o.boundary, "periodic or fixed")->capture_default_str();
     app.add_option("--transport", o.transports,
-                   "Comma-separated list of staged, ipc, nccl, nvshmem, cpu, or all (every GPU transport built)")
+                   "Comma-separated list of staged, ipc, nccl, nvshmem, nccl-device, cpu, or all (every GPU transport "
+                   "built)")
         ->capture_default_str();
-    app.add_option("--nvshmem-path", o.nvshmemPath, "nvshmem: auto, direct or put")->capture_default_str();
+    app.add_option("--nvshmem-path", o.nvshmemPath,
+                   "nvshmem, nccl-device: auto or direct (the fused kernel stores into the neighbours' fields)")->capture_default_str();
     app.add_option("--max-blocks", o.maxBlocks,
-                   "nvshmem: at most this many blocks in the fused kernel (0: all that "
+                   "nvshmem, nccl-device: at most this many blocks in the fused kernel (0: all that "
                    "fit)")
         ->capture_default_str();
     app.add_option("--tile-cells", o.tileCells,
-                   "nvshmem: interior cells per work item of the fused kernel, rounded up to a multiple of 256 "
+                   "nvshmem, nccl-device: interior cells per work item of the fused kernel, rounded up to a multiple of 256 "
                    "(0: 4096)")
         ->capture_default_str();
     app.add_flag("--allow-shared-gpus", o.allowSharedGpus, "Allow several ranks per GPU (start the CUDA MPS daemon)");
-    app.add_option("--wait-timeout", o.waitTimeout, "nvshmem: device-side wait limit in seconds (0: default 120)");
+    app.add_option("--wait-timeout", o.waitTimeout, "nvshmem, nccl-device: device-side wait limit in seconds (0: default 120)");
     app.add_flag("--csv", o.csv, "Print one CSV line per transport instead of the human summary");
     app.add_option("--json", o.json, "Write the settings, machine and results to this JSON file (rank 0)");
     CLI11_PARSE(app, argc, argv);

@@ -19,7 +19,7 @@
 #include "haloex/cuda/device_select.hpp"
 #include "haloex/halo/backend.hpp"
 #include "jacobi_kernels.hpp"
-#include "nvshmem_variant.hpp"
+#include "fused_variant.hpp"
 
 namespace haloex::jacobi::gpu {
 namespace {
@@ -128,7 +128,8 @@ RunResult baseResult(const std::string& name, const ProblemSpec& spec, runtime::
 }  // namespace
 
 // The GPU transports in the order they run.
-constexpr std::array<Backend, 4> kGpuBackends{Backend::Staged, Backend::Ipc, Backend::Nccl, Backend::Nvshmem};
+constexpr std::array<Backend, 5> kGpuBackends{Backend::Staged, Backend::Ipc, Backend::Nccl, Backend::Nvshmem,
+                                               Backend::NcclDevice};
 
 std::vector<std::string> defaultTransports() {
     std::vector<std::string> names;
@@ -231,13 +232,14 @@ RunResult runGpuTransport(const std::string& name, const ProblemSpec& spec, cons
     }
     std::unique_ptr<Variant> variant;
     std::string failure;
-    if (backend == Backend::Nvshmem) {
-        stencil::NvshmemJacobiOptions o;
+    if (backend == Backend::Nvshmem || backend == Backend::NcclDevice) {
+        stencil::FusedJacobiOptions o;
+        o.backend = backend;
         o.path = settings.nvshmemPath;
         o.waitTimeoutSeconds = settings.waitTimeoutSeconds;
         o.maxBlocks = settings.maxBlocks;
         o.tileCells = settings.tileCells;
-        variant = makeNvshmemVariant(s, world, o);
+        variant = makeFusedVariant(s, world, o);
     } else {
         failure = agreeOnFailure(world,
                                  [&] { variant = makeHaloVariant(backend, plan, s, world, settings.allowSharedGpus); });

@@ -1,7 +1,8 @@
 #pragma once
 // The GPU side of haloex-jacobi: device selection, the one-GPU reference, and
 // the timed runs of the transports (staged, ipc, nccl: CPU-orchestrated over
-// the halo API; nvshmem: one fused, GPU-initiated kernel per iteration), each
+// the halo API; nvshmem, nccl-device: one fused, GPU-initiated kernel per
+// iteration on the backend's peer memory), each
 // selected through the backend registry (haloex/halo/backend.hpp). Plain C++:
 // gpu_runner.cpp implements it with CUDA, gpu_runner_unavailable.cpp in builds
 // without CUDA (every GPU transport skips there, saying why).
@@ -25,8 +26,8 @@ struct GpuSettings {
     bool allowSharedGpus = false;
     std::string nvshmemPath = "auto";
     double waitTimeoutSeconds = 0.0;
-    int maxBlocks = 0;       // nvshmem fused kernel (0: occupancy bound)
-    int tileCells = 0;       // nvshmem fused kernel: interior cells per work item (0: default)
+    int maxBlocks = 0;       // fused kernel (0: occupancy bound)
+    int tileCells = 0;       // fused kernel: interior cells per work item (0: default)
     bool printNorms = true;  // rank 0 prints the norm at every --nccheck period
 };
 

@@ -1,8 +1,8 @@
 #pragma once
 // An nvshmem_malloc'd array (zero-filled on every rank before allocate()
-// returns anywhere), shared by the particle transport
-// and the Jacobi kernel. Allocating and freeing are collective: every rank
-// must allocate the same sizes in the same order.
+// returns anywhere), for the particle transport and the symmetric memory it
+// lends (symmetric_memory.hpp). Allocating and freeing are collective: every
+// rank must allocate the same sizes in the same order.
 #include <nvshmem.h>
 
 #include <cstddef>

@@ -1,34 +1,40 @@
 #pragma once
-// GPU-initiated 2D Jacobi iteration over NVSHMEM (library haloex_nvshmem; in
-// builds without it haloex_transports has makeNvshmemJacobi, which throws
-// InvalidInput with unavailableReason(Backend::Nvshmem)).
+// The GPU-initiated 2D Jacobi iteration (proxies/jacobi/fused): one fused
+// kernel per iteration on the library's public device API. The fields live
+// in the backend's peer memory (haloex/halo/peer_memory.hpp: nvshmem's
+// symmetric heap, nccl-device's registered windows, or CUDA IPC), the
+// signals and their timed waits are a device halo view's
+// (haloex/halo/device_halo_view.cuh); the kernel is plain CUDA (no -rdc, no
+// NVSHMEM or NCCL device library), whichever backend it runs on.
 //
-// One fused kernel per iteration: the blocks first compute the boundary lines
-// of the new field and store each sent line straight into the receiving
-// peer's halo (NVLink: plain stores through nvshmem_ptr; otherwise a
-// symmetric staging slot and put-with-signal), then one block signals every
-// receiver; the blocks go on with the interior while the halo travels; the
-// last block to finish waits for the signals of this rank's own senders only
-// (no global barrier) and returns. The next launch reads complete halos.
+// Per iteration the blocks first compute the boundary lines of the new
+// field and store each sent line straight into the receiving peer's halo
+// (NVLink/P2P stores through the peer's mapped field), then one thread
+// signals every receiver; the blocks go on with the interior while the halo
+// travels; the last block to finish waits (timed) for the signals of this
+// rank's own senders only (no global barrier) and returns. The next launch
+// reads complete halos. Every neighbour must be reachable with loads and
+// stores (one node, P2P between the GPUs); where one is not, construction
+// refuses on every rank with the reason.
 //
-// Plain C++: no NVSHMEM or CUDA types (a stream is passed as void*).
-// NVSHMEM is initialised on first use, collectively, by the library itself
-// (one initialisation per process, shared with the particle transport).
+// Plain C++: no CUDA types (a stream is passed as void*).
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "haloex/halo/backend.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/stencil/jacobi_layout.hpp"
 
 namespace haloex::stencil {
 
-struct NvshmemJacobiOptions {
-    // "auto": direct stores where nvshmem_ptr() reaches the peer, else put;
-    // "direct": stores only (refused where a peer is not reachable);
-    // "put": put-with-signal everywhere (on NVLink hardware this runs through
-    // NVSHMEM's peer-to-peer transport: it is not an InfiniBand test).
+struct FusedJacobiOptions {
+    // Where the fields and signals live: Nvshmem, NcclDevice or Ipc (a
+    // backend with load/store peer memory, hasPeerMemory()).
+    Backend backend = Backend::Nvshmem;
+    // "auto" or "direct" (the same: stores into the peers' fields); anything
+    // else is refused with what to use instead.
     std::string path = "auto";
     // Device-side wait limit; 0: HALOEX_WAIT_TIMEOUT or 120 s.
     double waitTimeoutSeconds = 0.0;
@@ -43,11 +49,11 @@ struct NvshmemJacobiOptions {
     int tileCells = 0;
 };
 
-class NvshmemJacobi {
+class FusedJacobi {
 public:
-    virtual ~NvshmemJacobi() = default;
+    virtual ~FusedJacobi() = default;
 
-    // The two fields (numLocal() doubles each, symmetric device memory),
+    // The two fields (numLocal() doubles each, the backend's peer memory),
     // parity 0 and 1. The caller initialises both (interior and halo) before
     // the first iterate() and may rewrite them between runs once every rank
     // has synchronised its device and passed a barrier.
@@ -67,7 +73,7 @@ public:
 
     // What was chosen and why (path per peer, blocks), for the run summary.
     virtual std::vector<std::string> describe() const = 0;
-    // "direct", "put", "mixed" (some peers each), or "-" (no peers).
+    // "direct", or "-" (nothing to send).
     virtual std::string pathSummary() const = 0;
     virtual int blocks() const = 0;
 };
@@ -75,7 +81,7 @@ public:
 // Collective over `world`; uses the calling thread's current CUDA device.
 // Every rank passes its own LocalStencil (the peers' remote lines must agree
 // with their receives: derive them from one plan).
-std::unique_ptr<NvshmemJacobi> makeNvshmemJacobi(runtime::World& world, const LocalStencil& stencil,
-                                                 const NvshmemJacobiOptions& options);
+std::unique_ptr<FusedJacobi> makeFusedJacobi(runtime::World& world, const LocalStencil& stencil,
+                                             const FusedJacobiOptions& options);
 
 }  // namespace haloex::stencil

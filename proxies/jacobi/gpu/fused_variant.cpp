@@ -1,5 +1,5 @@
-// The fused NVSHMEM kernel as a Variant (nvshmem_variant.hpp).
-#include "nvshmem_variant.hpp"
+// The fused kernel as a Variant (fused_variant.hpp).
+#include "fused_variant.hpp"
 
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
@@ -7,10 +7,10 @@
 namespace haloex::jacobi::gpu {
 namespace {
 
-class Nvshmem final : public Variant {
+class Fused final : public Variant {
 public:
-    Nvshmem(const stencil::LocalStencil& s, runtime::World& world, const stencil::NvshmemJacobiOptions& options)
-        : stream_(cuda::Stream::highestPriority()), impl_(stencil::makeNvshmemJacobi(world, s, options)) {}
+    Fused(const stencil::LocalStencil& s, runtime::World& world, const stencil::FusedJacobiOptions& options)
+        : stream_(cuda::Stream::highestPriority()), impl_(stencil::makeFusedJacobi(world, s, options)) {}
     double* field(int parity) override { return impl_->field(parity); }
     void iterate(int parity, double* norm) override { impl_->iterate(parity, norm, stream_.get()); }
     void finish() override {
@@ -24,14 +24,14 @@ public:
 
 private:
     cuda::Stream stream_;
-    std::unique_ptr<stencil::NvshmemJacobi> impl_;
+    std::unique_ptr<stencil::FusedJacobi> impl_;
 };
 
 }  // namespace
 
-std::unique_ptr<Variant> makeNvshmemVariant(const stencil::LocalStencil& stencil, runtime::World& world,
-                                            const stencil::NvshmemJacobiOptions& options) {
-    return std::make_unique<Nvshmem>(stencil, world, options);
+std::unique_ptr<Variant> makeFusedVariant(const stencil::LocalStencil& stencil, runtime::World& world,
+                                          const stencil::FusedJacobiOptions& options) {
+    return std::make_unique<Fused>(stencil, world, options);
 }
 
 }  // namespace haloex::jacobi::gpu

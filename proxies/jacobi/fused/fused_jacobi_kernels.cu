@@ -1,6 +1,9 @@
 // The fused, GPU-initiated Jacobi iteration: one launch computes the new
 // field, delivers the sent face lines into the peers' halos and returns once
-// this rank's own halo lines have arrived (haloex/stencil/jacobi_nvshmem.hpp).
+// this rank's own halo lines have arrived (haloex/stencil/jacobi_fused.hpp).
+// Plain CUDA on the library's public device API (peer pointers from
+// PeerMemory, signals and timed waits of the device halo view): no -rdc, no
+// NVSHMEM or NCCL device library, whichever backend provides the memory.
 //
 // Work is handed out dynamically (one counter): the boundary chunks come
 // first, so the lines the peers wait for are computed by the first blocks to
@@ -13,15 +16,12 @@
 // interior: the only cells that read a halo are the boundary lines, so once
 // they are computed this rank no longer reads the halo the peers will
 // overwrite in the next iteration (they write the other field of the pair).
-#include <nvshmem.h>
-#include <nvshmemx.h>
-
-#include "device_sync.cuh"
+#include "fused_jacobi_kernels.hpp"
 #include "haloex/cuda/check.hpp"
+#include "haloex/halo/device_halo_view.cuh"
 #include "haloex/stencil/jacobi_update.hpp"
-#include "stencil_kernels.hpp"
 
-namespace haloex::nvshmem_detail {
+namespace haloex::jacobi::fused {
 namespace {
 
 constexpr int kWarps = kJacobiThreads / 32;
@@ -30,36 +30,22 @@ __device__ __forceinline__ std::int64_t lineAt(const stencil::Line& line, int k)
     return line.start + static_cast<std::int64_t>(k) * line.stride;
 }
 
-__device__ __forceinline__ std::int64_t slotOffset(std::uint64_t seq, int pulse, std::int64_t stride) {
-    return (static_cast<std::int64_t>(seq & 1u) * kJacobiMaxPulses + pulse) * stride;
-}
-
-// Chunk `c` of a message: compute, store here, deliver (peer memory or staging).
+// Chunk `c` of a message: compute, store here and into the peer's field.
 __device__ void messageChunk(const JacobiArgs& a, const JacobiMessage& m, int c, const double* cur, double* next,
                              double& norm) {
     const int begin = c * a.chunkCells;
     const int end = min(m.send.count, begin + a.chunkCells);
-    const int nextParity = 1 - a.parity;
-    double* peer = m.direct ? m.peerField[nextParity] : nullptr;
-    double* staged = a.staging + slotOffset(a.seq, m.pulse, a.slotStride);
+    double* peer = m.peerField[1 - a.parity];
     for (int k = begin + static_cast<int>(threadIdx.x); k < end; k += blockDim.x) {
         const std::int64_t cell = lineAt(m.send, k);
         const double old = cur[cell];
         const double v = stencil::jacobiAt(cur, cell, a.ax);
         next[cell] = v;
         if (k >= m.normBegin && k < m.normEnd) norm += (v - old) * (v - old);
-        if (peer) {
-            peer[lineAt(m.remote, k)] = v;
-        } else {
-            staged[k] = v;
-        }
+        peer[lineAt(m.remote, k)] = v;
     }
     // Each thread orders its own deliveries before the chunk is counted.
-    if (peer) {
-        __threadfence_system();
-    } else {
-        __threadfence();
-    }
+    __threadfence_system();
 }
 
 __device__ void unsentChunk(const JacobiArgs& a, const JacobiUnsent& u, int c, const double* cur, double* next,
@@ -139,43 +125,22 @@ __device__ void interiorTile(const JacobiArgs& a, int tile, const double* __rest
     }
 }
 
-// Whole block: tell every receiver its line is there. Direct: the data went
-// out as plain stores (ordered before this by the system-scope fences of the
-// boundary counter); put: the staged lines go out with their signal.
+// Thread 0: tell every receiver its line is there. The data went out as
+// plain stores, ordered before this by the system-scope fences of the
+// boundary counter; the view's signal is one release store at system scope.
 __device__ void signalReceivers(const JacobiArgs& a) {
-    const int nextParity = 1 - a.parity;
     for (int m = 0; m < a.numMsgs; ++m) {
         const JacobiMessage& msg = a.msgs[m];
-        if (msg.pulse == a.withholdPulse) continue;
-        if (msg.direct) {
-            if (threadIdx.x == 0) releaseStoreSys(msg.peerSignal, a.seq);
-        } else {
-            double* dest = msg.putIntoField ? a.field[nextParity] + msg.remote.start
-                                            : a.slots + slotOffset(a.seq, msg.pulse, a.slotStride);
-            const double* src = a.staging + slotOffset(a.seq, msg.pulse, a.slotStride);
-            nvshmemx_putmem_signal_nbi_block(dest, src, static_cast<std::size_t>(msg.send.count) * sizeof(double),
-                                             &a.signals[msg.pulse], a.seq, NVSHMEM_SIGNAL_SET, msg.peer);
-        }
+        if (msg.pulse != a.withholdPulse) device::signal(a.view, msg.link, a.seq);
     }
 }
 
-// Last block: wait for this rank's senders, then unpack what came into slots.
-__device__ void receiveHalo(const JacobiArgs& a, double* next, const WaitContext& ctx) {
-    __shared__ int ok;
-    if (threadIdx.x == 0) {
-        ok = 1;
-        for (int r = 0; r < a.numRecvs && ok; ++r) {
-            ok = waitSignalGe(&a.signals[a.recvs[r].pulse], a.seq, ctx, WaitDiagnostics::CoordinateReceive,
-                              a.recvs[r].pulse, a.recvs[r].peer);
-        }
-    }
-    __syncthreads();
-    if (!ok) return;
+// Thread 0 of the last block: wait (timed) for this rank's senders. The
+// cells are already in `next`; the next launch, ordered after this one on
+// the stream, reads them.
+__device__ void receiveHalo(const JacobiArgs& a) {
     for (int r = 0; r < a.numRecvs; ++r) {
-        const JacobiReceive& rv = a.recvs[r];
-        if (!rv.fromSlot) continue;
-        const double* slot = a.slots + slotOffset(a.seq, rv.pulse, a.slotStride);
-        for (int k = threadIdx.x; k < rv.recv.count; k += blockDim.x) next[lineAt(rv.recv, k)] = slot[k];
+        if (!device::wait(a.view, a.recvs[r].link, a.seq)) return;  // timed out: the host reports it
     }
 }
 
@@ -196,10 +161,9 @@ __device__ double blockSum(double v) {
 __global__ void __launch_bounds__(kJacobiThreads) jacobiFused(JacobiArgs a) {
     __shared__ int item;
     __shared__ int flag;
-    const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, kJacobiKernelId};
-    if (threadIdx.x == 0) flag = aborted(ctx);
+    if (threadIdx.x == 0) flag = device::timedOut(a.view);
     __syncthreads();
-    if (flag) return;  // a wait timed out somewhere: the job is being aborted
+    if (flag) return;  // a wait timed out on this rank: the job is being aborted
 
     const double* cur = a.field[a.parity];
     double* next = a.field[1 - a.parity];
@@ -223,7 +187,7 @@ __global__ void __launch_bounds__(kJacobiThreads) jacobiFused(JacobiArgs a) {
                 if (flag) __threadfence_system();  // every chunk's stores before the signals
             }
             __syncthreads();
-            if (flag) signalReceivers(a);
+            if (flag && threadIdx.x == 0) signalReceivers(a);
         } else {
             interiorTile(a, t - a.boundaryChunks, cur, next, norm);
         }
@@ -246,7 +210,7 @@ __global__ void __launch_bounds__(kJacobiThreads) jacobiFused(JacobiArgs a) {
         if (flag) *a.itemCounter = 0u;
     }
     __syncthreads();
-    if (flag) receiveHalo(a, next, ctx);
+    if (flag && threadIdx.x == 0) receiveHalo(a);
 }
 
 void launchJacobiFused(const JacobiArgs& args, int blocks, cudaStream_t stream) {
@@ -262,4 +226,6 @@ int maxResidentJacobiBlocks() {
     return sms * perSm;
 }
 
-}  // namespace haloex::nvshmem_detail
+void loadJacobiKernel() { device::loadKernelNow(jacobiFused); }
+
+}  // namespace haloex::jacobi::fused
