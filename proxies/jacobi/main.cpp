@@ -270,17 +270,20 @@ int main(int argc, char** argv) {
                    "built)")
         ->capture_default_str();
     app.add_option("--nvshmem-path", o.nvshmemPath,
-                   "nvshmem, nccl-device: auto or direct (the fused kernel stores into the neighbours' fields)")->capture_default_str();
+                   "nvshmem, nccl-device: auto or direct (the fused kernel stores into the neighbours' fields)")
+        ->capture_default_str();
     app.add_option("--max-blocks", o.maxBlocks,
                    "nvshmem, nccl-device: at most this many blocks in the fused kernel (0: all that "
                    "fit)")
         ->capture_default_str();
-    app.add_option("--tile-cells", o.tileCells,
-                   "nvshmem, nccl-device: interior cells per work item of the fused kernel, rounded up to a multiple of 256 "
-                   "(0: 4096)")
+    app.add_option(
+           "--tile-cells", o.tileCells,
+           "nvshmem, nccl-device: interior cells per work item of the fused kernel, rounded up to a multiple of 256 "
+           "(0: 4096)")
         ->capture_default_str();
     app.add_flag("--allow-shared-gpus", o.allowSharedGpus, "Allow several ranks per GPU (start the CUDA MPS daemon)");
-    app.add_option("--wait-timeout", o.waitTimeout, "nvshmem, nccl-device: device-side wait limit in seconds (0: default 120)");
+    app.add_option("--wait-timeout", o.waitTimeout,
+                   "nvshmem, nccl-device: device-side wait limit in seconds (0: default 120)");
     app.add_flag("--csv", o.csv, "Print one CSV line per transport instead of the human summary");
     app.add_option("--json", o.json, "Write the settings, machine and results to this JSON file (rank 0)");
     CLI11_PARSE(app, argc, argv);

@@ -51,11 +51,13 @@ stage_test() {
   stop_mps
 }
 
-# The ctest tests whose names match CTEST_R (a regex), under MPS.
+# The ctest tests whose names match CTEST_R (a regex), under MPS;
+# CTEST_REPEAT=N runs each up to N times (until one fails: flaky tests).
 stage_ctest_select() {
-  note "== ctest -R '${CTEST_R:?set CTEST_R}'"
+  note "== ctest -R '${CTEST_R:?set CTEST_R}'${CTEST_REPEAT:+ (each up to $CTEST_REPEAT times, until it fails)}"
   start_mps
-  (cd "$build" && ctest --output-on-failure --timeout 300 -j "${CTEST_J:-4}" -R "$CTEST_R" >"$out/ctest-select.log" 2>&1)
+  (cd "$build" && ctest --output-on-failure --timeout 300 -j "${CTEST_J:-4}" -R "$CTEST_R" \
+    ${CTEST_REPEAT:+--repeat until-fail:$CTEST_REPEAT} >"$out/ctest-select.log" 2>&1)
   local rc=$?
   grep -E 'tests passed|tests failed|\*\*\*Failed|Timeout|Not Run|Skipped' "$out/ctest-select.log" | tee -a "$summary"
   [ $rc -eq 0 ] || grep -E -B5 -A30 'FAILED|Failure' "$out/ctest-select.log" | head -80

@@ -95,8 +95,8 @@ private:
     double* fieldOf(int parity) const { return static_cast<double*>(fields_->localBase()) + parity * cells_; }
 
     void allocate() {
-        cells_ = static_cast<std::size_t>(world_.allReduceValue<std::int64_t>(stencil_.numLocal(),
-                                                                              runtime::ReduceOp::Max));
+        cells_ =
+            static_cast<std::size_t>(world_.allReduceValue<std::int64_t>(stencil_.numLocal(), runtime::ReduceOp::Max));
         fields_ = allocatePeerMemory(backend_, world_, 2 * cells_ * sizeof(double), "the Jacobi fields");
         counters_.resize(3);
         cuda::fillBytesNow(counters_.data(), 0, counters_.bytes());
@@ -189,8 +189,8 @@ private:
             for (const auto& r : stencil_.receives) {
                 if (r.pulse == p) recv = &r;
             }
-            const LineRecord outgoing = send ? LineRecord{send->remote.start, send->remote.stride, send->remote.count}
-                                             : LineRecord{};
+            const LineRecord outgoing =
+                send ? LineRecord{send->remote.start, send->remote.stride, send->remote.count} : LineRecord{};
             LineRecord incoming;
             world_.sendRecvBytes(send ? std::as_bytes(std::span(&outgoing, 1)) : std::span<const std::byte>{},
                                  send ? send->peer : -1,

@@ -129,7 +129,7 @@ RunResult baseResult(const std::string& name, const ProblemSpec& spec, runtime::
 
 // The GPU transports in the order they run.
 constexpr std::array<Backend, 5> kGpuBackends{Backend::Staged, Backend::Ipc, Backend::Nccl, Backend::Nvshmem,
-                                               Backend::NcclDevice};
+                                              Backend::NcclDevice};
 
 std::vector<std::string> defaultTransports() {
     std::vector<std::string> names;
