@@ -666,13 +666,16 @@ stage_jacobi_api() {
   if [ -n "${JACOBI_OLD_BIN:-}" ]; then
     if [ -x "$JACOBI_OLD_BIN" ]; then bins+=("old:$JACOBI_OLD_BIN"); else note "  JACOBI_OLD_BIN=$JACOBI_OLD_BIN is not executable: this build only"; fi
   fi
+  # JACOBI_API_ABBA=1: new, old, old, new (an order effect shows as a split).
+  [ -n "${JACOBI_API_ABBA:-}" ] && [ ${#bins[@]} -eq 2 ] && bins=("${bins[0]}" "${bins[1]}" "${bins[1]}" "${bins[0]}")
   for n in ${JACOBI_API_SIZES:-1024 4096}; do
     for b in "${bins[@]}"; do
       label=${b%%:*}
       exe=${b#*:}
       log="$out/jacobi-api-$label-$n.log"
       timeout 150 "${mpirun_np[@]}" 2 "$exe" --per-rank --nx "$n" --ny "$n" --niter "${JACOBI_API_NITER:-500}" \
-        --warmup 20 --repeat 3 --allow-shared-gpus --transport staged,ipc,nccl,nvshmem >"$log" 2>&1
+        --warmup 20 --repeat 3 --allow-shared-gpus --transport "${JACOBI_API_TRANSPORTS:-staged,ipc,nccl,nvshmem}" \
+        >"$log" 2>&1
       note "  $label ${n}^2 per rank: rc=$? ($exe)"
       sed -n '/^summary (/,$p' "$log" | grep -E '^(staged|ipc|nccl|nvshmem) ' | cut -c1-250 | sed "s/^/    $label ${n}^2  /" \
         | tee -a "$summary"
