@@ -273,8 +273,8 @@ int main(int argc, char** argv) {
                    "nvshmem, nccl-device: auto or direct (the fused kernel stores into the neighbours' fields)")
         ->capture_default_str();
     app.add_option("--max-blocks", o.maxBlocks,
-                   "nvshmem, nccl-device: at most this many blocks in the fused kernel (0: all that "
-                   "fit)")
+                   "nvshmem, nccl-device: at most this many blocks in the fused kernel, up to all that fit (0: 3 "
+                   "per SM)")
         ->capture_default_str();
     app.add_option(
            "--tile-cells", o.tileCells,

@@ -242,7 +242,7 @@ private:
         // Every block may spin (the last one waits), so all must be resident
         // at once; ranks sharing the GPU share its SMs.
         const int resident = maxResidentJacobiBlocks();
-        int blocks = maxBlocksOption > 0 ? std::min(maxBlocksOption, resident) : resident;
+        int blocks = maxBlocksOption > 0 ? std::min(maxBlocksOption, resident) : defaultJacobiBlocks();
         const auto interior = static_cast<std::int64_t>(stencil_.interiorCols()) * stencil_.interiorRows();
         // Tiles of whole blocks' worth of cells, handed out in order: at any
         // moment the blocks work on one band of rows (L2 keeps the rows they

@@ -17,6 +17,8 @@
 // they are computed this rank no longer reads the halo the peers will
 // overwrite in the next iteration (they write the other field of the pair).
 #include "fused_jacobi_kernels.hpp"
+
+#include <algorithm>
 #include "haloex/cuda/check.hpp"
 #include "haloex/halo/device_halo_view.cuh"
 #include "haloex/stencil/jacobi_update.hpp"
@@ -218,13 +220,22 @@ void launchJacobiFused(const JacobiArgs& args, int blocks, cudaStream_t stream) 
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-int maxResidentJacobiBlocks() {
-    int device = 0, sms = 0, perSm = 0;
+namespace {
+int multiprocessors() {
+    int device = 0, sms = 0;
     HALOEX_CUDA_CHECK(cudaGetDevice(&device));
     HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, jacobiFused, kJacobiThreads, 0));
-    return sms * perSm;
+    return sms;
 }
+}  // namespace
+
+int maxResidentJacobiBlocks() {
+    int perSm = 0;
+    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, jacobiFused, kJacobiThreads, 0));
+    return multiprocessors() * perSm;
+}
+
+int defaultJacobiBlocks() { return std::min(maxResidentJacobiBlocks(), multiprocessors() * kJacobiDefaultBlocksPerSm); }
 
 void loadJacobiKernel() { device::loadKernelNow(jacobiFused); }
 

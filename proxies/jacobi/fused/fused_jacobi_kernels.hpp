@@ -12,6 +12,9 @@ void launchJacobiFused(const JacobiArgs& args, int blocks, cudaStream_t stream);
 // Blocks of the fused Jacobi kernel that fit on the current device at once.
 int maxResidentJacobiBlocks();
 
+// The default grid: kJacobiDefaultBlocksPerSm per SM, or fewer where fewer fit.
+int defaultJacobiBlocks();
+
 // Loads the kernel's code now (CUDA's lazy loading may otherwise synchronise
 // the context at the first launch, while a peer's kernel already waits).
 void loadJacobiKernel();
