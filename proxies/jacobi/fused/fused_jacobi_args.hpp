@@ -13,9 +13,10 @@ inline constexpr int kJacobiMaxPulses = 4;  // a 2D plan: x and y, both directio
 inline constexpr int kJacobiMaxUnsent = 4;
 inline constexpr int kJacobiThreads = 256;
 inline constexpr int kJacobiDefaultTileCells = 16 * kJacobiThreads;
-// 768 threads per SM by default: enough loads in flight for the memory
-// system, and few enough tiles in flight that the rows they share stay in L2
-// (at 4096^2 cells per rank every resident block, 6 per SM, ran 14 % slower).
+// 768 threads per SM by default, and the kernel's launch bounds say so:
+// ptxas then keeps more of a tile's loads in flight (70 registers, not the 40
+// of a full-occupancy target, which ran 12-14 % slower at 2048^2-4096^2
+// cells per rank whatever the block count).
 inline constexpr int kJacobiDefaultBlocksPerSm = 3;
 
 struct JacobiMessage {

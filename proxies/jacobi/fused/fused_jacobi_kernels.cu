@@ -160,7 +160,7 @@ __device__ double blockSum(double v) {
 
 }  // namespace
 
-__global__ void __launch_bounds__(kJacobiThreads) jacobiFused(JacobiArgs a) {
+__global__ void __launch_bounds__(kJacobiThreads, kJacobiDefaultBlocksPerSm) jacobiFused(JacobiArgs a) {
     __shared__ int item;
     __shared__ int flag;
     if (threadIdx.x == 0) flag = device::timedOut(a.view);
