@@ -110,8 +110,7 @@ template <class T>
 void fillStaging(const PackedSends<T>& packed, const plan::GridHaloPlan& p, const std::vector<T>& field) {
     for (const PackedSendPulse& pulse : packed.pulses) {
         for (std::size_t k = 0; k < pulse.count; ++k) {
-            packed.staging[pulse.offset + k] =
-                field[static_cast<std::size_t>(p.pulses[pulse.pulse].sendIndices[k])];
+            packed.staging[pulse.offset + k] = field[static_cast<std::size_t>(p.pulses[pulse.pulse].sendIndices[k])];
         }
     }
 }
