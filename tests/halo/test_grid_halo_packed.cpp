@@ -83,7 +83,7 @@ double valueOf<double>(int rank, int e, int call) {
 }
 template <>
 std::int64_t valueOf<std::int64_t>(int rank, int e, int call) {
-    return -(static_cast<std::int64_t>(e) + 100000 * rank + 10000000 * call);
+    return -(static_cast<std::int64_t>(e) + std::int64_t{100000} * rank + std::int64_t{10000000} * call);
 }
 template <>
 Vec3f valueOf<Vec3f>(int rank, int e, int call) {
