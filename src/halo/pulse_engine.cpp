@@ -187,6 +187,19 @@ private:
 class DeviceMaps {};
 #endif
 
+struct PulseEngine::Staging {
+    std::vector<std::byte> host;
+#if HALOEX_HALO_WITH_DEVICE
+    cuda::DeviceBuffer<std::byte> device;
+#endif
+    std::byte* data() {
+#if HALOEX_HALO_WITH_DEVICE
+        if (device.capacity() > 0) return device.data();
+#endif
+        return host.data();
+    }
+};
+
 PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<plan::Pulse> pulses, int numLocal,
                          bool pulsesMayForward)
     : transport_(transport), pulses_(std::move(pulses)), numLocal_(numLocal),
@@ -230,7 +243,83 @@ PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<pl
 
 PulseEngine::~PulseEngine() = default;
 
-void PulseEngine::collectBlocks(const Batch& batch, std::byte* array, std::size_t elementBytes, std::byte* send,
+std::vector<PulseEngine::PackedPulse> PulseEngine::packedPulses() const {
+    std::vector<PackedPulse> out;
+    if (batches_.empty()) return out;
+    std::size_t offset = 0;
+    for (std::size_t p = batches_[0].first; p < batches_[0].first + batches_[0].count; ++p) {
+        const std::size_t count = sendElements(pulses_[p]);
+        const int* indices = pulses_[p].sendIndices.data();
+#if HALOEX_HALO_WITH_DEVICE
+        if (device_) indices = deviceMaps_->send(p);
+#endif
+        out.push_back({p, offset, count, count > 0 ? indices : nullptr});
+        offset += count;
+    }
+    return out;
+}
+
+std::byte* PulseEngine::packedStaging(std::size_t elementBytes) {
+    if (elementBytes == 0) throwError(ErrorKind::InvalidInput, "bindPackedSends: an element type of 0 bytes");
+    auto& staging = stagings_[elementBytes];
+    if (!staging) {
+        staging = std::make_unique<Staging>();
+        const std::size_t bytes =
+            std::max<std::size_t>(batches_.empty() ? 0 : batches_[0].sendElements, 1) * elementBytes;
+        if (device_) {
+#if HALOEX_HALO_WITH_DEVICE
+            staging->device.resizeZeroed(bytes);
+#endif
+        } else {
+            staging->host.assign(bytes, std::byte{0});
+        }
+    }
+    return staging->data();
+}
+
+void PulseEngine::packFirstBatch(const void* array, std::size_t elementBytes, std::byte* staging,
+                                 transport::StreamHandle stream) {
+    if (batches_.empty() || batches_[0].sendElements == 0) return;
+    if (array == nullptr) throwError(ErrorKind::InvalidInput, "packSends: the field is null");
+    const auto* from = static_cast<const std::byte*>(array);
+    if (!device_) {
+        for (const PackedPulse& p : packedPulses()) {
+            for (std::size_t k = 0; k < p.count; ++k) {
+                std::memcpy(staging + (p.offset + k) * elementBytes,
+                            from + static_cast<std::size_t>(p.indices[k]) * elementBytes, elementBytes);
+            }
+        }
+        return;
+    }
+#if HALOEX_HALO_WITH_DEVICE
+    const auto s = static_cast<cudaStream_t>(stream);
+    if (const int* map = deviceMaps_->batchSend(0)) {
+        cuda::packElements(from, elementBytes, map, static_cast<int>(batches_[0].sendElements), staging, s);
+        return;
+    }
+    for (const PackedPulse& p : packedPulses()) {
+        if (p.count > 0) {
+            cuda::packElements(from, elementBytes, p.indices, static_cast<int>(p.count),
+                               staging + p.offset * elementBytes, s);
+        }
+    }
+#else
+    (void)stream;
+#endif
+}
+
+std::byte* PulseEngine::boundStaging(std::size_t elementBytes) {
+    const auto it = stagings_.find(elementBytes);
+    return it == stagings_.end() ? nullptr : it->second->data();
+}
+
+std::vector<std::size_t> PulseEngine::boundStagingSizes() const {
+    std::vector<std::size_t> sizes;
+    for (const auto& [bytes, staging] : stagings_) sizes.push_back(bytes);
+    return sizes;
+}
+
+void PulseEngine::collectBlocks(const Batch& batch, std::byte* array, std::size_t elementBytes, const std::byte* send,
                                 std::byte* scattered) {
     blocks_.clear();
     for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
@@ -247,8 +336,9 @@ void PulseEngine::collectBlocks(const Batch& batch, std::byte* array, std::size_
 }
 
 void PulseEngine::gather(void* array, const ElementLayout& layout, const plan::Box* shiftBox,
-                         transport::StreamHandle stream) {
+                         transport::StreamHandle stream, const std::byte* packed) {
     if (layout.bytes == 0) throwError(ErrorKind::InvalidInput, "gather: an element type of 0 bytes");
+    HALOEX_ASSERT(packed == nullptr || shiftBox == nullptr, "a packed gather has no periodic shift");
     if (shiftBox) {
         requireComponents(layout, "gather with a periodic shift");
         if (layout.components < 3 || (layout.scalar != ScalarKind::Float32 && layout.scalar != ScalarKind::Float64)) {
@@ -262,9 +352,9 @@ void PulseEngine::gather(void* array, const ElementLayout& layout, const plan::B
     if (array == nullptr && numLocal_ > 0) throwError(ErrorKind::InvalidInput, "gather: the array is null");
     auto* bytes = static_cast<std::byte*>(array);
     if (device_) {
-        gatherDevice(bytes, layout, shiftBox, stream);
+        gatherDevice(bytes, layout, shiftBox, stream, packed);
     } else {
-        gatherHost(bytes, layout, shiftBox);
+        gatherHost(bytes, layout, shiftBox, packed);
     }
 }
 
@@ -282,13 +372,16 @@ void PulseEngine::scatterAdd(void* array, const ElementLayout& layout, transport
 
 // ---- host ------------------------------------------------------------------------
 
-void PulseEngine::gatherHost(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox) {
+void PulseEngine::gatherHost(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox,
+                             const std::byte* packedFirst) {
     const std::size_t eb = layout.bytes;
     hostSend_.resize(std::max<std::size_t>(scratchElements_ * eb, 1));
     hostRecv_.resize(std::max<std::size_t>(scratchElements_ * eb, 1));
-    for (const Batch& batch : batches_) {
+    for (std::size_t b = 0; b < batches_.size(); ++b) {
+        const Batch& batch = batches_[b];
+        const bool callerPacked = b == 0 && packedFirst != nullptr;
         std::byte* packed = hostSend_.data();
-        for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
+        for (std::size_t p = batch.first; p < batch.first + batch.count && !callerPacked; ++p) {
             const plan::Pulse& pulse = pulses_[p];
             const std::size_t sendCount = sendElements(pulse);
             for (std::size_t i = 0; i < sendCount; ++i) {
@@ -304,7 +397,7 @@ void PulseEngine::gatherHost(std::byte* array, const ElementLayout& layout, cons
             }
             packed += sendCount * eb;
         }
-        collectBlocks(batch, array, eb, hostSend_.data(), hostRecv_.data());
+        collectBlocks(batch, array, eb, callerPacked ? packedFirst : hostSend_.data(), hostRecv_.data());
         transport_.exchangeBlocks(blocks_, nullptr);
         const std::byte* received = hostRecv_.data();
         for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
@@ -360,7 +453,7 @@ void PulseEngine::reserveScratch(std::size_t bytes, transport::StreamHandle) {
 }
 
 void PulseEngine::gatherDevice(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox,
-                               transport::StreamHandle streamHandle) {
+                               transport::StreamHandle streamHandle, const std::byte* packedFirst) {
     const auto stream = static_cast<cudaStream_t>(streamHandle);
     const std::size_t eb = layout.bytes;
     reserveScratch(scratchElements_ * eb, streamHandle);
@@ -368,10 +461,11 @@ void PulseEngine::gatherDevice(std::byte* array, const ElementLayout& layout, co
     std::byte* scattered = deviceMaps_->recvScratch.data();
     for (std::size_t b = 0; b < batches_.size(); ++b) {
         const Batch& batch = batches_[b];
-        const int* batchMap = deviceMaps_->batchSend(b);
+        const bool callerPacked = b == 0 && packedFirst != nullptr;
+        const int* batchMap = callerPacked ? nullptr : deviceMaps_->batchSend(b);
         if (batchMap) cuda::packElements(array, eb, batchMap, static_cast<int>(batch.sendElements), send, stream);
         std::byte* packed = send;
-        for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
+        for (std::size_t p = batch.first; p < batch.first + batch.count && !callerPacked; ++p) {
             const plan::Pulse& pulse = pulses_[p];
             const std::size_t sendCount = sendElements(pulse);
             if (!batchMap)
@@ -382,7 +476,7 @@ void PulseEngine::gatherDevice(std::byte* array, const ElementLayout& layout, co
             }
             packed += sendCount * eb;
         }
-        collectBlocks(batch, array, eb, send, scattered);
+        collectBlocks(batch, array, eb, callerPacked ? packedFirst : send, scattered);
         if (!unpackInPlace_[b]) {
             transport_.exchangeBlocks(blocks_, streamHandle);
             cuda::scatterElements(scattered, eb, deviceMaps_->batchRecv(b), static_cast<int>(batch.scatteredElements),
@@ -391,9 +485,20 @@ void PulseEngine::gatherDevice(std::byte* array, const ElementLayout& layout, co
         }
         // The unpack reads the received blocks where they landed (ipc: its
         // landing buffer, no copy out; elsewhere the scratch itself).
-        landed_.assign(blocks_.size(), nullptr);
-        transport_.exchangeBlocksInPlace(blocks_, landed_, streamHandle);
+        exchangeInPlace(b, eb, streamHandle);
         unpackLanded(b, eb, array, streamHandle);
+    }
+}
+
+void PulseEngine::exchangeInPlace(std::size_t b, std::size_t elementBytes, transport::StreamHandle stream) {
+    landed_.assign(blocks_.size(), nullptr);
+    const auto key = std::pair{b, elementBytes};
+    auto it = patterns_.find(key);
+    if (it == patterns_.end()) it = patterns_.emplace(key, transport_.bindBlockPattern(blocks_)).first;
+    if (it->second < 0) {
+        transport_.exchangeBlocksInPlace(blocks_, landed_, stream);
+    } else {
+        transport_.exchangeBoundBlocksInPlace(it->second, blocks_, landed_, stream);
     }
 }
 
@@ -452,8 +557,10 @@ void PulseEngine::scatterAddDevice(std::byte* array, const ElementLayout& layout
 }
 #else
 void PulseEngine::unpackLanded(std::size_t, std::size_t, std::byte*, transport::StreamHandle) {}
+void PulseEngine::exchangeInPlace(std::size_t, std::size_t, transport::StreamHandle) {}
 void PulseEngine::reserveScratch(std::size_t, transport::StreamHandle) {}
-void PulseEngine::gatherDevice(std::byte*, const ElementLayout&, const plan::Box*, transport::StreamHandle) {}
+void PulseEngine::gatherDevice(std::byte*, const ElementLayout&, const plan::Box*, transport::StreamHandle,
+                               const std::byte*) {}
 void PulseEngine::scatterAddDevice(std::byte*, const ElementLayout&, transport::StreamHandle) {}
 #endif
 

@@ -9,10 +9,15 @@
 // exchangeBlocks call (exchangeBlocksInPlace on the device where every
 // receive is scattered: the unpack reads the blocks where they landed) and
 // one unpack; scatterAdd goes pulse by pulse (its additions must keep the
-// plan's order). Internal.
+// plan's order). A packed gather (GridHalo::gatherPacked) takes the first
+// batch's sends from a staging the caller filled (bindPackedSends) instead of
+// packing them. Where the transport binds block patterns (ipc), each batch's
+// exchange is bound once per element size. Internal.
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "haloex/halo/element.hpp"
@@ -37,7 +42,10 @@ public:
                 bool pulsesMayForward = true);
     ~PulseEngine();
 
-    void gather(void* array, const ElementLayout& layout, const plan::Box* shiftBox, transport::StreamHandle stream);
+    // `packed`: the first batch's sends, already packed in the order of
+    // packedSendsOf (the staging of bindPackedSends), or null to pack them.
+    void gather(void* array, const ElementLayout& layout, const plan::Box* shiftBox, transport::StreamHandle stream,
+                const std::byte* packed = nullptr);
     void scatterAdd(void* array, const ElementLayout& layout, transport::StreamHandle stream);
 
     const std::vector<plan::Pulse>& pulses() const { return pulses_; }
@@ -55,20 +63,46 @@ public:
     };
     const std::vector<Batch>& batches() const { return batches_; }
 
+    // The first batch's pulses that a packed gather takes from the staging:
+    // pulse p's sends are elements [offset, offset + count) of it, in the
+    // order of its send indices (`indices`, in the transport's memory).
+    struct PackedPulse {
+        std::size_t pulse = 0, offset = 0, count = 0;
+        const int* indices = nullptr;
+    };
+    std::vector<PackedPulse> packedPulses() const;
+    // The staging for elements of `elementBytes` bytes (the first batch's
+    // sendElements of them, in the transport's memory), made on the first
+    // call for that size and kept, unmoved, until the engine goes. The
+    // engine never writes it.
+    std::byte* packedStaging(std::size_t elementBytes);
+    // The first batch's sends of `array` into `staging` (gather's own pack,
+    // in packedPulses' order), on `stream` (host: finished on return).
+    void packFirstBatch(const void* array, std::size_t elementBytes, std::byte* staging,
+                        transport::StreamHandle stream);
+    // The staging bound for that size, or null.
+    std::byte* boundStaging(std::size_t elementBytes);
+    std::vector<std::size_t> boundStagingSizes() const;
+
 private:
     void reserveScratch(std::size_t bytes, transport::StreamHandle stream);
     // One block per pulse of `batch`: packed sends from `send` on, scattered
     // receives from `scattered` on, contiguous ones straight into `array`.
-    void collectBlocks(const Batch& batch, std::byte* array, std::size_t elementBytes, std::byte* send,
+    void collectBlocks(const Batch& batch, std::byte* array, std::size_t elementBytes, const std::byte* send,
                        std::byte* scattered);
-    void gatherHost(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox);
+    void gatherHost(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox,
+                    const std::byte* packedFirst);
     void scatterAddHost(std::byte* array, const ElementLayout& layout);
     void gatherDevice(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox,
-                      transport::StreamHandle stream);
+                      transport::StreamHandle stream, const std::byte* packedFirst);
     void scatterAddDevice(std::byte* array, const ElementLayout& layout, transport::StreamHandle stream);
     // The scattered receives of batch `b` from where exchangeBlocksInPlace
     // left them (landed_, one per block of blocks_) into `array`.
     void unpackLanded(std::size_t b, std::size_t elementBytes, std::byte* array, transport::StreamHandle stream);
+    // exchangeBlocksInPlace of batch b's blocks_, through the pattern the
+    // transport bound for (b, elementBytes) (bound on the first call: gather is
+    // collective, and every rank binds the same patterns in the same order).
+    void exchangeInPlace(std::size_t b, std::size_t elementBytes, transport::StreamHandle stream);
 
     transport::ParticleTransport& transport_;
     std::vector<plan::Pulse> pulses_;
@@ -84,6 +118,11 @@ private:
     // Host memory: scratch for packed sends and scattered receives.
     std::vector<std::byte> hostSend_, hostRecv_;
     std::unique_ptr<DeviceMaps> deviceMaps_;  // also owns the device scratch
+    // Packed gathers' stagings by element size (host or device memory).
+    struct Staging;
+    std::map<std::size_t, std::unique_ptr<Staging>> stagings_;
+    // The transport's block patterns by (batch, element size); -1: none.
+    std::map<std::pair<std::size_t, std::size_t>, int> patterns_;
 };
 
 }  // namespace haloex::halo_detail

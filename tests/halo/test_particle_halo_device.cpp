@@ -597,6 +597,129 @@ TEST_P(ParticleHaloBackend, GridGathersBackToBackMatchTheReferenceBitwise) {
 #endif
 }
 
+// The pack hook on the device (GridHalo::bindPackedSends, gatherPacked):
+// fields gathered back to back, packed and ordinary ones alternating (ipc
+// moves both through the same bound pattern), the staging rewritten for every
+// packed one on the stream of its gather (one of them on a second stream,
+// joined by events); every field must match the reference's ordinary gather
+// bitwise, and GridHalo must leave the staging as the caller wrote it.
+TEST_P(ParticleHaloBackend, GridPackedGathersMatchTheReferenceBitwise) {
+    const HaloCase& c = GetParam();
+    if (c.space != transport::MemorySpace::Device) {
+        GTEST_SKIP() << "device memory only (host memory: test_grid_halo_packed)";
+    }
+    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
+#if HALOEX_HAVE_CUDA
+    constexpr int kFields = 6;
+    constexpr int kOtherStream = 4;  // a packed gather on the second stream
+    runtime::World* mpi = mpiWorld();
+    const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{1, 2, 4};
+    for (const int numRanks : rankCounts) {
+        for (const bool edgesAndCorners : {false, true}) {
+            plan::GridSpec spec = gridSpecFor(numRanks);
+            spec.edgesAndCorners = edgesAndCorners;
+            SCOPED_TRACE(fmt::format("{} on rank grid {}{}", c.label(), spec.grid.toString(),
+                                     edgesAndCorners ? "" : ", faces only"));
+            std::vector<plan::GridHaloPlan> plans;
+            std::vector<BackToBackFields> inputs, expected(static_cast<std::size_t>(numRanks));
+            for (int r = 0; r < numRanks; ++r) {
+                plans.push_back(plan::buildGridPlan(spec, r));
+                inputs.push_back(backToBackInputs(plans.back(), kFields));
+            }
+            runtime::runInProcess(numRanks, [&](runtime::World& w) {
+                const auto r = static_cast<std::size_t>(w.rank());
+                transport::TransportOptions host;
+                host.memorySpace = transport::MemorySpace::Host;
+                auto t = makeTransport(Backend::Reference, w, host);
+                GridHalo halo(*t, plans[r]);
+                expected[r] = inputs[r];
+                for (auto& u : expected[r].u) halo.gather(u.data());
+            });
+            std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
+            const auto body = [&](runtime::World& w) {
+                const auto r = static_cast<std::size_t>(w.rank());
+                cuda::selectDevice(w, true);
+                transport::TransportOptions options;
+                options.memorySpace = c.space;
+                options.allowSharedGpus = true;
+                auto t = makeTransport(c.backend, w, options);
+                cuda::Stream first, second;
+                cuda::Event firstDone, secondDone;
+                const std::size_t n = inputs[r].u[0].size();
+                std::vector<CollectiveBuffer<double>> u;
+                for (int f = 0; f < kFields; ++f) {
+                    u.push_back(allocateCollective<double>(w, *t, n, "a packed-gather field"));
+                    u.back().copyFromHost(inputs[r].u[static_cast<std::size_t>(f)].data(), n, 0, first.get());
+                }
+                GridHalo halo(*t, plans[r]);
+                const PackedSends<double> packed = halo.bindPackedSends<double>();
+                // What the caller's kernel would write, per field (kept alive until the end).
+                std::vector<std::vector<double>> stagings(kFields, std::vector<double>(packed.elements));
+                for (int f = 0; f < kFields; ++f) {
+                    for (const PackedSendPulse& pulse : packed.pulses) {
+                        const plan::Pulse& planned = plans[r].pulses[pulse.pulse];
+                        for (std::size_t k = 0; k < pulse.count; ++k) {
+                            stagings[static_cast<std::size_t>(f)][pulse.offset + k] =
+                                inputs[r]
+                                    .u[static_cast<std::size_t>(f)][static_cast<std::size_t>(planned.sendIndices[k])];
+                        }
+                    }
+                }
+                const std::size_t stagingBytes = packed.elements * sizeof(double);
+                for (int f = 0; f < kFields; ++f) {
+                    const auto fi = static_cast<std::size_t>(f);
+                    if (f % 2 == 1) {
+                        halo.gather(u[fi].data(), first.get());
+                        continue;
+                    }
+                    cuda::Stream& on = f == kOtherStream ? second : first;
+                    if (f == kOtherStream) {
+                        firstDone.record(first);
+                        firstDone.waitOn(second);
+                    }
+                    HALOEX_CUDA_CHECK(cudaMemcpyAsync(packed.staging, stagings[fi].data(), stagingBytes,
+                                                      cudaMemcpyHostToDevice, on.get()));
+                    halo.gatherPacked(u[fi].data(), on.get());
+                    if (f == kOtherStream) {
+                        secondDone.record(second);
+                        secondDone.waitOn(first);
+                    }
+                }
+                BackToBackFields got = inputs[r];
+                for (int f = 0; f < kFields; ++f) {
+                    u[static_cast<std::size_t>(f)].copyToHost(got.u[static_cast<std::size_t>(f)].data(), n, 0,
+                                                              first.get());
+                }
+                std::vector<double> stagingAfter(packed.elements);
+                HALOEX_CUDA_CHECK(cudaMemcpyAsync(stagingAfter.data(), packed.staging, stagingBytes,
+                                                  cudaMemcpyDeviceToHost, first.get()));
+                HALOEX_CUDA_CHECK(cudaStreamSynchronize(first.get()));
+                t->checkForFailure();
+                std::string m;
+                const std::vector<plan::ZoneMask> all;  // no padding in grids
+                for (int f = 0; f < kFields; ++f) {
+                    const std::string what = fmt::format("{} field {}", f % 2 ? "gathered" : "packed-gathered", f);
+                    const std::string d =
+                        testsupport::compareBitwise(what.c_str(), w.rank(), got.u[static_cast<std::size_t>(f)],
+                                                    expected[r].u[static_cast<std::size_t>(f)], all);
+                    if (!d.empty()) m += (m.empty() ? "" : "; ") + d;
+                }
+                const int lastPacked = (kFields - 1) / 2 * 2;
+                if (stagingAfter != stagings[static_cast<std::size_t>(lastPacked)]) {
+                    m += (m.empty() ? "" : "; ") + std::string("GridHalo wrote the staging");
+                }
+                mismatches[r] = m;
+            };
+            if (const auto refused = runOnRanks(mpi, numRanks, body)) {
+                std::cout << spec.grid.toString() << " skipped: " << *refused << "\n";
+                continue;
+            }
+            expectNoMismatches(mismatches, mpi);
+        }
+    }
+#endif
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, ParticleHaloBackend, ::testing::ValuesIn(haloCases()),
                          [](const ::testing::TestParamInfo<HaloCase>& p) { return p.param.label(); });
 

@@ -117,6 +117,29 @@ public:
         exchangeBlocks(blocks, stream);
         for (std::size_t i = 0; i < blocks.size() && i < landed.size(); ++i) landed[i] = blocks[i].recv;
     }
+    // A repeating exchange (a halo gather: the same blocks call after call,
+    // only their bytes and addresses changing) may be bound once, so that the
+    // transport negotiates then what exchangeBlocks would on every call (ipc:
+    // the receivers' landing offers). Collective like exchangeBlocks: every
+    // rank binds its blocks of the same exchange in the same order (block i
+    // pairing with block i of the peers, as there); only each block's ranks
+    // and byte counts are kept. Returns the pattern's id, or -1 where the
+    // transport binds nothing (the default) -- the same answer on every rank.
+    virtual int bindBlockPattern(std::span<const BlockExchange> blocks) {
+        (void)blocks;
+        return -1;
+    }
+    // exchangeBlocksInPlace of blocks whose ranks and byte counts are those
+    // bound as `pattern`, with its every guarantee (order on `stream`, landed
+    // bytes unchanged until this transport's next call that moves data,
+    // collective). Every rank of the exchange calls this form for a pattern it
+    // bound (the protocol may differ from the unbound one). The default is
+    // exchangeBlocksInPlace.
+    virtual void exchangeBoundBlocksInPlace(int pattern, std::span<const BlockExchange> blocks,
+                                            std::span<const void*> landed, StreamHandle stream) {
+        (void)pattern;
+        exchangeBlocksInPlace(blocks, landed, stream);
+    }
 
     virtual const TransportCounters& counters() const = 0;
 

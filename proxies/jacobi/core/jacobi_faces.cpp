@@ -25,6 +25,20 @@ stencil::Line toLine(const std::vector<int>& indices, const char* what) {
     return line;
 }
 
+int sendSlotOf(const plan::Pulse& pulse, const stencil::Line& line) {
+    const auto& sends = pulse.sendIndices;
+    for (std::size_t first = 0; first + static_cast<std::size_t>(line.count) <= sends.size(); ++first) {
+        if (sends[first] != line.start) continue;
+        bool run = true;
+        for (int k = 1; k < line.count && run; ++k) run = sends[first + static_cast<std::size_t>(k)] == line.at(k);
+        if (run) return static_cast<int>(first);
+    }
+    throwError(ErrorKind::Internal,
+               fmt::format("pulse {}: the line of {} cells from local index {} (stride {}) is not a run of its {} "
+                           "send indices",
+                           pulse.id, line.count, line.start, line.stride, sends.size()));
+}
+
 stencil::LocalStencil buildLocalStencil(const plan::GridHaloPlan& plan) {
     if (plan.interior[2] != 1 || plan.halo[2] != 0 || plan.halo[0] != 1 || plan.halo[1] != 1) {
         throwError(ErrorKind::Internal,

@@ -12,6 +12,12 @@ namespace haloex::jacobi {
 
 stencil::LocalStencil buildLocalStencil(const plan::GridHaloPlan& plan);
 
+// Where a face line's cells lie among its pulse's send indices: the first of
+// `line.count` consecutive entries sendIndices[first + k] == line.at(k) (the
+// pack hook's slots: GridHalo::bindPackedSends). Throws Internal if the line
+// is not such a run of the pulse's sends.
+int sendSlotOf(const plan::Pulse& pulse, const stencil::Line& line);
+
 // A list of local indices as a strided line; throws Internal (naming `what`)
 // when the indices are not equally spaced.
 stencil::Line toLine(const std::vector<int>& indices, const char* what);

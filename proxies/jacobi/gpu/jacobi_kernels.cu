@@ -43,8 +43,9 @@ __global__ void initFieldKernel(double* a, int nx, int ny, std::int64_t ax, int 
     }
 }
 
-__global__ void __launch_bounds__(kThreads) boundaryKernel(BoundaryWork w, const double* __restrict__ cur,
-                                                           double* __restrict__ next, std::int64_t ax, double* norm) {
+__global__ void __launch_bounds__(kThreads)
+    boundaryKernel(BoundaryWork w, const double* __restrict__ cur, double* __restrict__ next, std::int64_t ax,
+                   double* __restrict__ send, double* norm) {
     const int l = lineOfBlock(w.firstBlock, w.numLines, blockIdx.x);
     const stencil::Line line = w.lines[l];
     const int k = (blockIdx.x - w.firstBlock[l]) * kThreads + threadIdx.x;
@@ -54,6 +55,7 @@ __global__ void __launch_bounds__(kThreads) boundaryKernel(BoundaryWork w, const
         const double old = cur[c];
         const double v = stencil::jacobiAt(cur, c, ax);
         next[c] = v;
+        if (w.packOffset[l] >= 0) send[w.packOffset[l] + k] = v;
         if (k >= w.normBegin[l] && k < w.normEnd[l]) d2 = (v - old) * (v - old);
     }
     if (norm) addBlockSum(d2, norm);
@@ -129,11 +131,11 @@ void initField(double* a, int nx, int ny, std::int64_t ax, int originX, int orig
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void computeBoundary(const BoundaryWork& work, const double* cur, double* next, std::int64_t ax, double* norm,
-                     cudaStream_t stream) {
+void computeBoundary(const BoundaryWork& work, const double* cur, double* next, std::int64_t ax, double* send,
+                     double* norm, cudaStream_t stream) {
     const int blocks = work.firstBlock[work.numLines];
     if (blocks == 0) return;
-    boundaryKernel<<<blocks, kThreads, 0, stream>>>(work, cur, next, ax, norm);
+    boundaryKernel<<<blocks, kThreads, 0, stream>>>(work, cur, next, ax, send, norm);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

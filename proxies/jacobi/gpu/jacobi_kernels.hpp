@@ -12,11 +12,13 @@ namespace haloex::jacobi::gpu {
 
 inline constexpr int kMaxBoundaryLines = 8;
 
-// The boundary lines of one rank, computed in one launch into `next` (the
-// halo API packs the sent ones afterwards). Cells k in [normBegin, normEnd)
-// count towards the norm.
+// The boundary lines of one rank, computed in one launch into `next`; a sent
+// line's cell k also goes to send[packOffset[l] + k] (the halo API's send
+// staging: GridHalo::bindPackedSends), so no pack kernel follows. Cells k in
+// [normBegin, normEnd) count towards the norm.
 struct BoundaryWork {
     stencil::Line lines[kMaxBoundaryLines];
+    std::int64_t packOffset[kMaxBoundaryLines];  // -1: not sent (a fixed global edge)
     int normBegin[kMaxBoundaryLines];
     int normEnd[kMaxBoundaryLines];
     int firstBlock[kMaxBoundaryLines + 1];  // blocks of line l: [firstBlock[l], firstBlock[l + 1])
@@ -30,9 +32,10 @@ int planBlocks(const stencil::Line* lines, int numLines, int* firstBlock);
 void initField(double* a, int nx, int ny, std::int64_t ax, int originX, int originY, long long globalNx,
                long long globalNy, bool periodic, cudaStream_t stream);
 
-// norm (optional): sum of (new - old)^2 added atomically.
-void computeBoundary(const BoundaryWork& work, const double* cur, double* next, std::int64_t ax, double* norm,
-                     cudaStream_t stream);
+// norm (optional): sum of (new - old)^2 added atomically. send: the staging
+// the packOffsets index.
+void computeBoundary(const BoundaryWork& work, const double* cur, double* next, std::int64_t ax, double* send,
+                     double* norm, cudaStream_t stream);
 // Cells i in [1, nx-1), j in [1, ny-1) of a block with allocated row length ax.
 void computeInterior(const double* cur, double* next, std::int64_t ax, int nx, int ny, double* norm,
                      cudaStream_t stream);

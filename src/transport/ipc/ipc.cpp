@@ -29,8 +29,10 @@ constexpr int kTagDoneForward = 6000;
 constexpr int kTagReadyReverse = 7000;
 constexpr int kTagDoneReverse = 8000;
 constexpr int kTagBytes = 10000;
-constexpr int kTagBlockReady = 10500;  // exchangeBlock(s): the receiver's landing offer
-constexpr int kTagBlockDone = 10501;   // exchangeBlock(s): the data is in the receiver's landing buffer
+constexpr int kTagBlockReady = 10500;    // exchangeBlock(s): the receiver's landing offer
+constexpr int kTagBlockDone = 10501;     // exchangeBlock(s): the data is in the receiver's landing buffer
+constexpr int kTagPatternOffer = 10502;  // bindBlockPattern: the receiver's landing offer, once
+constexpr int kTagPatternDone = 10503;   // a bound pattern's call: the data is in the receiver's landing buffer
 
 // Identifies this process, so ranks that are threads of one process can use
 // each other's pointers directly (a process cannot open its own IPC handles).
@@ -150,6 +152,9 @@ public:
         HALOEX_ASSERT(landed.size() == blocks.size(), "exchangeBlocksInPlace: one landed pointer per block");
         landBlocks(blocks, landed, static_cast<cudaStream_t>(stream));
     }
+    int bindBlockPattern(std::span<const BlockExchange> blocks) override;
+    void exchangeBoundBlocksInPlace(int pattern, std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                                    StreamHandle stream) override;
     void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
         HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
         bytesPath_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
@@ -163,8 +168,9 @@ public:
                             "mapping(s), {} same-process pointer(s)), MPI handshakes; exchangeBlock(s): peer copies "
                             "into the receivers' landing buffers (two halves, by call parity), 1 host sync, 2 MPI "
                             "rounds per call (all blocks at once), a copy out of the landing buffer (none in place: "
-                            "the halo API's unpack reads it)",
-                            opened, sameProcess)};
+                            "the halo API's unpack reads it); a bound block pattern ({} bound): its own landing "
+                            "buffer offered once, 1 host sync and 1 MPI round per call",
+                            opened, sameProcess, patterns_.size())};
     }
 
 private:
@@ -185,6 +191,26 @@ private:
     struct BlockDone {
         std::int64_t exchange = 0;
         std::int32_t delivered = 0;
+        std::int32_t pattern = -1;  // a bound pattern's calls: its id
+    };
+    // A bound block pattern (bindBlockPattern): the blocks' ranks and sizes,
+    // this rank's landing buffer for them (two halves, by the pattern's call
+    // parity) and where each sent block lands in its receiver's.
+    struct Pattern {
+        std::vector<BlockExchange> shape;  // addresses unused
+        ExportableArray<std::byte> landing;
+        std::size_t half = 0;                // bytes between the halves
+        std::vector<std::size_t> landingAt;  // per block, in each half of this rank's buffer
+        std::vector<std::byte*> peerAt;      // per block sent: its place in half 0 of the receiver's
+        std::vector<std::size_t> peerHalf;   // the receiver's half size
+        std::int64_t calls = 0;
+        std::string failure;  // a mapping that failed at bind time, reported on every call
+    };
+    // What a receiver tells a sender once, in bindBlockPattern.
+    struct PatternOffer {
+        ExportedBuffer buffer;  // offsetBytes: the block's place in half 0
+        std::int64_t half = 0;
+        std::int64_t pattern = -1;
     };
 
     void* importBuffer(int owner, const ExportedBuffer& e, bool landing = false);
@@ -195,6 +221,17 @@ private:
     // exchangeBlocks (landed empty: copied out into the blocks' recv) and
     // exchangeBlocksInPlace (landed filled, no copy out).
     void landBlocks(std::span<const BlockExchange> blocks, std::span<const void*> landed, cudaStream_t stream);
+    // Every call that lands blocks starts here: a new stream than the last
+    // call's waits for the device (see landBlocks).
+    void beginLandingCall(cudaStream_t stream);
+    // Round 2 (delivered) of blocks whose senders copied into the receivers'
+    // landing buffers; throws the local `failure` or a sender's.
+    void confirmDelivery(std::span<const BlockExchange> blocks, const BlockDone& mine, const std::string& failure,
+                         int tag);
+    // After delivery: what each block received, at `landedAt` + landingAt[b],
+    // handed out in place (landed filled) or copied out into the blocks' recv.
+    void handOut(std::span<const BlockExchange> blocks, std::span<const void*> landed, const std::byte* landedAt,
+                 const std::vector<std::size_t>& landingAt, cudaStream_t stream);
     template <class Keep>
     void closeImports(Keep keep);
     // Handshake: this rank's value to `dest`, the peer's from `src` (either
@@ -215,13 +252,15 @@ private:
     ExportableArray<std::byte> landing_;
     std::size_t landingHalf_ = 0;
     std::vector<cuda::DeviceBuffer<std::byte>> retiredLandings_;
-    std::int64_t blockExchange_ = 0;
-    cudaStream_t lastBlockStream_ = nullptr;  // of the previous call (compared, never used)
+    std::int64_t blockExchange_ = 0;          // unbound calls
+    std::int64_t landingCalls_ = 0;           // every call that lands blocks, bound or not
+    cudaStream_t lastBlockStream_ = nullptr;  // of the previous such call (compared, never used)
     // landBlocks' per-call scratch, kept (no allocation per call).
     std::vector<std::size_t> landingAt_;
     std::vector<LandingOffer> myOffers_, offers_;
     std::vector<BlockDone> done_;
     std::vector<runtime::PeerMessage> messages_;
+    std::vector<Pattern> patterns_;  // bound block patterns, by id
     // Per pulse: the receiver's coordinate slot, the sender's force slot.
     std::vector<Vec3f*> peerX_, peerForceSlot_;
     std::map<std::pair<std::uint64_t, std::uint64_t>, Import> imports_;  // by (process, allocation)
@@ -413,15 +452,19 @@ void IpcTransport::reserveLanding(std::size_t bytes) {
 // device first. So no host wait for an event is needed before the offer.
 // A mapping that fails is reported to the receivers in round 2, so every
 // rank of the block fails with a message instead of waiting.
-void IpcTransport::landBlocks(std::span<const BlockExchange> blocks, std::span<const void*> landed,
-                              cudaStream_t stream) {
-    const std::int64_t exchange = ++blockExchange_;
-    if (exchange > 1 && stream != lastBlockStream_) {
+void IpcTransport::beginLandingCall(cudaStream_t stream) {
+    if (landingCalls_++ > 0 && stream != lastBlockStream_) {
         // The previous stream may be gone (a destroyed stream cannot be
         // waited on); its work still runs and finishes, and this waits for it.
         HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
     }
     lastBlockStream_ = stream;
+}
+
+void IpcTransport::landBlocks(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                              cudaStream_t stream) {
+    const std::int64_t exchange = ++blockExchange_;
+    beginLandingCall(stream);
     landingAt_.assign(blocks.size(), 0);
     std::size_t landingBytes = 0;
     for (std::size_t b = 0; b < blocks.size(); ++b) {
@@ -469,7 +512,12 @@ void IpcTransport::landBlocks(std::span<const BlockExchange> blocks, std::span<c
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
 
     // Round 2: delivered, to each block's receiver; from each sender.
-    const BlockDone mine{exchange, failure.empty() ? 1 : 0};
+    confirmDelivery(blocks, BlockDone{exchange, failure.empty() ? 1 : 0, -1}, failure, kTagBlockDone);
+    handOut(blocks, landed, landing_.buffer.data() + half, landingAt_, stream);
+}
+
+void IpcTransport::confirmDelivery(std::span<const BlockExchange> blocks, const BlockDone& mine,
+                                   const std::string& failure, int tag) {
     done_.assign(blocks.size(), BlockDone{});
     messages_.clear();
     for (std::size_t b = 0; b < blocks.size(); ++b) {
@@ -478,23 +526,33 @@ void IpcTransport::landBlocks(std::span<const BlockExchange> blocks, std::span<c
             {block.dest >= 0 ? std::as_bytes(std::span(&mine, 1)) : std::span<const std::byte>{}, block.dest,
              block.src >= 0 ? std::as_writable_bytes(std::span(&done_[b], 1)) : std::span<std::byte>{}, block.src});
     }
-    world_.sendRecvMany(messages_, kTagBlockDone);
+    world_.sendRecvMany(messages_, tag);
     if (!failure.empty()) throwError(ErrorKind::Cuda, failure);
     for (std::size_t b = 0; b < blocks.size(); ++b) {
-        if (blocks[b].src >= 0 && !done_[b].delivered) {
+        if (blocks[b].src < 0) continue;
+        if (done_[b].exchange != mine.exchange || done_[b].pattern != mine.pattern) {
+            throwError(ErrorKind::Internal,
+                       fmt::format("ipc transport: rank {} is in call {} of block pattern {} but rank {} in call {} "
+                                   "of pattern {} (-1: unbound); every rank must make the same exchangeBlock(s) calls",
+                                   world_.rank(), mine.exchange, mine.pattern, blocks[b].src, done_[b].exchange,
+                                   done_[b].pattern));
+        }
+        if (!done_[b].delivered) {
             throwError(ErrorKind::Cuda,
                        fmt::format("ipc transport: rank {} could not copy its block into rank {}'s landing buffer "
                                    "(its own message says why)",
                                    blocks[b].src, world_.rank()));
         }
     }
+}
 
-    const std::byte* landedAt = landing_.buffer.data() + half;
+void IpcTransport::handOut(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                           const std::byte* landedAt, const std::vector<std::size_t>& landingAt, cudaStream_t stream) {
     if (!landed.empty()) {
         // In place: the caller reads the landing half (until the next call).
         for (std::size_t b = 0; b < blocks.size(); ++b) {
             const bool received = blocks[b].src >= 0 && blocks[b].recvBytes > 0;
-            landed[b] = received ? static_cast<const void*>(landedAt + landingAt_[b]) : blocks[b].recv;
+            landed[b] = received ? static_cast<const void*>(landedAt + landingAt[b]) : blocks[b].recv;
         }
         return;
     }
@@ -511,14 +569,128 @@ void IpcTransport::landBlocks(std::span<const BlockExchange> blocks, std::span<c
         const BlockExchange& block = blocks[b];
         if (block.src < 0 || block.recvBytes == 0) continue;
         auto* to = static_cast<std::byte*>(block.recv);
-        if (runBytes > 0 && (to != runTo + runBytes || landingAt_[b] != runFrom + runBytes)) flush();
+        if (runBytes > 0 && (to != runTo + runBytes || landingAt[b] != runFrom + runBytes)) flush();
         if (runBytes == 0) {
             runTo = to;
-            runFrom = landingAt_[b];
+            runFrom = landingAt[b];
         }
         runBytes += block.recvBytes;
     }
     flush();
+}
+
+// A bound pattern drops the per-call offer round. Its receivers' landing
+// buffers and each block's place in them are exchanged once, here; call k of
+// the pattern lands in half (k % 2). A sender may write a receiver's half in
+// call k once that receiver's reads of it (handed out in call k - 2) are
+// retired: the receiver's first landing call after k - 2 (at the latest call
+// k - 1 of the pattern) synchronises that stream or the device before its
+// delivery round, so the receiver's delivery message of call k - 1 says so.
+// The sender has that message only where the receiver also sends to it; so
+// a pattern binds only where every rank receives from each rank it sends to
+// (halo exchanges are so), agreed over the World, else -1 (unbound calls).
+int IpcTransport::bindBlockPattern(std::span<const BlockExchange> blocks) {
+    std::set<int> sources;
+    for (const BlockExchange& b : blocks) {
+        if (b.src >= 0) sources.insert(b.src);
+    }
+    bool mutual = true;
+    for (const BlockExchange& b : blocks) {
+        if (b.dest >= 0 && sources.count(b.dest) == 0) mutual = false;
+    }
+    const std::int64_t everyone = world_.allReduceValue<std::int64_t>(mutual ? 1 : 0, runtime::ReduceOp::Min);
+    if (everyone == 0) return -1;
+
+    const int id = static_cast<int>(patterns_.size());
+    Pattern pattern;
+    pattern.shape.assign(blocks.begin(), blocks.end());
+    pattern.landingAt.assign(blocks.size(), 0);
+    std::size_t bytes = 0;
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        pattern.landingAt[b] = bytes;
+        if (blocks[b].src >= 0) bytes += blocks[b].recvBytes;
+    }
+    pattern.landing.allocate(2 * std::max<std::size_t>(bytes, 1));
+    pattern.half = pattern.landing.buffer.capacity() / 2;  // whole 2 MiB units: 1 MiB-aligned halves
+
+    // The one offer round: each block's place in half 0, to its sender.
+    std::vector<PatternOffer> mine(blocks.size()), theirs(blocks.size());
+    messages_.clear();
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const BlockExchange& block = blocks[b];
+        mine[b] = PatternOffer{pattern.landing.exported(static_cast<std::int64_t>(pattern.landingAt[b])),
+                               static_cast<std::int64_t>(pattern.half), id};
+        messages_.push_back(
+            {block.src >= 0 ? std::as_bytes(std::span(&mine[b], 1)) : std::span<const std::byte>{}, block.src,
+             block.dest >= 0 ? std::as_writable_bytes(std::span(&theirs[b], 1)) : std::span<std::byte>{}, block.dest});
+    }
+    world_.sendRecvMany(messages_, kTagPatternOffer);
+    pattern.peerAt.assign(blocks.size(), nullptr);
+    pattern.peerHalf.assign(blocks.size(), 0);
+    for (std::size_t b = 0; b < blocks.size(); ++b) {
+        const BlockExchange& block = blocks[b];
+        if (block.dest < 0) continue;
+        if (theirs[b].pattern != id) {
+            throwError(ErrorKind::Internal,
+                       fmt::format("ipc transport: rank {} binds block pattern {} but rank {} pattern {}; every rank "
+                                   "must bind the same patterns in the same order",
+                                   world_.rank(), id, block.dest, theirs[b].pattern));
+        }
+        if (block.sendBytes == 0 || !pattern.failure.empty()) continue;
+        try {
+            auto* base = static_cast<std::byte*>(importBuffer(block.dest, theirs[b].buffer, /*landing=*/true));
+            pattern.peerAt[b] = base + theirs[b].buffer.offsetBytes;
+            pattern.peerHalf[b] = static_cast<std::size_t>(theirs[b].half);
+        } catch (const Error& e) {
+            pattern.failure = e.what();  // told to the receivers in every call's delivery round
+        }
+    }
+    patterns_.push_back(std::move(pattern));
+    return id;
+}
+
+void IpcTransport::exchangeBoundBlocksInPlace(int id, std::span<const BlockExchange> blocks,
+                                              std::span<const void*> landed, StreamHandle streamHandle) {
+    const auto stream = static_cast<cudaStream_t>(streamHandle);
+    HALOEX_ASSERT(landed.size() == blocks.size(), "exchangeBoundBlocksInPlace: one landed pointer per block");
+    if (id < 0 || static_cast<std::size_t>(id) >= patterns_.size()) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("ipc transport: no block pattern {} is bound ({} are); use bindBlockPattern's answer",
+                               id, patterns_.size()));
+    }
+    Pattern& pattern = patterns_[static_cast<std::size_t>(id)];
+    for (std::size_t b = 0; b < blocks.size() || b < pattern.shape.size(); ++b) {
+        const bool same = b < blocks.size() && b < pattern.shape.size() && blocks[b].dest == pattern.shape[b].dest &&
+                          blocks[b].src == pattern.shape[b].src &&
+                          (blocks[b].dest < 0 || blocks[b].sendBytes == pattern.shape[b].sendBytes) &&
+                          (blocks[b].src < 0 || blocks[b].recvBytes == pattern.shape[b].recvBytes);
+        if (!same) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("ipc transport: block {} of this call differs from block pattern {} (bound with "
+                                   "{} blocks, called with {}) in its ranks or byte counts; bind a pattern for "
+                                   "these blocks",
+                                   b, id, pattern.shape.size(), blocks.size()));
+        }
+    }
+    const std::int64_t call = ++pattern.calls;
+    beginLandingCall(stream);
+    const std::size_t parity = static_cast<std::size_t>(call & 1);
+    std::string failure = pattern.failure;
+    for (std::size_t b = 0; b < blocks.size() && failure.empty(); ++b) {
+        const BlockExchange& block = blocks[b];
+        if (block.dest < 0 || block.sendBytes == 0) continue;
+        try {
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(pattern.peerAt[b] + parity * pattern.peerHalf[b], block.send,
+                                              block.sendBytes, cudaMemcpyDefault, stream));
+        } catch (const Error& e) {
+            failure = e.what();
+        }
+    }
+    // The data is in the receivers' memory before they are told so (and
+    // this rank's reads handed out two calls ago are retired: see above).
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    confirmDelivery(blocks, BlockDone{call, failure.empty() ? 1 : 0, id}, failure, kTagPatternDone);
+    handOut(blocks, landed, pattern.landing.buffer.data() + parity * pattern.half, pattern.landingAt, stream);
 }
 
 }  // namespace

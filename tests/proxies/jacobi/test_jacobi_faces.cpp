@@ -122,6 +122,40 @@ TEST_P(JacobiFaces, MessagesAreFacesAndLandWhereTheReceiverExpects) {
     }
 }
 
+// The pack hook's mapping (halo_variant.cpp): each face line is a run of its
+// pulse's send indices, so the boundary kernel can store the line into the
+// halo's send staging at the run's slots.
+TEST_P(JacobiFaces, EveryFaceLineIsARunOfItsPulsesSends) {
+    const ProblemSpec spec = problemOf(GetParam());
+    for (int r = 0; r < spec.ranks(); ++r) {
+        const plan::GridHaloPlan plan = plan::buildGridPlan(gridSpec(spec), r);
+        const stencil::LocalStencil s = buildLocalStencil(plan);
+        for (const auto& m : s.sends) {
+            const plan::Pulse& pulse = plan.pulses[static_cast<std::size_t>(m.pulse)];
+            const int first = sendSlotOf(pulse, m.send);
+            ASSERT_LE(first + m.send.count, static_cast<int>(pulse.sendIndices.size()));
+            for (int k = 0; k < m.send.count; ++k) {
+                EXPECT_EQ(pulse.sendIndices[static_cast<std::size_t>(first + k)], m.send.at(k))
+                    << "rank " << r << " pulse " << m.pulse << " cell " << k;
+            }
+        }
+    }
+}
+
+TEST(JacobiFacesSlots, ALineThatIsNotARunOfTheSendsIsAnInternalError) {
+    plan::Pulse pulse;
+    pulse.id = 3;
+    pulse.sendIndices = {5, 6, 7, 9};
+    EXPECT_EQ(sendSlotOf(pulse, stencil::Line{6, 1, 2}), 1);
+    try {
+        sendSlotOf(pulse, stencil::Line{7, 1, 2});  // 7, 8: 8 is not sent
+        FAIL() << "expected an Internal error";
+    } catch (const Error& e) {
+        EXPECT_EQ(e.kind(), ErrorKind::Internal);
+        EXPECT_NE(std::string(e.what()).find("is not a run of its 4 send indices"), std::string::npos) << e.what();
+    }
+}
+
 TEST_P(JacobiFaces, LinesDeliverWhatThePlanDelivers) {
     const ProblemSpec spec = problemOf(GetParam());
     std::mutex failuresMutex;
