@@ -295,7 +295,9 @@ std::optional<std::string> runOnRanks(runtime::World* mpi, int numRanks,
 // found no mismatch.
 void expectNoMismatches(const std::vector<std::string>& mismatches, runtime::World* mpi) {
     for (int r = 0; r < static_cast<int>(mismatches.size()); ++r) {
-        if (!mpi || r == mpi->rank()) EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
+        if (!mpi || r == mpi->rank()) {
+            EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
+        }
     }
 }
 
