@@ -3,8 +3,8 @@
 //   GPU-initiated (NVSHMEM): put latency (thread, warp, block), put-with-
 //   signal ping-pong, direct stores + system release of a flag, TMA bulk
 //   store + flag, put and store bandwidth from 8 B to 64 MiB, message rate
-//   with many warps, with and without batching; the flag ping-pong on the
-//   library's device halo view over CUDA IPC and NCCL's device API;
+//   with many warps, with and without batching (the flag ping-pong on the
+//   library's device halo view is haloex-commbench-view's, view_main.cpp);
 //   CPU-orchestrated: peer cudaMemcpyAsync + event (and with an MPI
 //   hand-off), MPI ping-pong of host buffers, NCCL send/recv.
 // Median and spread over repetitions; table, CSV and JSON output.
@@ -19,7 +19,6 @@
 
 #include "cpu_orchestrated.hpp"
 #include "gpu_initiated.hpp"
-#include "view_pingpong.hpp"
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/core/safe_file.hpp"
@@ -94,8 +93,6 @@ int run(const Options& o, const BenchSettings& s, runtime::MpiWorld& world) {
         nvshmem_bootstrap::initWithUniqueId(world);
         auto gpu = runGpuInitiated(world, s);
         all.insert(all.end(), gpu.begin(), gpu.end());
-        auto view = runViewPingPong(world, s);
-        all.insert(all.end(), view.begin(), view.end());
     }
     if (!o.skipCpu) {
         auto cpu = runCpuOrchestrated(world, s);

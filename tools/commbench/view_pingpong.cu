@@ -10,7 +10,6 @@
 #include <memory>
 #include <string>
 
-#include "bench_kernels.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
@@ -23,13 +22,17 @@
 namespace haloex::commbench {
 namespace {
 
-constexpr int kLink = 0;
+constexpr int kLink = 0;  // each of ranks 0 and 1 has one send and one receive link
+
+// Who stores and signals: one thread, or a block of 256.
+enum class Scope { Thread, Block };
+int threadsOf(Scope s) { return s == Scope::Thread ? 1 : 256; }
 
 // "ipc thread", "nccl-device block", ... (no fmt here: nvcc rejects its
 // compile-time format check in this translation unit).
 std::string variantOf(Backend backend, Scope scope) {
-    return std::string(toString(backend)) + " " + toString(scope);
-}  // each of ranks 0 and 1 has one send and one receive link
+    return std::string(toString(backend)) + (scope == Scope::Thread ? " thread" : " block");
+}
 
 // One block of 1 (thread) or 256 (block) threads.
 __global__ void viewPingPongKernel(DeviceHaloView view, const unsigned long long* source, std::size_t bytes,
