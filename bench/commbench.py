@@ -37,6 +37,9 @@ GOALS = [  # (benchmark, variant, bytes, limit in us, text): every row is judged
     ("direct_store_flag", "warp", 8, 1.8, "direct stores + system release of a flag <= 1.8 us (warp, 8 B)"),
     ("direct_store_flag", "block", 8, 1.8, "direct stores + system release of a flag <= 1.8 us (block, 8 B)"),
     ("direct_store_flag", "block", 1024, 1.8, "direct stores + system release of a flag <= 1.8 us (block, 1 KiB)"),
+    # haloex-commbench-view: the device halo view's hand-off over NCCL's device API (issue 18's goal)
+    ("view_flag_pingpong", "nccl-device thread", 8, 1.8, "nccl-device flag ping-pong <= 1.8 us (thread, 8 B)"),
+    ("view_flag_pingpong", "nccl-device block", 8, 1.8, "nccl-device flag ping-pong <= 1.8 us (block, 8 B)"),
 ]
 
 
@@ -113,6 +116,26 @@ def main(argv=None):
         sys.exit("haloex-commbench failed (exit code %d)" % proc.returncode)
     with open(out) as f:
         doc = json.load(f)
+    # The device halo view's ping-pong (ipc, nccl-device) from its own executable, into the same record.
+    view_used = None
+    view_exe = os.path.join(os.path.dirname(os.path.abspath(exe)), "haloex-commbench-view")
+    if os.access(view_exe, os.X_OK):
+        view_cmd = prefix + [view_exe, "--json", stem + "-view.json"] + [c for c in cmd[len(prefix) + 1:]
+                                                                           if c in ("--quick", "--allow-shared-gpus")]
+        for flag in ("--reps", "--iters"):
+            if flag in cmd:
+                view_cmd += [flag, cmd[cmd.index(flag) + 1]]
+        print("$ " + " ".join(shlex.quote(c) for c in view_cmd), flush=True)
+        view = subprocess.run(view_cmd, env=launcher_environment())
+        if view.returncode == 0 and os.path.exists(stem + "-view.json"):
+            with open(stem + "-view.json") as f:
+                doc["results"] += json.load(f)["results"]
+            os.remove(stem + "-view.json")
+            view_used = view_cmd
+        else:
+            print("haloex-commbench-view failed (exit code %d): its rows are missing" % view.returncode)
+    else:
+        print("haloex-commbench-view not found beside %s: the device halo view's ping-pong is not measured" % exe)
     # The header around haloex-commbench's record: its own fields (commit of the binary, date, machine as the ranks
     # saw it, settings) are kept; the header adds the rest.
     header = record_header("bench/commbench.py", {}, prefix, "not used",
@@ -124,6 +147,7 @@ def main(argv=None):
     for key in ("commit", "date"):
         doc.setdefault(key, header[key])
     doc["driver"] = {"tool": "bench/commbench.py", "machine_name": args.machine, "command": cmd,
+                     "view_command": view_used,
                      "wall_seconds": round(time.time() - t0, 1), "checkout_commit": header["commit"]}
     with open(out, "w") as f:
         json.dump(doc, f, indent=2)

@@ -107,10 +107,13 @@ def print_summary(rows, transports):
                 goals.append((n, "nvshmem >= 1.3x best CPU-orchestrated at <= 1024^2 per GPU", r >= 1.3, r))
             if n >= 8192:
                 goals.append((n, "nvshmem within 3% of best CPU-orchestrated at large sizes", r >= 0.97, r))
+        if "nccl-device" in times and "nvshmem" in times:
+            r = times["nvshmem"]["us_per_iter"] / times["nccl-device"]["us_per_iter"]
+            goals.append((n, "nccl-device within 3% of nvshmem (or better)", r >= 0.97, r))
         print("%6d^2       | " % n + " | ".join(cells) + " | %14s | %s %s" %
               ("%.2f (%s)" % best if best else "-", ratio, note))
     if goals:
-        print("\ngoals (us/iteration medians; speedup = best CPU-orchestrated / nvshmem):")
+        print("\ngoals (us/iteration medians; ratio = best CPU-orchestrated / nvshmem, or nvshmem / nccl-device):")
         for n, what, ok, r in goals:
             print("  %-5s %6d^2: %s (%.2fx)" % ("met" if ok else "MISSED", n, what, r))
 

@@ -79,10 +79,10 @@ int main(int argc, char** argv) {
                                    {"machine", {{"host", hostName()}, {"ranks", world.size()}}},
                                    {"settings",
                                     {{"repetitions", s.repetitions},
-                                     {"iterations", s.latencyIterations},
+                                     {"latency_iterations", s.latencyIterations},
                                      {"wait_timeout_s", s.waitTimeoutSeconds}}},
-                                   {"measurements", nlohmann::json::array()}};
-                for (const auto& m : all) doc["measurements"].push_back(toJson(m));
+                                   {"results", nlohmann::json::array()}};
+                for (const auto& m : all) doc["results"].push_back(toJson(m));
                 writeFileAtomically(json, doc.dump(2) + "\n", "--json");
             }
         }
