@@ -87,7 +87,8 @@ def describe(r):
         return "no result " + r.get("error", "")[:200].replace("\n", " ")
     if f.end_to_end:
         return (f"{f.us_per_step:9.1f} us/step all steps ({fmt(f.us_per_step_steady)} steady, search step "
-                f"{fmt(f.search_step_ms, '.2f')} ms), {fmt(f.ns_per_day, '.0f')} ns/day all steps")
+                f"{fmt(f.search_step_ms, '.2f')} ms), {fmt(f.ns_per_day, '.0f')} ns/day all steps, start-up "
+                f"{fmt(f.startup_seconds, '.2f')} s apart")
     return f"{f.us_per_step_steady:9.1f} us/step steady (this haloex-md writes no all-steps figure)"
 
 

@@ -79,6 +79,13 @@ def single_table(rec):
     return "\n".join(out)
 
 
+def startup_of(run):
+    """A run's one-time start-up in seconds (process, library and transport start-up: NVSHMEM's or NCCL's
+    initialisation, first allocations), kept apart from every per-step figure; None where it was not recorded."""
+    f = md_figures(run)
+    return f.startup_seconds if f else None
+
+
 def runs_rows(runs, default_ranks=None):
     rows, schema1 = [], False
     for r in runs:
@@ -91,13 +98,14 @@ def runs_rows(runs, default_ranks=None):
         rows.append(f"| {r.get('atoms', '')} | {r.get('ranks', default_ranks or '')} | {label}{note} | " +
                     " | ".join(cells) +
                     f" | {fmt(t.get('local_us'))} | {fmt(t.get('nonlocal_us'))} | {fmt(t.get('nonoverlap_us'))} | "
-                    f"{fmt(syncs, '.2f')} |")
+                    f"{fmt(syncs, '.2f')} | {fmt(startup_of(r), '.2f')} |")
     return rows, schema1
 
 
 RUNS_HEADER = ["| atoms | ranks | variant | us/step all steps | us/step steady | search step ms | ns/day all steps | "
-               "ns/day steady | local us (steady) | non-local us (steady) | non-overlap us (steady) | host syncs/step |",
-               "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+               "ns/day steady | local us (steady) | non-local us (steady) | non-overlap us (steady) | host syncs/step | "
+               "start-up s |",
+               "|---:|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
 
 
 def runs_table(rec):

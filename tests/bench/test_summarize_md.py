@@ -55,6 +55,9 @@ class TablesTest(unittest.TestCase):
         self.assertEqual(len(r), 3)
         cells = [c.strip() for c in r[1].strip("|").split("|")]
         self.assertEqual(cells[2:7], ["nvshmem/tma", "55.5", "40.5", "0.75", "3113.5"])
+        # The one-time start-up has its own last column, never inside a per-step figure.
+        self.assertEqual(cols[-1], "start-up s")
+        self.assertEqual(cells[-1], "2.00")
         self.assertIn("timeout", r[2])
         self.assertNotIn("schema-1 record", t)
         self.assertIn("schema 2", t)
