@@ -3,6 +3,8 @@
 #   scripts/device/run.sh STAGE...
 #   stages: build test test-gpu ctest-select md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd
+# On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
+# nccl-device beside every transport (md-check compares its energies with the others).
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
 #   mkdir -p /root/hx && tar xzf .devsrc/src.tar.gz -C /root/hx &&
@@ -112,19 +114,21 @@ stage_stress() {
 # One rank per GPU on 4- and 8-GPU machines (the 4/8-GPU issue): every
 # transport and path on the grids that need that many GPUs.
 stage_stress_gpus() {
-  note "== stress, one rank per GPU ($ngpu GPUs)"
+  note "== stress, one rank per GPU ($ngpu GPUs): nvshmem paths, nccl-device, the CPU-orchestrated ones"
   # 24 000 atoms: a 6.2 nm box, so 8x1x1 slabs (0.78 nm) need 2 pulses of rlist 1 nm.
   local grids=() grid np t path
   export STRESS_ATOMS=${STRESS_ATOMS:-24000}
+  [ "$ngpu" -ge 2 ] && grids+=(2:2x1x1)
   [ "$ngpu" -ge 4 ] && grids+=(4:4x1x1 4:2x2x1)
   [ "$ngpu" -ge 8 ] && grids+=(8:2x2x2 8:4x2x1 8:8x1x1)
   if [ ${#grids[@]} -eq 0 ]; then
-    note "stress-gpus: SKIPPED, needs 4 or more GPUs ($ngpu visible)"
+    note "stress-gpus: SKIPPED, needs 2 or more GPUs ($ngpu visible)"
     return 0
   fi
   for grid in "${grids[@]}"; do
     np=${grid%%:*}
     for path in direct tma put; do stress_one "$np" "${grid#*:}" nvshmem $path "${STRESS_STEPS:-3000}"; done
+    stress_one "$np" "${grid#*:}" nccl-device auto "${STRESS_STEPS:-3000}"
     for t in staged ipc nccl; do stress_one "$np" "${grid#*:}" $t auto 500; done
   done
 }
@@ -222,7 +226,15 @@ stage_md_check() {
     md_json 2 "$out/dd-nvshmem-$path.json" --transport nvshmem --nvshmem-path $path "${common[@]}"
   done
   md_json 2 "$out/dd-nvshmem-nograph.json" --transport nvshmem --cuda-graphs 0 "${common[@]}"
-  python3 "$root/bench/compare_energies.py" "$out/dd-ipc.json" "$out"/dd-staged.json "$out"/dd-nvshmem-*.json \
+  # nccl-device needs one rank per GPU (NCCL refuses ranks sharing one).
+  local others=("$out"/dd-staged.json "$out"/dd-nvshmem-*.json)
+  if [ "$ngpu" -ge 2 ]; then
+    md_json 2 "$out/dd-nccl-device.json" --transport nccl-device "${common[@]}"
+    others+=("$out/dd-nccl-device.json")
+  else
+    note "  nccl-device: not run (one GPU: NCCL refuses two ranks on it)"
+  fi
+  python3 "$root/bench/compare_energies.py" "$out/dd-ipc.json" "${others[@]}" \
     --steps 50 --rtol 1e-5 2>&1 | tee -a "$summary"
   note "-- 10 000 steps, repartitioning every nstlist = 50 steps"
   md_json 2 "$out/long-nvshmem-2.json" --transport nvshmem --atoms 22500 --steps 10000 --nstlist 50 --grid 2x1x1
