@@ -3,9 +3,9 @@
 #   scripts/device/run.sh STAGE...
 #   stages: build test test-gpu ctest-select md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd
+#           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
 # nccl-device beside every transport (md-check compares its energies with the others).
-#           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
 #   mkdir -p /root/hx && tar xzf .devsrc/src.tar.gz -C /root/hx &&
 #   cp .devsrc/commit /root/hx/.commit && cd /root/hx && bash scripts/device/run.sh STAGE...
