@@ -35,20 +35,21 @@
 #include "haloex/halo/particle_halo.hpp"
 #include "haloex/plan/grid_plan.hpp"
 #include "haloex/runtime/world.hpp"
+#include "device_test_ranks.hpp"
 #include "transport_check.hpp"
 
 #if HALOEX_HAVE_CUDA
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
 #endif
-#if HALOEX_TEST_WITH_MPI
-#include "haloex/runtime/mpi_world.hpp"
-#include "mpi_test_main.hpp"
-#endif
 
 using namespace haloex;
 
 namespace {
+
+using testsupport::expectNoMismatches;
+using testsupport::mpiWorld;
+using testsupport::noGpuReason;
 
 // ---- element types -----------------------------------------------------------------
 
@@ -166,11 +167,14 @@ Fields runHalo(runtime::World& world, transport::ParticleTransport& t, const Fie
     return out;
 }
 
+// Adds one comparison's finding (empty: none) to a rank's mismatch list.
+void appendMismatch(std::string& all, const std::string& found) {
+    if (!found.empty()) all += (all.empty() ? "" : "; ") + found;
+}
+
 std::string compareFields(const Fields& got, const Fields& want, int rank, const std::vector<plan::ZoneMask>& zones) {
     std::string all;
-    const auto add = [&](const std::string& s) {
-        if (!s.empty()) all += (all.empty() ? "" : "; ") + s;
-    };
+    const auto add = [&](const std::string& s) { appendMismatch(all, s); };
     add(testsupport::compareBitwise("gathered Vec3f coordinates", rank, got.xf, want.xf, zones));
     add(testsupport::compareBitwise("gathered Vec3d coordinates", rank, got.xd, want.xd, zones));
     add(testsupport::compareBitwise("gathered float4-like coordinates", rank, got.x4, want.x4, zones));
@@ -216,22 +220,6 @@ Expected haloReference(const plan::Decomposition& d, const testsupport::Scenario
 
 // ---- the cases ------------------------------------------------------------------------
 
-runtime::World* mpiWorld() {
-#if HALOEX_TEST_WITH_MPI
-    if (runtime::MpiSession::launchedByMpiLauncher()) return &testsupport::mpiTestWorld();
-#endif
-    return nullptr;
-}
-
-std::string noGpuReason() {
-#if HALOEX_HAVE_CUDA
-    if (cuda::deviceCount() == 0) return "no CUDA device is visible on this machine (no driver or no GPU)";
-    return {};
-#else
-    return "this build has no CUDA";
-#endif
-}
-
 struct HaloCase {
     Backend backend;
     transport::MemorySpace space;
@@ -273,32 +261,11 @@ bool isSharedGpuRefusal(const Error& e) {
            std::string(e.what()).find("refuses two ranks on one GPU") != std::string::npos;
 }
 
-// Runs `body` on this job's MPI ranks, or on `numRanks` thread ranks; NCCL's
-// refusal of ranks sharing a GPU comes back as the reason (the caller skips
-// that configuration with it), any other error propagates.
+// Runs `body` on this job's ranks; NCCL's refusal of ranks sharing a GPU
+// comes back as the reason (the caller skips that configuration with it).
 std::optional<std::string> runOnRanks(runtime::World* mpi, int numRanks,
                                       const std::function<void(runtime::World&)>& body) {
-    try {
-        if (mpi) {
-            body(*mpi);
-        } else {
-            runtime::runInProcess(numRanks, body);
-        }
-    } catch (const Error& e) {
-        if (!isSharedGpuRefusal(e)) throw;
-        return std::string(e.what());
-    }
-    return std::nullopt;
-}
-
-// Every rank this process ran (all of them on thread ranks, its own under MPI)
-// found no mismatch.
-void expectNoMismatches(const std::vector<std::string>& mismatches, runtime::World* mpi) {
-    for (int r = 0; r < static_cast<int>(mismatches.size()); ++r) {
-        if (!mpi || r == mpi->rank()) {
-            EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
-        }
-    }
+    return testsupport::runOnRanks(mpi, numRanks, body, isSharedGpuRefusal);
 }
 
 std::string runRank(runtime::World& world, const HaloCase& c, const plan::Box& box, const Expected& expected) {
@@ -463,9 +430,7 @@ TEST_P(ParticleHaloBackend, GridGatherAndScatterAddMatchTheReferenceBitwise) {
             const GridFields got = runGridHalo(w, *t, plans[r], inputs[r], stream);
             const std::vector<plan::ZoneMask> all;  // no padding in grids
             std::string m;
-            const auto add = [&](const std::string& s) {
-                if (!s.empty()) m += (m.empty() ? "" : "; ") + s;
-            };
+            const auto add = [&](const std::string& s) { appendMismatch(m, s); };
             add(testsupport::compareBitwise("gathered double", w.rank(), got.u, expected[r].u, all));
             add(testsupport::compareBitwise("gathered 3-byte tags", w.rank(), got.tags, expected[r].tags, all));
             add(testsupport::compareBitwise("scatter-added int64", w.rank(), got.count, expected[r].count, all));
@@ -505,6 +470,45 @@ BackToBackFields backToBackInputs(const plan::GridHaloPlan& p, int fields) {
     return in;
 }
 
+// Both back-to-back tests' plans, inputs and the reference's ordinary
+// gathers of every field (and of the wide one, where `gatherWide`), in turn.
+struct BackToBackReference {
+    std::vector<plan::GridHaloPlan> plans;
+    std::vector<BackToBackFields> inputs, expected;
+};
+
+BackToBackReference backToBackReference(const plan::GridSpec& spec, int numRanks, int fields, bool gatherWide) {
+    BackToBackReference ref;
+    ref.expected.resize(static_cast<std::size_t>(numRanks));
+    for (int r = 0; r < numRanks; ++r) {
+        ref.plans.push_back(plan::buildGridPlan(spec, r));
+        ref.inputs.push_back(backToBackInputs(ref.plans.back(), fields));
+    }
+    runtime::runInProcess(numRanks, [&](runtime::World& w) {
+        const auto r = static_cast<std::size_t>(w.rank());
+        transport::TransportOptions host;
+        host.memorySpace = transport::MemorySpace::Host;
+        auto t = makeTransport(Backend::Reference, w, host);
+        GridHalo halo(*t, ref.plans[r]);
+        ref.expected[r] = ref.inputs[r];
+        for (auto& u : ref.expected[r].u) halo.gather(u.data());
+        if (gatherWide) halo.gather(ref.expected[r].wide.data());
+    });
+    return ref;
+}
+
+// Every gathered field of `got` against the reference's, named by `nameOf(f)`.
+template <class NameOf>
+std::string compareBackToBack(const BackToBackFields& got, const BackToBackFields& want, int rank, NameOf nameOf) {
+    std::string m;
+    const std::vector<plan::ZoneMask> all;  // no padding in grids
+    for (std::size_t f = 0; f < got.u.size(); ++f) {
+        const std::string what = nameOf(static_cast<int>(f));
+        appendMismatch(m, testsupport::compareBitwise(what.c_str(), rank, got.u[f], want.u[f], all));
+    }
+    return m;
+}
+
 TEST_P(ParticleHaloBackend, GridGathersBackToBackMatchTheReferenceBitwise) {
     const HaloCase& c = GetParam();
     if (c.space != transport::MemorySpace::Device) GTEST_SKIP() << "device memory only (gathers queued on streams)";
@@ -521,22 +525,10 @@ TEST_P(ParticleHaloBackend, GridGathersBackToBackMatchTheReferenceBitwise) {
             spec.edgesAndCorners = edgesAndCorners;
             SCOPED_TRACE(fmt::format("{} on rank grid {}{}", c.label(), spec.grid.toString(),
                                      edgesAndCorners ? "" : ", faces only"));
-            std::vector<plan::GridHaloPlan> plans;
-            std::vector<BackToBackFields> inputs, expected(static_cast<std::size_t>(numRanks));
-            for (int r = 0; r < numRanks; ++r) {
-                plans.push_back(plan::buildGridPlan(spec, r));
-                inputs.push_back(backToBackInputs(plans.back(), kFields));
-            }
-            runtime::runInProcess(numRanks, [&](runtime::World& w) {
-                const auto r = static_cast<std::size_t>(w.rank());
-                transport::TransportOptions host;
-                host.memorySpace = transport::MemorySpace::Host;
-                auto t = makeTransport(Backend::Reference, w, host);
-                GridHalo halo(*t, plans[r]);
-                expected[r] = inputs[r];
-                for (auto& u : expected[r].u) halo.gather(u.data());
-                halo.gather(expected[r].wide.data());
-            });
+            const BackToBackReference ref = backToBackReference(spec, numRanks, kFields, /*gatherWide=*/true);
+            const auto& plans = ref.plans;
+            const auto& inputs = ref.inputs;
+            const auto& expected = ref.expected;
             std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
             const auto body = [&](runtime::World& w) {
                 const auto r = static_cast<std::size_t>(w.rank());
@@ -575,18 +567,10 @@ TEST_P(ParticleHaloBackend, GridGathersBackToBackMatchTheReferenceBitwise) {
                 }
                 wide.copyToHost(got.wide.data(), got.wide.size(), 0, first.get());
                 t->checkForFailure();
-                std::string m;
-                const std::vector<plan::ZoneMask> all;  // no padding in grids
-                for (int f = 0; f < kFields; ++f) {
-                    const std::string what = fmt::format("back-to-back field {}", f);
-                    const std::string d =
-                        testsupport::compareBitwise(what.c_str(), w.rank(), got.u[static_cast<std::size_t>(f)],
-                                                    expected[r].u[static_cast<std::size_t>(f)], all);
-                    if (!d.empty()) m += (m.empty() ? "" : "; ") + d;
-                }
-                const std::string d =
-                    testsupport::compareBitwise("wide field", w.rank(), got.wide, expected[r].wide, all);
-                if (!d.empty()) m += (m.empty() ? "" : "; ") + d;
+                std::string m = compareBackToBack(got, expected[r], w.rank(),
+                                                  [](int f) { return fmt::format("back-to-back field {}", f); });
+                appendMismatch(m, testsupport::compareBitwise("wide field", w.rank(), got.wide, expected[r].wide,
+                                                              std::vector<plan::ZoneMask>{}));
                 mismatches[r] = m;
             };
             if (const auto refused = runOnRanks(mpi, numRanks, body)) {
@@ -622,21 +606,10 @@ TEST_P(ParticleHaloBackend, GridPackedGathersMatchTheReferenceBitwise) {
             spec.edgesAndCorners = edgesAndCorners;
             SCOPED_TRACE(fmt::format("{} on rank grid {}{}", c.label(), spec.grid.toString(),
                                      edgesAndCorners ? "" : ", faces only"));
-            std::vector<plan::GridHaloPlan> plans;
-            std::vector<BackToBackFields> inputs, expected(static_cast<std::size_t>(numRanks));
-            for (int r = 0; r < numRanks; ++r) {
-                plans.push_back(plan::buildGridPlan(spec, r));
-                inputs.push_back(backToBackInputs(plans.back(), kFields));
-            }
-            runtime::runInProcess(numRanks, [&](runtime::World& w) {
-                const auto r = static_cast<std::size_t>(w.rank());
-                transport::TransportOptions host;
-                host.memorySpace = transport::MemorySpace::Host;
-                auto t = makeTransport(Backend::Reference, w, host);
-                GridHalo halo(*t, plans[r]);
-                expected[r] = inputs[r];
-                for (auto& u : expected[r].u) halo.gather(u.data());
-            });
+            const BackToBackReference ref = backToBackReference(spec, numRanks, kFields, /*gatherWide=*/false);
+            const auto& plans = ref.plans;
+            const auto& inputs = ref.inputs;
+            const auto& expected = ref.expected;
             std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
             const auto body = [&](runtime::World& w) {
                 const auto r = static_cast<std::size_t>(w.rank());
@@ -697,18 +670,12 @@ TEST_P(ParticleHaloBackend, GridPackedGathersMatchTheReferenceBitwise) {
                                                   cudaMemcpyDeviceToHost, first.get()));
                 HALOEX_CUDA_CHECK(cudaStreamSynchronize(first.get()));
                 t->checkForFailure();
-                std::string m;
-                const std::vector<plan::ZoneMask> all;  // no padding in grids
-                for (int f = 0; f < kFields; ++f) {
-                    const std::string what = fmt::format("{} field {}", f % 2 ? "gathered" : "packed-gathered", f);
-                    const std::string d =
-                        testsupport::compareBitwise(what.c_str(), w.rank(), got.u[static_cast<std::size_t>(f)],
-                                                    expected[r].u[static_cast<std::size_t>(f)], all);
-                    if (!d.empty()) m += (m.empty() ? "" : "; ") + d;
-                }
+                std::string m = compareBackToBack(got, expected[r], w.rank(), [](int f) {
+                    return fmt::format("{} field {}", f % 2 ? "gathered" : "packed-gathered", f);
+                });
                 const int lastPacked = (kFields - 1) / 2 * 2;
                 if (stagingAfter != stagings[static_cast<std::size_t>(lastPacked)]) {
-                    m += (m.empty() ? "" : "; ") + std::string("GridHalo wrote the staging");
+                    appendMismatch(m, "GridHalo wrote the staging");
                 }
                 mismatches[r] = m;
             };

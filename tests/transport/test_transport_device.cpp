@@ -19,6 +19,7 @@
 #include "haloex/halo/backend.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/factory.hpp"
+#include "device_test_ranks.hpp"
 #include "transport_check.hpp"
 
 #if HALOEX_HAVE_CUDA
@@ -26,33 +27,15 @@
 #include "haloex/cuda/device_select.hpp"
 #include "peer_fused_transport.hpp"
 #endif
-#if HALOEX_TEST_WITH_MPI
-#include "haloex/runtime/mpi_world.hpp"
-#include "mpi_test_main.hpp"
-#endif
 
 using namespace haloex;
 
 namespace {
 
+using testsupport::mpiWorld;
+using testsupport::noGpuReason;
+
 // The MPI job's world when launched by mpirun, else null (thread ranks).
-runtime::World* mpiWorld() {
-#if HALOEX_TEST_WITH_MPI
-    if (runtime::MpiSession::launchedByMpiLauncher()) return &testsupport::mpiTestWorld();
-#endif
-    return nullptr;
-}
-
-// Why device tests cannot run here, or empty.
-std::string noGpuReason() {
-#if HALOEX_HAVE_CUDA
-    if (cuda::deviceCount() == 0) return "no CUDA device is visible on this machine (no driver or no GPU)";
-    return {};
-#else
-    return "this build has no CUDA";
-#endif
-}
-
 #if HALOEX_HAVE_CUDA
 testsupport::MemoryOps deviceMemory(cudaStream_t stream) {
     testsupport::MemoryOps m;
@@ -221,17 +204,14 @@ TEST_P(DeviceTransport, MatchesReferenceBitwise) {
             const plan::Decomposition d = testsupport::makeDecomposition(s);
             const testsupport::Expected expected = testsupport::referenceResults(d, s, planAlignment(c));
             std::vector<RankOutcome> outcomes(static_cast<std::size_t>(numRanks));
-            try {
-                if (mpi) {
-                    outcomes[static_cast<std::size_t>(mpi->rank())] = runRank(*mpi, c, d.box(), expected);
-                } else {
-                    runtime::runInProcess(numRanks, [&](runtime::World& w) {
-                        outcomes[static_cast<std::size_t>(w.rank())] = runRank(w, c, d.box(), expected);
-                    });
-                }
-            } catch (const Error& e) {
-                if (!isSharedGpuRefusal(e)) throw;
-                skipped += fmt::format("{} on {} ranks skipped: {}\n", s.grid, numRanks, e.what());
+            const auto refused = testsupport::runOnRanks(
+                mpi, numRanks,
+                [&](runtime::World& w) {
+                    outcomes[static_cast<std::size_t>(w.rank())] = runRank(w, c, d.box(), expected);
+                },
+                isSharedGpuRefusal);
+            if (refused) {
+                skipped += fmt::format("{} on {} ranks skipped: {}\n", s.grid, numRanks, *refused);
                 continue;
             }
             ++ran;
@@ -292,21 +272,10 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
         (void)w;
 #endif
     };
-    try {
-        if (mpi) {
-            body(*mpi);
-        } else {
-            runtime::runInProcess(numRanks, body);
-        }
-    } catch (const Error& e) {
-        if (isSharedGpuRefusal(e)) GTEST_SKIP() << e.what();
-        throw;
+    if (const auto refused = testsupport::runOnRanks(mpi, numRanks, body, isSharedGpuRefusal)) {
+        GTEST_SKIP() << *refused;
     }
-    for (int r = 0; r < numRanks; ++r) {
-        if (!mpi || r == mpi->rank()) {
-            EXPECT_EQ(mismatches[static_cast<std::size_t>(r)], "") << "rank " << r;
-        }
-    }
+    testsupport::expectNoMismatches(mismatches, mpi);
 }
 
 INSTANTIATE_TEST_SUITE_P(Transports, DeviceTransport, ::testing::ValuesIn(deviceCases()),
