@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "grid_case.hpp"
 #include "haloex/halo/backend.hpp"
 #include "haloex/halo/grid_halo.hpp"
 #include "haloex/plan/grid_plan.hpp"
@@ -32,16 +33,8 @@ namespace {
 using namespace haloex;
 using plan::Int3;
 
-struct GridCase {
-    std::string name;
-    Int3 cells;
-    Int3 ranks;
-    int haloWidth;
-    std::array<bool, 3> periodic;
-    std::array<int, 3> dimOrder{2, 1, 0};
-    bool edgesAndCorners = true;
-};
-void PrintTo(const GridCase& c, std::ostream* os) { *os << c.name; }
+using testsupport::GridCase;
+using testsupport::specOf;
 
 std::vector<GridCase> gridCases() {
     const std::array<bool, 3> P{true, true, true};
@@ -61,17 +54,6 @@ std::vector<GridCase> gridCases() {
         {"d2_selfX_periodic_h1_faces", {6, 9, 1}, {1, 3, 1}, 1, P, {2, 1, 0}, false},
         {"d3_mixed_h2_faces", {8, 7, 5}, {3, 2, 2}, 2, {true, false, true}, {2, 1, 0}, false},
     };
-}
-
-plan::GridSpec specOf(const GridCase& c) {
-    plan::GridSpec spec;
-    spec.cells = c.cells;
-    spec.grid = plan::RankGrid(c.ranks);
-    spec.haloWidth = c.haloWidth;
-    spec.periodic = c.periodic;
-    spec.dimOrder = c.dimOrder;
-    spec.edgesAndCorners = c.edgesAndCorners;
-    return spec;
 }
 
 // The global cell a local cell stands for, or exists = false beyond a

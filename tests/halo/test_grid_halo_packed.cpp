@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "grid_case.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/core/vec3.hpp"
 #include "haloex/halo/backend.hpp"
@@ -29,41 +30,24 @@ namespace {
 using namespace haloex;
 using plan::Int3;
 
-struct PackedCase {
-    std::string name;
-    Int3 cells;
-    Int3 ranks;
-    int haloWidth;
-    std::array<bool, 3> periodic;
-    bool edgesAndCorners;
-};
-void PrintTo(const PackedCase& c, std::ostream* os) { *os << c.name; }
+using testsupport::GridCase;
+using testsupport::specOf;
 
-std::vector<PackedCase> packedCases() {
+std::vector<GridCase> packedCases() {
     const std::array<bool, 3> P{true, true, true};
     const std::array<bool, 3> N{false, false, false};
     return {
-        {"d1_periodic_h2_faces", {13, 1, 1}, {3, 1, 1}, 2, P, false},
-        {"d1_open_h1_corners", {13, 1, 1}, {4, 1, 1}, 1, N, true},
-        {"d2_periodic_h1_faces", {11, 7, 1}, {3, 2, 1}, 1, P, false},
-        {"d2_periodic_h1_corners", {11, 7, 1}, {3, 2, 1}, 1, P, true},
-        {"d2_open_h1_faces", {12, 8, 1}, {2, 2, 1}, 1, N, false},
-        {"d2_periodicX_openY_h2_faces", {10, 9, 1}, {4, 2, 1}, 2, {true, false, true}, false},
-        {"d2_periodicX_openY_h2_corners", {10, 9, 1}, {4, 2, 1}, 2, {true, false, true}, true},
-        {"d2_selfX_periodic_h1_faces", {6, 9, 1}, {1, 3, 1}, 1, P, false},
-        {"d3_mixed_h2_faces", {8, 7, 5}, {3, 2, 2}, 2, {true, false, true}, false},
-        {"d3_open_h1_corners", {6, 5, 7}, {2, 1, 3}, 1, N, true},
+        {"d1_periodic_h2_faces", {13, 1, 1}, {3, 1, 1}, 2, P, {2, 1, 0}, false},
+        {"d1_open_h1_corners", {13, 1, 1}, {4, 1, 1}, 1, N, {2, 1, 0}, true},
+        {"d2_periodic_h1_faces", {11, 7, 1}, {3, 2, 1}, 1, P, {2, 1, 0}, false},
+        {"d2_periodic_h1_corners", {11, 7, 1}, {3, 2, 1}, 1, P, {2, 1, 0}, true},
+        {"d2_open_h1_faces", {12, 8, 1}, {2, 2, 1}, 1, N, {2, 1, 0}, false},
+        {"d2_periodicX_openY_h2_faces", {10, 9, 1}, {4, 2, 1}, 2, {true, false, true}, {2, 1, 0}, false},
+        {"d2_periodicX_openY_h2_corners", {10, 9, 1}, {4, 2, 1}, 2, {true, false, true}, {2, 1, 0}, true},
+        {"d2_selfX_periodic_h1_faces", {6, 9, 1}, {1, 3, 1}, 1, P, {2, 1, 0}, false},
+        {"d3_mixed_h2_faces", {8, 7, 5}, {3, 2, 2}, 2, {true, false, true}, {2, 1, 0}, false},
+        {"d3_open_h1_corners", {6, 5, 7}, {2, 1, 3}, 1, N, {2, 1, 0}, true},
     };
-}
-
-plan::GridSpec specOf(const PackedCase& c) {
-    plan::GridSpec spec;
-    spec.cells = c.cells;
-    spec.grid = plan::RankGrid(c.ranks);
-    spec.haloWidth = c.haloWidth;
-    spec.periodic = c.periodic;
-    spec.edgesAndCorners = c.edgesAndCorners;
-    return spec;
 }
 
 // A record moved as bytes (not component-wise), padding zeroed.
@@ -159,10 +143,10 @@ std::string packedAgainstGather(const plan::GridHaloPlan& p, GridHalo& halo, int
     return {};
 }
 
-class GridHaloPacked : public ::testing::TestWithParam<PackedCase> {};
+class GridHaloPacked : public ::testing::TestWithParam<GridCase> {};
 
 TEST_P(GridHaloPacked, PackedGatherEqualsGatherBitwise) {
-    const PackedCase c = GetParam();
+    const GridCase c = GetParam();
     const plan::GridSpec spec = specOf(c);
     const int n = spec.grid.size();
     for (const Backend backend : {Backend::Reference, Backend::Staged}) {
@@ -188,7 +172,7 @@ TEST_P(GridHaloPacked, PackedGatherEqualsGatherBitwise) {
 // The first batch is every pulse of a faces-only plan; with edges and
 // corners, the first dimension's stage-0 pulses only (the rest forward).
 TEST_P(GridHaloPacked, TheListedPulsesAreTheFirstBatch) {
-    const PackedCase c = GetParam();
+    const GridCase c = GetParam();
     const plan::GridSpec spec = specOf(c);
     runtime::runInProcess(1, [&](runtime::World& w) {
         const plan::GridHaloPlan p = plan::buildGridPlan(spec, 0);
@@ -208,7 +192,7 @@ TEST_P(GridHaloPacked, TheListedPulsesAreTheFirstBatch) {
 
 // packSends fills the staging as the caller would.
 TEST_P(GridHaloPacked, PackSendsFillsTheStagingAsTheCallerWould) {
-    const PackedCase c = GetParam();
+    const GridCase c = GetParam();
     const plan::GridSpec spec = specOf(c);
     const int n = spec.grid.size();
     std::vector<std::string> errors(static_cast<std::size_t>(n));
@@ -233,7 +217,7 @@ TEST_P(GridHaloPacked, PackSendsFillsTheStagingAsTheCallerWould) {
 // in the staging, every halo cell a faces-only plan fills holds one (the
 // slot's own), and no field value travels.
 TEST(GridHaloPackedSends, TheStagingIsWhatTravels) {
-    for (const PackedCase& c : packedCases()) {
+    for (const GridCase& c : packedCases()) {
         if (c.edgesAndCorners) continue;  // later batches forward from the field
         SCOPED_TRACE(c.name);
         const plan::GridSpec spec = specOf(c);
@@ -266,7 +250,7 @@ TEST(GridHaloPackedSends, TheStagingIsWhatTravels) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Grids, GridHaloPacked, ::testing::ValuesIn(packedCases()),
-                         [](const ::testing::TestParamInfo<PackedCase>& i) { return i.param.name; });
+                         [](const ::testing::TestParamInfo<GridCase>& i) { return i.param.name; });
 
 // One rank of a periodic grid (it exchanges with itself): the misuse is
 // refused before anything moves, with what to do.

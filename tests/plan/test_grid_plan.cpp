@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "grid_case.hpp"
 #include "haloex/plan/grid_plan.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/host_exchange.hpp"
@@ -22,16 +23,8 @@ namespace {
 
 using plan::Int3;
 
-struct GridCase {
-    std::string name;
-    Int3 cells;
-    Int3 ranks;
-    int haloWidth;
-    std::array<bool, 3> periodic;
-    std::array<int, 3> dimOrder{2, 1, 0};
-};
-
-void PrintTo(const GridCase& c, std::ostream* os) { *os << c.name; }
+using testsupport::GridCase;
+using testsupport::specOf;
 
 std::vector<GridCase> gridCases() {
     const std::array<bool, 3> P{true, true, true};
@@ -61,16 +54,6 @@ std::vector<GridCase> gridCases() {
     c.push_back({"d3_mixed_h2", {8, 7, 5}, {3, 2, 2}, 2, {true, false, true}});
     c.push_back({"d3_open_order_yzx_h1", {6, 5, 7}, {2, 1, 3}, 1, N, {1, 2, 0}});
     return c;
-}
-
-plan::GridSpec specOf(const GridCase& c) {
-    plan::GridSpec spec;
-    spec.cells = c.cells;
-    spec.grid = plan::RankGrid(c.ranks);
-    spec.haloWidth = c.haloWidth;
-    spec.periodic = c.periodic;
-    spec.dimOrder = c.dimOrder;
-    return spec;
 }
 
 // A local cell seen globally: its global index (wrapped along periodic dims)
