@@ -34,6 +34,12 @@ std::string variantOf(Backend backend, Scope scope) {
     return std::string(toString(backend)) + (scope == Scope::Thread ? " thread" : " block");
 }
 
+// One measurement's header, before its samples (or the reason it has none).
+Measurement pingPongMeasurement(Backend backend, Scope scope, std::size_t bytes, int iterations) {
+    return newMeasurement("gpu", "view_flag_pingpong", variantOf(backend, scope), bytes, "us", "half round trip",
+                          iterations);
+}
+
 // One block of 1 (thread) or 256 (block) threads.
 __global__ void viewPingPongKernel(DeviceHaloView view, const unsigned long long* source, std::size_t bytes,
                                    int iterations, std::uint64_t firstGeneration, int initiator,
@@ -76,8 +82,7 @@ public:
 
     Measurement measure(Scope scope, std::size_t bytes) {
         const int iters = s_.latencyIterations;
-        Measurement m = newMeasurement("gpu", "view_flag_pingpong", variantOf(backend_, scope), bytes, "us",
-                                       "half round trip", iters);
+        Measurement m = pingPongMeasurement(backend_, scope, bytes, iters);
         for (int r = 0; r < s_.repetitions; ++r) {
             elapsed_.zeroAsync(nullptr);
             HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
@@ -132,8 +137,7 @@ std::vector<Measurement> runViewPingPong(runtime::World& world, const BenchSetti
                     out.push_back(bench->measure(scope, bytes));
                     continue;
                 }
-                Measurement m = newMeasurement("gpu", "view_flag_pingpong", variantOf(backend, scope), bytes, "us",
-                                               "half round trip", s.latencyIterations);
+                Measurement m = pingPongMeasurement(backend, scope, bytes, s.latencyIterations);
                 m.skipped = why;
                 out.push_back(m);
             }

@@ -155,7 +155,10 @@ private:
         halo_ = std::make_unique<DeviceHalo>(world_, backend_, receives, sends, o);
         args_.view = halo_->view();
 
+        // Mapping may fail on one rank only: every rank learns the first
+        // rank's reason (runtime::agreeOnReason), so none goes on alone.
         std::exception_ptr failure;
+        std::string why;
         try {
             for (std::size_t i = 0; i < stencil_.sends.size(); ++i) {
                 JacobiMessage& k = args_.msgs[i];
@@ -174,13 +177,13 @@ private:
                                              pulseName(k.pulse, stencil_.sends[i].direction, stencil_.sends[i].dim),
                                              k.peer, k.send.count));
             }
-        } catch (...) {
+        } catch (const std::exception& e) {
             failure = std::current_exception();
+            why = e.what();
         }
-        if (world_.allReduceValue<std::int64_t>(failure ? 1 : 0, runtime::ReduceOp::Max) != 0) {
+        if (const std::string agreed = runtime::agreeOnReason(world_, why); !agreed.empty()) {
             if (failure) std::rethrow_exception(failure);
-            throwError(ErrorKind::InvalidInput, "another rank cannot reach its neighbours' Jacobi fields (see its "
-                                                "error)");
+            throwError(ErrorKind::InvalidInput, agreed);
         }
         checkLines();
         notes_.push_back(fields_[0]->describe());
