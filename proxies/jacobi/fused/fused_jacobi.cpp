@@ -65,16 +65,6 @@ public:
         world_.barrier();  // every rank's fields and counters are ready before any kernel stores or signals
     }
 
-    ~FusedJacobiImpl() override {
-        if (std::uncaught_exceptions() == 0) {
-            cudaDeviceSynchronize();
-            try {
-                world_.barrier();  // no peer still stores into the fields freed below
-            } catch (...) {
-            }
-        }
-    }
-
     double* field(int parity) override { return fieldOf(parity & 1); }
 
     void iterate(int parity, double* normSquared, void* stream) override {
@@ -271,6 +261,9 @@ private:
     int withholdPulse_ = -1;
     std::size_t cells_ = 0;  // per field, the same on every rank
     std::unique_ptr<PeerMemory> fields_[2];
+    // Declared after the fields, so destroyed before them: its destructor
+    // synchronises the device and passes a barrier, after which no peer
+    // still stores into the fields freed next.
     std::unique_ptr<DeviceHalo> halo_;
     cuda::DeviceBuffer<unsigned> counters_;
     JacobiArgs args_;
