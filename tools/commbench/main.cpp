@@ -19,6 +19,7 @@
 
 #include "cpu_orchestrated.hpp"
 #include "gpu_initiated.hpp"
+#include "record.hpp"
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/core/safe_file.hpp"
@@ -109,29 +110,12 @@ int run(const Options& o, const BenchSettings& s, runtime::MpiWorld& world) {
             writeFileAtomically(o.csv, text, "--csv");
         }
         if (!o.json.empty()) {
-            cudaDeviceProp prop{};
-            int device = 0;
-            cudaGetDevice(&device);
-            cudaGetDeviceProperties(&prop, device);
-            nlohmann::json ranks = nlohmann::json::array();
-            for (const auto& g : gpus)
-                ranks.push_back(nlohmann::json{{"host", g.host}, {"bus_id", g.busId}, {"device", g.device}});
-            nlohmann::json doc{{"tool", "haloex-commbench"},
-                               {"commit", gitCommit()},
-                               {"date", utcTimestamp()},
-                               {"machine",
-                                {{"host", hostName()},
-                                 {"gpu_name", prop.name},
-                                 {"ranks", world.size()},
-                                 {"rank_gpus", ranks},
-                                 {"shared_gpus", shared}}},
-                               {"settings",
-                                {{"quick", o.quick},
-                                 {"repetitions", s.repetitions},
-                                 {"latency_iterations", s.latencyIterations},
-                                 {"max_bytes", o.maxBytes}}},
-                               {"results", nlohmann::json::array()}};
-            for (const auto& m : all) doc["results"].push_back(toJson(m));
+            const nlohmann::json doc = benchRecord("haloex-commbench", gpus,
+                                                   {{"quick", o.quick},
+                                                    {"repetitions", s.repetitions},
+                                                    {"latency_iterations", s.latencyIterations},
+                                                    {"max_bytes", o.maxBytes}},
+                                                   all);
             writeFileAtomically(o.json, doc.dump(2) + "\n", "--json");
         }
     }

@@ -14,6 +14,7 @@
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
 #include "haloex/runtime/mpi_world.hpp"
+#include "record.hpp"
 #include "results.hpp"
 #include "settings.hpp"
 #include "view_pingpong.hpp"
@@ -67,22 +68,18 @@ int main(int argc, char** argv) {
             return kExitSkipped;
         }
         cuda::selectDevice(world, allowShared);
+        const auto gpus = cuda::gatherGpuIdentities(world);  // collective: every rank
         const std::vector<Measurement> all = runViewPingPong(world, s);
         if (root) {
             fmt::print("haloex-commbench-view {}: {} repetitions, {} round trips per sample\n{}\n", gitCommit(),
                        s.repetitions, s.latencyIterations, tableHeader());
             for (const auto& m : all) fmt::print("{}\n", tableLine(m));
             if (!json.empty()) {
-                nlohmann::json doc{{"tool", "haloex-commbench-view"},
-                                   {"commit", gitCommit()},
-                                   {"date", utcTimestamp()},
-                                   {"machine", {{"host", hostName()}, {"ranks", world.size()}}},
-                                   {"settings",
-                                    {{"repetitions", s.repetitions},
-                                     {"latency_iterations", s.latencyIterations},
-                                     {"wait_timeout_s", s.waitTimeoutSeconds}}},
-                                   {"results", nlohmann::json::array()}};
-                for (const auto& m : all) doc["results"].push_back(toJson(m));
+                const nlohmann::json doc = benchRecord("haloex-commbench-view", gpus,
+                                                       {{"repetitions", s.repetitions},
+                                                        {"latency_iterations", s.latencyIterations},
+                                                        {"wait_timeout_s", s.waitTimeoutSeconds}},
+                                                       all);
                 writeFileAtomically(json, doc.dump(2) + "\n", "--json");
             }
         }
