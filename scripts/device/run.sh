@@ -587,7 +587,7 @@ stage_syncs() {
 stage_ab() {
   local dir=${AB_DIR:-$root/.devsrc/ab}
   [ -d "$dir" ] || { note "ab: no $dir"; return 1; }
-  note "== A/B: A = previous version of $(cd "$dir" && find . -type f | sed 's|^\./||' | tr '\n' ' ')"
+  note "== A/B: A = previous version of $(cd "$dir" && find . -type f | sed 's|^\./||' | tr '\n' ' ')${AB_C_ENV:+; C = B with $AB_C_ENV}"
   cp "$build/bin/haloex-md" /tmp/haloex-md-B
   local f saved=/tmp/ab-saved
   rm -rf "$saved"; mkdir -p "$saved"
@@ -598,13 +598,19 @@ stage_ab() {
   cp "$build/bin/haloex-md" /tmp/haloex-md-A
   cp -r "$saved/." "$root/"
   cmake --build "$build" --target haloex-md >>"$out/ab-build.log" 2>&1
-  local n v r
+  # AB_C_ENV="VAR=value ...": a third variant C, the B binary with those
+  # variables set (e.g. a switch inside B), in the same alternation.
+  cp /tmp/haloex-md-B /tmp/haloex-md-C
+  local n v r order
   for n in ${SEARCH_SIZES:-22500 180000 720000}; do
     for r in 1 2; do
       # A first, then B first: phases that drift over successive runs
       # (seen at 720 000 atoms) do not all land on one side.
-      for v in $([ $r = 1 ] && echo A B || echo B A); do
-        timeout 300 "/tmp/haloex-md-$v" --device gpu --atoms $n --steps ${SEARCH_STEPS:-1000} --nstlist ${AB_NSTLIST:-50} \
+      order=$([ $r = 1 ] && echo A B || echo B A)
+      [ -n "${AB_C_ENV:-}" ] && order=$([ $r = 1 ] && echo A B C || echo C B A)
+      for v in $order; do
+        env $([ $v = C ] && echo "${AB_C_ENV:-}") timeout 300 "/tmp/haloex-md-$v" --device gpu --atoms $n \
+          --steps ${SEARCH_STEPS:-1000} --nstlist ${AB_NSTLIST:-50} \
           --quiet --log none --json "$out/ab-$n-$v-$r.json" >"$out/ab-$n-$v-$r.log" 2>&1
         note "  $n atoms $v (repeat $r): rc=$? $(grep -E 'Performance|Search step|of its pair' "$out/ab-$n-$v-$r.log" | sed 's/^ *//' | cut -c1-330 | tr '\n' ' ')"
       done

@@ -1,5 +1,5 @@
-// Grid choice and the kernel constants: decisions shared by the GPU build and
-// its CPU reference, so both produce identical layouts.
+// The search settings and the kernel constants: decisions shared by the GPU
+// build and its CPU reference (the grid choice: grid_choice.hpp).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -9,61 +9,6 @@
 #include "haloex/md/gpu/cluster_reference.hpp"
 
 namespace haloex::md::gpu {
-
-float chooseColumnCellSize(double numberDensity) {
-    // Cubic clusters: 8 atoms per cell volume.
-    return static_cast<float>(std::cbrt(kClusterSize / numberDensity));
-}
-
-double estimateNumberDensity(int numAtoms, Float3 lo, Float3 hi) {
-    constexpr double kMinExtent = 0.5;  // nm
-    const double volume = std::max(static_cast<double>(hi.x) - lo.x, kMinExtent) *
-                          std::max(static_cast<double>(hi.y) - lo.y, kMinExtent) *
-                          std::max(static_cast<double>(hi.z) - lo.z, kMinExtent);
-    return numAtoms / volume;
-}
-
-ColumnGrid makeColumnGrid(Float3 lo, Float3 hi, float cellSize, int firstColumn, int maxColumns) {
-    ColumnGrid g;
-    g.x0 = lo.x;
-    g.y0 = lo.y;
-    g.z0 = lo.z;
-    g.z1 = hi.z;
-    const double ex = std::max(static_cast<double>(hi.x) - lo.x, 0.0);
-    const double ey = std::max(static_cast<double>(hi.y) - lo.y, 0.0);
-    const auto cells = [&](double extent) {
-        return static_cast<int>(std::clamp(std::lround(extent / cellSize), 1L, 1L << 20));
-    };
-    g.nx = cells(ex);
-    g.ny = cells(ey);
-    maxColumns = std::max(maxColumns, 1);
-    while (static_cast<long>(g.nx) * g.ny > maxColumns) {
-        if (g.nx >= g.ny) g.nx = (g.nx + 1) / 2;
-        else g.ny = (g.ny + 1) / 2;
-    }
-    // A zero extent puts every atom into the one column of that dimension.
-    g.invCellX = ex > 0.0 ? static_cast<float>(g.nx / ex) : 0.f;
-    g.invCellY = ey > 0.0 ? static_cast<float>(g.ny / ey) : 0.f;
-    g.firstColumn = firstColumn;
-    return g;
-}
-
-GridChoice chooseGrids(const AtomBounds& home, const AtomBounds& halo) {
-    double density = 100.0;
-    if (home.count > 0) density = estimateNumberDensity(home.count, home.lo, home.hi);
-    else if (halo.count > 0) density = estimateNumberDensity(halo.count, halo.lo, halo.hi);
-    const float cell = chooseColumnCellSize(density);
-    GridChoice choice;
-    // An empty set gets one empty column at the origin.
-    const auto grid = [&](const AtomBounds& b, int first) {
-        if (b.count == 0) return makeColumnGrid({0.f, 0.f, 0.f}, {0.f, 0.f, 0.f}, cell, first, 1);
-        // More columns than atoms would only cost search time (sparse halo corners).
-        return makeColumnGrid(b.lo, b.hi, cell, first, std::max(1, b.count));
-    };
-    choice.home = grid(home, 0);
-    choice.halo = grid(halo, choice.home.numColumns());
-    return choice;
-}
 
 void validateSearchSettings(const SearchSettings& settings, const char* where) {
     settings.box.validate();

@@ -1,12 +1,12 @@
-// Gridding on the GPU: bounds, column keys, sort, clusters of 8, bounding
-// boxes. Mirrors buildLayoutReference() (cluster_reference.cpp) step by step,
-// so the layouts are identical.
+// Gridding on the GPU: bounds, grid choice, column keys, sort, clusters of 8,
+// bounding boxes -- all on the device, with no host read until the search's
+// totals. Mirrors buildLayoutReference() (cluster_reference.cpp) step by
+// step, so the layouts are identical.
 #include <cub/block/block_reduce.cuh>
 #include <cub/device/device_radix_sort.cuh>
 
 #include <algorithm>
 #include <climits>
-#include <vector>
 
 #include "count_scan.cuh"
 #include "nonbonded_internal.cuh"
@@ -15,7 +15,7 @@ namespace haloex::md::gpu::detail {
 namespace {
 
 constexpr int kBoundsThreads = 256;
-constexpr int kBoundsBlocks = 120;  // per atom set; partials are combined on the host
+constexpr int kBoundsBlocks = 120;  // per atom set; gridChoiceKernel combines the partials
 constexpr int kThreads = 256;
 
 struct BoundsMerge {
@@ -37,10 +37,11 @@ __device__ inline bool isPaddingAtom(const std::uint8_t* zone, int i) {
 
 // blockIdx.y = 0: home atoms [0, numHome); 1: halo atoms [numHome, numLocal).
 __global__ void __launch_bounds__(kBoundsThreads)
-    boundsKernel(const Vec3f* __restrict__ x, const std::uint8_t* __restrict__ zone, int numHome, int numLocal,
-                 BoundsPartial* __restrict__ partials) {
+    boundsKernel(const Vec3f* __restrict__ x, const std::uint8_t* __restrict__ zone,
+                 const BuildSizes* __restrict__ sizes, BoundsPartial* __restrict__ partials) {
+    const int numHome = sizes->numHome;
     const int begin = blockIdx.y == 0 ? 0 : numHome;
-    const int end = blockIdx.y == 0 ? numHome : numLocal;
+    const int end = blockIdx.y == 0 ? numHome : sizes->numLocal;
     BoundsPartial mine;
     for (int d = 0; d < 3; ++d) {
         mine.lo[d] = INFINITY;
@@ -69,45 +70,96 @@ __global__ void __launch_bounds__(kBoundsThreads)
     if (threadIdx.x == 0) partials[blockIdx.y * gridDim.x + blockIdx.x] = total;
 }
 
-__global__ void keysKernel(const Vec3f* __restrict__ x, const std::uint8_t* __restrict__ zone, int numHome,
-                           int numLocal, ColumnGrid home, ColumnGrid halo, std::uint64_t* __restrict__ keys,
-                           int* __restrict__ atoms, int* __restrict__ columnCount) {
+__device__ inline AtomBounds boundsOf(const BoundsPartial& p) {
+    AtomBounds b;
+    b.count = p.count;
+    if (p.count > 0) {  // min and max are exact: the order of the partials does not matter
+        b.lo = {p.lo[0], p.lo[1], p.lo[2]};
+        b.hi = {p.hi[0], p.hi[1], p.hi[2]};
+    }
+    return b;
+}
+
+// One block: the partials of both atom sets combined, the grids chosen as
+// chooseGrids() does on the host, and whether they fit the build's columns.
+__global__ void __launch_bounds__(kBoundsThreads)
+    gridChoiceKernel(const BoundsPartial* __restrict__ partials, int columnCapacity, GridState* __restrict__ state) {
+    using Reduce = cub::BlockReduce<BoundsPartial, kBoundsThreads>;
+    __shared__ typename Reduce::TempStorage storage;
+    static_assert(kBoundsBlocks <= kBoundsThreads, "one partial per thread");
+    BoundsPartial parts[2];
+    for (int set = 0; set < 2; ++set) {
+        BoundsPartial mine;
+        for (int d = 0; d < 3; ++d) {
+            mine.lo[d] = INFINITY;
+            mine.hi[d] = -INFINITY;
+        }
+        mine.count = 0;
+        mine.firstNonFinite = INT_MAX;
+        if (threadIdx.x < kBoundsBlocks) mine = partials[set * kBoundsBlocks + threadIdx.x];
+        parts[set] = Reduce(storage).Reduce(mine, BoundsMerge{});
+        __syncthreads();  // the temporary storage is reused
+    }
+    if (threadIdx.x != 0) return;
+    GridState s;
+    s.grids = chooseGrids(boundsOf(parts[0]), boundsOf(parts[1]));
+    s.numHomeAtoms = parts[0].count;
+    s.numHaloAtoms = parts[1].count;
+    s.firstNonFinite = min(parts[0].firstNonFinite, parts[1].firstNonFinite);
+    s.skipped = s.firstNonFinite != INT_MAX || s.grids.numColumns() > columnCapacity ? 1 : 0;
+    s.numHomeClusters = s.numClusters = 0;
+    *state = s;
+}
+
+// Over the atom capacity: atoms past numLocal, padding atoms and every atom
+// of a skipped build sort last and join no column.
+__global__ void keysKernel(const Vec3f* __restrict__ x, const std::uint8_t* __restrict__ zone,
+                           const BuildSizes* __restrict__ sizes, const GridState* __restrict__ state, int count,
+                           std::uint64_t* __restrict__ keys, int* __restrict__ atoms, int* __restrict__ columnCount) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= numLocal) return;
+    if (i >= count) return;
     atoms[i] = i;
-    if (i >= numHome && isPaddingAtom(zone, i)) {
+    const int numHome = sizes->numHome;
+    if (i >= sizes->numLocal || state->skipped != 0 || (i >= numHome && isPaddingAtom(zone, i))) {
         keys[i] = kNoAtomKey;
         return;
     }
-    const ColumnGrid& g = i < numHome ? home : halo;
+    const ColumnGrid& g = i < numHome ? state->grids.home : state->grids.halo;
     const Vec3f p = x[i];
     const int column = columnOf(g, p.x, p.y);
     keys[i] = sortKey(g, column, p.z);
     atomicAdd(&columnCount[column], 1);
 }
 
-__global__ void clusterColumnKernel(const int* __restrict__ columnClusterStart, int numColumns,
-                                    int* __restrict__ clusterColumn) {
+// Thread 0 also records the cluster totals for the host's one read.
+__global__ void clusterColumnKernel(const int* __restrict__ columnClusterStart, int columnCapacity,
+                                    GridState* __restrict__ state, int* __restrict__ clusterColumn) {
     const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= numColumns) return;
+    if (c == 0) {  // a skipped build's grids may lie past the capacity; it has no cluster
+        const bool skipped = state->skipped != 0;
+        state->numHomeClusters = skipped ? 0 : columnClusterStart[state->grids.halo.firstColumn];
+        state->numClusters = skipped ? 0 : columnClusterStart[columnCapacity];
+    }
+    if (c >= columnCapacity) return;
     for (int k = columnClusterStart[c]; k < columnClusterStart[c + 1]; ++k) clusterColumn[k] = c;
 }
 
 // One thread per slot: which atom sits there, its zone, charge and position.
-// Launched over the most slots the columns can need: the cluster counts are
-// read here from the scan (columnClusterStart at homeColumns and numColumns),
-// not from the host, so the grid needs no host read of them.
+// Launched over the most slots the columns can need; the cluster counts come
+// from the scan (columnClusterStart at the home columns and at the capacity,
+// where the empty columns past the grids leave the total).
 __global__ void fillSlotsKernel(const Vec3f* __restrict__ x, const float* __restrict__ charge,
                                 const std::uint8_t* __restrict__ zone, const int* __restrict__ sortedAtoms,
                                 const int* __restrict__ columnAtomStart, const int* __restrict__ columnClusterStart,
-                                const int* __restrict__ clusterColumn, int homeColumns, int numColumns,
-                                float sqrtCoulomb, int* __restrict__ atomOfSlot, std::uint8_t* __restrict__ zoneOfSlot,
-                                float* __restrict__ chargeOfSlot, float4* __restrict__ xqLocal,
-                                float4* __restrict__ xqNonlocal) {
+                                const int* __restrict__ clusterColumn, const GridState* __restrict__ state,
+                                int columnCapacity, float sqrtCoulomb, int* __restrict__ atomOfSlot,
+                                std::uint8_t* __restrict__ zoneOfSlot, float* __restrict__ chargeOfSlot,
+                                float4* __restrict__ xqLocal, float4* __restrict__ xqNonlocal) {
     const long long slot = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-    const long long numSlots = static_cast<long long>(columnClusterStart[numColumns]) * kClusterSize;
-    const long long numHomeSlots = static_cast<long long>(columnClusterStart[homeColumns]) * kClusterSize;
-    if (slot >= numSlots) return;
+    const long long numSlots = static_cast<long long>(columnClusterStart[columnCapacity]) * kClusterSize;
+    if (slot >= numSlots) return;  // a skipped build has none: its grids are not read
+    const long long numHomeSlots =
+        static_cast<long long>(columnClusterStart[state->grids.halo.firstColumn]) * kClusterSize;
     const int cluster = static_cast<int>(slot / kClusterSize);
     const int column = clusterColumn[cluster];
     const int k = (cluster - columnClusterStart[column]) * kClusterSize + static_cast<int>(slot % kClusterSize);
@@ -146,105 +198,71 @@ __global__ void boundingBoxKernel(const float4* __restrict__ xq, const int* __re
     bboxHi[c] = hi;
 }
 
-AtomBounds combine(const BoundsPartial* partials, int count) {
-    AtomBounds b;
-    for (int k = 0; k < count; ++k) {
-        const BoundsPartial& p = partials[k];
-        if (p.count == 0) continue;
-        if (b.count == 0) {
-            b.lo = {p.lo[0], p.lo[1], p.lo[2]};
-            b.hi = {p.hi[0], p.hi[1], p.hi[2]};
-        } else {
-            b.lo = {minf(b.lo.x, p.lo[0]), minf(b.lo.y, p.lo[1]), minf(b.lo.z, p.lo[2])};
-            b.hi = {maxf(b.hi.x, p.hi[0]), maxf(b.hi.y, p.hi[1]), maxf(b.hi.z, p.hi[2])};
-        }
-        b.count += p.count;
-    }
-    return b;
-}
-
 int bitsFor(int value) {
     int bits = 1;
     while ((1LL << bits) <= value) ++bits;
     return bits;
 }
 
+// Capacities only grow: a graph of the build stays valid while they hold.
+// The first size is taken exactly (one rank: numLocal never changes).
+int grown(int capacity, int needed, double growth) {
+    if (needed <= capacity) return capacity;
+    if (capacity == 0) return std::max(needed, 1);
+    return static_cast<int>(static_cast<double>(needed) * growth) + 16;
+}
+
+void enqueueBoundsAndChoice(DeviceLayout& layout, const Vec3f* dX, const std::uint8_t* dZoneMask, int columnCapacity,
+                            cudaStream_t stream) {
+    auto* partials = reinterpret_cast<BoundsPartial*>(layout.boundsPartials.data());
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(layout.sizes.data(), layout.sizesHost.data(), sizeof(BuildSizes),
+                                      cudaMemcpyHostToDevice, stream));
+    boundsKernel<<<dim3(kBoundsBlocks, 2), kBoundsThreads, 0, stream>>>(dX, dZoneMask, layout.sizes.data(), partials);
+    HALOEX_CUDA_CHECK_LAUNCH();
+    gridChoiceKernel<<<1, kBoundsThreads, 0, stream>>>(partials, columnCapacity, layout.state.data());
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
 }  // namespace
 
-void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
-                 int numHome, int numLocal, float sqrtCoulomb, double growth, cudaStream_t stream) {
+void reserveLayout(DeviceLayout& layout, int numHome, int numLocal, double growth) {
     layout.numHome = numHome;
     layout.numLocal = numLocal;
+    layout.numHomeClusters = layout.numClusters = -1;  // set by acceptLayout
+    layout.sizesHost.reserve(1);
+    layout.sizesHost[0] = BuildSizes{numHome, numLocal};
+    layout.sizes.resize(1);
+    layout.state.resize(1);
+    layout.stateHost.reserve(1);
+    layout.boundsPartials.resize(2 * kBoundsBlocks * sizeof(BoundsPartial));
+    layout.atomCapacity = grown(layout.atomCapacity, numLocal, growth);
+    layout.homeCapacity = grown(layout.homeCapacity, numHome, growth);
+    const int columns = std::max(layout.columnCapacity, 2);  // probeColumns sets it before the first build
+    layout.sortEndBit = 32 + bitsFor(columns);
+    // ceil(count / 8) <= (count + 7) / 8 per column, over at most `columns` columns.
+    layout.maxHomeClusters =
+        static_cast<int>((static_cast<long long>(layout.homeCapacity) + (kClusterSize - 1LL) * columns) / kClusterSize);
+    layout.maxClusters =
+        static_cast<int>((static_cast<long long>(layout.atomCapacity) + (kClusterSize - 1LL) * columns) / kClusterSize);
 
-    // 1. Bounds of the home and halo atoms (and the first non-finite atom).
-    std::vector<BoundsPartial> host(2 * kBoundsBlocks);
-    const std::size_t partialBytes = host.size() * sizeof(BoundsPartial);
-    layout.boundsPartials.reserve(partialBytes);
-    auto* partials = reinterpret_cast<BoundsPartial*>(layout.boundsPartials.data());
-    boundsKernel<<<dim3(kBoundsBlocks, 2), kBoundsThreads, 0, stream>>>(dX, dZoneMask, numHome, numLocal, partials);
-    HALOEX_CUDA_CHECK_LAUNCH();
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(host.data(), partials, partialBytes, cudaMemcpyDeviceToHost, stream));
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    int firstBad = INT_MAX;
-    for (const BoundsPartial& p : host) firstBad = std::min(firstBad, p.firstNonFinite);
-    if (firstBad != INT_MAX) throwNonFiniteAtom(firstBad, numHome);
-    const AtomBounds home = combine(host.data(), kBoundsBlocks);
-    const AtomBounds halo = combine(host.data() + kBoundsBlocks, kBoundsBlocks);
-    layout.grids = chooseGrids(home, halo);
-    layout.numHomeAtoms = home.count;
-    layout.numHaloAtoms = halo.count;
-    const int numColumns = layout.numColumns();
-
-    // 2. Column keys and the sort by (column, z, atom index).
-    const std::size_t n = static_cast<std::size_t>(std::max(numLocal, 1));
-    reserveWithHeadroom(layout.keys, n, growth);
-    reserveWithHeadroom(layout.keysSorted, n, growth);
-    reserveWithHeadroom(layout.atoms, n, growth);
-    reserveWithHeadroom(layout.atomsSorted, n, growth);
-    reserveWithHeadroom(layout.columnCount, numColumns + 1, growth);
-    reserveWithHeadroom(layout.columnAtomStart, numColumns + 1, growth);
-    reserveWithHeadroom(layout.columnClusterStart, numColumns + 1, growth);
-    layout.columnCount.zeroAsync(stream);
-    if (numLocal > 0) {
-        keysKernel<<<blocksFor(numLocal, kThreads), kThreads, 0, stream>>>(dX, dZoneMask, numHome, numLocal,
-                                                                           layout.grids.home, layout.grids.halo,
-                                                                           layout.keys.data(), layout.atoms.data(),
-                                                                           layout.columnCount.data());
-        HALOEX_CUDA_CHECK_LAUNCH();
-    }
-    // Keys of padding atoms are all ones in every bit the sort looks at, so
-    // they still sort last: columns stay below 2^(endBit-32) - 1.
-    const int endBit = 32 + bitsFor(numColumns);
+    const auto atoms = static_cast<std::size_t>(layout.atomCapacity);
+    reserveWithHeadroom(layout.keys, atoms, growth);
+    reserveWithHeadroom(layout.keysSorted, atoms, growth);
+    reserveWithHeadroom(layout.atoms, atoms, growth);
+    reserveWithHeadroom(layout.atomsSorted, atoms, growth);
+    reserveWithHeadroom(layout.columnCount, columns + 1, growth);
+    reserveWithHeadroom(layout.columnAtomStart, columns + 1, growth);
+    reserveWithHeadroom(layout.columnClusterStart, columns + 1, growth);
     std::size_t sortBytes = 0;
     HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sortBytes, layout.keys.data(), layout.keysSorted.data(),
-                                                      layout.atoms.data(), layout.atomsSorted.data(), numLocal, 0,
-                                                      endBit, stream));
-    const std::size_t scanBytes = scanCountsAndGroupsBytes(numColumns + 1);
+                                                      layout.atoms.data(), layout.atomsSorted.data(),
+                                                      layout.atomCapacity, 0, layout.sortEndBit));
+    const std::size_t scanBytes = scanCountsAndGroupsBytes(columns + 1);
     reserveWithHeadroom(layout.cubTemp, std::max({sortBytes, scanBytes, std::size_t{1}}), growth);
-    if (numLocal > 0) {
-        std::size_t bytes = layout.cubTemp.size();
-        HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(layout.cubTemp.data(), bytes, layout.keys.data(),
-                                                          layout.keysSorted.data(), layout.atoms.data(),
-                                                          layout.atomsSorted.data(), numLocal, 0, endBit, stream));
-    }
 
-    // 3. Where each column's atoms and clusters start (the count array's
-    // last entry is 0).
-    scanCountsAndGroups(layout.columnCount.data(), numColumns + 1, kClusterSize, layout.columnAtomStart.data(),
-                        layout.columnClusterStart.data(), layout.cubTemp, stream);
-    // The cluster counts stay on the device until the pair search reads its
-    // totals (one host read for both): sizes and launches use the most the
-    // columns can hold, ceil(count / 8) <= (count + 7) / 8 per column.
-    const int homeColumns = layout.grids.home.numColumns();
-    layout.maxHomeClusters = (layout.numHomeAtoms + (kClusterSize - 1) * homeColumns) / kClusterSize;
-    layout.maxClusters =
-        layout.maxHomeClusters + (layout.numHaloAtoms + (kClusterSize - 1) * (numColumns - homeColumns)) / kClusterSize;
-    layout.numHomeClusters = layout.numClusters = -1;  // set by searchLists
-
-    // 4. Slots: atom, zone, charge and position of every cluster position.
-    const std::size_t slots = static_cast<std::size_t>(
-        std::max<long long>(static_cast<long long>(layout.maxClusters) * kClusterSize, kClusterSize));
-    reserveWithHeadroom(layout.clusterColumn, std::max(layout.maxClusters, 1), growth);
+    const auto slots = static_cast<std::size_t>(std::max<long long>(layout.maxSlots(), kClusterSize));
+    const auto clusters = static_cast<std::size_t>(std::max(layout.maxClusters, 1));
+    reserveWithHeadroom(layout.clusterColumn, clusters, growth);
     reserveWithHeadroom(layout.atomOfSlot, slots, growth);
     reserveWithHeadroom(layout.zoneOfSlot, slots, growth);
     reserveWithHeadroom(layout.chargeOfSlot, slots, growth);
@@ -252,28 +270,78 @@ void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, co
     reserveWithHeadroom(layout.xqNonlocal, slots, growth);
     reserveWithHeadroom(layout.fLocal, slots, growth);
     reserveWithHeadroom(layout.fNonlocal, slots, growth);
-    reserveWithHeadroom(layout.bboxLo, std::max(layout.maxClusters, 1), growth);
-    reserveWithHeadroom(layout.bboxHi, std::max(layout.maxClusters, 1), growth);
+    reserveWithHeadroom(layout.bboxLo, clusters, growth);
+    reserveWithHeadroom(layout.bboxHi, clusters, growth);
+}
+
+void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
+                   float sqrtCoulomb, cudaStream_t stream) {
+    const int columns = std::max(layout.columnCapacity, 2);
+    // 1. Bounds of the home and halo atoms, and the grids they give.
+    enqueueBoundsAndChoice(layout, dX, dZoneMask, columns, stream);
+    // 2. Column keys and the sort by (column, z, atom index) over the capacity.
+    layout.columnCount.zeroAsync(stream);  // the scan reads trailing zeros past the grids' columns
+    keysKernel<<<blocksFor(layout.atomCapacity, kThreads), kThreads, 0, stream>>>(
+        dX, dZoneMask, layout.sizes.data(), layout.state.data(), layout.atomCapacity, layout.keys.data(),
+        layout.atoms.data(), layout.columnCount.data());
+    HALOEX_CUDA_CHECK_LAUNCH();
+    // Keys of padding atoms are all ones in every bit the sort looks at, so
+    // they still sort last: columns stay below 2^(endBit-32) - 1.
+    std::size_t bytes = layout.cubTemp.size();
+    HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(layout.cubTemp.data(), bytes, layout.keys.data(),
+                                                      layout.keysSorted.data(), layout.atoms.data(),
+                                                      layout.atomsSorted.data(), layout.atomCapacity, 0,
+                                                      layout.sortEndBit, stream));
+    // 3. Where each column's atoms and clusters start.
+    scanCountsAndGroups(layout.columnCount.data(), columns + 1, kClusterSize, layout.columnAtomStart.data(),
+                        layout.columnClusterStart.data(), layout.cubTemp, stream);
+    clusterColumnKernel<<<blocksFor(columns, kThreads), kThreads, 0, stream>>>(layout.columnClusterStart.data(),
+                                                                               columns, layout.state.data(),
+                                                                               layout.clusterColumn.data());
+    HALOEX_CUDA_CHECK_LAUNCH();
+    // 4. Slots: atom, zone, charge and position of every cluster position.
     layout.fLocal.zeroAsync(stream);
     layout.fNonlocal.zeroAsync(stream);
-    if (layout.numHomeAtoms + layout.numHaloAtoms == 0) {  // no atom, no cluster
-        layout.numHomeClusters = layout.numClusters = 0;
-        return;
-    }
-    clusterColumnKernel<<<blocksFor(numColumns, kThreads), kThreads, 0, stream>>>(layout.columnClusterStart.data(),
-                                                                                  numColumns,
-                                                                                  layout.clusterColumn.data());
+    fillSlotsKernel<<<blocksFor(layout.maxSlots(), kThreads), kThreads, 0, stream>>>(
+        dX, dCharge, dZoneMask, layout.atomsSorted.data(), layout.columnAtomStart.data(),
+        layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.state.data(), columns, sqrtCoulomb,
+        layout.atomOfSlot.data(), layout.zoneOfSlot.data(), layout.chargeOfSlot.data(), layout.xqLocal.data(),
+        layout.xqNonlocal.data());
     HALOEX_CUDA_CHECK_LAUNCH();
-    fillSlotsKernel<<<blocksFor(static_cast<long long>(layout.maxClusters) * kClusterSize, kThreads), kThreads, 0,
-                      stream>>>(dX, dCharge, dZoneMask, layout.atomsSorted.data(), layout.columnAtomStart.data(),
-                                layout.columnClusterStart.data(), layout.clusterColumn.data(), homeColumns, numColumns,
-                                sqrtCoulomb, layout.atomOfSlot.data(), layout.zoneOfSlot.data(),
-                                layout.chargeOfSlot.data(), layout.xqLocal.data(), layout.xqNonlocal.data());
-    HALOEX_CUDA_CHECK_LAUNCH();
-    boundingBoxKernel<<<blocksFor(layout.maxClusters, kThreads), kThreads, 0, stream>>>(
-        layout.xqNonlocal.data(), layout.atomOfSlot.data(), layout.columnClusterStart.data() + numColumns,
+    boundingBoxKernel<<<blocksFor(std::max(layout.maxClusters, 1), kThreads), kThreads, 0, stream>>>(
+        layout.xqNonlocal.data(), layout.atomOfSlot.data(), layout.columnClusterStart.data() + columns,
         layout.bboxLo.data(), layout.bboxHi.data());
     HALOEX_CUDA_CHECK_LAUNCH();
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(layout.stateHost.data(), layout.state.data(), sizeof(GridState),
+                                      cudaMemcpyDeviceToHost, stream));
+}
+
+void probeColumns(DeviceLayout& layout, const Vec3f* dX, const std::uint8_t* dZoneMask, double growth,
+                  cudaStream_t stream) {
+    enqueueBoundsAndChoice(layout, dX, dZoneMask, INT_MAX, stream);
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(layout.stateHost.data(), layout.state.data(), sizeof(GridState),
+                                      cudaMemcpyDeviceToHost, stream));
+    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    const GridState& s = layout.stateHost[0];
+    if (s.firstNonFinite != INT_MAX) throwNonFiniteAtom(s.firstNonFinite, layout.numHome);
+    const int needed = s.grids.numColumns();
+    layout.columnCapacity = std::max(layout.columnCapacity, needed + static_cast<int>(needed * (growth - 1.0)) + 16);
+}
+
+bool acceptLayout(DeviceLayout& layout) {
+    const GridState& s = layout.stateHost[0];
+    if (s.firstNonFinite != INT_MAX) throwNonFiniteAtom(s.firstNonFinite, layout.numHome);
+    if (s.skipped != 0) {
+        const int needed = s.grids.numColumns();
+        layout.columnCapacity = needed + static_cast<int>(needed * 0.25) + 16;
+        return false;
+    }
+    layout.grids = s.grids;
+    layout.numHomeAtoms = s.numHomeAtoms;
+    layout.numHaloAtoms = s.numHaloAtoms;
+    layout.numHomeClusters = s.numHomeClusters;
+    layout.numClusters = s.numClusters;
+    return true;
 }
 
 }  // namespace haloex::md::gpu::detail

@@ -6,7 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <fmt/format.h>
+#include <type_traits>
 
 #include "haloex/core/error.hpp"
 #include "haloex/core/nvtx.hpp"
@@ -73,6 +76,145 @@ struct Nonbonded::Impl {
 
     DeviceList& list(ListKind kind) { return lists[kind == ListKind::Local ? 0 : 1]; }
     const DeviceList& list(ListKind kind) const { return lists[kind == ListKind::Local ? 0 : 1]; }
+
+    // The grid and count passes of a build, launched as one CUDA graph while
+    // every array and capacity they use stays the same (the key), else
+    // captured again; or call by call (options.searchGraph false, or a
+    // stream that cannot be captured).
+    struct SearchGraph {
+        std::vector<std::uintptr_t> key;
+        cudaGraphExec_t exec = nullptr;
+        SearchGraph() = default;
+        SearchGraph(const SearchGraph&) = delete;
+        SearchGraph& operator=(const SearchGraph&) = delete;
+        ~SearchGraph() { reset(); }
+        void reset() {
+            if (exec != nullptr) cudaGraphExecDestroy(exec);
+            exec = nullptr;
+            key.clear();
+        }
+    } searchGraph;
+    int searchGraphCaptures = 0;
+
+    void enqueueGridAndCounts(const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
+                              const SearchPrune& prune, cudaStream_t stream) {
+        enqueueLayout(layout, dX, dCharge, dZoneMask, params.c.sqrtCoulomb, stream);
+        enqueueSearchCounts(lists, layout, settings, prune, stream);
+    }
+
+    // Everything enqueueGridAndCounts passes to a kernel, a copy or a memset.
+    std::vector<std::uintptr_t> searchGraphKey(const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
+                                               const SearchPrune& prune, cudaStream_t stream) const {
+        std::vector<std::uintptr_t> k;
+        const auto add = [&k](auto v) {
+            if constexpr (std::is_pointer_v<decltype(v)>) {
+                k.push_back(reinterpret_cast<std::uintptr_t>(v));
+            } else if constexpr (std::is_same_v<decltype(v), float>) {
+                std::uint32_t bits;
+                std::memcpy(&bits, &v, sizeof(bits));
+                k.push_back(bits);
+            } else if constexpr (std::is_same_v<decltype(v), double>) {
+                std::uint64_t bits;
+                std::memcpy(&bits, &v, sizeof(bits));
+                k.push_back(static_cast<std::uintptr_t>(bits));
+            } else {
+                k.push_back(static_cast<std::uintptr_t>(v));
+            }
+        };
+        const auto buffer = [&add](const auto& b) {
+            add(b.data());
+            add(b.size());
+        };
+        add(stream);
+        add(dX);
+        add(dCharge);
+        add(dZoneMask);
+        add(params.c.sqrtCoulomb);
+        const DeviceLayout& l = layout;
+        for (int v : {l.atomCapacity, l.homeCapacity, l.columnCapacity, l.maxHomeClusters, l.maxClusters, l.sortEndBit})
+            add(v);
+        add(l.state.data());
+        add(l.stateHost.data());
+        add(l.sizes.data());
+        add(l.sizesHost.data());
+        buffer(l.boundsPartials);
+        buffer(l.keys);
+        buffer(l.keysSorted);
+        buffer(l.atoms);
+        buffer(l.atomsSorted);
+        buffer(l.columnCount);
+        buffer(l.columnAtomStart);
+        buffer(l.columnClusterStart);
+        buffer(l.cubTemp);
+        buffer(l.clusterColumn);
+        buffer(l.atomOfSlot);
+        buffer(l.zoneOfSlot);
+        buffer(l.chargeOfSlot);
+        buffer(l.xqLocal);
+        buffer(l.xqNonlocal);
+        buffer(l.fLocal);
+        buffer(l.fNonlocal);
+        buffer(l.bboxLo);
+        buffer(l.bboxHi);
+        add(lists[0].totalsHost.data());
+        for (const DeviceList& list : lists) {
+            add(list.counted);
+            add(list.groupSearch);
+            add(list.scratchCapacity);
+            buffer(list.pairCount);
+            buffer(list.pairOffset);
+            buffer(list.entryOffset);
+            buffer(list.counters);
+            buffer(list.scratch);
+            buffer(list.cubTemp);
+            add(list.countersHost.data());
+        }
+        for (int d = 0; d < 3; ++d) {
+            add(settings.box.length[d]);
+            add(settings.periodic[d]);
+        }
+        add(settings.rlist);
+        add(settings.maxJClustersPerEntry);
+        add(prune.parts);
+        add(prune.rlistInner2);
+        return k;
+    }
+
+    static bool useSearchGraph(bool option, cudaStream_t stream) {
+        // The legacy and per-thread default streams cannot be captured.
+        if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return false;
+        if (const char* forced = std::getenv("HALOEX_SEARCH_GRAPH")) return std::atoi(forced) != 0;
+        return option;
+    }
+
+    void launchGridAndCounts(const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
+                             const SearchPrune& prune, cudaStream_t stream) {
+        if (!useSearchGraph(options.searchGraph, stream)) {
+            searchGraph.reset();
+            enqueueGridAndCounts(dX, dCharge, dZoneMask, prune, stream);
+            return;
+        }
+        std::vector<std::uintptr_t> key = searchGraphKey(dX, dCharge, dZoneMask, prune, stream);
+        if (searchGraph.exec == nullptr || key != searchGraph.key) {
+            searchGraph.reset();
+            cudaGraph_t graph = nullptr;
+            HALOEX_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+            try {
+                enqueueGridAndCounts(dX, dCharge, dZoneMask, prune, stream);
+            } catch (...) {
+                cudaStreamEndCapture(stream, &graph);  // leaves the stream usable
+                if (graph != nullptr) cudaGraphDestroy(graph);
+                throw;
+            }
+            HALOEX_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+            const cudaError_t instantiated = cudaGraphInstantiate(&searchGraph.exec, graph, 0);
+            cudaGraphDestroy(graph);
+            HALOEX_CUDA_CHECK(instantiated);
+            searchGraph.key = std::move(key);
+            ++searchGraphCaptures;
+        }
+        HALOEX_CUDA_CHECK(cudaGraphLaunch(searchGraph.exec, stream));
+    }
 
     void requireBuilt(const char* what) const {
         if (!built) {
@@ -166,26 +308,49 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     }
     m.buildParts.clear();
     NvtxParts ranges;  // named as the parts below ("pair search" parts of a search step)
-    ranges.next("grid");
+    ranges.next("grid and counts");
     auto t = std::chrono::steady_clock::now();
     const auto part = [&](const char* name) {
         const auto now = std::chrono::steady_clock::now();
         m.buildParts.emplace_back(name, 1e3 * std::chrono::duration<double>(now - t).count());
         t = now;
     };
-    buildLayout(m.layout, dX, dCharge, dZoneMask, numHome, numLocal, m.params.c.sqrtCoulomb, m.options.growthFactor,
-                stream);
-    part("grid");
-    ranges.next("lists");
+    const double growth = m.options.growthFactor;
     const SearchPrune prune{m.pruning() ? m.options.pruneParts : 0, m.rlistInner2};
-    searchLists(m.lists, m.layout, m.settings, m.options.growthFactor, prune, stream);
+    DeviceLayout& layout = m.layout;
+    reserveLayout(layout, numHome, numLocal, growth);
+    if (numLocal == 0) {  // no atom, no cluster: the grids of two empty sets
+        layout.grids = chooseGrids(AtomBounds{}, AtomBounds{});
+        layout.numHomeAtoms = layout.numHaloAtoms = layout.numHomeClusters = layout.numClusters = 0;
+        reserveSearch(m.lists, layout, growth);
+    } else {
+        if (layout.columnCapacity == 0) {  // the first build learns how many columns the grids take
+            probeColumns(layout, dX, dZoneMask, growth, stream);
+            reserveLayout(layout, numHome, numLocal, growth);
+        }
+        // The grid and both count passes, then the one host read of the
+        // build (grids, cluster and pair totals). Grids that need more
+        // columns than the capacity leave the layout empty; the capacity
+        // then fits them, and the second pass succeeds.
+        for (int attempt = 0;; ++attempt) {
+            reserveSearch(m.lists, layout, growth);
+            m.launchGridAndCounts(dX, dCharge, dZoneMask, prune, stream);
+            HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+            if (acceptLayout(layout)) break;
+            HALOEX_ASSERT(attempt == 0, "the grid fits the columns acceptLayout sized it for");
+            reserveLayout(layout, numHome, numLocal, growth);
+        }
+    }
+    part("grid and counts");
+    ranges.next("lists");
+    finishSearchCounts(m.lists, layout, m.settings, growth, prune, stream);
     part("lists");
     ranges.next("non-local home clusters");
     collectNonlocalHomeClusters(m.layout, m.lists[1], m.options.growthFactor, stream);
     part("non-local home clusters");
     ranges.next("prune");
     // Pruning: the inner lists hold the pairs within rlistInner at the
-    // positions of the build (in both xq copies since buildLayout), so the
+    // positions of the build (in both xq copies since enqueueLayout), so the
     // first step already evaluates them; the search's compaction wrote them
     // unless a scratch slot overflowed, then the full prune does. The rolling
     // parts start again at part 0.
@@ -233,6 +398,7 @@ double Nonbonded::rlist() const { return impl_->rlist; }
 double Nonbonded::rlistInner() const { return impl_->options.rlistInner; }
 int Nonbonded::pruneParts() const { return impl_->options.pruneParts; }
 int Nonbonded::maxJClustersPerEntry() const { return impl_->maxJ; }
+int Nonbonded::searchGraphCaptures() const { return impl_->searchGraphCaptures; }
 
 std::int64_t Nonbonded::countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream, ListView view) {
     Impl& m = *impl_;

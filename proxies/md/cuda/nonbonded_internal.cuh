@@ -25,6 +25,28 @@ void reserveWithHeadroom(cuda::DeviceBuffer<T>& buffer, std::size_t count, doubl
     buffer.resize(count);
 }
 
+// What the grid kernels decide on the device, copied to the host with the
+// search's totals: one host read per build, none between the bounds and the
+// pair counts, so the whole build can run as one CUDA graph.
+struct GridState {
+    GridChoice grids;
+    int numHomeAtoms;    // atoms gridded (equals numHome)
+    int numHaloAtoms;    // non-padding halo atoms
+    int firstNonFinite;  // INT_MAX: every non-padding position is finite
+    // 1: nothing was gridded -- the grids need more columns than the build's
+    // capacity (build again with more), or a position is not finite.
+    int skipped;
+    int numHomeClusters;
+    int numClusters;
+};
+
+// The sizes the kernels read (from the device, so a graph of the build
+// stays valid while they change within its capacities).
+struct BuildSizes {
+    int numHome;
+    int numLocal;
+};
+
 // Atoms in cluster order on the device (one slot per cluster position).
 struct DeviceLayout {
     GridChoice grids;
@@ -32,19 +54,27 @@ struct DeviceLayout {
     int numLocal = 0;
     int numHomeAtoms = 0;  // atoms gridded (equals numHome)
     int numHaloAtoms = 0;  // non-padding halo atoms
-    // Known on the host after the pair search's read of its totals (-1 before,
-    // between buildLayout and searchLists: they stay on the device, in
-    // columnClusterStart[home columns] and [numColumns]); the max* bound them
-    // from the atom and column counts, for sizes and launches before that.
+    // Known on the host after the build's one read (-1 before). Until then
+    // launches, sorts and scans cover the capacities below: atoms, columns
+    // (0: unknown, probeColumns learns it), and the clusters they can make.
     int numHomeClusters = 0;
     int numClusters = 0;
+    int atomCapacity = 0;
+    int homeCapacity = 0;
+    int columnCapacity = 0;
     int maxHomeClusters = 0;
     int maxClusters = 0;
+    int sortEndBit = 0;
     int numColumns() const { return grids.numColumns(); }
     long long numSlots() const { return static_cast<long long>(numClusters) * kClusterSize; }
     long long numHomeSlots() const { return static_cast<long long>(numHomeClusters) * kClusterSize; }
+    long long maxSlots() const { return static_cast<long long>(maxClusters) * kClusterSize; }
 
-    cuda::DeviceBuffer<int> columnClusterStart;   // numColumns + 1
+    cuda::DeviceBuffer<GridState> state;
+    cuda::PinnedBuffer<GridState> stateHost;
+    cuda::DeviceBuffer<BuildSizes> sizes;
+    cuda::PinnedBuffer<BuildSizes> sizesHost;
+    cuda::DeviceBuffer<int> columnClusterStart;   // columnCapacity + 1 (the last entries: the total)
     cuda::DeviceBuffer<int> atomOfSlot;           // -1: empty slot
     cuda::DeviceBuffer<std::uint8_t> zoneOfSlot;  // kPaddingMask for empty slots
     cuda::DeviceBuffer<float> chargeOfSlot;       // q sqrt(f); 0 for empty slots
@@ -87,11 +117,26 @@ struct BoundsPartial {
     int firstNonFinite;  // INT_MAX if none
 };
 
-// Grids the atoms and fills the layout (synchronises `stream` once, for the
-// bounds). Throws InvalidInput for a non-finite position of a non-padding
-// atom. The cluster counts are left on the device for searchLists to read.
-void buildLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
-                 int numHome, int numLocal, float sqrtCoulomb, double growth, cudaStream_t stream);
+// The grid build in three parts, so that it can be captured in a graph:
+// reserveLayout sizes every buffer for (numHome, numLocal) within the
+// capacities (host only: call it before enqueueLayout and before a capture);
+// enqueueLayout grids the atoms -- bounds, grid choice, keys, sort, column
+// scan, slots, bounding boxes -- without a host read, and copies the
+// GridState to layout.stateHost; after the stream's next synchronisation
+// acceptLayout takes it. probeColumns learns the column capacity when it is
+// unknown (first build) or too small (acceptLayout returned false).
+void reserveLayout(DeviceLayout& layout, int numHome, int numLocal, double growth);
+void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
+                   float sqrtCoulomb, cudaStream_t stream);
+// Runs the bounds and the grid choice alone and reads them (synchronises
+// `stream`); sets the column capacity from the columns they need. Throws
+// InvalidInput for a non-finite position of a non-padding atom.
+void probeColumns(DeviceLayout& layout, const Vec3f* dX, const std::uint8_t* dZoneMask, double growth,
+                  cudaStream_t stream);
+// Takes the copied GridState: throws InvalidInput for a non-finite position;
+// false if the grids needed more columns than the capacity (then the layout
+// is empty): the capacity is raised to fit them, reserve and build again.
+bool acceptLayout(DeviceLayout& layout);
 
 struct DeviceList {
     int numEntries = 0;
@@ -110,10 +155,14 @@ struct DeviceList {
     int scratchCapacity = 128;
     cuda::DeviceBuffer<unsigned char> cubTemp;
     // The fill pass's counters, copied to the host for finishSearch; the
-    // count totals of both lists (searchLists uses the local list's).
+    // count totals of both lists (enqueueSearchCounts writes the local list's).
     cuda::PinnedBuffer<unsigned long long> countersHost;
     cuda::PinnedBuffer<int> totalsHost;
     bool fillPending = false;
+    // Set by reserveSearch for the build: whether the list is searched at
+    // all, and by which kernel (searchGroupsPay).
+    bool counted = false;
+    bool groupSearch = false;
 
     // Rolling pruning (NonbondedOptions::rlistInner > 0): the inner list the
     // force kernel reads. innerEntries[e] is entries[e] with jEnd = jBegin +
@@ -138,12 +187,15 @@ struct DeviceList {
     const ClusterPair* evaluatedPairs() const { return pruned ? innerPairs.data() : pairs.data(); }
 };
 
-// Builds the local (home-home) and the non-local list: one search pass each
-// (counts, and the pairs into scratch slots), one synchronisation of
-// `stream` for their totals, then each list compacted into its dense form
-// -- or, where a slot overflowed, searched again by the fill pass, whose
-// check and statistics are copied to the host asynchronously: call
-// finishSearch after the next synchronisation.
+// The local (home-home) and the non-local list, in three parts like the
+// grid: reserveSearch sizes their search scratch for the layout's capacities
+// (host only); enqueueSearchCounts runs one search pass each (counts, and the
+// pairs into scratch slots) and the scan of the counts, and copies the totals
+// to the host (no host read: capturable with enqueueLayout); after the
+// stream's synchronisation and acceptLayout, finishSearchCounts compacts
+// each list into its dense form -- or, where a slot overflowed, searches it
+// again by the fill pass, whose check and statistics are copied to the host
+// asynchronously: call finishSearch after the next synchronisation.
 // With prune.parts > 0 the lists are also prepared for rolling pruning
 // (preparePrune) and, where the one-pass search did not overflow, their inner
 // lists are written by the compaction from the search's own distances --
@@ -152,13 +204,16 @@ struct SearchPrune {
     int parts = 0;            // 0: no pruning
     float rlistInner2 = 0.f;  // as the kernels compare it (rlistSquared)
 };
-void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
-                 const SearchPrune& prune, cudaStream_t stream);
+void reserveSearch(DeviceList (&lists)[2], const DeviceLayout& layout, double growth);
+void enqueueSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings,
+                         const SearchPrune& prune, cudaStream_t stream);
+void finishSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
+                        const SearchPrune& prune, cudaStream_t stream);
 // Throws Internal if the two passes disagreed; sets list.atomPairs.
 void finishSearch(DeviceList& list, bool nonlocal);
 
 // Fills layout.nonlocalHomeClusters from the non-local (outer) list. Call
-// after searchLists; their count is copied to the host asynchronously: call
+// after finishSearchCounts; their count is copied to the host asynchronously: call
 // finishNonlocalHomeClusters after the next synchronisation of `stream`.
 void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonlocalList, double growth,
                                  cudaStream_t stream);
@@ -207,7 +262,7 @@ void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& l
 // --- pruning (prune.cu) -------------------------------------------------------
 // Sizes the list's inner buffers to its outer list, sets its pruning
 // parameters and resets the part counter to 0 (enqueued on `stream`). Call
-// after searchLists.
+// after the search's totals are known (finishSearchCounts).
 void preparePrune(DeviceList& list, int parts, float rlistInner2, double growth, cudaStream_t stream);
 // Prunes every entry of the list against list.rlistInner2 with the positions
 // in the list's xq copy (local: xqLocal, else xqNonlocal): the search step's

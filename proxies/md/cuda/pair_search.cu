@@ -23,22 +23,41 @@ namespace {
 constexpr int kSearchThreads = 128;
 
 struct SearchParams {
-    ColumnGrid jGrid;
+    const GridState* state;  // the grids, chosen on the device (grid_build.cu)
     Float3 boxLengths;
     int periodic[3];
     float rlist2;
     float radius;
-    // The cluster counts, read by the kernels from columnClusterStart at
-    // these indices (the host learns them only from the search's totals):
-    // tasks are the home clusters (local list) or all clusters (non-local).
-    int homeColumns;
-    int numColumns;
+    // The cluster counts, read by the kernels from columnClusterStart (the
+    // host learns them only from the search's totals): at the home columns
+    // and at the capacity, where the trailing empty columns leave the total.
+    // Tasks are the home clusters (local list) or all clusters (non-local).
+    int columnCapacity;
     int nonlocal;
     int maxJ;
     int scratchCapacity;  // kOnePass: pairs each i cluster may keep in the scratch
     float rlistInner2;    // kOnePass with pruning (> 0): flag the pairs the inner list keeps
-    float cellX, cellY;   // the j grid's column widths (0 for a one-column dimension)
 };
+
+// The j grid of a list as the kernels use it, loaded once per block into
+// shared memory (it is device data: the host never saw it).
+struct JGrid {
+    ColumnGrid g;
+    float cellX, cellY;  // the column widths (0 for a one-column dimension)
+    int homeColumns;     // the halo grid's first column
+};
+
+__device__ inline void loadJGrid(const SearchParams& p, JGrid& out) {
+    if (threadIdx.x == 0) {
+        const GridChoice& grids = p.state->grids;
+        out.g = p.nonlocal ? grids.halo : grids.home;
+        out.cellX = out.g.invCellX > 0.f ? 1.f / out.g.invCellX : 0.f;
+        out.cellY = out.g.invCellY > 0.f ? 1.f / out.g.invCellY : 0.f;
+        // A skipped build (grids past the capacity) has no cluster: read none.
+        out.homeColumns = p.state->skipped != 0 ? 0 : grids.halo.firstColumn;
+    }
+    __syncthreads();
+}
 
 // Slack of the exact pre-filters below, in nm: an atom's column comes from
 // rounded float arithmetic and the z sort from rounded offsets, so a column's
@@ -89,9 +108,12 @@ __global__ void __launch_bounds__(kSearchThreads)
                  ClusterPair* __restrict__ pairs, ClusterEntry* __restrict__ entries,
                  unsigned long long* __restrict__ counters, ClusterPair* __restrict__ scratch) {
     constexpr bool kFillPass = kMode == kFill;
+    __shared__ JGrid j;
+    loadJGrid(p, j);
+    const ColumnGrid& jGrid = j.g;
     const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
-    const int numHomeClusters = columnClusterStart[p.homeColumns];
-    if (ci >= (p.nonlocal ? columnClusterStart[p.numColumns] : numHomeClusters)) return;  // uniform per warp
+    const int numHomeClusters = columnClusterStart[j.homeColumns];
+    if (ci >= (p.nonlocal ? columnClusterStart[p.columnCapacity] : numHomeClusters)) return;  // uniform per warp
     const int lane = threadIdx.x & 31;
     const int ti = lane >> 3;  // i slots ti and ti + 4
     const int tj = lane & 7;   // j slot
@@ -111,15 +133,15 @@ __global__ void __launch_bounds__(kSearchThreads)
     for (int s = 0; s < kNumShifts; ++s) {
         if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
         const Float3 sv = shiftVector(s, p.boxLengths);
-        if (!zShiftReachesGrid(p.jGrid, iLo.z, iHi.z, sv.z, p.radius)) continue;
-        const IndexRange rx = cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius), p.jGrid.x0,
-                                        p.jGrid.invCellX, p.jGrid.nx);
-        const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius), p.jGrid.y0,
-                                        p.jGrid.invCellY, p.jGrid.ny);
+        if (!zShiftReachesGrid(jGrid, iLo.z, iHi.z, sv.z, p.radius)) continue;
+        const IndexRange rx = cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius), jGrid.x0,
+                                        jGrid.invCellX, jGrid.nx);
+        const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius), jGrid.y0,
+                                        jGrid.invCellY, jGrid.ny);
         for (int cy = ry.lo; cy <= ry.hi; ++cy) {
             for (int cx = rx.lo; cx <= rx.hi; ++cx) {
-                if (columnDistance2(p.jGrid, p.cellX, p.cellY, cx, cy, iLo, iHi, sv) >= p.rlist2) continue;
-                const int column = p.jGrid.firstColumn + cx + p.jGrid.nx * cy;
+                if (columnDistance2(jGrid, j.cellX, j.cellY, cx, cy, iLo, iHi, sv) >= p.rlist2) continue;
+                const int column = jGrid.firstColumn + cx + jGrid.nx * cy;
                 const int begin = columnClusterStart[column];
                 const int end = columnClusterStart[column + 1];
                 for (int k0 = begin; k0 < end; k0 += 32) {
@@ -229,8 +251,11 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
     const int warpInBlock = static_cast<int>(threadIdx.x / 32);
     const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
     const long long firstOfWarp = warp * kSearchGroup;
-    const int numHomeClusters = columnClusterStart[p.homeColumns];
-    const int numTasks = p.nonlocal ? columnClusterStart[p.numColumns] : numHomeClusters;
+    __shared__ JGrid j;
+    loadJGrid(p, j);
+    const ColumnGrid& jGrid = j.g;
+    const int numHomeClusters = columnClusterStart[j.homeColumns];
+    const int numTasks = p.nonlocal ? columnClusterStart[p.columnCapacity] : numHomeClusters;
     if (firstOfWarp >= numTasks) return;  // uniform per warp
     const int lane = threadIdx.x & 31;
     const int ti = lane >> 3;  // i slots ti and ti + 4
@@ -275,15 +300,15 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
         for (int s = 0; s < kNumShifts; ++s) {
             if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
             const Float3 sv = shiftVector(s, p.boxLengths);
-            if (!zShiftReachesGrid(p.jGrid, uLo.z, uHi.z, sv.z, p.radius)) continue;
-            const IndexRange rx = cellRange(regionLo(uLo.x, sv.x, p.radius), regionHi(uHi.x, sv.x, p.radius),
-                                            p.jGrid.x0, p.jGrid.invCellX, p.jGrid.nx);
-            const IndexRange ry = cellRange(regionLo(uLo.y, sv.y, p.radius), regionHi(uHi.y, sv.y, p.radius),
-                                            p.jGrid.y0, p.jGrid.invCellY, p.jGrid.ny);
+            if (!zShiftReachesGrid(jGrid, uLo.z, uHi.z, sv.z, p.radius)) continue;
+            const IndexRange rx = cellRange(regionLo(uLo.x, sv.x, p.radius), regionHi(uHi.x, sv.x, p.radius), jGrid.x0,
+                                            jGrid.invCellX, jGrid.nx);
+            const IndexRange ry = cellRange(regionLo(uLo.y, sv.y, p.radius), regionHi(uHi.y, sv.y, p.radius), jGrid.y0,
+                                            jGrid.invCellY, jGrid.ny);
             for (int cy = ry.lo; cy <= ry.hi; ++cy) {
                 for (int cx = rx.lo; cx <= rx.hi; ++cx) {
-                    if (columnDistance2(p.jGrid, p.cellX, p.cellY, cx, cy, uLo, uHi, sv) >= p.rlist2) continue;
-                    const int column = p.jGrid.firstColumn + cx + p.jGrid.nx * cy;
+                    if (columnDistance2(jGrid, j.cellX, j.cellY, cx, cy, uLo, uHi, sv) >= p.rlist2) continue;
+                    const int column = jGrid.firstColumn + cx + jGrid.nx * cy;
                     const int begin = columnClusterStart[column];
                     const int stop = columnClusterStart[column + 1];
                     for (int k0 = begin; k0 < stop; k0 += 32) {
@@ -479,100 +504,106 @@ bool searchGroupsPay(int numTasks) {
     return static_cast<long long>(numTasks) / kSearchGroup >= 2 * residentWarps;
 }
 
-void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
-                 const SearchPrune& prune, cudaStream_t stream) {
-    SearchParams params[2]{};
-    int blocks[2] = {0, 0};
-    bool counted[2] = {false, false};
-    lists[0].totalsHost.reserve(6);
-    int* totals = lists[0].totalsHost.data();
-    const int homeColumns = layout.grids.home.numColumns();
-    const int numColumns = layout.numColumns();
-    // Count passes of both lists, their scans, then one read of the totals
-    // and of the grid's cluster counts. The lists' tasks (i clusters) are
-    // sized by the most the grid can have: the kernels read the real counts.
+namespace {
+
+// Tasks of a list: the most i clusters it can have (home or all clusters).
+int taskCapacity(const DeviceLayout& layout, int k) { return k == 1 ? layout.maxClusters : layout.maxHomeClusters; }
+
+SearchParams paramsOf(const DeviceList& list, const DeviceLayout& layout, const SearchSettings& settings,
+                      const SearchPrune& prune, int k) {
+    SearchParams p{};
+    p.state = layout.state.data();
+    p.boxLengths = boxLengthsF(settings.box);
+    for (int d = 0; d < 3; ++d) p.periodic[d] = settings.periodic[d] ? 1 : 0;
+    p.rlist2 = rlistSquared(settings.rlist);
+    p.radius = columnSearchRadius(settings.rlist);
+    p.columnCapacity = std::max(layout.columnCapacity, 2);
+    p.nonlocal = k == 1 ? 1 : 0;
+    p.maxJ = settings.maxJClustersPerEntry;
+    p.scratchCapacity = list.scratchCapacity;
+    p.rlistInner2 = prune.parts > 0 ? prune.rlistInner2 : 0.f;
+    return p;
+}
+
+}  // namespace
+
+void reserveSearch(DeviceList (&lists)[2], const DeviceLayout& layout, double growth) {
+    lists[0].totalsHost.reserve(4);
     for (int k = 0; k < 2; ++k) {
         DeviceList& list = lists[k];
-        const bool nonlocal = k == 1;
-        list.numEntries = 0;
-        list.numPairs = 0;
-        list.atomPairs = 0;
-        list.fillPending = false;
-        list.pruned = false;
-        list.prunedAtSearch = false;
-        const int numTasks = nonlocal ? layout.maxClusters : layout.maxHomeClusters;
-        // Home clusters exist exactly when home atoms do (halo: non-padding atoms).
-        const bool haveJ = nonlocal ? layout.numHaloAtoms > 0 : layout.numHomeAtoms > 0;
-        if (numTasks == 0 || !haveJ) continue;
-        counted[k] = true;
+        // Home clusters exist exactly when home atoms do; the non-local list
+        // is searched whenever there are halo atoms (padding or not: without
+        // a non-padding one its j grid has no cluster and it stays empty).
+        list.counted = k == 1 ? layout.numLocal > layout.numHome : layout.numHome > 0;
+        if (!list.counted) continue;
+        const int numTasks = taskCapacity(layout, k);
+        list.groupSearch = searchGroupsPay(numTasks);
         reserveWithHeadroom(list.pairCount, numTasks + 1, growth);
         reserveWithHeadroom(list.pairOffset, numTasks + 1, growth);
         reserveWithHeadroom(list.entryOffset, numTasks + 1, growth);
         reserveWithHeadroom(list.counters, 3, growth);
-        list.pairCount.zeroAsync(stream);  // the scans read a trailing 0
-        list.counters.zeroAsync(stream);
-
-        SearchParams& p = params[k];
-        p.jGrid = nonlocal ? layout.grids.halo : layout.grids.home;
-        p.boxLengths = boxLengthsF(settings.box);
-        for (int d = 0; d < 3; ++d) p.periodic[d] = settings.periodic[d] ? 1 : 0;
-        p.rlist2 = rlistSquared(settings.rlist);
-        p.radius = columnSearchRadius(settings.rlist);
-        p.homeColumns = homeColumns;
-        p.numColumns = numColumns;
-        p.nonlocal = nonlocal ? 1 : 0;
-        p.maxJ = settings.maxJClustersPerEntry;
-        p.scratchCapacity = list.scratchCapacity;
-        p.rlistInner2 = prune.parts > 0 ? prune.rlistInner2 : 0.f;
-        p.cellX = p.jGrid.invCellX > 0.f ? 1.f / p.jGrid.invCellX : 0.f;
-        p.cellY = p.jGrid.invCellY > 0.f ? 1.f / p.jGrid.invCellY : 0.f;
-        blocks[k] = blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads);
-
         reserveWithHeadroom(list.scratch, static_cast<std::size_t>(numTasks) * list.scratchCapacity, growth);
-        if (searchGroupsPay(numTasks)) {
+        reserveWithHeadroom(list.cubTemp, std::max<std::size_t>(scanCountsAndGroupsBytes(numTasks + 1), 1), growth);
+        list.countersHost.reserve(3);
+    }
+}
+
+void enqueueSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings,
+                         const SearchPrune& prune, cudaStream_t stream) {
+    int* totals = lists[0].totalsHost.data();
+    for (int k = 0; k < 2; ++k) {
+        DeviceList& list = lists[k];
+        if (!list.counted) continue;
+        const int numTasks = taskCapacity(layout, k);
+        list.pairCount.zeroAsync(stream);  // the scans read trailing zeros past the real tasks
+        list.counters.zeroAsync(stream);
+        const SearchParams p = paramsOf(list, layout, settings, prune, k);
+        if (list.groupSearch) {
             const long long groups = (numTasks + kSearchGroup - 1) / kSearchGroup;
             searchGroupKernel<<<blocksFor(groups * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
                 p, layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.bboxLo.data(),
                 layout.bboxHi.data(), layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(),
                 list.counters.data(), list.scratch.data());
         } else {
-            searchKernel<kOnePass><<<blocks[k], kSearchThreads, 0, stream>>>(
-                p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
-                layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), nullptr, nullptr, nullptr,
-                nullptr, list.counters.data(), list.scratch.data());
+            searchKernel<kOnePass>
+                <<<blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
+                    p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
+                    layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), nullptr, nullptr,
+                    nullptr, nullptr, list.counters.data(), list.scratch.data());
         }
         HALOEX_CUDA_CHECK_LAUNCH();
-
         // Where each i cluster's pairs and entries start, in one scan.
-        reserveWithHeadroom(list.cubTemp, std::max<std::size_t>(scanCountsAndGroupsBytes(numTasks + 1), 1), growth);
         scanCountsAndGroups(list.pairCount.data(), numTasks + 1, p.maxJ, list.pairOffset.data(),
                             list.entryOffset.data(), list.cubTemp, stream);
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[2 * k], list.pairOffset.data() + numTasks, sizeof(int),
                                           cudaMemcpyDeviceToHost, stream));
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[2 * k + 1], list.entryOffset.data() + numTasks, sizeof(int),
                                           cudaMemcpyDeviceToHost, stream));
-        list.countersHost.reserve(3);
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
                                           3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
     }
-    if (!counted[0] && !counted[1]) {
-        // No home atom and no halo atom (else one list counts): no cluster.
-        layout.numHomeClusters = layout.numClusters = 0;
-        return;
+}
+
+void finishSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
+                        const SearchPrune& prune, cudaStream_t stream) {
+    const int* totals = lists[0].totalsHost.data();
+    for (int k = 0; k < 2; ++k) {
+        DeviceList& list = lists[k];
+        list.numEntries = 0;
+        list.numPairs = 0;
+        list.atomPairs = 0;
+        list.fillPending = false;
+        list.pruned = false;
+        list.prunedAtSearch = false;
     }
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[4], layout.columnClusterStart.data() + homeColumns, sizeof(int),
-                                      cudaMemcpyDeviceToHost, stream));
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[5], layout.columnClusterStart.data() + numColumns, sizeof(int),
-                                      cudaMemcpyDeviceToHost, stream));
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    layout.numHomeClusters = totals[4];
-    layout.numClusters = totals[5];
+    if (layout.numClusters == 0) return;  // no atom
     // Compaction of the scratch slots, or where a slot overflowed the fill
     // pass (the slots grow for the next build); the fill pass's check is read
     // after the caller's next synchronisation (finishSearch).
     for (int k = 0; k < 2; ++k) {
-        if (!counted[k]) continue;
         DeviceList& list = lists[k];
+        if (!list.counted) continue;
+        const SearchParams p = paramsOf(list, layout, settings, prune, k);
         list.numPairs = totals[2 * k];
         list.numEntries = totals[2 * k + 1];
         const auto largest = static_cast<long long>(list.countersHost[2]);
@@ -585,22 +616,23 @@ void searchLists(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSetti
         reserveWithHeadroom(list.pairs, static_cast<std::size_t>(list.numPairs), growth);
         reserveWithHeadroom(list.entries, static_cast<std::size_t>(list.numEntries), growth);
         const int numTasks = k == 1 ? layout.numClusters : layout.numHomeClusters;
+        const int blocks = blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads);
         if (prune.parts > 0) preparePrune(list, prune.parts, prune.rlistInner2, growth, stream);
         if (!overflow) {
             list.atomPairs = static_cast<long long>(list.countersHost[0]);
             list.prunedAtSearch = list.pruned;
-            compactKernel<<<blocks[k], kSearchThreads, 0, stream>>>(
-                numTasks, params[k].scratchCapacity, params[k].maxJ, list.scratch.data(), list.pairCount.data(),
-                list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data(),
+            compactKernel<<<blocks, kSearchThreads, 0, stream>>>(
+                numTasks, p.scratchCapacity, p.maxJ, list.scratch.data(), list.pairCount.data(), list.pairOffset.data(),
+                list.entryOffset.data(), list.pairs.data(), list.entries.data(),
                 list.pruned ? list.innerPairs.data() : nullptr, list.pruned ? list.innerEntries.data() : nullptr);
             HALOEX_CUDA_CHECK_LAUNCH();
             continue;
         }
         list.counters.zeroAsync(stream);
-        searchKernel<kFill><<<blocks[k], kSearchThreads, 0, stream>>>(
-            params[k], layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
-            layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), list.pairOffset.data(),
-            list.entryOffset.data(), list.pairs.data(), list.entries.data(), list.counters.data(), nullptr);
+        searchKernel<kFill><<<blocks, kSearchThreads, 0, stream>>>(
+            p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(), layout.xqNonlocal.data(),
+            layout.zoneOfSlot.data(), list.pairCount.data(), list.pairOffset.data(), list.entryOffset.data(),
+            list.pairs.data(), list.entries.data(), list.counters.data(), nullptr);
         HALOEX_CUDA_CHECK_LAUNCH();
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
                                           2 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));

@@ -446,6 +446,7 @@ private:
         gpu::NonbondedOptions nbOptions;
         nbOptions.rlistInner = context.pruneParts > 0 ? context.rlistInner : 0.0;
         nbOptions.pruneParts = std::max(1, context.pruneParts);
+        nbOptions.searchGraph = context.useGraphs;  // --cuda-graphs 0: no graph anywhere (profilers, debugging)
         if (!nonbonded_ || nonbonded_->rlist() != context.rlist || nonbonded_->rlistInner() != nbOptions.rlistInner ||
             (nbOptions.rlistInner > 0.0 && nonbonded_->pruneParts() != nbOptions.pruneParts)) {
             nonbonded_ = std::make_unique<gpu::Nonbonded>(*context.forceField, context.rlist, nbOptions);

@@ -393,6 +393,60 @@ TEST(NonbondedGpu, SearchKernelsGiveTheReferenceList) {
     }
 }
 
+// The search graph (NonbondedOptions::searchGraph): one Nonbonded built again
+// and again, as the search steps of a run do, with the atoms moved, on a rank
+// of a decomposition (non-local list, padding), with more atoms (the
+// capacities grow: captured again), and with the same atoms spread over a
+// slab (more columns than the capacity: the build's second pass); each build
+// equals the reference, and equals the build launched call by call.
+TEST(NonbondedGpu, SearchGraphGivesTheReferenceListsAsTheAtomsMoveAndGrow) {
+    HALOEX_REQUIRE_GPU();
+    const md::ForceField ff;
+    struct GraphGuard {
+        ~GraphGuard() { unsetenv("HALOEX_SEARCH_GRAPH"); }
+    } guard;
+    const FloatSystem lattice = haloex::testing::latticeSystem(6000, 211, 0.02, ff);
+    const auto ranks =
+        haloex::testing::decompose(haloex::testing::latticeSystem(16000, 5, 0.02, ff), {2, 2, 1}, ff.rc, kRlist, 4);
+    const FloatSystem larger = haloex::testing::latticeSystem(9000, 212, 0.02, ff);
+    const FloatSystem slab = haloex::testing::uniformSystemInBox(9000, {12.0, 12.0, 2.6}, 213, ff);
+    for (const char* graph : {"1", "0"}) {
+        SCOPED_TRACE(fmt::format("HALOEX_SEARCH_GRAPH={}", graph));
+        ASSERT_EQ(setenv("HALOEX_SEARCH_GRAPH", graph, 1), 0);
+        cuda::Stream stream;
+        Nonbonded nb(ff, kRlist);
+        const auto check = [&](Inputs in, const std::string& what) {
+            SCOPED_TRACE(what);
+            DeviceInputs d(in);
+            build(nb, in, d, stream);
+            expectSameAsReference(in, nb);
+        };
+        Inputs moving = inputsOf(lattice);
+        check(moving, "first build");
+        check(moving, "the same atoms again");
+        const int captures = nb.searchGraphCaptures();
+        for (int k = 0; k < 3; ++k) {  // every atom moves by up to 0.05 nm per build
+            for (std::size_t i = 0; i < moving.x.size(); ++i) {
+                moving.x[i].x += 0.05f * static_cast<float>(std::sin(1.7 * i + k));
+                moving.x[i].y += 0.05f * static_cast<float>(std::cos(2.3 * i + k));
+                moving.x[i].z += 0.05f * static_cast<float>(std::sin(0.9 * i - k));
+            }
+            check(moving, fmt::format("atoms moved, build {}", k + 1));
+        }
+        if (std::string(graph) == "1") {
+            EXPECT_GE(nb.searchGraphCaptures(), 1);
+            EXPECT_EQ(nb.searchGraphCaptures(), captures)
+                << "builds of the same number of atoms in the same arrays must replay the graph, not capture it";
+        } else {
+            EXPECT_EQ(nb.searchGraphCaptures(), 0);
+        }
+        check(inputsOf(ranks[0], "g2x2x1 rank 0"), "a rank with halo atoms and padding");
+        check(inputsOf(larger), "more atoms");
+        check(inputsOf(slab), "a slab: more columns than the capacity");
+        check(inputsOf(lattice), "the first system again");
+    }
+}
+
 // Local and non-local on two streams at once, then the same captured in a
 // CUDA graph and replayed: identical forces and energies each time.
 TEST(NonbondedGpu, ConcurrentStreamsAndGraphReplay) {

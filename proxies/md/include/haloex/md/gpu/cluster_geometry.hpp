@@ -53,7 +53,7 @@ struct ColumnGrid {
     float invCellX = 0.f, invCellY = 0.f;
     int nx = 1, ny = 1;
     int firstColumn = 0;  // columns of all grids are numbered globally: home first, then halo
-    int numColumns() const { return nx * ny; }
+    HALOEX_HD int numColumns() const { return nx * ny; }
 };
 
 struct Float3 {
@@ -216,15 +216,6 @@ HALOEX_HD inline int prunePartBegin(int numEntries, int parts, int k) {
     return static_cast<int>(static_cast<long long>(numEntries) * k / parts);
 }
 
-// Column size of the grids: cubic clusters of 8 at the given number density.
-// Shared so the CPU reference and the GPU choose identical grids.
-float chooseColumnCellSize(double numberDensity);
-// Grid over a bounding box (lo, hi) with square-ish columns of `cellSize`;
-// at most maxColumns columns (coarsened evenly when needed).
-ColumnGrid makeColumnGrid(Float3 lo, Float3 hi, float cellSize, int firstColumn, int maxColumns);
-// Number density used to size the columns: the home atoms' bounding box
-// (falls back to the halo's, then to 100/nm^3). Extents are floored at 0.5 nm
-// so flat or tiny sets do not give absurd densities.
-double estimateNumberDensity(int numAtoms, Float3 lo, Float3 hi);
+// The grid choice itself (cell size, density, grids): grid_choice.hpp.
 
 }  // namespace haloex::md::gpu

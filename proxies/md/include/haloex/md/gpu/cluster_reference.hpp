@@ -12,25 +12,11 @@
 #include "haloex/core/vec3.hpp"
 #include "haloex/md/forcefield.hpp"
 #include "haloex/md/gpu/cluster_geometry.hpp"
+#include "haloex/md/gpu/grid_choice.hpp"
 #include "haloex/md/gpu/pair_interaction.hpp"
 #include "haloex/plan/box.hpp"
 
 namespace haloex::md::gpu {
-
-// Axis-aligned bounds of a set of atoms (count 0: empty, lo/hi meaningless).
-struct AtomBounds {
-    Float3 lo{0.f, 0.f, 0.f};
-    Float3 hi{0.f, 0.f, 0.f};
-    int count = 0;
-};
-
-// The two column grids of one build, chosen from the home and halo bounds.
-struct GridChoice {
-    ColumnGrid home;
-    ColumnGrid halo;
-    int numColumns() const { return home.numColumns() + halo.numColumns(); }
-};
-GridChoice chooseGrids(const AtomBounds& home, const AtomBounds& halo);
 
 // Atoms in cluster order. Clusters [0, numHomeClusters) hold home atoms.
 struct ClusterLayoutHost {

@@ -64,6 +64,12 @@ struct NonbondedOptions {
     // graph replays correctly; build() resets it to part 0.
     double rlistInner = 0.0;
     int pruneParts = 8;  // >= 1; used only when rlistInner > 0 (haloex-md: kDefaultPruneParts)
+    // build() replays the grid and the count passes of the search as one CUDA
+    // graph (captured again only when a capacity or an input array changes):
+    // at small sizes the search step is bound by launches, not by the GPU.
+    // False launches the same work one call at a time. The lists are the
+    // same either way. HALOEX_SEARCH_GRAPH=0/1 overrides it (measurements).
+    bool searchGraph = true;
 };
 
 enum class ListKind { Local, Nonlocal };
@@ -136,6 +142,9 @@ public:
     int pruneParts() const;     // meaningful when rlistInner() > 0
     bool pruning() const { return rlistInner() > 0.0; }
     // The entry length the last build() used (resolves the automatic choice).
+    // How many times build() captured its search graph (options.searchGraph):
+    // once, plus once per change of a capacity or an input array.
+    int searchGraphCaptures() const;
     int maxJClustersPerEntry() const;
 
     // --- diagnostics (synchronise; for tests and benchmarks) ----------------
