@@ -275,16 +275,18 @@ void reserveLayout(DeviceLayout& layout, int numHome, int numLocal, double growt
 }
 
 void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
-                   float sqrtCoulomb, cudaStream_t stream) {
+                   float sqrtCoulomb, cudaStream_t stream, BuildMarks* marks) {
     const int columns = std::max(layout.columnCapacity, 2);
     // 1. Bounds of the home and halo atoms, and the grids they give.
     enqueueBoundsAndChoice(layout, dX, dZoneMask, columns, stream);
+    mark(marks, "bounds and grid choice", stream);
     // 2. Column keys and the sort by (column, z, atom index) over the capacity.
     layout.columnCount.zeroAsync(stream);  // the scan reads trailing zeros past the grids' columns
     keysKernel<<<blocksFor(layout.atomCapacity, kThreads), kThreads, 0, stream>>>(
         dX, dZoneMask, layout.sizes.data(), layout.state.data(), layout.atomCapacity, layout.keys.data(),
         layout.atoms.data(), layout.columnCount.data());
     HALOEX_CUDA_CHECK_LAUNCH();
+    mark(marks, "keys", stream);
     // Keys of padding atoms are all ones in every bit the sort looks at, so
     // they still sort last: columns stay below 2^(endBit-32) - 1.
     std::size_t bytes = layout.cubTemp.size();
@@ -292,6 +294,7 @@ void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, 
                                                       layout.keysSorted.data(), layout.atoms.data(),
                                                       layout.atomsSorted.data(), layout.atomCapacity, 0,
                                                       layout.sortEndBit, stream));
+    mark(marks, "sort", stream);
     // 3. Where each column's atoms and clusters start.
     scanCountsAndGroups(layout.columnCount.data(), columns + 1, kClusterSize, layout.columnAtomStart.data(),
                         layout.columnClusterStart.data(), layout.cubTemp, stream);
@@ -299,6 +302,7 @@ void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, 
                                                                                columns, layout.state.data(),
                                                                                layout.clusterColumn.data());
     HALOEX_CUDA_CHECK_LAUNCH();
+    mark(marks, "column scan", stream);
     // 4. Slots: atom, zone, charge and position of every cluster position.
     layout.fLocal.zeroAsync(stream);
     layout.fNonlocal.zeroAsync(stream);
@@ -312,6 +316,7 @@ void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, 
         layout.xqNonlocal.data(), layout.atomOfSlot.data(), layout.columnClusterStart.data() + columns,
         layout.bboxLo.data(), layout.bboxHi.data());
     HALOEX_CUDA_CHECK_LAUNCH();
+    mark(marks, "slots and boxes", stream);
     HALOEX_CUDA_CHECK(cudaMemcpyAsync(layout.stateHost.data(), layout.state.data(), sizeof(GridState),
                                       cudaMemcpyDeviceToHost, stream));
 }
@@ -342,6 +347,38 @@ bool acceptLayout(DeviceLayout& layout) {
     layout.numHomeClusters = s.numHomeClusters;
     layout.numClusters = s.numClusters;
     return true;
+}
+
+BuildMarks::~BuildMarks() {
+    for (auto& [part, event] : events_) cudaEventDestroy(event);
+}
+
+void BuildMarks::start(cudaStream_t stream) {
+    used_ = 0;
+    mark("start", stream);
+}
+
+void BuildMarks::mark(const char* part, cudaStream_t stream) {
+    if (used_ == events_.size()) {
+        cudaEvent_t event = nullptr;
+        HALOEX_CUDA_CHECK(cudaEventCreate(&event));
+        events_.emplace_back(part, event);
+    }
+    events_[used_].first = part;
+    HALOEX_CUDA_CHECK(cudaEventRecord(events_[used_].second, stream));
+    ++used_;
+}
+
+std::string BuildMarks::report() const {
+    std::string text;
+    float total = 0.f;
+    for (std::size_t k = 1; k < used_; ++k) {
+        float ms = 0.f;
+        HALOEX_CUDA_CHECK(cudaEventElapsedTime(&ms, events_[k - 1].second, events_[k].second));
+        total += ms;
+        text += std::string(k > 1 ? ", " : "") + events_[k].first + " " + std::to_string(1e3f * ms);
+    }
+    return text + "; total " + std::to_string(1e3f * total) + " us";
 }
 
 }  // namespace haloex::md::gpu::detail

@@ -96,10 +96,14 @@ struct Nonbonded::Impl {
     } searchGraph;
     int searchGraphCaptures = 0;
 
+    // HALOEX_SEARCH_TIMELINE=1: GPU timestamps between the build's parts,
+    // printed per build on stderr (measurements; the build then runs call by call).
+    std::unique_ptr<BuildMarks> marks;
+
     void enqueueGridAndCounts(const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
                               const SearchPrune& prune, cudaStream_t stream) {
-        enqueueLayout(layout, dX, dCharge, dZoneMask, params.c.sqrtCoulomb, stream);
-        enqueueSearchCounts(lists, layout, settings, prune, stream);
+        enqueueLayout(layout, dX, dCharge, dZoneMask, params.c.sqrtCoulomb, stream, marks.get());
+        enqueueSearchCounts(lists, layout, settings, prune, stream, marks.get());
     }
 
     // Everything enqueueGridAndCounts passes to a kernel, a copy or a memset.
@@ -189,8 +193,9 @@ struct Nonbonded::Impl {
 
     void launchGridAndCounts(const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
                              const SearchPrune& prune, cudaStream_t stream) {
-        if (!useSearchGraph(options.searchGraph, stream)) {
+        if (marks != nullptr || !useSearchGraph(options.searchGraph, stream)) {
             searchGraph.reset();
+            if (marks != nullptr) marks->start(stream);
             enqueueGridAndCounts(dX, dCharge, dZoneMask, prune, stream);
             return;
         }
@@ -316,6 +321,9 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
         t = now;
     };
     const double growth = m.options.growthFactor;
+    if (const char* timeline = std::getenv("HALOEX_SEARCH_TIMELINE"); timeline != nullptr && std::atoi(timeline) != 0) {
+        if (!m.marks) m.marks = std::make_unique<BuildMarks>();
+    }
     const SearchPrune prune{m.pruning() ? m.options.pruneParts : 0, m.rlistInner2};
     DeviceLayout& layout = m.layout;
     reserveLayout(layout, numHome, numLocal, growth);
@@ -344,6 +352,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     part("grid and counts");
     ranges.next("lists");
     finishSearchCounts(m.lists, layout, m.settings, growth, prune, stream);
+    mark(m.marks.get(), "compaction", stream);
     part("lists");
     ranges.next("non-local home clusters");
     collectNonlocalHomeClusters(m.layout, m.lists[1], m.options.growthFactor, stream);
@@ -366,6 +375,9 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     finishSearch(m.lists[1], true);
     finishNonlocalHomeClusters(m.layout);
     part("synchronise");
+    if (m.marks && numLocal > 0) {
+        fmt::print(stderr, "search timeline ({} atoms, GPU us): {}\n", numLocal, m.marks->report());
+    }
     m.built = true;
 }
 

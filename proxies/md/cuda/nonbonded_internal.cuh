@@ -4,6 +4,9 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/md/gpu/cluster_reference.hpp"
@@ -117,6 +120,29 @@ struct BoundsPartial {
     int firstNonFinite;  // INT_MAX if none
 };
 
+// GPU timestamps between the parts of a build (HALOEX_SEARCH_TIMELINE=1, for
+// measurements: the build then runs call by call, never as a graph). The
+// intervals include any wait for the host's next launch.
+class BuildMarks {
+public:
+    BuildMarks() = default;
+    BuildMarks(const BuildMarks&) = delete;
+    BuildMarks& operator=(const BuildMarks&) = delete;
+    ~BuildMarks();
+    void start(cudaStream_t stream);
+    // The part since the previous mark ends here (stream-ordered).
+    void mark(const char* part, cudaStream_t stream);
+    // After the stream's synchronisation: "part us, ..." and the total.
+    std::string report() const;
+
+private:
+    std::vector<std::pair<const char*, cudaEvent_t>> events_;
+    std::size_t used_ = 0;
+};
+inline void mark(BuildMarks* marks, const char* part, cudaStream_t stream) {
+    if (marks != nullptr) marks->mark(part, stream);
+}
+
 // The grid build in three parts, so that it can be captured in a graph:
 // reserveLayout sizes every buffer for (numHome, numLocal) within the
 // capacities (host only: call it before enqueueLayout and before a capture);
@@ -127,7 +153,7 @@ struct BoundsPartial {
 // unknown (first build) or too small (acceptLayout returned false).
 void reserveLayout(DeviceLayout& layout, int numHome, int numLocal, double growth);
 void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
-                   float sqrtCoulomb, cudaStream_t stream);
+                   float sqrtCoulomb, cudaStream_t stream, BuildMarks* marks = nullptr);
 // Runs the bounds and the grid choice alone and reads them (synchronises
 // `stream`); sets the column capacity from the columns they need. Throws
 // InvalidInput for a non-finite position of a non-padding atom.
@@ -206,7 +232,7 @@ struct SearchPrune {
 };
 void reserveSearch(DeviceList (&lists)[2], const DeviceLayout& layout, double growth);
 void enqueueSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings,
-                         const SearchPrune& prune, cudaStream_t stream);
+                         const SearchPrune& prune, cudaStream_t stream, BuildMarks* marks = nullptr);
 void finishSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
                         const SearchPrune& prune, cudaStream_t stream);
 // Throws Internal if the two passes disagreed; sets list.atomPairs.

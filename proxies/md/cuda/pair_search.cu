@@ -549,7 +549,7 @@ void reserveSearch(DeviceList (&lists)[2], const DeviceLayout& layout, double gr
 }
 
 void enqueueSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings,
-                         const SearchPrune& prune, cudaStream_t stream) {
+                         const SearchPrune& prune, cudaStream_t stream, BuildMarks* marks) {
     int* totals = lists[0].totalsHost.data();
     for (int k = 0; k < 2; ++k) {
         DeviceList& list = lists[k];
@@ -572,9 +572,11 @@ void enqueueSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const Sea
                     nullptr, nullptr, list.counters.data(), list.scratch.data());
         }
         HALOEX_CUDA_CHECK_LAUNCH();
+        mark(marks, k == 1 ? "non-local search" : "local search", stream);
         // Where each i cluster's pairs and entries start, in one scan.
         scanCountsAndGroups(list.pairCount.data(), numTasks + 1, p.maxJ, list.pairOffset.data(),
                             list.entryOffset.data(), list.cubTemp, stream);
+        mark(marks, k == 1 ? "non-local scan" : "local scan", stream);
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[2 * k], list.pairOffset.data() + numTasks, sizeof(int),
                                           cudaMemcpyDeviceToHost, stream));
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[2 * k + 1], list.entryOffset.data() + numTasks, sizeof(int),
