@@ -58,7 +58,7 @@ ClusterLayoutHost buildLayoutReference(std::span<const Vec3f> x, std::span<const
     layout.grids = chooseGrids(home, halo);
     const int numColumns = layout.grids.numColumns();
 
-    std::vector<std::uint64_t> keys(numLocal);
+    std::vector<std::uint32_t> keys(numLocal);
     std::vector<int> columnCount(numColumns, 0);
     for (int i = 0; i < numLocal; ++i) {
         if (i >= numHome && isPadding(zoneMask, i)) {

@@ -115,7 +115,7 @@ __global__ void __launch_bounds__(kBoundsThreads)
 // of a skipped build sort last and join no column.
 __global__ void keysKernel(const Vec3f* __restrict__ x, const std::uint8_t* __restrict__ zone,
                            const BuildSizes* __restrict__ sizes, const GridState* __restrict__ state, int count,
-                           std::uint64_t* __restrict__ keys, int* __restrict__ atoms, int* __restrict__ columnCount) {
+                           std::uint32_t* __restrict__ keys, int* __restrict__ atoms, int* __restrict__ columnCount) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
     atoms[i] = i;
@@ -238,7 +238,8 @@ void reserveLayout(DeviceLayout& layout, int numHome, int numLocal, double growt
     layout.atomCapacity = grown(layout.atomCapacity, numLocal, growth);
     layout.homeCapacity = grown(layout.homeCapacity, numHome, growth);
     const int columns = std::max(layout.columnCapacity, 2);  // probeColumns sets it before the first build
-    layout.sortEndBit = 32 + bitsFor(columns);
+    // The keys' bits (sortKey): a column number below 2^bitsFor(columns), at most 24 of z.
+    layout.sortEndBit = std::min(32, bitsFor(columns) + 24);
     // ceil(count / 8) <= (count + 7) / 8 per column, over at most `columns` columns.
     layout.maxHomeClusters =
         static_cast<int>((static_cast<long long>(layout.homeCapacity) + (kClusterSize - 1LL) * columns) / kClusterSize);
@@ -288,7 +289,7 @@ void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, 
     HALOEX_CUDA_CHECK_LAUNCH();
     mark(marks, "keys", stream);
     // Keys of padding atoms are all ones in every bit the sort looks at, so
-    // they still sort last: columns stay below 2^(endBit-32) - 1.
+    // they still sort last (no real key is all ones: chooseGrids).
     std::size_t bytes = layout.cubTemp.size();
     HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(layout.cubTemp.data(), bytes, layout.keys.data(),
                                                       layout.keysSorted.data(), layout.atoms.data(),

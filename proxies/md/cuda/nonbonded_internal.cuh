@@ -104,7 +104,7 @@ struct DeviceLayout {
 
     // Build scratch.
     cuda::DeviceBuffer<unsigned char> boundsPartials;  // BoundsPartial[2 * blocks]
-    cuda::DeviceBuffer<std::uint64_t> keys, keysSorted;
+    cuda::DeviceBuffer<std::uint32_t> keys, keysSorted;
     cuda::DeviceBuffer<int> atoms, atomsSorted;
     cuda::DeviceBuffer<int> columnCount, columnAtomStart, clusterColumn;
     cuda::DeviceBuffer<unsigned char> cubTemp;

@@ -39,11 +39,19 @@ struct SearchParams {
     float rlistInner2;    // kOnePass with pruning (> 0): flag the pairs the inner list keeps
 };
 
+// Slack of the exact pre-filters below, in nm: an atom's column comes from
+// rounded float arithmetic and the z sort from rounded offsets, so a column's
+// atoms may stick out of its cell, and z order may invert, by far less than
+// this. With it the filters never drop a pair the bounding-box test keeps,
+// and the list stays identical to the reference's.
+constexpr float kFilterSlack = 1.0e-3f;
+
 // The j grid of a list as the kernels use it, loaded once per block into
 // shared memory (it is device data: the host never saw it).
 struct JGrid {
     ColumnGrid g;
     float cellX, cellY;  // the column widths (0 for a one-column dimension)
+    float zSlack;        // kFilterSlack and two z quanta of the sort key
     int homeColumns;     // the halo grid's first column
 };
 
@@ -53,18 +61,14 @@ __device__ inline void loadJGrid(const SearchParams& p, JGrid& out) {
         out.g = p.nonlocal ? grids.halo : grids.home;
         out.cellX = out.g.invCellX > 0.f ? 1.f / out.g.invCellX : 0.f;
         out.cellY = out.g.invCellY > 0.f ? 1.f / out.g.invCellY : 0.f;
+        // Atoms sort by z only to a quantum of the key (sortKey): a later
+        // cluster of a column may start that much lower than an earlier one.
+        out.zSlack = out.g.zScale > 0.f ? kFilterSlack + 2.f / out.g.zScale : INFINITY;
         // A skipped build (grids past the capacity) has no cluster: read none.
         out.homeColumns = p.state->skipped != 0 ? 0 : grids.halo.firstColumn;
     }
     __syncthreads();
 }
-
-// Slack of the exact pre-filters below, in nm: an atom's column comes from
-// rounded float arithmetic and the z sort from rounded offsets, so a column's
-// atoms may stick out of its cell, and z order may invert, by far less than
-// this. With it the filters never drop a pair the bounding-box test keeps,
-// and the list stays identical to the reference's.
-constexpr float kFilterSlack = 1.0e-3f;
 
 // Squared x-y distance from the i box to column (cx, cy) of the j grid moved
 // by `shift`, the column's cell widened by kFilterSlack (edge columns open
@@ -156,11 +160,11 @@ __global__ void __launch_bounds__(kSearchThreads)
                         }
                     }
                     // Clusters of a column are cut from atoms sorted by z, so
-                    // their lower z never decreases (but for kFilterSlack): once
+                    // their lower z never decreases (but for j.zSlack): once
                     // this chunk's last cluster starts beyond rlist above the i
                     // box, every later one of the column does too.
                     const float lastLoZ = __shfl_sync(kFullWarp, jLoZ, min(31, end - 1 - k0));
-                    const float above = lastLoZ + sv.z - kFilterSlack - iHi.z;
+                    const float above = lastLoZ + sv.z - j.zSlack - iHi.z;
                     const bool restAbove = above > 0.f && above * above >= p.rlist2;
                     unsigned candidates = __ballot_sync(kFullWarp, pass);
                     while (candidates != 0) {
@@ -326,7 +330,7 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
                         }
                         // As in searchKernel: the rest of the column lies beyond rlist above.
                         const float lastLoZ = __shfl_sync(kFullWarp, jLo.z, min(31, stop - 1 - k0));
-                        const float above = lastLoZ + sv.z - kFilterSlack - uHi.z;
+                        const float above = lastLoZ + sv.z - j.zSlack - uHi.z;
                         const bool restAbove = above > 0.f && above * above >= p.rlist2;
                         unsigned candidates = __ballot_sync(kFullWarp, pass);
                         while (candidates != 0) {

@@ -85,8 +85,8 @@ void build(Nonbonded& nb, Inputs& in, DeviceInputs& d, cudaStream_t stream) {
 
 std::string firstLayoutDifference(const ClusterLayoutHost& gpu, const ClusterLayoutHost& ref) {
     const auto grid = [](const ColumnGrid& g) {
-        return fmt::format("origin ({}, {}, {}) inv cell ({}, {}) {}x{} columns from {}", g.x0, g.y0, g.z0, g.invCellX,
-                           g.invCellY, g.nx, g.ny, g.firstColumn);
+        return fmt::format("origin ({}, {}, {}) inv cell ({}, {}) {}x{} columns from {}, z key {} bits x {}", g.x0,
+                           g.y0, g.z0, g.invCellX, g.invCellY, g.nx, g.ny, g.firstColumn, g.zBits, g.zScale);
     };
     for (int k = 0; k < 2; ++k) {
         const ColumnGrid& a = k == 0 ? gpu.grids.home : gpu.grids.halo;

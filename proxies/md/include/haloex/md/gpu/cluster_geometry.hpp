@@ -53,6 +53,10 @@ struct ColumnGrid {
     float invCellX = 0.f, invCellY = 0.f;
     int nx = 1, ny = 1;
     int firstColumn = 0;  // columns of all grids are numbered globally: home first, then halo
+    // The z part of the sort key: (z - z0) * zScale rounded down, zBits bits
+    // (chooseGrids sets both for the grids' total column count; zScale 0: one z).
+    int zBits = 0;
+    float zScale = 0.f;
     HALOEX_HD int numColumns() const { return nx * ny; }
 };
 
@@ -130,21 +134,21 @@ HALOEX_HD inline bool zShiftReachesGrid(const ColumnGrid& g, float iLo, float iH
     return !(regionLo(iLo, shift, radius) > g.z1 || regionHi(iHi, shift, radius) < g.z0);
 }
 
-// Sort key of an atom: column in the high word, z (non-negative offset from
-// the grid's z0, whose IEEE bits order like the values) in the low word.
-HALOEX_HD inline std::uint64_t sortKey(const ColumnGrid& g, int column, float z) {
-    float dz = subRn(z, g.z0);
-    if (!(dz > 0.f)) dz = 0.f;  // also maps -0 to +0
-    std::uint32_t bits;
-#if defined(__CUDA_ARCH__)
-    bits = __float_as_uint(dz);
-#else
-    __builtin_memcpy(&bits, &dz, sizeof(bits));
-#endif
-    return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(column)) << 32) | bits;
+// Sort key of an atom, 32 bits so the radix sort takes four passes: the
+// column above the zBits low bits, which hold z quantised over the grid's z
+// extent (monotone in z: atoms sort by z up to one quantum, 1 / zScale,
+// which the search's cut of a column's upper part allows for). Equal keys
+// keep the atoms' index order (a stable sort).
+HALOEX_HD inline std::uint32_t sortKey(const ColumnGrid& g, int column, float z) {
+    float t = mulRn(subRn(z, g.z0), g.zScale);
+    if (!(t > 0.f)) t = 0.f;  // also NaN and -0
+    const auto top = static_cast<float>((1u << g.zBits) - 1u);
+    const std::uint32_t q = t >= top ? static_cast<std::uint32_t>(top) : static_cast<std::uint32_t>(t);
+    return (static_cast<std::uint32_t>(column) << g.zBits) | q;
 }
-// Key of atoms that take no part (padding): sorts after every real atom.
-inline constexpr std::uint64_t kNoAtomKey = ~std::uint64_t{0};
+// Key of atoms that take no part (padding): sorts after every real atom
+// (chooseGrids leaves a column number's top value unused).
+inline constexpr std::uint32_t kNoAtomKey = ~std::uint32_t{0};
 
 HALOEX_HD inline Float3 shiftVector(int shiftIndex, Float3 boxLength) {
     const int sx = shiftIndex % 3 - 1;

@@ -131,6 +131,18 @@ HALOEX_HD inline GridChoice chooseGrids(const AtomBounds& home, const AtomBounds
     GridChoice choice;
     choice.home = grid(home, 0);
     choice.halo = grid(halo, choice.home.numColumns());
+    // Sort keys: the column in the top bits (2^columnBits > columns, so no
+    // real key is kNoAtomKey), z in the rest, at most 24 bits (a float's).
+    int columnBits = 1;
+    while ((1LL << columnBits) <= choice.numColumns()) ++columnBits;
+    const int zBits = 32 - columnBits < 24 ? 32 - columnBits : 24;
+    const auto quantiseZ = [zBits](ColumnGrid& g) {
+        g.zBits = zBits;
+        const double extent = grid_math::sub(g.z1, g.z0);
+        g.zScale = extent > 0.0 ? static_cast<float>(grid_math::div((1u << zBits) - 1u, extent)) : 0.f;
+    };
+    quantiseZ(choice.home);
+    quantiseZ(choice.halo);
     return choice;
 }
 
