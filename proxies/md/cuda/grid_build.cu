@@ -108,6 +108,7 @@ __global__ void __launch_bounds__(kBoundsThreads)
     s.firstNonFinite = min(parts[0].firstNonFinite, parts[1].firstNonFinite);
     s.skipped = s.firstNonFinite != INT_MAX || s.grids.numColumns() > columnCapacity ? 1 : 0;
     s.numHomeClusters = s.numClusters = 0;
+    s.columnTooLong = 0;
     *state = s;
 }
 
@@ -129,6 +130,62 @@ __global__ void keysKernel(const Vec3f* __restrict__ x, const std::uint8_t* __re
     const int column = columnOf(g, p.x, p.y);
     keys[i] = sortKey(g, column, p.z);
     atomicAdd(&columnCount[column], 1);
+}
+
+// The sort by column, then by (z key, atom index) inside each column -- the
+// order of a stable sort by sortKey, which the CPU reference does: each atom
+// goes to its column's part of `bucket` (in any order, by an atomic cursor)
+// with its z key above its index, then one block sorts each column.
+__global__ void bucketKernel(const std::uint32_t* __restrict__ keys, int count, const GridState* __restrict__ state,
+                             const int* __restrict__ columnAtomStart, int* __restrict__ columnFill,
+                             std::uint64_t* __restrict__ bucket) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= count) return;
+    const std::uint32_t key = keys[i];
+    if (key == kNoAtomKey) return;
+    const int zBits = state->grids.home.zBits;
+    const int column = static_cast<int>(key >> zBits);
+    const std::uint64_t z = key & ((1u << zBits) - 1u);
+    bucket[columnAtomStart[column] + atomicAdd(&columnFill[column], 1)] = (z << 32) | static_cast<std::uint32_t>(i);
+}
+
+// One block per column: a bitonic sort of its (z key, index) words in shared
+// memory, the indices written in order. A column longer than kColumnSortMax
+// atoms is left for the global sort (GridState::columnTooLong).
+constexpr int kColumnSortThreads = 256;
+constexpr int kColumnSortMax = 2048;
+__global__ void __launch_bounds__(kColumnSortThreads)
+    columnSortKernel(const int* __restrict__ columnAtomStart, const std::uint64_t* __restrict__ bucket,
+                     GridState* __restrict__ state, int* __restrict__ sortedAtoms) {
+    __shared__ std::uint64_t words[kColumnSortMax];
+    const int column = blockIdx.x;
+    const int begin = columnAtomStart[column];
+    const int n = columnAtomStart[column + 1] - begin;
+    if (n == 0) return;
+    if (n > kColumnSortMax) {
+        if (threadIdx.x == 0) atomicOr(&state->columnTooLong, 1);
+        return;
+    }
+    int size = 1;
+    while (size < n) size <<= 1;
+    for (int k = threadIdx.x; k < size; k += blockDim.x) words[k] = k < n ? bucket[begin + k] : ~std::uint64_t{0};
+    __syncthreads();
+    for (int span = 2; span <= size; span <<= 1) {
+        for (int stride = span / 2; stride > 0; stride >>= 1) {
+            for (int t = threadIdx.x; t < size / 2; t += blockDim.x) {
+                const int a = 2 * stride * (t / stride) + t % stride;
+                const int b = a + stride;
+                const bool ascending = (a & span) == 0;
+                const std::uint64_t wa = words[a], wb = words[b];
+                if ((wa > wb) == ascending) {
+                    words[a] = wb;
+                    words[b] = wa;
+                }
+            }
+            __syncthreads();
+        }
+    }
+    for (int k = threadIdx.x; k < n; k += blockDim.x) sortedAtoms[begin + k] = static_cast<int>(words[k] & 0xffffffffu);
 }
 
 // Thread 0 also records the cluster totals for the host's one read.
@@ -254,6 +311,8 @@ void reserveLayout(DeviceLayout& layout, int numHome, int numLocal, double growt
     reserveWithHeadroom(layout.columnCount, columns + 1, growth);
     reserveWithHeadroom(layout.columnAtomStart, columns + 1, growth);
     reserveWithHeadroom(layout.columnClusterStart, columns + 1, growth);
+    reserveWithHeadroom(layout.columnFill, columns + 1, growth);
+    reserveWithHeadroom(layout.bucket, atoms, growth);
     std::size_t sortBytes = 0;
     HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, sortBytes, layout.keys.data(), layout.keysSorted.data(),
                                                       layout.atoms.data(), layout.atomsSorted.data(),
@@ -281,24 +340,41 @@ void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, 
     // 1. Bounds of the home and halo atoms, and the grids they give.
     enqueueBoundsAndChoice(layout, dX, dZoneMask, columns, stream);
     mark(marks, "bounds and grid choice", stream);
-    // 2. Column keys and the sort by (column, z, atom index) over the capacity.
+    // 2. Column keys and counts over the atom capacity.
     layout.columnCount.zeroAsync(stream);  // the scan reads trailing zeros past the grids' columns
     keysKernel<<<blocksFor(layout.atomCapacity, kThreads), kThreads, 0, stream>>>(
         dX, dZoneMask, layout.sizes.data(), layout.state.data(), layout.atomCapacity, layout.keys.data(),
         layout.atoms.data(), layout.columnCount.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     mark(marks, "keys", stream);
-    // Keys of padding atoms are all ones in every bit the sort looks at, so
-    // they still sort last (no real key is all ones: chooseGrids).
-    std::size_t bytes = layout.cubTemp.size();
-    HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(layout.cubTemp.data(), bytes, layout.keys.data(),
-                                                      layout.keysSorted.data(), layout.atoms.data(),
-                                                      layout.atomsSorted.data(), layout.atomCapacity, 0,
-                                                      layout.sortEndBit, stream));
+    // 3. The sort by (column, z, atom index), and where each column's atoms
+    // and clusters start.
+    const auto scanColumns = [&] {
+        scanCountsAndGroups(layout.columnCount.data(), columns + 1, kClusterSize, layout.columnAtomStart.data(),
+                            layout.columnClusterStart.data(), layout.cubTemp, stream);
+    };
+    if (layout.columnSort) {
+        scanColumns();
+        layout.columnFill.zeroAsync(stream);
+        bucketKernel<<<blocksFor(layout.atomCapacity, kThreads), kThreads, 0, stream>>>(
+            layout.keys.data(), layout.atomCapacity, layout.state.data(), layout.columnAtomStart.data(),
+            layout.columnFill.data(), layout.bucket.data());
+        HALOEX_CUDA_CHECK_LAUNCH();
+        columnSortKernel<<<columns, kColumnSortThreads, 0, stream>>>(layout.columnAtomStart.data(),
+                                                                     layout.bucket.data(), layout.state.data(),
+                                                                     layout.atomsSorted.data());
+        HALOEX_CUDA_CHECK_LAUNCH();
+    } else {
+        // Keys of padding atoms are all ones in every bit the sort looks at,
+        // so they still sort last (no real key is all ones: chooseGrids).
+        std::size_t bytes = layout.cubTemp.size();
+        HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(layout.cubTemp.data(), bytes, layout.keys.data(),
+                                                          layout.keysSorted.data(), layout.atoms.data(),
+                                                          layout.atomsSorted.data(), layout.atomCapacity, 0,
+                                                          layout.sortEndBit, stream));
+        scanColumns();
+    }
     mark(marks, "sort", stream);
-    // 3. Where each column's atoms and clusters start.
-    scanCountsAndGroups(layout.columnCount.data(), columns + 1, kClusterSize, layout.columnAtomStart.data(),
-                        layout.columnClusterStart.data(), layout.cubTemp, stream);
     clusterColumnKernel<<<blocksFor(columns, kThreads), kThreads, 0, stream>>>(layout.columnClusterStart.data(),
                                                                                columns, layout.state.data(),
                                                                                layout.clusterColumn.data());
@@ -340,6 +416,10 @@ bool acceptLayout(DeviceLayout& layout) {
     if (s.skipped != 0) {
         const int needed = s.grids.numColumns();
         layout.columnCapacity = needed + static_cast<int>(needed * 0.25) + 16;
+        return false;
+    }
+    if (s.columnTooLong != 0) {  // from now on the global sort: this system has columns too long for a block
+        layout.columnSort = false;
         return false;
     }
     layout.grids = s.grids;

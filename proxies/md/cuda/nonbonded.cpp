@@ -137,6 +137,9 @@ struct Nonbonded::Impl {
         const DeviceLayout& l = layout;
         for (int v : {l.atomCapacity, l.homeCapacity, l.columnCapacity, l.maxHomeClusters, l.maxClusters, l.sortEndBit})
             add(v);
+        add(l.columnSort);
+        buffer(l.columnFill);
+        buffer(l.bucket);
         add(l.state.data());
         add(l.stateHost.data());
         add(l.sizes.data());
@@ -345,7 +348,8 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
             m.launchGridAndCounts(dX, dCharge, dZoneMask, prune, stream);
             HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
             if (acceptLayout(layout)) break;
-            HALOEX_ASSERT(attempt == 0, "the grid fits the columns acceptLayout sized it for");
+            // At most twice again: once for the columns, once for the sort.
+            HALOEX_ASSERT(attempt < 2, "the grid fits the columns and the sort acceptLayout chose");
             reserveLayout(layout, numHome, numLocal, growth);
         }
     }

@@ -41,6 +41,9 @@ struct GridState {
     int skipped;
     int numHomeClusters;
     int numClusters;
+    // 1: a column had more atoms than one block sorts (grid_build.cu); the
+    // layout is wrong, build again with the global sort.
+    int columnTooLong;
 };
 
 // The sizes the kernels read (from the device, so a graph of the build
@@ -107,6 +110,11 @@ struct DeviceLayout {
     cuda::DeviceBuffer<std::uint32_t> keys, keysSorted;
     cuda::DeviceBuffer<int> atoms, atomsSorted;
     cuda::DeviceBuffer<int> columnCount, columnAtomStart, clusterColumn;
+    // The sort by columns (one block per column), or else one radix sort of
+    // every key (a system whose columns are too long for a block).
+    bool columnSort = true;
+    cuda::DeviceBuffer<int> columnFill;
+    cuda::DeviceBuffer<std::uint64_t> bucket;
     cuda::DeviceBuffer<unsigned char> cubTemp;
     cuda::DeviceBuffer<int> clusterFlag, flaggedCount;
     cuda::PinnedBuffer<int> flaggedCountHost;
@@ -161,7 +169,9 @@ void probeColumns(DeviceLayout& layout, const Vec3f* dX, const std::uint8_t* dZo
                   cudaStream_t stream);
 // Takes the copied GridState: throws InvalidInput for a non-finite position;
 // false if the grids needed more columns than the capacity (then the layout
-// is empty): the capacity is raised to fit them, reserve and build again.
+// is empty: the capacity is raised to fit them) or a column had more atoms
+// than the per-column sort takes (the global sort is used from then on):
+// reserve and build again.
 bool acceptLayout(DeviceLayout& layout);
 
 struct DeviceList {

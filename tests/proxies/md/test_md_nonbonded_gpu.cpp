@@ -397,8 +397,9 @@ TEST(NonbondedGpu, SearchKernelsGiveTheReferenceList) {
 // and again, as the search steps of a run do, with the atoms moved, on a rank
 // of a decomposition (non-local list, padding), with more atoms (the
 // capacities grow: captured again), and with the same atoms spread over a
-// slab (more columns than the capacity: the build's second pass); each build
-// equals the reference, and equals the build launched call by call.
+// slab (more columns than the capacity: the build's second pass), and in one
+// column too long for the per-column sort (the global sort from then on);
+// each build equals the reference, with the graph and call by call.
 TEST(NonbondedGpu, SearchGraphGivesTheReferenceListsAsTheAtomsMoveAndGrow) {
     HALOEX_REQUIRE_GPU();
     const md::ForceField ff;
@@ -443,7 +444,12 @@ TEST(NonbondedGpu, SearchGraphGivesTheReferenceListsAsTheAtomsMoveAndGrow) {
         check(inputsOf(ranks[0], "g2x2x1 rank 0"), "a rank with halo atoms and padding");
         check(inputsOf(larger), "more atoms");
         check(inputsOf(slab), "a slab: more columns than the capacity");
-        check(inputsOf(lattice), "the first system again");
+        // One column of 3 000 atoms: more than one block sorts, so the build
+        // runs again with the global sort (and keeps it).
+        Inputs column = inputsOf(haloex::testing::uniformSystemInBox(3000, {0.45, 0.45, 150.0}, 214, ff));
+        column.periodic = {false, false, true};
+        check(column, "one column too long for the per-column sort");
+        check(inputsOf(lattice), "the first system again (global sort)");
     }
 }
 
