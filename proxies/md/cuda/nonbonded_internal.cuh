@@ -111,8 +111,10 @@ struct DeviceLayout {
     cuda::DeviceBuffer<int> atoms, atomsSorted;
     cuda::DeviceBuffer<int> columnCount, columnAtomStart, clusterColumn;
     // The sort by columns (one block per column), or else one radix sort of
-    // every key (a system whose columns are too long for a block).
+    // every key (large systems, and for good once a column was too long for
+    // a block): set by reserveLayout.
     bool columnSort = true;
+    bool columnsTooLong = false;
     cuda::DeviceBuffer<int> columnFill;
     cuda::DeviceBuffer<std::uint64_t> bucket;
     cuda::DeviceBuffer<unsigned char> cubTemp;

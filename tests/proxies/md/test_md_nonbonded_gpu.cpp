@@ -399,21 +399,26 @@ TEST(NonbondedGpu, SearchKernelsGiveTheReferenceList) {
 // capacities grow: captured again), and with the same atoms spread over a
 // slab (more columns than the capacity: the build's second pass), and in one
 // column too long for the per-column sort (the global sort from then on);
-// each build equals the reference, with the graph and call by call.
+// each build equals the reference, with the graph and call by call, with
+// the per-column and the global sort.
 TEST(NonbondedGpu, SearchGraphGivesTheReferenceListsAsTheAtomsMoveAndGrow) {
     HALOEX_REQUIRE_GPU();
     const md::ForceField ff;
     struct GraphGuard {
-        ~GraphGuard() { unsetenv("HALOEX_SEARCH_GRAPH"); }
+        ~GraphGuard() {
+            unsetenv("HALOEX_SEARCH_GRAPH");
+            unsetenv("HALOEX_COLUMN_SORT");
+        }
     } guard;
     const FloatSystem lattice = haloex::testing::latticeSystem(6000, 211, 0.02, ff);
     const auto ranks =
         haloex::testing::decompose(haloex::testing::latticeSystem(16000, 5, 0.02, ff), {2, 2, 1}, ff.rc, kRlist, 4);
     const FloatSystem larger = haloex::testing::latticeSystem(9000, 212, 0.02, ff);
     const FloatSystem slab = haloex::testing::uniformSystemInBox(9000, {12.0, 12.0, 2.6}, 213, ff);
-    for (const char* graph : {"1", "0"}) {
-        SCOPED_TRACE(fmt::format("HALOEX_SEARCH_GRAPH={}", graph));
+    for (const auto& [graph, columnSort] : {std::pair{"1", "1"}, std::pair{"1", "0"}, std::pair{"0", "1"}}) {
+        SCOPED_TRACE(fmt::format("HALOEX_SEARCH_GRAPH={} HALOEX_COLUMN_SORT={}", graph, columnSort));
         ASSERT_EQ(setenv("HALOEX_SEARCH_GRAPH", graph, 1), 0);
+        ASSERT_EQ(setenv("HALOEX_COLUMN_SORT", columnSort, 1), 0);
         cuda::Stream stream;
         Nonbonded nb(ff, kRlist);
         const auto check = [&](Inputs in, const std::string& what) {
