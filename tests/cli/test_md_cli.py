@@ -1067,7 +1067,7 @@ class MdConventions(MdCli):
         gpu = ["--device", "gpu", "--atoms", "22500", "--steps", "20", "--nstlist", "10", "--quiet"]
         _, ranges = self.nvtx_ranges(gpu + ["--cuda-graphs", "0"])
         for name in ["search step", "migrate", "plan", "transport set-up", "positions", "pair search", "graphs",
-                     "grid", "lists", "prune", "count check", "MD step", "local non-bonded F", "leapfrog",
+                     "grid and counts", "lists", "prune", "count check", "MD step", "local non-bonded F", "leapfrog",
                      "clear forces"]:
             self.assertIn(name, ranges)
         # With graphs the step is one launch: one range around it, its phases are graph nodes.
