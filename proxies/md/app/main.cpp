@@ -122,7 +122,8 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_flag("--allow-shared-gpus", o.allowSharedGpus,
                  "Allow more ranks than GPUs on a node (start MPS first; for correctness runs)");
     app.add_option("--cuda-graphs", o.cudaGraphs,
-                   "Capture the MD step in a CUDA graph where the transport allows (nccl: only when given as 1)")
+                   "Capture the MD step in a CUDA graph where the transport allows (nccl: only when given as 1), "
+                   "and the search step's grid and count passes")
         ->capture_default_str();
     app.add_flag("--count-api-syncs", o.countApiSyncs,
                  "GPU: count with CUPTI the CUDA calls that block the host inside the steps without search "
