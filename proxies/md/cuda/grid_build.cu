@@ -284,6 +284,9 @@ bool useColumnSort(const DeviceLayout& layout) {
     return layout.atomCapacity <= kColumnSortMaxAtoms;
 }
 
+// Room for the grids to grow by a row or two between searches.
+int columnsWithHeadroom(int needed, double growth) { return needed + static_cast<int>(needed * (growth - 1.0)) + 16; }
+
 void enqueueBoundsAndChoice(DeviceLayout& layout, const Vec3f* dX, const std::uint8_t* dZoneMask, int columnCapacity,
                             cudaStream_t stream) {
     auto* partials = reinterpret_cast<BoundsPartial*>(layout.boundsPartials.data());
@@ -422,16 +425,14 @@ void probeColumns(DeviceLayout& layout, const Vec3f* dX, const std::uint8_t* dZo
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
     const GridState& s = layout.stateHost[0];
     if (s.firstNonFinite != INT_MAX) throwNonFiniteAtom(s.firstNonFinite, layout.numHome);
-    const int needed = s.grids.numColumns();
-    layout.columnCapacity = std::max(layout.columnCapacity, needed + static_cast<int>(needed * (growth - 1.0)) + 16);
+    layout.columnCapacity = std::max(layout.columnCapacity, columnsWithHeadroom(s.grids.numColumns(), growth));
 }
 
-bool acceptLayout(DeviceLayout& layout) {
+bool acceptLayout(DeviceLayout& layout, double growth) {
     const GridState& s = layout.stateHost[0];
     if (s.firstNonFinite != INT_MAX) throwNonFiniteAtom(s.firstNonFinite, layout.numHome);
     if (s.skipped != 0) {
-        const int needed = s.grids.numColumns();
-        layout.columnCapacity = needed + static_cast<int>(needed * 0.25) + 16;
+        layout.columnCapacity = columnsWithHeadroom(s.grids.numColumns(), growth);
         return false;
     }
     if (s.columnTooLong != 0) {  // from now on the global sort: this system has columns too long for a block

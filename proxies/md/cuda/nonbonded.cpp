@@ -347,7 +347,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
             reserveSearch(m.lists, layout, growth);
             m.launchGridAndCounts(dX, dCharge, dZoneMask, prune, stream);
             HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-            if (acceptLayout(layout)) break;
+            if (acceptLayout(layout, growth)) break;
             // At most twice again: once for the columns, once for the sort.
             HALOEX_ASSERT(attempt < 2, "the grid fits the columns and the sort acceptLayout chose");
             reserveLayout(layout, numHome, numLocal, growth);

@@ -174,7 +174,7 @@ void probeColumns(DeviceLayout& layout, const Vec3f* dX, const std::uint8_t* dZo
 // is empty: the capacity is raised to fit them) or a column had more atoms
 // than the per-column sort takes (the global sort is used from then on):
 // reserve and build again.
-bool acceptLayout(DeviceLayout& layout);
+bool acceptLayout(DeviceLayout& layout, double growth);
 
 struct DeviceList {
     int numEntries = 0;

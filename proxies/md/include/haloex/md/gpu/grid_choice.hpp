@@ -55,7 +55,8 @@ HALOEX_HD inline double div(double a, double b) {
 #endif
 }
 HALOEX_HD inline double maxd(double a, double b) { return a > b ? a : b; }
-// Round half away from zero, as std::lround, for |v| < 2^62.
+// Round half away from zero (v +- 0.5, truncated: std::lround but for the
+// doubles just below 0.5, which it rounds up), for |v| < 2^62.
 HALOEX_HD inline long long roundToInteger(double v) {
     const double t = v < 0.0 ? sub(v, 0.5) : add(v, 0.5);
     return static_cast<long long>(t);  // truncation toward zero
