@@ -36,6 +36,18 @@ __device__ inline bool isPaddingAtom(const std::uint8_t* zone, int i) {
     return zone != nullptr && (zone[i] & plan::kPaddingMask) != 0;
 }
 
+// The merge's identity: bounds of no atom.
+__device__ inline BoundsPartial noAtomBounds() {
+    BoundsPartial b;
+    for (int d = 0; d < 3; ++d) {
+        b.lo[d] = INFINITY;
+        b.hi[d] = -INFINITY;
+    }
+    b.count = 0;
+    b.firstNonFinite = INT_MAX;
+    return b;
+}
+
 // blockIdx.y = 0: home atoms [0, numHome); 1: halo atoms [numHome, numLocal).
 __global__ void __launch_bounds__(kBoundsThreads)
     boundsKernel(const Vec3f* __restrict__ x, const std::uint8_t* __restrict__ zone,
@@ -43,13 +55,7 @@ __global__ void __launch_bounds__(kBoundsThreads)
     const int numHome = sizes->numHome;
     const int begin = blockIdx.y == 0 ? 0 : numHome;
     const int end = blockIdx.y == 0 ? numHome : sizes->numLocal;
-    BoundsPartial mine;
-    for (int d = 0; d < 3; ++d) {
-        mine.lo[d] = INFINITY;
-        mine.hi[d] = -INFINITY;
-    }
-    mine.count = 0;
-    mine.firstNonFinite = INT_MAX;
+    BoundsPartial mine = noAtomBounds();
     for (int i = begin + blockIdx.x * blockDim.x + threadIdx.x; i < end; i += gridDim.x * blockDim.x) {
         if (blockIdx.y == 1 && isPaddingAtom(zone, i)) continue;  // home atoms are never padding
         const Vec3f p = x[i];
@@ -90,13 +96,7 @@ __global__ void __launch_bounds__(kBoundsThreads)
     static_assert(kBoundsBlocks <= kBoundsThreads, "one partial per thread");
     BoundsPartial parts[2];
     for (int set = 0; set < 2; ++set) {
-        BoundsPartial mine;
-        for (int d = 0; d < 3; ++d) {
-            mine.lo[d] = INFINITY;
-            mine.hi[d] = -INFINITY;
-        }
-        mine.count = 0;
-        mine.firstNonFinite = INT_MAX;
+        BoundsPartial mine = noAtomBounds();
         if (threadIdx.x < kBoundsBlocks) mine = partials[set * kBoundsBlocks + threadIdx.x];
         parts[set] = Reduce(storage).Reduce(mine, BoundsMerge{});
         __syncthreads();  // the temporary storage is reused
