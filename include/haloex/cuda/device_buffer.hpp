@@ -45,6 +45,15 @@ public:
         resize(count);
         fillBytesNow(data_, 0, size_ * sizeof(T));
     }
+    // resize(count) for arrays whose contents the caller rewrites anyway: memory
+    // it had to allocate is zeroed (finished on return) so it never holds
+    // uninitialised bytes; memory it kept keeps its contents, and costs no
+    // host round trip (a transport's setPlan at every search step).
+    void resizeZeroedWhenGrown(std::size_t count) {
+        const bool grows = count > capacity_;
+        resize(count);
+        if (grows) fillBytesNow(data_, 0, capacity_ * sizeof(T));
+    }
     void zeroAsync(cudaStream_t stream) {
         if (size_) HALOEX_CUDA_CHECK(cudaMemsetAsync(data_, 0, size_ * sizeof(T), stream));
     }

@@ -29,6 +29,7 @@ inline void uploadIndexMaps(const plan::ParticleHaloPlan& plan, int* dst) {
         if (!p.indexMapOnDevice()) host.insert(host.end(), p.sendIndices.begin(), p.sendIndices.end());
     }
     std::size_t offset = 0, hostOffset = 0;
+    bool copied = false;
     for (const plan::Pulse& p : plan.pulses) {
         const std::size_t count = static_cast<std::size_t>(p.sendCount());
         if (count > 0) {
@@ -38,10 +39,12 @@ inline void uploadIndexMaps(const plan::ParticleHaloPlan& plan, int* dst) {
                                               device ? cudaMemcpyDeviceToDevice : cudaMemcpyHostToDevice,
                                               cudaStreamLegacy));
             if (!device) hostOffset += count;
+            copied = true;
         }
         offset += count;
     }
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+    // Nothing to wait for without a map (one rank): no host round trip.
+    if (copied) HALOEX_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
 }
 
 }  // namespace haloex::cuda

@@ -29,8 +29,8 @@ public:
         plan_ = plan;
         connected_ = false;
         const auto n = static_cast<std::size_t>(plan_.numLocal);
-        x_.resizeZeroed(n);
-        f_.resizeZeroed(n);
+        x_.resizeZeroedWhenGrown(n);
+        f_.resizeZeroedWhenGrown(n);
         const auto maxSend = static_cast<std::size_t>(std::max(plan_.maxSendCount(), 1));
         send_.resize(maxSend * sizeof(Vec3f));
         forceRecv_.resize(maxSend);

@@ -24,8 +24,8 @@ public:
     void setPlan(const plan::ParticleHaloPlan& plan) override {
         plan_ = plan;
         const auto n = static_cast<std::size_t>(plan_.numLocal);
-        x_.resizeZeroed(n);
-        f_.resizeZeroed(n);
+        x_.resizeZeroedWhenGrown(n);
+        f_.resizeZeroedWhenGrown(n);
         maps_.upload(plan_);
     }
     const plan::ParticleHaloPlan& plan() const override { return plan_; }
