@@ -205,19 +205,32 @@ __global__ void clusterColumnKernel(const int* __restrict__ columnClusterStart, 
     for (int k = columnClusterStart[c]; k < columnClusterStart[c + 1]; ++k) clusterColumn[k] = c;
 }
 
-// One thread per slot: which atom sits there, its zone, charge and position.
-// Launched over the most slots the columns can need; the cluster counts come
-// from the scan (columnClusterStart at the home columns and at the capacity,
-// where the empty columns past the grids leave the total).
-__global__ void fillSlotsKernel(const Vec3f* __restrict__ x, const float* __restrict__ charge,
-                                const std::uint8_t* __restrict__ zone, const int* __restrict__ sortedAtoms,
-                                const int* __restrict__ columnAtomStart, const int* __restrict__ columnClusterStart,
-                                const int* __restrict__ clusterColumn, const GridState* __restrict__ state,
-                                int columnCapacity, float sqrtCoulomb, int* __restrict__ atomOfSlot,
-                                std::uint8_t* __restrict__ zoneOfSlot, float* __restrict__ chargeOfSlot,
-                                float4* __restrict__ xqLocal, float4* __restrict__ xqNonlocal) {
+// One thread per slot: which atom sits there, its zone, charge and position,
+// its force accumulators zeroed; and, by the first thread of each cluster
+// (eight consecutive threads of a warp), the cluster's bounding box from the
+// other seven by shuffles, in slot order as the CPU reference takes them.
+// Launched over the most slots the columns can need (`slotCapacity`); the
+// cluster counts come from the scan (columnClusterStart at the home columns
+// and at the capacity, where the empty columns past the grids leave the
+// total).
+static_assert(kThreads % 32 == 0 && 32 % kClusterSize == 0, "clusters of a warp's consecutive lanes");
+__global__ void __launch_bounds__(kThreads)
+    fillSlotsKernel(const Vec3f* __restrict__ x, const float* __restrict__ charge,
+                    const std::uint8_t* __restrict__ zone, const int* __restrict__ sortedAtoms,
+                    const int* __restrict__ columnAtomStart, const int* __restrict__ columnClusterStart,
+                    const int* __restrict__ clusterColumn, const GridState* __restrict__ state, int columnCapacity,
+                    long long slotCapacity, float sqrtCoulomb, int* __restrict__ atomOfSlot,
+                    std::uint8_t* __restrict__ zoneOfSlot, float* __restrict__ chargeOfSlot,
+                    float4* __restrict__ xqLocal, float4* __restrict__ xqNonlocal, float4* __restrict__ fLocal,
+                    float4* __restrict__ fNonlocal, float4* __restrict__ bboxLo, float4* __restrict__ bboxHi) {
     const long long slot = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
+    if (slot < slotCapacity) {  // the scatter after each force kernel zeroes them again
+        fLocal[slot] = make_float4(0.f, 0.f, 0.f, 0.f);
+        fNonlocal[slot] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
     const long long numSlots = static_cast<long long>(columnClusterStart[columnCapacity]) * kClusterSize;
+    // A whole cluster is in or out (numSlots is a multiple of 8), so the
+    // shuffles below run on every lane of a cluster that has slots.
     if (slot >= numSlots) return;  // a skipped build has none: its grids are not read
     const long long numHomeSlots =
         static_cast<long long>(columnClusterStart[state->grids.halo.firstColumn]) * kClusterSize;
@@ -238,25 +251,27 @@ __global__ void fillSlotsKernel(const Vec3f* __restrict__ x, const float* __rest
     chargeOfSlot[slot] = xq.w;
     xqNonlocal[slot] = xq;
     if (slot < numHomeSlots) xqLocal[slot] = xq;
-}
 
-__global__ void boundingBoxKernel(const float4* __restrict__ xq, const int* __restrict__ atomOfSlot,
-                                  const int* __restrict__ numClusters, float4* __restrict__ bboxLo,
-                                  float4* __restrict__ bboxHi) {
-    const int c = blockIdx.x * blockDim.x + threadIdx.x;
-    if (c >= *numClusters) return;
+    // The cluster's lanes: a mask of its eight, its first lane.
+    const int lane = static_cast<int>(threadIdx.x & 31);
+    const int first = lane & ~(kClusterSize - 1);
+    const unsigned group = ((1u << kClusterSize) - 1u) << first;
     // Slot 0 of a cluster always holds an atom (columns fill from the start).
-    float4 lo = xq[c * kClusterSize];
-    float4 hi = lo;
+    float4 lo = xq, hi = xq;
     for (int a = 1; a < kClusterSize; ++a) {
-        if (atomOfSlot[c * kClusterSize + a] < 0) continue;
-        const float4 p = xq[c * kClusterSize + a];
-        lo = make_float4(minf(lo.x, p.x), minf(lo.y, p.y), minf(lo.z, p.z), 0.f);
-        hi = make_float4(maxf(hi.x, p.x), maxf(hi.y, p.y), maxf(hi.z, p.z), 0.f);
+        const float px = __shfl_sync(group, xq.x, first + a);
+        const float py = __shfl_sync(group, xq.y, first + a);
+        const float pz = __shfl_sync(group, xq.z, first + a);
+        const int atomA = __shfl_sync(group, atom, first + a);
+        if (atomA < 0) continue;
+        lo = make_float4(minf(lo.x, px), minf(lo.y, py), minf(lo.z, pz), 0.f);
+        hi = make_float4(maxf(hi.x, px), maxf(hi.y, py), maxf(hi.z, pz), 0.f);
     }
-    lo.w = hi.w = 0.f;
-    bboxLo[c] = lo;
-    bboxHi[c] = hi;
+    if (lane == first) {
+        lo.w = hi.w = 0.f;
+        bboxLo[cluster] = lo;
+        bboxHi[cluster] = hi;
+    }
 }
 
 int bitsFor(int value) {
@@ -400,16 +415,11 @@ void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, 
     HALOEX_CUDA_CHECK_LAUNCH();
     mark(marks, "column scan", stream);
     // 4. Slots: atom, zone, charge and position of every cluster position.
-    layout.fLocal.zeroAsync(stream);
-    layout.fNonlocal.zeroAsync(stream);
     fillSlotsKernel<<<blocksFor(layout.maxSlots(), kThreads), kThreads, 0, stream>>>(
         dX, dCharge, dZoneMask, layout.atomsSorted.data(), layout.columnAtomStart.data(),
-        layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.state.data(), columns, sqrtCoulomb,
-        layout.atomOfSlot.data(), layout.zoneOfSlot.data(), layout.chargeOfSlot.data(), layout.xqLocal.data(),
-        layout.xqNonlocal.data());
-    HALOEX_CUDA_CHECK_LAUNCH();
-    boundingBoxKernel<<<blocksFor(std::max(layout.maxClusters, 1), kThreads), kThreads, 0, stream>>>(
-        layout.xqNonlocal.data(), layout.atomOfSlot.data(), layout.columnClusterStart.data() + columns,
+        layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.state.data(), columns, layout.maxSlots(),
+        sqrtCoulomb, layout.atomOfSlot.data(), layout.zoneOfSlot.data(), layout.chargeOfSlot.data(),
+        layout.xqLocal.data(), layout.xqNonlocal.data(), layout.fLocal.data(), layout.fNonlocal.data(),
         layout.bboxLo.data(), layout.bboxHi.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     mark(marks, "slots and boxes", stream);
