@@ -95,6 +95,9 @@ struct Nonbonded::Impl {
         }
     } searchGraph;
     int searchGraphCaptures = 0;
+    // Builds whose lists the device compacted (in the graph) or the host sized.
+    int deviceCompactions = 0;
+    int hostCompactions = 0;
 
     // HALOEX_SEARCH_TIMELINE=1: GPU timestamps between the build's parts,
     // printed per build on stderr (measurements; the build then runs call by call).
@@ -164,7 +167,22 @@ struct Nonbonded::Impl {
         buffer(l.bboxLo);
         buffer(l.bboxHi);
         add(lists[0].totalsHost.data());
+        add(l.clusterFlag.data());
+        add(l.clusterFlag.size());
+        add(l.nonlocalHomeClusters.data());
+        add(l.flaggedCount.data());
+        add(l.flaggedCountHost.data());
+        // The compaction sized on the device writes within these capacities.
+        const auto arrays = [&add](const auto& b) {
+            add(b.data());
+            add(b.capacity());
+        };
         for (const DeviceList& list : lists) {
+            arrays(list.pairs);
+            arrays(list.entries);
+            arrays(list.innerPairs);
+            arrays(list.innerEntries);
+            add(list.pruneState.data());
             add(list.counted);
             add(list.groupSearch);
             add(list.scratchCapacity);
@@ -333,7 +351,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     if (numLocal == 0) {  // no atom, no cluster: the grids of two empty sets
         layout.grids = chooseGrids(AtomBounds{}, AtomBounds{});
         layout.numHomeAtoms = layout.numHaloAtoms = layout.numHomeClusters = layout.numClusters = 0;
-        reserveSearch(m.lists, layout, growth);
+        reserveSearch(m.lists, layout, prune, growth);
     } else {
         if (layout.columnCapacity == 0) {  // the first build learns how many columns the grids take
             probeColumns(layout, dX, dZoneMask, growth, stream);
@@ -344,7 +362,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
         // columns than the capacity leave the layout empty; the capacity
         // then fits them, and the second pass succeeds.
         for (int attempt = 0;; ++attempt) {
-            reserveSearch(m.lists, layout, growth);
+            reserveSearch(m.lists, layout, prune, growth);
             m.launchGridAndCounts(dX, dCharge, dZoneMask, prune, stream);
             HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
             if (acceptLayout(layout, growth)) break;
@@ -355,11 +373,17 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     }
     part("grid and counts");
     ranges.next("lists");
-    finishSearchCounts(m.lists, layout, m.settings, growth, prune, stream);
-    mark(m.marks.get(), "compaction", stream);
+    // The lists were compacted on the device within the arrays' capacities
+    // (the usual case after the first build): nothing more to launch and no
+    // second host round trip. Else compact now that the totals are known.
+    const bool compactedOnDevice = takeDeviceCompaction(m.lists, layout, prune);
+    if (!compactedOnDevice) {
+        finishSearchCounts(m.lists, layout, m.settings, growth, prune, stream);
+        mark(m.marks.get(), "compaction sized by the host", stream);
+    }
     part("lists");
     ranges.next("non-local home clusters");
-    collectNonlocalHomeClusters(m.layout, m.lists[1], m.options.growthFactor, stream);
+    if (!compactedOnDevice) collectNonlocalHomeClusters(m.layout, m.lists[1], m.options.growthFactor, stream);
     part("non-local home clusters");
     ranges.next("prune");
     // Pruning: the inner lists hold the pairs within rlistInner at the
@@ -374,10 +398,13 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     }
     part("prune");
     ranges.next("synchronise");
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    finishSearch(m.lists[0], false);
-    finishSearch(m.lists[1], true);
-    finishNonlocalHomeClusters(m.layout);
+    if (!compactedOnDevice) {
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        finishSearch(m.lists[0], false);
+        finishSearch(m.lists[1], true);
+        finishNonlocalHomeClusters(m.layout);
+    }
+    ++(compactedOnDevice ? m.deviceCompactions : m.hostCompactions);
     part("synchronise");
     if (m.marks && numLocal > 0) {
         fmt::print(stderr, "search timeline ({} atoms, GPU us): {}\n", numLocal, m.marks->report());
@@ -415,6 +442,7 @@ double Nonbonded::rlistInner() const { return impl_->options.rlistInner; }
 int Nonbonded::pruneParts() const { return impl_->options.pruneParts; }
 int Nonbonded::maxJClustersPerEntry() const { return impl_->maxJ; }
 int Nonbonded::searchGraphCaptures() const { return impl_->searchGraphCaptures; }
+int Nonbonded::deviceCompactions() const { return impl_->deviceCompactions; }
 
 std::int64_t Nonbonded::countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream, ListView view) {
     Impl& m = *impl_;

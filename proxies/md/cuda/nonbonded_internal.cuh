@@ -185,7 +185,8 @@ struct DeviceList {
     // Search scratch: per task (i cluster) pair counts, and where its pairs
     // and entries start (one scan of the counts).
     cuda::DeviceBuffer<int> pairCount, pairOffset, entryOffset;
-    cuda::DeviceBuffer<unsigned long long> counters;  // [atom pairs, error flag, largest count]
+    // [atom pairs, error flag, largest count, compacted on the device]
+    cuda::DeviceBuffer<unsigned long long> counters;
     // One-pass search: a slot of scratchCapacity pairs per i cluster, sized
     // from the largest count of the last build (an overflow falls back to
     // the two-pass search once and grows it).
@@ -242,11 +243,18 @@ struct SearchPrune {
     int parts = 0;            // 0: no pruning
     float rlistInner2 = 0.f;  // as the kernels compare it (rlistSquared)
 };
-void reserveSearch(DeviceList (&lists)[2], const DeviceLayout& layout, double growth);
+void reserveSearch(DeviceList (&lists)[2], DeviceLayout& layout, const SearchPrune& prune, double growth);
 void enqueueSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings,
                          const SearchPrune& prune, cudaStream_t stream, BuildMarks* marks = nullptr);
 void finishSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
                         const SearchPrune& prune, cudaStream_t stream);
+// enqueueSearchCounts also compacts both lists on the device, sizing them
+// there (into their arrays as they are), and collects the non-local home
+// clusters. After the synchronisation: true if it could (no slot
+// overflowed, every list fit its arrays): the lists, their pruning state
+// and layout.numNonlocalHomeClusters are then set, and finishSearchCounts,
+// collectNonlocalHomeClusters and their synchronisation are not needed.
+bool takeDeviceCompaction(DeviceList (&lists)[2], DeviceLayout& layout, const SearchPrune& prune);
 // Throws Internal if the two passes disagreed; sets list.atomPairs.
 void finishSearch(DeviceList& list, bool nonlocal);
 

@@ -7,10 +7,13 @@
 // dense list there. A slot that overflowed makes the build run the fill pass
 // instead (searchKernel<kFill>: one warp per i cluster, writing in place).
 //
-// Lanes test 32 candidate j clusters of a column at once (half-list rule and
-// bounding-box distance); each surviving candidate is then examined by the
-// whole warp, lane = 8 t + b taking atom pairs (t, b) and (t + 4, b): the
-// ballots of those bits are exactly the 64-bit interaction mask.
+// Both walk the neighbourhood flat (walkCandidates): lanes cut 32 columns to
+// z windows at once, then test 32 candidate j clusters at once (half-list
+// rule and bounding-box distance, against the group's union box for
+// searchGroupKernel). Each surviving candidate is then examined by the
+// whole warp, lane = 8 t + b
+// taking atom pairs (t, b) and (t + 4, b): the ballots of those bits are
+// exactly the 64-bit interaction mask.
 #include <algorithm>
 #include <cstdlib>
 
@@ -94,14 +97,111 @@ __device__ inline float columnDistance2(ColumnGrid g, float cellX, float cellY, 
 // it -- the search step's full prune without a second pass over the list.
 constexpr int kInnerFlag = 1 << 8;
 
+__device__ inline Float3 xyz(float4 v) { return {v.x, v.y, v.z}; }
+
+// The candidate j clusters of i cluster box [iLo, iHi] for shift s (vector
+// sv), in the reference's order -- columns by rows (y, then x), clusters of
+// a column upwards -- each passed to visit(cj) by the whole warp. The walk is
+// flat: lane q takes column q of a batch of 32 and cuts its clusters to a z
+// window (a binary search each way on the clusters' lower z, which never
+// decreases up a column but for j.zSlack), a warp scan of the windows'
+// lengths lays them end to end, and the warp tests 32 of them at a time
+// against the i box (half-list rule and bounding-box distance). So a column
+// costs a lane, not a pass of the warp, and the clusters far below or above
+// the i box are never loaded.
+__device__ inline bool clustersAboveFrom(float lowerZ, float zShift, float zSlack, float iHiZ, float rlist2) {
+    // Every cluster from this one up starts beyond rlist above the i box.
+    const float above = lowerZ + zShift - zSlack - iHiZ;
+    return above > 0.f && above * above >= rlist2;
+}
+__device__ inline bool clustersBelowUpTo(float lowerZ, float zShift, float zSlack, float iLoZ, float rlist2) {
+    // Every cluster before this one ends beyond rlist below the i box: their
+    // upper z is at most this one's lower z and j.zSlack (the sort's order).
+    const float below = iLoZ - (lowerZ + zShift + zSlack);
+    return below > 0.f && below * below >= rlist2;
+}
+
+template <class Visit>
+__device__ inline void walkCandidates(const JGrid& j, const SearchParams& p, const int* __restrict__ columnClusterStart,
+                                      const float4* __restrict__ bboxLo, const float4* __restrict__ bboxHi, int ci,
+                                      bool sameGrid, Float3 iLo, Float3 iHi, int s, Float3 sv, int lane,
+                                      Visit&& visit) {
+    const ColumnGrid& g = j.g;
+    const IndexRange rx =
+        cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius), g.x0, g.invCellX, g.nx);
+    const IndexRange ry =
+        cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius), g.y0, g.invCellY, g.ny);
+    if (rx.lo > rx.hi || ry.lo > ry.hi) return;
+    const int rowLength = rx.hi - rx.lo + 1;
+    const int numColumns = rowLength * (ry.hi - ry.lo + 1);
+    for (int q0 = 0; q0 < numColumns; q0 += 32) {
+        // This lane's column and its z window [begin, begin + length).
+        int begin = 0, length = 0;
+        const int q = q0 + lane;
+        if (q < numColumns) {
+            const int cy = ry.lo + q / rowLength;
+            const int cx = rx.lo + q % rowLength;
+            if (columnDistance2(g, j.cellX, j.cellY, cx, cy, iLo, iHi, sv) < p.rlist2) {
+                const int column = g.firstColumn + cx + g.nx * cy;
+                int lo = columnClusterStart[column];
+                int hi = columnClusterStart[column + 1];
+                // A cluster from which all lie above (or hi): the search keeps
+                // b = hi or b such that clustersAboveFrom(b).
+                int a = lo, b = hi;
+                while (a < b) {
+                    const int m = (a + b) >> 1;
+                    if (clustersAboveFrom(bboxLo[m].z, sv.z, j.zSlack, iHi.z, p.rlist2)) b = m;
+                    else a = m + 1;
+                }
+                hi = b;
+                // A cluster before which all lie below (or lo): a = lo or
+                // clustersBelowUpTo(a).
+                a = lo;
+                while (b - a > 1) {
+                    const int m = (a + b) >> 1;
+                    if (clustersBelowUpTo(bboxLo[m].z, sv.z, j.zSlack, iLo.z, p.rlist2)) a = m;
+                    else b = m;
+                }
+                begin = a;
+                length = hi - a;
+            }
+        }
+        int end = length;  // inclusive scan of the lengths over the lanes
+        for (int offset = 1; offset < 32; offset <<= 1) {
+            const int v = __shfl_up_sync(kFullWarp, end, offset);
+            if (lane >= offset) end += v;
+        }
+        const int total = __shfl_sync(kFullWarp, end, 31);
+        const int start = end - length;
+        for (int f0 = 0; f0 < total; f0 += 32) {
+            const int f = f0 + lane;
+            // The window holding flat index f: the first lane whose end exceeds it.
+            int owner = 0;
+            for (int step = 16; step > 0; step >>= 1) {
+                if (__shfl_sync(kFullWarp, end, owner + step - 1) <= f) owner += step;
+            }
+            owner = min(owner, 31);
+            const int cj = __shfl_sync(kFullWarp, begin, owner) + f - __shfl_sync(kFullWarp, start, owner);
+            bool pass = false;
+            if (f < total && clusterPairInHalfList(ci, cj, s, sameGrid)) {
+                pass = boxDistance2(iLo, iHi, xyz(bboxLo[cj]), xyz(bboxHi[cj]), sv) < p.rlist2;
+            }
+            unsigned candidates = __ballot_sync(kFullWarp, pass);
+            while (candidates != 0) {
+                const int source = __ffs(candidates) - 1;
+                candidates &= candidates - 1;
+                visit(__shfl_sync(kFullWarp, cj, source));
+            }
+        }
+    }
+}
+
 // One warp per i cluster. kOnePass: counts, and the pairs into a fixed-size
 // scratch slot per i cluster (compacted afterwards), so the search runs
 // once; kFill: the pairs at the places the scan of the counts gave, for a
 // build whose one-pass search overflowed a slot (counters[2] holds the
 // largest count), and a check that both walks counted alike.
 enum SearchMode : int { kFill = 1, kOnePass = 2 };
-
-__device__ inline Float3 xyz(float4 v) { return {v.x, v.y, v.z}; }
 
 template <int kMode>
 __global__ void __launch_bounds__(kSearchThreads)
@@ -114,7 +214,6 @@ __global__ void __launch_bounds__(kSearchThreads)
     constexpr bool kFillPass = kMode == kFill;
     __shared__ JGrid j;
     loadJGrid(p, j);
-    const ColumnGrid& jGrid = j.g;
     const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
     const int numHomeClusters = columnClusterStart[j.homeColumns];
     if (ci >= (p.nonlocal ? columnClusterStart[p.columnCapacity] : numHomeClusters)) return;  // uniform per warp
@@ -137,72 +236,35 @@ __global__ void __launch_bounds__(kSearchThreads)
     for (int s = 0; s < kNumShifts; ++s) {
         if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
         const Float3 sv = shiftVector(s, p.boxLengths);
-        if (!zShiftReachesGrid(jGrid, iLo.z, iHi.z, sv.z, p.radius)) continue;
-        const IndexRange rx = cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius), jGrid.x0,
-                                        jGrid.invCellX, jGrid.nx);
-        const IndexRange ry = cellRange(regionLo(iLo.y, sv.y, p.radius), regionHi(iHi.y, sv.y, p.radius), jGrid.y0,
-                                        jGrid.invCellY, jGrid.ny);
-        for (int cy = ry.lo; cy <= ry.hi; ++cy) {
-            for (int cx = rx.lo; cx <= rx.hi; ++cx) {
-                if (columnDistance2(jGrid, j.cellX, j.cellY, cx, cy, iLo, iHi, sv) >= p.rlist2) continue;
-                const int column = jGrid.firstColumn + cx + jGrid.nx * cy;
-                const int begin = columnClusterStart[column];
-                const int end = columnClusterStart[column + 1];
-                for (int k0 = begin; k0 < end; k0 += 32) {
-                    const int cj = k0 + lane;
-                    bool pass = false;
-                    float jLoZ = INFINITY;
-                    if (cj < end) {
-                        const float4 lo = bboxLo[cj];
-                        jLoZ = lo.z;
-                        if (clusterPairInHalfList(ci, cj, s, sameGrid)) {
-                            pass = boxDistance2(iLo, iHi, xyz(lo), xyz(bboxHi[cj]), sv) < p.rlist2;
-                        }
-                    }
-                    // Clusters of a column are cut from atoms sorted by z, so
-                    // their lower z never decreases (but for j.zSlack): once
-                    // this chunk's last cluster starts beyond rlist above the i
-                    // box, every later one of the column does too.
-                    const float lastLoZ = __shfl_sync(kFullWarp, jLoZ, min(31, end - 1 - k0));
-                    const float above = lastLoZ + sv.z - j.zSlack - iHi.z;
-                    const bool restAbove = above > 0.f && above * above >= p.rlist2;
-                    unsigned candidates = __ballot_sync(kFullWarp, pass);
-                    while (candidates != 0) {
-                        const int cjj = k0 + __ffs(candidates) - 1;
-                        candidates &= candidates - 1;
-                        const Float3 xj = xyz(xq[cjj * kClusterSize + tj]);
-                        const std::uint8_t zj = zoneOfSlot[cjj * kClusterSize + tj];
-                        const bool self = cjj == ci;
-                        const bool in0 = atomPairInList(zi0, zj, ti, tj, self, s);
-                        const bool in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
-                        const float d0 = atomDistance2(xi0, xj, sv);
-                        const float d1 = atomDistance2(xi1, xj, sv);
-                        const bool near = (in0 && d0 < p.rlist2) || (in1 && d1 < p.rlist2);
-                        const unsigned maskLo = __ballot_sync(kFullWarp, in0);
-                        const unsigned maskHi = __ballot_sync(kFullWarp, in1);
-                        if (__any_sync(kFullWarp, near)) {
-                            if constexpr (kFillPass) {
-                                if (lane == 0 && count < limit) {
-                                    pairs[base + count] = ClusterPair{cjj, s, maskLo, maskHi};
-                                }
-                            }
-                            if constexpr (kMode == kOnePass) {
-                                // The prune kernel's decision, from the same distances (never
-                                // true without pruning: rlistInner2 is 0 then).
-                                const bool inner =
-                                    __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) || (in1 && d1 < p.rlistInner2));
-                                if (lane == 0 && count < p.scratchCapacity) {
-                                    slot[count] = ClusterPair{cjj, inner ? s | kInnerFlag : s, maskLo, maskHi};
-                                }
-                            }
-                            atomPairs += __popc(maskLo) + __popc(maskHi);
-                            ++count;
-                        }
-                    }
-                    if (restAbove) break;  // uniform: a shuffled value
+        if (!zShiftReachesGrid(j.g, iLo.z, iHi.z, sv.z, p.radius)) continue;
+        // Whole warp: the atom pairs of candidate cj, and the pair if one is within rlist.
+        const auto examine = [&](int cj) {
+            const Float3 xj = xyz(xq[cj * kClusterSize + tj]);
+            const std::uint8_t zj = zoneOfSlot[cj * kClusterSize + tj];
+            const bool self = cj == ci;
+            const bool in0 = atomPairInList(zi0, zj, ti, tj, self, s);
+            const bool in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
+            const float d0 = atomDistance2(xi0, xj, sv);
+            const float d1 = atomDistance2(xi1, xj, sv);
+            const bool near = (in0 && d0 < p.rlist2) || (in1 && d1 < p.rlist2);
+            const unsigned maskLo = __ballot_sync(kFullWarp, in0);
+            const unsigned maskHi = __ballot_sync(kFullWarp, in1);
+            if (!__any_sync(kFullWarp, near)) return;
+            if constexpr (kFillPass) {
+                if (lane == 0 && count < limit) pairs[base + count] = ClusterPair{cj, s, maskLo, maskHi};
+            }
+            if constexpr (kMode == kOnePass) {
+                // The prune kernel's decision, from the same distances (never
+                // true without pruning: rlistInner2 is 0 then).
+                const bool inner = __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) || (in1 && d1 < p.rlistInner2));
+                if (lane == 0 && count < p.scratchCapacity) {
+                    slot[count] = ClusterPair{cj, inner ? s | kInnerFlag : s, maskLo, maskHi};
                 }
             }
-        }
+            atomPairs += __popc(maskLo) + __popc(maskHi);
+            ++count;
+        };
+        walkCandidates(j, p, columnClusterStart, bboxLo, bboxHi, ci, sameGrid, iLo, iHi, s, sv, lane, examine);
     }
 
     if constexpr (!kFillPass) {
@@ -305,80 +367,48 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
             if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
             const Float3 sv = shiftVector(s, p.boxLengths);
             if (!zShiftReachesGrid(jGrid, uLo.z, uHi.z, sv.z, p.radius)) continue;
-            const IndexRange rx = cellRange(regionLo(uLo.x, sv.x, p.radius), regionHi(uHi.x, sv.x, p.radius), jGrid.x0,
-                                            jGrid.invCellX, jGrid.nx);
-            const IndexRange ry = cellRange(regionLo(uLo.y, sv.y, p.radius), regionHi(uHi.y, sv.y, p.radius), jGrid.y0,
-                                            jGrid.invCellY, jGrid.ny);
-            for (int cy = ry.lo; cy <= ry.hi; ++cy) {
-                for (int cx = rx.lo; cx <= rx.hi; ++cx) {
-                    if (columnDistance2(jGrid, j.cellX, j.cellY, cx, cy, uLo, uHi, sv) >= p.rlist2) continue;
-                    const int column = jGrid.firstColumn + cx + jGrid.nx * cy;
-                    const int begin = columnClusterStart[column];
-                    const int stop = columnClusterStart[column + 1];
-                    for (int k0 = begin; k0 < stop; k0 += 32) {
-                        const int cj = k0 + lane;
-                        Float3 jLo{0.f, 0.f, INFINITY}, jHi{0.f, 0.f, 0.f};
-                        bool pass = false;
-                        if (cj < stop) {
-                            jLo = xyz(bboxLo[cj]);
-                            jHi = xyz(bboxHi[cj]);
-                            // The half-list rule of the group's first i cluster is the
-                            // loosest of the group's (cj >= g0).
-                            if (clusterPairInHalfList(g0, cj, s, sameGrid)) {
-                                pass = boxDistance2(uLo, uHi, jLo, jHi, sv) < p.rlist2;
-                            }
-                        }
-                        // As in searchKernel: the rest of the column lies beyond rlist above.
-                        const float lastLoZ = __shfl_sync(kFullWarp, jLo.z, min(31, stop - 1 - k0));
-                        const float above = lastLoZ + sv.z - j.zSlack - uHi.z;
-                        const bool restAbove = above > 0.f && above * above >= p.rlist2;
-                        unsigned candidates = __ballot_sync(kFullWarp, pass);
-                        while (candidates != 0) {
-                            const int source = __ffs(candidates) - 1;
-                            candidates &= candidates - 1;
-                            const int cjj = k0 + source;
-                            // Each i cluster of the group against this j box: the
-                            // reference's test, bit for bit.
-                            const Float3 cLo = shuffled(jLo, source);
-                            const Float3 cHi = shuffled(jHi, source);
-                            const bool iPass = lane < n && clusterPairInHalfList(g0 + lane, cjj, s, sameGrid) &&
-                                               boxDistance2(myLo, myHi, cLo, cHi, sv) < p.rlist2;
-                            unsigned iClusters = __ballot_sync(kFullWarp, iPass);
-                            if (iClusters == 0) continue;
-                            const Float3 xj = xyz(xq[cjj * kClusterSize + tj]);
-                            const std::uint8_t zj = zoneOfSlot[cjj * kClusterSize + tj];
-                            while (iClusters != 0) {
-                                const int g = __ffs(iClusters) - 1;
-                                iClusters &= iClusters - 1;
-                                const int ci = g0 + g;
-                                const Float3 xi0 = xyz(atoms[g * kClusterSize + ti]);
-                                const Float3 xi1 = xyz(atoms[g * kClusterSize + ti + 4]);
-                                const std::uint8_t zi0 = zones[g * kClusterSize + ti];
-                                const std::uint8_t zi1 = zones[g * kClusterSize + ti + 4];
-                                const bool self = cjj == ci;
-                                const bool in0 = atomPairInList(zi0, zj, ti, tj, self, s);
-                                const bool in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
-                                const float d0 = atomDistance2(xi0, xj, sv);
-                                const float d1 = atomDistance2(xi1, xj, sv);
-                                const bool near = (in0 && d0 < p.rlist2) || (in1 && d1 < p.rlist2);
-                                const unsigned maskLo = __ballot_sync(kFullWarp, in0);
-                                const unsigned maskHi = __ballot_sync(kFullWarp, in1);
-                                if (!__any_sync(kFullWarp, near)) continue;
-                                const bool inner =
-                                    __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) || (in1 && d1 < p.rlistInner2));
-                                const int count = __shfl_sync(kFullWarp, myCount, g);
-                                if (lane == 0 && count < p.scratchCapacity) {
-                                    scratch[static_cast<long long>(ci) * p.scratchCapacity + count] =
-                                        ClusterPair{cjj, inner ? s | kInnerFlag : s, maskLo, maskHi};
-                                }
-                                atomPairs += __popc(maskLo) + __popc(maskHi);
-                                if (lane == g) ++myCount;
-                            }
-                        }
-                        if (restAbove) break;  // uniform: a shuffled value
+            // Whole warp: candidate cj of the union box against each i cluster of
+            // the group (the reference's test, bit for bit), then their atom pairs.
+            const auto examine = [&](int cj) {
+                const Float3 cLo = xyz(bboxLo[cj]);
+                const Float3 cHi = xyz(bboxHi[cj]);
+                const bool iPass = lane < n && clusterPairInHalfList(g0 + lane, cj, s, sameGrid) &&
+                                   boxDistance2(myLo, myHi, cLo, cHi, sv) < p.rlist2;
+                unsigned iClusters = __ballot_sync(kFullWarp, iPass);
+                if (iClusters == 0) return;
+                const Float3 xj = xyz(xq[cj * kClusterSize + tj]);
+                const std::uint8_t zj = zoneOfSlot[cj * kClusterSize + tj];
+                while (iClusters != 0) {
+                    const int g = __ffs(iClusters) - 1;
+                    iClusters &= iClusters - 1;
+                    const int ci = g0 + g;
+                    const Float3 xi0 = xyz(atoms[g * kClusterSize + ti]);
+                    const Float3 xi1 = xyz(atoms[g * kClusterSize + ti + 4]);
+                    const std::uint8_t zi0 = zones[g * kClusterSize + ti];
+                    const std::uint8_t zi1 = zones[g * kClusterSize + ti + 4];
+                    const bool self = cj == ci;
+                    const bool in0 = atomPairInList(zi0, zj, ti, tj, self, s);
+                    const bool in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
+                    const float d0 = atomDistance2(xi0, xj, sv);
+                    const float d1 = atomDistance2(xi1, xj, sv);
+                    const bool near = (in0 && d0 < p.rlist2) || (in1 && d1 < p.rlist2);
+                    const unsigned maskLo = __ballot_sync(kFullWarp, in0);
+                    const unsigned maskHi = __ballot_sync(kFullWarp, in1);
+                    if (!__any_sync(kFullWarp, near)) continue;
+                    const bool inner =
+                        __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) || (in1 && d1 < p.rlistInner2));
+                    const int count = __shfl_sync(kFullWarp, myCount, g);
+                    if (lane == 0 && count < p.scratchCapacity) {
+                        scratch[static_cast<long long>(ci) * p.scratchCapacity + count] =
+                            ClusterPair{cj, inner ? s | kInnerFlag : s, maskLo, maskHi};
                     }
+                    atomPairs += __popc(maskLo) + __popc(maskHi);
+                    if (lane == g) ++myCount;
                 }
-            }
+            };
+            // The half-list rule of the group's first i cluster is the
+            // loosest of the group's (cj >= g0).
+            walkCandidates(j, p, columnClusterStart, bboxLo, bboxHi, g0, sameGrid, uLo, uHi, s, sv, lane, examine);
         }
         if (lane < n) {
             pairCount[g0 + lane] = myCount;
@@ -393,16 +423,51 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
     }
 }
 
+// The compaction sized on the device, in the build's graph before the host
+// knows any total: the tasks from the GridState, the totals from the scan,
+// and a compaction only if no slot overflowed and the list fits the arrays
+// as they are (counters[kCompacted] then says so, and block 0 resets the
+// rolling prune's part counter); otherwise nothing, and the host compacts
+// after its read (finishSearchCounts).
+constexpr int kCompacted = 3;  // DeviceList::counters: 1 once the device compacted the list
+struct DeviceSizes {
+    const GridState* state = nullptr;  // null: sized by the host (numTasks)
+    int nonlocal = 0;
+    int taskCapacity = 0;  // the scan's totals sit at this index
+    long long pairCapacity = 0;
+    long long entryCapacity = 0;
+    int* pruneState = nullptr;  // with pruning
+    int pruneParts = 0;
+};
+
 // One warp per i cluster: its pairs from the scratch slot to their place in
 // the dense list, and its entries (as the fill pass writes them). With
 // `innerEntries` (pruning), also the inner list as the prune kernel writes
 // it: per entry, the flagged records in their outer order, then the entry
 // with jEnd = jBegin + kept. An entry holds at most 32 pairs (maxJ <= 32).
-__global__ void compactKernel(int numTasks, int scratchCapacity, int maxJ, const ClusterPair* __restrict__ scratch,
-                              const int* __restrict__ pairCount, const int* __restrict__ pairOffset,
-                              const int* __restrict__ entryOffset, ClusterPair* __restrict__ pairs,
-                              ClusterEntry* __restrict__ entries, ClusterPair* __restrict__ innerPairs,
-                              ClusterEntry* __restrict__ innerEntries) {
+__global__ void compactKernel(int numTasks, DeviceSizes sized, int scratchCapacity, int maxJ,
+                              const ClusterPair* __restrict__ scratch, const int* __restrict__ pairCount,
+                              const int* __restrict__ pairOffset, const int* __restrict__ entryOffset,
+                              ClusterPair* __restrict__ pairs, ClusterEntry* __restrict__ entries,
+                              ClusterPair* __restrict__ innerPairs, ClusterEntry* __restrict__ innerEntries,
+                              unsigned long long* __restrict__ counters) {
+    if (sized.state != nullptr) {
+        numTasks = sized.nonlocal ? sized.state->numClusters : sized.state->numHomeClusters;
+        const int numPairs = pairOffset[sized.taskCapacity];
+        const int numEntries = entryOffset[sized.taskCapacity];
+        if (counters[2] > static_cast<unsigned long long>(scratchCapacity) || numPairs > sized.pairCapacity ||
+            numEntries > sized.entryCapacity) {
+            return;  // uniform: the host compacts after its read
+        }
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            counters[kCompacted] = 1;
+            if (sized.pruneState != nullptr) {  // part 0 first (advanced by the scatter after each force kernel)
+                sized.pruneState[0] = prunePartBegin(numEntries, sized.pruneParts, 0);
+                sized.pruneState[1] = prunePartBegin(numEntries, sized.pruneParts, 1);
+                sized.pruneState[2] = 0;
+            }
+        }
+    }
     const int ci = static_cast<int>((static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32);
     if (ci >= numTasks) return;
     const int lane = threadIdx.x & 31;
@@ -436,10 +501,23 @@ __global__ void compactKernel(int numTasks, int scratchCapacity, int maxJ, const
     }
 }
 
+// Sizes of the non-local home clusters' collection read on the device (in
+// the build's graph), or null (sized by the host).
+struct FlagSizes {
+    const GridState* state = nullptr;
+    const int* numEntries = nullptr;                // the non-local scan's entry total
+    const unsigned long long* compacted = nullptr;  // the non-local list's counters[kCompacted]
+};
+
 // One warp per entry of the non-local list: flags the home clusters it names.
-__global__ void flagNonlocalHomeClusters(const ClusterEntry* __restrict__ entries, int numEntries,
+__global__ void flagNonlocalHomeClusters(const ClusterEntry* __restrict__ entries, int numEntries, FlagSizes sized,
                                          const ClusterPair* __restrict__ pairs, int numHomeClusters,
                                          int* __restrict__ flag) {
+    if (sized.state != nullptr) {
+        if (*sized.compacted == 0) return;  // no list yet: the host collects after its read
+        numEntries = *sized.numEntries;
+        numHomeClusters = sized.state->numHomeClusters;
+    }
     const long long e = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
     if (e >= numEntries) return;
     const int lane = static_cast<int>(threadIdx.x & 31);
@@ -451,7 +529,12 @@ __global__ void flagNonlocalHomeClusters(const ClusterEntry* __restrict__ entrie
     }
 }
 
-__global__ void compactFlagged(const int* __restrict__ flag, int n, int* __restrict__ out, int* __restrict__ count) {
+__global__ void compactFlagged(const int* __restrict__ flag, int n, FlagSizes sized, int* __restrict__ out,
+                               int* __restrict__ count) {
+    if (sized.state != nullptr) {
+        if (*sized.compacted == 0) return;
+        n = sized.state->numHomeClusters;
+    }
     const int c = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
     if (c < n && flag[c] != 0) out[atomicAdd(count, 1)] = c;
 }
@@ -471,11 +554,12 @@ void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonloca
     layout.flaggedCount.zeroAsync(stream);
     flagNonlocalHomeClusters<<<blocksFor(static_cast<long long>(nonlocalList.numEntries) * 32, kSearchThreads),
                                kSearchThreads, 0, stream>>>(nonlocalList.entries.data(), nonlocalList.numEntries,
-                                                            nonlocalList.pairs.data(), numHome,
+                                                            FlagSizes{}, nonlocalList.pairs.data(), numHome,
                                                             layout.clusterFlag.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     compactFlagged<<<blocksFor(numHome, kSearchThreads), kSearchThreads, 0, stream>>>(
-        layout.clusterFlag.data(), numHome, layout.nonlocalHomeClusters.data(), layout.flaggedCount.data());
+        layout.clusterFlag.data(), numHome, FlagSizes{}, layout.nonlocalHomeClusters.data(),
+        layout.flaggedCount.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     // Read after the build's own synchronisation (finishNonlocalHomeClusters).
     layout.flaggedCountHost.reserve(1);
@@ -531,7 +615,7 @@ SearchParams paramsOf(const DeviceList& list, const DeviceLayout& layout, const 
 
 }  // namespace
 
-void reserveSearch(DeviceList (&lists)[2], const DeviceLayout& layout, double growth) {
+void reserveSearch(DeviceList (&lists)[2], DeviceLayout& layout, const SearchPrune& prune, double growth) {
     lists[0].totalsHost.reserve(4);
     for (int k = 0; k < 2; ++k) {
         DeviceList& list = lists[k];
@@ -545,10 +629,19 @@ void reserveSearch(DeviceList (&lists)[2], const DeviceLayout& layout, double gr
         reserveWithHeadroom(list.pairCount, numTasks + 1, growth);
         reserveWithHeadroom(list.pairOffset, numTasks + 1, growth);
         reserveWithHeadroom(list.entryOffset, numTasks + 1, growth);
-        reserveWithHeadroom(list.counters, 3, growth);
+        reserveWithHeadroom(list.counters, 4, growth);
         reserveWithHeadroom(list.scratch, static_cast<std::size_t>(numTasks) * list.scratchCapacity, growth);
         reserveWithHeadroom(list.cubTemp, std::max<std::size_t>(scanCountsAndGroupsBytes(numTasks + 1), 1), growth);
-        list.countersHost.reserve(3);
+        list.countersHost.reserve(4);
+        if (prune.parts > 0) list.pruneState.resize(3);
+    }
+    // The non-local home clusters' collection, sized for every home cluster.
+    if (lists[1].counted) {
+        const auto homeClusters = static_cast<std::size_t>(std::max(layout.maxHomeClusters, 1));
+        reserveWithHeadroom(layout.clusterFlag, homeClusters, growth);
+        reserveWithHeadroom(layout.nonlocalHomeClusters, homeClusters, growth);
+        reserveWithHeadroom(layout.flaggedCount, 1, growth);
+        layout.flaggedCountHost.reserve(1);
     }
 }
 
@@ -585,9 +678,93 @@ void enqueueSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const Sea
                                           cudaMemcpyDeviceToHost, stream));
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(&totals[2 * k + 1], list.entryOffset.data() + numTasks, sizeof(int),
                                           cudaMemcpyDeviceToHost, stream));
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
-                                          3 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
     }
+    // The compactions sized on the device (DeviceSizes), into the lists'
+    // arrays as they are, then the non-local home clusters; the counters
+    // (with kCompacted) and the collection's count go to the host with the
+    // totals.
+    for (int k = 0; k < 2; ++k) {
+        DeviceList& list = lists[k];
+        if (!list.counted) continue;
+        const int numTasks = taskCapacity(layout, k);
+        const bool pruned = prune.parts > 0;
+        DeviceSizes sized;
+        sized.state = layout.state.data();
+        sized.nonlocal = k;
+        sized.taskCapacity = numTasks;
+        sized.pairCapacity = static_cast<long long>(pruned ? std::min(list.pairs.capacity(), list.innerPairs.capacity())
+                                                           : list.pairs.capacity());
+        sized.entryCapacity = static_cast<long long>(
+            pruned ? std::min(list.entries.capacity(), list.innerEntries.capacity()) : list.entries.capacity());
+        sized.pruneState = pruned ? list.pruneState.data() : nullptr;
+        sized.pruneParts = prune.parts;
+        compactKernel<<<blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
+            0, sized, list.scratchCapacity, settings.maxJClustersPerEntry, list.scratch.data(), list.pairCount.data(),
+            list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data(),
+            pruned ? list.innerPairs.data() : nullptr, pruned ? list.innerEntries.data() : nullptr,
+            list.counters.data());
+        HALOEX_CUDA_CHECK_LAUNCH();
+    }
+    if (lists[1].counted) {
+        const DeviceList& nonlocal = lists[1];
+        const FlagSizes sized{layout.state.data(), nonlocal.entryOffset.data() + taskCapacity(layout, 1),
+                              nonlocal.counters.data() + kCompacted};
+        layout.clusterFlag.zeroAsync(stream);
+        layout.flaggedCount.zeroAsync(stream);
+        const auto maxEntries = static_cast<long long>(nonlocal.entries.capacity());
+        if (maxEntries > 0) {
+            flagNonlocalHomeClusters<<<blocksFor(maxEntries * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
+                nonlocal.entries.data(), 0, sized, nonlocal.pairs.data(), 0, layout.clusterFlag.data());
+            HALOEX_CUDA_CHECK_LAUNCH();
+        }
+        compactFlagged<<<blocksFor(std::max(layout.maxHomeClusters, 1), kSearchThreads), kSearchThreads, 0, stream>>>(
+            layout.clusterFlag.data(), 0, sized, layout.nonlocalHomeClusters.data(), layout.flaggedCount.data());
+        HALOEX_CUDA_CHECK_LAUNCH();
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(layout.flaggedCountHost.data(), layout.flaggedCount.data(), sizeof(int),
+                                          cudaMemcpyDeviceToHost, stream));
+    }
+    mark(marks, "compaction", stream);
+    for (int k = 0; k < 2; ++k) {
+        DeviceList& list = lists[k];
+        if (!list.counted) continue;
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(list.countersHost.data(), list.counters.data(),
+                                          4 * sizeof(unsigned long long), cudaMemcpyDeviceToHost, stream));
+    }
+}
+
+bool takeDeviceCompaction(DeviceList (&lists)[2], DeviceLayout& layout, const SearchPrune& prune) {
+    const int* totals = lists[0].totalsHost.data();
+    for (int k = 0; k < 2; ++k) {
+        if (lists[k].counted && layout.numClusters > 0 && lists[k].countersHost[kCompacted] != 1) return false;
+    }
+    for (int k = 0; k < 2; ++k) {
+        DeviceList& list = lists[k];
+        list.numEntries = 0;
+        list.numPairs = 0;
+        list.atomPairs = 0;
+        list.fillPending = false;
+        list.pruned = false;
+        list.prunedAtSearch = false;
+        if (!list.counted || layout.numClusters == 0) continue;
+        list.numPairs = totals[2 * k];
+        list.numEntries = list.numPairs > 0 ? totals[2 * k + 1] : 0;
+        list.atomPairs = static_cast<long long>(list.countersHost[0]);
+        // Within the capacities the kernel checked: no reallocation.
+        list.pairs.resize(static_cast<std::size_t>(list.numPairs));
+        list.entries.resize(static_cast<std::size_t>(list.numEntries));
+        if (prune.parts > 0) {  // as preparePrune, with the part counter reset on the device
+            list.pruned = list.numEntries > 0;
+            list.pruneParts = prune.parts;
+            list.rlistInner2 = prune.rlistInner2;
+            list.innerPairs.resize(static_cast<std::size_t>(list.numPairs));
+            list.innerEntries.resize(static_cast<std::size_t>(list.numEntries));
+            list.prunedAtSearch = list.pruned;
+        }
+    }
+    layout.flaggedCountPending = false;
+    layout.numNonlocalHomeClusters =
+        lists[1].counted && lists[1].numEntries > 0 && layout.numHomeClusters > 0 ? layout.flaggedCountHost[0] : 0;
+    return true;
 }
 
 void finishSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
@@ -628,9 +805,10 @@ void finishSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const Sear
             list.atomPairs = static_cast<long long>(list.countersHost[0]);
             list.prunedAtSearch = list.pruned;
             compactKernel<<<blocks, kSearchThreads, 0, stream>>>(
-                numTasks, p.scratchCapacity, p.maxJ, list.scratch.data(), list.pairCount.data(), list.pairOffset.data(),
-                list.entryOffset.data(), list.pairs.data(), list.entries.data(),
-                list.pruned ? list.innerPairs.data() : nullptr, list.pruned ? list.innerEntries.data() : nullptr);
+                numTasks, DeviceSizes{}, p.scratchCapacity, p.maxJ, list.scratch.data(), list.pairCount.data(),
+                list.pairOffset.data(), list.entryOffset.data(), list.pairs.data(), list.entries.data(),
+                list.pruned ? list.innerPairs.data() : nullptr, list.pruned ? list.innerEntries.data() : nullptr,
+                list.counters.data());
             HALOEX_CUDA_CHECK_LAUNCH();
             continue;
         }

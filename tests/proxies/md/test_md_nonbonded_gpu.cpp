@@ -446,7 +446,21 @@ TEST(NonbondedGpu, SearchGraphGivesTheReferenceListsAsTheAtomsMoveAndGrow) {
         } else {
             EXPECT_EQ(nb.searchGraphCaptures(), 0);
         }
-        check(inputsOf(ranks[0], "g2x2x1 rank 0"), "a rank with halo atoms and padding");
+        // From the second build on, the lists fit the arrays of the first:
+        // the device compacts them (no second host round trip).
+        EXPECT_GE(nb.deviceCompactions(), 1);
+        Inputs rank0 = inputsOf(ranks[0], "g2x2x1 rank 0");
+        check(rank0, "a rank with halo atoms and padding");
+        const int compactions = nb.deviceCompactions();
+        {
+            SCOPED_TRACE("the same rank again: both lists and the non-local home clusters from the device");
+            DeviceInputs d(rank0);
+            build(nb, rank0, d, stream);
+            EXPECT_EQ(nb.deviceCompactions(), compactions + 1);
+            expectSameAsReference(rank0, nb);
+            expectMatches(rank0, computeOnGpu(nb, rank0, d, stream), haloex::testing::oracleRank(ranks[0], ff),
+                          evaluateReference(rank0, ff));
+        }
         check(inputsOf(larger), "more atoms");
         check(inputsOf(slab), "a slab: more columns than the capacity");
         // One column of 3 000 atoms: more than one block sorts, so the build

@@ -142,10 +142,13 @@ public:
     int pruneParts() const;     // meaningful when rlistInner() > 0
     bool pruning() const { return rlistInner() > 0.0; }
     // The entry length the last build() used (resolves the automatic choice).
+    int maxJClustersPerEntry() const;
     // How many times build() captured its search graph (options.searchGraph):
     // once, plus once per change of a capacity or an input array.
     int searchGraphCaptures() const;
-    int maxJClustersPerEntry() const;
+    // Builds whose lists the device compacted without a second host round
+    // trip (every build after the first while the lists fit their arrays).
+    int deviceCompactions() const;
 
     // --- diagnostics (synchronise; for tests and benchmarks) ----------------
     // Atom pairs of the list closer than rc at the positions in dX. The
