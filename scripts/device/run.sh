@@ -395,13 +395,17 @@ stage_profile_search() {
     python3 "$root/scripts/device/ncu_durations.py" "$out/ncu-durations-$n.csv" 2>&1 | head -40 | tee -a "$summary"
   done
   [ "${PROFILE_STALLS:-0}" = 1 ] || return 0
-  timeout 300 "$ncu" --kernel-name regex:searchKernel --launch-skip 1 --launch-count 1 \
-    --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis --section Occupancy \
-    --section SchedulerStats --section LaunchStats \
-    "$build/bin/haloex-md" --device gpu --atoms 720000 --steps 60 --nstlist 50 --quiet --log none \
-    >"$out/ncu-search-720000.txt" 2>&1
-  note "  search kernel profile rc=$?"
-  grep -E 'Duration|Warp Cycles Per Issued|Issue Slots Busy|Memory Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Registers Per|Stall|Compute \(SM\) Throughput' "$out/ncu-search-720000.txt" | head -30 | tee -a "$summary"
+  # PROFILE_STALL_ATOMS: the sizes whose search kernel (either kind) is profiled in detail.
+  for n in ${PROFILE_STALL_ATOMS:-720000}; do
+    timeout 300 "$ncu" --kernel-name regex:'search(Group)?Kernel' --launch-skip 1 --launch-count 1 \
+      --section SpeedOfLight --section WarpStateStats --section MemoryWorkloadAnalysis --section Occupancy \
+      --section SchedulerStats --section LaunchStats --section InstructionStats \
+      "$build/bin/haloex-md" --device gpu --atoms $n --steps 60 --nstlist 50 --quiet --log none \
+      >"$out/ncu-search-$n.txt" 2>&1
+    note "  search kernel profile, $n atoms: rc=$?"
+    grep -E 'searchKernel|searchGroupKernel|Duration|Warp Cycles Per Issued|Issue Slots Busy|Executed Instructions  |Memory Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Waves Per SM|Registers Per|Stall|Compute \(SM\) Throughput' \
+      "$out/ncu-search-$n.txt" | head -30 | tee -a "$summary"
+  done
 }
 
 stage_search() {
