@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ctest-select md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build test test-gpu ctest-select md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -354,8 +354,19 @@ stage_list_search() {
   done
   for t in memcheck synccheck; do
     timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_md_nonbonded_gpu" \
-      --gtest_filter='*Lattice*:*g2x2x1*:*UniformRandom*' >"$out/sanitize-search-$t.log" 2>&1
+      --gtest_filter="${SANITIZE_SEARCH_FILTER:-*Lattice*:*g2x2x1*:*UniformRandom*:*SearchGraph*}" >"$out/sanitize-search-$t.log" 2>&1
     note "  search kernels ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-search-$t.log")"
+  done
+}
+
+# The build's GPU timeline (HALOEX_SEARCH_TIMELINE=1: events between its
+# parts, call by call), the last two search steps of a short run per size.
+stage_search_timeline() {
+  local n
+  for n in ${TIMELINE_SIZES:-22500 720000}; do
+    note "== search timeline, $n atoms"
+    HALOEX_SEARCH_TIMELINE=1 timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps 200 --nstlist 50 \
+      --quiet --log none 2>&1 | grep 'search timeline' | tail -2 | cut -c1-600 | tee -a "$summary"
   done
 }
 
