@@ -248,7 +248,7 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
     // The index maps and masks stay where they are until the next build.
     for (int p = 0; p < numPulses; ++p) plan_.pulses[p].deviceSendIndices = indices_.data() + mapOffset[p];
     plan_.deviceZoneMask = masks_.data();
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    if (numPulses > 0) HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
     return plan_;
 }
 

@@ -98,6 +98,8 @@ TEST_P(DevicePlanBuilderProperty, ReproducesTheHostPlanner) {
         cuda::Stream stream;
         const plan::ParticleHaloPlan& got = builder.build(dd, dX.data(), static_cast<int>(homeX.size()), carried,
                                                           c.alignment, world, *transport, stream.get());
+        // Without pulses the builder does not wait for its copies: the reads below do.
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
         SCOPED_TRACE("rank " + std::to_string(r));
         ASSERT_TRUE(got.onDevice());
         EXPECT_EQ(got.numHome, expected.numHome);

@@ -48,7 +48,11 @@ public:
     // them so). carried: per-home-atom fields the halo copies need too (e.g.
     // charges); localField(k) holds them for every local atom afterwards.
     // alignment: receive slots start at multiples of this many atoms.
-    // Enqueues on `stream` and synchronises it.
+    // Enqueues on `stream`; synchronises it where the decomposition has
+    // pulses (their counts are read on the host). Without one (one rank
+    // along every dimension) the local arrays are only filled in `stream`
+    // order: the host never waits, and a caller that synchronises soon after
+    // anyway (a search step does) saves a round trip.
     const plan::ParticleHaloPlan& build(const plan::Decomposition& decomposition, const Vec3f* homePositions,
                                         int numHome, std::span<const DeviceField> carried, int alignment,
                                         runtime::World& world, transport::ParticleTransport& transport,

@@ -144,7 +144,7 @@ public:
                                               cudaMemcpyDeviceToDevice, stream));
         }
         transport.reserveAtoms(2 * static_cast<std::int64_t>(home_.size()) + 1024);
-        // Completed after the plan build, which synchronises the stream: its
+        // Completed after the list build, which synchronises the stream: its
         // checks and the id fingerprint then cost no host round trip of their own.
         particles::MigrationStats migrated = migrator_.beginMigration(home_, decomposition, world, transport, stream);
         numHome_ = migrated.particles;
@@ -157,9 +157,6 @@ public:
         const particles::DeviceField carried[] = {{homeCharges_.data(), sizeof(float)}};
         const plan::ParticleHaloPlan& plan = planBuilder_.build(decomposition, home_.positions(), numHome_, carried,
                                                                 kDeviceAlignment, world, transport, stream);
-        migrator_.completeMigration(migrated, home_, world.rank());
-        report.idSum = migrated.idSum;
-        report.idSquareSum = migrated.idSquareSum;
         phase("plan");
         ranges.next("transport set-up");
         transport.setPlan(plan);
@@ -173,8 +170,20 @@ public:
         homeInTransport_ = true;
         phase("positions");
         ranges.next("pair search");
-        buildLists(transport, static_cast<const float*>(planBuilder_.localField(0)), planBuilder_.localZoneMasks(),
-                   context);
+        // The migration's checks and id fingerprint are read after the list
+        // build's one synchronisation (on one rank nothing before it waits).
+        // A non-finite position makes both refuse: the migration's message
+        // names the atom by its global id, so it goes first.
+        try {
+            buildLists(transport, static_cast<const float*>(planBuilder_.localField(0)),
+                       planBuilder_.localZoneMasks(), context);
+        } catch (...) {
+            migrator_.completeMigration(migrated, home_, world.rank());
+            throw;
+        }
+        migrator_.completeMigration(migrated, home_, world.rank());
+        report.idSum = migrated.idSum;
+        report.idSquareSum = migrated.idSquareSum;
         phase("pair search");
         for (const auto& [name, ms] : nonbonded_->buildPartsMs()) report.pairSearchPartsMs[name] += ms;
         ranges.next("graphs");
