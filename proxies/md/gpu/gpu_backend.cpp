@@ -175,8 +175,8 @@ public:
         // A non-finite position makes both refuse: the migration's message
         // names the atom by its global id, so it goes first.
         try {
-            buildLists(transport, static_cast<const float*>(planBuilder_.localField(0)),
-                       planBuilder_.localZoneMasks(), context);
+            buildLists(transport, static_cast<const float*>(planBuilder_.localField(0)), planBuilder_.localZoneMasks(),
+                       context);
         } catch (...) {
             migrator_.completeMigration(migrated, home_, world.rank());
             throw;
