@@ -123,8 +123,8 @@ __device__ inline bool clustersBelowUpTo(float lowerZ, float zShift, float zSlac
 
 template <class Visit>
 __device__ inline void walkCandidates(const JGrid& j, const SearchParams& p, const int* __restrict__ columnClusterStart,
-                                      const float4* __restrict__ bboxLo, const float4* __restrict__ bboxHi, int ci,
-                                      bool sameGrid, Float3 iLo, Float3 iHi, int s, Float3 sv, int lane,
+                                      const float4* __restrict__ bboxLo, const float4* __restrict__ bboxHi, int firstI,
+                                      int numI, bool sameGrid, Float3 iLo, Float3 iHi, int s, Float3 sv, int lane,
                                       Visit&& visit) {
     const ColumnGrid& g = j.g;
     const IndexRange rx =
@@ -183,7 +183,7 @@ __device__ inline void walkCandidates(const JGrid& j, const SearchParams& p, con
             owner = min(owner, 31);
             const int cj = __shfl_sync(kFullWarp, begin, owner) + f - __shfl_sync(kFullWarp, start, owner);
             bool pass = false;
-            if (f < total && clusterPairInHalfList(ci, cj, s, sameGrid)) {
+            if (f < total && clusterGroupInHalfList(firstI, numI, cj, s, sameGrid)) {
                 pass = boxDistance2(iLo, iHi, xyz(bboxLo[cj]), xyz(bboxHi[cj]), sv) < p.rlist2;
             }
             unsigned candidates = __ballot_sync(kFullWarp, pass);
@@ -264,7 +264,7 @@ __global__ void __launch_bounds__(kSearchThreads)
             atomPairs += __popc(maskLo) + __popc(maskHi);
             ++count;
         };
-        walkCandidates(j, p, columnClusterStart, bboxLo, bboxHi, ci, sameGrid, iLo, iHi, s, sv, lane, examine);
+        walkCandidates(j, p, columnClusterStart, bboxLo, bboxHi, ci, 1, sameGrid, iLo, iHi, s, sv, lane, examine);
     }
 
     if constexpr (!kFillPass) {
@@ -406,9 +406,7 @@ __global__ void __launch_bounds__(kSearchThreads, 6)
                     if (lane == g) ++myCount;
                 }
             };
-            // The half-list rule of the group's first i cluster is the
-            // loosest of the group's (cj >= g0).
-            walkCandidates(j, p, columnClusterStart, bboxLo, bboxHi, g0, sameGrid, uLo, uHi, s, sv, lane, examine);
+            walkCandidates(j, p, columnClusterStart, bboxLo, bboxHi, g0, n, sameGrid, uLo, uHi, s, sv, lane, examine);
         }
         if (lane < n) {
             pairCount[g0 + lane] = myCount;

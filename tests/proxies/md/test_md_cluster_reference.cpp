@@ -295,6 +295,27 @@ TEST(ClusterGeometry, ShiftIndicesAndHalfListRule) {
             EXPECT_NE(clusterPairInHalfList(3, 3, s, true), clusterPairInHalfList(3, 3, kNumShifts - 1 - s, true));
         }
     }
+    // Of (ci, cj, s) and (cj, ci, -s) exactly one is kept, and every cluster
+    // keeps about half of its neighbours, the first as the last.
+    for (int ci = 0; ci < 40; ++ci) {
+        int kept = 0;
+        for (int cj = 0; cj < 40; ++cj) {
+            if (cj == ci) continue;
+            for (int s : {0, kCentralShift, 20}) {
+                EXPECT_NE(clusterPairInHalfList(ci, cj, s, true),
+                          clusterPairInHalfList(cj, ci, kNumShifts - 1 - s, true))
+                    << ci << ", " << cj << ", shift " << s;
+            }
+            kept += clusterPairInHalfList(ci, cj, kCentralShift, true) ? 1 : 0;
+            EXPECT_TRUE(clusterPairInHalfList(ci, cj, kCentralShift, false)) << "different grids keep every pair";
+            // A group of two or more keeps every candidate for its members to test.
+            EXPECT_TRUE(clusterGroupInHalfList(ci, 2, cj, kCentralShift, true));
+            EXPECT_EQ(clusterGroupInHalfList(ci, 1, cj, kCentralShift, true),
+                      clusterPairInHalfList(ci, cj, kCentralShift, true));
+        }
+        EXPECT_GE(kept, 19) << "cluster " << ci;
+        EXPECT_LE(kept, 20) << "cluster " << ci;
+    }
     const Float3 central = shiftVector(kCentralShift, lengths);
     EXPECT_EQ(central.x, 0.f);
     EXPECT_EQ(central.y, 0.f);

@@ -184,14 +184,28 @@ HALOEX_HD inline float atomDistance2(Float3 xi, Float3 xj, Float3 shift) {
     return addRn(addRn(mulRn(dx, dx), mulRn(dy, dy)), mulRn(dz, dz));
 }
 
-// Half-list rule for two clusters of the same grid (home-home, halo-halo):
-// cluster pair (ci, cj, s) is kept iff cj > ci, or cj == ci and s is the
-// central shift (then only slots a < b) or a "positive" shift (index > 13:
-// of s and -s, which give the same atom pairs, exactly one is kept).
-// Clusters of different grids (home i, halo j) keep every shift.
+// Half-list rule for two clusters of the same grid (home-home, halo-halo): of
+// (ci, cj, s) and (cj, ci, -s), which give the same atom pairs, exactly one
+// is kept. For cj != ci: the higher index when both have the same parity,
+// the lower when not -- so every cluster keeps about half of its
+// neighbours whatever its index. (With "cj > ci" the first clusters kept all
+// their neighbours and the last none: the search, one warp per i cluster and
+// every warp resident at small sizes, lasted as long as the first clusters'
+// warps, twice the average.) For cj == ci: the central shift (then only
+// slots a < b) or a "positive" shift (index > 13). Clusters of different
+// grids (home i, halo j) keep every shift.
 HALOEX_HD inline bool clusterPairInHalfList(int ci, int cj, int shiftIndex, bool sameGrid) {
     if (!sameGrid) return true;
-    return cj > ci || (cj == ci && shiftIndex >= kCentralShift);
+    if (cj == ci) return shiftIndex >= kCentralShift;
+    const bool sameParity = ((ci ^ cj) & 1) == 0;
+    return (cj > ci) == sameParity;
+}
+
+// Whether some i cluster of [first, first + count) keeps j cluster cj under
+// clusterPairInHalfList: the pre-filter of a group of i clusters. Two
+// consecutive clusters have both parities, so one of them always does.
+HALOEX_HD inline bool clusterGroupInHalfList(int first, int count, int cj, int shiftIndex, bool sameGrid) {
+    return count > 1 || clusterPairInHalfList(first, cj, shiftIndex, sameGrid);
 }
 
 // Whether atom pair (i-slot a, j-slot b) of a kept cluster pair is computed.
