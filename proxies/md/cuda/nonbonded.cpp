@@ -184,7 +184,6 @@ struct Nonbonded::Impl {
             arrays(list.innerEntries);
             add(list.pruneState.data());
             add(list.counted);
-            add(list.groupSearch);
             add(list.scratchCapacity);
             buffer(list.pairCount);
             buffer(list.pairOffset);
@@ -511,7 +510,7 @@ PairListHost Nonbonded::copyListToHost(ListKind kind, ListView view) const {
     return dense;
 }
 
-std::array<KernelResources, 7> nonbondedKernelResources() {
+std::array<KernelResources, 6> nonbondedKernelResources() {
     const auto pack = [](const char* name, const cudaFuncAttributes& a) {
         return KernelResources{name, a.numRegs, static_cast<int>(a.localSizeBytes), a.maxThreadsPerBlock};
     };
@@ -519,8 +518,7 @@ std::array<KernelResources, 7> nonbondedKernelResources() {
             pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true, false)),
             pack("nonbonded (forces, rolling prune)", nonbondedKernelAttributes(false, true)),
             pack("nonbonded (forces + energies, rolling prune)", nonbondedKernelAttributes(true, true)),
-            pack("pair search (one pass)", searchKernelAttributes(false)),
-            pack("pair search (one pass, groups of i clusters)", searchKernelAttributes(true)),
+            pack("pair search (one pass)", searchKernelAttributes()),
             pack("full prune (search steps)", pruneKernelAttributes())};
 }
 

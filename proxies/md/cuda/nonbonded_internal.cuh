@@ -198,10 +198,8 @@ struct DeviceList {
     cuda::PinnedBuffer<unsigned long long> countersHost;
     cuda::PinnedBuffer<int> totalsHost;
     bool fillPending = false;
-    // Set by reserveSearch for the build: whether the list is searched at
-    // all, and by which kernel (searchGroupsPay).
+    // Set by reserveSearch for the build: whether the list is searched at all.
     bool counted = false;
-    bool groupSearch = false;
 
     // Rolling pruning (NonbondedOptions::rlistInner > 0): the inner list the
     // force kernel reads. innerEntries[e] is entries[e] with jEnd = jBegin +
@@ -266,14 +264,8 @@ void collectNonlocalHomeClusters(DeviceLayout& layout, const DeviceList& nonloca
 // Sets layout.numNonlocalHomeClusters from the copy collectNonlocalHomeClusters started.
 void finishNonlocalHomeClusters(DeviceLayout& layout);
 
-// Whether the one-pass search walks the neighbourhood once per group of i
-// clusters (searchGroupKernel) for a list of `numTasks` i clusters on this
-// device: only at large sizes (HALOEX_SEARCH_GROUPS=0/1 forces it, for
-// measurements and tests). The list is the same either way.
-bool searchGroupsPay(int numTasks);
-
-// Registers of the one-pass search kernels (per i cluster, or by groups).
-cudaFuncAttributes searchKernelAttributes(bool groups);
+// Registers of the one-pass search kernel.
+cudaFuncAttributes searchKernelAttributes();
 
 // Error reports (nonbonded.cpp: fmt stays out of nvcc's way).
 [[noreturn]] void throwNonFiniteAtom(int atom, int numHome);

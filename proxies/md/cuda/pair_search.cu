@@ -1,19 +1,16 @@
 // Cluster-pair search on the GPU, equal to searchReference()
 // (cluster_reference.cpp) element by element. One pass: a warp walks the
-// neighbourhood of an i cluster (searchKernel) or of up to four i clusters of
-// a column (searchGroupKernel, large sizes), and keeps each i cluster's pairs
-// in a fixed-size scratch slot; one scan of the counts gives every i cluster
-// the place of its pairs and of its entries, and the compaction writes the
-// dense list there. A slot that overflowed makes the build run the fill pass
+// neighbourhood of an i cluster (searchKernel) and keeps its pairs in a
+// fixed-size scratch slot; one scan of the counts gives every i cluster the
+// place of its pairs and of its entries, and the compaction writes the dense
+// list there. A slot that overflowed makes the build run the fill pass
 // instead (searchKernel<kFill>: one warp per i cluster, writing in place).
 //
-// Both walk the neighbourhood flat (walkCandidates): lanes cut 32 columns to
-// z windows at once, then test 32 candidate j clusters at once (half-list
-// rule and bounding-box distance, against the group's union box for
-// searchGroupKernel). Each surviving candidate is then examined by the
-// whole warp, lane = 8 t + b
-// taking atom pairs (t, b) and (t + 4, b): the ballots of those bits are
-// exactly the 64-bit interaction mask.
+// The walk is flat (walkCandidates): lanes cut 32 columns to z windows at
+// once, then test 32 candidate j clusters at once (half-list rule and
+// bounding-box distance). Each surviving candidate is then examined by the
+// whole warp, lane = 8 t + b taking atom pairs (t, b) and (t + 4, b): the
+// ballots of those bits are exactly the 64-bit interaction mask.
 #include <algorithm>
 #include <cstdlib>
 
@@ -288,139 +285,6 @@ __global__ void __launch_bounds__(kSearchThreads)
     }
 }
 
-// The one-pass search by groups: one warp walks the neighbourhood once for up
-// to kSearchGroup consecutive i clusters of one column (their union box),
-// tests each candidate j cluster against every i cluster of the group, and
-// writes each i cluster's pairs in the same (shift, y, x, j) order as one
-// walk per i cluster would -- so the list is the reference's element by
-// element. The walk (shifts, columns, bounding-box loads) is most of a
-// search's instructions, and at large sizes the one-warp-per-i-cluster
-// kernel is issue-bound (Nsight Compute, 720 000 atoms: 83 % SM
-// throughput), so sharing the walk pays there; at small sizes a quarter of
-// the warps leaves the GPU latency-bound, and searchKernel is faster
-// (searchGroupsPay).
-constexpr int kSearchGroup = 4;
-static_assert(kSearchGroup * kClusterSize <= 32, "a lane per i atom of the group");
-
-__device__ inline Float3 shuffled(Float3 v, int lane) {
-    return {__shfl_sync(kFullWarp, v.x, lane), __shfl_sync(kFullWarp, v.y, lane), __shfl_sync(kFullWarp, v.z, lane)};
-}
-
-__global__ void __launch_bounds__(kSearchThreads, 6)
-    searchGroupKernel(SearchParams p, const int* __restrict__ columnClusterStart, const int* __restrict__ clusterColumn,
-                      const float4* __restrict__ bboxLo, const float4* __restrict__ bboxHi,
-                      const float4* __restrict__ xq, const std::uint8_t* __restrict__ zoneOfSlot,
-                      int* __restrict__ pairCount, unsigned long long* __restrict__ counters,
-                      ClusterPair* __restrict__ scratch) {
-    __shared__ float4 groupAtoms[kSearchThreads / 32][kSearchGroup * kClusterSize];
-    __shared__ std::uint8_t groupZones[kSearchThreads / 32][kSearchGroup * kClusterSize];
-    const int warpInBlock = static_cast<int>(threadIdx.x / 32);
-    const long long warp = (static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
-    const long long firstOfWarp = warp * kSearchGroup;
-    __shared__ JGrid j;
-    loadJGrid(p, j);
-    const ColumnGrid& jGrid = j.g;
-    const int numHomeClusters = columnClusterStart[j.homeColumns];
-    const int numTasks = p.nonlocal ? columnClusterStart[p.columnCapacity] : numHomeClusters;
-    if (firstOfWarp >= numTasks) return;  // uniform per warp
-    const int lane = threadIdx.x & 31;
-    const int ti = lane >> 3;  // i slots ti and ti + 4
-    const int tj = lane & 7;   // j slot
-    const int end = min(static_cast<int>(firstOfWarp) + kSearchGroup, numTasks);
-    float4* const atoms = groupAtoms[warpInBlock];
-    std::uint8_t* const zones = groupZones[warpInBlock];
-    unsigned long long atomPairs = 0;  // the same on every lane
-    int largest = 0;
-
-    // The warp's i clusters, cut where a column ends: a group spans one column.
-    for (int g0 = static_cast<int>(firstOfWarp); g0 < end;) {
-        const int g1 = min(end, columnClusterStart[clusterColumn[g0] + 1]);
-        const int n = g1 - g0;
-        __syncwarp();  // the previous group's reads of the shared arrays are done
-        if (lane < n * kClusterSize) {
-            atoms[lane] = xq[static_cast<long long>(g0) * kClusterSize + lane];
-            zones[lane] = zoneOfSlot[static_cast<long long>(g0) * kClusterSize + lane];
-        }
-        // Lane g < n holds i cluster g0 + g's box and pair count.
-        Float3 myLo{INFINITY, INFINITY, INFINITY}, myHi{-INFINITY, -INFINITY, -INFINITY};
-        if (lane < n) {
-            myLo = xyz(bboxLo[g0 + lane]);
-            myHi = xyz(bboxHi[g0 + lane]);
-        }
-        Float3 uLo = myLo, uHi = myHi;
-        for (int offset = 1; offset < kSearchGroup; offset <<= 1) {
-            uLo.x = fminf(uLo.x, __shfl_xor_sync(kFullWarp, uLo.x, offset));
-            uLo.y = fminf(uLo.y, __shfl_xor_sync(kFullWarp, uLo.y, offset));
-            uLo.z = fminf(uLo.z, __shfl_xor_sync(kFullWarp, uLo.z, offset));
-            uHi.x = fmaxf(uHi.x, __shfl_xor_sync(kFullWarp, uHi.x, offset));
-            uHi.y = fmaxf(uHi.y, __shfl_xor_sync(kFullWarp, uHi.y, offset));
-            uHi.z = fmaxf(uHi.z, __shfl_xor_sync(kFullWarp, uHi.z, offset));
-        }
-        uLo = shuffled(uLo, 0);
-        uHi = shuffled(uHi, 0);
-        __syncwarp();  // the group's atoms are in shared memory
-
-        const bool sameGrid = !p.nonlocal || g0 >= numHomeClusters;  // a column is home or halo
-        int myCount = 0;
-
-        for (int s = 0; s < kNumShifts; ++s) {
-            if (!shiftAllowed(s, p.periodic[0] != 0, p.periodic[1] != 0, p.periodic[2] != 0)) continue;
-            const Float3 sv = shiftVector(s, p.boxLengths);
-            if (!zShiftReachesGrid(jGrid, uLo.z, uHi.z, sv.z, p.radius)) continue;
-            // Whole warp: candidate cj of the union box against each i cluster of
-            // the group (the reference's test, bit for bit), then their atom pairs.
-            const auto examine = [&](int cj) {
-                const Float3 cLo = xyz(bboxLo[cj]);
-                const Float3 cHi = xyz(bboxHi[cj]);
-                const bool iPass = lane < n && clusterPairInHalfList(g0 + lane, cj, s, sameGrid) &&
-                                   boxDistance2(myLo, myHi, cLo, cHi, sv) < p.rlist2;
-                unsigned iClusters = __ballot_sync(kFullWarp, iPass);
-                if (iClusters == 0) return;
-                const Float3 xj = xyz(xq[cj * kClusterSize + tj]);
-                const std::uint8_t zj = zoneOfSlot[cj * kClusterSize + tj];
-                while (iClusters != 0) {
-                    const int g = __ffs(iClusters) - 1;
-                    iClusters &= iClusters - 1;
-                    const int ci = g0 + g;
-                    const Float3 xi0 = xyz(atoms[g * kClusterSize + ti]);
-                    const Float3 xi1 = xyz(atoms[g * kClusterSize + ti + 4]);
-                    const std::uint8_t zi0 = zones[g * kClusterSize + ti];
-                    const std::uint8_t zi1 = zones[g * kClusterSize + ti + 4];
-                    const bool self = cj == ci;
-                    const bool in0 = atomPairInList(zi0, zj, ti, tj, self, s);
-                    const bool in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
-                    const float d0 = atomDistance2(xi0, xj, sv);
-                    const float d1 = atomDistance2(xi1, xj, sv);
-                    const bool near = (in0 && d0 < p.rlist2) || (in1 && d1 < p.rlist2);
-                    const unsigned maskLo = __ballot_sync(kFullWarp, in0);
-                    const unsigned maskHi = __ballot_sync(kFullWarp, in1);
-                    if (!__any_sync(kFullWarp, near)) continue;
-                    const bool inner =
-                        __any_sync(kFullWarp, (in0 && d0 < p.rlistInner2) || (in1 && d1 < p.rlistInner2));
-                    const int count = __shfl_sync(kFullWarp, myCount, g);
-                    if (lane == 0 && count < p.scratchCapacity) {
-                        scratch[static_cast<long long>(ci) * p.scratchCapacity + count] =
-                            ClusterPair{cj, inner ? s | kInnerFlag : s, maskLo, maskHi};
-                    }
-                    atomPairs += __popc(maskLo) + __popc(maskHi);
-                    if (lane == g) ++myCount;
-                }
-            };
-            walkCandidates(j, p, columnClusterStart, bboxLo, bboxHi, g0, n, sameGrid, uLo, uHi, s, sv, lane, examine);
-        }
-        if (lane < n) {
-            pairCount[g0 + lane] = myCount;
-            largest = max(largest, myCount);
-        }
-        g0 = g1;
-    }
-    for (int offset = 16; offset > 0; offset >>= 1) largest = max(largest, __shfl_xor_sync(kFullWarp, largest, offset));
-    if (lane == 0) {
-        atomicAdd(&counters[0], atomPairs);
-        atomicMax(&counters[2], static_cast<unsigned long long>(largest));
-    }
-}
-
 // The compaction sized on the device, in the build's graph before the host
 // knows any total: the tasks from the GridState, the totals from the scan,
 // and a compaction only if no slot overflowed and the list fits the arrays
@@ -572,22 +436,10 @@ void finishNonlocalHomeClusters(DeviceLayout& layout) {
     layout.numNonlocalHomeClusters = layout.flaggedCountHost[0];
 }
 
-cudaFuncAttributes searchKernelAttributes(bool groups) {
+cudaFuncAttributes searchKernelAttributes() {
     cudaFuncAttributes a{};
-    if (groups) HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, searchGroupKernel));
-    else HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, searchKernel<kOnePass>));
+    HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, searchKernel<kOnePass>));
     return a;
-}
-
-bool searchGroupsPay(int numTasks) {
-    if (const char* forced = std::getenv("HALOEX_SEARCH_GROUPS")) return std::atoi(forced) != 0;
-    // Measured on an H200 (docs/md-engine.md): the group kernel's quarter
-    // of the warps must still fill the GPU a few times over.
-    int device = 0, numSms = 1;
-    HALOEX_CUDA_CHECK(cudaGetDevice(&device));
-    HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, device));
-    const long long residentWarps = static_cast<long long>(numSms) * 28;  // 72 registers: 28 warps per SM
-    return static_cast<long long>(numTasks) / kSearchGroup >= 2 * residentWarps;
 }
 
 namespace {
@@ -623,7 +475,6 @@ void reserveSearch(DeviceList (&lists)[2], DeviceLayout& layout, const SearchPru
         list.counted = k == 1 ? layout.numLocal > layout.numHome : layout.numHome > 0;
         if (!list.counted) continue;
         const int numTasks = taskCapacity(layout, k);
-        list.groupSearch = searchGroupsPay(numTasks);
         reserveWithHeadroom(list.pairCount, numTasks + 1, growth);
         reserveWithHeadroom(list.pairOffset, numTasks + 1, growth);
         reserveWithHeadroom(list.entryOffset, numTasks + 1, growth);
@@ -653,19 +504,11 @@ void enqueueSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const Sea
         list.pairCount.zeroAsync(stream);  // the scans read trailing zeros past the real tasks
         list.counters.zeroAsync(stream);
         const SearchParams p = paramsOf(list, layout, settings, prune, k);
-        if (list.groupSearch) {
-            const long long groups = (numTasks + kSearchGroup - 1) / kSearchGroup;
-            searchGroupKernel<<<blocksFor(groups * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
-                p, layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.bboxLo.data(),
-                layout.bboxHi.data(), layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(),
-                list.counters.data(), list.scratch.data());
-        } else {
-            searchKernel<kOnePass>
-                <<<blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
-                    p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
-                    layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), nullptr, nullptr,
-                    nullptr, nullptr, list.counters.data(), list.scratch.data());
-        }
+        searchKernel<kOnePass>
+            <<<blocksFor(static_cast<long long>(numTasks) * 32, kSearchThreads), kSearchThreads, 0, stream>>>(
+                p, layout.columnClusterStart.data(), layout.bboxLo.data(), layout.bboxHi.data(),
+                layout.xqNonlocal.data(), layout.zoneOfSlot.data(), list.pairCount.data(), nullptr, nullptr, nullptr,
+                nullptr, list.counters.data(), list.scratch.data());
         HALOEX_CUDA_CHECK_LAUNCH();
         mark(marks, k == 1 ? "non-local search" : "local search", stream);
         // Where each i cluster's pairs and entries start, in one scan.

@@ -347,48 +347,37 @@ INSTANTIATE_TEST_SUITE_P(Grids, NonbondedGpuRanks,
                                            RankCase{"g3x2x1", {3, 2, 1}, 20000, 4}),
                          [](const auto& param) { return param.param.name; });
 
-// The one-pass search per i cluster and by groups of i clusters (forced
-// through HALOEX_SEARCH_GROUPS; the automatic choice depends on the size and
-// the GPU) both give the reference's lists element by element: one rank
-// (periodic shifts; groups cut at column ends), random positions, and a rank
-// of a 2x2x1 grid with its non-local list.
+// The one-pass search gives the reference's lists element by element: one
+// rank (periodic shifts), random positions, a tall box (columns of more than
+// two chunks of 32 clusters, through the periodic z shifts: the z windows'
+// binary searches), and a rank of a 2x2x1 grid with its non-local list.
 TEST(NonbondedGpu, SearchKernelsGiveTheReferenceList) {
     HALOEX_REQUIRE_GPU();
     const md::ForceField ff;
-    struct GroupsGuard {
-        ~GroupsGuard() { unsetenv("HALOEX_SEARCH_GROUPS"); }
-    } guard;
     const FloatSystem lattice = haloex::testing::latticeSystem(6000, 106, 0.02, ff);
     const FloatSystem random = haloex::testing::uniformSystem(5000, std::cbrt(50.0) + 0.4, 5007, ff);
-    // A tall box: columns of ~50 clusters, walked in chunks of 32 (the cut
-    // of the rest of a column above the i box), also through the periodic z shifts.
     const FloatSystem tall = haloex::testing::uniformSystemInBox(17280, {3.0, 3.0, 24.0}, 5011, ff);
     const FloatSystem split = haloex::testing::latticeSystem(8000, 31, 0.02, ff);
     const auto ranks = haloex::testing::decompose(split, {2, 2, 1}, ff.rc, kRlist, 1);
-    for (const char* groups : {"0", "1"}) {
-        SCOPED_TRACE(fmt::format("HALOEX_SEARCH_GROUPS={}", groups));
-        ASSERT_EQ(setenv("HALOEX_SEARCH_GROUPS", groups, 1), 0);
-        std::vector<Inputs> cases{inputsOf(lattice), inputsOf(random), inputsOf(tall),
-                                  inputsOf(ranks[0], "g2x2x1 rank 0")};
-        for (Inputs& in : cases) {
-            cuda::Stream stream;
-            Nonbonded nb(ff, kRlist);
-            DeviceInputs d(in);
-            // The first build may overflow the initial scratch slots (the fill
-            // pass then writes the list, checking the one-pass counts); the
-            // slots grow, and the second build compacts them.
-            build(nb, in, d, stream);
-            expectSameAsReference(in, nb);
-            build(nb, in, d, stream);
-            expectSameAsReference(in, nb);
-            if (in.name == tall.name) {
-                const ClusterLayoutHost layout = nb.copyLayoutToHost();
-                int most = 0;
-                for (std::size_t c = 0; c + 1 < layout.columnClusterStart.size(); ++c) {
-                    most = std::max(most, layout.columnClusterStart[c + 1] - layout.columnClusterStart[c]);
-                }
-                EXPECT_GT(most, 64) << "the tall box must give columns of more than two chunks";
+    std::vector<Inputs> cases{inputsOf(lattice), inputsOf(random), inputsOf(tall), inputsOf(ranks[0], "g2x2x1 rank 0")};
+    for (Inputs& in : cases) {
+        cuda::Stream stream;
+        Nonbonded nb(ff, kRlist);
+        DeviceInputs d(in);
+        // The first build may overflow the initial scratch slots (the fill
+        // pass then writes the list, checking the one-pass counts); the
+        // slots grow, and the second build compacts them.
+        build(nb, in, d, stream);
+        expectSameAsReference(in, nb);
+        build(nb, in, d, stream);
+        expectSameAsReference(in, nb);
+        if (in.name == tall.name) {
+            const ClusterLayoutHost layout = nb.copyLayoutToHost();
+            int most = 0;
+            for (std::size_t c = 0; c + 1 < layout.columnClusterStart.size(); ++c) {
+                most = std::max(most, layout.columnClusterStart[c + 1] - layout.columnClusterStart[c]);
             }
+            EXPECT_GT(most, 64) << "the tall box must give columns of more than two chunks";
         }
     }
 }

@@ -180,6 +180,6 @@ struct KernelResources {
 };
 // Forces, forces + energies, the same two with the fused rolling prune, the
 // search (fill pass), the search step's full prune.
-std::array<KernelResources, 7> nonbondedKernelResources();
+std::array<KernelResources, 6> nonbondedKernelResources();
 
 }  // namespace haloex::md::gpu
