@@ -227,7 +227,10 @@ TEST_P(MdEngineGpuNve, ConservesEnergyOver10000Steps) {
                 "conserved-energy drift %.3g kJ/mol/ps per atom (first %.2f, last %.2f kJ/mol)\n",
                 run.search.c_str(), static_cast<long long>(run.atoms), static_cast<long long>(run.steps), run.dt,
                 run.rlist, run.nstlist, driftPerAtom, run.energies.front().conserved, run.energies.back().conserved);
-    EXPECT_LE(std::abs(driftPerAtom), 1e-4);
+    // The end-to-end issue's bound on both search paths (measured on an H200:
+    // 7.7e-6 with the search on the device, 5.6e-6 on the host; the CPU
+    // reference, double sums, 7.8e-6).
+    EXPECT_LE(std::abs(driftPerAtom), 1e-5);
 }
 
 std::string searchPlaceName(const ::testing::TestParamInfo<const char*>& place) { return place.param; }
