@@ -501,7 +501,8 @@ stage_sanitize_search() {
 # with the v-rescale thermostat (GROMACS tunes nstlist and prunes only with a
 # thermostat): every size at each code's automatic settings, then both codes'
 # nstlist tuned by hand at the smallest and largest size. GROMACS comes as a
-# carried package (GMX_TARBALL; built apart, not part of the repository).
+# carried package (GMX_TARBALL; built apart by scripts/device/gromacs_package.sh,
+# not part of the repository).
 stage_gromacs() {
   note "== haloex-md and GROMACS side by side (bench/gromacs_bench.py), one GPU"
   local tarball=${GMX_TARBALL:-}
