@@ -95,9 +95,8 @@ struct Nonbonded::Impl {
         }
     } searchGraph;
     int searchGraphCaptures = 0;
-    // Builds whose lists the device compacted (in the graph) or the host sized.
+    // Builds whose lists the device compacted (in the graph).
     int deviceCompactions = 0;
-    int hostCompactions = 0;
 
     // HALOEX_SEARCH_TIMELINE=1: GPU timestamps between the build's parts,
     // printed per build on stderr (measurements; the build then runs call by call).
@@ -403,7 +402,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
         finishSearch(m.lists[1], true);
         finishNonlocalHomeClusters(m.layout);
     }
-    ++(compactedOnDevice ? m.deviceCompactions : m.hostCompactions);
+    if (compactedOnDevice) ++m.deviceCompactions;
     part("synchronise");
     if (m.marks && numLocal > 0) {
         fmt::print(stderr, "search timeline ({} atoms, GPU us): {}\n", numLocal, m.marks->report());

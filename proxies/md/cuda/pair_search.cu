@@ -573,6 +573,20 @@ void enqueueSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const Sea
     }
 }
 
+namespace {
+
+// What a build sets on a list, before it sets it: an empty, unpruned list.
+void clearBuildResults(DeviceList& list) {
+    list.numEntries = 0;
+    list.numPairs = 0;
+    list.atomPairs = 0;
+    list.fillPending = false;
+    list.pruned = false;
+    list.prunedAtSearch = false;
+}
+
+}  // namespace
+
 bool takeDeviceCompaction(DeviceList (&lists)[2], DeviceLayout& layout, const SearchPrune& prune) {
     const int* totals = lists[0].totalsHost.data();
     for (int k = 0; k < 2; ++k) {
@@ -580,12 +594,7 @@ bool takeDeviceCompaction(DeviceList (&lists)[2], DeviceLayout& layout, const Se
     }
     for (int k = 0; k < 2; ++k) {
         DeviceList& list = lists[k];
-        list.numEntries = 0;
-        list.numPairs = 0;
-        list.atomPairs = 0;
-        list.fillPending = false;
-        list.pruned = false;
-        list.prunedAtSearch = false;
+        clearBuildResults(list);
         if (!list.counted || layout.numClusters == 0) continue;
         list.numPairs = totals[2 * k];
         list.numEntries = list.numPairs > 0 ? totals[2 * k + 1] : 0;
@@ -611,15 +620,7 @@ bool takeDeviceCompaction(DeviceList (&lists)[2], DeviceLayout& layout, const Se
 void finishSearchCounts(DeviceList (&lists)[2], DeviceLayout& layout, const SearchSettings& settings, double growth,
                         const SearchPrune& prune, cudaStream_t stream) {
     const int* totals = lists[0].totalsHost.data();
-    for (int k = 0; k < 2; ++k) {
-        DeviceList& list = lists[k];
-        list.numEntries = 0;
-        list.numPairs = 0;
-        list.atomPairs = 0;
-        list.fillPending = false;
-        list.pruned = false;
-        list.prunedAtSearch = false;
-    }
+    for (DeviceList& list : lists) clearBuildResults(list);
     if (layout.numClusters == 0) return;  // no atom
     // Compaction of the scratch slots, or where a slot overflowed the fill
     // pass (the slots grow for the next build); the fill pass's check is read
