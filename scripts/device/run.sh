@@ -558,24 +558,25 @@ PY
 # shape it (pair-list buffer and life, rolling pruning), from the JSON's
 # least-squares drift.
 stage_nve_drift() {
-  note "== NVE drift, ${NVE_ATOMS:-6000} atoms, ${NVE_STEPS:-10000} steps (kJ/mol/ps per atom)"
-  local i=0 args
-  while IFS= read -r args; do
-    i=$((i + 1))
-    # shellcheck disable=SC2086
-    timeout 300 "$build/bin/haloex-md" --device gpu --atoms "${NVE_ATOMS:-6000}" --steps "${NVE_STEPS:-10000}" \
-      --thermo-every 100 --quiet --json "$out/nve-$i.json" $args >"$out/nve-$i.log" 2>&1
-    note "  [$args] rc=$? $(grep -E 'Conserved-energy drift' "$out/nve-$i.log" | cut -c1-60) | $(grep -E '^ +rc ' "$out/nve-$i.log" | sed 's/^ *//' | cut -c1-110)"
-  done <<EOF2
+  # NVE_BINARIES: haloex-md builds to compare (e.g. /tmp/haloex-md-A after
+  # stage ab); the drift is fitted from NVE_FROM_PS on (the lattice start
+  # relaxes in its first picoseconds), beside the whole run's.
+  local from=${NVE_FROM_PS:-4} i=0 args bin r
+  note "== NVE drift, ${NVE_ATOMS:-6000} atoms, ${NVE_STEPS:-12000} steps (kJ/mol/ps per atom; fit from $from ps and whole run)"
+  for bin in ${NVE_BINARIES:-$build/bin/haloex-md}; do
+    while IFS= read -r args; do
+      for r in $(seq "${NVE_REPEATS:-1}"); do
+        i=$((i + 1))
+        # shellcheck disable=SC2086
+        timeout 300 "$bin" --device gpu --atoms "${NVE_ATOMS:-6000}" --steps "${NVE_STEPS:-12000}" \
+          --thermo-every 100 --quiet --json "$out/nve-$i.json" --energy "$out/nve-$i.xvg" $args >"$out/nve-$i.log" 2>&1
+        note "  $(basename "$bin") [$args] #$r rc=$? from $from ps: $(python3 "$root/scripts/device/xvg_drift.py" "$out/nve-$i.xvg" --from-ps "$from" 2>&1) | whole run: $(grep -E 'Conserved-energy drift' "$out/nve-$i.log" | cut -c25-60) | $(grep -E '^ +rc ' "$out/nve-$i.log" | sed 's/^ *//' | cut -c1-80)"
+      done
+    done <<EOF2
 ${NVE_VARIANTS:---search device
---search host
---nstlist 50
---nstlist 50 --prune-parts 0
---nstlist 150 --prune-parts 0
---buffer-tolerance 0.0005
---buffer-tolerance 0.0005 --prune-parts 0
---nstlist 10 --prune-parts 0 --rlist 1.2}
+--search host}
 EOF2
+  done
 }
 
 # The "no host synchronisation in a step" claim checked by CUPTI: host-blocking

@@ -133,20 +133,6 @@ void resolvePruning(MdOptions& o, bool onGpu) {
     }
 }
 
-double conservedDriftPerAtom(const std::vector<EnergySample>& samples, std::int64_t atoms) {
-    if (samples.size() < 3 || atoms <= 0) return 0.0;
-    double st = 0, se = 0, stt = 0, ste = 0;
-    for (const EnergySample& e : samples) {
-        st += e.time;
-        se += e.conserved;
-        stt += e.time * e.time;
-        ste += e.time * e.conserved;
-    }
-    const double n = static_cast<double>(samples.size());
-    const double denominator = n * stt - st * st;
-    return denominator > 0 ? (n * ste - st * se) / denominator / static_cast<double>(atoms) : 0.0;
-}
-
 // --search: where search steps run. auto: on the device when the backend
 // and the transport can (GPU backend, device transport), else on the host.
 bool resolveSearchPlace(const std::string& option, bool deviceCapable) {
@@ -160,6 +146,20 @@ bool resolveSearchPlace(const std::string& option, bool deviceCapable) {
 }
 
 }  // namespace
+
+double conservedDriftPerAtom(const std::vector<EnergySample>& samples, std::int64_t atoms) {
+    if (samples.size() < 3 || atoms <= 0) return 0.0;
+    double st = 0, se = 0, stt = 0, ste = 0;
+    for (const EnergySample& e : samples) {
+        st += e.time;
+        se += e.conserved;
+        stt += e.time * e.time;
+        ste += e.time * e.conserved;
+    }
+    const double n = static_cast<double>(samples.size());
+    const double denominator = n * stt - st * st;
+    return denominator > 0 ? (n * ste - st * se) / denominator / static_cast<double>(atoms) : 0.0;
+}
 
 MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     requireOptionRanges(o);

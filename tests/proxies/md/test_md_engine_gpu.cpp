@@ -1,20 +1,18 @@
 // The MD engine on one GPU: the first step's energies agree with the CPU
 // reference backend; the search on the device (atoms stay on the GPU)
 // reproduces the host search's energies; --steps 0 and a SIGTERM stop behave
-// as on the CPU (without host synchronisations added); and an NVE run conserves energy on
-// both search paths: |drift| of the conserved energy <= 1e-4 kJ/mol/ps per
-// atom over 10 000 steps of 2 fs at the default settings. Measured on an
-// H200 (bench/results/nve-drift-*.txt): -7e-5 on both paths with the
-// default rolling prune, 1e-5 to 2e-5 without pruning, 1.5e-5 even with a
-// buffer that misses no pair (single-precision forces); the CPU reference
-// (exact pairs, double sums) gives 7.8e-6. The 1e-5 goal and what bounds it
-// are discussed in docs/md-engine.md.
+// as on the CPU (without host synchronisations added); and an NVE run
+// conserves energy on both search paths: |drift| of the conserved energy
+// <= 1e-5 kJ/mol/ps per atom over 10 000 steps of 2 fs at the default
+// settings, after 2 000 steps in which the lattice start relaxes
+// (docs/md-engine.md, "Energy conservation").
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include "haloex/core/error.hpp"
 #include "haloex/core/test_hooks.hpp"
@@ -214,25 +212,34 @@ class MdEngineGpuNve : public ::testing::TestWithParam<const char*> {};
 
 TEST_P(MdEngineGpuNve, ConservesEnergyOver10000Steps) {
     if (!haveGpu()) GTEST_SKIP() << "no GPU visible: the NVE drift test needs one";
+    // The lattice start relaxes in its first picoseconds, and its conserved
+    // energy jumps meanwhile (+20 kJ/mol in the first 100 steps at 6 000
+    // atoms, the same on the CPU): a least-squares slope over a run from the
+    // start measures that transient, not the integrator. So 2 000 steps of
+    // NVE first, then the drift over the next 10 000.
+    constexpr std::int64_t kRelaxSteps = 2000, kMeasuredSteps = 10000;
     md::MdOptions o;
     o.atoms = 6000;
-    o.steps = 10000;
+    o.steps = kRelaxSteps + kMeasuredSteps;
     o.thermoEvery = 100;
     o.quiet = true;
     const auto run = runOnGpu(o, GetParam());
-    ASSERT_GT(run.energies.size(), 100u);
     EXPECT_EQ(run.search, GetParam());
-    const double driftPerAtom = run.conservedDrift;  // least squares over the energy steps (engine.cpp)
-    std::printf("NVE (search on the %s): %lld atoms, %lld steps of %.3f ps, rlist %.3f nm, nstlist %d: "
-                "conserved-energy drift %.3g kJ/mol/ps per atom (first %.2f, last %.2f kJ/mol)\n",
-                run.search.c_str(), static_cast<long long>(run.atoms), static_cast<long long>(run.steps), run.dt,
-                run.rlist, run.nstlist, driftPerAtom, run.energies.front().conserved, run.energies.back().conserved);
-    // Measured on an H200, four runs per path: 3.8e-6 to 1.23e-5 with the
-    // search on the device, 4.4e-6 to 1.25e-5 on the host (the force sums'
-    // float atomics change the trajectory from run to run; the CPU
-    // reference, double sums, 7.8e-6). The end-to-end issue's goal is 1e-5;
-    // the test allows the measured spread's largest twice over.
-    EXPECT_LE(std::abs(driftPerAtom), 3e-5);
+    std::vector<md::EnergySample> measured;
+    for (const auto& e : run.energies) {
+        if (e.step >= kRelaxSteps) measured.push_back(e);
+    }
+    ASSERT_EQ(measured.size(), static_cast<std::size_t>(kMeasuredSteps / o.thermoEvery + 1));
+    const double driftPerAtom = md::conservedDriftPerAtom(measured, run.atoms);
+    std::printf("NVE (search on the %s): %lld atoms, steps %lld-%lld of %.3f ps, rlist %.3f nm, nstlist %d: "
+                "conserved-energy drift %.3g kJ/mol/ps per atom (%.3g over the whole run from the lattice start; "
+                "conserved %.2f at step %lld, %.2f at the end, kJ/mol)\n",
+                run.search.c_str(), static_cast<long long>(run.atoms), static_cast<long long>(kRelaxSteps),
+                static_cast<long long>(run.steps), run.dt, run.rlist, run.nstlist, driftPerAtom, run.conservedDrift,
+                measured.front().conserved, static_cast<long long>(kRelaxSteps), measured.back().conserved);
+    // The end-to-end issue's bound. On the CPU path the same window gives
+    // -2.2e-6 (6 000 atoms, exact pairs; 1.4e-5 over the whole run).
+    EXPECT_LE(std::abs(driftPerAtom), 1e-5);
 }
 
 std::string searchPlaceName(const ::testing::TestParamInfo<const char*>& place) { return place.param; }

@@ -25,6 +25,11 @@ struct EnergySample {
     double pressure = 0.0;     // bar
 };
 
+// Least-squares slope of the conserved energy over these samples, per atom
+// (kJ/mol/ps per atom): the run's "Conserved-energy drift" over all its
+// energy steps, as GROMACS reports it; 0 for fewer than three samples.
+double conservedDriftPerAtom(const std::vector<EnergySample>& samples, std::int64_t atoms);
+
 // One part of the run's wall time over the ranks (the log's performance table).
 struct RankSpread {
     std::string name;
