@@ -3,7 +3,6 @@
 #include <cstdint>
 
 #include "haloex/cuda/check.hpp"
-#include "haloex/md/compensated_position.hpp"
 #include "haloex/md/gpu/integrate.hpp"
 
 namespace haloex::md::gpu {
@@ -45,15 +44,9 @@ __global__ void __launch_bounds__(kThreads) leapfrogKernel(LeapfrogArgs a) {
         v.y = lambda * v.y + f.y * s;
         v.z = lambda * v.z + f.z * s;
         Vec3f x = a.x[i];
-        if (a.xLow != nullptr) {
-            Vec3f low = a.xLow[i];
-            addCompensated(x, low, v * a.dt);
-            a.xLow[i] = low;
-        } else {
-            x.x += v.x * a.dt;
-            x.y += v.y * a.dt;
-            x.z += v.z * a.dt;
-        }
+        x.x += v.x * a.dt;
+        x.y += v.y * a.dt;
+        x.z += v.z * a.dt;
         a.v[i] = v;
         a.x[i] = x;
         if constexpr (kAverageEkin) {

@@ -16,7 +16,6 @@
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
-#include "haloex/md/compensated_position.hpp"
 #include "haloex/md/gpu/integrate.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
 #include "haloex/md/gpu_backend.hpp"
@@ -33,8 +32,7 @@ struct TimelineEvents {
 };
 
 // Fields of the device-resident home atoms after the positions.
-// kPositionLow: the low parts of the positions (compensated_position.hpp).
-enum HomeField : int { kVelocity = 1, kType = 2, kGlobalId = 3, kPositionLow = 4 };
+enum HomeField : int { kVelocity = 1, kType = 2, kGlobalId = 3 };
 
 // Receive slots of device plans start at multiples of 4 atoms (16-byte bulk
 // copies of the nvshmem transport's TMA path).
@@ -72,22 +70,19 @@ public:
         HALOEX_ASSERT(transport.memorySpace() == transport::MemorySpace::Device, "the GPU backend needs device arrays");
         deviceResident_ = false;
         numHome_ = static_cast<int>(home.size());
-        std::vector<Vec3f> x(home.size()), low(home.size()), v(home.size());
+        std::vector<Vec3f> x(home.size()), v(home.size());
         globalIds_.resize(home.size());
         for (std::size_t i = 0; i < home.size(); ++i) {
-            splitPosition(home[i].position, x[i], low[i]);
+            x[i] = static_cast<Vec3f>(home[i].position);
             v[i] = static_cast<Vec3f>(home[i].velocity);
             globalIds_[i] = home[i].globalId;
         }
         velocities_.resize(std::max<std::size_t>(1, home.size()));
-        positionLow_.resize(std::max<std::size_t>(1, home.size()));
         // On our (non-blocking) stream, so later work on it is ordered after the copies.
         if (!home.empty()) {
             HALOEX_CUDA_CHECK(cudaMemcpyAsync(transport.coordinates(), x.data(), x.size() * sizeof(Vec3f),
                                               cudaMemcpyHostToDevice, local_.get()));
             HALOEX_CUDA_CHECK(cudaMemcpyAsync(velocities_.data(), v.data(), v.size() * sizeof(Vec3f),
-                                              cudaMemcpyHostToDevice, local_.get()));
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(positionLow_.data(), low.data(), low.size() * sizeof(Vec3f),
                                               cudaMemcpyHostToDevice, local_.get()));
             HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         }
@@ -115,16 +110,16 @@ public:
 
     void loadHome(std::span<const AtomRecord> home) override {
         const auto n = home.size();
-        std::vector<Vec3f> x(n), low(n), v(n);
+        std::vector<Vec3f> x(n), v(n);
         std::vector<std::int32_t> types(n);
         std::vector<std::int64_t> ids(n);
         for (std::size_t i = 0; i < n; ++i) {
-            splitPosition(home[i].position, x[i], low[i]);
+            x[i] = static_cast<Vec3f>(home[i].position);
             v[i] = static_cast<Vec3f>(home[i].velocity);
             types[i] = home[i].type;
             ids[i] = home[i].globalId;
         }
-        home_.upload(static_cast<int>(n), {x.data(), v.data(), types.data(), ids.data(), low.data()});
+        home_.upload(static_cast<int>(n), {x.data(), v.data(), types.data(), ids.data()});
         numHome_ = static_cast<int>(n);
         deviceResident_ = true;
         homeInTransport_ = false;
@@ -201,12 +196,10 @@ public:
     void getHome(transport::ParticleTransport& transport, std::vector<AtomRecord>& home) override {
         synchronize();
         const auto n = static_cast<std::size_t>(numHome_);
-        std::vector<Vec3f> x(n), low(n), v(n);
+        std::vector<Vec3f> x(n), v(n);
         if (n > 0) {
             HALOEX_CUDA_CHECK(cudaMemcpyAsync(x.data(), transport.coordinates(), n * sizeof(Vec3f),
                                               cudaMemcpyDeviceToHost, local_.get()));
-            HALOEX_CUDA_CHECK(
-                cudaMemcpyAsync(low.data(), positionLow(), n * sizeof(Vec3f), cudaMemcpyDeviceToHost, local_.get()));
             HALOEX_CUDA_CHECK(
                 cudaMemcpyAsync(v.data(), velocities(), n * sizeof(Vec3f), cudaMemcpyDeviceToHost, local_.get()));
             HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
@@ -229,7 +222,7 @@ public:
         }
         HALOEX_ASSERT(home.size() == n, "home atom count changed between searches");
         for (std::size_t i = 0; i < n; ++i) {
-            home[i].position = joinPosition(x[i], low[i]);
+            home[i].position = static_cast<Vec3d>(x[i]);
             home[i].velocity = static_cast<Vec3d>(v[i]);
         }
     }
@@ -374,7 +367,6 @@ private:
         if (energies) gpu::checkFinite(transport.coordinates(), transport.forces(), numHome_, firstBad_.data(), local);
         gpu::LeapfrogArgs args;
         args.x = transport.coordinates();
-        args.xLow = positionLow();
         args.v = velocities();
         args.f = transport.forces();
         args.numAtoms = numHome_;
@@ -442,7 +434,6 @@ private:
     }
 
     Vec3f* velocities() { return deviceResident_ ? home_.fieldAs<Vec3f>(kVelocity) : velocities_.data(); }
-    Vec3f* positionLow() { return deviceResident_ ? home_.fieldAs<Vec3f>(kPositionLow) : positionLow_.data(); }
 
     std::int64_t globalIdOf(int homeIndex) {
         if (!deviceResident_) return globalIds_[static_cast<std::size_t>(homeIndex)];
@@ -520,7 +511,6 @@ private:
     BackendContext context_;
     std::unique_ptr<gpu::Nonbonded> nonbonded_;
     cuda::DeviceBuffer<Vec3f> velocities_;
-    cuda::DeviceBuffer<Vec3f> positionLow_;  // host search: the positions' low parts
     cuda::DeviceBuffer<float> charges_;
     cuda::DeviceBuffer<std::uint8_t> masks_;
     cuda::DeviceBuffer<double> kinetic_;
@@ -541,10 +531,9 @@ private:
     std::int64_t graphInstantiations_ = 0, graphUpdates_ = 0;
     StepTimings timings_;
     // Device-resident home atoms (device search): positions, velocities,
-    // types, global ids, the positions' low parts; between searches the
-    // positions live in the transport's array (homeInTransport_), their low
-    // parts here.
-    particles::ParticleStore home_{{sizeof(Vec3f), sizeof(std::int32_t), sizeof(std::int64_t), sizeof(Vec3f)}};
+    // types, global ids; between searches the positions live in the
+    // transport's array (homeInTransport_).
+    particles::ParticleStore home_{{sizeof(Vec3f), sizeof(std::int32_t), sizeof(std::int64_t)}};
     particles::Migrator migrator_{kGlobalId};
     particles::DevicePlanBuilder planBuilder_;
     cuda::DeviceBuffer<float> homeCharges_;

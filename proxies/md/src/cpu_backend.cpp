@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include "haloex/core/error.hpp"
-#include "haloex/md/compensated_position.hpp"
 #include "haloex/md/force_oracle.hpp"
 
 namespace haloex::md {
@@ -19,10 +18,9 @@ public:
         HALOEX_ASSERT(transport.memorySpace() == transport::MemorySpace::Host, "the CPU backend needs host arrays");
         Vec3f* x = transport.coordinates();
         velocities_.resize(home.size());
-        positionLow_.resize(home.size());
         globalIds_.resize(home.size());
         for (std::size_t i = 0; i < home.size(); ++i) {
-            splitPosition(home[i].position, x[i], positionLow_[i]);
+            x[i] = static_cast<Vec3f>(home[i].position);
             velocities_[i] = static_cast<Vec3f>(home[i].velocity);
             globalIds_[i] = home[i].globalId;
         }
@@ -40,7 +38,7 @@ public:
         HALOEX_ASSERT(static_cast<int>(home.size()) == numHome_, "home atom count changed between searches");
         const Vec3f* x = transport.coordinates();
         for (int i = 0; i < numHome_; ++i) {
-            home[i].position = joinPosition(x[i], positionLow_[i]);
+            home[i].position = static_cast<Vec3d>(x[i]);
             home[i].velocity = static_cast<Vec3d>(velocities_[i]);
         }
     }
@@ -96,7 +94,7 @@ private:
             // GROMACS's leapfrog with velocity rescaling: v' = lambda v + f/m dt.
             const Vec3f vNew = vOld * velocityScale_ + f[i] * (invMass * dt);
             velocities_[i] = vNew;
-            addCompensated(xw[i], positionLow_[i], vNew * dt);
+            xw[i] += vNew * dt;
             if (computeEnergies) {
                 kineticBefore += norm2(static_cast<Vec3d>(vOld));
                 kineticAfter += norm2(static_cast<Vec3d>(vNew));
@@ -137,7 +135,6 @@ private:
     BackendContext context_;
     int numLocal_ = 0, numHome_ = 0;
     std::vector<Vec3f> velocities_;
-    std::vector<Vec3f> positionLow_;  // the positions' low parts (compensated_position.hpp)
     std::vector<std::int64_t> globalIds_;
     EnergyTerms energies_;
     float velocityScale_ = 1.0f;

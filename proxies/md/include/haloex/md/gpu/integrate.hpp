@@ -15,10 +15,7 @@
 namespace haloex::md::gpu {
 
 struct LeapfrogArgs {
-    Vec3f* x = nullptr;  // positions, updated in place
-    // When not null: the low parts of the positions (compensated_position.hpp),
-    // updated with them; null: a plain float update.
-    Vec3f* xLow = nullptr;
+    Vec3f* x = nullptr;            // positions, updated in place
     Vec3f* v = nullptr;            // velocities v(t - dt/2) -> v(t + dt/2)
     const Vec3f* f = nullptr;      // forces at x(t)
     int numAtoms = 0;              // home atoms [0, numAtoms)
@@ -35,8 +32,7 @@ struct LeapfrogArgs {
     float mass = 12.0f;  // u, for the kinetic energy when invMassPerAtom is null
 };
 
-// v <- lambda v + f/m dt;  x <- x + v dt  (GROMACS's leapfrog with v-rescale),
-// the position sum compensated when xLow is given.
+// v <- lambda v + f/m dt;  x <- x + v dt  (GROMACS's leapfrog with v-rescale).
 void leapfrog(const LeapfrogArgs& args, cudaStream_t stream);
 
 // *dEkin += 1/2 sum m |v|^2 over atoms [0, numAtoms) (kJ/mol). massPerAtom may
