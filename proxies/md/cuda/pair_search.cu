@@ -103,9 +103,8 @@ __device__ inline Float3 xyz(float4 v) { return {v.x, v.y, v.z}; }
 // window (a binary search each way on the clusters' lower z, which never
 // decreases up a column but for j.zSlack), a warp scan of the windows'
 // lengths lays them end to end, and the warp tests 32 of them at a time
-// against the i box (half-list rule and bounding-box distance), telling
-// visit whether the zones of the i cluster (iZones) and of the survivor
-// allow every atom pair of two different clusters. So a column
+// against the i box (half-list rule and bounding-box distance), passing each
+// survivor's zone summary (clusterZones) along. So a column
 // costs a lane, not a pass of the warp, and the clusters far below or above
 // the i box are never loaded.
 __device__ inline bool clustersAboveFrom(float lowerZ, float zShift, float zSlack, float iHiZ, float rlist2) {
@@ -123,8 +122,8 @@ __device__ inline bool clustersBelowUpTo(float lowerZ, float zShift, float zSlac
 template <class Visit>
 __device__ inline void walkCandidates(const JGrid& j, const SearchParams& p, const int* __restrict__ columnClusterStart,
                                       const float4* __restrict__ bboxLo, const float4* __restrict__ bboxHi, int firstI,
-                                      int numI, int iZones, bool sameGrid, Float3 iLo, Float3 iHi, int s, Float3 sv,
-                                      int lane, Visit&& visit) {
+                                      int numI, bool sameGrid, Float3 iLo, Float3 iHi, int s, Float3 sv, int lane,
+                                      Visit&& visit) {
     const ColumnGrid& g = j.g;
     const IndexRange rx =
         cellRange(regionLo(iLo.x, sv.x, p.radius), regionHi(iHi.x, sv.x, p.radius), g.x0, g.invCellX, g.nx);
@@ -181,20 +180,18 @@ __device__ inline void walkCandidates(const JGrid& j, const SearchParams& p, con
             }
             owner = min(owner, 31);
             const int cj = __shfl_sync(kFullWarp, begin, owner) + f - __shfl_sync(kFullWarp, start, owner);
-            bool pass = false, allPairs = false;
+            bool pass = false;
+            int zones = 0;
             if (f < total && clusterGroupInHalfList(firstI, numI, cj, s, sameGrid)) {
                 const float4 lo = bboxLo[cj];
+                zones = clusterZones(lo.w);
                 pass = boxDistance2(iLo, iHi, xyz(lo), xyz(bboxHi[cj]), sv) < p.rlist2;
-                allPairs = numI == 1 && cj != firstI &&
-                           zonePairAllowed(static_cast<plan::ZoneMask>(iZones),
-                                           static_cast<plan::ZoneMask>(clusterZones(lo.w)));
             }
             unsigned candidates = __ballot_sync(kFullWarp, pass);
-            const unsigned allPairsMask = __ballot_sync(kFullWarp, allPairs);
             while (candidates != 0) {
                 const int source = __ffs(candidates) - 1;
                 candidates &= candidates - 1;
-                visit(__shfl_sync(kFullWarp, cj, source), ((allPairsMask >> source) & 1u) != 0);
+                visit(__shfl_sync(kFullWarp, cj, source), __shfl_sync(kFullWarp, zones, source));
             }
         }
     }
@@ -243,12 +240,14 @@ __global__ void __launch_bounds__(kSearchThreads)
         const Float3 sv = shiftVector(s, p.boxLengths);
         if (!zShiftReachesGrid(j.g, iLo.z, iHi.z, sv.z, p.radius)) continue;
         // Whole warp: the atom pairs of candidate cj, and the pair if one is within rlist.
-        const auto examine = [&](int cj, bool allPairs) {
+        const auto examine = [&](int cj, int jZones) {
             const Float3 xj = xyz(xq[cj * kClusterSize + tj]);
             // Two different clusters whose zones allow every atom pair (no
             // padding, no zone in common: always so for two full home
             // clusters) need no per-atom zone test: the warp-uniform common
             // case, which skips a load and two votes per candidate.
+            const bool allPairs =
+                cj != ci && zonePairAllowed(static_cast<plan::ZoneMask>(iZones), static_cast<plan::ZoneMask>(jZones));
             bool in0 = true, in1 = true;
             unsigned maskLo = kFullWarp, maskHi = kFullWarp;
             if (!allPairs) {
@@ -277,7 +276,7 @@ __global__ void __launch_bounds__(kSearchThreads)
             atomPairs += __popc(maskLo) + __popc(maskHi);
             ++count;
         };
-        walkCandidates(j, p, columnClusterStart, bboxLo, bboxHi, ci, 1, iZones, sameGrid, iLo, iHi, s, sv, lane, examine);
+        walkCandidates(j, p, columnClusterStart, bboxLo, bboxHi, ci, 1, sameGrid, iLo, iHi, s, sv, lane, examine);
     }
 
     if constexpr (!kFillPass) {
