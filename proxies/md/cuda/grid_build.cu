@@ -258,20 +258,17 @@ __global__ void __launch_bounds__(kThreads)
     const unsigned group = ((1u << kClusterSize) - 1u) << first;
     // Slot 0 of a cluster always holds an atom (columns fill from the start).
     float4 lo = xq, hi = xq;
-    int zones = z;  // the OR of the slots' zone masks, padding included
     for (int a = 1; a < kClusterSize; ++a) {
         const float px = __shfl_sync(group, xq.x, first + a);
         const float py = __shfl_sync(group, xq.y, first + a);
         const float pz = __shfl_sync(group, xq.z, first + a);
         const int atomA = __shfl_sync(group, atom, first + a);
-        zones |= __shfl_sync(group, static_cast<int>(z), first + a);
         if (atomA < 0) continue;
         lo = make_float4(minf(lo.x, px), minf(lo.y, py), minf(lo.z, pz), 0.f);
         hi = make_float4(maxf(hi.x, px), maxf(hi.y, py), maxf(hi.z, pz), 0.f);
     }
     if (lane == first) {
-        lo.w = clusterZonesAsFloat(zones);
-        hi.w = 0.f;
+        lo.w = hi.w = 0.f;
         bboxLo[cluster] = lo;
         bboxHi[cluster] = hi;
     }

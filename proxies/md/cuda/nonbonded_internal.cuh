@@ -17,14 +17,6 @@ inline constexpr unsigned kFullWarp = 0xffffffffu;
 
 inline int blocksFor(long long n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
 
-// A cluster's bboxLo.w holds the OR of its eight slots' zone masks (padding
-// included), as the bits of a float: the search then knows, from the boxes
-// it loads anyway, when every atom pair of a cluster pair is computed.
-#if defined(__CUDACC__)
-__device__ inline float clusterZonesAsFloat(int zones) { return __int_as_float(zones); }
-__device__ inline int clusterZones(float w) { return __float_as_int(w); }
-#endif
-
 // Grows a device buffer with headroom (contents are not kept).
 template <class T>
 void reserveWithHeadroom(cuda::DeviceBuffer<T>& buffer, std::size_t count, double growth) {

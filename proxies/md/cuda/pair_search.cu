@@ -103,8 +103,7 @@ __device__ inline Float3 xyz(float4 v) { return {v.x, v.y, v.z}; }
 // window (a binary search each way on the clusters' lower z, which never
 // decreases up a column but for j.zSlack), a warp scan of the windows'
 // lengths lays them end to end, and the warp tests 32 of them at a time
-// against the i box (half-list rule and bounding-box distance), passing each
-// survivor's zone summary (clusterZones) along. So a column
+// against the i box (half-list rule and bounding-box distance). So a column
 // costs a lane, not a pass of the warp, and the clusters far below or above
 // the i box are never loaded.
 __device__ inline bool clustersAboveFrom(float lowerZ, float zShift, float zSlack, float iHiZ, float rlist2) {
@@ -181,17 +180,14 @@ __device__ inline void walkCandidates(const JGrid& j, const SearchParams& p, con
             owner = min(owner, 31);
             const int cj = __shfl_sync(kFullWarp, begin, owner) + f - __shfl_sync(kFullWarp, start, owner);
             bool pass = false;
-            int zones = 0;
             if (f < total && clusterGroupInHalfList(firstI, numI, cj, s, sameGrid)) {
-                const float4 lo = bboxLo[cj];
-                zones = clusterZones(lo.w);
-                pass = boxDistance2(iLo, iHi, xyz(lo), xyz(bboxHi[cj]), sv) < p.rlist2;
+                pass = boxDistance2(iLo, iHi, xyz(bboxLo[cj]), xyz(bboxHi[cj]), sv) < p.rlist2;
             }
             unsigned candidates = __ballot_sync(kFullWarp, pass);
             while (candidates != 0) {
                 const int source = __ffs(candidates) - 1;
                 candidates &= candidates - 1;
-                visit(__shfl_sync(kFullWarp, cj, source), __shfl_sync(kFullWarp, zones, source));
+                visit(__shfl_sync(kFullWarp, cj, source));
             }
         }
     }
@@ -228,7 +224,6 @@ __global__ void __launch_bounds__(kSearchThreads)
     const Float3 xi1 = xyz(xq[ci * kClusterSize + ti + 4]);
     const std::uint8_t zi0 = zoneOfSlot[ci * kClusterSize + ti];
     const std::uint8_t zi1 = zoneOfSlot[ci * kClusterSize + ti + 4];
-    const int iZones = clusterZones(bboxLo[ci].w);
     const int base = kFillPass ? pairOffset[ci] : 0;
     const int limit = kFillPass ? pairCount[ci] : 0;
     ClusterPair* const slot = kMode == kOnePass ? scratch + static_cast<long long>(ci) * p.scratchCapacity : nullptr;
@@ -240,27 +235,17 @@ __global__ void __launch_bounds__(kSearchThreads)
         const Float3 sv = shiftVector(s, p.boxLengths);
         if (!zShiftReachesGrid(j.g, iLo.z, iHi.z, sv.z, p.radius)) continue;
         // Whole warp: the atom pairs of candidate cj, and the pair if one is within rlist.
-        const auto examine = [&](int cj, int jZones) {
+        const auto examine = [&](int cj) {
             const Float3 xj = xyz(xq[cj * kClusterSize + tj]);
-            // Two different clusters whose zones allow every atom pair (no
-            // padding, no zone in common: always so for two full home
-            // clusters) need no per-atom zone test: the warp-uniform common
-            // case, which skips a load and two votes per candidate.
-            const bool allPairs =
-                cj != ci && zonePairAllowed(static_cast<plan::ZoneMask>(iZones), static_cast<plan::ZoneMask>(jZones));
-            bool in0 = true, in1 = true;
-            unsigned maskLo = kFullWarp, maskHi = kFullWarp;
-            if (!allPairs) {
-                const std::uint8_t zj = zoneOfSlot[cj * kClusterSize + tj];
-                const bool self = cj == ci;
-                in0 = atomPairInList(zi0, zj, ti, tj, self, s);
-                in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
-                maskLo = __ballot_sync(kFullWarp, in0);
-                maskHi = __ballot_sync(kFullWarp, in1);
-            }
+            const std::uint8_t zj = zoneOfSlot[cj * kClusterSize + tj];
+            const bool self = cj == ci;
+            const bool in0 = atomPairInList(zi0, zj, ti, tj, self, s);
+            const bool in1 = atomPairInList(zi1, zj, ti + 4, tj, self, s);
             const float d0 = atomDistance2(xi0, xj, sv);
             const float d1 = atomDistance2(xi1, xj, sv);
             const bool near = (in0 && d0 < p.rlist2) || (in1 && d1 < p.rlist2);
+            const unsigned maskLo = __ballot_sync(kFullWarp, in0);
+            const unsigned maskHi = __ballot_sync(kFullWarp, in1);
             if (!__any_sync(kFullWarp, near)) return;
             if constexpr (kFillPass) {
                 if (lane == 0 && count < limit) pairs[base + count] = ClusterPair{cj, s, maskLo, maskHi};
