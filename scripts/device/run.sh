@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ctest-select md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: md-variants build test test-gpu ctest-select md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -576,6 +576,28 @@ stage_nve_drift() {
 ${NVE_VARIANTS:---search device
 --search host}
 EOF2
+  done
+}
+
+# haloex-md with option variants side by side (MDV_VARIANTS, one per line;
+# an empty line is the defaults) at MDV_SIZES, MDV_REPEATS rounds, the order
+# of the variants reversed every other round: what an option costs.
+stage_md_variants() {
+  note "== haloex-md variants, ${MDV_STEPS:-3000} steps (all steps and steady state, us/step)"
+  local n r i=0 args list
+  mapfile -t list <<<"${MDV_VARIANTS:?set MDV_VARIANTS}"
+  for n in ${MDV_SIZES:-22500 720000}; do
+    for r in $(seq "${MDV_REPEATS:-2}"); do
+      local order=("${list[@]}")
+      [ $((r % 2)) = 0 ] && mapfile -t order < <(printf '%s\n' "${list[@]}" | tac)
+      for args in "${order[@]}"; do
+        i=$((i + 1))
+        # shellcheck disable=SC2086
+        timeout 300 "$build/bin/haloex-md" --device gpu --atoms "$n" --steps "${MDV_STEPS:-3000}" --quiet --log none \
+          --json "$out/mdv-$i.json" $args >"$out/mdv-$i.log" 2>&1
+        note "  $n atoms [$args] #$r rc=$? $(grep -E 'Performance|Steady' "$out/mdv-$i.log" | sed 's/^ *//' | cut -c1-90 | tr '\n' ' ') $(grep -oiE 'inner[^,;)]*' "$out/mdv-$i.log" | head -1)"
+      done
+    done
   done
 }
 
