@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -217,6 +218,12 @@ struct NveCase {
     double bound;       // |drift| kJ/mol/ps per atom
 };
 
+// How gtest (and so ctest's test list) names a case: readably, not as bytes.
+void PrintTo(const NveCase& c, std::ostream* os) {
+    *os << c.search << ", rlist-inner " << (c.rlistInner > 0 ? std::to_string(c.rlistInner) : "default") << ", bound "
+        << c.bound;
+}
+
 class MdEngineGpuNve : public ::testing::TestWithParam<NveCase> {};
 
 TEST_P(MdEngineGpuNve, ConservesEnergyOver10000Steps) {
@@ -264,7 +271,9 @@ const NveCase kNveCases[] = {
     {"device", 0.0, 2e-5}, {"host", 0.0, 2e-5}, {"device", 0.925, 1e-5}, {"host", 0.925, 1e-5}};
 
 std::string nveCaseName(const ::testing::TestParamInfo<NveCase>& info) {
-    return std::string(info.param.search) + (info.param.rlistInner > 0 ? "_inner0925" : "_default");
+    const NveCase& c = info.param;
+    const long picometres = std::lround(c.rlistInner * 1000.0);
+    return std::string(c.search) + (c.rlistInner > 0 ? "_inner" + std::to_string(picometres) + "pm" : "_default");
 }
 
 INSTANTIATE_TEST_SUITE_P(SearchPlaces, MdEngineGpuNve, ::testing::ValuesIn(kNveCases), nveCaseName);
