@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: md-variants build test test-gpu ctest-select md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build test test-gpu ctest-select md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -555,8 +555,9 @@ PY
 }
 
 # Conserved-energy drift of NVE runs on one GPU under the settings that
-# shape it (pair-list buffer and life, rolling pruning), from the JSON's
-# least-squares drift.
+# shape it (pair-list buffer and life, rolling pruning): the least-squares
+# fit of the --energy file after the start's relaxation (xvg_drift.py), and
+# the run's own whole-run figure.
 stage_nve_drift() {
   # NVE_BINARIES: haloex-md builds to compare (e.g. /tmp/haloex-md-A after
   # stage ab); the drift is fitted from NVE_FROM_PS on (the lattice start
