@@ -102,19 +102,22 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
     plan_.alignment = alignment;
     plan_.numHome = numHome;
 
-    // Home atoms first: positions, no image, zone 0, their carried values.
-    reserveLocal(std::max(numHome, 1), 0, stream);
-    if (numHome > 0) {
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(positions_.data(), homePositions, numHome * sizeof(Vec3f),
-                                          cudaMemcpyDeviceToDevice, stream));
-        HALOEX_CUDA_CHECK(cudaMemsetAsync(images_.data(), 0, numHome, stream));
-        HALOEX_CUDA_CHECK(cudaMemsetAsync(masks_.data(), 0, numHome, stream));
-        for (std::size_t f = 0; f < carried.size(); ++f) {
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(fields_[f].data(), carried[f].data, numHome * fieldBytes_[f],
-                                              cudaMemcpyDeviceToDevice, stream));
+    // Home atoms first: positions, no image, zone 0, their carried values;
+    // with no pulse also the padding that ends the local atoms (as
+    // ParticlePlanBuilder::finish). One kernel for all of it.
+    const int homeEnd = numPulses == 0 ? alignUp(numHome, alignment) : numHome;
+    reserveLocal(std::max(homeEnd, 1), 0, stream);
+    for (std::size_t first = 0; first == 0 || first < carried.size(); first += kPrefixFields) {
+        PrefixFields prefix{};
+        for (std::size_t f = first; f < carried.size() && prefix.count < kPrefixFields; ++f, ++prefix.count) {
+            prefix.in[prefix.count] = carried[f].data;
+            prefix.out[prefix.count] = fields_[f].data();
+            prefix.bytes[prefix.count] = static_cast<int>(fieldBytes_[f]);
         }
+        writeHomePrefix(homePositions, numHome, homeEnd, first == 0, positions_.data(), images_.data(), masks_.data(),
+                        prefix, stream);
     }
-    int size = numHome;  // local atoms so far
+    int size = homeEnd;  // local atoms so far
     const auto pad = [&](int upTo) {
         if (upTo <= size) return;
         reserveLocal(upTo, size, stream);
@@ -234,7 +237,6 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
         pad(pulse.recvOffset + pulse.recvCapacity);
         plan_.pulses.push_back(std::move(pulse));
     }
-    if (numPulses == 0) pad(alignUp(size, alignment));  // as ParticlePlanBuilder::finish
     plan_.numLocal = size;
 
     // Tell each sender where its atoms landed here.

@@ -43,10 +43,40 @@ void Migrator::throwNonFinite(const ParticleStore& particles, int i, int rank) c
                            nameOf(particles, i), rank));
 }
 
+// Nothing moves between ranks: one kernel wraps and sums the ids, one copy
+// brings its summary (a search step on one rank launches little else).
+void Migrator::beginWrapOnly(ParticleStore& particles, const double lengths[3], cudaStream_t stream) {
+    if (wrapSlots_.size() == 0) {
+        const WrapSummary empty[2] = {emptyWrapSummary(), emptyWrapSummary()};
+        wrapSlots_.resize(2);
+        HALOEX_CUDA_CHECK(cudaMemcpy(wrapSlots_.data(), empty, sizeof(empty), cudaMemcpyHostToDevice));
+        wrapSummaryHost_.reserve(1);
+        wrapParity_ = 0;
+    }
+    const std::int64_t* ids = idField_ >= 0 ? particles.fieldAs<std::int64_t>(idField_) : nullptr;
+    // slots[1 - parity] was read by the last completeMigration (it waited).
+    wrapAndSummarise(particles.positions(), particles.size(), lengths, ids, wrapSlots_.data(), wrapParity_, stream);
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(wrapSummaryHost_.data(), wrapSlots_.data() + wrapParity_, sizeof(WrapSummary),
+                                      cudaMemcpyDeviceToHost, stream));
+    wrapParity_ = 1 - wrapParity_;
+    copied_.record(stream);
+    wrapOnly_ = true;
+    pending_ = true;
+}
+
 void Migrator::completeMigration(MigrationStats& stats, const ParticleStore& particles, int rank) {
     HALOEX_ASSERT(pending_, "completeMigration without a beginMigration");
     pending_ = false;
     HALOEX_CUDA_CHECK(cudaEventSynchronize(copied_));
+    if (wrapOnly_) {
+        const WrapSummary& summary = *wrapSummaryHost_.data();
+        if (summary.firstNonFinite != INT_MAX) throwNonFinite(particles, summary.firstNonFinite, rank);
+        if (idField_ >= 0) {
+            stats.idSum = summary.idSum;
+            stats.idSquareSum = summary.idSquareSum;
+        }
+        return;
+    }
     if (statusHost_[kFirstNonFinite] != INT_MAX) {
         throwNonFinite(particles, statusHost_[kFirstNonFinite], rank);
     }
@@ -78,6 +108,12 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
     };
 
     int n = particles.size();
+    if (!grid.decomposed(0) && !grid.decomposed(1) && !grid.decomposed(2)) {
+        beginWrapOnly(particles, lengths, stream);
+        stats.particles = n;
+        return stats;
+    }
+    wrapOnly_ = false;
     resetMigrationStatus(status_.data(), stream);
     wrapPositions(particles.positions(), n, lengths, status_.data(), stream);
     // The wrap's non-finite check is read with the first cut's counts (a

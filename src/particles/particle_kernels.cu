@@ -3,6 +3,7 @@
 // device, so host and device decide alike for the same float positions.
 #include "particle_kernels.hpp"
 
+#include <cub/block/block_reduce.cuh>
 #include <cub/device/device_select.cuh>
 #include <thrust/iterator/counting_iterator.h>
 
@@ -57,20 +58,66 @@ struct Lengths {
     double L[3];
 };
 
-__global__ void wrapKernel(Vec3f* __restrict__ x, int n, Lengths box, int* __restrict__ status) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    Vec3f p = x[i];
-    if (!(isfinite(p.x) && isfinite(p.y) && isfinite(p.z))) {
-        atomicMin(&status[kFirstNonFinite], i);
-        return;
-    }
+__device__ inline bool wrapOne(Vec3f& p, const Lengths& box) {
+    if (!(isfinite(p.x) && isfinite(p.y) && isfinite(p.z))) return false;
     for (int d = 0; d < 3; ++d) {
         float w = static_cast<float>(wrapCoordinate(static_cast<double>(p[d]), box.L[d]));
         if (static_cast<double>(w) >= box.L[d]) w = 0.0f;
         p[d] = w;
     }
+    return true;
+}
+
+__global__ void wrapKernel(Vec3f* __restrict__ x, int n, Lengths box, int* __restrict__ status) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Vec3f p = x[i];
+    if (!wrapOne(p, box)) {
+        atomicMin(&status[kFirstNonFinite], i);
+        return;
+    }
     x[i] = p;
+}
+
+struct SummaryMerge {
+    __device__ WrapSummary operator()(const WrapSummary& a, const WrapSummary& b) const {
+        return WrapSummary{a.idSum + b.idSum, a.idSquareSum + b.idSquareSum, min(a.firstNonFinite, b.firstNonFinite),
+                           0};
+    }
+};
+
+// Grid-stride, one atomic per block and field: few enough for one address.
+__global__ void __launch_bounds__(kThreads)
+    wrapAndSummariseKernel(Vec3f* __restrict__ x, int n, Lengths box, const std::int64_t* __restrict__ ids,
+                           WrapSummary* __restrict__ slots, int parity) {
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        slots[1 - parity] = WrapSummary{0, 0, INT_MAX, 0};
+    }
+    WrapSummary mine{0, 0, INT_MAX, 0};
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        Vec3f p = x[i];
+        if (wrapOne(p, box)) {
+            x[i] = p;
+        } else {
+            mine.firstNonFinite = min(mine.firstNonFinite, i);
+        }
+        if (ids != nullptr) {
+            const auto id = static_cast<unsigned long long>(ids[i]);
+            mine.idSum += id;
+            mine.idSquareSum += id * id;
+        }
+    }
+    using Reduce = cub::BlockReduce<WrapSummary, kThreads>;
+    __shared__ typename Reduce::TempStorage storage;
+    const WrapSummary total = Reduce(storage).Reduce(mine, SummaryMerge{});
+    if (threadIdx.x == 0) {
+        WrapSummary& slot = slots[parity];
+        if (total.firstNonFinite != INT_MAX) atomicMin(&slot.firstNonFinite, total.firstNonFinite);
+        if (ids != nullptr) {
+            atomicAdd(&slot.idSum, total.idSum);
+            atomicAdd(&slot.idSquareSum, total.idSquareSum);
+        }
+    }
 }
 
 __global__ void classifyKernel(const Vec3f* __restrict__ x, int n, DimensionCut cut,
@@ -148,6 +195,40 @@ __global__ void fillPaddingKernel(int begin, int end, Vec3f* __restrict__ x, std
     mask[i] = plan::kPaddingMask;
 }
 
+// Element i of a field (in == nullptr: zeroed), by 4-byte words where the
+// size allows, else by bytes.
+template <class Word>
+__device__ inline void copyWords(const void* in, void* out, int words, int i) {
+    auto* to = static_cast<Word*>(out) + static_cast<long long>(i) * words;
+    if (in == nullptr) {
+        for (int w = 0; w < words; ++w) to[w] = Word{0};
+        return;
+    }
+    const auto* from = static_cast<const Word*>(in) + static_cast<long long>(i) * words;
+    for (int w = 0; w < words; ++w) to[w] = from[w];
+}
+__device__ inline void copyElement(const void* in, void* out, int bytes, int i) {
+    if (bytes % 4 == 0) copyWords<std::uint32_t>(in, out, bytes / 4, i);
+    else copyWords<std::uint8_t>(in, out, bytes, i);
+}
+
+__global__ void homePrefixKernel(const Vec3f* __restrict__ home, int numHome, int end, bool copyPositions,
+                                 Vec3f* __restrict__ x, std::uint8_t* __restrict__ image,
+                                 std::uint8_t* __restrict__ mask, PrefixFields fields) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= end) return;
+    const bool padding = i >= numHome;
+    if (copyPositions) {
+        const float nan = __int_as_float(0x7fc00000);
+        x[i] = padding ? Vec3f{nan, nan, nan} : home[i];
+        image[i] = 0;
+        mask[i] = padding ? plan::kPaddingMask : plan::ZoneMask{0};
+    }
+    for (int f = 0; f < fields.count; ++f) {
+        copyElement(padding ? nullptr : fields.in[f], fields.out[f], fields.bytes[f], i);
+    }
+}
+
 __global__ void idSumsKernel(const std::int64_t* __restrict__ ids, int n, unsigned long long* __restrict__ sums) {
     unsigned long long sum = 0, squares = 0;
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
@@ -216,6 +297,17 @@ void wrapPositions(Vec3f* x, int n, const double boxLength[3], int* status, cuda
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
+WrapSummary emptyWrapSummary() { return WrapSummary{0, 0, INT_MAX, 0}; }
+
+void wrapAndSummarise(Vec3f* x, int n, const double boxLength[3], const std::int64_t* ids, WrapSummary* slots,
+                      int parity, cudaStream_t stream) {
+    // Even with no particle: the kernel resets the other slot.
+    const int blocks = std::clamp(blocksFor(n), 1, 264);
+    wrapAndSummariseKernel<<<blocks, kThreads, 0, stream>>>(x, n, Lengths{{boxLength[0], boxLength[1], boxLength[2]}},
+                                                            ids, slots, parity);
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
 void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint8_t* direction, int* lists, int* status,
                        cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream) {
     if (n <= 0) return;
@@ -241,6 +333,14 @@ void packHaloRecords(const int* map, int count, const Vec3f* x, const std::uint8
     if (count <= 0) return;
     packHaloKernel<<<blocksFor(count), kThreads, 0, stream>>>(map, count, x, image, mask, imageBit, maskBit, outX,
                                                               outImage, outMask);
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void writeHomePrefix(const Vec3f* homePositions, int numHome, int end, bool copyPositions, Vec3f* x,
+                     std::uint8_t* image, std::uint8_t* mask, const PrefixFields& fields, cudaStream_t stream) {
+    if (end <= 0) return;
+    homePrefixKernel<<<blocksFor(end), kThreads, 0, stream>>>(homePositions, numHome, end, copyPositions, x, image,
+                                                              mask, fields);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

@@ -9,6 +9,7 @@
 
 #include "haloex/core/vec3.hpp"
 #include "haloex/cuda/device_buffer.hpp"
+#include "haloex/particles/wrap_summary.hpp"
 
 namespace haloex::particles::detail {
 
@@ -40,6 +41,15 @@ void resetMigrationStatus(int* status, cudaStream_t stream, bool keepFirstNonFin
 // then rounded to float; a value rounding up to L becomes 0). Non-finite
 // positions are left as they are and reported in status[kFirstNonFinite].
 void wrapPositions(Vec3f* x, int n, const double boxLength[3], int* status, cudaStream_t stream);
+
+// The identity every slot starts from.
+WrapSummary emptyWrapSummary();
+// wrapPositions and accumulateIdSums (ids may be null) in one kernel, into
+// slots[parity], which must hold the identity; the same kernel resets
+// slots[1 - parity] for the next call. The caller alternates the parity and
+// has read slots[1 - parity] before (stream order, or a wait on the host).
+void wrapAndSummarise(Vec3f* x, int n, const double boxLength[3], const std::int64_t* ids, WrapSummary* slots,
+                      int parity, cudaStream_t stream);
 
 struct DimensionCut {
     int dim;
@@ -87,6 +97,20 @@ void selectHaloCandidates(const HaloSelection& selection, int first, int count, 
 void packHaloRecords(const int* map, int count, const Vec3f* x, const std::uint8_t* image, const std::uint8_t* mask,
                      std::uint8_t imageBit, std::uint8_t maskBit, Vec3f* outX, std::uint8_t* outImage,
                      std::uint8_t* outMask, cudaStream_t stream);
+// The local arrays' home prefix in one kernel: for i < numHome the home
+// positions, no image, zone 0 and each carried field's values; for
+// numHome <= i < end padding (as fillPadding, fields zeroed). Up to
+// kPrefixFields fields per call (the caller takes the rest in more calls,
+// with copyPositions false for them).
+inline constexpr int kPrefixFields = 4;
+struct PrefixFields {
+    int count;
+    const void* in[kPrefixFields];
+    void* out[kPrefixFields];
+    int bytes[kPrefixFields];  // element size
+};
+void writeHomePrefix(const Vec3f* homePositions, int numHome, int end, bool copyPositions, Vec3f* x,
+                     std::uint8_t* image, std::uint8_t* mask, const PrefixFields& fields, cudaStream_t stream);
 // Padding entries [begin, end): NaN positions, no image, kPaddingMask.
 void fillPadding(int begin, int end, Vec3f* x, std::uint8_t* image, std::uint8_t* mask, cudaStream_t stream);
 

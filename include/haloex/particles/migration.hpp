@@ -24,6 +24,7 @@
 
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/particles/particle_store.hpp"
+#include "haloex/particles/wrap_summary.hpp"
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/transport.hpp"
@@ -73,6 +74,8 @@ private:
     std::string nameOf(const ParticleStore& particles, int i) const;
     [[noreturn]] void throwNonFinite(const ParticleStore& particles, int i, int rank) const;
 
+    void beginWrapOnly(ParticleStore& particles, const double lengths[3], cudaStream_t stream);
+
     int idField_;
     bool pending_ = false;                        // a beginMigration awaits its completeMigration
     cuda::DeviceBuffer<std::uint8_t> direction_;  // per particle: stay, down, up, invalid
@@ -87,6 +90,12 @@ private:
     cuda::PinnedBuffer<int> statusHost_;
     cuda::PinnedBuffer<unsigned long long> idSumsHost_;
     cuda::Event copied_;
+    // No decomposed dimension: the wrap's summary, alternating between two
+    // device slots (detail::WrapSummary, 24 bytes each).
+    bool wrapOnly_ = false;
+    int wrapParity_ = 0;
+    cuda::DeviceBuffer<detail::WrapSummary> wrapSlots_;
+    cuda::PinnedBuffer<detail::WrapSummary> wrapSummaryHost_;
 };
 
 }  // namespace haloex::particles
