@@ -101,7 +101,7 @@ public:
                                           cudaMemcpyHostToDevice, local_.get()));
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
         buildLists(transport, charges_.data(), masks_.data(), context);
-        prepareGraphs(transport);
+        markGraphsStale(transport);
     }
 
     bool canSearchOnDevice(const transport::ParticleTransport& transport) const override {
@@ -186,9 +186,7 @@ public:
         report.idSquareSum = migrated.idSquareSum;
         phase("pair search");
         for (const auto& [name, ms] : nonbonded_->buildPartsMs()) report.pairSearchPartsMs[name] += ms;
-        ranges.next("graphs");
-        prepareGraphs(transport);
-        phase("graphs");
+        markGraphsStale(transport);
         report.numHome = numHome_;
         return report;
     }
@@ -239,7 +237,16 @@ public:
                                                   cudaMemcpyHostToDevice, local_.get()));
                 pendingScale_.reset();
             }
-            if (useGraphs_ && !scaled) {
+            if (refreshBehindStep_) {
+                // The first step after a search: enqueued directly, and the
+                // normal step's graph captured, updated and uploaded while
+                // the GPU runs it (the GPU would wait for them otherwise).
+                const NvtxRange range(energies ? "MD step, energies" : "MD step");
+                enqueueStep(transport, energies, scaled);
+                refreshBehindStep_ = false;
+                refreshGraph(normalGraph_, transport, false);
+                HALOEX_CUDA_CHECK(cudaGraphUpload(normalGraph_.exec, local_.get()));
+            } else if (useGraphs_ && !scaled) {
                 StepGraph& graph = energies ? energyGraph_ : normalGraph_;
                 if (graph.stale) refreshGraph(graph, transport, energies);
                 // One range for the whole step: its phases are nodes of the
@@ -418,11 +425,20 @@ private:
         step.stale = false;
     }
 
-    // After the lists changed: the step graphs must be captured again; the
-    // normal step's now (it runs next), the energy step's when it is needed.
-    void prepareGraphs(transport::ParticleTransport& transport) {
+    // After the lists changed: the step graphs must be captured again. The
+    // first time (the start-up's search) both are instantiated at once, so
+    // that no step pays for it; after that the normal step's is updated
+    // behind the next step (which runs without a graph), the energy step's
+    // when it is needed.
+    void markGraphsStale(transport::ParticleTransport& transport) {
         normalGraph_.stale = energyGraph_.stale = true;
-        if (useGraphs_) refreshGraph(normalGraph_, transport, false);
+        if (!useGraphs_) return;
+        if (normalGraph_.exec == nullptr) {
+            refreshGraph(normalGraph_, transport, false);
+            refreshGraph(energyGraph_, transport, true);
+            return;
+        }
+        refreshBehindStep_ = true;
     }
 
     void destroyGraphs() {
@@ -528,6 +544,7 @@ private:
     bool timelinePending_ = false;
     bool haloInLastStep_ = false;
     StepGraph normalGraph_, energyGraph_;
+    bool refreshBehindStep_ = false;  // a search changed the lists: see runSteps
     std::int64_t graphInstantiations_ = 0, graphUpdates_ = 0;
     StepTimings timings_;
     // Device-resident home atoms (device search): positions, velocities,
