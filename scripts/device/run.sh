@@ -645,11 +645,11 @@ stage_ab() {
   cp /tmp/haloex-md-B /tmp/haloex-md-C
   local n v r order
   for n in ${SEARCH_SIZES:-22500 180000 720000}; do
-    for r in 1 2; do
+    for r in $(seq "${AB_REPEATS:-2}"); do
       # A first, then B first: phases that drift over successive runs
       # (seen at 720 000 atoms) do not all land on one side.
-      order=$([ $r = 1 ] && echo A B || echo B A)
-      [ -n "${AB_C_ENV:-}" ] && order=$([ $r = 1 ] && echo A B C || echo C B A)
+      order=$([ $((r % 2)) = 1 ] && echo A B || echo B A)
+      [ -n "${AB_C_ENV:-}" ] && order=$([ $((r % 2)) = 1 ] && echo A B C || echo C B A)
       for v in $order; do
         env $([ $v = C ] && echo "${AB_C_ENV:-}") timeout 300 "/tmp/haloex-md-$v" --device gpu --atoms $n \
           --steps ${SEARCH_STEPS:-1000} --nstlist ${AB_NSTLIST:-50} \
