@@ -489,6 +489,12 @@ stage_sanitize_search() {
       >"$out/sanitize-particles-$t.log" 2>&1
     note "  particles ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-particles-$t.log")"
   done
+  # One rank: the wrap-only migration and the plan builder's home prefix.
+  for t in memcheck racecheck; do
+    timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/haloex-md" --device gpu --search device \
+      --atoms 6000 --steps 30 --nstlist 10 --quiet --log none >"$out/sanitize-md-1rank-$t.log" 2>&1
+    note "  haloex-md 1 rank, search on the device ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-md-1rank-$t.log")"
+  done
   start_mps
   timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 "$build/bin/haloex-md" \
     --allow-shared-gpus --transport nvshmem --search device --atoms 6000 --steps 30 --nstlist 10 --grid 2x1x1 --quiet \
