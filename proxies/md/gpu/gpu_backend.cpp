@@ -245,7 +245,9 @@ public:
                 enqueueStep(transport, energies, scaled);
                 refreshBehindStep_ = false;
                 refreshGraph(normalGraph_, transport, false);
-                HALOEX_CUDA_CHECK(cudaGraphUpload(normalGraph_.exec, local_.get()));
+                // On the other stream, so that the upload runs beside this
+                // step (the next launch on local_ waits for it).
+                HALOEX_CUDA_CHECK(cudaGraphUpload(normalGraph_.exec, nonlocal_.get()));
             } else if (useGraphs_ && !scaled) {
                 StepGraph& graph = energies ? energyGraph_ : normalGraph_;
                 if (graph.stale) refreshGraph(graph, transport, energies);
