@@ -88,7 +88,8 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
         ->excludes(pruneParts);
     app.add_option("--rlist-inner", o.rlistInner,
                    "Radius of the pruned inner list (nm, between --rc and --rlist); 0: the smallest whose estimated "
-                   "drift over --prune-parts steps is within --buffer-tolerance");
+                   "drift over --prune-parts steps is within a twentieth of --buffer-tolerance (0.92 nm at the "
+                   "defaults)");
     app.add_option("--thermostat", o.thermostat, "none or v-rescale (coupled on energy steps)")->capture_default_str();
     app.add_option("--tau-t", o.tauT, "Thermostat coupling time (ps)")->capture_default_str();
     app.add_option("--grid", o.grid, "Rank grid NXxNYxNZ, or auto (smallest halo volume)")->capture_default_str();

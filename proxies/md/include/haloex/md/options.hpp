@@ -11,8 +11,10 @@ namespace haloex::md {
 // default (GPU). Each step the force kernel evaluates one part from the outer
 // list and prunes it with the distances it computes anyway (nonbonded.cu), so
 // a step costs the inner list plus 1/parts of the extra outer pairs, while
-// the inner radius grows with the life: at the default tolerance
-// chooseRlistInner gives rc for 4 steps, rc + 0.005 nm for 8, + 0.015 for 16.
+// the inner radius grows with the life: at the full default tolerance
+// chooseRlistInner gives rc for 4 steps, rc + 0.005 nm for 8, + 0.015 for 16
+// (the default takes a twentieth of it, kPruneToleranceFraction: rc + 0.02
+// nm for 8).
 // Measured on one H200 (single runs, docs/md-engine.md): us/step against no
 // pruning -0.7 / -2.1 / -3.7 % with 4 parts, -2.0 / -5.6 / -7.0 % with 8,
 // -3.0 / -6.6 / -7.6 % with 16, at 22 500 / 180 000 / 720 000 atoms. 8 takes
@@ -78,7 +80,7 @@ struct MdOptions {
     // GPU, see kDefaultPruneParts; off on the CPU backend, which computes
     // exact rc pairs every step); 0: off.
     int pruneParts = -1;
-    double rlistInner = 0.0;          // nm; 0: the Verlet-buffer estimate for pruneParts steps
+    double rlistInner = 0.0;  // nm; 0: the Verlet-buffer estimate for pruneParts steps (kPruneToleranceFraction)
     std::string thermostat = "none";  // none | v-rescale
     double tauT = 0.1;                // ps
 
