@@ -567,8 +567,8 @@ def print_predict(cal, compute_scale, ibgda):
     print("Predictions (not measurements). haloex-md's proxy step"
           + (f" with the compute scaled by {compute_scale:g}" if compute_scale != 1 else "") + "; nvshmem direct "
           "inside a node, put over InfiniBand" + (" (IBGDA)" if ibgda else " (IBRC proxy thread)") + ".\n")
-    print("| configuration | atoms | GPUs | grid (pulses) | atoms/GPU | nvshmem us | best CPU-orchestrated us | "
-          f"gain (steady) | gain (all steps, nstlist {NSTLIST}) | exposed us (nvshmem) |")
+    print("| configuration | atoms | GPUs | grid (pulses) | atoms/GPU | nvshmem us, steady | best CPU-orchestrated us, steady | "
+          f"gain (all steps, nstlist {NSTLIST}) | gain (steady) | exposed us (nvshmem, steady) |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---:|---:|")
     for atoms, gpus in PAPER_NVLINK:
         _print_row("NVLink, one node", predict_row(cal, atoms, gpus, "nvlink4", ibgda, compute_scale))
@@ -580,7 +580,7 @@ def print_predict(cal, compute_scale, ibgda):
                 print(f"| {nodes} nodes x 4, InfiniBand | {atoms} | {4 * nodes} | refused: {e} | | | | | | |")
                 continue
             _print_row(f"{nodes} nodes x 4, InfiniBand", row)
-    print("\nWhere GPU-initiated stops paying (gain below 1.05x; atoms per GPU doubled from 2 000):\n")
+    print("\nWhere GPU-initiated stops paying (steady-state gain below 1.05x; atoms per GPU doubled from 2 000):\n")
     for gpus, ic, name in ((8, "nvlink4", "8 GPUs, NVLink"), (16, "ib-ndr", "4 nodes x 4, InfiniBand"),
                            (64, "ib-ndr", "16 nodes x 4, InfiniBand"), (256, "ib-ndr", "64 nodes x 4, InfiniBand")):
         row = crossover(cal, gpus, ic, ibgda, compute_scale)
@@ -593,8 +593,8 @@ def print_predict(cal, compute_scale, ibgda):
 
 def _print_row(name, row):
     print(f"| {name} | {row['atoms']} | {row['gpus']} | {row['grid']} ({row['pulses']}) | {row['atoms_per_gpu']} | "
-          f"{row['nvshmem']:.1f} | {row['cpu']:.1f} ({row['cpu_transport']}) | {row['gain']:.2f}x | "
-          f"{bench_common.fmt(row['gain_all'], '.2f')}x | {row['exposed']:.1f} |")
+          f"{row['nvshmem']:.1f} | {row['cpu']:.1f} ({row['cpu_transport']}) | "
+          f"{bench_common.fmt(row['gain_all'], '.2f')}x | {row['gain']:.2f}x | {row['exposed']:.1f} |")
 
 
 # ---- command line ---------------------------------------------------------------------------------------------
