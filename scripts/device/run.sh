@@ -561,23 +561,22 @@ PY
 }
 
 # Conserved-energy drift of NVE runs on one GPU under the settings that
-# shape it (pair-list buffer and life, rolling pruning): the least-squares
-# fit of the --energy file after the start's relaxation (xvg_drift.py), and
-# the run's own whole-run figure.
+# shape it (pair-list buffer and life, rolling pruning), fitted by the run
+# itself after the start's relaxation (--drift-from NVE_FROM_PS, 4 ps: the
+# lattice start relaxes in its first picoseconds).
 stage_nve_drift() {
   # NVE_BINARIES: haloex-md builds to compare (e.g. /tmp/haloex-md-A after
-  # stage ab); the drift is fitted from NVE_FROM_PS on (the lattice start
-  # relaxes in its first picoseconds), beside the whole run's.
+  # stage ab; builds before 2026-12-03 lack --drift-from).
   local from=${NVE_FROM_PS:-4} i=0 args bin r
-  note "== NVE drift, ${NVE_ATOMS:-6000} atoms, ${NVE_STEPS:-12000} steps (kJ/mol/ps per atom; fit from $from ps and whole run)"
+  note "== NVE drift, ${NVE_ATOMS:-6000} atoms, ${NVE_STEPS:-12000} steps (kJ/mol/ps per atom, fitted from $from ps)"
   for bin in ${NVE_BINARIES:-$build/bin/haloex-md}; do
     while IFS= read -r args; do
       for r in $(seq "${NVE_REPEATS:-1}"); do
         i=$((i + 1))
         # shellcheck disable=SC2086
         timeout 300 "$bin" --device gpu --atoms "${NVE_ATOMS:-6000}" --steps "${NVE_STEPS:-12000}" \
-          --thermo-every 100 --quiet --json "$out/nve-$i.json" --energy "$out/nve-$i.xvg" $args >"$out/nve-$i.log" 2>&1
-        note "  $(basename "$bin") [$args] #$r rc=$? from $from ps: $(python3 "$root/scripts/device/xvg_drift.py" "$out/nve-$i.xvg" --from-ps "$from" 2>&1) | whole run: $(grep -E 'Conserved-energy drift' "$out/nve-$i.log" | cut -c25-60) | $(grep -E '^ +rc ' "$out/nve-$i.log" | sed 's/^ *//' | cut -c1-80)"
+          --thermo-every 100 --drift-from "$from" --quiet --json "$out/nve-$i.json" $args >"$out/nve-$i.log" 2>&1
+        note "  $(basename "$bin") [$args] #$r rc=$? $(grep -E 'Conserved-energy drift' "$out/nve-$i.log" | cut -c25-120) | $(grep -E '^ +rc ' "$out/nve-$i.log" | sed 's/^ *//' | cut -c1-80)"
       done
     done <<EOF2
 ${NVE_VARIANTS:---search device

@@ -479,6 +479,40 @@ class MdEnergyFile(CliCase):
             self.assertEqual(f.read(), uninterrupted)
         self.assertEqual(sum(1 for line in uninterrupted.splitlines() if line.startswith("@ s0 ")), 1)
 
+    def test_drift_from_fits_the_energy_steps_from_that_time(self):
+        # Energy steps at 0, 10, 20, 30, 40 (0 to 0.08 ps): --drift-from 0.02 fits the last four.
+        status, out, err = self.run_md(self.ARGS + ["--steps", "40", "--dt", "0.002", "--drift-from", "0.02",
+                                                    "--json", "run.json"])
+        self.assertEqual(status, 0, err)
+        record = json_of(self.path("run.json"))
+        table = record["energy_series"]
+        rows = [dict(zip(table["columns"], row)) for row in table["rows"]]
+        fitted = [(r["time"], r["conserved"]) for r in rows if r["time"] >= 0.02 - 1e-12]
+        self.assertEqual(len(fitted), 4)
+        n = len(fitted)
+        st, se = sum(t for t, _ in fitted), sum(e for _, e in fitted)
+        stt, ste = sum(t * t for t, _ in fitted), sum(t * e for t, e in fitted)
+        slope = (n * ste - st * se) / (n * stt - st * st) / 1000  # 1000 atoms
+        self.assertEqual(record["conserved_drift_samples"], 4)
+        self.assertEqual(record["settings"]["drift_from_ps"], 0.02)
+        self.assertAlmostEqual(record["conserved_drift_per_atom"], slope, delta=1e-9 * max(1.0, abs(slope)))
+        self.assertRegex(out, r"Conserved-energy drift: \S+ kJ/mol/ps per atom \(least squares over 4 energy steps "
+                              r"from 0\.02 ps on \(--drift-from\)\)")
+
+    def test_drift_from_with_too_few_energy_steps_says_so(self):
+        status, out, err = self.run_md(self.ARGS + ["--steps", "40", "--dt", "0.002", "--drift-from", "0.07",
+                                                    "--json", "run.json"])
+        self.assertEqual(status, 0, err)
+        self.assertIn("Conserved-energy drift: not fitted: 1 energy step from 0.07 ps on (--drift-from), at least 3 "
+                      "needed", out)
+        self.assertEqual(json_of(self.path("run.json"))["conserved_drift_samples"], 1)
+
+    def test_drift_from_outside_the_run_is_refused(self):
+        self.expect_refused(self.ARGS + ["--steps", "40", "--dt", "0.002", "--drift-from", "1"],
+                            r"--drift-from 1 ps: this run ends at 0\.08 ps \(step 40 of 0\.002 ps\); give a time "
+                            r"within it, or 0 to fit the whole run")
+        self.expect_refused(self.ARGS + ["--steps", "40", "--drift-from", "-1"], r"--drift-from -1: out of range")
+
     def test_energy_file_onto_the_input_structure_is_refused(self):
         shutil.copy(os.path.join(DATA_DIR, "ref-3000.gro"), self.path("x.gro"))
         status, _, err = self.run_md(self.ARGS + ["--steps", "10", "--gro", "x.gro", "--energy", "x.gro"])

@@ -143,6 +143,10 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--thermo-every", o.thermoEvery,
                    "Steps between energy steps (energies, thermostat coupling, log and --energy rows); 0: steps/10. "
                    "A --restart keeps the checkpoint's unless given");
+    app.add_option("--drift-from", o.driftFromPs,
+                   "Fit the reported conserved-energy drift over the energy steps from this time on (ps), e.g. after "
+                   "a lattice start has relaxed; 0: the whole run, as mdrun")
+        ->capture_default_str();
     app.add_option("--traj", o.trajFile,
                    "Write a trajectory to this file: H5MD when it ends in .h5 or .h5md (float32 positions, read by "
                    "MDAnalysis; needs a build with HDF5, see --version), multi-frame .gro otherwise");

@@ -161,6 +161,16 @@ double conservedDriftPerAtom(const std::vector<EnergySample>& samples, std::int6
     return denominator > 0 ? (n * ste - st * se) / denominator / static_cast<double>(atoms) : 0.0;
 }
 
+std::vector<EnergySample> samplesFrom(const std::vector<EnergySample>& samples, double fromPs) {
+    // Energy-step times are multiples of dt: allow their rounding.
+    const double from = fromPs - 1e-9 * std::max(1.0, fromPs);
+    std::vector<EnergySample> kept;
+    for (const EnergySample& e : samples) {
+        if (fromPs <= 0.0 || e.time >= from) kept.push_back(e);
+    }
+    return kept;
+}
+
 MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     requireOptionRanges(o);
     if (!o.restartFile.empty()) {
@@ -755,11 +765,25 @@ struct Engine::Impl {
         std::fflush(stdout);
     }
 
+    // --drift-from past the run's last step would fit nothing: refused before
+    // anything runs (a restart's segment starts at its checkpoint's step).
+    void requireDriftWindowInRun() const {
+        const double from = e.options_.driftFromPs, dt = e.options_.dt;
+        const std::int64_t last = runEnd();
+        if (from > 0.0 && from > static_cast<double>(last) * dt * (1.0 + 1e-9)) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("--drift-from {} ps: this run ends at {:g} ps (step {} of {:g} ps); give a time "
+                                   "within it, or 0 to fit the whole run",
+                                   from, static_cast<double>(last) * dt, last, dt));
+        }
+    }
+
     RunSummary run() {
         const auto startupBegin = Clock::now();
         auto t = startupBegin;
         phases = &summary.startupPhasesMs;
         setUp();
+        requireDriftWindowInRun();
         phase("set-up", t);
         if (isRoot()) stopper.fireTestHooks(RunStop::kAtStart);
         search(SearchKind::Warmup);  // records its own parts
@@ -1017,7 +1041,10 @@ struct Engine::Impl {
             summary.apiSyncsInNormalSteps =
                 static_cast<std::int64_t>(e.world_.allReduceValue(static_cast<double>(mine), runtime::ReduceOp::Max));
         }
-        summary.conservedDrift = conservedDriftPerAtom(summary.energies, totalAtoms);
+        const std::vector<EnergySample> fitted = samplesFrom(summary.energies, e.options_.driftFromPs);
+        summary.conservedDrift = conservedDriftPerAtom(fitted, totalAtoms);
+        summary.driftSamples = fitted.size();
+        summary.driftFromPs = e.options_.driftFromPs;
         summary.transportNotes = gatherNotes(e.transport_.describe());
         summary.graphs = e.backend_.graphsActive();
         summary.timings = e.backend_.timings();

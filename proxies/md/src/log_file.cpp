@@ -107,6 +107,7 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
                                                          : "off");
     }
     row("thermo-every", std::to_string(o.thermoEvery));
+    if (o.driftFromPs > 0) row("drift-from", fmt::format("{} ps", o.driftFromPs));
     row("input", o.groFile.empty() ? (o.restartFile.empty() ? "lattice start" : o.restartFile) : o.groFile);
     row("trajectory", o.trajFile.empty() ? "(none)" : fmt::format("{} every {} steps", o.trajFile, o.trajEvery));
     row("energy", orNone(o.energyFile));
@@ -156,8 +157,10 @@ std::string logEnd(const RunSummary& s, const MdOptions& o) {
         t += fmt::format("   Averages over {} energy steps ({} to {})\n", s.energies.size(), s.energies.front().step,
                          s.energies.back().step);
         t += termTable(mean);
-        if (s.energies.size() >= 3) {
-            t += fmt::format("\n   Conserved-energy drift: {:.3g} kJ/mol/ps per atom\n", s.conservedDrift);
+        if (s.driftSamples >= 3) {
+            t += fmt::format("\n   Conserved-energy drift: {:.3g} kJ/mol/ps per atom (over {} energy steps{})\n",
+                             s.conservedDrift, s.driftSamples,
+                             s.driftFromPs > 0 ? fmt::format(" from {:g} ps on", s.driftFromPs) : "");
         }
     }
     if (!s.rankSpread.empty()) {

@@ -56,6 +56,8 @@ void requireOptionRanges(const MdOptions& o) {
     requireReal("--maxh", o.maxHours, 0.0, true, kHuge, "0 (no limit) or a wall-clock limit in hours above 0");
     requireReal("--wait-timeout", o.waitTimeoutSeconds, 0.0, true, kHuge, "0 (default) or a number of seconds");
     requireCount("--thermo-every", o.thermoEvery, 0, kMaxStepCount, "0 (automatic: steps/10) or " + steps);
+    requireReal("--drift-from", o.driftFromPs, 0.0, true, kHuge,
+                "0 (the whole run) or the time in ps from which the conserved-energy drift is fitted, e.g. 4");
     requireCount("--traj-every", o.trajEvery, 0, kMaxStepCount, "0 (automatic: --thermo-every) or " + steps);
     requireCount("--cpt-every", o.checkpointEvery, 0, kMaxStepCount, "0 (only at the end) or " + steps);
     requireCount("--auto-steps", o.autoSteps, 1, kMaxAutoSteps,

@@ -105,9 +105,14 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                    "             host-blocking CUDA calls in the {} steps without search (CUPTI, any rank): {}{}\n",
                    s.normalSteps, s.apiSyncsInNormalSteps, names.empty() ? "" : " (rank 0: " + names + ")");
     }
-    if (s.energies.size() >= 3) {
-        fmt::print(out, "Conserved-energy drift: {:.3g} kJ/mol/ps per atom (least squares over {} energy steps)\n",
-                   s.conservedDrift, s.energies.size());
+    const std::string driftWindow =
+        s.driftFromPs > 0 ? fmt::format(" from {:g} ps on (--drift-from)", s.driftFromPs) : "";
+    if (s.driftSamples >= 3) {
+        fmt::print(out, "Conserved-energy drift: {:.3g} kJ/mol/ps per atom (least squares over {} energy steps{})\n",
+                   s.conservedDrift, s.driftSamples, driftWindow);
+    } else if (s.energies.size() >= 3) {
+        fmt::print(out, "Conserved-energy drift: not fitted: {} energy step{}{}, at least 3 needed\n", s.driftSamples,
+                   s.driftSamples == 1 ? "" : "s", driftWindow);
     }
     const auto parts = [](const std::map<std::string, double>& phases, double divisor) {
         std::string text;
@@ -186,6 +191,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     j["normal_steps"] = s.normalSteps;
     j["search_step_ms"] = s.searchStepMs;
     j["conserved_drift_per_atom"] = s.conservedDrift;
+    j["conserved_drift_samples"] = s.driftSamples;
     j["host_syncs_per_step"] = s.hostSyncsPerStep;
     if (s.apiSyncsCounted) {
         j["api_syncs_in_normal_steps"] = {{"counted_by", "CUPTI callbacks, host-blocking CUDA runtime/driver calls"},
@@ -204,6 +210,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"seed", o.seed},
                      {"temperature", o.temperature},
                      {"thermostat", o.thermostat},
+                     {"drift_from_ps", o.driftFromPs},
                      {"estimated_buffer_drift", s.estimatedBufferDrift},
                      {"prune_parts", s.pruneParts},
                      {"rlist_inner", s.rlistInner},

@@ -29,6 +29,8 @@ struct EnergySample {
 // (kJ/mol/ps per atom): the run's "Conserved-energy drift" over all its
 // energy steps, as GROMACS reports it; 0 for fewer than three samples.
 double conservedDriftPerAtom(const std::vector<EnergySample>& samples, std::int64_t atoms);
+// The samples at or after `fromPs` (all of them for 0).
+std::vector<EnergySample> samplesFrom(const std::vector<EnergySample>& samples, double fromPs);
 
 // One part of the run's wall time over the ranks (the log's performance table).
 struct RankSpread {
@@ -97,9 +99,12 @@ struct RunSummary {
     std::map<std::string, std::int64_t> apiSyncsByFunction;
     bool graphs = false;
     std::vector<EnergySample> energies;
-    // Least-squares slope of the conserved energy over the energy samples,
-    // per atom (kJ/mol/ps per atom; 0 with fewer than 3 samples).
+    // Least-squares slope of the conserved energy over the energy samples
+    // from MdOptions::driftFromPs on, per atom (kJ/mol/ps per atom; 0 with
+    // fewer than 3 such samples), and how many samples that was.
     double conservedDrift = 0.0;
+    std::size_t driftSamples = 0;
+    double driftFromPs = 0.0;
     StepTimings timings;
     std::vector<std::string> transportNotes;  // e.g. the nvshmem path per peer and why
     // Rank 0's search-step wall time by part (ms, summed over the search

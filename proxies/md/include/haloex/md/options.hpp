@@ -118,6 +118,10 @@ struct MdOptions {
 
     // Output
     std::int64_t thermoEvery = 0;  // 0: auto (steps/10, at least 1)
+    // --drift-from: the conserved-energy drift is fitted over the energy steps
+    // from this time on (ps; as gmx energy -b), e.g. after a lattice start has
+    // relaxed; 0: over all of them, as mdrun reports it.
+    double driftFromPs = 0.0;
     std::string trajFile;
     std::string energyFile;   // --energy: the energy series as .xvg (a row every thermo-every steps)
     std::string logFile;      // --log (log_file.hpp); empty or "none": no log (haloex-md: md.log)
