@@ -15,6 +15,10 @@ Suites (all transports of a suite in one run, results in one JSON file):
            ("nvshmem/direct graphs=0") and nvshmem direct launched once per
            pulse ("nvshmem/direct per-pulse", with graphs); and nccl-device,
            the same fused kernels over NCCL 2.28's windows.
+  nstlist  1 GPU, each size at several fixed nstlist (--nstlists, default
+           40,50,80,100,150) and at the automatic choice, at least 20
+           searches per run: the data bench/fit_nstlist.py fits the nstlist
+           cost model to and checks the automatic choice against.
   scaling  strong scaling on 1, 2, 4, 8 GPUs (--rank-counts; default: powers
            of two up to the GPUs visible), every transport and path at each
            rank count, sizes 45k..1440k atoms, rank grid auto; prints the
@@ -137,6 +141,29 @@ def suite_single(a):
                 kernels = json.load(f)
         os.unlink(path)
     return {"runs": runs, "nonbonded_kernels": kernels}
+
+
+def nstlist_steps(atoms, nstlist, quick):
+    """Enough steps for 20 searches (so their mean is not one outlier's), at least the suite's usual count."""
+    return max(steps_for(atoms, quick), 20 * nstlist)
+
+
+def suite_nstlist(a):
+    sizes = [22500, 45000, 90000, 180000, 360000, 720000]
+    if a.sizes:
+        sizes = [int(n) for n in a.sizes.split(",")]
+    nstlists = [int(k) for k in (a.nstlists or "40,50,80,100,150").split(",")]
+    runs = []
+    for n in sizes:
+        # The automatic choice (0) beside the fixed ones.
+        for k in [0] + nstlists:
+            steps = nstlist_steps(n, max(nstlists) if k == 0 else k, a.quick)
+            r = run_md(a.build, 1, ["--device", "gpu", "--atoms", str(n), "--steps", str(steps), "--thermo-every",
+                                    str(steps), "--nstlist", str(k)], a.timeout)
+            r["label"] = "nstlist=auto" if k == 0 else f"nstlist={k}"
+            runs.append(r)
+            print(f"{n:>8} atoms {r['label']:13}: {describe(r)}", flush=True)
+    return {"runs": runs}
 
 
 class Variant(collections.namedtuple("Variant", "transport path graphs launch")):
@@ -315,7 +342,7 @@ def suite_dd(a, save=lambda partial: None):
 def parser():
     p = argparse.ArgumentParser(prog="md_bench.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("suite", choices=["single", "dd", "scaling"])
+    p.add_argument("suite", choices=["single", "nstlist", "dd", "scaling"])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--grid", default="auto")
@@ -325,6 +352,7 @@ def parser():
     p.add_argument("--variants", help="dd, scaling: comma-separated transport[/path][+graphs=0|1][+per-pulse], e.g. "
                                       "nccl,nccl+graphs=1,nvshmem/tma,nvshmem/direct+per-pulse (default dd: every "
                                       "path and the ablations; scaling: every path)")
+    p.add_argument("--nstlists", help="nstlist: comma-separated fixed nstlist values (default 40,50,80,100,150)")
     p.add_argument("--rank-counts", help="scaling: comma-separated rank counts (one rank per GPU), e.g. 2,4,8")
     p.add_argument("--dry-run", action="store_true", help="print the runs (dd, scaling) instead of making them")
     p.add_argument("--timeout", type=int, default=300)
@@ -338,24 +366,28 @@ def suite_settings(a):
     """The driver's settings in the record (beside bench_common's timing settings)."""
     return {"suite": a.suite, "ranks": a.ranks if a.suite == "dd" else 1, "grid": a.grid, "quick": a.quick,
             "shared_gpus": a.shared_gpus, "rank_counts": a.rank_counts, "sizes": a.sizes, "variants": a.variants,
+            "nstlists": a.nstlists,
             "timeout_s": a.timeout, "build": a.build,
-            "steps": "3000 (600 with --quick) up to 180 000 atoms, half that above"}
+            "steps": "3000 (600 with --quick) up to 180 000 atoms, half that above"
+                     + ("; nstlist: at least 20 x nstlist" if a.suite == "nstlist" else "")}
 
 
 def main(argv=None):
     a = parser().parse_args(argv)
     LAUNCHER.update(mpirun=a.mpirun, mpirun_args=a.mpirun_args)
     if a.dry_run:
-        if a.suite == "single":
+        if a.suite in ("single", "nstlist"):
             sys.exit("--dry-run: only the dd and scaling suites")
         (suite_dd if a.suite == "dd" else suite_scaling)(a)
         return 0
-    prefix = [] if a.suite == "single" else launcher_prefix(2, a.mpirun, a.mpirun_args)
+    one_gpu = a.suite in ("single", "nstlist")
+    prefix = [] if one_gpu else launcher_prefix(2, a.mpirun, a.mpirun_args)
     if a.suite == "dd":
         prefix[-1] = str(a.ranks)
     elif a.suite == "scaling":
         prefix[-1] = "<ranks>"
     graphs = ("on and off (the runs' labels)" if a.suite == "single"
+              else "on (the default)" if a.suite == "nstlist"
               else "per run (cuda_graphs_requested): off for the baselines, on for nvshmem, unless the label says "
                    "graphs=0|1; cuda_graphs is what the run used")
     record = {"benchmark": f"haloex-md {a.suite}",
@@ -372,7 +404,7 @@ def main(argv=None):
         with open(path, "w") as f:
             json.dump(record, f, indent=1)
 
-    suites = {"single": lambda: suite_single(a), "dd": lambda: suite_dd(a, save),
+    suites = {"single": lambda: suite_single(a), "nstlist": lambda: suite_nstlist(a), "dd": lambda: suite_dd(a, save),
               "scaling": lambda: suite_scaling(a, save)}
     save(exit_on_schema_error(suites[a.suite]))
     print(f"wrote {path}")

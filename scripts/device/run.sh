@@ -2,7 +2,7 @@
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
 #   stages: build test test-gpu ctest-select md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
-#           md-single md-dd
+#           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
 # nccl-device beside every transport (md-check compares its energies with the others).
@@ -675,6 +675,19 @@ stage_rdc_cost() {
 stage_md_single() {
   note "== haloex-md on one GPU: sizes 11.25k..720k (bench/md_bench.py single)"
   python3 "$root/bench/md_bench.py" single --build "$build" --out "$out" ${QUICK:+--quick} 2>&1 | tee -a "$summary"
+}
+
+# The nstlist cost model against measured runs: every size at several fixed
+# nstlist and at the automatic choice (bench/md_bench.py nstlist), then the
+# least-squares refit and which nstlist each model picks (bench/fit_nstlist.py).
+stage_nstlist_fit() {
+  note "== nstlist cost model: md_bench.py nstlist, then fit_nstlist.py"
+  python3 "$root/bench/md_bench.py" nstlist --build "$build" --out "$out" ${NSTLIST_SIZES:+--sizes $NSTLIST_SIZES} \
+    ${NSTLISTS:+--nstlists $NSTLISTS} 2>&1 | tee -a "$summary"
+  local record
+  record=$(ls -t "$out"/md-nstlist-*.json 2>/dev/null | head -1)
+  [ -n "$record" ] || { note "nstlist-fit: no record"; return 1; }
+  python3 "$root/bench/fit_nstlist.py" "$record" --json "$out/nstlist-fit.json" 2>&1 | tee -a "$summary"
 }
 
 stage_md_quality() {

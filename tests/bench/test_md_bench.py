@@ -102,6 +102,30 @@ class DdSuiteTest(unittest.TestCase):
         f = bench_common.md_figures(runs["nvshmem/tma"])
         self.assertAlmostEqual(f.us_per_step, 32.5 * 1.25)
 
+    def test_nstlist_suite_runs_each_size_at_the_fixed_values_and_auto(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            os.makedirs(os.path.join(tmp, "build", "bin"))
+            executable(os.path.join(tmp, "build", "bin", "haloex-md"), FAKE_MD.format(python=sys.executable))
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                rc = md_bench.main(["nstlist", "--build", os.path.join(tmp, "build"), "--sizes", "22500",
+                                    "--nstlists", "50,200", "--out", tmp])
+            self.assertEqual(rc, 0)
+            records = [f for f in os.listdir(tmp) if f.startswith("md-nstlist-") and f.endswith(".json")]
+            self.assertEqual(len(records), 1, os.listdir(tmp))
+            with open(os.path.join(tmp, records[0])) as f:
+                rec = json.load(f)
+        self.assertEqual(rec["benchmark"], "haloex-md nstlist")
+        self.assertEqual(rec["settings"]["nstlists"], "50,200")
+        runs = {r["label"]: r["argv"] for r in rec["runs"]}
+        self.assertEqual(list(runs), ["nstlist=auto", "nstlist=50", "nstlist=200"])
+        option = lambda argv, name: argv[argv.index(name) + 1]  # noqa: E731
+        self.assertEqual(option(runs["nstlist=auto"], "--nstlist"), "0")
+        self.assertEqual(option(runs["nstlist=50"], "--steps"), "3000")  # the usual count: 60 searches
+        self.assertEqual(option(runs["nstlist=200"], "--steps"), "4000")  # 20 searches at least
+        self.assertEqual(option(runs["nstlist=auto"], "--steps"), "4000")  # room for the longest candidate
+        self.assertIn("nstlist=200", out.getvalue())
+
     def test_ablation_variants_side_by_side(self):
         # The dd default runs the ablations beside every path; each label names the settings that differ from
         # the series' convention, and the command asks for exactly those.
