@@ -79,6 +79,9 @@ __global__ void wrapKernel(Vec3f* __restrict__ x, int n, Lengths box, int* __res
     x[i] = p;
 }
 
+// The merge's identity: no particle, nothing non-finite.
+__host__ __device__ inline WrapSummary noParticles() { return WrapSummary{0, 0, INT_MAX, 0}; }
+
 struct SummaryMerge {
     __device__ WrapSummary operator()(const WrapSummary& a, const WrapSummary& b) const {
         return WrapSummary{a.idSum + b.idSum, a.idSquareSum + b.idSquareSum, min(a.firstNonFinite, b.firstNonFinite),
@@ -91,9 +94,9 @@ __global__ void __launch_bounds__(kThreads)
     wrapAndSummariseKernel(Vec3f* __restrict__ x, int n, Lengths box, const std::int64_t* __restrict__ ids,
                            WrapSummary* __restrict__ slots, int parity) {
     if (blockIdx.x == 0 && threadIdx.x == 0) {
-        slots[1 - parity] = WrapSummary{0, 0, INT_MAX, 0};
+        slots[1 - parity] = noParticles();
     }
-    WrapSummary mine{0, 0, INT_MAX, 0};
+    WrapSummary mine = noParticles();
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
         Vec3f p = x[i];
         if (wrapOne(p, box)) {
@@ -185,14 +188,19 @@ __global__ void packHaloKernel(const int* __restrict__ map, int count, const Vec
     outMask[j] = mask[i] | maskBit;
 }
 
-__global__ void fillPaddingKernel(int begin, int end, Vec3f* __restrict__ x, std::uint8_t* __restrict__ image,
-                                  std::uint8_t* __restrict__ mask) {
-    const int i = begin + blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= end) return;
+// Entry i as padding: NaN position, no image, kPaddingMask.
+__device__ inline void writePadding(int i, Vec3f* x, std::uint8_t* image, std::uint8_t* mask) {
     const float nan = __int_as_float(0x7fc00000);
     x[i] = Vec3f{nan, nan, nan};
     image[i] = 0;
     mask[i] = plan::kPaddingMask;
+}
+
+__global__ void fillPaddingKernel(int begin, int end, Vec3f* __restrict__ x, std::uint8_t* __restrict__ image,
+                                  std::uint8_t* __restrict__ mask) {
+    const int i = begin + blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= end) return;
+    writePadding(i, x, image, mask);
 }
 
 // Element i of a field (in == nullptr: zeroed), by 4-byte words where the
@@ -218,11 +226,12 @@ __global__ void homePrefixKernel(const Vec3f* __restrict__ home, int numHome, in
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= end) return;
     const bool padding = i >= numHome;
-    if (copyPositions) {
-        const float nan = __int_as_float(0x7fc00000);
-        x[i] = padding ? Vec3f{nan, nan, nan} : home[i];
+    if (copyPositions && padding) {
+        writePadding(i, x, image, mask);
+    } else if (copyPositions) {
+        x[i] = home[i];
         image[i] = 0;
-        mask[i] = padding ? plan::kPaddingMask : plan::ZoneMask{0};
+        mask[i] = 0;
     }
     for (int f = 0; f < fields.count; ++f) {
         copyElement(padding ? nullptr : fields.in[f], fields.out[f], fields.bytes[f], i);
@@ -297,7 +306,7 @@ void wrapPositions(Vec3f* x, int n, const double boxLength[3], int* status, cuda
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-WrapSummary emptyWrapSummary() { return WrapSummary{0, 0, INT_MAX, 0}; }
+WrapSummary emptyWrapSummary() { return noParticles(); }
 
 void wrapAndSummarise(Vec3f* x, int n, const double boxLength[3], const std::int64_t* ids, WrapSummary* slots,
                       int parity, cudaStream_t stream) {
