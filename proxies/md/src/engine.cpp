@@ -1044,7 +1044,6 @@ struct Engine::Impl {
         const std::vector<EnergySample> fitted = samplesFrom(summary.energies, e.options_.driftFromPs);
         summary.conservedDrift = conservedDriftPerAtom(fitted, totalAtoms);
         summary.driftSamples = fitted.size();
-        summary.driftFromPs = e.options_.driftFromPs;
         summary.transportNotes = gatherNotes(e.transport_.describe());
         summary.graphs = e.backend_.graphsActive();
         summary.timings = e.backend_.timings();

@@ -160,7 +160,7 @@ std::string logEnd(const RunSummary& s, const MdOptions& o) {
         if (s.driftSamples >= 3) {
             t += fmt::format("\n   Conserved-energy drift: {:.3g} kJ/mol/ps per atom (over {} energy steps{})\n",
                              s.conservedDrift, s.driftSamples,
-                             s.driftFromPs > 0 ? fmt::format(" from {:g} ps on", s.driftFromPs) : "");
+                             o.driftFromPs > 0 ? fmt::format(" from {:g} ps on", o.driftFromPs) : "");
         }
     }
     if (!s.rankSpread.empty()) {

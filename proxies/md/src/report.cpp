@@ -106,7 +106,7 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                    s.normalSteps, s.apiSyncsInNormalSteps, names.empty() ? "" : " (rank 0: " + names + ")");
     }
     const std::string driftWindow =
-        s.driftFromPs > 0 ? fmt::format(" from {:g} ps on (--drift-from)", s.driftFromPs) : "";
+        o.driftFromPs > 0 ? fmt::format(" from {:g} ps on (--drift-from)", o.driftFromPs) : "";
     if (s.driftSamples >= 3) {
         fmt::print(out, "Conserved-energy drift: {:.3g} kJ/mol/ps per atom (least squares over {} energy steps{})\n",
                    s.conservedDrift, s.driftSamples, driftWindow);

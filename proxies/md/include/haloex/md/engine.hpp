@@ -104,7 +104,6 @@ struct RunSummary {
     // fewer than 3 such samples), and how many samples that was.
     double conservedDrift = 0.0;
     std::size_t driftSamples = 0;
-    double driftFromPs = 0.0;
     StepTimings timings;
     std::vector<std::string> transportNotes;  // e.g. the nvshmem path per peer and why
     // Rank 0's search-step wall time by part (ms, summed over the search
