@@ -107,9 +107,9 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
     // ParticlePlanBuilder::finish). One kernel for all of it.
     const int homeEnd = numPulses == 0 ? alignUp(numHome, alignment) : numHome;
     reserveLocal(std::max(homeEnd, 1), 0, stream);
-    for (std::size_t first = 0; first == 0 || first < carried.size(); first += kPrefixFields) {
-        PrefixFields prefix{};
-        for (std::size_t f = first; f < carried.size() && prefix.count < kPrefixFields; ++f, ++prefix.count) {
+    for (std::size_t first = 0; first == 0 || first < carried.size(); first += kFieldCopies) {
+        FieldCopies prefix{};
+        for (std::size_t f = first; f < carried.size() && prefix.count < kFieldCopies; ++f, ++prefix.count) {
             prefix.in[prefix.count] = carried[f].data;
             prefix.out[prefix.count] = fields_[f].data();
             prefix.bytes[prefix.count] = static_cast<int>(fieldBytes_[f]);
@@ -213,26 +213,28 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
                         static_cast<std::uint8_t>(1u << d), outX, outImage, outMask, stream);
         std::byte* section =
             reinterpret_cast<std::byte*>(outMask) + alignedSection(static_cast<std::size_t>(sendCount));
+        FieldCopyBatch packFields;
         for (std::size_t f = 0; f < fields_.size(); ++f) {
-            gatherElements(fields_[f].data(), fieldBytes_[f], map, sendCount, section, stream);
+            packFields.add(fields_[f].data(), section, fieldBytes_[f]);
             section += alignedSection(static_cast<std::size_t>(sendCount) * fieldBytes_[f]);
         }
+        packFields.gather(map, sendCount, stream);
         transport.exchangeBlock(sendBlock_.data(), sendBytes, pulse.sendRank, recvBlock_.data(), recvBytes,
                                 pulse.recvRank, stream);
+        // What arrived, every section into its local array by one kernel.
         const auto n = static_cast<std::size_t>(pulse.recvCount);
-        if (n > 0) {
-            const std::byte* in = recvBlock_.data();
-            const auto at = static_cast<std::size_t>(pulse.recvOffset);
-            const auto copy = [&](void* dst, std::size_t bytesToCopy) {
-                HALOEX_CUDA_CHECK(cudaMemcpyAsync(dst, in, bytesToCopy, cudaMemcpyDeviceToDevice, stream));
-                in += alignedSection(bytesToCopy);
-            };
-            copy(positions_.data() + at, n * sizeof(Vec3f));
-            copy(images_.data() + at, n);
-            copy(masks_.data() + at, n);
-            for (std::size_t f = 0; f < fields_.size(); ++f)
-                copy(fields_[f].data() + at * fieldBytes_[f], n * fieldBytes_[f]);
-        }
+        const std::byte* in = recvBlock_.data();
+        const auto at = static_cast<std::size_t>(pulse.recvOffset);
+        FieldCopyBatch unpack;
+        const auto arrived = [&](void* localArray, std::size_t elementBytes) {
+            unpack.add(in, static_cast<std::byte*>(localArray) + at * elementBytes, elementBytes);
+            in += alignedSection(n * elementBytes);
+        };
+        arrived(positions_.data(), sizeof(Vec3f));
+        arrived(images_.data(), 1);
+        arrived(masks_.data(), 1);
+        for (std::size_t f = 0; f < fields_.size(); ++f) arrived(fields_[f].data(), fieldBytes_[f]);
+        unpack.gather(nullptr, pulse.recvCount, stream);
         size = pulse.recvOffset + pulse.recvCount;
         pad(pulse.recvOffset + pulse.recvCapacity);
         plan_.pulses.push_back(std::move(pulse));

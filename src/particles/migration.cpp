@@ -157,10 +157,11 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
 
         const int next = stay + fromUpper + fromLower;
         particles.reserveNext(next);
+        FieldCopyBatch stayers;
         for (int k = 0; k < particles.numFields(); ++k) {
-            gatherElements(particles.field(k), particles.elementBytes(k), stayList, stay, particles.nextField(k),
-                           stream);
+            stayers.add(particles.field(k), particles.nextField(k), particles.elementBytes(k));
         }
+        stayers.gather(stayList, stay, stream);
         // One block per direction, a section per field; arrivals go after
         // the particles that stayed.
         const auto blockBytes = [&](int count) {
@@ -174,26 +175,23 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         // queued put may still read.
         sendBlock_.reserve(std::max({blockBytes(down), blockBytes(up), std::size_t{16}}));
         recvBlock_.reserve(std::max({blockBytes(fromUpper), blockBytes(fromLower), std::size_t{16}}));
+        // Every field packed by one kernel, and unpacked by another.
         const auto move = [&](const int* list, int count, int dest, int arriving, int src, int at) {
-            std::size_t offset = 0;
+            FieldCopyBatch pack, unpack;
+            std::size_t sendOffset = 0, recvOffset = 0;
             for (int k = 0; k < particles.numFields(); ++k) {
-                gatherElements(particles.field(k), particles.elementBytes(k), list, count, sendBlock_.data() + offset,
-                               stream);
-                offset += alignedSection(static_cast<std::size_t>(count) * particles.elementBytes(k));
+                const std::size_t bytes = particles.elementBytes(k);
+                pack.add(particles.field(k), sendBlock_.data() + sendOffset, bytes);
+                unpack.add(recvBlock_.data() + recvOffset,
+                           static_cast<std::byte*>(particles.nextField(k)) + static_cast<std::size_t>(at) * bytes,
+                           bytes);
+                sendOffset += alignedSection(static_cast<std::size_t>(count) * bytes);
+                recvOffset += alignedSection(static_cast<std::size_t>(arriving) * bytes);
             }
+            pack.gather(list, count, stream);
             transport.exchangeBlock(sendBlock_.data(), blockBytes(count), dest, recvBlock_.data(), blockBytes(arriving),
                                     src, stream);
-            offset = 0;
-            for (int k = 0; k < particles.numFields(); ++k) {
-                const std::size_t bytes = static_cast<std::size_t>(arriving) * particles.elementBytes(k);
-                if (bytes > 0) {
-                    HALOEX_CUDA_CHECK(cudaMemcpyAsync(static_cast<std::byte*>(particles.nextField(k)) +
-                                                          static_cast<std::size_t>(at) * particles.elementBytes(k),
-                                                      recvBlock_.data() + offset, bytes, cudaMemcpyDeviceToDevice,
-                                                      stream));
-                }
-                offset += alignedSection(bytes);
-            }
+            unpack.gather(nullptr, arriving, stream);
         };
         move(downList, down, lower, fromUpper, upper, stay);
         move(upList, up, upper, fromLower, lower, stay + fromUpper);

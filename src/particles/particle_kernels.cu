@@ -4,7 +4,9 @@
 #include "particle_kernels.hpp"
 
 #include <cub/block/block_reduce.cuh>
+#include <cub/device/device_partition.cuh>
 #include <cub/device/device_select.cuh>
+#include <thrust/iterator/discard_iterator.h>
 #include <thrust/iterator/counting_iterator.h>
 
 #include <algorithm>
@@ -35,17 +37,6 @@ __device__ inline int cellIndex(double x, int n, double L) {
     while (k > 0 && x < L * k / n) --k;
     while (k < n - 1 && x >= L * (k + 1) / n) ++k;
     return k;
-}
-
-// One thread per 4-byte word where the element size allows, else per byte.
-template <class Word>
-__global__ void gatherKernel(const Word* __restrict__ in, int wordsPerElement, const int* __restrict__ index,
-                             long long count, Word* __restrict__ out) {
-    const long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
-    if (t >= count * wordsPerElement) return;
-    const long long j = t / wordsPerElement;
-    const int w = static_cast<int>(t % wordsPerElement);
-    out[t] = in[static_cast<long long>(index[j]) * wordsPerElement + w];
 }
 
 __global__ void resetStatusKernel(int* status, bool keepFirstNonFinite) {
@@ -203,26 +194,33 @@ __global__ void fillPaddingKernel(int begin, int end, Vec3f* __restrict__ x, std
     writePadding(i, x, image, mask);
 }
 
-// Element i of a field (in == nullptr: zeroed), by 4-byte words where the
-// size allows, else by bytes.
+// Element src of a field to its element dst (in == nullptr: zeroed), by
+// 4-byte words where the size allows, else by bytes.
 template <class Word>
-__device__ inline void copyWords(const void* in, void* out, int words, int i) {
-    auto* to = static_cast<Word*>(out) + static_cast<long long>(i) * words;
+__device__ inline void copyWords(const void* in, long long src, void* out, long long dst, int words) {
+    auto* to = static_cast<Word*>(out) + dst * words;
     if (in == nullptr) {
         for (int w = 0; w < words; ++w) to[w] = Word{0};
         return;
     }
-    const auto* from = static_cast<const Word*>(in) + static_cast<long long>(i) * words;
+    const auto* from = static_cast<const Word*>(in) + src * words;
     for (int w = 0; w < words; ++w) to[w] = from[w];
 }
-__device__ inline void copyElement(const void* in, void* out, int bytes, int i) {
-    if (bytes % 4 == 0) copyWords<std::uint32_t>(in, out, bytes / 4, i);
-    else copyWords<std::uint8_t>(in, out, bytes, i);
+__device__ inline void copyElement(const void* in, long long src, void* out, long long dst, int bytes) {
+    if (bytes % 4 == 0) copyWords<std::uint32_t>(in, src, out, dst, bytes / 4);
+    else copyWords<std::uint8_t>(in, src, out, dst, bytes);
+}
+
+__global__ void copyFieldsKernel(FieldCopies fields, const int* __restrict__ index, int count) {
+    const int j = blockIdx.x * blockDim.x + threadIdx.x;
+    if (j >= count) return;
+    const long long src = index != nullptr ? index[j] : j;
+    for (int f = 0; f < fields.count; ++f) copyElement(fields.in[f], src, fields.out[f], j, fields.bytes[f]);
 }
 
 __global__ void homePrefixKernel(const Vec3f* __restrict__ home, int numHome, int end, bool copyPositions,
                                  Vec3f* __restrict__ x, std::uint8_t* __restrict__ image,
-                                 std::uint8_t* __restrict__ mask, PrefixFields fields) {
+                                 std::uint8_t* __restrict__ mask, FieldCopies fields) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= end) return;
     const bool padding = i >= numHome;
@@ -234,7 +232,7 @@ __global__ void homePrefixKernel(const Vec3f* __restrict__ home, int numHome, in
         mask[i] = 0;
     }
     for (int f = 0; f < fields.count; ++f) {
-        copyElement(padding ? nullptr : fields.in[f], fields.out[f], fields.bytes[f], i);
+        copyElement(padding ? nullptr : fields.in[f], i, fields.out[f], i, fields.bytes[f]);
     }
 }
 
@@ -272,19 +270,21 @@ void selectIndices(int first, int count, Predicate predicate, int* out, int* num
 
 }  // namespace
 
-void gatherElements(const void* in, std::size_t elementBytes, const int* index, int count, void* out,
-                    cudaStream_t stream) {
+void FieldCopyBatch::add(const void* in, void* out, std::size_t elementBytes) {
+    if (batches_.empty() || batches_.back().count == kFieldCopies) batches_.emplace_back();
+    FieldCopies& b = batches_.back();
+    b.in[b.count] = in;
+    b.out[b.count] = out;
+    b.bytes[b.count] = static_cast<int>(elementBytes);
+    ++b.count;
+}
+
+void FieldCopyBatch::gather(const int* index, int count, cudaStream_t stream) {
     if (count <= 0) return;
-    if (elementBytes % 4 == 0) {
-        const int words = static_cast<int>(elementBytes / 4);
-        gatherKernel<<<blocksFor(static_cast<long long>(count) * words), kThreads, 0, stream>>>(
-            static_cast<const std::uint32_t*>(in), words, index, count, static_cast<std::uint32_t*>(out));
-    } else {
-        const int bytes = static_cast<int>(elementBytes);
-        gatherKernel<<<blocksFor(static_cast<long long>(count) * bytes), kThreads, 0, stream>>>(
-            static_cast<const std::uint8_t*>(in), bytes, index, count, static_cast<std::uint8_t*>(out));
+    for (const FieldCopies& b : batches_) {
+        copyFieldsKernel<<<blocksFor(count), kThreads, 0, stream>>>(b, index, count);
+        HALOEX_CUDA_CHECK_LAUNCH();
     }
-    HALOEX_CUDA_CHECK_LAUNCH();
 }
 
 void accumulateIdSums(const std::int64_t* ids, int n, unsigned long long* sums, cudaStream_t stream) {
@@ -322,10 +322,25 @@ void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint
     if (n <= 0) return;
     classifyKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, cut, direction, status);
     HALOEX_CUDA_CHECK_LAUNCH();
-    for (int k = 0; k < 3; ++k) {
-        selectIndices(0, n, HasDirection{direction, static_cast<std::uint8_t>(k)},
-                      lists + static_cast<long long>(k) * n, status + kCountStay + k, temp, stream);
+    // Stayers and leavers down in one stable pass (their counts land in
+    // kCountStay and kCountDown, which are adjacent), leavers up in another:
+    // the three-way partition's third part is not documented as stable, so
+    // it is discarded.
+    static_assert(kCountDown == kCountStay + 1, "the partition writes both counts at once");
+    const thrust::counting_iterator<int> from(0);
+    const HasDirection stays{direction, kStay}, goesDown{direction, kDown};
+    std::size_t bytes = 0;
+    HALOEX_CUDA_CHECK(cub::DevicePartition::If(nullptr, bytes, from, lists, lists + n, thrust::make_discard_iterator(),
+                                               status + kCountStay, n, stays, goesDown, stream));
+    if (temp.capacity() < bytes) {
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));  // queued work may use the old space
+        temp.reserve(bytes);
     }
+    bytes = temp.capacity();
+    HALOEX_CUDA_CHECK(cub::DevicePartition::If(temp.data(), bytes, from, lists, lists + n,
+                                               thrust::make_discard_iterator(), status + kCountStay, n, stays, goesDown,
+                                               stream));
+    selectIndices(0, n, HasDirection{direction, kUp}, lists + 2LL * n, status + kCountUp, temp, stream);
 }
 
 void selectHaloCandidates(const HaloSelection& selection, int first, int count, int numHome, const SourceSlots& slots,
@@ -346,7 +361,7 @@ void packHaloRecords(const int* map, int count, const Vec3f* x, const std::uint8
 }
 
 void writeHomePrefix(const Vec3f* homePositions, int numHome, int end, bool copyPositions, Vec3f* x,
-                     std::uint8_t* image, std::uint8_t* mask, const PrefixFields& fields, cudaStream_t stream) {
+                     std::uint8_t* image, std::uint8_t* mask, const FieldCopies& fields, cudaStream_t stream) {
     if (end <= 0) return;
     homePrefixKernel<<<blocksFor(end), kThreads, 0, stream>>>(homePositions, numHome, end, copyPositions, x, image,
                                                               mask, fields);

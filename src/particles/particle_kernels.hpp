@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "haloex/core/vec3.hpp"
 #include "haloex/cuda/device_buffer.hpp"
@@ -16,9 +17,26 @@ namespace haloex::particles::detail {
 // A packed block holds one section per field, each starting 16-byte aligned.
 inline std::size_t alignedSection(std::size_t bytes) { return (bytes + 15) / 16 * 16; }
 
-// out[j] = in[index[j]] for `count` elements of `elementBytes` bytes.
-void gatherElements(const void* in, std::size_t elementBytes, const int* index, int count, void* out,
-                    cudaStream_t stream);
+// Several fields moved by one kernel: field f's element src goes to its
+// element dst of out[f]. Up to kFieldCopies fields per launch.
+inline constexpr int kFieldCopies = 8;
+struct FieldCopies {
+    int count = 0;
+    const void* in[kFieldCopies] = {};
+    void* out[kFieldCopies] = {};
+    int bytes[kFieldCopies] = {};  // element size
+};
+// Collects (in, out, bytes) triples and launches copyFields for every
+// kFieldCopies of them (one launch for the usual few fields).
+class FieldCopyBatch {
+public:
+    void add(const void* in, void* out, std::size_t elementBytes);
+    // out[j] = in[index[j]] (index null: in[j]) for j < count, every field.
+    void gather(const int* index, int count, cudaStream_t stream);
+
+private:
+    std::vector<FieldCopies> batches_;
+};
 
 // --- migration ----------------------------------------------------------------
 enum Direction : std::uint8_t { kStay = 0, kDown = 1, kUp = 2, kTooFar = 3 };
@@ -99,18 +117,10 @@ void packHaloRecords(const int* map, int count, const Vec3f* x, const std::uint8
                      std::uint8_t* outMask, cudaStream_t stream);
 // The local arrays' home prefix in one kernel: for i < numHome the home
 // positions, no image, zone 0 and each carried field's values; for
-// numHome <= i < end padding (as fillPadding, fields zeroed). Up to
-// kPrefixFields fields per call (the caller takes the rest in more calls,
-// with copyPositions false for them).
-inline constexpr int kPrefixFields = 4;
-struct PrefixFields {
-    int count;
-    const void* in[kPrefixFields];
-    void* out[kPrefixFields];
-    int bytes[kPrefixFields];  // element size
-};
+// numHome <= i < end padding (as fillPadding, fields zeroed). Fields beyond
+// kFieldCopies take more calls, with copyPositions false for them.
 void writeHomePrefix(const Vec3f* homePositions, int numHome, int end, bool copyPositions, Vec3f* x,
-                     std::uint8_t* image, std::uint8_t* mask, const PrefixFields& fields, cudaStream_t stream);
+                     std::uint8_t* image, std::uint8_t* mask, const FieldCopies& fields, cudaStream_t stream);
 // Padding entries [begin, end): NaN positions, no image, kPaddingMask.
 void fillPadding(int begin, int end, Vec3f* x, std::uint8_t* image, std::uint8_t* mask, cudaStream_t stream);
 
