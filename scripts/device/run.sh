@@ -247,7 +247,8 @@ stage_md_check() {
 # transports or their kernels): MD_AB_OTHER is the other build's haloex-md
 # (A), this build's is B; 2 ranks sharing the GPU under MPS, MD_AB_TRANSPORTS
 # (nvshmem paths as nvshmem:PATH), MD_AB_ATOMS atoms, two repeats each in
-# alternating order, the steady state and all steps as the runs report them.
+# alternating order (MD_AB_NSTLIST: a fixed nstlist), the steady state, all
+# steps and the search step as the runs report them.
 stage_md_ab_bins() {
   local other=${MD_AB_OTHER:?set MD_AB_OTHER to the other haloex-md}
   note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md (2 ranks under MPS)"
@@ -261,8 +262,8 @@ stage_md_ab_bins() {
           exe=$([ $v = A ] && echo "$other" || echo "$build/bin/haloex-md")
           json="$out/mdab-$n-${t/:/-}-$v-$r.json"
           timeout 200 "${mpirun_np[@]}" 2 "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
-            --atoms "$n" --steps "${MD_AB_STEPS:-2000}" --grid 2x1x1 --json "$json" >"$json.log" 2>&1
-          note "  $n atoms $t $v (repeat $r): rc=$? $(grep -E 'Performance:|Steady state:' "$json.log" | sed 's/^ *//' | cut -c1-90 | tr '\n' ' ')"
+            --atoms "$n" --steps "${MD_AB_STEPS:-2000}" ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --grid 2x1x1 --json "$json" >"$json.log" 2>&1
+          note "  $n atoms $t $v (repeat $r): rc=$? $(grep -E 'Performance:|Steady state:|Search step' "$json.log" | sed 's/^ *//' | cut -c1-300 | tr '\n' ' ')"
         done
       done
     done
@@ -631,20 +632,38 @@ stage_syncs() {
 # paths, e.g. .devsrc/ab/proxies/md/cuda/pair_search.cu) in place (A); both run
 # the search-step sizes with the search on the device, alternating A B A B
 # (AB_NSTLIST=0: each picks its own nstlist).
-stage_ab() {
+# /tmp/haloex-md-A: haloex-md rebuilt with the files under $AB_DIR in place
+# (their previous version), the build then restored (/tmp/haloex-md-B).
+build_variant_a() {
   local dir=${AB_DIR:-$root/.devsrc/ab}
   [ -d "$dir" ] || { note "ab: no $dir"; return 1; }
-  note "== A/B: A = previous version of $(cd "$dir" && find . -type f | sed 's|^\./||' | tr '\n' ' ')${AB_C_ENV:+; C = B with $AB_C_ENV}"
+  note "-- A = previous version of $(cd "$dir" && find . -type f | sed 's|^\./||' | tr '\n' ' ')"
   cp "$build/bin/haloex-md" /tmp/haloex-md-B
   local f saved=/tmp/ab-saved
   rm -rf "$saved"; mkdir -p "$saved"
   (cd "$dir" && find . -type f) | while read -r f; do
     mkdir -p "$saved/$(dirname "$f")"; cp "$root/$f" "$saved/$f"; cp "$dir/$f" "$root/$f"
   done
-  cmake --build "$build" --target haloex-md >"$out/ab-build.log" 2>&1 || { note "ab: build of A FAILED"; tail -30 "$out/ab-build.log"; }
+  cmake --build "$build" --target haloex-md >"$out/ab-build.log" 2>&1 || { note "ab: build of A FAILED"; tail -30 "$out/ab-build.log"; return 1; }
   cp "$build/bin/haloex-md" /tmp/haloex-md-A
   cp -r "$saved/." "$root/"
   cmake --build "$build" --target haloex-md >>"$out/ab-build.log" 2>&1
+}
+
+# Only /tmp/haloex-md-A (e.g. for md-ab-bins with MD_AB_OTHER=/tmp/haloex-md-A).
+stage_ab_build() {
+  note "== A/B build"
+  build_variant_a
+}
+
+# A/B of one change in one lease: haloex-md as built (B), and rebuilt with
+# the files under $AB_DIR (a copy of their previous version at the same
+# paths, e.g. .devsrc/ab/proxies/md/cuda/pair_search.cu) in place (A); both run
+# the search-step sizes with the search on the device, alternating A B A B
+# (AB_NSTLIST=0: each picks its own nstlist).
+stage_ab() {
+  note "== A/B${AB_C_ENV:+ (C = B with $AB_C_ENV)}"
+  build_variant_a || return 1
   # AB_C_ENV="VAR=value ...": a third variant C, the B binary with those
   # variables set (e.g. a switch inside B), in the same alternation.
   cp /tmp/haloex-md-B /tmp/haloex-md-C
