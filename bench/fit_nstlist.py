@@ -24,6 +24,8 @@ import os
 import re
 import sys
 
+from bench_common import SCHEMA_VERSION, commit, now_utc
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MODEL_SOURCE = os.path.join(ROOT, "proxies", "md", "src", "nstlist_choice.cpp")
 DENSITY = 100.0  # atoms per nm^3: haloex-md's lattice start (system.hpp, kNumberDensity)
@@ -169,6 +171,28 @@ def report(points, current, fitted, picks):
     return "\n".join(lines)
 
 
+def fit_record(record, record_path, fitted, current, picks):
+    """The --json record: a derived one. It measures nothing, so its machine, measurement date and commit are the
+    fitted record's; its own date and commit say when and with which code the fit was made."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "schema_note": (f"schema {SCHEMA_VERSION}, derived: bench/fit_nstlist.py's least-squares fit of the nstlist "
+                        "cost model (proxies/md/src/nstlist_choice.cpp) to the one-GPU device-search runs of "
+                        "source.record. fitted and current are the model's constants (us and ns as named); choices "
+                        "compare, per size, the fastest measured nstlist (us_of: us/step, all steps counted) with "
+                        "the automatic run's and each model's pick. machine is the one the runs were measured on."),
+        "tool": "bench/fit_nstlist.py",
+        "date": now_utc(),
+        "commit": commit(),
+        "source": {"record": record_path, "commit": record.get("commit"), "date": record.get("date"),
+                   "tool": record.get("tool")},
+        "machine": record.get("machine", {"unknown": "the fitted record has no machine block"}),
+        "fitted": fitted,
+        "current": current,
+        "choices": picks,
+    }
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("record", help="a bench/md_bench.py record (suite nstlist, or single)")
@@ -190,7 +214,7 @@ def main(argv=None):
     print(report(points, current, fitted, picks))
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"record": a.record, "fitted": fitted, "current": current, "choices": picks}, f, indent=1)
+            json.dump(fit_record(record, a.record, fitted, current, picks), f, indent=1)
     return 0
 
 

@@ -80,6 +80,12 @@ class FitNstlistTest(unittest.TestCase):
             with open(out_json) as f:
                 saved = json.load(f)
             self.assertAlmostEqual(saved["fitted"]["kSearchFixedUs"], 250.0, delta=1e-3)
+            # A derived record: the header every record carries, the measured record named as its source.
+            self.assertEqual(saved["schema_version"], fit_nstlist.SCHEMA_VERSION)
+            self.assertEqual(saved["tool"], "bench/fit_nstlist.py")
+            self.assertEqual(saved["source"]["record"], path)
+            self.assertIn("derived", saved["schema_note"])
+            self.assertIn("unknown", saved["machine"])
 
     def test_records_it_cannot_use_are_refused_with_the_reason(self):
         with tempfile.TemporaryDirectory() as tmp:
