@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <span>
 
 #include "haloex/core/error.hpp"
 #include "neighbour_values.hpp"
@@ -219,11 +220,14 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
             section += alignedSection(static_cast<std::size_t>(sendCount) * fieldBytes_[f]);
         }
         packFields.gather(map, sendCount, stream);
-        transport.exchangeBlock(sendBlock_.data(), sendBytes, pulse.sendRank, recvBlock_.data(), recvBytes,
-                                pulse.recvRank, stream);
-        // What arrived, every section into its local array by one kernel.
+        const transport::BlockExchange block{sendBlock_.data(), sendBytes,       pulse.sendRank,
+                                             recvBlock_.data(), recvBytes, pulse.recvRank};
+        const void* landed = nullptr;
+        transport.exchangeBlocksInPlace(std::span(&block, 1), std::span(&landed, 1), stream);
+        // What arrived, every section into its local array by one kernel,
+        // read where the transport left it (no copy out of its staging).
         const auto n = static_cast<std::size_t>(pulse.recvCount);
-        const std::byte* in = recvBlock_.data();
+        const auto* in = static_cast<const std::byte*>(landed);
         const auto at = static_cast<std::size_t>(pulse.recvOffset);
         FieldCopyBatch unpack;
         const auto arrived = [&](void* localArray, std::size_t elementBytes) {

@@ -163,7 +163,9 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         }
         stayers.gather(stayList, stay, stream);
         // One block per direction, a section per field; arrivals go after
-        // the particles that stayed.
+        // the particles that stayed. Both blocks travel in one
+        // exchangeBlocksInPlace call (one round of the transport's
+        // synchronisation, not two), each half of sendBlock_/recvBlock_.
         const auto blockBytes = [&](int count) {
             std::size_t total = 0;
             for (int k = 0; k < particles.numFields(); ++k) {
@@ -171,30 +173,46 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
             }
             return total;
         };
-        // Room for both directions first: growing frees a buffer that a
-        // queued put may still read.
-        sendBlock_.reserve(std::max({blockBytes(down), blockBytes(up), std::size_t{16}}));
-        recvBlock_.reserve(std::max({blockBytes(fromUpper), blockBytes(fromLower), std::size_t{16}}));
-        // Every field packed by one kernel, and unpacked by another.
-        const auto move = [&](const int* list, int count, int dest, int arriving, int src, int at) {
-            FieldCopyBatch pack, unpack;
-            std::size_t sendOffset = 0, recvOffset = 0;
+        const std::size_t sendDownBytes = blockBytes(down), sendUpBytes = blockBytes(up);
+        const std::size_t recvUpperBytes = blockBytes(fromUpper), recvLowerBytes = blockBytes(fromLower);
+        // Growing frees a buffer that a queued put may still read: the
+        // reservation covers both halves before anything is queued.
+        sendBlock_.reserve(std::max(sendDownBytes + sendUpBytes, std::size_t{16}));
+        recvBlock_.reserve(std::max(recvUpperBytes + recvLowerBytes, std::size_t{16}));
+        const transport::BlockExchange blocks[2] = {
+            {sendBlock_.data(), sendDownBytes, lower, recvBlock_.data(), recvUpperBytes, upper},
+            {sendBlock_.data() + sendDownBytes, sendUpBytes, upper, recvBlock_.data() + recvUpperBytes,
+             recvLowerBytes, lower}};
+        // Every field packed by one kernel per direction.
+        const auto pack = [&](const int* list, int count, std::byte* block) {
+            FieldCopyBatch batch;
+            std::size_t offset = 0;
             for (int k = 0; k < particles.numFields(); ++k) {
                 const std::size_t bytes = particles.elementBytes(k);
-                pack.add(particles.field(k), sendBlock_.data() + sendOffset, bytes);
-                unpack.add(recvBlock_.data() + recvOffset,
-                           static_cast<std::byte*>(particles.nextField(k)) + static_cast<std::size_t>(at) * bytes,
-                           bytes);
-                sendOffset += alignedSection(static_cast<std::size_t>(count) * bytes);
-                recvOffset += alignedSection(static_cast<std::size_t>(arriving) * bytes);
+                batch.add(particles.field(k), block + offset, bytes);
+                offset += alignedSection(static_cast<std::size_t>(count) * bytes);
             }
-            pack.gather(list, count, stream);
-            transport.exchangeBlock(sendBlock_.data(), blockBytes(count), dest, recvBlock_.data(), blockBytes(arriving),
-                                    src, stream);
-            unpack.gather(nullptr, arriving, stream);
+            batch.gather(list, count, stream);
         };
-        move(downList, down, lower, fromUpper, upper, stay);
-        move(upList, up, upper, fromLower, lower, stay + fromUpper);
+        pack(downList, down, sendBlock_.data());
+        pack(upList, up, sendBlock_.data() + sendDownBytes);
+        const void* landed[2] = {nullptr, nullptr};
+        transport.exchangeBlocksInPlace(blocks, landed, stream);
+        // ... and unpacked by one kernel per direction, from where it landed.
+        const auto unpack = [&](const void* block, int arriving, int at) {
+            FieldCopyBatch batch;
+            std::size_t offset = 0;
+            for (int k = 0; k < particles.numFields(); ++k) {
+                const std::size_t bytes = particles.elementBytes(k);
+                batch.add(static_cast<const std::byte*>(block) + offset,
+                          static_cast<std::byte*>(particles.nextField(k)) + static_cast<std::size_t>(at) * bytes,
+                          bytes);
+                offset += alignedSection(static_cast<std::size_t>(arriving) * bytes);
+            }
+            batch.gather(nullptr, arriving, stream);
+        };
+        unpack(landed[0], fromUpper, stay);
+        unpack(landed[1], fromLower, stay + fromUpper);
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
         particles.swapNext(next);
         stats.sent += down + up;

@@ -11,8 +11,8 @@
 // previous pulse of the dimension delivered), CUB compacts them into the
 // index map, the count goes to the receiver over the World, and the selected
 // atoms (position, periodic image, zone mask and the caller's carried fields)
-// travel through the transport's exchangeBlock into the receiver's local
-// arrays. Selection compares in double precision the float position plus the
+// travel through the transport's exchangeBlocksInPlace into the receiver's
+// local arrays (unpacked from where they landed). Selection compares in double precision the float position plus the
 // periodic shifts it has collected, which is what the host builder compares
 // for the same float positions.
 //

@@ -14,8 +14,10 @@
 // it for the same (float) position, so host and device partitions agree.
 //
 // Data stays on the device: the selection runs in kernels (CUB), the
-// particles travel through the transport's exchangeBlock; only counts reach
-// the host (one small copy and one World message per direction). Particles
+// particles travel through the transport's exchangeBlocksInPlace (both
+// directions of a dimension in one call, unpacked from where they landed);
+// only counts reach the host (one small copy and one World message per
+// direction). Particles
 // that stay keep their order; arrivals follow in the order received.
 #include <cuda_runtime.h>
 

@@ -21,7 +21,9 @@ std::string describeTimeout(const WaitDiagnostics& d, const char* pulseName) {
         case WaitDiagnostics::ForceDependency: what = "this rank's own accumulation of pulse"; break;
         case WaitDiagnostics::BlockReceive:
             what = "the block (migrating atoms or halo records) numbered";
-            subject = std::to_string(d.expected);
+            // d.pulse: the block's index in its exchangeBlocks call.
+            subject = d.pulse >= 0 ? fmt::format("{} (block {} of its call)", d.expected, d.pulse)
+                                  : std::to_string(d.expected);
             break;
     }
     return fmt::format("rank {}: the {} waited {:.3f} s for {} {} from rank {}: signal expected >= {}, seen {}. "

@@ -11,7 +11,10 @@ namespace {
 
 __global__ void blockWaitKernel(BlockWaitArgs a) {
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myRank, WaitDiagnostics::SearchExchange};
-    waitSignalGe(a.signal, a.expected, ctx, WaitDiagnostics::BlockReceive, -1, a.peer);
+    for (int i = 0; i < a.count; ++i) {
+        const int b = a.block[i];
+        if (!waitSignalGe(a.signals + b, a.expected, ctx, WaitDiagnostics::BlockReceive, b, a.peer[i])) return;
+    }
 }
 
 }  // namespace

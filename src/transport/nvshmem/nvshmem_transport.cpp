@@ -8,6 +8,8 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <optional>
+#include <span>
+#include <vector>
 
 #include "fused_kernels.hpp"
 #include "fused_setup.hpp"
@@ -122,47 +124,86 @@ public:
 
     void reserveAtoms(std::int64_t localAtoms) override { reservedAtoms_ = std::max(reservedAtoms_, localAtoms); }
 
-    // Search-step blocks: the sender puts into the receiver's symmetric
-    // staging with a signal (NVLink or InfiniBand alike), the receiver waits
-    // (timed, diagnosed) and copies out. The reduction at the start sizes
-    // the staging (growing it collectively when needed) and orders the
-    // calls: every rank has copied out its previous block (its stream is
-    // synchronised first) before any rank passes it and puts the next one.
+    // Search-step blocks: block b of a call goes by put-with-signal into
+    // slot b of the receiver's symmetric staging, with slot b's signal
+    // (NVLink or InfiniBand alike); the receiver waits for all of its blocks
+    // in one kernel (timed, diagnosed) and reads them there (in place) or
+    // copies them out. The reduction at the start sizes the slots (growing
+    // the staging collectively when needed) and orders the calls: every rank
+    // has read its previous blocks (its stream is synchronised first) before
+    // any rank passes it and puts the next ones. One call for several blocks
+    // is one synchronisation and one reduction, not one per block.
     void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
-                       StreamHandle streamHandle) override {
+                       StreamHandle stream) override {
+        const BlockExchange block{send, sendBytes, dest, recv, recvBytes, src};
+        exchangeBlocks(std::span(&block, 1), stream);
+    }
+
+    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
+        landed_.resize(blocks.size());
+        exchangeBlocksInPlace(blocks, landed_, stream);
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            if (blocks[b].src >= 0 && blocks[b].recvBytes > 0) {
+                HALOEX_CUDA_CHECK(cudaMemcpyAsync(blocks[b].recv, landed_[b], blocks[b].recvBytes,
+                                                  cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+            }
+        }
+    }
+
+    void exchangeBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                               StreamHandle streamHandle) override {
+        HALOEX_ASSERT(landed.size() == blocks.size(), "exchangeBlocksInPlace: one landed entry per block");
+        if (blocks.size() > static_cast<std::size_t>(kMaxBlocksPerCall)) {
+            // More blocks than signals: one call each, delivered to recv (a
+            // later call would overwrite the staging an earlier one landed in).
+            for (std::size_t b = 0; b < blocks.size(); ++b) {
+                const BlockExchange& x = blocks[b];
+                exchangeBlock(x.send, x.sendBytes, x.dest, x.recv, x.recvBytes, x.src, streamHandle);
+                landed[b] = x.recv;
+            }
+            return;
+        }
         const auto stream = static_cast<cudaStream_t>(streamHandle);
         throwIfTimedOut();
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-        const std::int64_t largest =
-            world_.allReduceValue<std::int64_t>(dest >= 0 ? static_cast<std::int64_t>(sendBytes) : 0,
-                                                runtime::ReduceOp::Max);
-        initialise(static_cast<std::size_t>(largest));
-        if (largest > blockCapacity_) {
+        std::int64_t mySlot = 0;
+        for (const BlockExchange& b : blocks) {
+            if (b.dest >= 0) mySlot = std::max(mySlot, static_cast<std::int64_t>((b.sendBytes + 15) / 16 * 16));
+        }
+        const std::int64_t slot = world_.allReduceValue<std::int64_t>(mySlot, runtime::ReduceOp::Max);
+        const std::int64_t need = slot * static_cast<std::int64_t>(blocks.size());
+        initialise(static_cast<std::size_t>(need));
+        if (need > blockCapacity_) {
             HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
-            blockCapacity_ = std::max<std::int64_t>(largest, blockCapacity_ * 5 / 4) + 4096;
+            blockCapacity_ = std::max<std::int64_t>(need, blockCapacity_ * 5 / 4) + 4096;
             blockStaging_.allocate(static_cast<std::size_t>(blockCapacity_), "search-step staging");
         }
         ++blockSequence_;
-        auto* signal = blockSignal_.as<std::uint64_t>();
-        if (dest >= 0) {
-            nvshmemx_putmem_signal_on_stream(blockStaging_.as<void>(), send, sendBytes, signal, blockSequence_,
-                                             NVSHMEM_SIGNAL_SET, dest, stream);
-        }
-        if (src >= 0) {
-            BlockWaitArgs wait;
-            wait.signal = signal;
-            wait.expected = blockSequence_;
-            wait.peer = src;
-            wait.diagnostics = diagnosticsDevice_;
-            wait.abortFlag = abortFlag_.data();
-            wait.timeoutNs = timeoutNs_;
-            wait.myRank = world_.rank();
-            launchBlockWait(wait, stream);
-            if (recvBytes > 0) {
-                HALOEX_CUDA_CHECK(
-                    cudaMemcpyAsync(recv, blockStaging_.as<void>(), recvBytes, cudaMemcpyDeviceToDevice, stream));
+        auto* signals = blockSignal_.as<std::uint64_t>();
+        auto* staging = blockStaging_.as<std::byte>();
+        BlockWaitArgs wait;
+        wait.signals = signals;
+        wait.expected = blockSequence_;
+        wait.diagnostics = diagnosticsDevice_;
+        wait.abortFlag = abortFlag_.data();
+        wait.timeoutNs = timeoutNs_;
+        wait.myRank = world_.rank();
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            const BlockExchange& block = blocks[b];
+            std::byte* slotAt = staging + static_cast<std::int64_t>(b) * slot;
+            if (block.dest >= 0) {
+                nvshmemx_putmem_signal_on_stream(slotAt, block.send, block.sendBytes, signals + b, blockSequence_,
+                                                 NVSHMEM_SIGNAL_SET, block.dest, stream);
+            }
+            landed[b] = block.recv;
+            if (block.src >= 0) {
+                wait.block[wait.count] = static_cast<int>(b);
+                wait.peer[wait.count] = block.src;
+                ++wait.count;
+                landed[b] = slotAt;
             }
         }
+        if (wait.count > 0) launchBlockWait(wait, stream);
     }
 
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
@@ -236,7 +277,7 @@ private:
         const auto a = static_cast<std::size_t>(atoms * 1.25) + 64;
         ensureNvshmem(world_, bytesFor(a, a / 4 + 64) + 2 * bytesHint);
         signals_.allocate(2 * kMaxPulses * sizeof(std::uint64_t), "signals");
-        blockSignal_.allocate(sizeof(std::uint64_t), "search-step signal");
+        blockSignal_.allocate(kMaxBlocksPerCall * sizeof(std::uint64_t), "search-step signals");
         coordState_.allocate();
         forceState_.allocate();
         diagnostics_.allocate(1, cudaHostAllocMapped);
@@ -405,8 +446,10 @@ private:
     std::vector<std::pair<std::string, std::string>> whyPath_;
 
     SymmetricBuffer x_, f_, staging_, forceStaging_, signals_;
-    // exchangeBlock's receive staging (bytes, the same on every rank) and signal.
+    // exchangeBlocks' receive staging (bytes, the same on every rank; a slot
+    // per block of a call) and signals (one per slot).
     SymmetricBuffer blockStaging_, blockSignal_;
+    std::vector<const void*> landed_;
     std::int64_t blockCapacity_ = 0;
     std::uint64_t blockSequence_ = 0;
     std::int64_t reservedAtoms_ = 0;
