@@ -220,7 +220,7 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
             section += alignedSection(static_cast<std::size_t>(sendCount) * fieldBytes_[f]);
         }
         packFields.gather(map, sendCount, stream);
-        const transport::BlockExchange block{sendBlock_.data(), sendBytes,       pulse.sendRank,
+        const transport::BlockExchange block{sendBlock_.data(), sendBytes, pulse.sendRank,
                                              recvBlock_.data(), recvBytes, pulse.recvRank};
         const void* landed = nullptr;
         transport.exchangeBlocksInPlace(std::span(&block, 1), std::span(&landed, 1), stream);

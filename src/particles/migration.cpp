@@ -179,10 +179,10 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         // reservation covers both halves before anything is queued.
         sendBlock_.reserve(std::max(sendDownBytes + sendUpBytes, std::size_t{16}));
         recvBlock_.reserve(std::max(recvUpperBytes + recvLowerBytes, std::size_t{16}));
-        const transport::BlockExchange blocks[2] = {
-            {sendBlock_.data(), sendDownBytes, lower, recvBlock_.data(), recvUpperBytes, upper},
-            {sendBlock_.data() + sendDownBytes, sendUpBytes, upper, recvBlock_.data() + recvUpperBytes,
-             recvLowerBytes, lower}};
+        const transport::BlockExchange blocks[2] = {{sendBlock_.data(), sendDownBytes, lower, recvBlock_.data(),
+                                                     recvUpperBytes, upper},
+                                                    {sendBlock_.data() + sendDownBytes, sendUpBytes, upper,
+                                                     recvBlock_.data() + recvUpperBytes, recvLowerBytes, lower}};
         // Every field packed by one kernel per direction.
         const auto pack = [&](const int* list, int count, std::byte* block) {
             FieldCopyBatch batch;

@@ -23,7 +23,7 @@ std::string describeTimeout(const WaitDiagnostics& d, const char* pulseName) {
             what = "the block (migrating atoms or halo records) numbered";
             // d.pulse: the block's index in its exchangeBlocks call.
             subject = d.pulse >= 0 ? fmt::format("{} (block {} of its call)", d.expected, d.pulse)
-                                  : std::to_string(d.expected);
+                                   : std::to_string(d.expected);
             break;
     }
     return fmt::format("rank {}: the {} waited {:.3f} s for {} {} from rank {}: signal expected >= {}, seen {}. "

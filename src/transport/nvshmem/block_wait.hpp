@@ -18,9 +18,9 @@ inline constexpr int kMaxBlocksPerCall = 32;
 struct BlockWaitArgs {
     const std::uint64_t* signals = nullptr;  // symmetric, one per block of a call; senders set them to `expected`
     std::uint64_t expected = 0;
-    int count = 0;                        // blocks this rank receives in the call
-    int block[kMaxBlocksPerCall] = {};    // their index in the call (their signal)
-    int peer[kMaxBlocksPerCall] = {};     // their senders (for the diagnostic)
+    int count = 0;                      // blocks this rank receives in the call
+    int block[kMaxBlocksPerCall] = {};  // their index in the call (their signal)
+    int peer[kMaxBlocksPerCall] = {};   // their senders (for the diagnostic)
     WaitDiagnostics* diagnostics = nullptr;
     int* abortFlag = nullptr;
     std::uint64_t timeoutNs = 0;
