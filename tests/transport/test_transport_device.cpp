@@ -278,6 +278,90 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
     testsupport::expectNoMismatches(mismatches, mpi);
 }
 
+// The search step's blocks (migration, the device plan builder, the halo
+// API's batches): exchangeBlock, exchangeBlocks and exchangeBlocksInPlace
+// deliver every byte from the right peer, call after call, while the sizes
+// grow (the transport's staging grows with them) and shrink, with empty
+// blocks among them. Ranks form a ring; block 0 goes down, block 1 up.
+TEST_P(DeviceTransport, ExchangesSearchStepBlocks) {
+    const DeviceCase& c = GetParam();
+    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
+    runtime::World* mpi = mpiWorld();
+    const int numRanks = mpi ? mpi->size() : 3;
+    // The byte rank `from` sends as byte i of block b in call k.
+    const auto byteOf = [](int from, int b, int k, std::size_t i) {
+        return static_cast<unsigned char>((from * 37 + b * 101 + k * 13 + static_cast<int>(i % 251)) & 0xff);
+    };
+    // Bytes per block and call: rank-dependent, some empty, one call large
+    // enough to grow any staging.
+    const auto bytesOf = [](int from, int b, int k) -> std::size_t {
+        static constexpr std::size_t kSizes[] = {48, 0, 1000, 3u << 20, 24, 7};
+        const std::size_t n = kSizes[static_cast<std::size_t>(k) % std::size(kSizes)];
+        return n == 0 ? 0 : n + static_cast<std::size_t>(from * 16 + b * 8);
+    };
+    constexpr int kCalls = 6;
+    std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
+    const auto body = [&](runtime::World& w) {
+#if HALOEX_HAVE_CUDA
+        cuda::selectDevice(w, true);
+        cuda::Stream stream;
+        auto t = makeFor(c, w);
+        const int me = w.rank(), n = w.size();
+        const int lower = (me + n - 1) % n, upper = (me + 1) % n;
+        std::string& out = mismatches[static_cast<std::size_t>(me)];
+        for (int k = 0; k < kCalls; ++k) {
+            // Block 0 goes to the lower neighbour (and comes from the upper
+            // one), block 1 the other way.
+            const int dest[2] = {lower, upper}, src[2] = {upper, lower};
+            std::vector<unsigned char> host[2];
+            cuda::DeviceBuffer<unsigned char> send[2], recv[2];
+            transport::BlockExchange blocks[2];
+            for (int b = 0; b < 2; ++b) {
+                const std::size_t sendBytes = bytesOf(me, b, k), recvBytes = bytesOf(src[b], b, k);
+                host[b].resize(sendBytes);
+                for (std::size_t i = 0; i < sendBytes; ++i) host[b][i] = byteOf(me, b, k, i);
+                send[b].resize(std::max<std::size_t>(sendBytes, 1));
+                recv[b].resize(std::max<std::size_t>(recvBytes, 1));
+                HALOEX_CUDA_CHECK(cudaMemcpy(send[b].data(), host[b].data(), sendBytes, cudaMemcpyHostToDevice));
+                blocks[b] = {send[b].data(), sendBytes, dest[b], recv[b].data(), recvBytes, src[b]};
+            }
+            const void* landed[2] = {recv[0].data(), recv[1].data()};
+            const char* form = k % 3 == 0 ? "exchangeBlock" : k % 3 == 1 ? "exchangeBlocks" : "exchangeBlocksInPlace";
+            if (k % 3 == 0) {
+                for (const auto& x : blocks)
+                    t->exchangeBlock(x.send, x.sendBytes, x.dest, x.recv, x.recvBytes, x.src, stream);
+            } else if (k % 3 == 1) {
+                t->exchangeBlocks(blocks, stream);
+            } else {
+                t->exchangeBlocksInPlace(blocks, landed, stream);
+            }
+            // Read before the transport's next call (what landed in place
+            // stays only until then).
+            for (int b = 0; b < 2; ++b) {
+                std::vector<unsigned char> got(blocks[b].recvBytes);
+                if (!got.empty()) {
+                    HALOEX_CUDA_CHECK(cudaMemcpyAsync(got.data(), landed[b], got.size(), cudaMemcpyDefault, stream));
+                }
+                HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+                for (std::size_t i = 0; i < got.size(); ++i) {
+                    if (got[i] != byteOf(src[b], b, k, i)) {
+                        out += fmt::format("call {} ({}), block {} from rank {}: byte {} of {} is {}, expected {}; ", k,
+                                           form, b, src[b], i, got.size(), got[i], byteOf(src[b], b, k, i));
+                        break;
+                    }
+                }
+            }
+        }
+#else
+        (void)w, (void)byteOf, (void)bytesOf;
+#endif
+    };
+    if (const auto refused = testsupport::runOnRanks(mpi, numRanks, body, isSharedGpuRefusal)) {
+        GTEST_SKIP() << *refused;
+    }
+    testsupport::expectNoMismatches(mismatches, mpi);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, DeviceTransport, ::testing::ValuesIn(deviceCases()),
                          [](const ::testing::TestParamInfo<DeviceCase>& p) { return p.param.label(); });
 
