@@ -21,7 +21,7 @@
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/transport/host_exchange.hpp"
 #include "haloex/transport/nvshmem.hpp"
-#include "block_wait.hpp"
+#include "search_blocks.hpp"
 #include "session.hpp"
 #include "symmetric_buffer.hpp"
 #include "watchdog.hpp"
@@ -203,7 +203,7 @@ public:
                 landed[b] = slotAt;
             }
         }
-        if (wait.count > 0) launchBlockWait(wait, stream);
+        if (wait.count > 0) launchBlockSignalAndWait(wait, stream);
     }
 
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {

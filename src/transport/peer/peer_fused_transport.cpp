@@ -1,13 +1,17 @@
 // The fused, GPU-initiated particle transport over load/store peer memory
 // (peer_fused_transport.hpp): the nvshmem design's kernels
 // (fused/fused_exchange.cuh) instantiated with LoadStorePeers, their arrays
-// and signals in PeerMemory windows, the search-step blocks through the host.
+// and signals in PeerMemory windows; the search-step blocks copied into the
+// peers' staging windows by a kernel and signalled there; static data through
+// the host.
 #include "peer_fused_transport.hpp"
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <exception>
+#include <span>
+#include <vector>
 
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/blocking_ops.hpp"
@@ -17,6 +21,7 @@
 #include "fused_setup.hpp"
 #include "halo_kernels.hpp"
 #include "loadstore_kernels.hpp"
+#include "search_blocks.hpp"
 #include "staged_path.hpp"
 #include "watchdog.hpp"
 
@@ -26,6 +31,9 @@ namespace {
 using namespace nvshmem_detail;
 
 constexpr int kTagBytes = 11000;  // forwardBytes through the host
+// The signals window: coordinates' (kMaxPulses), forces' (kMaxPulses), then
+// the search-step blocks' (kMaxBlocksPerCall).
+constexpr std::size_t kBlockSignalsAt = 2 * kMaxPulses;
 
 class PeerFusedTransport final : public ParticleTransport {
 public:
@@ -43,7 +51,8 @@ public:
                                    options.nvshmemPath, name_));
         }
         // The signals live as long as the transport: only the arrays grow.
-        signals_ = allocatePeerMemory(provider_, world_, 2 * kMaxPulses * sizeof(std::uint64_t),
+        // Coordinates' and forces' per pulse, then the search-step blocks'.
+        signals_ = allocatePeerMemory(provider_, world_, (kBlockSignalsAt + kMaxBlocksPerCall) * sizeof(std::uint64_t),
                                       name_ + " transport's signals");
         coordState_.allocate();
         forceState_.allocate();
@@ -126,20 +135,104 @@ public:
         }
     }
 
-    // Search steps only: static data and the search-step blocks go through
-    // the host (pinned staging, World messages), as the staged transport's.
+    // Search steps only: static data goes through the host (pinned staging,
+    // World messages), as the staged transport's.
     void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
         HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
         // (hostSyncs counts forward/reverse only: none here.)
         hostPath_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
                           static_cast<cudaStream_t>(stream), kTagBytes);
     }
+    // Search-step blocks, as nvshmem's but with loads and stores: block b of
+    // a call is copied by a kernel into slot b of the receiver's staging
+    // window, then one one-thread kernel raises the receivers' signals b
+    // (release, system scope) and waits (timed, diagnosed) for this rank's
+    // own blocks, which the caller reads there (in place) or gets copied out.
+    // The reduction at the start sizes the slots (growing the staging
+    // collectively) and orders the calls: every rank has read its previous
+    // blocks (its stream is synchronised first) before any rank passes it
+    // and stores the next ones.
     void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
                        StreamHandle stream) override {
-        hostPath_.exchangeBlock(send, sendBytes, dest, recv, recvBytes, src, static_cast<cudaStream_t>(stream));
+        const BlockExchange block{send, sendBytes, dest, recv, recvBytes, src};
+        exchangeBlocks(std::span(&block, 1), stream);
     }
     void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
-        hostPath_.exchangeBlocks(blocks, static_cast<cudaStream_t>(stream));
+        landed_.resize(blocks.size());
+        exchangeBlocksInPlace(blocks, landed_, stream);
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            if (blocks[b].src >= 0 && blocks[b].recvBytes > 0) {
+                HALOEX_CUDA_CHECK(cudaMemcpyAsync(blocks[b].recv, landed_[b], blocks[b].recvBytes,
+                                                  cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+            }
+        }
+    }
+    void exchangeBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                               StreamHandle streamHandle) override {
+        HALOEX_ASSERT(landed.size() == blocks.size(), "exchangeBlocksInPlace: one landed entry per block");
+        if (blocks.size() > static_cast<std::size_t>(kMaxBlocksPerCall)) {
+            // More blocks than signals: one call each, delivered to recv.
+            for (std::size_t b = 0; b < blocks.size(); ++b) {
+                const BlockExchange& x = blocks[b];
+                exchangeBlock(x.send, x.sendBytes, x.dest, x.recv, x.recvBytes, x.src, streamHandle);
+                landed[b] = x.recv;
+            }
+            return;
+        }
+        const auto stream = static_cast<cudaStream_t>(streamHandle);
+        throwIfTimedOut();
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        std::int64_t mySlot = 0;
+        for (const BlockExchange& b : blocks) {
+            if (b.dest >= 0) mySlot = std::max(mySlot, static_cast<std::int64_t>((b.sendBytes + 15) / 16 * 16));
+        }
+        const std::int64_t slot = world_.allReduceValue<std::int64_t>(mySlot, runtime::ReduceOp::Max);
+        const std::int64_t need = std::max<std::int64_t>(slot * static_cast<std::int64_t>(blocks.size()), 16);
+        if (!blockStaging_ || need > blockCapacity_) {
+            // Every rank grows (the same need): no kernel may still use the
+            // old windows, and every new one is in place before any store.
+            HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+            blockStaging_.reset();
+            blockCapacity_ = std::max<std::int64_t>(need, blockCapacity_ * 5 / 4) + 4096;
+            blockStaging_ = allocatePeerMemory(provider_, world_, static_cast<std::size_t>(blockCapacity_),
+                                               name_ + " transport's search-step staging");
+            world_.barrier();
+        }
+        ++blockSequence_;
+        auto* staging = static_cast<std::byte*>(blockStaging_->localBase());
+        BlockCopies copies;
+        BlockWaitArgs wait;
+        wait.signals = static_cast<const std::uint64_t*>(signals_->localBase()) + kBlockSignalsAt;
+        wait.expected = blockSequence_;
+        wait.diagnostics = diagnosticsDevice_;
+        wait.abortFlag = abortFlag_.data();
+        wait.timeoutNs = timeoutNs_;
+        wait.myRank = world_.rank();
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            const BlockExchange& block = blocks[b];
+            const std::size_t slotAt = b * static_cast<std::size_t>(slot);
+            if (block.dest >= 0) {
+                if (block.sendBytes > 0) {
+                    copies.from[copies.count] = block.send;
+                    copies.to[copies.count] =
+                        peerPointer<std::byte>(*blockStaging_, block.dest, slotAt, "search-step staging");
+                    copies.bytes[copies.count] = block.sendBytes;
+                    ++copies.count;
+                }
+                wait.raise[wait.raiseCount++] =
+                    peerPointer<std::uint64_t>(*signals_, block.dest, (kBlockSignalsAt + b) * sizeof(std::uint64_t),
+                                               "search-step signals");
+            }
+            landed[b] = block.recv;
+            if (block.src >= 0) {
+                wait.block[wait.count] = static_cast<int>(b);
+                wait.peer[wait.count] = block.src;
+                ++wait.count;
+                landed[b] = staging + slotAt;
+            }
+        }
+        launchBlockCopies(copies, stream);
+        if (wait.raiseCount > 0 || wait.count > 0) launchBlockSignalAndWait(wait, stream);
     }
 
     void checkForFailure() const override { throwIfTimedOut(); }
@@ -204,7 +297,8 @@ private:
         blocksPerPulse_ = fusedBlocksPerPulse(world_, plan_, maxResidentLoadStoreBlocks(), name_);
         notes_ = {fmt::format("{}: {} pulse(s), {} block(s) of {} threads per pulse, one fused kernel per exchange, "
                               "direct stores into the peers' windows ({}), wait limit {:.0f} s; search-step blocks "
-                              "and static data through the host",
+                              "copied into the peers' staging windows by a kernel and signalled (one host sync per "
+                              "call); static data through the host",
                               name_, numPulses, blocksPerPulse_, kFusedThreads, arrays_->describe(),
                               timeoutNs_ * 1e-9)};
     }
@@ -243,6 +337,10 @@ private:
     TransportCounters counters_;
     std::vector<std::string> notes_;
     std::unique_ptr<PeerMemory> signals_, arrays_;
+    std::unique_ptr<PeerMemory> blockStaging_;  // the search-step blocks' slots, grown collectively
+    std::int64_t blockCapacity_ = 0;
+    std::uint64_t blockSequence_ = 0;
+    std::vector<const void*> landed_;  // exchangeBlocks' scratch
     std::int64_t reservedAtoms_ = 0;
     std::int64_t capacityAtoms_ = 0;
     cuda::DevicePulseMaps maps_;
