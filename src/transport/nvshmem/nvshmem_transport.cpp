@@ -171,7 +171,7 @@ public:
             if (b.dest >= 0) mySlot = std::max(mySlot, static_cast<std::int64_t>((b.sendBytes + 15) / 16 * 16));
         }
         const std::int64_t slot = world_.allReduceValue<std::int64_t>(mySlot, runtime::ReduceOp::Max);
-        const std::int64_t need = slot * static_cast<std::int64_t>(blocks.size());
+        const std::int64_t need = std::max<std::int64_t>(slot * static_cast<std::int64_t>(blocks.size()), 16);
         initialise(static_cast<std::size_t>(need));
         if (need > blockCapacity_) {
             HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
