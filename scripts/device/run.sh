@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ctest-select md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -896,6 +896,40 @@ stage_nccl_device() {
   grep -m2 -E 'nccl-device' "$out/nccl-device-np1.log" | cut -c1-240 | tee -a "$summary"
   note "  NCCL log lines naming NVLS or multicast: $(grep -ciE 'nvls|multicast|multimem' "$out/nccl-device-np1.log")"
   grep -iE 'nvls|multicast|multimem' "$out/nccl-device-np1.log" | head -5 | cut -c1-200 | tee -a "$summary"
+}
+
+# The two example tests that fail under `ctest -L gpu -j6` with MPS and pass
+# alone: their fused_stencil is refused by cudaSetDevice
+# (cudaErrorDevicesUnavailable). Each run 8 times with nothing beside it,
+# then beside the CUPTI test (MdEngineGpu.NoHostBlockingCudaCallInsideNormalSteps,
+# running at that moment in every failing ctest run), then beside a
+# deliberately timed-out nvshmem run; the MPS server's log lines after each.
+stage_mps_refusal() {
+  note "== fused_stencil's cudaSetDevice under MPS, alone and beside other clients"
+  start_mps
+  local mode i t fails bg log
+  for mode in alone cupti timeout; do
+    fails=0
+    bg=""
+    case $mode in
+      cupti) (for i in 1 2 3 4; do "$build/bin/tests/test_md_engine_gpu" \
+                --gtest_filter='*NoHostBlocking*' >>"$out/mpsr-bg-cupti.log" 2>&1; done) & bg=$! ;;
+      timeout) (for i in 1 2 3; do HALOEX_TEST_WITHHOLD_SIGNAL=1:0 timeout 60 "${mpirun_np[@]}" 2 -x HALOEX_TEST_WITHHOLD_SIGNAL \
+                  "$build/bin/haloex-jacobi" --nx 64 --ny 64 --niter 20 --allow-shared-gpus --transport nvshmem \
+                  --wait-timeout 2 >>"$out/mpsr-bg-timeout.log" 2>&1; done) & bg=$! ;;
+    esac
+    for i in $(seq 8); do
+      for t in "--backend nccl-device --steps 10" "--backend ipc --steps 20 --withhold-from 6 --wait-timeout 1"; do
+        log="$out/mpsr-$mode-$i-${t%% --steps*}.log"; log=${log// /_}
+        timeout 60 "$build/bin/examples/fused_stencil" --threads 2 $t >"$log" 2>&1
+        grep -q cudaErrorDevicesUnavailable "$log" && fails=$((fails + 1))
+      done
+    done
+    [ -n "$bg" ] && wait "$bg"
+    note "  $mode: $fails of 16 runs refused by cudaSetDevice (cudaErrorDevicesUnavailable)"
+    grep -ihE "error|reject|refus|fail|fault|exception" /tmp/mpslog/server.log 2>/dev/null | tail -8 | cut -c1-200 | tee -a "$summary"
+  done
+  stop_mps
 }
 
 for stage in "$@"; do
