@@ -6,8 +6,10 @@
 // coordinates, forces and signals in PeerMemory windows of `provider`
 // (halo/peer_memory.hpp). No NVSHMEM, no relocatable device code; graph
 // capturable; the windows are kept across setPlan while they suffice and
-// grow collectively with headroom. Search-step blocks and static data go
-// through the host (pinned staging and World messages).
+// grow collectively with headroom. Search-step blocks go into the peers'
+// staging windows (a copy kernel, then a signal, waited for with the time
+// limit: fused/search_blocks.hpp); static data (forwardBytes) goes through
+// the host (pinned staging and World messages).
 //   provider NcclDevice: the `nccl-device` backend (NCCL 2.28's LSA windows)
 //   provider Ipc:        the same transport over CUDA IPC mappings (tests)
 // Internal to haloex (the registry makes it: halo/backend.hpp).
