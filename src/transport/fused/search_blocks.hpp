@@ -45,20 +45,6 @@ struct BlockWaitArgs {
     int myRank = 0;
 };
 
-// A call's wait with the transport's watchdog plumbing; its blocks and
-// raised signals are added by the caller.
-inline BlockWaitArgs blockWaitArgs(const std::uint64_t* signals, std::uint64_t expected, WaitDiagnostics* diagnostics,
-                                   int* abortFlag, std::uint64_t timeoutNs, int myRank) {
-    BlockWaitArgs a;
-    a.signals = signals;
-    a.expected = expected;
-    a.diagnostics = diagnostics;
-    a.abortFlag = abortFlag;
-    a.timeoutNs = timeoutNs;
-    a.myRank = myRank;
-    return a;
-}
-
 void launchBlockCopies(const BlockCopies& copies, cudaStream_t stream);
 void launchBlockSignalAndWait(const BlockWaitArgs& args, cudaStream_t stream);
 

@@ -22,7 +22,6 @@
 #include "haloex/transport/host_exchange.hpp"
 #include "haloex/transport/nvshmem.hpp"
 #include "search_blocks.hpp"
-#include "slotted_blocks.hpp"
 #include "session.hpp"
 #include "symmetric_buffer.hpp"
 #include "watchdog.hpp"
@@ -68,7 +67,7 @@ const char* pathName(PathKind p) {
     return "?";
 }
 
-class NvshmemTransport final : public SlottedBlockTransport {
+class NvshmemTransport final : public ParticleTransport {
 public:
     NvshmemTransport(runtime::World& world, const TransportOptions& options)
         : world_(world), forcedPath_(parsePath(options.nvshmemPath)), launch_(parseLaunch(options.nvshmemLaunch)),
@@ -132,16 +131,46 @@ public:
     // copies them out. The reduction at the start sizes the slots (growing
     // the staging collectively when needed) and orders the calls: every rank
     // has read its previous blocks (its stream is synchronised first) before
-    // any rank passes it and puts the next ones (beginBlockCall). One call
-    // for several blocks is one synchronisation and one reduction, not one
-    // per block.
+    // any rank passes it and puts the next ones. One call for several blocks
+    // is one synchronisation and one reduction, not one per block.
+    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
+                       StreamHandle stream) override {
+        const BlockExchange block{send, sendBytes, dest, recv, recvBytes, src};
+        exchangeBlocks(std::span(&block, 1), stream);
+    }
+
+    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
+        landed_.resize(blocks.size());
+        exchangeBlocksInPlace(blocks, landed_, stream);
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            if (blocks[b].src >= 0 && blocks[b].recvBytes > 0) {
+                HALOEX_CUDA_CHECK(cudaMemcpyAsync(blocks[b].recv, landed_[b], blocks[b].recvBytes,
+                                                  cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+            }
+        }
+    }
+
     void exchangeBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
                                StreamHandle streamHandle) override {
+        HALOEX_ASSERT(landed.size() == blocks.size(), "exchangeBlocksInPlace: one landed entry per block");
+        if (blocks.size() > static_cast<std::size_t>(kMaxBlocksPerCall)) {
+            // More blocks than signals: one call each, delivered to recv (a
+            // later call would overwrite the staging an earlier one landed in).
+            for (std::size_t b = 0; b < blocks.size(); ++b) {
+                const BlockExchange& x = blocks[b];
+                exchangeBlock(x.send, x.sendBytes, x.dest, x.recv, x.recvBytes, x.src, streamHandle);
+                landed[b] = x.recv;
+            }
+            return;
+        }
         const auto stream = static_cast<cudaStream_t>(streamHandle);
         throwIfTimedOut();
-        const std::optional<std::int64_t> agreed = beginBlockCall(world_, blocks, landed, streamHandle);
-        if (!agreed) return;
-        const std::int64_t slot = *agreed;
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        std::int64_t mySlot = 0;
+        for (const BlockExchange& b : blocks) {
+            if (b.dest >= 0) mySlot = std::max(mySlot, static_cast<std::int64_t>((b.sendBytes + 15) / 16 * 16));
+        }
+        const std::int64_t slot = world_.allReduceValue<std::int64_t>(mySlot, runtime::ReduceOp::Max);
         const std::int64_t need = std::max<std::int64_t>(slot * static_cast<std::int64_t>(blocks.size()), 16);
         initialise(static_cast<std::size_t>(need));
         if (need > blockCapacity_) {
@@ -152,8 +181,13 @@ public:
         ++blockSequence_;
         auto* signals = blockSignal_.as<std::uint64_t>();
         auto* staging = blockStaging_.as<std::byte>();
-        BlockWaitArgs wait =
-            blockWaitArgs(signals, blockSequence_, diagnosticsDevice_, abortFlag_.data(), timeoutNs_, world_.rank());
+        BlockWaitArgs wait;
+        wait.signals = signals;
+        wait.expected = blockSequence_;
+        wait.diagnostics = diagnosticsDevice_;
+        wait.abortFlag = abortFlag_.data();
+        wait.timeoutNs = timeoutNs_;
+        wait.myRank = world_.rank();
         for (std::size_t b = 0; b < blocks.size(); ++b) {
             const BlockExchange& block = blocks[b];
             std::byte* slotAt = staging + static_cast<std::int64_t>(b) * slot;
@@ -415,6 +449,7 @@ private:
     // exchangeBlocks' receive staging (bytes, the same on every rank; a slot
     // per block of a call) and signals (one per slot).
     SymmetricBuffer blockStaging_, blockSignal_;
+    std::vector<const void*> landed_;
     std::int64_t blockCapacity_ = 0;
     std::uint64_t blockSequence_ = 0;
     std::int64_t reservedAtoms_ = 0;

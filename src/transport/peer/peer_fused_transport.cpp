@@ -22,7 +22,6 @@
 #include "halo_kernels.hpp"
 #include "loadstore_kernels.hpp"
 #include "search_blocks.hpp"
-#include "slotted_blocks.hpp"
 #include "staged_path.hpp"
 #include "watchdog.hpp"
 
@@ -36,7 +35,7 @@ constexpr int kTagBytes = 11000;  // forwardBytes through the host
 // the search-step blocks' (kMaxBlocksPerCall).
 constexpr std::size_t kBlockSignalsAt = 2 * kMaxPulses;
 
-class PeerFusedTransport final : public SlottedBlockTransport {
+class PeerFusedTransport final : public ParticleTransport {
 public:
     PeerFusedTransport(runtime::World& world, const TransportOptions& options, Backend provider, std::string name)
         : world_(world), provider_(provider), name_(std::move(name)), hostPath_(world),
@@ -152,14 +151,42 @@ public:
     // The reduction at the start sizes the slots (growing the staging
     // collectively) and orders the calls: every rank has read its previous
     // blocks (its stream is synchronised first) before any rank passes it
-    // and stores the next ones (beginBlockCall).
+    // and stores the next ones.
+    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
+                       StreamHandle stream) override {
+        const BlockExchange block{send, sendBytes, dest, recv, recvBytes, src};
+        exchangeBlocks(std::span(&block, 1), stream);
+    }
+    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
+        landed_.resize(blocks.size());
+        exchangeBlocksInPlace(blocks, landed_, stream);
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            if (blocks[b].src >= 0 && blocks[b].recvBytes > 0) {
+                HALOEX_CUDA_CHECK(cudaMemcpyAsync(blocks[b].recv, landed_[b], blocks[b].recvBytes,
+                                                  cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+            }
+        }
+    }
     void exchangeBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
                                StreamHandle streamHandle) override {
+        HALOEX_ASSERT(landed.size() == blocks.size(), "exchangeBlocksInPlace: one landed entry per block");
+        if (blocks.size() > static_cast<std::size_t>(kMaxBlocksPerCall)) {
+            // More blocks than signals: one call each, delivered to recv.
+            for (std::size_t b = 0; b < blocks.size(); ++b) {
+                const BlockExchange& x = blocks[b];
+                exchangeBlock(x.send, x.sendBytes, x.dest, x.recv, x.recvBytes, x.src, streamHandle);
+                landed[b] = x.recv;
+            }
+            return;
+        }
         const auto stream = static_cast<cudaStream_t>(streamHandle);
         throwIfTimedOut();
-        const std::optional<std::int64_t> agreed = beginBlockCall(world_, blocks, landed, streamHandle);
-        if (!agreed) return;
-        const std::int64_t slot = *agreed;
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        std::int64_t mySlot = 0;
+        for (const BlockExchange& b : blocks) {
+            if (b.dest >= 0) mySlot = std::max(mySlot, static_cast<std::int64_t>((b.sendBytes + 15) / 16 * 16));
+        }
+        const std::int64_t slot = world_.allReduceValue<std::int64_t>(mySlot, runtime::ReduceOp::Max);
         const std::int64_t need = std::max<std::int64_t>(slot * static_cast<std::int64_t>(blocks.size()), 16);
         if (!blockStaging_ || need > blockCapacity_) {
             // Every rank grows (the same need): no kernel may still use the
@@ -174,9 +201,13 @@ public:
         ++blockSequence_;
         auto* staging = static_cast<std::byte*>(blockStaging_->localBase());
         BlockCopies copies;
-        BlockWaitArgs wait =
-            blockWaitArgs(static_cast<const std::uint64_t*>(signals_->localBase()) + kBlockSignalsAt, blockSequence_,
-                          diagnosticsDevice_, abortFlag_.data(), timeoutNs_, world_.rank());
+        BlockWaitArgs wait;
+        wait.signals = static_cast<const std::uint64_t*>(signals_->localBase()) + kBlockSignalsAt;
+        wait.expected = blockSequence_;
+        wait.diagnostics = diagnosticsDevice_;
+        wait.abortFlag = abortFlag_.data();
+        wait.timeoutNs = timeoutNs_;
+        wait.myRank = world_.rank();
         for (std::size_t b = 0; b < blocks.size(); ++b) {
             const BlockExchange& block = blocks[b];
             const std::size_t slotAt = b * static_cast<std::size_t>(slot);
@@ -309,6 +340,7 @@ private:
     std::unique_ptr<PeerMemory> blockStaging_;  // the search-step blocks' slots, grown collectively
     std::int64_t blockCapacity_ = 0;
     std::uint64_t blockSequence_ = 0;
+    std::vector<const void*> landed_;  // exchangeBlocks' scratch
     std::int64_t reservedAtoms_ = 0;
     std::int64_t capacityAtoms_ = 0;
     cuda::DevicePulseMaps maps_;
