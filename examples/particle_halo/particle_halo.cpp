@@ -94,7 +94,7 @@ std::vector<Vec3d> directForces(const std::vector<Vec3d>& x, const Vec3d& box) {
 // through a copy in the backend's memory for device backends.
 class UserArrays {
 public:
-    UserArrays(haloex::runtime::World& world, haloex::transport::ParticleTransport& transport, std::size_t n)
+    UserArrays(haloex::runtime::World& world, haloex::transport::BlockTransport& transport, std::size_t n)
         : device_(transport.memorySpace() == haloex::transport::MemorySpace::Device),
           x_(haloex::allocateCollective<Vec3d>(world, transport, n, "positions")),
           f_(haloex::allocateCollective<Vec3d>(world, transport, n, "forces")) {}
@@ -187,8 +187,7 @@ int main(int argc, char** argv) try {
             settings.memory == "device" ? haloex::transport::MemorySpace::Device : haloex::transport::MemorySpace::Host;
         options.allowSharedGpus = true;  // thread ranks share the process's GPU
         auto transport = haloex::makeTransport(backend, world, options);
-        transport->setPlan(plan);
-        haloex::ParticleHalo halo(*transport);
+        haloex::ParticleHalo halo(*transport, plan);
         UserArrays arrays(world, *transport, static_cast<std::size_t>(plan.numLocal));
 
         const auto n = static_cast<std::size_t>(plan.numLocal);

@@ -118,10 +118,10 @@ double median(std::vector<double> values) {
 
 // The candidate's transport, made collectively: nothing (and `reason`) when
 // every rank failed to make it; an error on every rank when only some did.
-std::unique_ptr<transport::ParticleTransport> makeCandidate(runtime::World& world, Backend backend,
-                                                            const transport::TransportOptions& options,
-                                                            std::string& reason) {
-    std::unique_ptr<transport::ParticleTransport> made;
+std::unique_ptr<transport::BlockTransport> makeCandidate(runtime::World& world, Backend backend,
+                                                         const transport::TransportOptions& options,
+                                                         std::string& reason) {
+    std::unique_ptr<transport::BlockTransport> made;
     std::string mine;
     try {
         made = makeTransport(backend, world, options);
@@ -142,7 +142,7 @@ std::unique_ptr<transport::ParticleTransport> makeCandidate(runtime::World& worl
 
 // The candidate's figure: warm-up, then each repeat after a barrier, timed
 // as the slowest rank's wall time.
-AutoCandidateTime measure(runtime::World& world, Backend backend, transport::ParticleTransport& made,
+AutoCandidateTime measure(runtime::World& world, Backend backend, transport::BlockTransport& made,
                           const AutoSelectOptions& o, const PrepareSteps& prepare,
                           const std::function<double()>& clock) {
     AutoCandidateTime m;
@@ -283,11 +283,11 @@ AutoSelection selectBackend(runtime::World& world, const AutoSelectOptions& opti
     record.warmupSteps = options.warmupSteps;
     record.stepsPerRepeat = options.stepsPerRepeat;
     record.repeats = options.repeats;
-    std::unique_ptr<transport::ParticleTransport> best;
+    std::unique_ptr<transport::BlockTransport> best;
     double bestSeconds = 0.0;
     for (Backend b : usable) {
         std::string why;
-        std::unique_ptr<transport::ParticleTransport> candidate = makeCandidate(world, b, options.transport, why);
+        std::unique_ptr<transport::BlockTransport> candidate = makeCandidate(world, b, options.transport, why);
         if (!candidate) {
             record.skipped.push_back({b, why});
             continue;

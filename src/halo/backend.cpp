@@ -152,8 +152,8 @@ std::string autoRuleReason(const runtime::World& world, transport::MemorySpace s
                                                        : "built without NVSHMEM: CUDA IPC within the node";
 }
 
-std::unique_ptr<transport::ParticleTransport> makeTransport(Backend backend, runtime::World& world,
-                                                            const transport::TransportOptions& options) {
+std::unique_ptr<transport::BlockTransport> makeTransport(Backend backend, runtime::World& world,
+                                                         const transport::TransportOptions& options) {
     const Backend concrete = resolveAuto(backend, world, options.memorySpace);
     if (concrete == Backend::NcclDevice) {
 #if HALOEX_BACKEND_WITH_CUDA && HALOEX_BACKEND_WITH_NCCL_DEVICE

@@ -3,12 +3,14 @@
 #include "haloex/halo/collective_buffer.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <fmt/format.h>
 #include <vector>
 
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/halo/peer_memory.hpp"
 
 #if HALOEX_HAVE_CUDA && defined(HALOEX_LINKED_CUDA)
 #include "haloex/cuda/device_buffer.hpp"
@@ -26,6 +28,24 @@
 
 namespace haloex {
 namespace {
+
+std::uint64_t nextAllocation() {
+    static std::atomic<std::uint64_t> counter{1};
+    return counter++;
+}
+
+// Device arrays come in whole 2 MiB units: CUDA IPC shares the whole block an
+// allocation lies in, so a smaller one could expose (and collide with) its
+// neighbours in a block the driver sub-allocated (the ipc backend exports
+// the caller's coordinates).
+std::size_t wholeIpcUnits(std::size_t bytes) {
+    constexpr std::size_t kUnit = std::size_t{2} << 20;
+    return (bytes + kUnit - 1) / kUnit * kUnit;
+}
+
+bool isWindow(CollectiveMemory memory) {
+    return memory == CollectiveMemory::NcclWindow || memory == CollectiveMemory::IpcWindow;
+}
 
 #if HALOEX_COLLECTIVE_WITH_CUDA || HALOEX_COLLECTIVE_WITH_NVSHMEM
 // Copies the kept contents into the grown array, finished when it returns:
@@ -56,19 +76,15 @@ CollectiveMemory collectiveMemoryFor(Backend backend, transport::MemorySpace spa
                                "staged backend, which supports both",
                                toString(backend), backend == Backend::Reference ? "host" : "device"));
     }
-    if (backend == Backend::Reference) return CollectiveMemory::Host;
-    return backend == Backend::Nvshmem ? CollectiveMemory::NvshmemSymmetric : CollectiveMemory::Device;
+    switch (backend) {
+        case Backend::Reference: return CollectiveMemory::Host;
+        case Backend::Nvshmem: return CollectiveMemory::NvshmemSymmetric;
+        case Backend::NcclDevice: return CollectiveMemory::NcclWindow;
+        default: return CollectiveMemory::Device;
+    }
 }
 
-CollectiveMemory collectiveMemoryFor(const transport::ParticleTransport& transport) {
-    const auto backend = backendFromString(transport.name());
-    if (!backend) {
-        // A transport from outside the registry: its memory space decides.
-        return transport.memorySpace() == transport::MemorySpace::Host ? CollectiveMemory::Host
-                                                                       : CollectiveMemory::Device;
-    }
-    return collectiveMemoryFor(*backend, transport.memorySpace());
-}
+CollectiveMemory collectiveMemoryFor(const transport::BlockTransport& transport) { return transport.arrayMemory(); }
 
 // What one allocation holds; exactly one member is in use.
 struct CollectiveBytes::Storage {
@@ -79,17 +95,22 @@ struct CollectiveBytes::Storage {
 #if HALOEX_COLLECTIVE_WITH_NVSHMEM
     std::unique_ptr<nvshmem::SymmetricAllocation> symmetric;
 #endif
+    std::unique_ptr<PeerMemory> window;
 };
 
 CollectiveBytes::CollectiveBytes(runtime::World& world, CollectiveMemory memory, std::string what)
     : world_(&world), memory_(memory), what_(std::move(what)), storage_(std::make_unique<Storage>()) {
     const char* missing = nullptr;
-    if (memory == CollectiveMemory::Device && !HALOEX_COLLECTIVE_WITH_CUDA) missing = "CUDA";
+    if ((memory == CollectiveMemory::Device || isWindow(memory)) && !HALOEX_COLLECTIVE_WITH_CUDA) missing = "CUDA";
     if (memory == CollectiveMemory::NvshmemSymmetric && !HALOEX_COLLECTIVE_WITH_NVSHMEM) missing = "NVSHMEM";
+    if (memory == CollectiveMemory::NcclWindow && !hasPeerMemory(Backend::NcclDevice)) missing = "NCCL device API";
     if (missing) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("{}: {} memory was asked for, but this build has no {} (see unavailableReason())", what_,
-                               memory == CollectiveMemory::Device ? "device" : "NVSHMEM symmetric", missing));
+                               memory == CollectiveMemory::Device             ? "device"
+                               : memory == CollectiveMemory::NvshmemSymmetric ? "NVSHMEM symmetric"
+                                                                              : "peer window",
+                               missing));
     }
 }
 
@@ -114,7 +135,7 @@ bool CollectiveBytes::reserve(std::size_t bytes) {
         // NOLINTNEXTLINE(bugprone-branch-clone): the branches differ where the #if parts are compiled
         case CollectiveMemory::Device: {
 #if HALOEX_COLLECTIVE_WITH_CUDA
-            cuda::DeviceBuffer<std::byte> grown(capacity);
+            cuda::DeviceBuffer<std::byte> grown(wholeIpcUnits(capacity));
             if (keep > 0) copyDeviceNow(grown.data(), storage_->device.data(), keep);
             storage_->device = std::move(grown);
             data_ = storage_->device.data();
@@ -130,9 +151,40 @@ bool CollectiveBytes::reserve(std::size_t bytes) {
 #endif
             break;
         }
+        case CollectiveMemory::NcclWindow:
+        case CollectiveMemory::IpcWindow: {
+            auto grown =
+                allocatePeerMemory(memory_ == CollectiveMemory::NcclWindow ? Backend::NcclDevice : Backend::Ipc,
+                                   *world_, capacity, what_);
+#if HALOEX_COLLECTIVE_WITH_CUDA
+            if (keep > 0) copyDeviceNow(grown->localBase(), storage_->window->localBase(), keep);
+#endif
+            storage_->window = std::move(grown);  // frees the old one: collective, every rank is here
+            data_ = storage_->window->localBase();
+            break;
+        }
     }
     capacity_ = capacity;
+    allocation_ = nextAllocation();
     return true;
+}
+
+transport::SharedArray CollectiveBytes::shared() const {
+    transport::SharedArray a;
+    a.data = data_;
+    a.bytes = capacity_;
+    a.allocation = allocation_;
+#if HALOEX_COLLECTIVE_WITH_NVSHMEM
+    if (memory_ == CollectiveMemory::NvshmemSymmetric && storage_->symmetric) {
+        const nvshmem::SymmetricAllocation* symmetric = storage_->symmetric.get();
+        a.peer = [symmetric](int rank) { return symmetric->peerData(rank); };
+    }
+#endif
+    if (isWindow(memory_) && storage_->window) {
+        PeerMemory* window = storage_->window.get();
+        a.peer = [window](int rank) { return window->peerBase(rank); };
+    }
+    return a;
 }
 
 void CollectiveBytes::copyFromHost(const void* host, std::size_t bytes, std::size_t offset,

@@ -10,7 +10,7 @@
 
 namespace haloex {
 
-GridHalo::GridHalo(transport::ParticleTransport& transport, const plan::GridHaloPlan& plan)
+GridHalo::GridHalo(transport::BlockTransport& transport, const plan::GridHaloPlan& plan)
     : transport_(&transport), plan_(plan),
       engine_(
           std::make_unique<halo_detail::PulseEngine>(transport, plan.pulses, plan.numLocal(), plan.edgesAndCorners)) {

@@ -200,7 +200,7 @@ struct PulseEngine::Staging {
     }
 };
 
-PulseEngine::PulseEngine(transport::ParticleTransport& transport, std::vector<plan::Pulse> pulses, int numLocal,
+PulseEngine::PulseEngine(transport::BlockTransport& transport, std::vector<plan::Pulse> pulses, int numLocal,
                          bool pulsesMayForward)
     : transport_(transport), pulses_(std::move(pulses)), numLocal_(numLocal),
       device_(transport.memorySpace() == transport::MemorySpace::Device) {
@@ -367,6 +367,15 @@ void PulseEngine::scatterAdd(void* array, const ElementLayout& layout, transport
         scatterAddDevice(bytes, layout, stream);
     } else {
         scatterAddHost(bytes, layout);
+    }
+}
+
+void PulseEngine::zero(void* array, std::size_t bytes, transport::StreamHandle stream) {
+    if (bytes == 0) return;
+    if (device_) {
+        zeroDevice(array, bytes, stream);
+    } else {
+        std::memset(array, 0, bytes);
     }
 }
 
@@ -555,7 +564,11 @@ void PulseEngine::scatterAddDevice(std::byte* array, const ElementLayout& layout
                           array, stream);
     }
 }
+void PulseEngine::zeroDevice(void* array, std::size_t bytes, transport::StreamHandle stream) {
+    HALOEX_CUDA_CHECK(cudaMemsetAsync(array, 0, bytes, static_cast<cudaStream_t>(stream)));
+}
 #else
+void PulseEngine::zeroDevice(void*, std::size_t, transport::StreamHandle) {}
 void PulseEngine::unpackLanded(std::size_t, std::size_t, std::byte*, transport::StreamHandle) {}
 void PulseEngine::exchangeInPlace(std::size_t, std::size_t, transport::StreamHandle) {}
 void PulseEngine::reserveScratch(std::size_t, transport::StreamHandle) {}

@@ -23,7 +23,7 @@
 #include "haloex/halo/element.hpp"
 #include "haloex/plan/box.hpp"
 #include "haloex/plan/pulse.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex::halo_detail {
 
@@ -38,7 +38,7 @@ public:
     // delivered (particle plans, grid plans with edges and corners) -- a
     // property of the plan's kind, the same on every rank, which decides the
     // batches (see batches()).
-    PulseEngine(transport::ParticleTransport& transport, std::vector<plan::Pulse> pulses, int numLocal,
+    PulseEngine(transport::BlockTransport& transport, std::vector<plan::Pulse> pulses, int numLocal,
                 bool pulsesMayForward = true);
     ~PulseEngine();
 
@@ -47,6 +47,8 @@ public:
     void gather(void* array, const ElementLayout& layout, const plan::Box* shiftBox, transport::StreamHandle stream,
                 const std::byte* packed = nullptr);
     void scatterAdd(void* array, const ElementLayout& layout, transport::StreamHandle stream);
+    // Zeroes `bytes` bytes at `array` (host: now; device: enqueued on `stream`).
+    void zero(void* array, std::size_t bytes, transport::StreamHandle stream);
 
     const std::vector<plan::Pulse>& pulses() const { return pulses_; }
     int numLocal() const { return numLocal_; }
@@ -96,6 +98,7 @@ private:
     void gatherDevice(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox,
                       transport::StreamHandle stream, const std::byte* packedFirst);
     void scatterAddDevice(std::byte* array, const ElementLayout& layout, transport::StreamHandle stream);
+    void zeroDevice(void* array, std::size_t bytes, transport::StreamHandle stream);
     // The scattered receives of batch `b` from where exchangeBlocksInPlace
     // left them (landed_, one per block of blocks_) into `array`.
     void unpackLanded(std::size_t b, std::size_t elementBytes, std::byte* array, transport::StreamHandle stream);
@@ -104,7 +107,7 @@ private:
     // collective, and every rank binds the same patterns in the same order).
     void exchangeInPlace(std::size_t b, std::size_t elementBytes, transport::StreamHandle stream);
 
-    transport::ParticleTransport& transport_;
+    transport::BlockTransport& transport_;
     std::vector<plan::Pulse> pulses_;
     int numLocal_;
     bool device_;

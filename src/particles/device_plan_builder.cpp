@@ -69,7 +69,7 @@ void DevicePlanBuilder::reserveIndices(std::size_t entries, std::size_t keep, cu
 const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition& decomposition,
                                                        const Vec3f* homePositions, int numHome,
                                                        std::span<const DeviceField> carried, int alignment,
-                                                       runtime::World& world, transport::ParticleTransport& transport,
+                                                       runtime::World& world, transport::BlockTransport& transport,
                                                        cudaStream_t stream) {
     const plan::RankGrid& grid = decomposition.grid();
     plan::requireGridMatchesRanks(grid, world.size());

@@ -22,7 +22,7 @@ constexpr int kTagCounts = 32711;
 }  // namespace
 
 MigrationStats Migrator::migrate(ParticleStore& particles, const plan::Decomposition& decomposition,
-                                 runtime::World& world, transport::ParticleTransport& transport, cudaStream_t stream) {
+                                 runtime::World& world, transport::BlockTransport& transport, cudaStream_t stream) {
     MigrationStats stats = beginMigration(particles, decomposition, world, transport, stream);
     completeMigration(stats, particles, world.rank());
     return stats;
@@ -87,7 +87,7 @@ void Migrator::completeMigration(MigrationStats& stats, const ParticleStore& par
 }
 
 MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::Decomposition& decomposition,
-                                        runtime::World& world, transport::ParticleTransport& transport,
+                                        runtime::World& world, transport::BlockTransport& transport,
                                         cudaStream_t stream) {
     HALOEX_ASSERT(!pending_, "beginMigration before the last one's completeMigration");
     const plan::RankGrid& grid = decomposition.grid();

@@ -99,7 +99,7 @@ std::vector<std::string> availableTransports() {
 
 std::string transportUnavailableReason(std::string_view name) { return missingReason(name); }
 
-std::unique_ptr<ParticleTransport> makeStagedTransport(runtime::World& world, MemorySpace space) {
+std::unique_ptr<BlockTransport> makeStagedTransport(runtime::World& world, MemorySpace space) {
     if (space == MemorySpace::Host) return makeStagedHostTransport(world);
 #if HALOEX_WITH_CUDA_TRANSPORTS
     return makeStagedDeviceTransport(world);
@@ -108,8 +108,8 @@ std::unique_ptr<ParticleTransport> makeStagedTransport(runtime::World& world, Me
 #endif
 }
 
-std::unique_ptr<ParticleTransport> makeTransport(std::string_view name, runtime::World& world,
-                                                 const TransportOptions& options) {
+std::unique_ptr<BlockTransport> makeTransport(std::string_view name, runtime::World& world,
+                                              const TransportOptions& options) {
     if (const std::string why = missingReason(name); !why.empty()) {
         throwError(ErrorKind::InvalidInput, fmt::format("transport '{}' is not available: {}", name, why));
     }

@@ -62,13 +62,12 @@ std::vector<RankResult> selectOnThreads(int ranks, const AutoSelectOptions& base
         o.clock = [&now] { return now; };
         o.warn = [&mine](const std::string& w) { mine.warnings.push_back(w); };
         const int rank = world.rank();
-        AutoSelection s =
-            selectBackend(world, o, [&](transport::ParticleTransport& t, Backend b) -> RepresentativeSteps {
-                ++mine.prepared;
-                EXPECT_EQ(t.name(), toString(b)) << "the steps run on the candidate's own transport";
-                auto calls = std::make_shared<int>(0);
-                return [&now, &cost, b, rank, calls](int steps) { now += steps * cost(b, rank, (*calls)++); };
-            });
+        AutoSelection s = selectBackend(world, o, [&](transport::BlockTransport& t, Backend b) -> RepresentativeSteps {
+            ++mine.prepared;
+            EXPECT_EQ(t.name(), toString(b)) << "the steps run on the candidate's own transport";
+            auto calls = std::make_shared<int>(0);
+            return [&now, &cost, b, rank, calls](int steps) { now += steps * cost(b, rank, (*calls)++); };
+        });
         mine.record = s.record;
         mine.transportName = s.transport ? s.transport->name() : "";
     });
@@ -294,7 +293,7 @@ TEST_F(AutoSelect, NothingIsMeasuredWhereThereIsNothingToCompare) {
     }
     // One rank: the staged transport, nothing to move between ranks.
     int prepared = 0;
-    AutoSelection one = selectBackend(runtime::singleRankWorld(), threads, [&](transport::ParticleTransport&, Backend) {
+    AutoSelection one = selectBackend(runtime::singleRankWorld(), threads, [&](transport::BlockTransport&, Backend) {
         ++prepared;
         return RepresentativeSteps([](int) {});
     });
@@ -319,7 +318,7 @@ TEST_F(AutoSelect, BadOptionsAndJobsWithoutACandidateAreRefused) {
         runtime::runInProcess(2, [&](runtime::World& world) {
             messages[static_cast<std::size_t>(world.rank())] = haloex::testing::invalidInputMessage([&] {
                 selectBackend(world, o,
-                              [](transport::ParticleTransport&, Backend) { return RepresentativeSteps([](int) {}); });
+                              [](transport::BlockTransport&, Backend) { return RepresentativeSteps([](int) {}); });
             });
         });
         EXPECT_EQ(messages[0], messages[1]) << "every rank refuses alike";

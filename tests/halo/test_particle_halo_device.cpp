@@ -131,7 +131,7 @@ Fields inputFields(const plan::ParticleHaloPlan& plan, const std::vector<Vec3d>&
 // CollectiveBuffer for the transport) and copies the result back into `v`.
 // Collective (the buffer).
 template <class T, class Op>
-void applyInSpace(runtime::World& world, const transport::ParticleTransport& t, std::vector<T>& v,
+void applyInSpace(runtime::World& world, const transport::BlockTransport& t, std::vector<T>& v,
                   transport::StreamHandle stream, Op op) {
     auto buffer = allocateCollective<T>(world, t, v.size(), "a test field");
     buffer.copyFromHost(v.data(), v.size(), 0, stream);
@@ -140,9 +140,9 @@ void applyInSpace(runtime::World& world, const transport::ParticleTransport& t, 
 }
 
 // Every operation once, on this rank's fields.
-Fields runHalo(runtime::World& world, transport::ParticleTransport& t, const Fields& in, const plan::Box& box,
-               transport::StreamHandle stream) {
-    ParticleHalo halo(t);
+Fields runHalo(runtime::World& world, transport::BlockTransport& t, const plan::ParticleHaloPlan& plan,
+               const Fields& in, const plan::Box& box, transport::StreamHandle stream) {
+    ParticleHalo halo(t, plan);
     Fields out = in;
     const PeriodicShift shift{box};
     const auto gather = [&](auto& v) {
@@ -212,8 +212,7 @@ Expected haloReference(const plan::Decomposition& d, const testsupport::Scenario
         transport::TransportOptions host;
         host.memorySpace = transport::MemorySpace::Host;
         auto t = makeTransport(Backend::Reference, w, host);
-        t->setPlan(e.plans[r]);
-        e.outputs[r] = runHalo(w, *t, e.inputs[r], d.box(), nullptr);
+        e.outputs[r] = runHalo(w, *t, e.plans[r], e.inputs[r], d.box(), nullptr);
     });
     return e;
 }
@@ -275,16 +274,14 @@ std::string runRank(runtime::World& world, const HaloCase& c, const plan::Box& b
     options.allowSharedGpus = true;
     if (c.space == transport::MemorySpace::Host) {
         auto t = makeTransport(c.backend, world, options);
-        t->setPlan(expected.plans[r]);
-        const Fields got = runHalo(world, *t, expected.inputs[r], box, nullptr);
+        const Fields got = runHalo(world, *t, expected.plans[r], expected.inputs[r], box, nullptr);
         return compareFields(got, expected.outputs[r], world.rank(), expected.plans[r].zoneMask);
     }
 #if HALOEX_HAVE_CUDA
     cuda::selectDevice(world, /*allowSharedGpus=*/true);
     cuda::Stream stream;
     auto t = makeTransport(c.backend, world, options);
-    t->setPlan(expected.plans[r]);
-    const Fields got = runHalo(world, *t, expected.inputs[r], box, stream.get());
+    const Fields got = runHalo(world, *t, expected.plans[r], expected.inputs[r], box, stream.get());
     return compareFields(got, expected.outputs[r], world.rank(), expected.plans[r].zoneMask);
 #else
     (void)box;
@@ -353,7 +350,7 @@ GridFields gridInputs(const plan::GridHaloPlan& p) {
     return in;
 }
 
-GridFields runGridHalo(runtime::World& world, transport::ParticleTransport& t, const plan::GridHaloPlan& p,
+GridFields runGridHalo(runtime::World& world, transport::BlockTransport& t, const plan::GridHaloPlan& p,
                        const GridFields& in, transport::StreamHandle stream) {
     GridHalo halo(t, p);
     GridFields out = in;

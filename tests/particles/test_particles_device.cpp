@@ -44,7 +44,7 @@ Vec3f wrappedAsOnDevice(Vec3f x, const Vec3d& L) {
     return x;
 }
 
-std::unique_ptr<transport::ParticleTransport> stagedDevice(runtime::World& world) {
+std::unique_ptr<transport::BlockTransport> stagedDevice(runtime::World& world) {
     transport::TransportOptions options;
     options.memorySpace = transport::MemorySpace::Device;
     options.allowSharedGpus = true;

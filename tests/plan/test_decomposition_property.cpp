@@ -13,6 +13,8 @@
 #include <tuple>
 #include <utility>
 
+#include "haloex/halo/collective_buffer.hpp"
+#include "haloex/halo/coordinate_force_halo.hpp"
 #include "test_plan_scenario.hpp"
 
 namespace haloex::testing {
@@ -464,9 +466,12 @@ TEST(ParticlePlan, SystemWithNoAtomsGivesEmptyValidPlans) {
         const auto mine = runtime::buildParticlePlan(dd, {}, world, c.alignment);
         EXPECT_EQ(mine.plan.numLocal, 0);
         transport::ReferenceTransport reference(world);
-        reference.setPlan(mine.plan);
-        reference.forwardCoordinates(dd.box(), nullptr);
-        reference.reverseForces(nullptr);
+        CoordinateForceHalo halo(reference);
+        auto x = allocateCollective<Vec3f>(world, reference, 0);
+        auto f = allocateCollective<Vec3f>(world, reference, 0);
+        halo.setPlan(mine.plan, x, f);
+        halo.gatherCoordinates(dd.box(), nullptr);
+        halo.scatterAddForces(nullptr);
     });
 }
 

@@ -10,11 +10,15 @@
 #include <cstring>
 #include <fmt/format.h>
 #include <functional>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "haloex/halo/collective_buffer.hpp"
+#include "haloex/halo/coordinate_force_halo.hpp"
+#include "haloex/halo/particle_halo.hpp"
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/plan/particle_plan.hpp"
 #include "haloex/runtime/world.hpp"
@@ -167,9 +171,12 @@ std::vector<T> download(const MemoryOps& m, const void* src, std::size_t count) 
     return out;
 }
 
-// Runs a transport through `steps` rounds of forward, forwardBytes, set
-// forces, reverse on this rank's fields, and returns what it produced in the
-// last round. Collective (every rank of the transport's world).
+// Runs a transport through `steps` rounds of forward, a gather of two more
+// per-atom fields, set forces, reverse on this rank's fields -- the MD step's
+// exchange (CoordinateForceHalo, the backend's fast path where it has one) on
+// arrays from the collective allocator, the other fields through ParticleHalo
+// on plain arrays -- and returns what it produced in the last round.
+// Collective (every rank of the transport's world).
 //
 // `afterHostWrites` runs once the host has written this rank's coordinates
 // (halo slots included: sentinels) and before the forward that reads them;
@@ -188,40 +195,66 @@ struct RunResult {
     transport::TransportCounters counters;
 };
 
-inline RunResult runTransport(transport::ParticleTransport& t, const plan::ParticleHaloPlan& plan, const RankFields& in,
+// The caller's arrays and halos of one transport, kept across plans (a new
+// plan that needs more room grows the arrays, as an MD run's search steps do).
+struct TransportRun {
+    TransportRun(transport::BlockTransport& t, runtime::World& w) : transport(t), world(w), halo(t) {}
+    transport::BlockTransport& transport;
+    runtime::World& world;
+    CoordinateForceHalo halo;
+    std::optional<CollectiveBuffer<Vec3f>> x, f;
+};
+
+inline RunResult runTransport(TransportRun& run, const plan::ParticleHaloPlan& plan, const RankFields& in,
                               const plan::Box& box, const MemoryOps& m, int steps = 2,
                               const std::function<void()>& afterHostWrites = {}) {
-    t.setPlan(plan);
     const auto n = static_cast<std::size_t>(plan.numLocal);
+    if (!run.x) {
+        run.x.emplace(allocateCollective<Vec3f>(run.world, run.transport, n, "the test's coordinates"));
+        run.f.emplace(allocateCollective<Vec3f>(run.world, run.transport, n, "the test's forces"));
+    }
+    run.x->resize(n);
+    run.f->resize(n);
+    run.halo.setPlan(plan, *run.x, *run.f);
+    ParticleHalo fields(run.transport, plan);
     RunResult r;
     SpaceArray ids(m, n * sizeof(std::int32_t));
     SpaceArray tags(m, n * sizeof(Odd3));
+    Vec3f* x = run.x->data();
+    Vec3f* f = run.f->data();
     for (int step = 0; step < steps; ++step) {
-        upload(m, t.coordinates(), in.x);
+        upload(m, x, in.x);
         if (afterHostWrites) afterHostWrites();
-        t.forwardCoordinates(box, m.stream);
+        run.halo.gatherCoordinates(box, m.stream);
         m.synchronize();
-        r.out.x = download<Vec3f>(m, t.coordinates(), n);
-        if (step > 0) r.forcesAfterClearAndForward = download<Vec3f>(m, t.forces(), n);
+        r.out.x = download<Vec3f>(m, x, n);
+        if (step > 0) r.forcesAfterClearAndForward = download<Vec3f>(m, f, n);
 
         upload(m, ids.get(), in.ids);
-        t.forwardBytes(ids.get(), sizeof(std::int32_t), m.stream);
+        fields.gather(static_cast<std::int32_t*>(ids.get()), m.stream);
         upload(m, tags.get(), in.tags);
-        t.forwardBytes(tags.get(), sizeof(Odd3), m.stream);
+        fields.gather(static_cast<Odd3*>(tags.get()), m.stream);
         m.synchronize();
         r.out.ids = download<std::int32_t>(m, ids.get(), n);
         r.out.tags = download<Odd3>(m, tags.get(), n);
 
-        upload(m, t.forces(), in.f);
-        t.reverseForces(m.stream);
+        upload(m, f, in.f);
+        run.halo.scatterAddForces(m.stream);
         m.synchronize();
-        r.out.f = download<Vec3f>(m, t.forces(), n);
-        t.clearForces(m.stream);
+        r.out.f = download<Vec3f>(m, f, n);
+        run.halo.clearForces(m.stream);
         m.synchronize();
-        r.homeForcesAfterClear = download<Vec3f>(m, t.forces(), static_cast<std::size_t>(plan.numHome));
+        r.homeForcesAfterClear = download<Vec3f>(m, f, static_cast<std::size_t>(plan.numHome));
     }
-    r.counters = t.counters();
+    r.counters = run.halo.counters();
     return r;
+}
+
+inline RunResult runTransport(transport::BlockTransport& t, runtime::World& w, const plan::ParticleHaloPlan& plan,
+                              const RankFields& in, const plan::Box& box, const MemoryOps& m, int steps = 2,
+                              const std::function<void()>& afterHostWrites = {}) {
+    TransportRun run(t, w);
+    return runTransport(run, plan, in, box, m, steps, afterHostWrites);
 }
 
 // ---- expected results ----------------------------------------------------------
@@ -248,11 +281,18 @@ inline Expected referenceResults(const plan::Decomposition& d, const Scenario& s
         e.inputs[static_cast<std::size_t>(r)] =
             initialFields(e.plans[static_cast<std::size_t>(r)], e.localPositions[static_cast<std::size_t>(r)]);
     }
-    const MemoryOps host = hostMemory();
+    // The oracle's own typed exchanges (host_exchange.hpp's pulse loops), not
+    // the halo API that the transports under test go through.
     runtime::runInProcess(n, [&](runtime::World& w) {
         const auto r = static_cast<std::size_t>(w.rank());
         transport::ReferenceTransport t(w);
-        e.outputs[r] = runTransport(t, e.plans[r], e.inputs[r], d.box(), host, 1).out;
+        t.setPlan(e.plans[r]);
+        RankFields out = e.inputs[r];
+        t.forwardPositions(std::span<Vec3f>(out.x), d.box());
+        t.forward(std::span<std::int32_t>(out.ids));
+        t.forward(std::span<Odd3>(out.tags));
+        t.reverseAdd(std::span<Vec3f>(out.f));
+        e.outputs[r] = std::move(out);
     });
     return e;
 }

@@ -52,7 +52,7 @@ TEST(MpiStagedHost, MatchesReferenceBitwise) {
         EXPECT_FALSE(t->describe().empty()) << "the run summary names what the transport does";
         const int steps = 2;
         const auto got =
-            testsupport::runTransport(*t, e.plans[r], e.inputs[r], d.box(), testsupport::hostMemory(), steps);
+            testsupport::runTransport(*t, w, e.plans[r], e.inputs[r], d.box(), testsupport::hostMemory(), steps);
         EXPECT_EQ(testsupport::compareResults(got, e.outputs[r], w.rank()), "");
 
         const auto pulses = static_cast<std::int64_t>(e.plans[r].pulses.size());

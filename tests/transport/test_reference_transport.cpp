@@ -1,7 +1,9 @@
-// The reference transport through its ParticleTransport interface:
-// coordinates forward with the periodic shift, forces back and summed,
-// clearing, byte-wise fields of every supported size, counters, and plan
-// replacement. Every halo value is traced to its owner by global id.
+// The reference transport through the halo API: coordinates forward with
+// the periodic shift, forces back and summed, clearing (CoordinateForceHalo,
+// on the reference's own pulse loops and, for a backend with nothing but
+// exchangeBlocks, on the generic path), byte-wise fields of many sizes
+// (ParticleHalo), counters, and plan replacement. Every halo value is traced
+// to its owner by global id.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -11,6 +13,10 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/halo/collective_buffer.hpp"
+#include "haloex/halo/coordinate_force_halo.hpp"
+#include "haloex/halo/particle_halo.hpp"
+#include "haloex/transport/host_exchange.hpp"
 #include "test_plan_scenario.hpp"
 
 namespace haloex::testing {
@@ -47,58 +53,93 @@ private:
     std::unique_ptr<Scenario> s_;
 };
 
+// A backend at its minimum (docs/api.md#writing-a-backend): a name, a
+// memory space and exchangeBlocks, nothing else. The halo API's generic path
+// must give it the reference's results.
+class MinimalHostBackend final : public transport::BlockTransport {
+public:
+    explicit MinimalHostBackend(runtime::World& world) : world_(world) {}
+    std::string name() const override { return "minimal"; }
+    transport::MemorySpace memorySpace() const override { return transport::MemorySpace::Host; }
+    void exchangeBlocks(std::span<const transport::BlockExchange> blocks, transport::StreamHandle) override {
+        transport::exchangeBlocksOnHost(world_, blocks, messages_);
+    }
+
+private:
+    runtime::World& world_;
+    std::vector<runtime::PeerMessage> messages_;
+};
+
+enum class Path { ReferenceFastPath, GenericPath };
+
+std::unique_ptr<transport::BlockTransport> makeBackend(Path path, runtime::World& world) {
+    if (path == Path::GenericPath) return std::make_unique<MinimalHostBackend>(world);
+    return std::make_unique<transport::ReferenceTransport>(world);
+}
+
 Vec3f forceOf(int id) { return {1.0f + static_cast<float>(id % 5), -2.0f, 0.5f * static_cast<float>(id % 3)}; }
 
-TEST_P(ReferenceTransportTest, CoordinatesForwardShiftedAndForcesReturnSummed) {
-    const Vec3d L = s().dd.box().length;
-    const int n = s().numRanks();
+void checkCoordinatesAndForces(Scenario& s, const std::vector<int>& images, Path path) {
+    const Vec3d L = s.dd.box().length;
+    const int n = s.numRanks();
     std::vector<std::vector<Vec3f>> x(n), f(n), cleared(n);
     std::vector<transport::TransportCounters> counters(n);
+    std::vector<bool> fastPath(n);
     runtime::runInProcess(n, [&](runtime::World& world) {
         const int r = world.rank();
-        const auto& plan = s().plan(r);
-        transport::ReferenceTransport t(world);
-        EXPECT_EQ(t.name(), "reference");
-        EXPECT_EQ(t.memorySpace(), transport::MemorySpace::Host);
-        t.setPlan(plan);
-        EXPECT_EQ(t.plan().numLocal, plan.numLocal);
-        for (int i = 0; i < plan.numHome; ++i) t.coordinates()[i] = Vec3f(s().homePositions[r][i]);
-        t.forwardCoordinates(s().dd.box(), nullptr);
+        const auto& plan = s.plan(r);
+        auto t = makeBackend(path, world);
+        CoordinateForceHalo halo(*t);
+        fastPath[r] = halo.usesBackendFastPath();
+        auto xs = allocateCollective<Vec3f>(world, *t, plan.numLocal);
+        auto fs = allocateCollective<Vec3f>(world, *t, plan.numLocal);
+        halo.setPlan(plan, xs, fs);
+        EXPECT_EQ(halo.plan().numLocal, plan.numLocal);
+        for (int i = 0; i < plan.numHome; ++i) xs.data()[i] = Vec3f(s.homePositions[r][i]);
+        halo.gatherCoordinates(s.dd.box(), nullptr);
         // Every local atom, home or halo, pushes a force that depends on its id.
         for (int i = 0; i < plan.numLocal; ++i) {
-            const int id = s().localIds[r][i];
-            t.forces()[i] = id >= 0 ? forceOf(id) : Vec3f{};
+            const int id = s.localIds[r][i];
+            fs.data()[i] = id >= 0 ? forceOf(id) : Vec3f{};
         }
-        t.reverseForces(nullptr);
-        x[r].assign(t.coordinates(), t.coordinates() + plan.numLocal);
-        f[r].assign(t.forces(), t.forces() + plan.numLocal);
-        t.clearForces(nullptr);
-        cleared[r].assign(t.forces(), t.forces() + plan.numLocal);
-        counters[r] = t.counters();
+        halo.scatterAddForces(nullptr);
+        x[r].assign(xs.data(), xs.data() + plan.numLocal);
+        f[r].assign(fs.data(), fs.data() + plan.numLocal);
+        halo.clearForces(nullptr);
+        cleared[r].assign(fs.data(), fs.data() + plan.numLocal);
+        counters[r] = halo.counters();
     });
-    const auto images = imageCounts();
     for (int r = 0; r < n; ++r) {
         SCOPED_TRACE(::testing::Message() << "rank " << r);
-        const auto& plan = s().plan(r);
+        EXPECT_EQ(fastPath[r], path == Path::ReferenceFastPath);
+        const auto& plan = s.plan(r);
         EXPECT_EQ(counters[r].forwardCalls, 1);
         EXPECT_EQ(counters[r].reverseCalls, 1);
         for (int i = 0; i < plan.numLocal; ++i) {
-            const int id = s().localIds[r][i];
+            const int id = s.localIds[r][i];
             EXPECT_EQ(cleared[r][i], Vec3f{});
             if (id < 0) continue;
-            const plan::Int3 k = imageShift(s().local(r)[i], s().positions[id], L);
-            Vec3f expected(s().positions[id]);
+            const plan::Int3 k = imageShift(s.local(r)[i], s.positions[id], L);
+            Vec3f expected(s.positions[id]);
             for (int d = 0; d < 3; ++d) {
                 if (k[d] == 1) expected[d] += static_cast<float>(L[d]);
             }
             EXPECT_EQ(x[r][i], expected) << "local atom " << i << " (id " << id << ")";
         }
         for (int i = 0; i < plan.numHome; ++i) {
-            const int id = s().homeIds[r][i];
+            const int id = s.homeIds[r][i];
             // Small integers and halves: float sums are exact.
             EXPECT_EQ(f[r][i], forceOf(id) * static_cast<float>(1 + images[id])) << "home atom " << i;
         }
     }
+}
+
+TEST_P(ReferenceTransportTest, CoordinatesForwardShiftedAndForcesReturnSummed) {
+    checkCoordinatesAndForces(s(), imageCounts(), Path::ReferenceFastPath);
+}
+
+TEST_P(ReferenceTransportTest, AMinimalBackendGetsTheSameThroughTheGenericPath) {
+    checkCoordinatesAndForces(s(), imageCounts(), Path::GenericPath);
 }
 
 template <std::size_t N>
@@ -114,18 +155,19 @@ Blob<N> blobOf(int id) {
     return b;
 }
 
-// forwardBytes with one element size: halo entries equal their owners'.
+// A field of N-byte elements through ParticleHalo::gather over the
+// reference transport: halo entries equal their owners'.
 template <std::size_t N>
-void checkForwardBytes(Scenario& s) {
+void checkFieldGather(Scenario& s) {
     const int n = s.numRanks();
     std::vector<std::vector<Blob<N>>> data(n);
     runtime::runInProcess(n, [&](runtime::World& world) {
         const int r = world.rank();
         transport::ReferenceTransport t(world);
-        t.setPlan(s.plan(r));
+        ParticleHalo halo(t, s.plan(r));
         std::vector<Blob<N>> mine(s.plan(r).numLocal, Blob<N>{});
         for (int i = 0; i < s.plan(r).numHome; ++i) mine[i] = blobOf<N>(s.homeIds[r][i]);
-        t.forwardBytes(mine.data(), sizeof(Blob<N>), nullptr);
+        halo.gather(mine.data());
         data[r] = std::move(mine);
     });
     for (int r = 0; r < n; ++r) {
@@ -137,30 +179,21 @@ void checkForwardBytes(Scenario& s) {
     }
 }
 
-TEST_P(ReferenceTransportTest, ForwardBytesMovesFieldsOfOneToSixteenBytes) {
+TEST_P(ReferenceTransportTest, FieldsOfAnyElementSizeGatherToTheirHaloCopies) {
     static_assert(sizeof(Blob<12>) == 12);
-    checkForwardBytes<1>(s());
-    checkForwardBytes<4>(s());
-    checkForwardBytes<8>(s());
-    checkForwardBytes<12>(s());
-    checkForwardBytes<16>(s());
-}
-
-TEST_P(ReferenceTransportTest, ForwardBytesRefusesElementsLargerThanSixteenBytes) {
-    EXPECT_THROW(runtime::runInProcess(s().numRanks(),
-                                       [&](runtime::World& world) {
-                                           transport::ReferenceTransport t(world);
-                                           t.setPlan(s().plan(world.rank()));
-                                           std::vector<Blob<24>> big(s().plan(world.rank()).numLocal);
-                                           t.forwardBytes(big.data(), sizeof(Blob<24>), nullptr);
-                                       }),
-                 Error);
+    checkFieldGather<1>(s());
+    checkFieldGather<4>(s());
+    checkFieldGather<8>(s());
+    checkFieldGather<12>(s());
+    checkFieldGather<16>(s());
+    checkFieldGather<24>(s());
 }
 
 INSTANTIATE_TEST_SUITE_P(Decompositions, ReferenceTransportTest, ::testing::ValuesIn(transportCases()), caseName);
 
-TEST(ReferenceTransport, SetPlanAgainResizesForTheNewPartitioning) {
-    // Repartitioning: the same job with more atoms gets a larger plan.
+TEST(ReferenceTransport, SetPlanAgainTakesTheNewPartitioningAndGrownArrays) {
+    // Repartitioning: the same job with more atoms gets a larger plan; the
+    // arrays grow and the halo is bound to them again.
     PlanCase small{"small", {4.0, 4.0, 4.0}, {2, 2, 2}, 0.9, 1.0, {1, 1, 1}};
     small.density = 5.0;
     PlanCase large = small;
@@ -170,21 +203,46 @@ TEST(ReferenceTransport, SetPlanAgainResizesForTheNewPartitioning) {
     runtime::runInProcess(8, [&](runtime::World& world) {
         const int r = world.rank();
         transport::ReferenceTransport t(world);
+        CoordinateForceHalo halo(t);
+        auto x = allocateCollective<Vec3f>(world, t, 0);
+        auto f = allocateCollective<Vec3f>(world, t, 0);
         for (const Scenario* sc : {&a, &b}) {
             const auto& plan = sc->plan(r);
-            t.setPlan(plan);
-            ASSERT_EQ(t.plan().numLocal, plan.numLocal);
-            for (int i = 0; i < plan.numLocal; ++i) t.coordinates()[i] = Vec3f{-1.0f, -1.0f, -1.0f};
-            for (int i = 0; i < plan.numHome; ++i) t.coordinates()[i] = Vec3f(sc->homePositions[r][i]);
-            t.forwardCoordinates(sc->dd.box(), nullptr);
+            x.resize(plan.numLocal);
+            f.resize(plan.numLocal);
+            halo.setPlan(plan, x, f);
+            ASSERT_EQ(halo.plan().numLocal, plan.numLocal);
+            for (int i = 0; i < plan.numLocal; ++i) x.data()[i] = Vec3f{-1.0f, -1.0f, -1.0f};
+            for (int i = 0; i < plan.numHome; ++i) x.data()[i] = Vec3f(sc->homePositions[r][i]);
+            halo.gatherCoordinates(sc->dd.box(), nullptr);
             for (int i = plan.numHome; i < plan.numLocal; ++i) {
                 if (sc->localIds[r][i] < 0) continue;
                 for (int d = 0; d < 3; ++d) {
-                    EXPECT_NEAR(t.coordinates()[i][d], sc->local(r)[i][d], 1e-5) << "local atom " << i;
+                    EXPECT_NEAR(x.data()[i][d], sc->local(r)[i][d], 1e-5) << "local atom " << i;
                 }
             }
         }
-        EXPECT_EQ(t.counters().forwardCalls, 2);
+        EXPECT_EQ(halo.counters().forwardCalls, 2);
+    });
+}
+
+TEST(ReferenceTransport, RefusesArraysSmallerThanThePlan) {
+    PlanCase c{"c", {4.0, 4.0, 4.0}, {2, 1, 1}, 0.9, 1.0, {1, 1, 1}};
+    c.density = 10.0;
+    const Scenario sc = buildScenario(c);
+    runtime::runInProcess(2, [&](runtime::World& world) {
+        transport::ReferenceTransport t(world);
+        CoordinateForceHalo halo(t);
+        const auto& plan = sc.plan(world.rank());
+        auto x = allocateCollective<Vec3f>(world, t, plan.numLocal);
+        auto f = allocateCollective<Vec3f>(world, t, 1);
+        try {
+            halo.setPlan(plan, x, f);
+            ADD_FAILURE() << "forces of 1 element accepted for " << plan.numLocal << " local atoms";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("resize them to plan.numLocal"), std::string::npos) << e.what();
+        }
+        EXPECT_THROW(halo.gatherCoordinates(sc.dd.box(), nullptr), Error) << "no plan bound yet";
     });
 }
 

@@ -126,7 +126,7 @@ transport::TransportOptions deviceOptions(const DeviceCase& c) {
     return options;
 }
 
-std::unique_ptr<transport::ParticleTransport> makeFor(const DeviceCase& c, runtime::World& world) {
+std::unique_ptr<transport::BlockTransport> makeFor(const DeviceCase& c, runtime::World& world) {
 #if HALOEX_HAVE_CUDA
     if (c.transport == kPeerFusedIpc) {
         return transport::makePeerFusedTransport(world, deviceOptions(c), Backend::Ipc, kPeerFusedIpc);
@@ -155,10 +155,10 @@ RankOutcome runRank(runtime::World& world, const DeviceCase& c, const plan::Box&
     if (t->name() != c.transport) outcome.mismatch = "the factory made '" + t->name() + "'";
     if (t->memorySpace() != transport::MemorySpace::Device) outcome.mismatch += "not in device memory; ";
     const auto r = static_cast<std::size_t>(world.rank());
-    const auto result = testsupport::runTransport(*t, expected.plans[r], expected.inputs[r], box, memory, kSteps,
+    const auto result = testsupport::runTransport(*t, world, expected.plans[r], expected.inputs[r], box, memory, kSteps,
                                                   [&world] { world.barrier(); });
     // What the transport chose is known once it has a plan.
-    if (t->describe().empty()) outcome.mismatch += "describe() is empty after setPlan; ";
+    if (t->describe().empty()) outcome.mismatch += "describe() is empty after a plan was bound; ";
     if (c.transport == "nvshmem" && !t->describe().empty() &&
         t->describe().front().find("launch " + c.nvshmemLaunch + " ") == std::string::npos) {
         outcome.mismatch += "describe() does not name the launch '" + c.nvshmemLaunch + "'; ";
@@ -260,9 +260,13 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
         cuda::Stream stream;
         const testsupport::MemoryOps memory = deviceMemory(stream);
         auto t = makeFor(c, w);
+        // One set of arrays for every plan: they grow with the plans, and
+        // the transport maps them again (ipc re-exports, nvshmem and
+        // nccl-device take the new peers' addresses).
+        testsupport::TransportRun run(*t, w);
         const auto r = static_cast<std::size_t>(w.rank());
         for (std::size_t k = 0; k < sequence.size(); ++k) {
-            const auto result = testsupport::runTransport(*t, expected[k].plans[r], expected[k].inputs[r],
+            const auto result = testsupport::runTransport(run, expected[k].plans[r], expected[k].inputs[r],
                                                           decompositions[k].box(), memory, 1, [&w] { w.barrier(); });
             const std::string m = testsupport::compareResults(result, expected[k].outputs[r], w.rank(),
                                                               expected[k].plans[r].zoneMask, c.forceTolerance());

@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <random>
 #include <vector>
 
@@ -25,6 +26,8 @@
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
 #include "haloex/halo/backend.hpp"
+#include "haloex/halo/collective_buffer.hpp"
+#include "haloex/halo/coordinate_force_halo.hpp"
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/runtime/mpi_world.hpp"
 #include "haloex/runtime/plan_exchange.hpp"
@@ -139,8 +142,8 @@ Epoch buildEpoch(const plan::Decomposition& dd, const std::vector<Vec3f>& base, 
     return e;
 }
 
-void timeExchanges(const Options& o, transport::ParticleTransport& transport, const plan::Box& box,
-                   runtime::World& world, const cuda::Stream& stream);
+void timeExchanges(const Options& o, CoordinateForceHalo& halo, const plan::Box& box, runtime::World& world,
+                   const cuda::Stream& stream);
 
 int runStress(const Options& o, runtime::MpiWorld& world) {
     if (cuda::deviceCount() == 0) {
@@ -162,7 +165,7 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
         if (world.rank() == 0) fmt::print("SKIPPED: {}: {}\n", o.transport, why);
         return kSkipped;
     }
-    const std::unique_ptr<transport::ParticleTransport> transport = makeTransport(backend, world, topts);
+    const std::unique_ptr<transport::BlockTransport> transport = makeTransport(backend, world, topts);
 
     const double side = std::cbrt(o.atoms / o.density);
     plan::DecompositionSpec spec{plan::Box{{side, side, side}}, plan::parseRankGrid(o.grid), 0.9, o.rlist};
@@ -177,6 +180,9 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
     std::mt19937_64 rng(o.seed);
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
 
+    // The exchange of an MD step on arrays this program owns.
+    CoordinateForceHalo halo(*transport);
+    std::optional<CollectiveBuffer<Vec3f>> x, f;
     const auto start = std::chrono::steady_clock::now();
     long long step = 0;
     int epochs = 0;
@@ -188,9 +194,15 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
             for (int d = 0; d < 3; ++d) b[d] = static_cast<float>(uniform(rng) * side * 0.999);
         }
         const Epoch e = buildEpoch(dd, base, world);
-        transport->setPlan(e.plan.plan);
+        const auto& p = e.plan.plan;
+        if (!x) {
+            x.emplace(allocateCollective<Vec3f>(world, *transport, p.numLocal, "coordinates"));
+            f.emplace(allocateCollective<Vec3f>(world, *transport, p.numLocal, "forces"));
+        }
+        x->resize(p.numLocal);
+        f->resize(p.numLocal);
+        halo.setPlan(p, *x, *f);
         ++epochs;
-        const auto& p = transport->plan();
         dSlots.resize(std::max(1, p.numLocal));
         dHomeBase.resize(std::max<std::size_t>(1, e.homeBase.size()));
         dBaseById.resize(base.size());
@@ -199,17 +211,16 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
         cuda::copyToDeviceNow(dBaseById.data(), base.data(), base.size() * sizeof(Vec3f));
         const long long epochEnd = std::min<long long>(o.steps, step + o.repartitionEvery);
         for (; step < epochEnd; ++step) {
-            stress::setHomePositions(transport->coordinates(), dHomeBase.data(), dSlots.data(), p.numHome, step,
-                                     stream);
-            transport->clearForces(stream.get());
-            transport->forwardCoordinates(dd.box(), stream.get());
-            stress::checkHaloAndFillForces(transport->coordinates(), transport->forces(), dBaseById.data(),
-                                           dSlots.data(), p.numHome, p.numLocal, step, dCheck.data(), stream);
-            transport->reverseForces(stream.get());
-            stress::checkForces(transport->forces(), dSlots.data(), p.numHome, step, dCheck.data(), stream);
+            stress::setHomePositions(x->data(), dHomeBase.data(), dSlots.data(), p.numHome, step, stream);
+            halo.clearForces(stream.get());
+            halo.gatherCoordinates(dd.box(), stream.get());
+            stress::checkHaloAndFillForces(x->data(), f->data(), dBaseById.data(), dSlots.data(), p.numHome, p.numLocal,
+                                           step, dCheck.data(), stream);
+            halo.scatterAddForces(stream.get());
+            stress::checkForces(f->data(), dSlots.data(), p.numHome, step, dCheck.data(), stream);
             if ((step + 1) % o.checkEvery == 0 || step + 1 == epochEnd) {
                 HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-                transport->checkForFailure();
+                halo.transport().checkForFailure();
                 HALOEX_CUDA_CHECK(cudaMemcpy(&total, dCheck.data(), sizeof total, cudaMemcpyDeviceToHost));
                 std::vector<std::int64_t> errors{static_cast<std::int64_t>(total.coordinateErrors),
                                                  static_cast<std::int64_t>(total.forceErrors),
@@ -232,9 +243,9 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
         }
     }
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    if (o.timeExchanges > 0) timeExchanges(o, *transport, dd.box(), world, stream);
+    if (o.timeExchanges > 0) timeExchanges(o, halo, dd.box(), world, stream);
     if (world.rank() == 0) {
-        for (const auto& line : transport->describe()) fmt::print("  {}\n", line);
+        for (const auto& line : halo.describe()) fmt::print("  {}\n", line);
         fmt::print("PASSED: {} ({}) on {} ranks, grid {}, {} atoms: {} steps, {} repartitionings, every halo "
                    "coordinate and accumulated force checked each step ({:.1f} s)\n",
                    o.transport, variantName(o), world.size(), o.grid, o.atoms, o.steps, epochs, seconds);
@@ -260,20 +271,20 @@ double quantile(std::vector<double> v, double q) {
     return v.empty() ? 0.0 : v[static_cast<std::size_t>(q * static_cast<double>(v.size() - 1))];
 }
 
-// transport == nullptr: an empty kernel in place of each exchange (the
-// launch and event cost every timing below includes).
-void enqueuePairs(transport::ParticleTransport* transport, const plan::Box& box, std::deque<cuda::Event>& marks,
-                  int pairs, cudaStream_t stream) {
+// halo == nullptr: an empty kernel in place of each exchange (the launch and
+// event cost every timing below includes).
+void enqueuePairs(CoordinateForceHalo* halo, const plan::Box& box, std::deque<cuda::Event>& marks, int pairs,
+                  cudaStream_t stream) {
     for (int i = 0; i < pairs; ++i) {
         marks[3 * i].recordTimestamp(stream);
-        if (transport) {
-            transport->forwardCoordinates(box, stream);
+        if (halo) {
+            halo->gatherCoordinates(box, stream);
         } else {
             stress::launchEmptyKernel(stream);
         }
         marks[3 * i + 1].recordTimestamp(stream);
-        if (transport) {
-            transport->reverseForces(stream);
+        if (halo) {
+            halo->scatterAddForces(stream);
         } else {
             stress::launchEmptyKernel(stream);
         }
@@ -291,26 +302,24 @@ void collect(const std::deque<cuda::Event>& marks, int pairs, ExchangeTimes& tim
     }
 }
 
-ExchangeTimes timeFromStream(transport::ParticleTransport& transport, const plan::Box& box, int n,
-                             const cuda::Stream& stream) {
+ExchangeTimes timeFromStream(CoordinateForceHalo& halo, const plan::Box& box, int n, const cuda::Stream& stream) {
     std::deque<cuda::Event> marks;  // events cannot move
     for (int i = 0; i < 3 * n; ++i) marks.emplace_back(true);
-    enqueuePairs(&transport, box, marks, n, stream.get());
+    enqueuePairs(&halo, box, marks, n, stream.get());
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-    transport.checkForFailure();
+    halo.transport().checkForFailure();
     ExchangeTimes times;
     collect(marks, n, times);
     return times;
 }
 
-ExchangeTimes timeFromGraph(transport::ParticleTransport* transport, const plan::Box& box, int n,
-                            const cuda::Stream& stream) {
+ExchangeTimes timeFromGraph(CoordinateForceHalo* halo, const plan::Box& box, int n, const cuda::Stream& stream) {
     constexpr int kGraphPairs = 50;
     std::deque<cuda::Event> marks;
     for (int i = 0; i < 3 * kGraphPairs; ++i) marks.emplace_back(true);
     cudaGraph_t graph = nullptr;
     HALOEX_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
-    enqueuePairs(transport, box, marks, kGraphPairs, stream.get());
+    enqueuePairs(halo, box, marks, kGraphPairs, stream.get());
     HALOEX_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
     cudaGraphExec_t exec = nullptr;
     HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
@@ -319,43 +328,43 @@ ExchangeTimes timeFromGraph(transport::ParticleTransport* transport, const plan:
     for (int launched = 0; launched < std::max(2, n / kGraphPairs); ++launched) {
         HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, stream.get()));
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream.get()));
-        if (transport) transport->checkForFailure();
+        if (halo) halo->transport().checkForFailure();
         if (launched > 0) collect(marks, kGraphPairs, times);  // the first launch warms up
     }
     HALOEX_CUDA_CHECK(cudaGraphExecDestroy(exec));
     return times;
 }
 
-void printTimes(const Options& o, const char* how, const ExchangeTimes& t, transport::ParticleTransport& transport,
+void printTimes(const Options& o, const char* how, const ExchangeTimes& t, const CoordinateForceHalo& halo,
                 runtime::World& world) {
     std::vector<double> stats{quantile(t.forward, 0.5), quantile(t.forward, 0.1), quantile(t.forward, 0.9),
                               quantile(t.reverse, 0.5), quantile(t.reverse, 0.1), quantile(t.reverse, 0.9)};
     world.allReduce(std::span<double>(stats.data(), stats.size()), runtime::ReduceOp::Max);
-    const auto& plan = transport.plan();
+    const auto& plan = halo.plan();
     std::int64_t haloAtoms = plan.numLocal - plan.numHome;
-    std::vector<std::int64_t> halo{haloAtoms, static_cast<std::int64_t>(plan.pulses.size())};
-    world.allReduce(std::span<std::int64_t>(halo.data(), halo.size()), runtime::ReduceOp::Max);
+    std::vector<std::int64_t> sizes{haloAtoms, static_cast<std::int64_t>(plan.pulses.size())};
+    world.allReduce(std::span<std::int64_t>(sizes.data(), sizes.size()), runtime::ReduceOp::Max);
     if (world.rank() == 0) {
         fmt::print("TIMING ({}): {} ({}) {} atoms on {} ranks, grid {}, {} pulse(s), up to {} halo atoms ({} "
                    "bytes of coordinates) per rank, {} exchanges: forward {:.2f} us (p10 {:.2f}, p90 {:.2f}), "
                    "reverse {:.2f} us (p10 {:.2f}, p90 {:.2f}); slowest rank\n",
-                   how, o.transport, variantName(o), o.atoms, world.size(), o.grid, halo[1], halo[0],
-                   halo[0] * static_cast<std::int64_t>(sizeof(Vec3f)), t.forward.size(), stats[0], stats[1], stats[2],
+                   how, o.transport, variantName(o), o.atoms, world.size(), o.grid, sizes[1], sizes[0],
+                   sizes[0] * static_cast<std::int64_t>(sizeof(Vec3f)), t.forward.size(), stats[0], stats[1], stats[2],
                    stats[3], stats[4], stats[5]);
     }
 }
 
-void timeExchanges(const Options& o, transport::ParticleTransport& transport, const plan::Box& box,
-                   runtime::World& world, const cuda::Stream& stream) {
+void timeExchanges(const Options& o, CoordinateForceHalo& halo, const plan::Box& box, runtime::World& world,
+                   const cuda::Stream& stream) {
     for (int warm = 0; warm < 20; ++warm) {
-        transport.forwardCoordinates(box, stream.get());
-        transport.reverseForces(stream.get());
+        halo.gatherCoordinates(box, stream.get());
+        halo.scatterAddForces(stream.get());
     }
-    printTimes(o, "stream", timeFromStream(transport, box, o.timeExchanges, stream), transport, world);
-    if (transport.graphCapturable()) {
-        printTimes(o, "graph", timeFromGraph(&transport, box, o.timeExchanges, stream), transport, world);
+    printTimes(o, "stream", timeFromStream(halo, box, o.timeExchanges, stream), halo, world);
+    if (halo.graphCapturable()) {
+        printTimes(o, "graph", timeFromGraph(&halo, box, o.timeExchanges, stream), halo, world);
         printTimes(o, "graph, empty kernel instead of each exchange",
-                   timeFromGraph(nullptr, box, o.timeExchanges, stream), transport, world);
+                   timeFromGraph(nullptr, box, o.timeExchanges, stream), halo, world);
     } else if (world.rank() == 0) {
         fmt::print("TIMING (graph): skipped, {} cannot be captured in a CUDA graph\n", o.transport);
     }

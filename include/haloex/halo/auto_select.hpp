@@ -10,7 +10,7 @@
 //   AutoSelectOptions options;
 //   options.shapeKey = fmt::format("atoms/rank={} halo={}", n, rlist);
 //   options.transport.memorySpace = transport::MemorySpace::Device;
-//   AutoSelection s = selectBackend(world, options, [&](transport::ParticleTransport& t, Backend) {
+//   AutoSelection s = selectBackend(world, options, [&](transport::BlockTransport& t, Backend) {
 //       auto step = std::make_shared<MyStep>(t);            // set-up: not timed
 //       return RepresentativeSteps([step](int n) { step->run(n); });  // exchange + compute, finished
 //   });
@@ -29,7 +29,7 @@
 #include "haloex/halo/backend.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/factory.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex {
 
@@ -43,7 +43,7 @@ using RepresentativeSteps = std::function<void(int steps)>;
 // step: none of it timed) and returns its steps. Called on every rank, once
 // per measured candidate; the returned function is destroyed before the
 // next candidate's transport is made, and before `transport` itself.
-using PrepareSteps = std::function<RepresentativeSteps(transport::ParticleTransport& transport, Backend backend)>;
+using PrepareSteps = std::function<RepresentativeSteps(transport::BlockTransport& transport, Backend backend)>;
 
 struct AutoSelectOptions {
     // What makes two runs alike for the cache: the caller's plan shape (atoms
@@ -118,7 +118,7 @@ struct AutoRecord {
 struct AutoSelection {
     // The chosen backend's transport, ready for setPlan (the one that was
     // measured, when it was).
-    std::unique_ptr<transport::ParticleTransport> transport;
+    std::unique_ptr<transport::BlockTransport> transport;
     AutoRecord record;
 };
 

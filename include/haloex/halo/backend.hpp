@@ -15,7 +15,7 @@
 
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/factory.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex {
 
@@ -84,7 +84,7 @@ std::string autoRuleReason(const runtime::World& world, transport::MemorySpace s
 // build, with unavailableReason() in the message, where NcclDevice cannot run
 // here (the device API's reason), and for the combinations makeTransport()
 // refuses (e.g. Reference over an MPI world).
-std::unique_ptr<transport::ParticleTransport> makeTransport(Backend backend, runtime::World& world,
-                                                            const transport::TransportOptions& options = {});
+std::unique_ptr<transport::BlockTransport> makeTransport(Backend backend, runtime::World& world,
+                                                         const transport::TransportOptions& options = {});
 
 }  // namespace haloex

@@ -2,15 +2,20 @@
 // A collective allocator for arrays the halo backends may need in special
 // memory (library haloex_transports), in the spirit of cuDecomp's
 // cudecompMalloc: every rank asks for its own count, every rank gets the
-// maximum over the ranks, in the memory the backend wants --
+// maximum over the ranks, in the memory the backend wants
+// (transport::ArrayMemory) --
 //   Reference, Staged in host memory   host memory (std::vector-like)
-//   Staged in device memory, Ipc, Nccl cudaMalloc'd device memory
+//   Staged in device memory, Ipc, Nccl cudaMalloc'd device memory, in whole
+//                                      2 MiB units (CUDA IPC can export it)
 //   Nvshmem                            NVSHMEM symmetric memory (nvshmem_malloc:
 //                                      the same size on every rank), so that
 //                                      peers can address it
-// Today's gather/scatterAdd (halo/particle_halo.hpp) work on any array of
-// the backend's memory space; symmetric memory is what kernels that store
-// into a peer's array need (NVSHMEM's rule, the device-side halo API).
+//   NcclDevice                         an NCCL window with load/store peer
+//                                      pointers (halo/peer_memory.hpp)
+// gather/scatterAdd (halo/particle_halo.hpp) work on any array of the
+// backend's memory space; the coordinate/force exchange's fast paths
+// (halo/coordinate_force_halo.hpp) and kernels that store into a peer's
+// array (the device-side halo API) need this memory.
 //
 // Collective: construction, resize(), reserve() and destruction are calls
 // every rank of the World makes, in the same order. Growth is geometric (at
@@ -18,24 +23,27 @@
 // the old size. Device memory: select the rank's GPU first
 // (cuda::selectDevice); NVSHMEM is initialised on first use.
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <type_traits>
 
 #include "haloex/halo/backend.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
+#include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex {
 
-enum class CollectiveMemory { Host, Device, NvshmemSymmetric };
+// Host, Device, NvshmemSymmetric, NcclWindow, IpcWindow.
+using CollectiveMemory = transport::ArrayMemory;
 
 // The memory `backend` needs in `space` (Auto must be resolved first).
 // Throws InvalidInput for a space the backend does not support and for a
 // backend this build lacks (with unavailableReason()).
 CollectiveMemory collectiveMemoryFor(Backend backend, transport::MemorySpace space);
-// The memory of the arrays `transport` exchanges.
-CollectiveMemory collectiveMemoryFor(const transport::ParticleTransport& transport);
+// The memory `transport`'s coordinate/force exchange needs the caller's arrays in.
+CollectiveMemory collectiveMemoryFor(const transport::BlockTransport& transport);
 
 // Untyped bytes; CollectiveBuffer<T> is the typed face.
 class CollectiveBytes {
@@ -55,6 +63,11 @@ public:
     void* data() const { return data_; }
     std::size_t capacity() const { return capacity_; }
     CollectiveMemory memory() const { return memory_; }
+    // Changes with every reallocation (unique within the process; 0: none yet).
+    std::uint64_t allocation() const { return allocation_; }
+    // The allocation as a backend's exchange sees it: with the peers' copies
+    // for NVSHMEM symmetric memory and windows.
+    transport::SharedArray shared() const;
 
     // Blocking copies between host memory and bytes [offset, offset + bytes)
     // of this buffer, whatever memory it is in (device copies are enqueued
@@ -72,6 +85,7 @@ private:
     std::unique_ptr<Storage> storage_;
     void* data_ = nullptr;
     std::size_t capacity_ = 0;
+    std::uint64_t allocation_ = 0;
 };
 
 template <class T>
@@ -109,6 +123,7 @@ public:
     }
     std::size_t capacity() const { return bytes_.capacity() / sizeof(T); }
     CollectiveMemory memory() const { return bytes_.memory(); }
+    transport::SharedArray shared() const { return bytes_.shared(); }
 
 private:
     CollectiveBytes bytes_;
@@ -122,7 +137,7 @@ CollectiveBuffer<T> allocateCollective(runtime::World& world, Backend backend, t
     return CollectiveBuffer<T>(world, collectiveMemoryFor(backend, space), count, std::move(what));
 }
 template <class T>
-CollectiveBuffer<T> allocateCollective(runtime::World& world, const transport::ParticleTransport& transport,
+CollectiveBuffer<T> allocateCollective(runtime::World& world, const transport::BlockTransport& transport,
                                        std::size_t count, std::string what = "a collective buffer") {
     return CollectiveBuffer<T>(world, collectiveMemoryFor(transport), count, std::move(what));
 }

@@ -55,7 +55,7 @@
 
 #include "haloex/halo/element.hpp"
 #include "haloex/plan/grid_plan.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex {
 
@@ -82,7 +82,7 @@ struct PackedSends {
 class GridHalo {
 public:
     // Not collective. Device backends upload the plan's index maps here.
-    GridHalo(transport::ParticleTransport& transport, const plan::GridHaloPlan& plan);
+    GridHalo(transport::BlockTransport& transport, const plan::GridHaloPlan& plan);
     ~GridHalo();
     GridHalo(GridHalo&&) noexcept;
     GridHalo& operator=(GridHalo&&) noexcept;
@@ -132,7 +132,7 @@ public:
     void packSendsLayout(const void* field, const ElementLayout& layout, transport::StreamHandle stream);
 
 private:
-    transport::ParticleTransport* transport_;
+    transport::BlockTransport* transport_;
     plan::GridHaloPlan plan_;
     std::unique_ptr<halo_detail::PulseEngine> engine_;
     std::vector<PackedSendPulse> packedPulses_;

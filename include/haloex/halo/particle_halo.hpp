@@ -1,7 +1,7 @@
 #pragma once
 // Typed halo operations on per-atom arrays the USER owns (library
 // haloex_transports), in the spirit of Cabana's Gather/Scatter: a halo object
-// is bound once to a transport and its current particle plan, then applied
+// is bound once to a transport and a particle plan, then applied
 // to any array of numLocal() elements laid out as the plan says -- home atoms
 // [0, numHome()), then each pulse's received atoms at its recvOffset.
 //
@@ -39,17 +39,17 @@
 //     block size over the ranks once per pulse; nccl returns at once.
 // Every call is collective: all ranks make the same sequence of halo calls.
 //
-// This is the generic path, one exchangeBlock per pulse. For an MD step's
-// coordinates and forces the transport's own forwardCoordinates /
-// reverseForces (nvshmem's fused kernels: no host involvement, graph
-// capturable) remain the fast path; this API is for everything else and for
-// codes that keep their own arrays.
+// This is the generic path, one exchangeBlocks call per batch of pulses. For
+// an MD step's coordinates and forces CoordinateForceHalo
+// (halo/coordinate_force_halo.hpp) uses the backend's fast path (nvshmem's
+// fused kernels: no host involvement, graph capturable); this API is for
+// every other per-atom field.
 #include <memory>
 
 #include "haloex/halo/element.hpp"
 #include "haloex/plan/box.hpp"
 #include "haloex/plan/particle_plan.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex {
 
@@ -64,22 +64,21 @@ class PulseEngine;
 
 class ParticleHalo {
 public:
-    // Binds to `transport` and the plan it holds now (call transport.setPlan
-    // first). Not collective. Device backends upload the plan's index maps
-    // (host-built plans) or use the device maps of a GPU-built plan (kept
-    // alive by its builder until its next build).
-    explicit ParticleHalo(transport::ParticleTransport& transport);
+    // Binds to `transport` (which must outlive the halo) and `plan`. Not
+    // collective. Device backends upload the plan's index maps (host-built
+    // plans) or use the device maps of a GPU-built plan (kept alive by its
+    // builder until its next build).
+    ParticleHalo(transport::BlockTransport& transport, const plan::ParticleHaloPlan& plan);
     ~ParticleHalo();
     ParticleHalo(ParticleHalo&&) noexcept;
     ParticleHalo& operator=(ParticleHalo&&) noexcept;
     ParticleHalo(const ParticleHalo&) = delete;
     ParticleHalo& operator=(const ParticleHalo&) = delete;
 
-    // After transport.setPlan(newPlan) (repartitioning): binds the new plan.
-    // Using the halo with a changed plan without rebind() throws InvalidInput.
-    void rebind();
+    // After repartitioning: binds the new plan.
+    void setPlan(const plan::ParticleHaloPlan& plan);
 
-    const plan::ParticleHaloPlan& plan() const;
+    const plan::ParticleHaloPlan& plan() const { return plan_; }
     int numHome() const { return plan().numHome; }
     int numLocal() const { return plan().numLocal; }  // elements every array must hold
     transport::MemorySpace memorySpace() const;
@@ -110,9 +109,8 @@ public:
     void scatterAddLayout(void* array, const ElementLayout& layout, transport::StreamHandle stream);
 
 private:
-    void requireCurrentPlan() const;
-
-    transport::ParticleTransport* transport_;
+    transport::BlockTransport* transport_;
+    plan::ParticleHaloPlan plan_;
     std::unique_ptr<halo_detail::PulseEngine> engine_;
 };
 

@@ -31,7 +31,7 @@
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/plan/particle_plan.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex::particles {
 
@@ -55,7 +55,7 @@ public:
     // anyway (a search step does) saves a round trip.
     const plan::ParticleHaloPlan& build(const plan::Decomposition& decomposition, const Vec3f* homePositions,
                                         int numHome, std::span<const DeviceField> carried, int alignment,
-                                        runtime::World& world, transport::ParticleTransport& transport,
+                                        runtime::World& world, transport::BlockTransport& transport,
                                         cudaStream_t stream);
 
     const plan::ParticleHaloPlan& plan() const { return plan_; }

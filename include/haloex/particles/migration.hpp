@@ -29,7 +29,7 @@
 #include "haloex/particles/wrap_summary.hpp"
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex::particles {
 
@@ -55,7 +55,7 @@ public:
     // and synchronises it (counts are read on the host): beginMigration,
     // then completeMigration.
     MigrationStats migrate(ParticleStore& particles, const plan::Decomposition& decomposition, runtime::World& world,
-                           transport::ParticleTransport& transport, cudaStream_t stream);
+                           transport::BlockTransport& transport, cudaStream_t stream);
 
     // The same in two halves, for callers that synchronise the stream anyway
     // soon after (a search step does, several times): beginMigration moves the
@@ -68,7 +68,7 @@ public:
     // nothing waits in between, which saves a search step two host round
     // trips. Call completeMigration before the next beginMigration.
     MigrationStats beginMigration(ParticleStore& particles, const plan::Decomposition& decomposition,
-                                  runtime::World& world, transport::ParticleTransport& transport, cudaStream_t stream);
+                                  runtime::World& world, transport::BlockTransport& transport, cudaStream_t stream);
     void completeMigration(MigrationStats& stats, const ParticleStore& particles, int rank);
 
 private:

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex::transport {
 
 struct TransportOptions {
-    // Where coordinates()/forces() live. reference: Host only; ipc, nccl,
+    // Where the arrays it moves live. reference: Host only; ipc, nccl,
     // nvshmem: Device only; staged: either.
     MemorySpace memorySpace = MemorySpace::Device;
     // Several ranks on one GPU are accepted (the caller selected devices with
@@ -36,8 +36,8 @@ struct TransportOptions {
 // transport this build lacks (naming the dependency that was missing at
 // configure time), for a memory space the transport does not support, and
 // for "reference" over a multi-process world (it is the in-process oracle).
-std::unique_ptr<ParticleTransport> makeTransport(std::string_view name, runtime::World& world,
-                                                 const TransportOptions& options);
+std::unique_ptr<BlockTransport> makeTransport(std::string_view name, runtime::World& world,
+                                              const TransportOptions& options);
 
 // Every transport name haloex knows, in order of sophistication.
 std::vector<std::string> knownTransports();

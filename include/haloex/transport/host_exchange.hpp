@@ -3,6 +3,7 @@
 // algorithm every other transport must reproduce. Works for any Pulse list
 // (particle or grid plans) and any element type.
 #include <cstddef>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -11,15 +12,16 @@
 #include "haloex/plan/particle_plan.hpp"
 #include "haloex/plan/pulse.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
+#include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::transport {
 
-// Message tag of ParticleTransport::exchangeBlock over a World (within the
+// Message tag of BlockTransport::exchangeBlocks over a World (within the
 // 32767 MPI guarantees, apart from the pulse ids and plan_exchange's tags).
 inline constexpr int kTagExchangeBlock = 32710;
 
-// ParticleTransport::exchangeBlock for arrays in host memory.
+// One block of BlockTransport::exchangeBlocks for arrays in host memory.
 inline void exchangeBlockOnHost(runtime::World& world, const void* send, std::size_t sendBytes, int dest, void* recv,
                                 std::size_t recvBytes, int src) {
     world.sendRecvBytes(std::span<const std::byte>(static_cast<const std::byte*>(send), dest >= 0 ? sendBytes : 0),
@@ -33,7 +35,7 @@ inline runtime::PeerMessage peerMessageOf(const BlockExchange& b, const void* se
             std::span<std::byte>(static_cast<std::byte*>(recv), b.src >= 0 ? b.recvBytes : 0), b.src};
 }
 
-// ParticleTransport::exchangeBlocks for arrays in host memory: every block's
+// BlockTransport::exchangeBlocks for arrays in host memory: every block's
 // message in one World::sendRecvMany (one round trip over MPI). `messages` is
 // the caller's scratch, kept so that repeated calls do not allocate.
 inline void exchangeBlocksOnHost(runtime::World& world, std::span<const BlockExchange> blocks,
@@ -42,6 +44,13 @@ inline void exchangeBlocksOnHost(runtime::World& world, std::span<const BlockExc
     for (const BlockExchange& b : blocks) messages.push_back(peerMessageOf(b, b.send, b.recv));
     world.sendRecvMany(messages, kTagExchangeBlock);
 }
+
+// The coordinate/force exchange of the host backends (reference, staged in
+// host memory): the pulse-by-pulse algorithm below on the caller's host
+// arrays. `description` is its describe() line; with `countHostSyncs` every
+// pulse of a forward or reverse counts as one host wait for the peers.
+std::unique_ptr<CoordinateForceExchange> makeHostCoordinateForceExchange(runtime::World& world, std::string description,
+                                                                         bool countHostSyncs);
 
 // Host transports move host index maps only: a plan built on the device
 // (index maps and zone masks in device memory) is refused, naming `who`.

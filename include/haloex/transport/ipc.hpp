@@ -3,9 +3,11 @@
 // baseline, done the way CUDA-aware MPI and GROMACS's "GPU direct" path do it
 // on one node (docs/architecture.md#layers).
 //
-// setPlan exchanges CUDA IPC handles of the coordinate array and of a
-// per-pulse force receive buffer with the peers (ranks of one process share
-// raw pointers instead), again whenever an array was reallocated.
+// The coordinate/force exchange (makeCoordinateForceExchange) exchanges, at
+// bind, CUDA IPC handles of the caller's coordinate array (device memory from
+// the collective allocator: whole 2 MiB units) and of a per-pulse force
+// receive buffer with the peers (ranks of one process share raw pointers
+// instead), again whenever an array was reallocated.
 // Per pulse, in order, every rank: packs its send entries into a local
 // buffer, waits for its stream (host sync 1), handshakes with its peers over
 // the World (the receiver's stream is idle, so its slot is free), copies the
@@ -14,10 +16,9 @@
 // the owner of halo forces waits for its stream (sync 1), handshakes, copies
 // them into the sender's receive buffer, waits (sync 2), notifies; the sender
 // adds them into its atoms with a kernel. Exactly 2 host syncs per pulse and
-// direction (counters().hostSyncs). forwardBytes is host-staged.
+// direction (counters().hostSyncs).
 //
-// exchangeBlock(s) (the halo API's path on caller-owned arrays, which have no
-// IPC handles): each rank keeps one exported landing buffer in two halves,
+// exchangeBlocks (the halo API's path on arrays without IPC handles): each rank keeps one exported landing buffer in two halves,
 // call c landing in half c % 2. Per call, every receiver tells its senders
 // where each block lands (round 1), the senders copy their blocks into the
 // receivers' landing halves, wait for their stream (the one host sync), tell
@@ -36,11 +37,11 @@
 #include <memory>
 
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex::transport {
 
 // Collective. The calling thread's current CUDA device holds the arrays.
-std::unique_ptr<ParticleTransport> makeIpcTransport(runtime::World& world);
+std::unique_ptr<BlockTransport> makeIpcTransport(runtime::World& world);
 
 }  // namespace haloex::transport

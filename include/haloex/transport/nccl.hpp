@@ -17,11 +17,11 @@
 #include <memory>
 
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex::transport {
 
 // Collective. The calling thread's current CUDA device holds the arrays.
-std::unique_ptr<ParticleTransport> makeNcclTransport(runtime::World& world);
+std::unique_ptr<BlockTransport> makeNcclTransport(runtime::World& world);
 
 }  // namespace haloex::transport

@@ -33,11 +33,11 @@
 
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/factory.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex::transport {
 
 // Collective. Uses the calling thread's current CUDA device.
-std::unique_ptr<ParticleTransport> makeNvshmemTransport(runtime::World& world, const TransportOptions& options);
+std::unique_ptr<BlockTransport> makeNvshmemTransport(runtime::World& world, const TransportOptions& options);
 
 }  // namespace haloex::transport

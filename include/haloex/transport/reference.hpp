@@ -2,11 +2,11 @@
 // The `reference` transport: host memory, pulse by pulse over a World (the
 // in-process thread world puts all ranks in one process). It is the oracle the
 // other transports are checked against, and it also offers typed exchanges in
-// any precision for tests.
+// any precision for tests (along the pulses of the plan given to setPlan).
 #include <vector>
 
+#include "haloex/transport/block_transport.hpp"
 #include "haloex/transport/host_exchange.hpp"
-#include "haloex/transport/transport.hpp"
 
 namespace haloex::transport {
 
@@ -17,28 +17,25 @@ Vec3<T> shiftedForPulse(const plan::Pulse& pulse, const plan::Box& box, Vec3<T> 
     return x;
 }
 
-class ReferenceTransport final : public ParticleTransport {
+class ReferenceTransport final : public BlockTransport {
 public:
     explicit ReferenceTransport(runtime::World& world) : world_(world) {}
 
     std::string name() const override { return "reference"; }
     MemorySpace memorySpace() const override { return MemorySpace::Host; }
-    void setPlan(const plan::ParticleHaloPlan& plan) override;
-    const plan::ParticleHaloPlan& plan() const override { return plan_; }
-    Vec3f* coordinates() override { return x_.data(); }
-    Vec3f* forces() override { return f_.data(); }
-    void forwardCoordinates(const plan::Box& box, StreamHandle) override;
-    void reverseForces(StreamHandle) override;
-    void clearForces(StreamHandle) override;
-    void forwardBytes(void* data, std::size_t elementSize, StreamHandle) override;
-    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
-                       StreamHandle) override {
-        exchangeBlockOnHost(world_, send, sendBytes, dest, recv, recvBytes, src);
-    }
     void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle) override {
         exchangeBlocksOnHost(world_, blocks, messages_);
     }
-    const TransportCounters& counters() const override { return counters_; }
+    std::unique_ptr<CoordinateForceExchange> makeCoordinateForceExchange() override {
+        return makeHostCoordinateForceExchange(world_, "reference: host memory, pulse by pulse (the oracle)", false);
+    }
+
+    // The typed exchanges' plan (host index maps).
+    void setPlan(const plan::ParticleHaloPlan& plan) {
+        requireHostPlan(plan, "the reference transport");
+        plan_ = plan;
+    }
+    const plan::ParticleHaloPlan& plan() const { return plan_; }
 
     // Typed exchanges on caller arrays (numLocal elements), any precision.
     template <class T>
@@ -58,9 +55,7 @@ public:
 private:
     runtime::World& world_;
     plan::ParticleHaloPlan plan_;
-    std::vector<Vec3f> x_, f_;
     std::vector<runtime::PeerMessage> messages_;  // exchangeBlocks' scratch
-    TransportCounters counters_;
 };
 
 }  // namespace haloex::transport

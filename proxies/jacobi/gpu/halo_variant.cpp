@@ -134,7 +134,7 @@ private:
 
     Backend backend_;
     stencil::LocalStencil s_;
-    std::unique_ptr<transport::ParticleTransport> transport_;
+    std::unique_ptr<transport::BlockTransport> transport_;
     GridHalo halo_;
     PackedSends<double> packed_;
     bool stagingFilled_ = false;

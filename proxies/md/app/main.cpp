@@ -224,7 +224,7 @@ std::unique_ptr<md::RankBackend> makeRankBackend(bool gpu, bool countApiSyncs) {
 struct MdTrial {
     std::unique_ptr<md::RankBackend> backend;
     md::Engine engine;
-    MdTrial(const md::MdOptions& o, runtime::World& world, transport::ParticleTransport& t, bool gpu)
+    MdTrial(const md::MdOptions& o, runtime::World& world, transport::BlockTransport& t, bool gpu)
         : backend(makeRankBackend(gpu, false)), engine(o, world, t, *backend) {
         engine.startTrial();
     }
@@ -259,7 +259,7 @@ std::string autoShapeKey(const md::MdOptions& o, bool byContents) {
 
 // The run's transport, with the reason in o.transportReason (and for
 // --transport auto the record of what was measured).
-std::unique_ptr<transport::ParticleTransport> makeTransportFor(md::MdOptions& o, runtime::World& world, bool gpu) {
+std::unique_ptr<transport::BlockTransport> makeTransportFor(md::MdOptions& o, runtime::World& world, bool gpu) {
     const std::string& name = o.transport;
     transport::TransportOptions options;
     options.memorySpace = gpu ? transport::MemorySpace::Device : transport::MemorySpace::Host;
@@ -299,7 +299,7 @@ std::unique_ptr<transport::ParticleTransport> makeTransportFor(md::MdOptions& o,
     };
     const md::MdOptions trialOptions = o;
     AutoSelection chosen =
-        selectBackend(world, select, [&](transport::ParticleTransport& t, Backend) -> RepresentativeSteps {
+        selectBackend(world, select, [&](transport::BlockTransport& t, Backend) -> RepresentativeSteps {
             auto trial = std::make_shared<MdTrial>(trialOptions, world, t, gpu);
             return [trial](int steps) { trial->engine.advanceTrial(steps); };
         });

@@ -19,6 +19,7 @@
 #include "haloex/md/gpu/integrate.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
 #include "haloex/md/gpu_backend.hpp"
+#include "haloex/md/step_arrays.hpp"
 #include "haloex/particles/device_plan_builder.hpp"
 #include "haloex/particles/migration.hpp"
 #include "haloex/particles/particle_store.hpp"
@@ -66,8 +67,12 @@ public:
     std::string description() const override { return description_; }
     transport::MemorySpace memorySpace() const override { return transport::MemorySpace::Device; }
 
-    void setHome(transport::ParticleTransport& transport, std::span<const AtomRecord> home) override {
-        HALOEX_ASSERT(transport.memorySpace() == transport::MemorySpace::Device, "the GPU backend needs device arrays");
+    void adoptPlan(CoordinateForceHalo& halo, runtime::World& world, const plan::ParticleHaloPlan& plan) override {
+        HALOEX_ASSERT(halo.memorySpace() == transport::MemorySpace::Device, "the GPU backend needs device arrays");
+        arrays_.adopt(halo, world, plan);
+    }
+
+    void setHome(CoordinateForceHalo&, std::span<const AtomRecord> home) override {
         deviceResident_ = false;
         numHome_ = static_cast<int>(home.size());
         std::vector<Vec3f> x(home.size()), v(home.size());
@@ -80,7 +85,7 @@ public:
         velocities_.resize(std::max<std::size_t>(1, home.size()));
         // On our (non-blocking) stream, so later work on it is ordered after the copies.
         if (!home.empty()) {
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(transport.coordinates(), x.data(), x.size() * sizeof(Vec3f),
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(arrays_.coordinates(), x.data(), x.size() * sizeof(Vec3f),
                                               cudaMemcpyHostToDevice, local_.get()));
             HALOEX_CUDA_CHECK(cudaMemcpyAsync(velocities_.data(), v.data(), v.size() * sizeof(Vec3f),
                                               cudaMemcpyHostToDevice, local_.get()));
@@ -88,9 +93,8 @@ public:
         }
     }
 
-    void prepare(transport::ParticleTransport& transport, const LocalStatics& statics,
-                 const BackendContext& context) override {
-        const auto& plan = transport.plan();
+    void prepare(CoordinateForceHalo& halo, const LocalStatics& statics, const BackendContext& context) override {
+        const auto& plan = halo.plan();
         numLocal_ = plan.numLocal;
         HALOEX_ASSERT(numHome_ == plan.numHome, "setHome and the plan disagree on the home count");
         charges_.resize(std::max(1, numLocal_));
@@ -100,12 +104,12 @@ public:
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(masks_.data(), statics.zoneMasks.data(), numLocal_ * sizeof(std::uint8_t),
                                           cudaMemcpyHostToDevice, local_.get()));
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(local_.get()));
-        buildLists(transport, charges_.data(), masks_.data(), context);
-        markGraphsStale(transport);
+        buildLists(halo, charges_.data(), masks_.data(), context);
+        markGraphsStale(halo);
     }
 
-    bool canSearchOnDevice(const transport::ParticleTransport& transport) const override {
-        return transport.memorySpace() == transport::MemorySpace::Device;
+    bool canSearchOnDevice(const CoordinateForceHalo& halo) const override {
+        return halo.memorySpace() == transport::MemorySpace::Device;
     }
 
     void loadHome(std::span<const AtomRecord> home) override {
@@ -122,10 +126,10 @@ public:
         home_.upload(static_cast<int>(n), {x.data(), v.data(), types.data(), ids.data()});
         numHome_ = static_cast<int>(n);
         deviceResident_ = true;
-        homeInTransport_ = false;
+        homeInArrays_ = false;
     }
 
-    DeviceSearchReport searchOnDevice(transport::ParticleTransport& transport, const plan::Decomposition& decomposition,
+    DeviceSearchReport searchOnDevice(CoordinateForceHalo& halo, const plan::Decomposition& decomposition,
                                       runtime::World& world, const BackendContext& context) override {
         HALOEX_ASSERT(deviceResident_, "searchOnDevice before loadHome");
         DeviceSearchReport report;
@@ -138,15 +142,18 @@ public:
             report.phasesMs[name] += 1e3 * std::chrono::duration<double>(now - t).count();
             t = now;
         };
-        // The positions moved in the transport's array since the last search.
-        if (homeInTransport_ && numHome_ > 0) {
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(home_.positions(), transport.coordinates(), numHome_ * sizeof(Vec3f),
+        // The positions moved in the coordinate array since the last search.
+        if (homeInArrays_ && numHome_ > 0) {
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(home_.positions(), arrays_.coordinates(), numHome_ * sizeof(Vec3f),
                                               cudaMemcpyDeviceToDevice, stream));
         }
-        transport.reserveAtoms(2 * static_cast<std::int64_t>(home_.size()) + 1024);
+        // The first search allocates the arrays before any exchange, with
+        // room for what migration may bring (NVSHMEM sizes its heap then).
+        arrays_.allocateOnce(halo, world, 2 * static_cast<std::size_t>(home_.size()) + 1024);
+        transport::BlockTransport& blocks = halo.transport();
         // Completed after the list build, which synchronises the stream: its
         // checks and the id fingerprint then cost no host round trip of their own.
-        particles::MigrationStats migrated = migrator_.beginMigration(home_, decomposition, world, transport, stream);
+        particles::MigrationStats migrated = migrator_.beginMigration(home_, decomposition, world, blocks, stream);
         numHome_ = migrated.particles;
         phase("migrate");
 
@@ -156,18 +163,18 @@ public:
                             static_cast<float>(context.forceField->charge), homeCharges_.data(), stream);
         const particles::DeviceField carried[] = {{homeCharges_.data(), sizeof(float)}};
         const plan::ParticleHaloPlan& plan = planBuilder_.build(decomposition, home_.positions(), numHome_, carried,
-                                                                kDeviceAlignment, world, transport, stream);
+                                                                kDeviceAlignment, world, blocks, stream);
         phase("plan");
         ranges.next("transport set-up");
-        transport.setPlan(plan);
+        arrays_.adopt(halo, world, plan);
         phase("transport set-up");
         ranges.next("positions");
         if (numHome_ > 0) {
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(transport.coordinates(), home_.positions(), numHome_ * sizeof(Vec3f),
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(arrays_.coordinates(), home_.positions(), numHome_ * sizeof(Vec3f),
                                               cudaMemcpyDeviceToDevice, stream));
         }
         numLocal_ = plan.numLocal;
-        homeInTransport_ = true;
+        homeInArrays_ = true;
         phase("positions");
         ranges.next("pair search");
         // The migration's checks and id fingerprint are read after the list
@@ -175,7 +182,7 @@ public:
         // A non-finite position makes both refuse: the migration's message
         // names the atom by its global id, so it goes first.
         try {
-            buildLists(transport, static_cast<const float*>(planBuilder_.localField(0)), planBuilder_.localZoneMasks(),
+            buildLists(halo, static_cast<const float*>(planBuilder_.localField(0)), planBuilder_.localZoneMasks(),
                        context);
         } catch (...) {
             migrator_.completeMigration(migrated, home_, world.rank());
@@ -186,17 +193,17 @@ public:
         report.idSquareSum = migrated.idSquareSum;
         phase("pair search");
         for (const auto& [name, ms] : nonbonded_->buildPartsMs()) report.pairSearchPartsMs[name] += ms;
-        markGraphsStale(transport);
+        markGraphsStale(halo);
         report.numHome = numHome_;
         return report;
     }
 
-    void getHome(transport::ParticleTransport& transport, std::vector<AtomRecord>& home) override {
+    void getHome(CoordinateForceHalo&, std::vector<AtomRecord>& home) override {
         synchronize();
         const auto n = static_cast<std::size_t>(numHome_);
         std::vector<Vec3f> x(n), v(n);
         if (n > 0) {
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(x.data(), transport.coordinates(), n * sizeof(Vec3f),
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(x.data(), arrays_.coordinates(), n * sizeof(Vec3f),
                                               cudaMemcpyDeviceToHost, local_.get()));
             HALOEX_CUDA_CHECK(
                 cudaMemcpyAsync(v.data(), velocities(), n * sizeof(Vec3f), cudaMemcpyDeviceToHost, local_.get()));
@@ -227,7 +234,7 @@ public:
 
     std::int64_t stepsRun() const override { return stepsRun_; }
 
-    void runSteps(transport::ParticleTransport& transport, int count, bool energiesOnLast) override {
+    void runSteps(CoordinateForceHalo& halo, int count, bool energiesOnLast) override {
         for (int s = 0; s < count; ++s) {
             const bool energies = energiesOnLast && s == count - 1;
             const bool scaled = pendingScale_.has_value();
@@ -242,22 +249,22 @@ public:
                 // normal step's graph captured, updated and uploaded while
                 // the GPU runs it (the GPU would wait for them otherwise).
                 const NvtxRange range(energies ? "MD step, energies" : "MD step");
-                enqueueStep(transport, energies, scaled);
+                enqueueStep(halo, energies, scaled);
                 refreshBehindStep_ = false;
-                refreshGraph(normalGraph_, transport, false);
+                refreshGraph(normalGraph_, halo, false);
                 // On the other stream, so that the upload runs beside this
                 // step (the next launch on local_ waits for it).
                 HALOEX_CUDA_CHECK(cudaGraphUpload(normalGraph_.exec, nonlocal_.get()));
             } else if (useGraphs_ && !scaled) {
                 StepGraph& graph = energies ? energyGraph_ : normalGraph_;
-                if (graph.stale) refreshGraph(graph, transport, energies);
+                if (graph.stale) refreshGraph(graph, halo, energies);
                 // One range for the whole step: its phases are nodes of the
                 // graph (nsys --cuda-graph-trace=node shows them).
                 const NvtxRange range(energies ? "MD step, energies (CUDA graph)" : "MD step (CUDA graph)");
                 HALOEX_CUDA_CHECK(cudaGraphLaunch(graph.exec, local_.get()));
             } else {
                 const NvtxRange range(energies ? "MD step, energies" : "MD step");
-                enqueueStep(transport, energies, scaled);
+                enqueueStep(halo, energies, scaled);
             }
             ++stepsRun_;
             timelinePending_ = true;
@@ -314,7 +321,7 @@ public:
 
 private:
     // One MD step, enqueued on the two streams.
-    void enqueueStep(transport::ParticleTransport& transport, bool energies, bool scaled) {
+    void enqueueStep(CoordinateForceHalo& halo, bool energies, bool scaled) {
         cudaStream_t local = local_.get(), nonlocal = nonlocal_.get();
         const bool timing = options_.timing;
         if (energies) {
@@ -322,15 +329,17 @@ private:
             HALOEX_CUDA_CHECK(cudaMemsetAsync(kinetic_.data(), 0, sizeof(double), local));
             gpu::resetFiniteCheck(firstBad_.data(), local);
         }
-        if (transport.plan().pulses.empty()) {
+        Vec3f* x = arrays_.coordinates();
+        Vec3f* f = arrays_.forces();
+        if (halo.plan().pulses.empty()) {
             // One rank: no halo, so no non-local work and no second stream.
             if (timing) events_.localStart.recordTimestamp(local);
             {
                 const NvtxRange range("local non-bonded F");
-                nonbonded_->computeLocal(transport.coordinates(), transport.forces(), energies, local);
+                nonbonded_->computeLocal(x, f, energies, local);
             }
             if (timing) events_.localEnd.recordTimestamp(local);
-            update(transport, energies, scaled);
+            update(halo, energies, scaled);
             haloInLastStep_ = false;
             return;
         }
@@ -345,7 +354,7 @@ private:
         if (timing) events_.localStart.recordTimestamp(local);
         {
             const NvtxRange range("local non-bonded F");
-            nonbonded_->computeLocal(transport.coordinates(), transport.forces(), energies, local);
+            nonbonded_->computeLocal(x, f, energies, local);
         }
         if (timing) events_.localEnd.recordTimestamp(local);
 
@@ -355,29 +364,29 @@ private:
         {
             NvtxParts ranges;
             ranges.next("forward x (halo)");
-            transport.forwardCoordinates(context_.box, nonlocal);
+            halo.gatherCoordinates(context_.box, nonlocal);
             ranges.next("non-local non-bonded F");
-            nonbonded_->computeNonlocal(transport.coordinates(), transport.forces(), energies, nonlocal);
+            nonbonded_->computeNonlocal(x, f, energies, nonlocal);
             ranges.next("reverse f (halo)");
-            transport.reverseForces(nonlocal);
+            halo.scatterAddForces(nonlocal);
         }
         if (timing) events_.nonlocalEnd.recordTimestamp(nonlocal);
         nonlocalDone_.record(nonlocal);
 
         // Update once all forces are home.
         nonlocalDone_.waitOn(local);
-        update(transport, energies, scaled);
+        update(halo, energies, scaled);
     }
 
-    void update(transport::ParticleTransport& transport, bool energies, bool scaled) {
+    void update(CoordinateForceHalo& halo, bool energies, bool scaled) {
         cudaStream_t local = local_.get();
         NvtxParts ranges;
         ranges.next("leapfrog");
-        if (energies) gpu::checkFinite(transport.coordinates(), transport.forces(), numHome_, firstBad_.data(), local);
+        if (energies) gpu::checkFinite(arrays_.coordinates(), arrays_.forces(), numHome_, firstBad_.data(), local);
         gpu::LeapfrogArgs args;
-        args.x = transport.coordinates();
+        args.x = arrays_.coordinates();
         args.v = velocities();
-        args.f = transport.forces();
+        args.f = arrays_.forces();
         args.numAtoms = numHome_;
         args.dt = static_cast<float>(context_.dt);
         args.mass = static_cast<float>(context_.forceField->mass);
@@ -386,7 +395,7 @@ private:
         args.averageKineticEnergy = energies ? kinetic_.data() : nullptr;
         if (numHome_ > 0) gpu::leapfrog(args, local);
         ranges.next("clear forces");
-        transport.clearForces(local);
+        halo.clearForces(local);
     }
 
     // A step graph: instantiated once, then updated in place after every
@@ -398,10 +407,10 @@ private:
         bool stale = true;
     };
 
-    void refreshGraph(StepGraph& step, transport::ParticleTransport& transport, bool energies) {
+    void refreshGraph(StepGraph& step, CoordinateForceHalo& halo, bool energies) {
         cudaGraph_t graph = nullptr;
         HALOEX_CUDA_CHECK(cudaStreamBeginCapture(local_.get(), cudaStreamCaptureModeThreadLocal));
-        enqueueStep(transport, energies, false);
+        enqueueStep(halo, energies, false);
         HALOEX_CUDA_CHECK(cudaStreamEndCapture(local_.get(), &graph));
         bool updated = false;
         if (step.exec) {
@@ -432,12 +441,12 @@ private:
     // that no step pays for it; after that the normal step's is updated
     // behind the next step (which runs without a graph), the energy step's
     // when it is needed.
-    void markGraphsStale(transport::ParticleTransport& transport) {
+    void markGraphsStale(CoordinateForceHalo& halo) {
         normalGraph_.stale = energyGraph_.stale = true;
         if (!useGraphs_) return;
         if (normalGraph_.exec == nullptr) {
-            refreshGraph(normalGraph_, transport, false);
-            refreshGraph(energyGraph_, transport, true);
+            refreshGraph(normalGraph_, halo, false);
+            refreshGraph(energyGraph_, halo, true);
             return;
         }
         refreshBehindStep_ = true;
@@ -461,13 +470,13 @@ private:
         return id;
     }
 
-    // The pair lists from the positions now in the transport's array (home
+    // The pair lists from the positions now in the coordinate array (home
     // and, after this call's forward exchange, halo), the local atoms'
     // charges and zone masks (device arrays of numLocal_).
-    void buildLists(transport::ParticleTransport& transport, const float* dCharges, const std::uint8_t* dMasks,
+    void buildLists(CoordinateForceHalo& halo, const float* dCharges, const std::uint8_t* dMasks,
                     const BackendContext& context) {
         context_ = context;
-        const auto& plan = transport.plan();
+        const auto& plan = halo.plan();
         // Dynamic pruning: every step's non-bonded calls re-prune one part of
         // their list on the device (captured into the step graph).
         gpu::NonbondedOptions nbOptions;
@@ -479,18 +488,18 @@ private:
             nonbonded_ = std::make_unique<gpu::Nonbonded>(*context.forceField, context.rlist, nbOptions);
         }
         // Halo positions for the search (every rank takes part).
-        transport.clearForces(local_.get());
-        transport.forwardCoordinates(context.box, local_.get());
-        nonbonded_->build(transport.coordinates(), dCharges, dMasks, numHome_, numLocal_, context.box, context.periodic,
+        halo.clearForces(local_.get());
+        halo.gatherCoordinates(context.box, local_.get());
+        nonbonded_->build(arrays_.coordinates(), dCharges, dMasks, numHome_, numLocal_, context.box, context.periodic,
                           local_.get());  // synchronises the stream
         // A forward without its reverse: complete the pair so the transports'
         // ordering contract (forward, reverse alternate) holds. The forces are
         // zero; the reverse only advances the exchange state. Nothing waits
         // for it: the next step (or its graph) is ordered after it on this stream.
-        transport.reverseForces(local_.get());
-        transport.clearForces(local_.get());
-        // Without pulses the transport does nothing in a step, so any step can be captured.
-        useGraphs_ = context.useGraphs && (transport.graphCapturable() || plan.pulses.empty());
+        halo.scatterAddForces(local_.get());
+        halo.clearForces(local_.get());
+        // Without pulses the exchange does nothing in a step, so any step can be captured.
+        useGraphs_ = context.useGraphs && (halo.graphCapturable() || plan.pulses.empty());
     }
 
     // The last step's timeline (events are re-recorded every step).
@@ -549,15 +558,18 @@ private:
     bool refreshBehindStep_ = false;  // a search changed the lists: see runSteps
     std::int64_t graphInstantiations_ = 0, graphUpdates_ = 0;
     StepTimings timings_;
+    // The coordinates and forces of the local atoms (home, then halo), which
+    // the halo exchange reads and writes.
+    StepArrays arrays_;
     // Device-resident home atoms (device search): positions, velocities,
     // types, global ids; between searches the positions live in the
-    // transport's array (homeInTransport_).
+    // coordinate array (homeInArrays_).
     particles::ParticleStore home_{{sizeof(Vec3f), sizeof(std::int32_t), sizeof(std::int64_t)}};
     particles::Migrator migrator_{kGlobalId};
     particles::DevicePlanBuilder planBuilder_;
     cuda::DeviceBuffer<float> homeCharges_;
     bool deviceResident_ = false;
-    bool homeInTransport_ = false;
+    bool homeInArrays_ = false;
 };
 
 }  // namespace

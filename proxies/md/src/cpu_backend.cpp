@@ -5,6 +5,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/force_oracle.hpp"
+#include "haloex/md/step_arrays.hpp"
 
 namespace haloex::md {
 namespace {
@@ -14,9 +15,13 @@ public:
     std::string description() const override { return "CPU reference"; }
     transport::MemorySpace memorySpace() const override { return transport::MemorySpace::Host; }
 
-    void setHome(transport::ParticleTransport& transport, std::span<const AtomRecord> home) override {
-        HALOEX_ASSERT(transport.memorySpace() == transport::MemorySpace::Host, "the CPU backend needs host arrays");
-        Vec3f* x = transport.coordinates();
+    void adoptPlan(CoordinateForceHalo& halo, runtime::World& world, const plan::ParticleHaloPlan& plan) override {
+        HALOEX_ASSERT(halo.memorySpace() == transport::MemorySpace::Host, "the CPU backend needs host arrays");
+        arrays_.adopt(halo, world, plan);
+    }
+
+    void setHome(CoordinateForceHalo&, std::span<const AtomRecord> home) override {
+        Vec3f* x = arrays_.coordinates();
         velocities_.resize(home.size());
         globalIds_.resize(home.size());
         for (std::size_t i = 0; i < home.size(); ++i) {
@@ -26,25 +31,24 @@ public:
         }
     }
 
-    void prepare(transport::ParticleTransport& transport, const LocalStatics& statics,
-                 const BackendContext& context) override {
+    void prepare(CoordinateForceHalo& halo, const LocalStatics& statics, const BackendContext& context) override {
         statics_ = statics;
         context_ = context;
-        numLocal_ = transport.plan().numLocal;
-        numHome_ = transport.plan().numHome;
+        numLocal_ = halo.plan().numLocal;
+        numHome_ = halo.plan().numHome;
     }
 
-    void getHome(transport::ParticleTransport& transport, std::vector<AtomRecord>& home) override {
+    void getHome(CoordinateForceHalo&, std::vector<AtomRecord>& home) override {
         HALOEX_ASSERT(static_cast<int>(home.size()) == numHome_, "home atom count changed between searches");
-        const Vec3f* x = transport.coordinates();
+        const Vec3f* x = arrays_.coordinates();
         for (int i = 0; i < numHome_; ++i) {
             home[i].position = static_cast<Vec3d>(x[i]);
             home[i].velocity = static_cast<Vec3d>(velocities_[i]);
         }
     }
 
-    void runSteps(transport::ParticleTransport& transport, int count, bool energiesOnLast) override {
-        for (int s = 0; s < count; ++s) step(transport, energiesOnLast && s == count - 1);
+    void runSteps(CoordinateForceHalo& halo, int count, bool energiesOnLast) override {
+        for (int s = 0; s < count; ++s) step(halo, energiesOnLast && s == count - 1);
     }
 
     EnergyTerms energies() override { return energies_; }
@@ -53,10 +57,10 @@ public:
     void synchronize() override {}
 
 private:
-    void step(transport::ParticleTransport& transport, bool computeEnergies) {
+    void step(CoordinateForceHalo& halo, bool computeEnergies) {
         const ForceField& ff = *context_.forceField;
-        transport.forwardCoordinates(context_.box, nullptr);
-        std::span<const Vec3f> x(transport.coordinates(), numLocal_);
+        halo.gatherCoordinates(context_.box, nullptr);
+        std::span<const Vec3f> x(arrays_.coordinates(), numLocal_);
         // A blown-up system (here or on a neighbour, through the halo) is not
         // handed to the force oracle, which refuses non-finite positions with
         // an internal message: the atom is recorded and the state frozen, and
@@ -69,13 +73,13 @@ private:
             pair =
                 computeForcesRank<float>(x, statics_.charges, statics_.zoneMasks, context_.box, context_.periodic, ff);
         }
-        Vec3f* f = transport.forces();
+        Vec3f* f = arrays_.forces();
         if (blownUp) {
             std::fill(f, f + numLocal_, Vec3f{});
         } else {
             std::copy(pair.forces.begin(), pair.forces.end(), f);
         }
-        transport.reverseForces(nullptr);
+        halo.scatterAddForces(nullptr);
         if (blownUp) {
             energies_.nonFiniteAtom = nonFiniteAtom_;
             energies_.nonFiniteStep = nonFiniteStep_;
@@ -85,7 +89,7 @@ private:
 
         const float dt = static_cast<float>(context_.dt);
         const float invMass = static_cast<float>(1.0 / ff.mass);
-        Vec3f* xw = transport.coordinates();
+        Vec3f* xw = arrays_.coordinates();
         double kineticBefore = 0.0, kineticAfter = 0.0;
         std::int64_t nonFinite = -1;
         for (int i = 0; i < numHome_; ++i) {
@@ -131,6 +135,7 @@ private:
         }
     }
 
+    StepArrays arrays_;
     LocalStatics statics_;
     BackendContext context_;
     int numLocal_ = 0, numHome_ = 0;

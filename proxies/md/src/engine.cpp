@@ -337,7 +337,7 @@ struct Engine::Impl {
         }
         summary.transport = e.transport_.name();
         summary.backend = e.backend_.description();
-        deviceSearch = resolveSearchPlace(o.search, e.backend_.canSearchOnDevice(e.transport_));
+        deviceSearch = resolveSearchPlace(o.search, e.backend_.canSearchOnDevice(e.halo_));
         summary.search = deviceSearch ? "device" : "host";
         summary.onDevice = e.backend_.memorySpace() == transport::MemorySpace::Device;
         summary.ranks = e.world_.size();
@@ -385,7 +385,7 @@ struct Engine::Impl {
         if (!output.isOutputStep(step, last)) return;
         const NvtxRange range("output");
         if (!beforeFirstSearch) {
-            e.backend_.getHome(e.transport_, home);
+            e.backend_.getHome(e.halo_, home);
             requireSaneAtoms();  // never a checkpoint of a blown-up system
         }
         const RunState state{step, thermostatEnergy, pendingVelocityScale(), thermostat.randomState()};
@@ -482,14 +482,14 @@ struct Engine::Impl {
         phase("upload", t);
         if (e.options_.measureBuffer && kind != SearchKind::Warmup) {
             ranges.next("buffer check");
-            if (kind == SearchKind::Regular) e.backend_.getHome(e.transport_, home);
+            if (kind == SearchKind::Regular) e.backend_.getHome(e.halo_, home);
             measureBuffer(kind == SearchKind::First);
             phase("buffer check", t);
         }
         ranges.end();
         const plan::Decomposition dd(spec());
         const RankBackend::DeviceSearchReport report =
-            e.backend_.searchOnDevice(e.transport_, dd, e.world_, backendContext());
+            e.backend_.searchOnDevice(e.halo_, dd, e.world_, backendContext());
         for (const auto& [name, ms] : report.phasesMs) (*phases)[name] += ms;
         if (kind != SearchKind::Warmup) {
             for (const auto& [name, ms] : report.pairSearchPartsMs) summary.pairSearchPartsMs[name] += ms;
@@ -506,7 +506,7 @@ struct Engine::Impl {
         auto t = Clock::now();
         ranges.next("download");
         if (!first) {
-            e.backend_.getHome(e.transport_, home);
+            e.backend_.getHome(e.halo_, home);
             requireSaneAtoms();
         }
         phase("download", t);
@@ -525,15 +525,15 @@ struct Engine::Impl {
         runtime::RankPlan rankPlan = runtime::buildParticlePlan(dd, positions, e.world_, transportAlignment());
         phase("plan", t);
         ranges.next("transport set-up");
-        e.transport_.setPlan(rankPlan.plan);
+        e.backend_.adoptPlan(e.halo_, e.world_, rankPlan.plan);
         phase("transport set-up", t);
         ranges.next("upload");
-        e.backend_.setHome(e.transport_, home);
+        e.backend_.setHome(e.halo_, home);
         phase("upload", t);
         ranges.next("static data");
 
         // Static data of halo atoms, once per search, on the host.
-        const auto& plan = e.transport_.plan();
+        const auto& plan = e.halo_.plan();
         LocalStatics statics;
         statics.charges.assign(plan.numLocal, 0.0f);
         statics.types.assign(plan.numLocal, 0);
@@ -550,7 +550,7 @@ struct Engine::Impl {
         phase("static data", t);
 
         ranges.next("pair search");
-        e.backend_.prepare(e.transport_, statics, backendContext());
+        e.backend_.prepare(e.halo_, statics, backendContext());
         phase("pair search", t);
     }
 
@@ -580,7 +580,7 @@ struct Engine::Impl {
 
     // The positions of pruneSampleStep, gathered on rank 0 (collective).
     void samplePrunePositions() {
-        e.backend_.getHome(e.transport_, home);
+        e.backend_.getHome(e.halo_, home);
         const std::vector<AtomRecord> all = gatherAtomsOnRoot(home, e.world_);
         positionsAtPrune.resize(all.size());
         for (std::size_t i = 0; i < all.size(); ++i) positionsAtPrune[i] = all[i].position;
@@ -717,7 +717,7 @@ struct Engine::Impl {
         const bool tooHot = !(sample.temperature <= maxTemperature);
         if (e.world_.allReduceValue<std::int64_t>(tooHot ? 1 : 0, runtime::ReduceOp::Max) != 0) {
             // Name the atom too: the fastest one at the end of that step.
-            e.backend_.getHome(e.transport_, home);
+            e.backend_.getHome(e.halo_, home);
             const FastestAtom fastest = fastestAtom();
             throwError(ErrorKind::InvalidInput,
                        fmt::format("the temperature reached {:.4g} K at step {}, beyond the bound of {:.4g} K ({} x "
@@ -829,7 +829,7 @@ struct Engine::Impl {
                 firstSearch = false;
                 if (stopper.stopRequested()) break;  // agreed in the search: stop before its step
                 auto tStep = Clock::now();
-                e.backend_.runSteps(e.transport_, 1, isEnergyStep(step));
+                e.backend_.runSteps(e.halo_, 1, isEnergyStep(step));
                 e.backend_.dropTimelineSample();
                 e.backend_.synchronize();
                 e.transport_.checkForFailure();
@@ -858,7 +858,7 @@ struct Engine::Impl {
             const std::int64_t syncsBefore = hostSyncs();
             const auto t0 = Clock::now();
             e.backend_.countApiSyncs(true);
-            e.backend_.runSteps(e.transport_, count, isEnergyStep(chunkEnd - 1));
+            e.backend_.runSteps(e.halo_, count, isEnergyStep(chunkEnd - 1));
             e.backend_.countApiSyncs(false);
             e.backend_.synchronize();
             e.transport_.checkForFailure();
@@ -901,13 +901,13 @@ struct Engine::Impl {
         while (step < end) {
             if ((step - first) % nstlist == 0) {
                 search(step == first ? SearchKind::First : SearchKind::Regular);
-                e.backend_.runSteps(e.transport_, 1, false);
+                e.backend_.runSteps(e.halo_, 1, false);
                 ++step;
                 continue;
             }
             const std::int64_t nextSearch = first + ((step - first) / nstlist + 1) * nstlist;
             const std::int64_t chunkEnd = std::min(end, nextSearch);
-            e.backend_.runSteps(e.transport_, static_cast<int>(chunkEnd - step), false);
+            e.backend_.runSteps(e.halo_, static_cast<int>(chunkEnd - step), false);
             step = chunkEnd;
         }
         e.backend_.synchronize();
@@ -926,14 +926,14 @@ struct Engine::Impl {
         const auto t0 = Clock::now();
         search(SearchKind::First);
         auto tStep = Clock::now();
-        e.backend_.runSteps(e.transport_, 1, true);
+        e.backend_.runSteps(e.halo_, 1, true);
         e.backend_.synchronize();
         e.transport_.checkForFailure();
         phase("step", tStep);
         summary.searchSeconds += seconds(t0, tStep);
         ++summary.searchSteps;
         recordEnergies(step);
-        e.backend_.getHome(e.transport_, home);
+        e.backend_.getHome(e.halo_, home);
         const std::vector<AtomRecord> after = gatherAtomsOnRoot(home, e.world_);
         if (!isRoot()) return;
         HALOEX_ASSERT(before.size() == after.size(), "single point: atoms lost in the step");
@@ -959,7 +959,7 @@ struct Engine::Impl {
         sp.rmsForce = after.empty() ? 0.0 : std::sqrt(sumSquares / static_cast<double>(after.size()));
     }
 
-    std::int64_t hostSyncs() const { return e.backend_.hostSyncsInSteps() + e.transport_.counters().hostSyncs; }
+    std::int64_t hostSyncs() const { return e.backend_.hostSyncsInSteps() + e.halo_.counters().hostSyncs; }
 
     // Every rank's transport notes (e.g. the nvshmem path per peer), a line
     // that several ranks report once, with the ranks it applies to.
@@ -1044,14 +1044,14 @@ struct Engine::Impl {
         const std::vector<EnergySample> fitted = samplesFrom(summary.energies, e.options_.driftFromPs);
         summary.conservedDrift = conservedDriftPerAtom(fitted, totalAtoms);
         summary.driftSamples = fitted.size();
-        summary.transportNotes = gatherNotes(e.transport_.describe());
+        summary.transportNotes = gatherNotes(e.halo_.describe());
         summary.graphs = e.backend_.graphsActive();
         summary.timings = e.backend_.timings();
     }
 };
 
-Engine::Engine(MdOptions options, runtime::World& world, transport::ParticleTransport& transport, RankBackend& backend)
-    : options_(std::move(options)), world_(world), transport_(transport), backend_(backend) {}
+Engine::Engine(MdOptions options, runtime::World& world, transport::BlockTransport& transport, RankBackend& backend)
+    : options_(std::move(options)), world_(world), transport_(transport), halo_(transport), backend_(backend) {}
 
 Engine::~Engine() = default;
 

@@ -16,6 +16,7 @@
 #include <set>
 
 #include "halo_kernels.hpp"
+#include "haloex/transport/coordinate_force_exchange.hpp"
 #include "staged_path.hpp"
 
 namespace haloex::transport {
@@ -28,7 +29,6 @@ constexpr int kTagReadyForward = 5000;
 constexpr int kTagDoneForward = 6000;
 constexpr int kTagReadyReverse = 7000;
 constexpr int kTagDoneReverse = 8000;
-constexpr int kTagBytes = 10000;
 constexpr int kTagBlockReady = 10500;    // exchangeBlock(s): the receiver's landing offer
 constexpr int kTagBlockDone = 10501;     // exchangeBlock(s): the data is in the receiver's landing buffer
 constexpr int kTagPatternOffer = 10502;  // bindBlockPattern: the receiver's landing offer, once
@@ -102,9 +102,9 @@ struct ExportableArray {
     }
 };
 
-class IpcTransport final : public ParticleTransport {
+class IpcTransport final : public BlockTransport {
 public:
-    explicit IpcTransport(runtime::World& world) : world_(world), bytesPath_(world) {
+    explicit IpcTransport(runtime::World& world) : world_(world) {
         if (world.localSize() != world.size()) {
             throwError(ErrorKind::Runtime,
                        fmt::format("the ipc transport needs every rank on one node (CUDA IPC does not cross nodes), "
@@ -128,22 +128,24 @@ public:
     std::string name() const override { return "ipc"; }
     MemorySpace memorySpace() const override { return MemorySpace::Device; }
 
-    void setPlan(const plan::ParticleHaloPlan& plan) override;
-    const plan::ParticleHaloPlan& plan() const override { return plan_; }
-    Vec3f* coordinates() override { return x_.buffer.data(); }
-    Vec3f* forces() override { return f_.data(); }
-
-    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override;
-    void reverseForces(StreamHandle stream) override;
-    void clearForces(StreamHandle stream) override { f_.zeroAsync(static_cast<cudaStream_t>(stream)); }
-    // Blocks of caller-owned arrays (which have no IPC handles): peer copies
-    // into the receiver's exported landing buffer, then a local copy out of it
-    // -- or none, in place (see transport/ipc.hpp).
-    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
-                       StreamHandle stream) override {
-        const BlockExchange block{send, sendBytes, dest, recv, recvBytes, src};
-        exchangeBlocks(std::span(&block, 1), stream);
+    // The coordinate/force exchange (IpcCoordinateForceExchange below): CUDA
+    // IPC mappings of the caller's coordinates and of this rank's per-pulse
+    // force slots, exchanged at bind.
+    void bindArrays(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces);
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream);
+    void reverseForces(StreamHandle stream);
+    void clearForces(StreamHandle stream) {
+        if (plan_.numLocal > 0) {
+            HALOEX_CUDA_CHECK(cudaMemsetAsync(f_, 0, static_cast<std::size_t>(plan_.numLocal) * sizeof(Vec3f),
+                                              static_cast<cudaStream_t>(stream)));
+        }
     }
+    const TransportCounters& counters() const { return counters_; }
+    std::unique_ptr<CoordinateForceExchange> makeCoordinateForceExchange() override;
+
+    // Blocks of arrays without IPC handles: peer copies into the receiver's
+    // exported landing buffer, then a local copy out of it -- or none, in
+    // place (see transport/ipc.hpp).
     void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
         landBlocks(blocks, {}, static_cast<cudaStream_t>(stream));
     }
@@ -155,12 +157,6 @@ public:
     int bindBlockPattern(std::span<const BlockExchange> blocks) override;
     void exchangeBoundBlocksInPlace(int pattern, std::span<const BlockExchange> blocks, std::span<const void*> landed,
                                     StreamHandle stream) override;
-    void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
-        HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
-        bytesPath_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
-                           static_cast<cudaStream_t>(stream), kTagBytes);
-    }
-    const TransportCounters& counters() const override { return counters_; }
     std::vector<std::string> describe() const override {
         int opened = 0, sameProcess = 0;
         for (const auto& [key, import] : imports_) (import.opened ? opened : sameProcess) += 1;
@@ -240,13 +236,17 @@ private:
 
     runtime::World& world_;
     plan::ParticleHaloPlan plan_;
-    ExportableArray<Vec3f> x_;
-    cuda::DeviceBuffer<Vec3f> f_;
+    // The caller's arrays; the coordinates exported under this transport's
+    // own allocation id (renewed whenever the caller reallocates them).
+    Vec3f* x_ = nullptr;
+    Vec3f* f_ = nullptr;
+    std::uint64_t xCallerAllocation_ = 0;
+    std::uint64_t xAllocation_ = 0;
+    cudaIpcMemHandle_t xHandle_{};
     ExportableArray<Vec3f> forceRecv_;  // one slot per pulse: forces of the atoms this rank sent
     std::vector<std::size_t> forceSlot_;
     cuda::DeviceBuffer<Vec3f> send_;
     cuda::DevicePulseMaps maps_;
-    cuda::StagedPath bytesPath_;
     // exchangeBlock(s): peers copy into half (call parity) of this buffer,
     // halves of landingHalf_ bytes (see landBlocks for why a half is free).
     ExportableArray<std::byte> landing_;
@@ -306,9 +306,10 @@ void IpcTransport::closeImports(Keep keep) {
     }
 }
 
-void IpcTransport::setPlan(const plan::ParticleHaloPlan& plan) {
+void IpcTransport::bindArrays(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates,
+                              const SharedArray& forces) {
     plan_ = plan;
-    const auto numLocal = static_cast<std::size_t>(plan_.numLocal);
+    f_ = static_cast<Vec3f*>(forces.data);
     forceSlot_.assign(plan_.pulses.size(), 0);
     std::size_t forceSlots = 0;
     for (const plan::Pulse& p : plan_.pulses) {
@@ -316,52 +317,74 @@ void IpcTransport::setPlan(const plan::ParticleHaloPlan& plan) {
         forceSlots += static_cast<std::size_t>(p.sendCount());
     }
 
-    // Importers must unmap an allocation before its owner frees it.
-    const bool regrow = x_.needsGrowth(numLocal) || forceRecv_.needsGrowth(forceSlots);
+    // Importers must unmap an allocation before its owner frees it: the
+    // force slots are this transport's own. (The caller's coordinates were
+    // reallocated, if at all, before this call: their stale mappings are
+    // closed below, before anything is imported again.)
+    const bool regrow = forceRecv_.needsGrowth(forceSlots);
     const std::vector<std::int64_t> regrows = world_.allGather<std::int64_t>(regrow ? 1 : 0);
     if (std::count(regrows.begin(), regrows.end(), 1) > 0) {
         closeImports([&](const Import& i) { return i.landing || regrows[static_cast<std::size_t>(i.owner)] == 0; });
         world_.barrier();  // every mapping of a growing array is closed before its owner frees it
     }
-    if (x_.needsGrowth(numLocal)) x_.allocate(numLocal);
     if (forceRecv_.needsGrowth(forceSlots)) forceRecv_.allocate(forceSlots);
-    x_.buffer.resize(numLocal);
     forceRecv_.buffer.resize(forceSlots);
-    f_.resize(numLocal);
     send_.resize(std::max<std::size_t>(static_cast<std::size_t>(plan_.maxSendCount()), 1));
-    if (numLocal) {
-        cuda::fillBytesNow(x_.buffer.data(), 0, x_.buffer.bytes());
-        cuda::fillBytesNow(f_.data(), 0, f_.bytes());
-    }
     maps_.upload(plan_);
+    if (coordinates.allocation != xCallerAllocation_ || coordinates.data != x_) {
+        // Device memory from the collective allocator: whole 2 MiB units, so
+        // the handle shares this array alone.
+        x_ = static_cast<Vec3f*>(coordinates.data);
+        xCallerAllocation_ = coordinates.allocation;
+        HALOEX_CUDA_CHECK(cudaIpcGetMemHandle(&xHandle_, x_));
+        xAllocation_ = nextAllocationId();
+    }
+    ExportedBuffer myX;
+    myX.process = processToken();
+    myX.allocation = xAllocation_;
+    myX.pointer = reinterpret_cast<std::uint64_t>(x_);
+    myX.handle = xHandle_;
 
     // Per pulse, tell the peers where to write into this rank and learn where
     // to write into them (an allocation seen before keeps its mapping).
     peerX_.assign(plan_.pulses.size(), nullptr);
     peerForceSlot_.assign(plan_.pulses.size(), nullptr);
     std::set<std::pair<std::uint64_t, std::uint64_t>> used;
+    std::vector<std::pair<int, ExportedBuffer>> wanted;  // (owner, buffer): per pulse, coordinates then forces
     for (const plan::Pulse& p : plan_.pulses) {
-        const auto id = static_cast<std::size_t>(p.id);
         // My coordinates are written by my recvRank; I write into my sendRank's.
-        const std::vector<ExportedBuffer> mineX{x_.exported(0)};
-        const auto theirX = world_.sendRecv(mineX, p.recvRank, p.sendRank, kTagExportX + p.id);
+        const auto theirX =
+            world_.sendRecv(std::vector<ExportedBuffer>{myX}, p.recvRank, p.sendRank, kTagExportX + p.id);
         // My force slot of this pulse is written by my sendRank; I write into my recvRank's.
         const std::vector<ExportedBuffer> mineF{
-            forceRecv_.exported(static_cast<std::int64_t>(forceSlot_[id] * sizeof(Vec3f)))};
+            forceRecv_.exported(static_cast<std::int64_t>(forceSlot_[static_cast<std::size_t>(p.id)] * sizeof(Vec3f)))};
         const auto theirF = world_.sendRecv(mineF, p.sendRank, p.recvRank, kTagExportF + p.id);
         if (p.sends()) {
             HALOEX_ASSERT(theirX.size() == 1, "one coordinate export per pulse");
-            peerX_[id] = static_cast<Vec3f*>(importBuffer(p.sendRank, theirX[0])) + p.remoteRecvOffset;
             used.insert({theirX[0].process, theirX[0].allocation});
         }
         if (p.receives()) {
             HALOEX_ASSERT(theirF.size() == 1, "one force-slot export per pulse");
-            peerForceSlot_[id] = reinterpret_cast<Vec3f*>(static_cast<std::byte*>(importBuffer(p.recvRank, theirF[0])) +
-                                                          theirF[0].offsetBytes);
             used.insert({theirF[0].process, theirF[0].allocation});
         }
+        if (p.sends()) wanted.push_back({p.sendRank, theirX[0]});
+        if (p.receives()) wanted.push_back({p.recvRank, theirF[0]});
     }
+    // Stale mappings (a peer's reallocated coordinates) go before new ones are opened.
     closeImports([&](const Import& i) { return i.landing || used.count({i.process, i.allocation}) > 0; });
+    std::size_t k = 0;
+    for (const plan::Pulse& p : plan_.pulses) {
+        const auto id = static_cast<std::size_t>(p.id);
+        if (p.sends()) {
+            const auto& [owner, buffer] = wanted[k++];
+            peerX_[id] = static_cast<Vec3f*>(importBuffer(owner, buffer)) + p.remoteRecvOffset;
+        }
+        if (p.receives()) {
+            const auto& [owner, buffer] = wanted[k++];
+            peerForceSlot_[id] =
+                reinterpret_cast<Vec3f*>(static_cast<std::byte*>(importBuffer(owner, buffer)) + buffer.offsetBytes);
+        }
+    }
 }
 
 void IpcTransport::handshake(int dest, int src, int tag) {
@@ -383,8 +406,7 @@ void IpcTransport::forwardCoordinates(const plan::Box& box, StreamHandle streamH
     for (const plan::Pulse& p : plan_.pulses) {
         const auto id = static_cast<std::size_t>(p.id);
         const int count = p.sends() ? p.sendCount() : 0;
-        cuda::packCoordinates(x_.buffer.data(), maps_.pulse(p.id), count, cuda::pulseShift(p, box), send_.data(),
-                              stream);
+        cuda::packCoordinates(x_, maps_.pulse(p.id), count, cuda::pulseShift(p, box), send_.data(), stream);
         // Sync 1: the packed block is complete (MPI cannot wait on a stream),
         // and this rank's stream is idle, so its own receive slot is free.
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
@@ -416,7 +438,7 @@ void IpcTransport::reverseForces(StreamHandle streamHandle) {
         handshake(p.sendRank, p.recvRank, kTagReadyReverse + p.id);
         const int haloCount = p.receives() ? p.recvCount : 0;
         if (haloCount > 0) {
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(peerForceSlot_[id], f_.data() + p.recvOffset,
+            HALOEX_CUDA_CHECK(cudaMemcpyAsync(peerForceSlot_[id], f_ + p.recvOffset,
                                               static_cast<std::size_t>(haloCount) * sizeof(Vec3f), cudaMemcpyDefault,
                                               stream));
         }
@@ -424,8 +446,8 @@ void IpcTransport::reverseForces(StreamHandle streamHandle) {
         ++counters_.hostSyncs;
         handshake(p.recvRank, p.sendRank, kTagDoneReverse + p.id);
         if (p.sends()) {
-            cuda::unpackAddForces(forceRecv_.buffer.data() + forceSlot_[id], maps_.pulse(p.id), p.sendCount(),
-                                  f_.data(), stream);
+            cuda::unpackAddForces(forceRecv_.buffer.data() + forceSlot_[id], maps_.pulse(p.id), p.sendCount(), f_,
+                                  stream);
         }
     }
     ++counters_.reverseCalls;
@@ -693,9 +715,32 @@ void IpcTransport::exchangeBoundBlocksInPlace(int id, std::span<const BlockExcha
     handOut(blocks, landed, pattern.landing.buffer.data() + parity * pattern.half, pattern.landingAt, stream);
 }
 
+// The coordinate/force exchange: the transport's own pulse schedule.
+class IpcCoordinateForceExchange final : public CoordinateForceExchange {
+public:
+    explicit IpcCoordinateForceExchange(IpcTransport& transport) : transport_(transport) {}
+    void bind(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) override {
+        transport_.bindArrays(plan, coordinates, forces);
+    }
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
+        transport_.forwardCoordinates(box, stream);
+    }
+    void reverseForces(StreamHandle stream) override { transport_.reverseForces(stream); }
+    void clearForces(StreamHandle stream) override { transport_.clearForces(stream); }
+    bool graphCapturable() const override { return false; }
+    const TransportCounters& counters() const override { return transport_.counters(); }
+
+private:
+    IpcTransport& transport_;
+};
+
+std::unique_ptr<CoordinateForceExchange> IpcTransport::makeCoordinateForceExchange() {
+    return std::make_unique<IpcCoordinateForceExchange>(*this);
+}
+
 }  // namespace
 
-std::unique_ptr<ParticleTransport> makeIpcTransport(runtime::World& world) {
+std::unique_ptr<BlockTransport> makeIpcTransport(runtime::World& world) {
     return std::make_unique<IpcTransport>(world);
 }
 

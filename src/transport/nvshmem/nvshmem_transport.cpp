@@ -19,7 +19,7 @@
 #include "haloex/core/test_hooks.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
-#include "haloex/transport/host_exchange.hpp"
+#include "haloex/transport/coordinate_force_exchange.hpp"
 #include "haloex/transport/nvshmem.hpp"
 #include "search_blocks.hpp"
 #include "session.hpp"
@@ -30,11 +30,6 @@ namespace haloex::transport {
 namespace {
 
 using namespace nvshmem_detail;
-
-// A fixed-size element for byte-wise forwarded fields.
-struct WideElement {
-    std::byte b[16];
-};
 
 std::optional<PathKind> parsePath(const std::string& text) {
     if (text == "auto") return std::nullopt;
@@ -67,7 +62,7 @@ const char* pathName(PathKind p) {
     return "?";
 }
 
-class NvshmemTransport final : public ParticleTransport {
+class NvshmemTransport final : public BlockTransport {
 public:
     NvshmemTransport(runtime::World& world, const TransportOptions& options)
         : world_(world), forcedPath_(parsePath(options.nvshmemPath)), launch_(parseLaunch(options.nvshmemLaunch)),
@@ -89,14 +84,15 @@ public:
 
     std::string name() const override { return "nvshmem"; }
     MemorySpace memorySpace() const override { return MemorySpace::Device; }
-    const plan::ParticleHaloPlan& plan() const override { return plan_; }
-    Vec3f* coordinates() override { return x_.as<Vec3f>(); }
-    Vec3f* forces() override { return f_.as<Vec3f>(); }
-    const TransportCounters& counters() const override { return counters_; }
-    bool graphCapturable() const override { return true; }
+    // Peers store into the caller's coordinates and read its forces.
+    ArrayMemory arrayMemory() const override { return ArrayMemory::NvshmemSymmetric; }
+    std::unique_ptr<CoordinateForceExchange> makeCoordinateForceExchange() override;
+    const TransportCounters& counters() const { return counters_; }
     std::vector<std::string> describe() const override { return notes_; }
 
-    void setPlan(const plan::ParticleHaloPlan& plan) override {
+    // The coordinate/force exchange (NvshmemCoordinateForceExchange below):
+    // the fused kernels on the caller's symmetric arrays.
+    void bindArrays(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) {
         const int numPulses = static_cast<int>(plan.pulses.size());
         if (numPulses > kMaxPulses) {
             throwError(ErrorKind::Plan, fmt::format("the plan has {} pulses; the nvshmem transport supports at most {}",
@@ -108,8 +104,20 @@ public:
                                    "copies); the plan has alignment {}",
                                    plan.alignment));
         }
+        for (const SharedArray* a : {&coordinates, &forces}) {
+            if (!a->peer) {
+                throwError(ErrorKind::InvalidInput,
+                           "the nvshmem transport's peers store into the caller's coordinates and read its forces: "
+                           "allocate both in NVSHMEM symmetric memory (allocateCollective for this transport)");
+            }
+        }
         plan_ = plan;
-        const bool reallocated = ensureCapacity();
+        bool reallocated = ensureCapacity();
+        if (coordinates.allocation != xAllocation_ || forces.allocation != fAllocation_) reallocated = true;
+        x_ = static_cast<Vec3f*>(coordinates.data);
+        f_ = static_cast<Vec3f*>(forces.data);
+        xAllocation_ = coordinates.allocation;
+        fAllocation_ = forces.allocation;
         uploadPulses();
         notes_ = pathNotes();
         HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
@@ -118,11 +126,12 @@ public:
         // stores go to halo slots that nothing here reads until this rank's
         // own forward waits for them, and the host collectives of the search
         // (uploadPulses' reductions, the plan exchange) already order this
-        // set-up after the peers' previous step.
-        if (reallocated) nvshmem_barrier_all();
+        // set-up after the peers' previous step. (The collective allocator
+        // reallocates on every rank alike; the reduction makes sure.)
+        if (world_.allReduceValue<std::int64_t>(reallocated ? 1 : 0, runtime::ReduceOp::Max) > 0) {
+            nvshmem_barrier_all();
+        }
     }
-
-    void reserveAtoms(std::int64_t localAtoms) override { reservedAtoms_ = std::max(reservedAtoms_, localAtoms); }
 
     // Search-step blocks: block b of a call goes by put-with-signal into
     // slot b of the receiver's symmetric staging, with slot b's signal
@@ -133,12 +142,6 @@ public:
     // has read its previous blocks (its stream is synchronised first) before
     // any rank passes it and puts the next ones. One call for several blocks
     // is one synchronisation and one reduction, not one per block.
-    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
-                       StreamHandle stream) override {
-        const BlockExchange block{send, sendBytes, dest, recv, recvBytes, src};
-        exchangeBlocks(std::span(&block, 1), stream);
-    }
-
     void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
         landed_.resize(blocks.size());
         exchangeBlocksInPlace(blocks, landed_, stream);
@@ -206,7 +209,7 @@ public:
         if (wait.count > 0) launchBlockSignalAndWait(wait, stream);
     }
 
-    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) {
         throwIfTimedOut();
         ++counters_.forwardCalls;
         if (plan_.pulses.empty()) return;
@@ -222,7 +225,7 @@ public:
         }
     }
 
-    void reverseForces(StreamHandle stream) override {
+    void reverseForces(StreamHandle stream) {
         throwIfTimedOut();
         ++counters_.reverseCalls;
         if (plan_.pulses.empty()) return;
@@ -233,49 +236,32 @@ public:
         }
     }
 
-    void clearForces(StreamHandle stream) override {
+    void clearForces(StreamHandle stream) {
         // Home atoms (and alignment padding before the first slot); the halo
         // slots are cleared by the next forward, after the peers pulled them.
         const int upTo = plan_.pulses.empty() ? plan_.numLocal : plan_.pulses.front().recvOffset;
         if (upTo > 0) {
-            HALOEX_CUDA_CHECK(
-                cudaMemsetAsync(f_.as<Vec3f>(), 0, upTo * sizeof(Vec3f), static_cast<cudaStream_t>(stream)));
+            HALOEX_CUDA_CHECK(cudaMemsetAsync(f_, 0, upTo * sizeof(Vec3f), static_cast<cudaStream_t>(stream)));
         }
     }
 
-    void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
-        // Search steps only: through the host, pulse by pulse.
-        HALOEX_ASSERT(elementSize > 0 && elementSize <= 16, "forwardBytes supports elements of 1..16 bytes");
-        const std::size_t n = plan_.numLocal;
-        std::vector<std::byte> bytes(n * elementSize);
-        auto s = static_cast<cudaStream_t>(stream);
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(bytes.data(), data, bytes.size(), cudaMemcpyDeviceToHost, s));
-        HALOEX_CUDA_CHECK(cudaStreamSynchronize(s));
-        std::vector<WideElement> wide(n);
-        for (std::size_t i = 0; i < n; ++i) std::memcpy(wide[i].b, bytes.data() + i * elementSize, elementSize);
-        forwardPulses(world_, plan_.pulses, std::span<WideElement>(wide.data(), wide.size()));
-        for (std::size_t i = 0; i < n; ++i) std::memcpy(bytes.data() + i * elementSize, wide[i].b, elementSize);
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(data, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, s));
-        HALOEX_CUDA_CHECK(cudaStreamSynchronize(s));
-    }
-
 private:
-    std::size_t bytesFor(std::size_t atoms, std::size_t stagingAtoms) const {
-        return 2 * atoms * sizeof(Vec3f) + 2 * kMaxPulses * stagingAtoms * sizeof(Vec3f) +
-               2 * kMaxPulses * sizeof(std::uint64_t);
+    // The symmetric arrays of the fused exchange beside the caller's: the
+    // staging of coordinates and forces per pulse, the signals.
+    static std::size_t bytesFor(std::size_t stagingAtoms) {
+        return 2 * kMaxPulses * stagingAtoms * sizeof(Vec3f) + 2 * kMaxPulses * sizeof(std::uint64_t);
     }
 
-    // NVSHMEM itself (collective, once): the symmetric heap is sized for
-    // `bytesHint` more bytes than the halo arrays of reserveAtoms() atoms.
+    // NVSHMEM itself (collective, once; usually the caller's symmetric
+    // arrays have initialised it already): the symmetric heap is sized for
+    // `bytesHint` more bytes than the staging of the plan's pulses.
     void initialise(std::size_t bytesHint) {
         if (initialised_) return;
-        const std::int64_t atoms =
-            world_.allReduceValue<std::int64_t>(std::max<std::int64_t>(reservedAtoms_, plan_.numLocal),
-                                                runtime::ReduceOp::Max);
+        const std::int64_t atoms = world_.allReduceValue<std::int64_t>(plan_.numLocal, runtime::ReduceOp::Max);
         // Before the first plan the staging is estimated (a pulse sends at
         // most a quarter of the local atoms in the systems haloex runs).
         const auto a = static_cast<std::size_t>(atoms * 1.25) + 64;
-        ensureNvshmem(world_, bytesFor(a, a / 4 + 64) + 2 * bytesHint);
+        ensureNvshmem(world_, bytesFor(a / 4 + 64) + 2 * bytesHint);
         signals_.allocate(2 * kMaxPulses * sizeof(std::uint64_t), "signals");
         blockSignal_.allocate(kMaxBlocksPerCall * sizeof(std::uint64_t), "search-step signals");
         coordState_.allocate();
@@ -292,34 +278,27 @@ private:
         initialised_ = true;
     }
 
-    // Sizes every symmetric array by the maximum over ranks (all ranks must
+    // Sizes the symmetric staging by the maximum over ranks (all ranks must
     // allocate identically); grows collectively with headroom. Returns
-    // whether the arrays were (re)allocated.
+    // whether it was (re)allocated.
     bool ensureCapacity() {
-        const int stagingNeed = (std::max(plan_.maxSendCount(), plan_.maxRecvCapacity()) + 3) / 4 * 4;
-        std::vector<std::int64_t> need{plan_.numLocal, stagingNeed};
-        world_.allReduce(std::span<std::int64_t>(need.data(), need.size()), runtime::ReduceOp::Max);
-        reservedAtoms_ = std::max(reservedAtoms_, need[0]);
+        const std::int64_t need =
+            world_.allReduceValue<std::int64_t>((std::max(plan_.maxSendCount(), plan_.maxRecvCapacity()) + 3) / 4 * 4,
+                                                runtime::ReduceOp::Max);
         initialise(0);
-        if (heapSizeSetByUser() && capacityAtoms_ == 0 && bytesFor(need[0], need[1]) > symmetricHeapBytes()) {
+        if (heapSizeSetByUser() && stagingStride_ == 0 && bytesFor(need) > symmetricHeapBytes()) {
             throwError(ErrorKind::Nvshmem,
-                       fmt::format("NVSHMEM_SYMMETRIC_SIZE={} bytes is too small: the halo exchange of {} local "
-                                   "atoms needs {} bytes of symmetric heap; set NVSHMEM_SYMMETRIC_SIZE to at "
-                                   "least {}M",
-                                   symmetricHeapBytes(), need[0], bytesFor(need[0], need[1]),
-                                   2 * bytesFor(need[0], need[1]) / (1024 * 1024) + 1));
+                       fmt::format("NVSHMEM_SYMMETRIC_SIZE={} bytes is too small: the halo exchange of {} atoms per "
+                                   "pulse needs {} bytes of symmetric heap beside the arrays; set "
+                                   "NVSHMEM_SYMMETRIC_SIZE to at least {}M",
+                                   symmetricHeapBytes(), need, bytesFor(need), 2 * bytesFor(need) / (1024 * 1024) + 1));
         }
-        if (need[0] <= capacityAtoms_ && need[1] <= stagingStride_) return false;
+        if (need <= stagingStride_) return false;
         // Collective on every rank (the maxima are the same everywhere).
         HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
-        capacityAtoms_ = std::max<std::int64_t>(need[0], capacityAtoms_ * 5 / 4) + 64;
-        stagingStride_ = static_cast<int>((std::max<std::int64_t>(need[1], stagingStride_ * 5 / 4) + 64 + 3) / 4 * 4);
-        x_.release();
-        f_.release();
+        stagingStride_ = static_cast<int>((std::max<std::int64_t>(need, stagingStride_ * 5 / 4) + 64 + 3) / 4 * 4);
         staging_.release();
         forceStaging_.release();
-        x_.allocate(capacityAtoms_ * sizeof(Vec3f), "coordinates");
-        f_.allocate(capacityAtoms_ * sizeof(Vec3f), "forces");
         staging_.allocate(std::size_t(kMaxPulses) * stagingStride_ * sizeof(Vec3f), "coordinate staging");
         forceStaging_.allocate(std::size_t(kMaxPulses) * stagingStride_ * sizeof(Vec3f), "force staging");
         return true;
@@ -358,14 +337,14 @@ private:
             PulseRecord& r = records[p];
             r = pulseRecordOf(pulse, indexMaps_.data() + offset);
             offset += static_cast<std::size_t>(pulse.sendCount());
-            void* peerX = nvshmem_ptr(x_.as<void>(), pulse.sendRank);
+            void* peerX = nvshmem_ptr(x_, pulse.sendRank);
             std::string whySend, whyRecv;
             r.sendPath = choosePath(pulse.sendRank, peerX, whySend);
-            r.recvPath = choosePath(pulse.recvRank, nvshmem_ptr(f_.as<void>(), pulse.recvRank), whyRecv);
+            r.recvPath = choosePath(pulse.recvRank, nvshmem_ptr(f_, pulse.recvRank), whyRecv);
             whyPath_[p] = {pathName(r.sendPath), whySend};
             if (r.sendPath != PathKind::Put) {
                 r.peerX = static_cast<Vec3f*>(peerX);
-                r.peerF = static_cast<const Vec3f*>(nvshmem_ptr(f_.as<void>(), pulse.sendRank));
+                r.peerF = static_cast<const Vec3f*>(nvshmem_ptr(f_, pulse.sendRank));
                 r.peerCoordSignal = static_cast<std::uint64_t*>(nvshmem_ptr(coordSignals + p, pulse.sendRank));
             }
             if (r.recvPath != PathKind::Put) {
@@ -415,8 +394,8 @@ private:
         FusedArgs a;
         a.pulses = pulseRecords_.data();
         a.numPulses = static_cast<int>(plan_.pulses.size());
-        a.x = x_.as<Vec3f>();
-        a.f = f_.as<Vec3f>();
+        a.x = x_;
+        a.f = f_;
         a.staging = staging_.as<Vec3f>();
         a.forceStaging = forceStaging_.as<Vec3f>();
         a.stagingStride = stagingStride_;
@@ -445,15 +424,17 @@ private:
     std::vector<std::string> notes_;
     std::vector<std::pair<std::string, std::string>> whyPath_;
 
-    SymmetricBuffer x_, f_, staging_, forceStaging_, signals_;
+    // The caller's symmetric arrays (bindArrays) and their allocations.
+    Vec3f* x_ = nullptr;
+    Vec3f* f_ = nullptr;
+    std::uint64_t xAllocation_ = 0, fAllocation_ = 0;
+    SymmetricBuffer staging_, forceStaging_, signals_;
     // exchangeBlocks' receive staging (bytes, the same on every rank; a slot
     // per block of a call) and signals (one per slot).
     SymmetricBuffer blockStaging_, blockSignal_;
     std::vector<const void*> landed_;
     std::int64_t blockCapacity_ = 0;
     std::uint64_t blockSequence_ = 0;
-    std::int64_t reservedAtoms_ = 0;
-    std::int64_t capacityAtoms_ = 0;
     int stagingStride_ = 0;
     FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<int> indexMaps_;
@@ -465,9 +446,32 @@ private:
     std::unique_ptr<Watchdog> watchdog_;
 };
 
+// The coordinate/force exchange: the transport's fused kernels.
+class NvshmemCoordinateForceExchange final : public CoordinateForceExchange {
+public:
+    explicit NvshmemCoordinateForceExchange(NvshmemTransport& transport) : transport_(transport) {}
+    void bind(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) override {
+        transport_.bindArrays(plan, coordinates, forces);
+    }
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
+        transport_.forwardCoordinates(box, stream);
+    }
+    void reverseForces(StreamHandle stream) override { transport_.reverseForces(stream); }
+    void clearForces(StreamHandle stream) override { transport_.clearForces(stream); }
+    bool graphCapturable() const override { return true; }
+    const TransportCounters& counters() const override { return transport_.counters(); }
+
+private:
+    NvshmemTransport& transport_;
+};
+
+std::unique_ptr<CoordinateForceExchange> NvshmemTransport::makeCoordinateForceExchange() {
+    return std::make_unique<NvshmemCoordinateForceExchange>(*this);
+}
+
 }  // namespace
 
-std::unique_ptr<ParticleTransport> makeNvshmemTransport(runtime::World& world, const TransportOptions& options) {
+std::unique_ptr<BlockTransport> makeNvshmemTransport(runtime::World& world, const TransportOptions& options) {
     return std::make_unique<NvshmemTransport>(world, options);
 }
 

@@ -18,11 +18,11 @@
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/halo/peer_memory.hpp"
+#include "haloex/transport/coordinate_force_exchange.hpp"
 #include "fused_setup.hpp"
 #include "halo_kernels.hpp"
 #include "loadstore_kernels.hpp"
 #include "search_blocks.hpp"
-#include "staged_path.hpp"
 #include "watchdog.hpp"
 
 namespace haloex::transport {
@@ -30,15 +30,14 @@ namespace {
 
 using namespace nvshmem_detail;
 
-constexpr int kTagBytes = 11000;  // forwardBytes through the host
 // The signals window: coordinates' (kMaxPulses), forces' (kMaxPulses), then
 // the search-step blocks' (kMaxBlocksPerCall).
 constexpr std::size_t kBlockSignalsAt = 2 * kMaxPulses;
 
-class PeerFusedTransport final : public ParticleTransport {
+class PeerFusedTransport final : public BlockTransport {
 public:
     PeerFusedTransport(runtime::World& world, const TransportOptions& options, Backend provider, std::string name)
-        : world_(world), provider_(provider), name_(std::move(name)), hostPath_(world),
+        : world_(world), provider_(provider), name_(std::move(name)),
           timeoutNs_(static_cast<std::uint64_t>(waitTimeoutSeconds(options.waitTimeoutSeconds) * 1e9)) {
         if (options.memorySpace != MemorySpace::Device) {
             throwError(ErrorKind::InvalidInput,
@@ -76,15 +75,17 @@ public:
 
     std::string name() const override { return name_; }
     MemorySpace memorySpace() const override { return MemorySpace::Device; }
-    const plan::ParticleHaloPlan& plan() const override { return plan_; }
-    Vec3f* coordinates() override { return arrays_ ? static_cast<Vec3f*>(arrays_->localBase()) : nullptr; }
-    Vec3f* forces() override { return arrays_ ? coordinates() + capacityAtoms_ : nullptr; }
-    const TransportCounters& counters() const override { return counters_; }
-    bool graphCapturable() const override { return true; }
+    // Peers store into the caller's coordinates and read its forces.
+    ArrayMemory arrayMemory() const override {
+        return provider_ == Backend::NcclDevice ? ArrayMemory::NcclWindow : ArrayMemory::IpcWindow;
+    }
+    std::unique_ptr<CoordinateForceExchange> makeCoordinateForceExchange() override;
+    const TransportCounters& counters() const { return counters_; }
     std::vector<std::string> describe() const override { return notes_; }
-    void reserveAtoms(std::int64_t localAtoms) override { reservedAtoms_ = std::max(reservedAtoms_, localAtoms); }
 
-    void setPlan(const plan::ParticleHaloPlan& plan) override {
+    // The coordinate/force exchange (PeerFusedCoordinateForceExchange below):
+    // the fused kernels on the caller's windows.
+    void bindArrays(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) {
         const int numPulses = static_cast<int>(plan.pulses.size());
         if (numPulses > kMaxPulses) {
             throwError(ErrorKind::Plan, fmt::format("the plan has {} pulses; the {} transport supports at most {}",
@@ -95,8 +96,20 @@ public:
                        fmt::format("the {} transport needs receive slots aligned to 4 atoms; the plan has alignment {}",
                                    name_, plan.alignment));
         }
+        for (const SharedArray* a : {&coordinates, &forces}) {
+            if (!a->peer) {
+                throwError(ErrorKind::InvalidInput,
+                           fmt::format("the {} transport's peers store into the caller's coordinates and read its "
+                                       "forces: allocate both in its windows (allocateCollective for this transport)",
+                                       name_));
+            }
+        }
         plan_ = plan;
-        const bool reallocated = ensureCapacity();
+        const bool reallocated = coordinates.allocation != xAllocation_ || forces.allocation != fAllocation_;
+        coordinates_ = coordinates;
+        forces_ = forces;
+        xAllocation_ = coordinates.allocation;
+        fAllocation_ = forces.allocation;
         maps_.upload(plan_);
         uploadPulses();
         HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
@@ -104,10 +117,10 @@ public:
         // into a peer's. With the same windows nothing is needed (as for
         // nvshmem: the peers' first stores go to halo slots nothing here
         // reads until this rank's own forward waits for them).
-        if (reallocated) world_.barrier();
+        if (world_.allReduceValue<std::int64_t>(reallocated ? 1 : 0, runtime::ReduceOp::Max) > 0) world_.barrier();
     }
 
-    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) {
         throwIfTimedOut();
         ++counters_.forwardCalls;
         if (plan_.pulses.empty()) return;
@@ -119,30 +132,23 @@ public:
         launchLoadStoreForward(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
     }
 
-    void reverseForces(StreamHandle stream) override {
+    void reverseForces(StreamHandle stream) {
         throwIfTimedOut();
         ++counters_.reverseCalls;
         if (plan_.pulses.empty()) return;
         launchLoadStoreReverse(baseArgs(forceState_), blocksPerPulse_, static_cast<cudaStream_t>(stream));
     }
 
-    void clearForces(StreamHandle stream) override {
+    void clearForces(StreamHandle stream) {
         // Home atoms (and the padding before the first slot); the halo slots
         // are cleared by the next forward, after the peers pulled them.
         const int upTo = plan_.pulses.empty() ? plan_.numLocal : plan_.pulses.front().recvOffset;
         if (upTo > 0) {
-            HALOEX_CUDA_CHECK(cudaMemsetAsync(forces(), 0, upTo * sizeof(Vec3f), static_cast<cudaStream_t>(stream)));
+            HALOEX_CUDA_CHECK(
+                cudaMemsetAsync(forces_.data, 0, upTo * sizeof(Vec3f), static_cast<cudaStream_t>(stream)));
         }
     }
 
-    // Search steps only: static data goes through the host (pinned staging,
-    // World messages), as the staged transport's.
-    void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
-        HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
-        // (hostSyncs counts forward/reverse only: none here.)
-        hostPath_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
-                          static_cast<cudaStream_t>(stream), kTagBytes);
-    }
     // Search-step blocks, as nvshmem's but with loads and stores: block b of
     // a call is copied by a kernel into slot b of the receiver's staging
     // window, then one one-thread kernel raises the receivers' signals b
@@ -152,11 +158,6 @@ public:
     // collectively) and orders the calls: every rank has read its previous
     // blocks (its stream is synchronised first) before any rank passes it
     // and stores the next ones.
-    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
-                       StreamHandle stream) override {
-        const BlockExchange block{send, sendBytes, dest, recv, recvBytes, src};
-        exchangeBlocks(std::span(&block, 1), stream);
-    }
     void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
         landed_.resize(blocks.size());
         exchangeBlocksInPlace(blocks, landed_, stream);
@@ -238,29 +239,19 @@ public:
     void checkForFailure() const override { throwIfTimedOut(); }
 
 private:
-    // The coordinate and force windows, the same size on every rank (the
-    // largest need), grown collectively with headroom; kept while they
-    // suffice. Returns whether they were (re)allocated.
-    bool ensureCapacity() {
-        const std::int64_t need =
-            world_.allReduceValue<std::int64_t>(std::max<std::int64_t>(reservedAtoms_, plan_.numLocal),
-                                                runtime::ReduceOp::Max);
-        if (arrays_ && need <= capacityAtoms_) return false;
-        // No kernel of any rank may still use the old windows when they go.
-        HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
-        world_.barrier();
-        capacityAtoms_ = std::max<std::int64_t>(need, capacityAtoms_ * 5 / 4) + 64;
-        arrays_.reset();
-        arrays_ = allocatePeerMemory(provider_, world_, 2 * static_cast<std::size_t>(capacityAtoms_) * sizeof(Vec3f),
-                                     name_ + " transport's coordinates and forces");
-        return true;
-    }
-
     // Rank `peer`'s window as this rank's kernels address it; refused where
     // no load/store path exists.
     template <class T>
     T* peerPointer(PeerMemory& memory, int peer, std::size_t offsetBytes, const char* what) {
-        auto* base = static_cast<std::byte*>(memory.peerBase(peer));
+        return peerPointer<T>(memory.peerBase(peer), peer, offsetBytes, what);
+    }
+    template <class T>
+    T* peerPointer(const SharedArray& array, int peer, const char* what) {
+        return peerPointer<T>(array.peer(peer), peer, 0, what);
+    }
+    template <class T>
+    T* peerPointer(void* peerBase, int peer, std::size_t offsetBytes, const char* what) {
+        auto* base = static_cast<std::byte*>(peerBase);
         if (base == nullptr) {
             throwError(ErrorKind::InvalidInput,
                        fmt::format("the {} transport cannot reach rank {}'s {} from rank {}: no load/store path "
@@ -274,14 +265,13 @@ private:
     void uploadPulses() {
         const int numPulses = static_cast<int>(plan_.pulses.size());
         std::vector<PulseRecord> records(numPulses);
-        const std::size_t forcesAt = static_cast<std::size_t>(capacityAtoms_) * sizeof(Vec3f);
         for (int p = 0; p < numPulses; ++p) {
             const plan::Pulse& pulse = plan_.pulses[p];
             PulseRecord& r = records[p];
             r = pulseRecordOf(pulse, maps_.pulse(p));
             r.sendPath = r.recvPath = PathKind::Direct;
-            r.peerX = peerPointer<Vec3f>(*arrays_, pulse.sendRank, 0, "coordinates");
-            r.peerF = peerPointer<const Vec3f>(*arrays_, pulse.sendRank, forcesAt, "forces");
+            r.peerX = peerPointer<Vec3f>(coordinates_, pulse.sendRank, "coordinates");
+            r.peerF = peerPointer<const Vec3f>(forces_, pulse.sendRank, "forces");
             r.peerCoordSignal =
                 peerPointer<std::uint64_t>(*signals_, pulse.sendRank,
                                            static_cast<std::size_t>(p) * sizeof(std::uint64_t), "coordinate signals");
@@ -298,8 +288,8 @@ private:
         notes_ = {fmt::format("{}: {} pulse(s), {} block(s) of {} threads per pulse, one fused kernel per exchange, "
                               "direct stores into the peers' windows ({}), wait limit {:.0f} s; search-step blocks "
                               "copied into the peers' staging windows by a kernel and signalled (one host sync per "
-                              "call); static data through the host",
-                              name_, numPulses, blocksPerPulse_, kFusedThreads, arrays_->describe(),
+                              "call)",
+                              name_, numPulses, blocksPerPulse_, kFusedThreads, signals_->describe(),
                               timeoutNs_ * 1e-9)};
     }
 
@@ -314,8 +304,8 @@ private:
         FusedArgs a;
         a.pulses = pulseRecords_.data();
         a.numPulses = static_cast<int>(plan_.pulses.size());
-        a.x = coordinates();
-        a.f = forces();
+        a.x = static_cast<Vec3f*>(coordinates_.data);
+        a.f = static_cast<Vec3f*>(forces_.data);
         auto* signals = static_cast<std::uint64_t*>(signals_->localBase());
         a.coordSignal = signals;
         a.forceSignal = signals + kMaxPulses;
@@ -336,15 +326,15 @@ private:
     plan::ParticleHaloPlan plan_;
     TransportCounters counters_;
     std::vector<std::string> notes_;
-    std::unique_ptr<PeerMemory> signals_, arrays_;
+    std::unique_ptr<PeerMemory> signals_;
+    // The caller's windows (bindArrays) and their allocations.
+    SharedArray coordinates_, forces_;
+    std::uint64_t xAllocation_ = 0, fAllocation_ = 0;
     std::unique_ptr<PeerMemory> blockStaging_;  // the search-step blocks' slots, grown collectively
     std::int64_t blockCapacity_ = 0;
     std::uint64_t blockSequence_ = 0;
     std::vector<const void*> landed_;  // exchangeBlocks' scratch
-    std::int64_t reservedAtoms_ = 0;
-    std::int64_t capacityAtoms_ = 0;
     cuda::DevicePulseMaps maps_;
-    cuda::StagedPath hostPath_;
     FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<PulseRecord> pulseRecords_;
     cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
@@ -355,10 +345,33 @@ private:
     std::unique_ptr<Watchdog> watchdog_;
 };
 
+// The coordinate/force exchange: the transport's fused kernels.
+class PeerFusedCoordinateForceExchange final : public CoordinateForceExchange {
+public:
+    explicit PeerFusedCoordinateForceExchange(PeerFusedTransport& transport) : transport_(transport) {}
+    void bind(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) override {
+        transport_.bindArrays(plan, coordinates, forces);
+    }
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
+        transport_.forwardCoordinates(box, stream);
+    }
+    void reverseForces(StreamHandle stream) override { transport_.reverseForces(stream); }
+    void clearForces(StreamHandle stream) override { transport_.clearForces(stream); }
+    bool graphCapturable() const override { return true; }
+    const TransportCounters& counters() const override { return transport_.counters(); }
+
+private:
+    PeerFusedTransport& transport_;
+};
+
+std::unique_ptr<CoordinateForceExchange> PeerFusedTransport::makeCoordinateForceExchange() {
+    return std::make_unique<PeerFusedCoordinateForceExchange>(*this);
+}
+
 }  // namespace
 
-std::unique_ptr<ParticleTransport> makePeerFusedTransport(runtime::World& world, const TransportOptions& options,
-                                                          Backend provider, const std::string& name) {
+std::unique_ptr<BlockTransport> makePeerFusedTransport(runtime::World& world, const TransportOptions& options,
+                                                       Backend provider, const std::string& name) {
     return std::make_unique<PeerFusedTransport>(world, options, provider, name);
 }
 

@@ -3,7 +3,11 @@
 // back, unpack). Works with any MPI, CUDA-aware or not.
 #include "haloex/transport/staged.hpp"
 
+#include <cuda_runtime.h>
+
 #include "halo_kernels.hpp"
+#include "haloex/cuda/check.hpp"
+#include "haloex/transport/coordinate_force_exchange.hpp"
 #include "staged_path.hpp"
 
 namespace haloex::transport {
@@ -12,55 +16,35 @@ namespace {
 // Message tags of this transport (the World is shared with set-up traffic).
 constexpr int kTagForward = 2000;
 constexpr int kTagReverse = 3000;
-constexpr int kTagBytes = 4000;
 
-class StagedDeviceTransport final : public ParticleTransport {
+// The MD step's exchange on the caller's arrays: the staged path per pulse.
+class StagedCoordinateForceExchange final : public CoordinateForceExchange {
 public:
-    explicit StagedDeviceTransport(runtime::World& world) : path_(world) {}
+    explicit StagedCoordinateForceExchange(runtime::World& world) : path_(world) {}
 
-    std::string name() const override { return "staged"; }
-    MemorySpace memorySpace() const override { return MemorySpace::Device; }
-
-    void setPlan(const plan::ParticleHaloPlan& plan) override {
+    void bind(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) override {
         plan_ = plan;
-        const auto n = static_cast<std::size_t>(plan_.numLocal);
-        x_.resizeZeroedWhenGrown(n);
-        f_.resizeZeroedWhenGrown(n);
+        x_ = static_cast<Vec3f*>(coordinates.data);
+        f_ = static_cast<Vec3f*>(forces.data);
         maps_.upload(plan_);
     }
-    const plan::ParticleHaloPlan& plan() const override { return plan_; }
-    Vec3f* coordinates() override { return x_.data(); }
-    Vec3f* forces() override { return f_.data(); }
-
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
-        counters_.hostSyncs += path_.forward(plan_, maps_, reinterpret_cast<std::byte*>(x_.data()), sizeof(Vec3f), &box,
+        counters_.hostSyncs += path_.forward(plan_, maps_, reinterpret_cast<std::byte*>(x_), sizeof(Vec3f), &box,
                                              static_cast<cudaStream_t>(stream), kTagForward);
         ++counters_.forwardCalls;
     }
-
     void reverseForces(StreamHandle stream) override {
-        counters_.hostSyncs +=
-            path_.reverseAdd(plan_, maps_, f_.data(), static_cast<cudaStream_t>(stream), kTagReverse);
+        counters_.hostSyncs += path_.reverseAdd(plan_, maps_, f_, static_cast<cudaStream_t>(stream), kTagReverse);
         ++counters_.reverseCalls;
     }
-
     // Peers never touch this rank's memory, so no ordering beyond the stream.
-    void clearForces(StreamHandle stream) override { f_.zeroAsync(static_cast<cudaStream_t>(stream)); }
-
-    void forwardBytes(void* data, std::size_t elementSize, StreamHandle stream) override {
-        HALOEX_ASSERT(elementSize > 0, "forwardBytes needs a positive element size");
-        path_.forward(plan_, maps_, static_cast<std::byte*>(data), elementSize, nullptr,
-                      static_cast<cudaStream_t>(stream), kTagBytes);
+    void clearForces(StreamHandle stream) override {
+        if (plan_.numLocal > 0) {
+            HALOEX_CUDA_CHECK(cudaMemsetAsync(f_, 0, static_cast<std::size_t>(plan_.numLocal) * sizeof(Vec3f),
+                                              static_cast<cudaStream_t>(stream)));
+        }
     }
-
-    void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
-                       StreamHandle stream) override {
-        path_.exchangeBlock(send, sendBytes, dest, recv, recvBytes, src, static_cast<cudaStream_t>(stream));
-    }
-    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
-        path_.exchangeBlocks(blocks, static_cast<cudaStream_t>(stream));
-    }
-
+    bool graphCapturable() const override { return false; }
     const TransportCounters& counters() const override { return counters_; }
     std::vector<std::string> describe() const override {
         return {"staged: device memory; per pulse pack kernel, copy to pinned host memory, 1 host sync, "
@@ -69,15 +53,38 @@ public:
 
 private:
     plan::ParticleHaloPlan plan_;
-    cuda::DeviceBuffer<Vec3f> x_, f_;
+    Vec3f* x_ = nullptr;
+    Vec3f* f_ = nullptr;
     cuda::DevicePulseMaps maps_;
     cuda::StagedPath path_;
     TransportCounters counters_;
 };
 
+class StagedDeviceTransport final : public BlockTransport {
+public:
+    explicit StagedDeviceTransport(runtime::World& world) : world_(world), path_(world) {}
+
+    std::string name() const override { return "staged"; }
+    MemorySpace memorySpace() const override { return MemorySpace::Device; }
+    void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
+        path_.exchangeBlocks(blocks, static_cast<cudaStream_t>(stream));
+    }
+    std::unique_ptr<CoordinateForceExchange> makeCoordinateForceExchange() override {
+        return std::make_unique<StagedCoordinateForceExchange>(world_);
+    }
+    std::vector<std::string> describe() const override {
+        return {"staged: exchangeBlocks: sends copied out by runs, 1 host sync, one World::sendRecvMany, receives "
+                "copied in"};
+    }
+
+private:
+    runtime::World& world_;
+    cuda::StagedPath path_;
+};
+
 }  // namespace
 
-std::unique_ptr<ParticleTransport> makeStagedDeviceTransport(runtime::World& world) {
+std::unique_ptr<BlockTransport> makeStagedDeviceTransport(runtime::World& world) {
     return std::make_unique<StagedDeviceTransport>(world);
 }
 

@@ -14,7 +14,7 @@
 #include "halo_kernels.hpp"
 #include "haloex/plan/particle_plan.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex::cuda {
 
@@ -31,11 +31,11 @@ public:
     std::int64_t reverseAdd(const plan::ParticleHaloPlan& plan, const DevicePulseMaps& maps, Vec3f* f,
                             cudaStream_t stream, int tagBase);
 
-    // ParticleTransport::exchangeBlock through pinned host memory: copy out,
+    // BlockTransport::exchangeBlock through pinned host memory: copy out,
     // wait, World::sendRecvBytes, copy in (finished on return).
     void exchangeBlock(const void* send, std::size_t sendBytes, int dest, void* recv, std::size_t recvBytes, int src,
                        cudaStream_t stream);
-    // ParticleTransport::exchangeBlocks: every block's send copied out (one
+    // BlockTransport::exchangeBlocks: every block's send copied out (one
     // copy per run of sends adjacent in device memory), one host sync, every
     // block's message in one World::sendRecvMany, the receives copied in
     // (again by runs). Returns with the copies in still queued on the stream.

@@ -28,8 +28,7 @@ using namespace haloex;
 struct Trial {
     std::unique_ptr<md::RankBackend> backend = md::makeGpuBackend({});
     md::Engine engine;
-    Trial(const md::MdOptions& o, runtime::World& world, transport::ParticleTransport& t)
-        : engine(o, world, t, *backend) {
+    Trial(const md::MdOptions& o, runtime::World& world, transport::BlockTransport& t) : engine(o, world, t, *backend) {
         engine.startTrial();
     }
 };
@@ -58,7 +57,7 @@ TEST(AutoSelectGpu, MeasuresTheDeviceTransportsInsideMdStepsAndRunsOnTheWinner) 
     select.shapeKey = "test_auto_select_gpu";
     select.transport.memorySpace = transport::MemorySpace::Device;
     select.transport.allowSharedGpus = true;
-    const PrepareSteps prepare = [&](transport::ParticleTransport& t, Backend) {
+    const PrepareSteps prepare = [&](transport::BlockTransport& t, Backend) {
         auto trial = std::make_shared<Trial>(resolved, world, t);
         return RepresentativeSteps([trial](int steps) { trial->engine.advanceTrial(steps); });
     };
@@ -111,7 +110,7 @@ TEST(AutoSelectGpu, MeasuresTheDeviceTransportsInsideMdStepsAndRunsOnTheWinner) 
     }
     // The same shape again: from the cache, nothing set up.
     int prepared = 0;
-    AutoSelection again = selectBackend(world, select, [&](transport::ParticleTransport& t, Backend b) {
+    AutoSelection again = selectBackend(world, select, [&](transport::BlockTransport& t, Backend b) {
         ++prepared;
         return prepare(t, b);
     });

@@ -39,23 +39,24 @@ public:
 
     std::string description() const override { return inner_->description(); }
     transport::MemorySpace memorySpace() const override { return inner_->memorySpace(); }
-    void setHome(transport::ParticleTransport& t, std::span<const AtomRecord> home) override {
-        inner_->setHome(t, home);
+    void adoptPlan(CoordinateForceHalo& h, runtime::World& w, const plan::ParticleHaloPlan& p) override {
+        inner_->adoptPlan(h, w, p);
     }
-    void prepare(transport::ParticleTransport& t, const LocalStatics& s, const BackendContext& c) override {
-        inner_->prepare(t, s, c);
+    void setHome(CoordinateForceHalo& h, std::span<const AtomRecord> home) override { inner_->setHome(h, home); }
+    void prepare(CoordinateForceHalo& h, const LocalStatics& s, const BackendContext& c) override {
+        inner_->prepare(h, s, c);
     }
-    void getHome(transport::ParticleTransport& t, HomeParameter home) override { inner_->getHome(t, home); }
+    void getHome(CoordinateForceHalo& h, HomeParameter home) override { inner_->getHome(h, home); }
     std::int64_t stepsRun() const override { return inner_->stepsRun(); }
     EnergyTerms energies() override { return inner_->energies(); }
     void setVelocityScale(double lambda) override { inner_->setVelocityScale(lambda); }
     void synchronize() override { inner_->synchronize(); }
 
-    void runSteps(transport::ParticleTransport& t, int count, bool energiesOnLast) override {
+    void runSteps(CoordinateForceHalo& h, int count, bool energiesOnLast) override {
         for (int s = 0; s < count; ++s) {
-            inner_->runSteps(t, 1, energiesOnLast && s == count - 1);
-            if (here_ && inner_->stepsRun() == afterStep_ + 1 && t.plan().numHome > 0) {
-                t.coordinates()[0].x = std::numeric_limits<float>::quiet_NaN();
+            inner_->runSteps(h, 1, energiesOnLast && s == count - 1);
+            if (here_ && inner_->stepsRun() == afterStep_ + 1 && h.plan().numHome > 0) {
+                h.coordinates()[0].x = std::numeric_limits<float>::quiet_NaN();
             }
         }
     }

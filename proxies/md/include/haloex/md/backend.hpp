@@ -1,8 +1,9 @@
 #pragma once
 // One rank's MD compute (forces, integration) on the CPU or a GPU. The engine
 // (engine.hpp) owns the loop, repartitioning and output; a backend owns the
-// per-step work and its schedule (streams, CUDA graphs), using the transport
-// for the halo exchange.
+// per-step work and its schedule (streams, CUDA graphs) and the coordinate
+// and force arrays (step_arrays.hpp), exchanged through the halo API's
+// CoordinateForceHalo.
 #include <array>
 #include <cstdint>
 #include <map>
@@ -16,7 +17,8 @@
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/plan/particle_plan.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/halo/coordinate_force_halo.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex::md {
 
@@ -67,26 +69,27 @@ public:
     virtual std::string description() const = 0;  // "CPU reference", "GPU 0: NVIDIA H200"
     virtual transport::MemorySpace memorySpace() const = 0;
 
-    // Search step on the host (the oracle path), in this order: setHome
-    // (positions into the transport's coordinates, velocities kept by the
-    // backend), the engine forwards the static data over the World, then
-    // prepare() builds the pair lists.
-    virtual void setHome(transport::ParticleTransport& transport, std::span<const AtomRecord> home) = 0;
-    virtual void prepare(transport::ParticleTransport& transport, const LocalStatics& statics,
-                         const BackendContext& context) = 0;
+    // Search step on the host (the oracle path), in this order: adoptPlan
+    // (collective: the backend's arrays hold plan.numLocal atoms and `halo`
+    // is bound to them), setHome (positions into the coordinates, velocities
+    // kept by the backend), the engine forwards the static data over the
+    // World, then prepare() builds the pair lists.
+    virtual void adoptPlan(CoordinateForceHalo& halo, runtime::World& world, const plan::ParticleHaloPlan& plan) = 0;
+    virtual void setHome(CoordinateForceHalo& halo, std::span<const AtomRecord> home) = 0;
+    virtual void prepare(CoordinateForceHalo& halo, const LocalStatics& statics, const BackendContext& context) = 0;
     // The current home atoms (may block the host). After a host search the
     // count is the one setHome was given and only positions and velocities
     // change; after a device search every field comes from the device and
     // `home` is resized.
-    virtual void getHome(transport::ParticleTransport& transport, std::vector<AtomRecord>& home) = 0;
+    virtual void getHome(CoordinateForceHalo& halo, std::vector<AtomRecord>& home) = 0;
 
     // Search step on the device (the atoms stay there between searches; no
     // per-atom data crosses PCIe): loadHome puts the home atoms on the device
     // once (start-up, restart), then every searchOnDevice wraps and migrates
-    // them, builds the halo plan, sets up the transport, carries the static
+    // them, builds the halo plan, binds the halo to it, carries the static
     // data to the halo copies and builds the pair lists. Collective.
-    virtual bool canSearchOnDevice(const transport::ParticleTransport& transport) const {
-        (void)transport;
+    virtual bool canSearchOnDevice(const CoordinateForceHalo& halo) const {
+        (void)halo;
         return false;
     }
     virtual void loadHome(std::span<const AtomRecord> home) { (void)home; }
@@ -96,15 +99,14 @@ public:
         std::map<std::string, double> phasesMs;           // wall time of each part
         std::map<std::string, double> pairSearchPartsMs;  // the "pair search" part's own parts
     };
-    virtual DeviceSearchReport searchOnDevice(transport::ParticleTransport& transport,
-                                              const plan::Decomposition& decomposition, runtime::World& world,
-                                              const BackendContext& context);
+    virtual DeviceSearchReport searchOnDevice(CoordinateForceHalo& halo, const plan::Decomposition& decomposition,
+                                              runtime::World& world, const BackendContext& context);
 
     // Steps run since the backend was created (the engine adds its offset).
     virtual std::int64_t stepsRun() const = 0;
     // Runs `count` MD steps (forces at x(t), v(t+dt/2), x(t+dt)); energies are
     // computed on the last one when asked. Must not block the host on GPUs.
-    virtual void runSteps(transport::ParticleTransport& transport, int count, bool energiesOnLast) = 0;
+    virtual void runSteps(CoordinateForceHalo& halo, int count, bool energiesOnLast) = 0;
     // This rank's energies of the last energy step (blocks until available).
     virtual EnergyTerms energies() = 0;
     // Velocity scaling applied from the next step on (thermostat).
@@ -127,9 +129,8 @@ public:
     virtual bool graphsActive() const { return false; }
 };
 
-inline RankBackend::DeviceSearchReport RankBackend::searchOnDevice(transport::ParticleTransport&,
-                                                                   const plan::Decomposition&, runtime::World&,
-                                                                   const BackendContext&) {
+inline RankBackend::DeviceSearchReport RankBackend::searchOnDevice(CoordinateForceHalo&, const plan::Decomposition&,
+                                                                   runtime::World&, const BackendContext&) {
     throwError(ErrorKind::Internal,
                "searchOnDevice called on a backend that cannot search on the device (" + description() + ")");
 }

@@ -13,7 +13,8 @@
 #include "haloex/md/options.hpp"
 #include "haloex/md/run_stop.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/transport.hpp"
+#include "haloex/halo/coordinate_force_halo.hpp"
+#include "haloex/transport/block_transport.hpp"
 
 namespace haloex::md {
 
@@ -139,7 +140,7 @@ class Engine {
 public:
     // `options` must be resolved (resolveOptions); the transport and backend
     // must match (host transport for the CPU backend).
-    Engine(MdOptions options, runtime::World& world, transport::ParticleTransport& transport, RankBackend& backend);
+    Engine(MdOptions options, runtime::World& world, transport::BlockTransport& transport, RankBackend& backend);
     Engine(const Engine&) = delete;
     Engine& operator=(const Engine&) = delete;
     ~Engine();
@@ -159,7 +160,8 @@ private:
     struct Impl;
     MdOptions options_;
     runtime::World& world_;
-    transport::ParticleTransport& transport_;
+    transport::BlockTransport& transport_;
+    CoordinateForceHalo halo_;  // the backend's coordinates and forces, over transport_
     RankBackend& backend_;
     std::unique_ptr<Impl> trial_;
 };
