@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -648,6 +648,20 @@ build_variant_a() {
   cp "$build/bin/haloex-md" /tmp/haloex-md-A
   cp -r "$saved/." "$root/"
   cmake --build "$build" --target haloex-md >>"$out/ab-build.log" 2>&1
+}
+
+# haloex-md of another commit (pack.sh --other COMMIT: .devsrc/other.tar.gz)
+# as /tmp/haloex-md-A, for md-ab-bins (MD_AB_OTHER=/tmp/haloex-md-A): an A/B
+# of two whole commits in one lease.
+stage_build_other() {
+  local tarball="$root/.devsrc/other.tar.gz" src=/tmp/hx-other
+  [ -f "$tarball" ] || { note "build-other: no $tarball (pack.sh --other COMMIT)"; return 1; }
+  note "== build of the other commit $(cat "$root/.devsrc/other-commit" 2>/dev/null) (haloex-md only)"
+  rm -rf "$src" && mkdir -p "$src" && tar xzf "$tarball" -C "$src"
+  local t0=$SECONDS
+  { cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90       -DHALOEX_BUILD_TESTS=OFF && cmake --build "$src/build" -j "$(nproc)" --target haloex-md; } >"$out/build-other.log" 2>&1     || { tail -30 "$out/build-other.log"; note "build-other FAILED"; return 1; }
+  cp "$src/build/bin/haloex-md" /tmp/haloex-md-A
+  note "build-other ok ($((SECONDS - t0)) s): /tmp/haloex-md-A"
 }
 
 # Only /tmp/haloex-md-A (e.g. for md-ab-bins with MD_AB_OTHER=/tmp/haloex-md-A).
