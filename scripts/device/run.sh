@@ -245,24 +245,25 @@ stage_md_check() {
 
 # A/B of two haloex-md binaries on the device transports (a change to the
 # transports or their kernels): MD_AB_OTHER is the other build's haloex-md
-# (A), this build's is B; 2 ranks sharing the GPU under MPS, MD_AB_TRANSPORTS
-# (nvshmem paths as nvshmem:PATH), MD_AB_ATOMS atoms, two repeats each in
-# alternating order (MD_AB_NSTLIST: a fixed nstlist), the steady state, all
-# steps and the search step as the runs report them.
+# (A), this build's is B; MD_AB_RANKS (2) ranks sharing the GPU under MPS on
+# MD_AB_GRID (2x1x1), MD_AB_TRANSPORTS (nvshmem paths as nvshmem:PATH),
+# MD_AB_ATOMS atoms, MD_AB_REPEATS (2) repeats each in alternating order
+# (MD_AB_NSTLIST: a fixed nstlist), the steady state, all steps and the
+# search step as the runs report them.
 stage_md_ab_bins() {
   local other=${MD_AB_OTHER:?set MD_AB_OTHER to the other haloex-md}
-  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md (2 ranks under MPS)"
+  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md (${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, under MPS)"
   start_mps
   local t n r v exe path json
   for n in ${MD_AB_ATOMS:-22500 90000}; do
     for t in ${MD_AB_TRANSPORTS:-nvshmem:direct nvshmem:tma ipc}; do
       path=(); [ "${t%%:*}" = nvshmem ] && path=(--nvshmem-path "${t#*:}")
-      for r in 1 2; do
-        for v in $([ $r = 1 ] && echo A B || echo B A); do
+      for r in $(seq "${MD_AB_REPEATS:-2}"); do
+        for v in $([ $((r % 2)) = 1 ] && echo A B || echo B A); do
           exe=$([ $v = A ] && echo "$other" || echo "$build/bin/haloex-md")
           json="$out/mdab-$n-${t/:/-}-$v-$r.json"
-          timeout 200 "${mpirun_np[@]}" 2 "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
-            --atoms "$n" --steps "${MD_AB_STEPS:-2000}" ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --grid 2x1x1 --json "$json" >"$json.log" 2>&1
+          timeout 200 "${mpirun_np[@]}" "${MD_AB_RANKS:-2}" "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
+            --atoms "$n" --steps "${MD_AB_STEPS:-2000}" ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --grid "${MD_AB_GRID:-2x1x1}" --json "$json" >"$json.log" 2>&1
           note "  $n atoms $t $v (repeat $r): rc=$? $(grep -E 'Performance:|Steady state:|Search step' "$json.log" | sed 's/^ *//' | cut -c1-300 | tr '\n' ' ')"
         done
       done

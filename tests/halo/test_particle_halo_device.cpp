@@ -710,7 +710,14 @@ TEST(CollectiveBufferDevice, MaximumOverRanksInTheBackendsMemory) {
     };
     if (mpi) {
         for (Backend b : availableBackends()) {
-            if (b != Backend::Reference) body(*mpi, b);
+            if (b == Backend::Reference) continue;
+            // Windows need the backend's communicator (NCCL refuses ranks sharing a GPU).
+            const bool window = collectiveMemoryFor(b, transport::MemorySpace::Device) == CollectiveMemory::NcclWindow;
+            if (const std::string why = window ? unavailableReason(b, *mpi) : ""; !why.empty()) {
+                if (mpi->rank() == 0) std::cout << toString(b) << " not checked: " << why << "\n";
+                continue;
+            }
+            body(*mpi, b);
         }
     } else {
         runtime::runInProcess(2, [&](runtime::World& w) { body(w, Backend::Staged); });
