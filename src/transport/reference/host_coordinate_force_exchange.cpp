@@ -48,8 +48,7 @@ private:
 
 }  // namespace
 
-std::unique_ptr<CoordinateForceExchange> makeHostCoordinateForceExchange(runtime::World& world,
-                                                                         std::string description,
+std::unique_ptr<CoordinateForceExchange> makeHostCoordinateForceExchange(runtime::World& world, std::string description,
                                                                          bool countHostSyncs) {
     return std::make_unique<HostCoordinateForceExchange>(world, std::move(description), countHostSyncs);
 }
