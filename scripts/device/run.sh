@@ -262,8 +262,13 @@ stage_md_ab_bins() {
         for v in $([ $((r % 2)) = 1 ] && echo A B || echo B A); do
           exe=$([ $v = A ] && echo "$other" || echo "$build/bin/haloex-md")
           json="$out/mdab-$n-${t/:/-}-$v-$r.json"
-          timeout 200 "${mpirun_np[@]}" "${MD_AB_RANKS:-2}" "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
-            --atoms "$n" --steps "${MD_AB_STEPS:-2000}" ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --grid "${MD_AB_GRID:-2x1x1}" --json "$json" >"$json.log" 2>&1
+          if [ "${MD_AB_RANKS:-2}" = 1 ]; then  # one rank: no launcher, no transport (there is no halo)
+            timeout 200 "$exe" --device gpu --quiet --log none --atoms "$n" --steps "${MD_AB_STEPS:-2000}" \
+              ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --json "$json" >"$json.log" 2>&1
+          else
+            timeout 200 "${mpirun_np[@]}" "${MD_AB_RANKS:-2}" "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
+              --atoms "$n" --steps "${MD_AB_STEPS:-2000}" ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --grid "${MD_AB_GRID:-2x1x1}" --json "$json" >"$json.log" 2>&1
+          fi
           note "  $n atoms $t $v (repeat $r): rc=$? $(grep -E 'Performance:|Steady state:|Search step' "$json.log" | sed 's/^ *//' | cut -c1-300 | tr '\n' ' ')"
         done
       done
