@@ -126,11 +126,10 @@ public:
         // stores go to halo slots that nothing here reads until this rank's
         // own forward waits for them, and the host collectives of the search
         // (uploadPulses' reductions, the plan exchange) already order this
-        // set-up after the peers' previous step. (The collective allocator
-        // reallocates on every rank alike; the reduction makes sure.)
-        if (world_.allReduceValue<std::int64_t>(reallocated ? 1 : 0, runtime::ReduceOp::Max) > 0) {
-            nvshmem_barrier_all();
-        }
+        // set-up after the peers' previous step. Every rank decides alike:
+        // the staging grows by a maximum over the ranks, and the collective
+        // allocator reallocates the caller's arrays on every rank together.
+        if (reallocated) nvshmem_barrier_all();
     }
 
     // Search-step blocks: block b of a call goes by put-with-signal into

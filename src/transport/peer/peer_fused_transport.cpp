@@ -117,7 +117,9 @@ public:
         // into a peer's. With the same windows nothing is needed (as for
         // nvshmem: the peers' first stores go to halo slots nothing here
         // reads until this rank's own forward waits for them).
-        if (world_.allReduceValue<std::int64_t>(reallocated ? 1 : 0, runtime::ReduceOp::Max) > 0) world_.barrier();
+        // (Every rank decides alike: the collective allocator reallocates the
+        // caller's windows on every rank together.)
+        if (reallocated) world_.barrier();
     }
 
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) {
