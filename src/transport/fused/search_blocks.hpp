@@ -1,7 +1,7 @@
 #pragma once
-// The search-step blocks of the GPU-initiated transports (exchangeBlock(s)):
-// block b of a call lands in slot b of the receiver's staging and raises the
-// receiver's signal b to the call's sequence number. nvshmem moves a block and
+// The device side of the GPU-initiated transports' search-step blocks
+// (slotted_blocks.hpp: block b of a call lands in slot b of the receiver's
+// staging and raises the receiver's signal b to the call's sequence number). nvshmem moves a block and
 // its signal with one put-with-signal; the load/store transports (nccl-device)
 // copy it into the peer's slot (launchBlockCopies), then raise the peer's
 // signal. Either way one one-thread kernel (launchBlockSignalAndWait) then
@@ -12,14 +12,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "slotted_blocks.hpp"
 #include "wait_diagnostics.hpp"
 
 namespace haloex::nvshmem_detail {
 
-// Blocks one exchangeBlocks call moves together (each has its own signal and
-// staging slot): a grid halo's 26 neighbours fit; a call with more makes one
-// exchange per block.
-inline constexpr int kMaxBlocksPerCall = 32;
+// Blocks one exchangeBlocks call moves together (slotted_blocks.hpp).
+inline constexpr int kMaxBlocksPerCall = transport::kMaxSlottedBlocks;
 
 // Copies of one call into the peers' slots (load/store peer pointers).
 struct BlockCopies {

@@ -22,6 +22,7 @@
 #include "haloex/transport/coordinate_force_exchange.hpp"
 #include "haloex/transport/nvshmem.hpp"
 #include "search_blocks.hpp"
+#include "slotted_blocks.hpp"
 #include "session.hpp"
 #include "symmetric_buffer.hpp"
 #include "watchdog.hpp"
@@ -132,80 +133,20 @@ public:
         if (reallocated) nvshmem_barrier_all();
     }
 
-    // Search-step blocks: block b of a call goes by put-with-signal into
-    // slot b of the receiver's symmetric staging, with slot b's signal
-    // (NVLink or InfiniBand alike); the receiver waits for all of its blocks
-    // in one kernel (timed, diagnosed) and reads them there (in place) or
-    // copies them out. The reduction at the start sizes the slots (growing
-    // the staging collectively when needed) and orders the calls: every rank
-    // has read its previous blocks (its stream is synchronised first) before
-    // any rank passes it and puts the next ones. One call for several blocks
-    // is one synchronisation and one reduction, not one per block.
+    // Search-step blocks (fused/slotted_blocks.hpp): block b of a call goes
+    // by put-with-signal into slot b of the receiver's symmetric staging,
+    // with slot b's signal (NVLink or InfiniBand alike); the receiver waits
+    // for all of its blocks in one kernel (timed, diagnosed) and reads them
+    // there (in place) or copies them out. One call for several blocks is
+    // one synchronisation and one reduction, not one per block.
     void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
-        landed_.resize(blocks.size());
-        exchangeBlocksInPlace(blocks, landed_, stream);
-        for (std::size_t b = 0; b < blocks.size(); ++b) {
-            if (blocks[b].src >= 0 && blocks[b].recvBytes > 0) {
-                HALOEX_CUDA_CHECK(cudaMemcpyAsync(blocks[b].recv, landed_[b], blocks[b].recvBytes,
-                                                  cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
-            }
-        }
-    }
-
-    void exchangeBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
-                               StreamHandle streamHandle) override {
-        HALOEX_ASSERT(landed.size() == blocks.size(), "exchangeBlocksInPlace: one landed entry per block");
-        if (blocks.size() > static_cast<std::size_t>(kMaxBlocksPerCall)) {
-            // More blocks than signals: one call each, delivered to recv (a
-            // later call would overwrite the staging an earlier one landed in).
-            for (std::size_t b = 0; b < blocks.size(); ++b) {
-                const BlockExchange& x = blocks[b];
-                exchangeBlock(x.send, x.sendBytes, x.dest, x.recv, x.recvBytes, x.src, streamHandle);
-                landed[b] = x.recv;
-            }
-            return;
-        }
-        const auto stream = static_cast<cudaStream_t>(streamHandle);
         throwIfTimedOut();
-        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-        std::int64_t mySlot = 0;
-        for (const BlockExchange& b : blocks) {
-            if (b.dest >= 0) mySlot = std::max(mySlot, static_cast<std::int64_t>((b.sendBytes + 15) / 16 * 16));
-        }
-        const std::int64_t slot = world_.allReduceValue<std::int64_t>(mySlot, runtime::ReduceOp::Max);
-        const std::int64_t need = std::max<std::int64_t>(slot * static_cast<std::int64_t>(blocks.size()), 16);
-        initialise(static_cast<std::size_t>(need));
-        if (need > blockCapacity_) {
-            HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
-            blockCapacity_ = std::max<std::int64_t>(need, blockCapacity_ * 5 / 4) + 4096;
-            blockStaging_.allocate(static_cast<std::size_t>(blockCapacity_), "search-step staging");
-        }
-        ++blockSequence_;
-        auto* signals = blockSignal_.as<std::uint64_t>();
-        auto* staging = blockStaging_.as<std::byte>();
-        BlockWaitArgs wait;
-        wait.signals = signals;
-        wait.expected = blockSequence_;
-        wait.diagnostics = diagnosticsDevice_;
-        wait.abortFlag = abortFlag_.data();
-        wait.timeoutNs = timeoutNs_;
-        wait.myRank = world_.rank();
-        for (std::size_t b = 0; b < blocks.size(); ++b) {
-            const BlockExchange& block = blocks[b];
-            std::byte* slotAt = staging + static_cast<std::int64_t>(b) * slot;
-            if (block.dest >= 0) {
-                nvshmemx_putmem_signal_on_stream(slotAt, block.send, block.sendBytes, signals + b, blockSequence_,
-                                                 NVSHMEM_SIGNAL_SET, block.dest, stream);
-            }
-            landed[b] = block.recv;
-            if (block.src >= 0) {
-                wait.block[wait.count] = static_cast<int>(b);
-                wait.peer[wait.count] = block.src;
-                ++wait.count;
-                landed[b] = slotAt;
-            }
-        }
-        if (wait.count > 0) launchBlockSignalAndWait(wait, stream);
+        blocks_.exchangeBlocks(blocks, stream);
+    }
+    void exchangeBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                               StreamHandle stream) override {
+        throwIfTimedOut();
+        blocks_.exchangeBlocksInPlace(blocks, landed, stream);
     }
 
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) {
@@ -428,12 +369,58 @@ private:
     Vec3f* f_ = nullptr;
     std::uint64_t xAllocation_ = 0, fAllocation_ = 0;
     SymmetricBuffer staging_, forceStaging_, signals_;
+    // The search-step blocks' policy for SlottedBlockExchange: puts with
+    // signals into the symmetric staging, a waiting kernel.
+    struct BlockOps {
+        NvshmemTransport& t;
+        void synchronize(StreamHandle stream) {
+            HALOEX_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+        }
+        void growStaging(std::size_t bytes) {
+            t.initialise(bytes);
+            HALOEX_CUDA_CHECK(cudaDeviceSynchronize());  // no put of an earlier call may still target the old one
+            t.blockStaging_.allocate(bytes, "search-step staging");  // collective, with a barrier at its end
+        }
+        std::byte* staging() { return t.blockStaging_.as<std::byte>(); }
+        void deliver(std::span<const SlotSend> sends, const SlotWait& wait, std::uint64_t sequence,
+                     StreamHandle streamHandle) {
+            const auto stream = static_cast<cudaStream_t>(streamHandle);
+            auto* signals = t.blockSignal_.as<std::uint64_t>();
+            for (const SlotSend& s : sends) {
+                nvshmemx_putmem_signal_on_stream(staging() + s.slotOffset, s.send, s.bytes, signals + s.slot, sequence,
+                                                 NVSHMEM_SIGNAL_SET, s.dest, stream);
+            }
+            if (wait.count == 0) return;
+            BlockWaitArgs args = t.blockWaitArgs(signals, sequence);
+            for (int k = 0; k < wait.count; ++k) {
+                args.block[k] = wait.slot[k];
+                args.peer[k] = wait.peer[k];
+            }
+            args.count = wait.count;
+            launchBlockSignalAndWait(args, stream);
+        }
+        void copyOut(void* to, const void* from, std::size_t bytes, StreamHandle stream) {
+            HALOEX_CUDA_CHECK(
+                cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+        }
+    };
+
+    BlockWaitArgs blockWaitArgs(const std::uint64_t* signals, std::uint64_t sequence) const {
+        BlockWaitArgs wait;
+        wait.signals = signals;
+        wait.expected = sequence;
+        wait.diagnostics = diagnosticsDevice_;
+        wait.abortFlag = const_cast<int*>(abortFlag_.data());
+        wait.timeoutNs = timeoutNs_;
+        wait.myRank = world_.rank();
+        return wait;
+    }
+
     // exchangeBlocks' receive staging (bytes, the same on every rank; a slot
     // per block of a call) and signals (one per slot).
     SymmetricBuffer blockStaging_, blockSignal_;
-    std::vector<const void*> landed_;
-    std::int64_t blockCapacity_ = 0;
-    std::uint64_t blockSequence_ = 0;
+    BlockOps blockOps_{*this};
+    SlottedBlockExchange<BlockOps> blocks_{world_, blockOps_};
     int stagingStride_ = 0;
     FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<int> indexMaps_;

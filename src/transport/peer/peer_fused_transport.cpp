@@ -23,6 +23,7 @@
 #include "halo_kernels.hpp"
 #include "loadstore_kernels.hpp"
 #include "search_blocks.hpp"
+#include "slotted_blocks.hpp"
 #include "watchdog.hpp"
 
 namespace haloex::transport {
@@ -151,96 +152,79 @@ public:
         }
     }
 
-    // Search-step blocks, as nvshmem's but with loads and stores: block b of
-    // a call is copied by a kernel into slot b of the receiver's staging
-    // window, then one one-thread kernel raises the receivers' signals b
-    // (release, system scope) and waits (timed, diagnosed) for this rank's
-    // own blocks, which the caller reads there (in place) or gets copied out.
-    // The reduction at the start sizes the slots (growing the staging
-    // collectively) and orders the calls: every rank has read its previous
-    // blocks (its stream is synchronised first) before any rank passes it
-    // and stores the next ones.
+    // Search-step blocks, as nvshmem's (fused/slotted_blocks.hpp) but with
+    // loads and stores: block b of a call is copied by a kernel into slot b
+    // of the receiver's staging window, then one one-thread kernel raises the
+    // receivers' signals b (release, system scope) and waits (timed,
+    // diagnosed) for this rank's own blocks, which the caller reads there (in
+    // place) or gets copied out.
     void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
-        landed_.resize(blocks.size());
-        exchangeBlocksInPlace(blocks, landed_, stream);
-        for (std::size_t b = 0; b < blocks.size(); ++b) {
-            if (blocks[b].src >= 0 && blocks[b].recvBytes > 0) {
-                HALOEX_CUDA_CHECK(cudaMemcpyAsync(blocks[b].recv, landed_[b], blocks[b].recvBytes,
-                                                  cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
-            }
-        }
+        throwIfTimedOut();
+        blocks_.exchangeBlocks(blocks, stream);
     }
     void exchangeBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
-                               StreamHandle streamHandle) override {
-        HALOEX_ASSERT(landed.size() == blocks.size(), "exchangeBlocksInPlace: one landed entry per block");
-        if (blocks.size() > static_cast<std::size_t>(kMaxBlocksPerCall)) {
-            // More blocks than signals: one call each, delivered to recv.
-            for (std::size_t b = 0; b < blocks.size(); ++b) {
-                const BlockExchange& x = blocks[b];
-                exchangeBlock(x.send, x.sendBytes, x.dest, x.recv, x.recvBytes, x.src, streamHandle);
-                landed[b] = x.recv;
-            }
-            return;
-        }
-        const auto stream = static_cast<cudaStream_t>(streamHandle);
+                               StreamHandle stream) override {
         throwIfTimedOut();
-        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-        std::int64_t mySlot = 0;
-        for (const BlockExchange& b : blocks) {
-            if (b.dest >= 0) mySlot = std::max(mySlot, static_cast<std::int64_t>((b.sendBytes + 15) / 16 * 16));
-        }
-        const std::int64_t slot = world_.allReduceValue<std::int64_t>(mySlot, runtime::ReduceOp::Max);
-        const std::int64_t need = std::max<std::int64_t>(slot * static_cast<std::int64_t>(blocks.size()), 16);
-        if (!blockStaging_ || need > blockCapacity_) {
-            // Every rank grows (the same need): no kernel may still use the
-            // old windows, and every new one is in place before any store.
-            HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
-            blockStaging_.reset();
-            blockCapacity_ = std::max<std::int64_t>(need, blockCapacity_ * 5 / 4) + 4096;
-            blockStaging_ = allocatePeerMemory(provider_, world_, static_cast<std::size_t>(blockCapacity_),
-                                               name_ + " transport's search-step staging");
-            world_.barrier();
-        }
-        ++blockSequence_;
-        auto* staging = static_cast<std::byte*>(blockStaging_->localBase());
-        BlockCopies copies;
-        BlockWaitArgs wait;
-        wait.signals = static_cast<const std::uint64_t*>(signals_->localBase()) + kBlockSignalsAt;
-        wait.expected = blockSequence_;
-        wait.diagnostics = diagnosticsDevice_;
-        wait.abortFlag = abortFlag_.data();
-        wait.timeoutNs = timeoutNs_;
-        wait.myRank = world_.rank();
-        for (std::size_t b = 0; b < blocks.size(); ++b) {
-            const BlockExchange& block = blocks[b];
-            const std::size_t slotAt = b * static_cast<std::size_t>(slot);
-            if (block.dest >= 0) {
-                if (block.sendBytes > 0) {
-                    copies.from[copies.count] = block.send;
-                    copies.to[copies.count] =
-                        peerPointer<std::byte>(*blockStaging_, block.dest, slotAt, "search-step staging");
-                    copies.bytes[copies.count] = block.sendBytes;
-                    ++copies.count;
-                }
-                wait.raise[wait.raiseCount++] =
-                    peerPointer<std::uint64_t>(*signals_, block.dest, (kBlockSignalsAt + b) * sizeof(std::uint64_t),
-                                               "search-step signals");
-            }
-            landed[b] = block.recv;
-            if (block.src >= 0) {
-                wait.block[wait.count] = static_cast<int>(b);
-                wait.peer[wait.count] = block.src;
-                ++wait.count;
-                landed[b] = staging + slotAt;
-            }
-        }
-        launchBlockCopies(copies, stream);
-        if (wait.raiseCount > 0 || wait.count > 0) launchBlockSignalAndWait(wait, stream);
+        blocks_.exchangeBlocksInPlace(blocks, landed, stream);
     }
 
     void checkForFailure() const override { throwIfTimedOut(); }
 
 private:
+    // The search-step blocks' policy for SlottedBlockExchange: copies into
+    // the peers' staging windows, one kernel that raises their signals and
+    // waits for this rank's.
+    struct BlockOps {
+        PeerFusedTransport& t;
+        void synchronize(StreamHandle stream) {
+            HALOEX_CUDA_CHECK(cudaStreamSynchronize(static_cast<cudaStream_t>(stream)));
+        }
+        void growStaging(std::size_t bytes) {
+            // No kernel may still use the old windows, and every new one is
+            // in place before any store.
+            HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+            t.blockStaging_.reset();
+            t.blockStaging_ =
+                allocatePeerMemory(t.provider_, t.world_, bytes, t.name_ + " transport's search-step staging");
+            t.world_.barrier();
+        }
+        std::byte* staging() { return static_cast<std::byte*>(t.blockStaging_->localBase()); }
+        void deliver(std::span<const SlotSend> sends, const SlotWait& wait, std::uint64_t sequence,
+                     StreamHandle streamHandle) {
+            const auto stream = static_cast<cudaStream_t>(streamHandle);
+            BlockCopies copies;
+            BlockWaitArgs args;
+            args.signals = static_cast<const std::uint64_t*>(t.signals_->localBase()) + kBlockSignalsAt;
+            args.expected = sequence;
+            args.diagnostics = t.diagnosticsDevice_;
+            args.abortFlag = t.abortFlag_.data();
+            args.timeoutNs = t.timeoutNs_;
+            args.myRank = t.world_.rank();
+            for (const SlotSend& s : sends) {
+                if (s.bytes > 0) {
+                    copies.from[copies.count] = s.send;
+                    copies.to[copies.count] =
+                        t.peerPointer<std::byte>(*t.blockStaging_, s.dest, s.slotOffset, "search-step staging");
+                    copies.bytes[copies.count] = s.bytes;
+                    ++copies.count;
+                }
+                args.raise[args.raiseCount++] = t.peerPointer<std::uint64_t>(
+                    *t.signals_, s.dest, (kBlockSignalsAt + s.slot) * sizeof(std::uint64_t), "search-step signals");
+            }
+            for (int k = 0; k < wait.count; ++k) {
+                args.block[k] = wait.slot[k];
+                args.peer[k] = wait.peer[k];
+            }
+            args.count = wait.count;
+            launchBlockCopies(copies, stream);
+            if (args.raiseCount > 0 || args.count > 0) launchBlockSignalAndWait(args, stream);
+        }
+        void copyOut(void* to, const void* from, std::size_t bytes, StreamHandle stream) {
+            HALOEX_CUDA_CHECK(
+                cudaMemcpyAsync(to, from, bytes, cudaMemcpyDeviceToDevice, static_cast<cudaStream_t>(stream)));
+        }
+    };
+
     // Rank `peer`'s window as this rank's kernels address it; refused where
     // no load/store path exists.
     template <class T>
@@ -333,9 +317,6 @@ private:
     SharedArray coordinates_, forces_;
     std::uint64_t xAllocation_ = 0, fAllocation_ = 0;
     std::unique_ptr<PeerMemory> blockStaging_;  // the search-step blocks' slots, grown collectively
-    std::int64_t blockCapacity_ = 0;
-    std::uint64_t blockSequence_ = 0;
-    std::vector<const void*> landed_;  // exchangeBlocks' scratch
     cuda::DevicePulseMaps maps_;
     FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<PulseRecord> pulseRecords_;
@@ -345,6 +326,8 @@ private:
     std::uint64_t timeoutNs_;
     int blocksPerPulse_ = 1;
     std::unique_ptr<Watchdog> watchdog_;
+    BlockOps blockOps_{*this};
+    SlottedBlockExchange<BlockOps> blocks_{world_, blockOps_};
 };
 
 // The coordinate/force exchange: the transport's fused kernels.
