@@ -260,6 +260,16 @@ bool isSharedGpuRefusal(const Error& e) {
            std::string(e.what()).find("refuses two ranks on one GPU") != std::string::npos;
 }
 
+// The configurations a test ran and those refused, with the reasons: a test
+// whose every configuration was refused compared nothing, and skips with them.
+struct Tally {
+    int ran = 0;
+    std::string refused;
+    void refuse(const std::string& what, const std::string& why) {
+        refused += fmt::format("{} skipped: {}\n", what, why);
+    }
+};
+
 // Runs `body` on this job's ranks; NCCL's refusal of ranks sharing a GPU
 // comes back as the reason (the caller skips that configuration with it).
 std::optional<std::string> runOnRanks(runtime::World* mpi, int numRanks,
@@ -298,8 +308,7 @@ TEST_P(ParticleHaloBackend, GatherAndScatterAddMatchTheReferenceBitwise) {
     const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{1, 2, 4};
     // nvshmem's bulk-copy transport wants receive slots aligned to 4 atoms.
     const int alignment = c.backend == Backend::Nvshmem ? 4 : 1;
-    std::string skipped;
-    int ran = 0;
+    Tally tally;
     for (int numRanks : rankCounts) {
         const auto scenarios = testsupport::scenariosForRanks(numRanks);
         ASSERT_FALSE(scenarios.empty()) << "no decomposition scenario for " << numRanks << " ranks";
@@ -312,15 +321,15 @@ TEST_P(ParticleHaloBackend, GatherAndScatterAddMatchTheReferenceBitwise) {
                 mismatches[static_cast<std::size_t>(w.rank())] = runRank(w, c, d.box(), expected);
             });
             if (refused) {
-                skipped += fmt::format("{} on {} ranks skipped: {}\n", s.grid, numRanks, *refused);
+                tally.refuse(fmt::format("{} on {} ranks", s.grid, numRanks), *refused);
                 continue;
             }
-            ++ran;
+            ++tally.ran;
             expectNoMismatches(mismatches, mpi);
         }
     }
-    if (ran == 0) GTEST_SKIP() << skipped;
-    if (!skipped.empty()) std::cout << skipped;
+    if (tally.ran == 0) GTEST_SKIP() << tally.refused;
+    std::cout << tally.refused;
 }
 
 // ---- structured grids -------------------------------------------------------------------
@@ -385,6 +394,7 @@ TEST_P(ParticleHaloBackend, GridGatherAndScatterAddMatchTheReferenceBitwise) {
     if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
     runtime::World* mpi = mpiWorld();
     const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{1, 2, 4};
+    Tally tally;
     // With edges and corners (a batch per dimension), and faces only (every pulse in one batch).
     std::vector<std::pair<int, bool>> runs;
     for (int n : rankCounts) {
@@ -435,11 +445,14 @@ TEST_P(ParticleHaloBackend, GridGatherAndScatterAddMatchTheReferenceBitwise) {
             mismatches[r] = m;
         };
         if (const auto refused = runOnRanks(mpi, numRanks, body)) {
-            std::cout << spec.grid.toString() << " skipped: " << *refused << "\n";
+            tally.refuse(spec.grid.toString(), *refused);
             continue;
         }
+        ++tally.ran;
         expectNoMismatches(mismatches, mpi);
     }
+    if (tally.ran == 0) GTEST_SKIP() << tally.refused;
+    std::cout << tally.refused;
 }
 
 // Grid gathers one after another with no host wait between them: ipc's
@@ -516,6 +529,7 @@ TEST_P(ParticleHaloBackend, GridGathersBackToBackMatchTheReferenceBitwise) {
     constexpr int kWideAfter = 4;    // the wide field is gathered after this one
     runtime::World* mpi = mpiWorld();
     const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{1, 2, 4};
+    Tally tally;
     for (const int numRanks : rankCounts) {
         for (const bool edgesAndCorners : {false, true}) {
             plan::GridSpec spec = gridSpecFor(numRanks);
@@ -571,12 +585,15 @@ TEST_P(ParticleHaloBackend, GridGathersBackToBackMatchTheReferenceBitwise) {
                 mismatches[r] = m;
             };
             if (const auto refused = runOnRanks(mpi, numRanks, body)) {
-                std::cout << spec.grid.toString() << " skipped: " << *refused << "\n";
+                tally.refuse(spec.grid.toString(), *refused);
                 continue;
             }
+            ++tally.ran;
             expectNoMismatches(mismatches, mpi);
         }
     }
+    if (tally.ran == 0) GTEST_SKIP() << tally.refused;
+    std::cout << tally.refused;
 #endif
 }
 
@@ -597,6 +614,7 @@ TEST_P(ParticleHaloBackend, GridPackedGathersMatchTheReferenceBitwise) {
     constexpr int kOtherStream = 4;  // a packed gather on the second stream
     runtime::World* mpi = mpiWorld();
     const std::vector<int> rankCounts = mpi ? std::vector<int>{mpi->size()} : std::vector<int>{1, 2, 4};
+    Tally tally;
     for (const int numRanks : rankCounts) {
         for (const bool edgesAndCorners : {false, true}) {
             plan::GridSpec spec = gridSpecFor(numRanks);
@@ -677,12 +695,15 @@ TEST_P(ParticleHaloBackend, GridPackedGathersMatchTheReferenceBitwise) {
                 mismatches[r] = m;
             };
             if (const auto refused = runOnRanks(mpi, numRanks, body)) {
-                std::cout << spec.grid.toString() << " skipped: " << *refused << "\n";
+                tally.refuse(spec.grid.toString(), *refused);
                 continue;
             }
+            ++tally.ran;
             expectNoMismatches(mismatches, mpi);
         }
     }
+    if (tally.ran == 0) GTEST_SKIP() << tally.refused;
+    std::cout << tally.refused;
 #endif
 }
 
