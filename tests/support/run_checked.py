@@ -104,7 +104,11 @@ def verdict(a, status, output):
 
 def main(argv):
     a = parse_args(argv)
-    status, output = run(a.command)
+    try:
+        status, output = run(a.command)
+    except OSError as e:
+        print(f"[run_checked] cannot start {a.command[0]}: {e}")
+        return 1
     code, reasons = verdict(a, status, output)
     for reason in reasons:
         print(f"[run_checked] {reason}")
