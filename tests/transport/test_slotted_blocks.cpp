@@ -26,12 +26,13 @@ namespace {
 using transport::BlockExchange;
 using transport::kMaxSlottedBlocks;
 using transport::SlotSend;
-using transport::SlotWait;
 using transport::SlottedBlockExchange;
+using transport::SlotWait;
 
 // Every rank's staging and signals, shared by the thread ranks.
 struct HostBoard {
-    explicit HostBoard(int ranks) : staging(static_cast<std::size_t>(ranks)), signals(static_cast<std::size_t>(ranks)) {}
+    explicit HostBoard(int ranks)
+        : staging(static_cast<std::size_t>(ranks)), signals(static_cast<std::size_t>(ranks)) {}
     std::vector<std::vector<std::byte>> staging;
     std::vector<std::array<std::atomic<std::uint64_t>, kMaxSlottedBlocks>> signals;
 };

@@ -56,6 +56,7 @@ struct Options {
     double waitTimeout = 0.0;
     unsigned seed = 7;
     int timeExchanges = 0;
+    bool cudaGraph = false;
 };
 
 // The nvshmem settings a result line names: "path direct", and the launch
@@ -145,6 +146,26 @@ Epoch buildEpoch(const plan::Decomposition& dd, const std::vector<Vec3f>& base, 
 void timeExchanges(const Options& o, CoordinateForceHalo& halo, const plan::Box& box, runtime::World& world,
                    const cuda::Stream& stream);
 
+// One checked step captured in a CUDA graph (--cuda-graph), for one epoch.
+struct StepGraph {
+    cudaGraphExec_t exec = nullptr;
+    StepGraph() = default;
+    StepGraph(const StepGraph&) = delete;
+    StepGraph& operator=(const StepGraph&) = delete;
+    ~StepGraph() {
+        if (exec != nullptr) cudaGraphExecDestroy(exec);
+    }
+    template <class Enqueue>
+    void capture(const cuda::Stream& stream, Enqueue enqueue) {
+        cudaGraph_t graph = nullptr;
+        HALOEX_CUDA_CHECK(cudaStreamBeginCapture(stream.get(), cudaStreamCaptureModeThreadLocal));
+        enqueue();
+        HALOEX_CUDA_CHECK(cudaStreamEndCapture(stream.get(), &graph));
+        HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+        HALOEX_CUDA_CHECK(cudaGraphDestroy(graph));
+    }
+};
+
 int runStress(const Options& o, runtime::MpiWorld& world) {
     if (cuda::deviceCount() == 0) {
         if (world.rank() == 0) fmt::print("SKIPPED: no GPU is visible, the stress test needs one\n");
@@ -176,6 +197,8 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
     cuda::DeviceBuffer<stress::SlotInfo> dSlots;
     cuda::DeviceBuffer<Vec3f> dHomeBase, dBaseById;
     cuda::DeviceBuffer<stress::StepCheck> dCheck(1);
+    cuda::DeviceBuffer<long long> dStep(1);
+    long long replays = 0;
     cuda::fillBytesNow(dCheck.data(), 0, sizeof(stress::StepCheck));
     std::mt19937_64 rng(o.seed);
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
@@ -209,15 +232,39 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
         cuda::copyToDeviceNow(dSlots.data(), e.slots.data(), e.slots.size() * sizeof(stress::SlotInfo));
         cuda::copyToDeviceNow(dHomeBase.data(), e.homeBase.data(), e.homeBase.size() * sizeof(Vec3f));
         cuda::copyToDeviceNow(dBaseById.data(), base.data(), base.size() * sizeof(Vec3f));
+        const long long epochStart = step;
         const long long epochEnd = std::min<long long>(o.steps, step + o.repartitionEvery);
-        for (; step < epochEnd; ++step) {
-            stress::setHomePositions(x->data(), dHomeBase.data(), dSlots.data(), p.numHome, step, stream);
+        if (o.cudaGraph && !halo.graphCapturable()) {
+            if (world.rank() == 0) {
+                fmt::print(stderr, "haloex-halo-stress: error: --cuda-graph: {} cannot be captured in a CUDA graph\n",
+                           o.transport);
+            }
+            return kBadInput;
+        }
+        cuda::copyToDeviceNow(dStep.data(), &step, sizeof step);
+        // One checked step, enqueued on `stream`; it ends by advancing the step on the device.
+        const auto enqueueStep = [&] {
+            stress::setHomePositions(x->data(), dHomeBase.data(), dSlots.data(), p.numHome, dStep.data(), stream);
             halo.clearForces(stream.get());
             halo.gatherCoordinates(dd.box(), stream.get());
             stress::checkHaloAndFillForces(x->data(), f->data(), dBaseById.data(), dSlots.data(), p.numHome, p.numLocal,
-                                           step, dCheck.data(), stream);
+                                           dStep.data(), dCheck.data(), stream);
             halo.scatterAddForces(stream.get());
-            stress::checkForces(f->data(), dSlots.data(), p.numHome, step, dCheck.data(), stream);
+            stress::checkForces(f->data(), dSlots.data(), p.numHome, dStep.data(), dCheck.data(), stream);
+            stress::advanceStep(dStep.data(), stream);
+        };
+        StepGraph graph;
+        for (; step < epochEnd; ++step) {
+            // --cuda-graph: the epoch's first step runs uncaptured (nccl needs
+            // one pair after setPlan), the next is captured and every later
+            // one replays that graph, each on the device's next step.
+            if (o.cudaGraph && step > epochStart && graph.exec == nullptr) graph.capture(stream, enqueueStep);
+            if (graph.exec != nullptr) {
+                HALOEX_CUDA_CHECK(cudaGraphLaunch(graph.exec, stream.get()));
+                ++replays;
+            } else {
+                enqueueStep();
+            }
             if ((step + 1) % o.checkEvery == 0 || step + 1 == epochEnd) {
                 HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
                 halo.transport().checkForFailure();
@@ -246,9 +293,9 @@ int runStress(const Options& o, runtime::MpiWorld& world) {
     if (o.timeExchanges > 0) timeExchanges(o, halo, dd.box(), world, stream);
     if (world.rank() == 0) {
         for (const auto& line : halo.describe()) fmt::print("  {}\n", line);
-        fmt::print("PASSED: {} ({}) on {} ranks, grid {}, {} atoms: {} steps, {} repartitionings, every halo "
-                   "coordinate and accumulated force checked each step ({:.1f} s)\n",
-                   o.transport, variantName(o), world.size(), o.grid, o.atoms, o.steps, epochs, seconds);
+        fmt::print("PASSED: {} ({}) on {} ranks, grid {}, {} atoms: {} steps ({} replayed from a CUDA graph), {} "
+                   "repartitionings, every halo coordinate and accumulated force checked each step ({:.1f} s)\n",
+                   o.transport, variantName(o), world.size(), o.grid, o.atoms, o.steps, replays, epochs, seconds);
     }
     return 0;
 }
@@ -398,6 +445,9 @@ int main(int argc, char** argv) {
     app.add_option("--time-exchanges", o.timeExchanges,
                    "After the checked steps, time this many forward/reverse exchanges alone (0: none)")
         ->check(CLI::Range(0, 100000));
+    app.add_flag("--cuda-graph", o.cudaGraph,
+                 "Capture one checked step in a CUDA graph after each repartitioning's first step and replay it for "
+                 "the others, as the MD step does (a transport that cannot be captured is refused)");
     CLI11_PARSE(app, argc, argv);
     try {
         validate(o);

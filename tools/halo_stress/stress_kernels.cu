@@ -11,9 +11,11 @@ __device__ void recordBad(StepCheck* check, unsigned long long* counter, long lo
     }
 }
 
-__global__ void setHomeKernel(Vec3f* x, const Vec3f* base, const SlotInfo* slots, int numHome, long long step) {
+__global__ void setHomeKernel(Vec3f* x, const Vec3f* base, const SlotInfo* slots, int numHome,
+                              const long long* stepOnDevice) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= numHome) return;
+    const long long step = *stepOnDevice;
     const std::int64_t g = slots[i].globalId;
     Vec3f v = base[i];
     for (int d = 0; d < 3; ++d) v[d] = v[d] + stressOffset(g, step, d);
@@ -21,9 +23,10 @@ __global__ void setHomeKernel(Vec3f* x, const Vec3f* base, const SlotInfo* slots
 }
 
 __global__ void checkHaloKernel(const Vec3f* x, Vec3f* f, const Vec3f* baseByGlobalId, const SlotInfo* slots,
-                                int numHome, int numLocal, long long step, StepCheck* check) {
+                                int numHome, int numLocal, const long long* stepOnDevice, StepCheck* check) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= numLocal) return;
+    const long long step = *stepOnDevice;
     const SlotInfo s = slots[i];
     if (s.globalId < 0) return;
     if (i < numHome) {
@@ -43,10 +46,11 @@ __global__ void checkHaloKernel(const Vec3f* x, Vec3f* f, const Vec3f* baseByGlo
     for (int d = 0; d < 3; ++d) f[i][d] = haloForceValue(s.globalId, step, d);
 }
 
-__global__ void checkForcesKernel(const Vec3f* f, const SlotInfo* slots, int numHome, long long step,
+__global__ void checkForcesKernel(const Vec3f* f, const SlotInfo* slots, int numHome, const long long* stepOnDevice,
                                   StepCheck* check) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= numHome) return;
+    const long long step = *stepOnDevice;
     const SlotInfo s = slots[i];
     bool ok = true;
     for (int d = 0; d < 3; ++d) {
@@ -60,9 +64,11 @@ int blocks(int n) { return (n + 255) / 256; }
 
 __global__ void emptyKernel() {}
 
+__global__ void advanceStepKernel(long long* step) { ++*step; }
+
 }  // namespace
 
-void setHomePositions(Vec3f* x, const Vec3f* base, const SlotInfo* slots, int numHome, long long step,
+void setHomePositions(Vec3f* x, const Vec3f* base, const SlotInfo* slots, int numHome, const long long* step,
                       cudaStream_t stream) {
     if (numHome == 0) return;
     setHomeKernel<<<blocks(numHome), 256, 0, stream>>>(x, base, slots, numHome, step);
@@ -70,7 +76,7 @@ void setHomePositions(Vec3f* x, const Vec3f* base, const SlotInfo* slots, int nu
 }
 
 void checkHaloAndFillForces(const Vec3f* x, Vec3f* f, const Vec3f* baseByGlobalId, const SlotInfo* slots, int numHome,
-                            int numLocal, long long step, StepCheck* check, cudaStream_t stream) {
+                            int numLocal, const long long* step, StepCheck* check, cudaStream_t stream) {
     if (numLocal == 0) return;
     checkHaloKernel<<<blocks(numLocal), 256, 0, stream>>>(x, f, baseByGlobalId, slots, numHome, numLocal, step, check);
     HALOEX_CUDA_CHECK_LAUNCH();
@@ -81,10 +87,15 @@ void launchEmptyKernel(cudaStream_t stream) {
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void checkForces(const Vec3f* f, const SlotInfo* slots, int numHome, long long step, StepCheck* check,
+void checkForces(const Vec3f* f, const SlotInfo* slots, int numHome, const long long* step, StepCheck* check,
                  cudaStream_t stream) {
     if (numHome == 0) return;
     checkForcesKernel<<<blocks(numHome), 256, 0, stream>>>(f, slots, numHome, step, check);
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void advanceStep(long long* step, cudaStream_t stream) {
+    advanceStepKernel<<<1, 1, 0, stream>>>(step);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

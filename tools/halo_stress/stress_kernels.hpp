@@ -40,16 +40,21 @@ __host__ __device__ inline float homeForceValue(std::int64_t g, std::int64_t s, 
     return static_cast<float>((5 * g + 2 * s + d) % 23);
 }
 
+// The step s every kernel below reads from device memory (`step`), not from
+// its launch arguments: a CUDA graph of one step, replayed, then checks a new
+// step each time (advanceStep ends the step), as an MD step graph runs.
+void advanceStep(long long* step, cudaStream_t stream);
+
 // Home coordinates of step s.
-void setHomePositions(Vec3f* x, const Vec3f* base, const SlotInfo* slots, int numHome, long long step,
+void setHomePositions(Vec3f* x, const Vec3f* base, const SlotInfo* slots, int numHome, const long long* step,
                       cudaStream_t stream);
 // After the coordinate exchange: halo slots must equal their owner's x(g, s)
 // plus the image shift; halo forces must have been cleared. Then fills the
 // forces for the reverse exchange (home: own value, halo: halo value).
 void checkHaloAndFillForces(const Vec3f* x, Vec3f* f, const Vec3f* baseByGlobalId, const SlotInfo* slots, int numHome,
-                            int numLocal, long long step, StepCheck* check, cudaStream_t stream);
+                            int numLocal, const long long* step, StepCheck* check, cudaStream_t stream);
 // After the force exchange: home forces must equal own value + copies * halo value.
-void checkForces(const Vec3f* f, const SlotInfo* slots, int numHome, long long step, StepCheck* check,
+void checkForces(const Vec3f* f, const SlotInfo* slots, int numHome, const long long* step, StepCheck* check,
                  cudaStream_t stream);
 // One block that does nothing: the launch cost an exchange timing includes.
 void launchEmptyKernel(cudaStream_t stream);
