@@ -305,6 +305,66 @@ TEST_P(ParticlePlanProperty, EveryPairWithinCutoffIsComputedByExactlyOneRank) {
 
 int alignUp(int n, int alignment) { return (n + alignment - 1) / alignment * alignment; }
 
+// The pulses whose receive slots [recvOffset, recvOffset + recvCount) hold
+// an entry that `pulse` sends: its data dependencies, found by brute force.
+std::vector<int> pulsesWrittenInto(const plan::ParticleHaloPlan& plan, const Pulse& pulse) {
+    std::vector<int> written;
+    for (const Pulse& q : plan.pulses) {
+        const bool reads = std::any_of(pulse.sendIndices.begin(), pulse.sendIndices.end(), [&](int index) {
+            return index >= q.recvOffset && index < q.recvOffset + q.recvCount;
+        });
+        if (reads) written.push_back(q.id);
+    }
+    return written;
+}
+
+// The forward exchange of every rank's plan as concurrent ranks may run it:
+// a rank packs pulse p as soon as its waitsForward pulses have delivered
+// there, the latest ready pulse first (the order most likely to expose a
+// missing wait); or (eager false) the pulses one after another. Local slots
+// start as -1; home atom i of rank r carries r * 2^32 + i + 1. Returns every
+// rank's local array.
+std::vector<std::vector<std::int64_t>> forwardAsTheWaitsAllow(const Scenario& s, bool eager) {
+    const int ranks = s.numRanks();
+    const int pulses = static_cast<int>(s.plan(0).pulses.size());
+    std::vector<std::vector<std::int64_t>> local(static_cast<std::size_t>(ranks));
+    std::vector<std::vector<bool>> packed(ranks, std::vector<bool>(pulses, false));
+    std::vector<std::vector<bool>> delivered(ranks, std::vector<bool>(pulses, false));
+    for (int r = 0; r < ranks; ++r) {
+        local[r].assign(static_cast<std::size_t>(s.plan(r).numLocal), -1);
+        for (int i = 0; i < s.plan(r).numHome; ++i) local[r][i] = (std::int64_t{r} << 32) + i + 1;
+    }
+    const auto ready = [&](int r, int p) {
+        if (packed[r][p]) return false;
+        if (!eager) return p == 0 || packed[r][p - 1];  // the pulse order, one after another
+        const Pulse& pulse = s.plan(r).pulses[p];
+        return std::all_of(pulse.waitsForward.begin(), pulse.waitsForward.end(),
+                           [&](int q) { return delivered[r][q]; });
+    };
+    for (int done = 0; done < ranks * pulses; ++done) {
+        int rank = -1, id = -1;
+        for (int r = 0; r < ranks; ++r) {
+            for (int p = 0; p < pulses; ++p) {
+                // Eager: the latest ready pulse; in order: the earliest, so that
+                // every rank packs pulse p before any packs p + 1.
+                if (ready(r, p) && (eager ? p > id : id < 0 || p < id)) rank = r, id = p;
+            }
+        }
+        if (id < 0) break;  // a wait that can never be met: reported below
+        const Pulse& pulse = s.plan(rank).pulses[id];
+        const Pulse& landing = s.plan(pulse.sendRank).pulses[id];
+        for (int k = 0; k < pulse.sendCount(); ++k) {
+            local[pulse.sendRank][landing.recvOffset + k] = local[rank][pulse.sendIndices[k]];
+        }
+        packed[rank][id] = true;
+        delivered[pulse.sendRank][id] = true;
+    }
+    for (int r = 0; r < ranks; ++r) {
+        for (int p = 0; p < pulses; ++p) EXPECT_TRUE(packed[r][p]) << "rank " << r << " never packed pulse " << p;
+    }
+    return local;
+}
+
 TEST_P(ParticlePlanProperty, DependencySplitWaitsAndReceiveSlotsAreConsistent) {
     const auto& dd = s().dd;
     const auto& grid = dd.grid();
@@ -327,7 +387,6 @@ TEST_P(ParticlePlanProperty, DependencySplitWaitsAndReceiveSlotsAreConsistent) {
             // Independent entries are home atoms, dependent ones received atoms.
             ASSERT_GE(pulse.numIndependent, 0);
             ASSERT_LE(pulse.numIndependent, pulse.sendCount());
-            std::set<int> sources;
             for (int k = 0; k < pulse.sendCount(); ++k) {
                 const int index = pulse.sendIndices[k];
                 ASSERT_GE(index, 0);
@@ -337,11 +396,12 @@ TEST_P(ParticlePlanProperty, DependencySplitWaitsAndReceiveSlotsAreConsistent) {
                     EXPECT_LT(index, plan.numHome) << "independent entry " << k;
                 } else {
                     EXPECT_GE(index, plan.numHome) << "dependent entry " << k;
-                    sources.insert(plan.receivedInPulse[index]);
                 }
             }
-            // waitsForward is exactly the set of pulses that received the dependent entries.
-            EXPECT_EQ(pulse.waitsForward, std::vector<int>(sources.begin(), sources.end()));
+            // waitsForward is exactly the set of pulses into whose receive
+            // slots the entries it sends were written (from the slot ranges,
+            // not from receivedInPulse, which computeDependencies reads).
+            EXPECT_EQ(pulse.waitsForward, pulsesWrittenInto(plan, pulse));
             for (int q : pulse.waitsForward) {
                 EXPECT_LT(q, pulse.id);
                 transpose[q].insert(pulse.id);
@@ -376,6 +436,24 @@ TEST_P(ParticlePlanProperty, DependencySplitWaitsAndReceiveSlotsAreConsistent) {
         for (const Pulse& pulse : plan.pulses) {
             EXPECT_EQ(pulse.waitsReverse, std::vector<int>(transpose[pulse.id].begin(), transpose[pulse.id].end()))
                 << "waitsReverse of pulse " << pulse.id << " is not the transpose of waitsForward";
+        }
+    }
+}
+
+// waitsForward suffices: ranks that pack each pulse as soon as its waits are
+// met, out of the pulse order wherever the waits allow, end with the halo
+// that the pulses one after another give (a missing wait forwards a slot
+// still -1, or a stale one).
+TEST_P(ParticlePlanProperty, ExchangingAsSoonAsTheWaitsAllowGivesThePulseOrdersHalo) {
+    const auto inOrder = forwardAsTheWaitsAllow(s(), /*eager=*/false);
+    const auto eager = forwardAsTheWaitsAllow(s(), /*eager=*/true);
+    for (int r = 0; r < s().numRanks(); ++r) {
+        const auto& plan = s().plan(r);
+        for (int i = plan.numHome; i < plan.numLocal; ++i) {
+            if (plan.receivedInPulse[i] < 0) continue;  // padding
+            ASSERT_NE(inOrder[r][i], -1) << "rank " << r << " slot " << i << " never filled in pulse order";
+            ASSERT_EQ(eager[r][i], inOrder[r][i])
+                << "rank " << r << " slot " << i << " (pulse " << plan.receivedInPulse[i] << ")";
         }
     }
 }
