@@ -105,6 +105,14 @@ class CalibrationAndStep(unittest.TestCase):
         with self.assertRaises(model.ModelError):
             model.step(cal, p, "ipc", interconnect="ib-ndr")
 
+    def test_infiniband_predictions_are_marked_unvalidated_and_checked_against_the_paper(self):
+        self.assertIn("UNVALIDATED", model.INTERCONNECTS["ib-ndr"]["note"])
+        lines = model.ib_check([{"gain": 1.01}, {"gain": 1.58}, {"gain": 2.10}])
+        self.assertIn("UNVALIDATED", lines[0])
+        self.assertIn("paper's measured 1.3x", lines[1])
+        self.assertIn("1.01-2.10x, 2 of 3 above it", lines[1])
+        self.assertEqual(model.ib_check([]), [])
+
     def test_a_calibration_without_one_gpu_runs_is_refused_with_the_reason(self):
         with self.assertRaises(model.ModelError) as e:
             model.Calibration([("x.json", {"runs": []})], ("c.json", COMMBENCH))
