@@ -124,6 +124,7 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
         GTEST_SKIP() << toString(backend) << ": " << why;
     }
     const md::RunSummary* cpu = world.rank() == 0 ? &cpuReference(world.size()) : nullptr;
+    world.barrier();  // the others wait here, not inside a transport's timed set-up
     for (const bool graphs : {true, false}) {
         SCOPED_TRACE(fmt::format("{} on {} ranks, CUDA graphs {}", toString(backend), world.size(), graphs));
         const GpuRun run = runOnGpu(world, backend, graphs);
