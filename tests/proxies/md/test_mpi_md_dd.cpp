@@ -10,6 +10,8 @@
 #include <set>
 #include <string>
 
+#include <unistd.h>
+
 #include "haloex/md/checkpoint.hpp"
 #include "haloex/md/cpu_backend.hpp"
 #include "haloex/md/engine.hpp"
@@ -23,8 +25,12 @@ namespace {
 
 using namespace haloex;
 
+// One name per job, the same on all its ranks (their parent is the job's
+// launcher): the np2/np4/np8 variants run side by side under ctest -j, and
+// other trees' runs on the same machine, each writing its own checkpoint.
 std::string scratch(const std::string& name) {
-    return (std::filesystem::temp_directory_path() / ("haloex_dd_" + name)).string();
+    const std::string job = std::to_string(static_cast<long>(::getppid()));
+    return (std::filesystem::temp_directory_path() / ("haloex_dd_" + job + "_" + name)).string();
 }
 
 md::MdOptions baseOptions() {
