@@ -33,6 +33,11 @@ std::string scratch(const std::string& name) {
     return (std::filesystem::temp_directory_path() / ("haloex_dd_" + job + "_" + name)).string();
 }
 
+// A checkpoint and what the output layer keeps beside it (the single run's, the backups).
+void removeScratch(const std::string& path) {
+    for (const char* suffix : {"", ".prev", ".single", ".single.prev"}) std::filesystem::remove(path + suffix);
+}
+
 md::MdOptions baseOptions() {
     md::MdOptions o;
     o.atoms = 3000;
@@ -118,10 +123,7 @@ TEST(MdDecomposed, StepZeroForcesMatchTheSingleRankRun) {
     EXPECT_LE(relative, 1e-5) << "||f_dd - f_single|| / scale after one step";
     if (world.rank() == 0) std::printf("step-0 forces: relative difference %.2e\n", relative);
     world.barrier();
-    if (world.rank() == 0) {
-        std::filesystem::remove(o.checkpointFile);
-        std::filesystem::remove(o.checkpointFile + ".single");
-    }
+    if (world.rank() == 0) removeScratch(o.checkpointFile);
 }
 
 TEST(MdDecomposed, NoAtomIsLostOrDuplicatedOverManyRepartitionings) {
@@ -140,7 +142,7 @@ TEST(MdDecomposed, NoAtomIsLostOrDuplicatedOverManyRepartitionings) {
     EXPECT_EQ(*ids.begin(), 0);
     EXPECT_EQ(*ids.rbegin(), o.atoms - 1);
     world.barrier();
-    if (world.rank() == 0) std::filesystem::remove(o.checkpointFile);
+    if (world.rank() == 0) removeScratch(o.checkpointFile);
 }
 
 }  // namespace
