@@ -86,7 +86,7 @@ const md::RunSummary& cpuReference(int ranks) {
 
 struct GpuRun {
     md::RunSummary summary;
-    bool capturable = false;  // the transport's own claim
+    bool capturable = false;  // the claim of the transport's coordinate/force fast path
 };
 
 GpuRun runOnGpu(runtime::World& world, Backend backend, bool graphs) {
@@ -100,7 +100,8 @@ GpuRun runOnGpu(runtime::World& world, Backend backend, bool graphs) {
     t.allowSharedGpus = true;
     auto transport = makeTransport(backend, world, t);
     GpuRun run;
-    run.capturable = transport->graphCapturable();
+    const auto fastPath = transport->makeCoordinateForceExchange();
+    run.capturable = fastPath != nullptr && fastPath->graphCapturable();
     auto gpu = md::makeGpuBackend({});
     md::Engine engine(resolved, world, *transport, *gpu);
     run.summary = engine.run();
