@@ -175,7 +175,9 @@ std::string logEnd(const RunSummary& s, const MdOptions& o) {
     }
     std::ostringstream performance;
     printPerformanceSummary(performance, s, o);
-    t += "\n" + performance.str();
+    // Appended in two steps: GCC 12 warns falsely (-Wrestrict) on "\n" + std::string&&.
+    t += '\n';
+    t += performance.str();
     t += fmt::format("Finished {}{}\n", now(),
                      s.stop.reason.empty() ? "" : fmt::format(" (stopped: {})", s.stop.reason));
     return t;
