@@ -1,101 +1,133 @@
 #!/usr/bin/env bash
-# Installs what haloex needs and is missing, then configures and builds it.
+# Installs what a profile needs and is missing, then configures and builds it.
 # Idempotent: when everything is there it only runs an incremental build.
-#   scripts/setup.sh            # install + configure + build (preset "default", build/)
-# Environment: HALOEX_BUILD_DIR (default build), HALOEX_CMAKE_ARGS (extra -D...),
-#              HALOEX_NO_INSTALL=1 (never call apt-get/pip; report what is missing).
+#   scripts/setup.sh [test]   everything (scripts/test.sh): the library, proxies,
+#                             tools, examples and tests, in HALOEX_BUILD_DIR (build/);
+#                             the test tools too (GoogleTest, clang-format,
+#                             clang-tidy, MDAnalysis/h5py)
+#   scripts/setup.sh run      haloex-md alone (scripts/run.sh), in HALOEX_RUN_BUILD_DIR
+#                             (build-run/): tests off, only its target; CPU-only
+#                             where no GPU is visible
+#   scripts/setup.sh PROFILE --list   what the profile installs, one piece a line
+# Two build directories, so that neither script reconfigures the other's:
+# run.sh's tree (no tests, maybe no CUDA) would otherwise flip build/'s cache
+# back and forth with test.sh's. The price is that test.sh compiles haloex-md's
+# sources once more (~1.5 min of its ~8 on 2 cores).
+# Environment: HALOEX_BUILD_DIR, HALOEX_RUN_BUILD_DIR, HALOEX_CMAKE_ARGS (extra
+# -D..., at the first configure), HALOEX_NO_INSTALL=1 (never call apt-get/pip).
 set -euo pipefail
 # Never NVLink multicast, whatever the caller's environment says.
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-build="${HALOEX_BUILD_DIR:-$root/build}"
+profile="${1:-test}"
+list=0
+[ "${2:-}" = --list ] && list=1
+case "$profile" in
+  run) build="${HALOEX_RUN_BUILD_DIR:-$root/build-run}" ;;
+  test) build="${HALOEX_BUILD_DIR:-$root/build}" ;;
+  *) echo "usage: $0 [run|test] [--list]" >&2; exit 2 ;;
+esac
 deps="$root/.deps"
+nvshmem_version="3.4.5"  # the PyPI wheel used when no NVSHMEM is installed
+export PATH="/usr/local/cuda/bin:$PATH"
 say() { printf '[haloex setup] %s\n' "$*"; }
+# shellcheck source=lib/deps.sh
+. "$root/scripts/lib/deps.sh"
+# shellcheck source=lib/build.sh
+. "$root/scripts/lib/build.sh"
 
-# --- system packages (Debian/Ubuntu) -----------------------------------------
-# Each entry: a check that succeeds when the piece is present, and the package.
-have_header() { # header found in the usual include directories?
-  local h="$1"
-  for d in /usr/include /usr/local/include /usr/include/x86_64-linux-gnu /usr/include/hdf5/serial; do
-    [ -e "$d/$h" ] && return 0
-  done
-  return 1
-}
-missing=()
-command -v cmake >/dev/null || missing+=(cmake)
-command -v ninja >/dev/null || missing+=(ninja-build)
-command -v g++ >/dev/null || missing+=(g++)
-command -v git >/dev/null || missing+=(git)
-command -v python3 >/dev/null || missing+=(python3)
-python3 -m pip --version >/dev/null 2>&1 || missing+=(python3-pip)
-command -v mpicxx >/dev/null || missing+=(openmpi-bin libopenmpi-dev)
-# The format and clang-tidy checks (ctest format_check and clang_tidy,
-# scripts/check_format.sh and run_clang_tidy.sh): skipped without them.
-command -v clang-format >/dev/null || command -v clang-format-14 >/dev/null || missing+=(clang-format)
-command -v clang-tidy >/dev/null || command -v clang-tidy-14 >/dev/null || missing+=(clang-tidy)
-have_header CLI/CLI.hpp || missing+=(libcli11-dev)
-have_header nlohmann/json.hpp || missing+=(nlohmann-json3-dev)
-have_header fmt/core.h || missing+=(libfmt-dev)
-have_header gtest/gtest.h || missing+=(libgtest-dev libgmock-dev)
-have_header benchmark/benchmark.h || missing+=(libbenchmark-dev)
-# H5MD trajectories (--traj x.h5); optional for the build, which says so
-# without it. Debian puts the serial library's header under hdf5/serial.
-have_header hdf5.h || missing+=(libhdf5-dev)
+# --- system packages (Debian/Ubuntu names) -------------------------------------
+deps_want required "have_cmd cmake" cmake
+deps_want required "have_cmd ninja" ninja-build
+deps_want required "have_cmd g++" g++
+deps_want required "have_header CLI/CLI.hpp" libcli11-dev
+deps_want required "have_header nlohmann/json.hpp" nlohmann-json3-dev
+deps_want required "have_header fmt/core.h" libfmt-dev
+deps_want optional "have_cmd mpicxx" "openmpi-bin libopenmpi-dev" \
+  "no MPI: haloex-md runs one process, so one GPU or the CPU reference"
+# H5MD trajectories (--traj x.h5); the build says so without it. Debian puts
+# the serial library's header under hdf5/serial.
+deps_want optional "have_header hdf5.h" libhdf5-dev "no HDF5: haloex-md refuses --traj *.h5 and writes .gro"
+deps_want optional "have_cmd git" git "no git: the build records commit 'unknown'"
+if [ "$profile" = run ]; then
+  deps_want optional "have_cmd python3" python3 "no python3: NVSHMEM is not looked for in Python packages"
+  deps_want optional have_pip python3-pip "no pip: the NVSHMEM wheel cannot be installed"
+else
+  deps_want required "have_cmd python3" python3
+  deps_want optional have_pip python3-pip "no pip: neither the NVSHMEM wheel nor tests/requirements.txt can be installed"
+  deps_want required "have_header gtest/gtest.h && have_header gmock/gmock.h" "libgtest-dev libgmock-dev"
+  # The format and clang-tidy checks (ctest format_check and clang_tidy): skipped without them.
+  deps_want optional "have_any_cmd clang-format clang-format-14" clang-format "ctest format_check skips"
+  deps_want optional "have_any_cmd clang-tidy clang-tidy-14" clang-tidy "ctest clang_tidy skips"
+fi
+if [ "$list" = 1 ]; then
+  for i in "${!deps_checks[@]}"; do echo "${deps_kinds[$i]} apt ${deps_packages[$i]}"; done
+  echo "optional pip nvidia-nvshmem-cu13==$nvshmem_version (with CUDA)"
+  [ "$profile" = test ] && echo "optional pip tests/requirements.txt"
+  exit 0
+fi
+mkdir -p "$deps"
+deps_resolve "$deps/setup-apt.log" || exit 1
 
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "${HALOEX_NO_INSTALL:-0}" = 1 ] || ! command -v apt-get >/dev/null; then
-    say "missing: ${missing[*]} (install them, or unset HALOEX_NO_INSTALL)"; exit 1
+# --- GPU or not ---------------------------------------------------------------
+# run: without a visible GPU haloex-md runs the CPU reference, so the GPU code
+# is not built (set HALOEX_CMAKE_ARGS=-DHALOEX_ENABLE_CUDA=ON to build it anyway).
+cuda_args=()
+if [ "$profile" = run ]; then
+  gpus=0
+  have_cmd nvidia-smi && gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU' || true)
+  if [ "$gpus" -eq 0 ]; then
+    cuda_args=(-DHALOEX_ENABLE_CUDA=OFF)
+    case " ${HALOEX_CMAKE_ARGS:-} " in *HALOEX_ENABLE_CUDA=ON*) cuda_args=() ;; esac
   fi
-  sudo=""; [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  say "installing: ${missing[*]}"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+want_cuda=1
+[ ${#cuda_args[@]} -gt 0 ] && want_cuda=0
+if [ "$want_cuda" = 1 ] && ! have_cmd nvcc; then
+  say "skipped: the GPU code (no nvcc on PATH or in /usr/local/cuda/bin: install the CUDA toolkit for GPU runs)"
 fi
 
 # --- NVSHMEM (PyPI wheel) ------------------------------------------------------
 # Used from NVSHMEM_ROOT or NVSHMEM_HOME, from an importable Python package, or
 # installed into .deps/python (never into the system Python: Debian refuses
 # that). `cmake --install` copies it under the prefix (HaloexNvshmemBundle.cmake).
-nvshmem_version="3.4.5"
-if [ -z "${NVSHMEM_ROOT:-}${NVSHMEM_HOME:-}" ] && command -v nvcc >/dev/null 2>&1; then
+if [ "$want_cuda" = 1 ] && [ -z "${NVSHMEM_ROOT:-}${NVSHMEM_HOME:-}" ] && have_cmd nvcc && have_cmd python3; then
   if ! python3 -c 'import nvidia.nvshmem' 2>/dev/null && [ ! -e "$deps/python/nvidia/nvshmem/include/nvshmem.h" ]; then
-    if [ "${HALOEX_NO_INSTALL:-0}" = 1 ]; then
-      say "NVSHMEM not found; the nvshmem transport will not be built"
-    else
-      say "installing nvidia-nvshmem-cu13==$nvshmem_version into $deps/python"
-      python3 -m pip install -q --disable-pip-version-check --no-deps --target "$deps/python" \
-        "nvidia-nvshmem-cu13==$nvshmem_version"
-    fi
+    say "installing nvidia-nvshmem-cu13==$nvshmem_version into $deps/python"
+    deps_pip_install "$deps/setup-pip.log" "$deps/python" --no-deps "nvidia-nvshmem-cu13==$nvshmem_version" \
+      || say "skipped: NVSHMEM (the nvshmem transport is not built): $(tail -1 "$deps/setup-pip.log")" \
+             "(set NVSHMEM_HOME to an installed NVSHMEM 3, or carry the wheel)"
   fi
 fi
 
 # --- Python packages of the tests (tests/requirements.txt) --------------------
 # MDAnalysis and h5py read the H5MD trajectories back; into .deps/python like
-# NVSHMEM. Without a registry the tests that need them skip, saying so.
-if ! PYTHONPATH="$deps/python" python3 -c 'import MDAnalysis, h5py' >/dev/null 2>&1; then
-  if [ "${HALOEX_NO_INSTALL:-0}" = 1 ]; then
-    say "MDAnalysis/h5py not found; the H5MD read-back tests will skip (tests/requirements.txt)"
-  else
-    say "installing tests/requirements.txt (MDAnalysis, h5py) into $deps/python"
-    python3 -m pip install -q --disable-pip-version-check --target "$deps/python" -r "$root/tests/requirements.txt" \
-      || say "could not install tests/requirements.txt; the H5MD read-back tests will skip"
-  fi
+# NVSHMEM. Without them the tests that need them skip, saying so.
+if [ "$profile" = test ] && ! PYTHONPATH="$deps/python" python3 -c 'import MDAnalysis, h5py' >/dev/null 2>&1; then
+  say "installing tests/requirements.txt (MDAnalysis, h5py) into $deps/python"
+  deps_pip_install "$deps/setup-pip.log" "$deps/python" -r "$root/tests/requirements.txt" \
+    || say "skipped: MDAnalysis/h5py (the H5MD read-back tests skip): $(tail -1 "$deps/setup-pip.log")"
 fi
 
 # --- configure and build -------------------------------------------------------
-export PATH="/usr/local/cuda/bin:$PATH"
-if [ ! -f "$build/CMakeCache.txt" ]; then
-  say "configuring $build"
+configure_args=(-G Ninja -DCMAKE_BUILD_TYPE=Release)
+[ "$profile" = run ] && configure_args+=(-DHALOEX_BUILD_TESTS=OFF)
+cached_cuda=""
+[ -f "$build/CMakeCache.txt" ] && cached_cuda="$(sed -n 's/^HALOEX_ENABLE_CUDA:BOOL=//p' "$build/CMakeCache.txt")"
+# A run tree configured without a GPU is reconfigured once one is visible.
+if [ ! -f "$build/CMakeCache.txt" ] || { [ "$profile" = run ] && [ "$want_cuda" = 1 ] && [ "$cached_cuda" = OFF ] &&
+     [[ " ${HALOEX_CMAKE_ARGS:-} " != *HALOEX_ENABLE_CUDA=OFF* ]]; }; then
+  [ "$profile" = run ] && [ "$want_cuda" = 1 ] && [ "$cached_cuda" = OFF ] && configure_args+=(-DHALOEX_ENABLE_CUDA=ON)
+  say "configuring $build${cuda_args:+ (no GPU visible: CPU-only)}"
+  mkdir -p "$build"
   # shellcheck disable=SC2086
-  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release ${HALOEX_CMAKE_ARGS:-} >"$root/.setup-configure.log" 2>&1 \
-    || { cat "$root/.setup-configure.log"; exit 1; }
-  sed -n '/haloex .* configuration/,/executables/p' "$root/.setup-configure.log" | sed 's/^-- //'
+  cmake -S "$root" -B "$build" "${configure_args[@]}" "${cuda_args[@]}" ${HALOEX_CMAKE_ARGS:-} \
+    >"$build/configure.log" 2>&1 || { cat "$build/configure.log"; say "configure failed; see $build/configure.log"; exit 1; }
+  sed -n '/haloex .* configuration/,/executables/p' "$build/configure.log" | sed 's/^-- //'
 fi
-say "building with $(nproc) jobs (log: $build/build.log)"
-if ! cmake --build "$build" -j "$(nproc)" >"$build/build.log" 2>&1; then
-  grep -E -B2 -A12 'error|Error' "$build/build.log" | head -80
-  say "build failed; see $build/build.log"; exit 1
-fi
-grep -E 'warning' "$build/build.log" | head -20 || true
+targets=()
+[ "$profile" = run ] && targets=(haloex-md)
+say "building ${targets[*]:-everything} with $(nproc) jobs (log: $build/build.log)"
+build_with_progress "$build" "$build/build.log" "${targets[@]}" || exit 1
 say "built: $build/bin"

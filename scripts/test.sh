@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the whole test suite (ctest).
+# Installs what is missing, builds everything (build/: the library, proxies,
+# tools, examples and tests) and runs the whole test suite (ctest).
 # GPU tests skip with a printed reason on machines without a GPU.
 #   scripts/test.sh [extra ctest arguments, e.g. -L unit]
 set -euo pipefail
@@ -8,7 +9,7 @@ set -euo pipefail
 export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${HALOEX_BUILD_DIR:-$root/build}"
-"$root/scripts/setup.sh"
+"$root/scripts/setup.sh" test
 cd "$build"
 # MPI tests start several processes; as root OpenMPI needs these.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
