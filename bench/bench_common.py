@@ -1,9 +1,9 @@
 """What the benchmark drivers share.
 
-* Python dependencies: bench/requirements.txt, found in the interpreter's own
-  packages first, then in <checkout>/.deps/python (the project's environment,
-  as scripts/setup.sh uses for NVSHMEM); installed there when missing and a
-  registry (or carried wheels in <checkout>/.whl) is reachable.
+* Python dependencies: bench/requirements.txt, found in <checkout>/.deps/python
+  (the project's environment, as scripts/setup.sh uses for NVSHMEM) before the
+  interpreter's site-packages; installed there when missing and a registry (or
+  carried wheels in <checkout>/.whl) is reachable.
 * The one launcher: `mpirun <MPIRUN_ARGS> -np N` (launcher_prefix) and the
   environment every launched program gets (launcher_environment).
 * The one record header (record_header): schema_version, tool, date, commit,
@@ -13,7 +13,8 @@
 * The readers' side: check_record refuses records of a newer schema, and
   md_figures gives a haloex-md run's figures by name, end-to-end first, for
   schema 1 and 2 alike.
-* The plot scripts' command line, matplotlib and PNG output.
+* The plot scripts' command line, matplotlib and PNG output (out/plots unless
+  --out says otherwise: never over a committed PNG).
 """
 import argparse
 import datetime
@@ -32,10 +33,28 @@ DEPS_PYTHON = os.path.join(REPO, ".deps", "python")
 REQUIREMENTS = os.path.join(BENCH, "requirements.txt")
 WHEELS = os.path.join(REPO, ".whl")
 
-# The project's Python environment: after the interpreter's own packages (an
-# image's matplotlib wins over one installed here).
-if os.path.isdir(DEPS_PYTHON) and DEPS_PYTHON not in sys.path:
-    sys.path.append(DEPS_PYTHON)
+# Plots go here unless --out names a file: never beside a committed record,
+# whose PNG they would overwrite.
+PLOT_DIR = os.environ.get("HALOEX_BENCH_OUT") or os.path.join(REPO, "out", "plots")
+
+
+def use_project_environment(path=None):
+    """Puts the project's Python environment (.deps/python) on sys.path BEFORE the interpreter's site and
+    dist-packages, after the script's folder, the standard library and PYTHONPATH: what bench/requirements.txt
+    installed there must win over a system copy (Debian's python3-numpy is too old for the matplotlib pip installs
+    beside it). An entry already on the path is moved."""
+    path = DEPS_PYTHON if path is None else path
+    if not os.path.isdir(path):
+        return False
+    if path in sys.path:
+        sys.path.remove(path)
+    site_dirs = [i for i, p in enumerate(sys.path) if os.path.basename(p.rstrip(os.sep)) in ("site-packages",
+                                                                                             "dist-packages")]
+    sys.path.insert(site_dirs[0] if site_dirs else len(sys.path), path)
+    return True
+
+
+use_project_environment()
 
 # ---- schema ------------------------------------------------------------------------------------------------------
 
@@ -539,38 +558,52 @@ def install_command():
     return cmd
 
 
-def install_hint(module):
-    return (f"{module} is needed and is not importable (neither from {sys.executable}'s packages nor from "
-            f"{DEPS_PYTHON}). Install bench/'s dependencies into the project's environment:\n"
-            f"    python3 -m pip install --target .deps/python -r bench/requirements.txt\n"
-            f"(from the checkout's root; add --find-links .whl --no-index for carried wheels). The bench scripts "
-            f"add .deps/python to their path themselves; HALOEX_NO_INSTALL=1 stops them installing on their own.")
+def install_hint(module, tried=None):
+    """What to do when `module` cannot be imported. tried: None (nothing was installed: HALOEX_NO_INSTALL=1), or
+    (returncode, import error after it) of the install that just ran, so the hint does not repeat it."""
+    where = f"neither from {sys.executable}'s packages nor from {DEPS_PYTHON}"
+    if tried is None:
+        return (f"{module} is needed and is not importable ({where}); HALOEX_NO_INSTALL=1 kept the bench scripts "
+                f"from installing it. Install bench/'s dependencies into the project's environment:\n"
+                f"    python3 -m pip install --target .deps/python -r bench/requirements.txt\n"
+                f"(from the checkout's root; add --find-links .whl --no-index for carried wheels).")
+    code, error = tried
+    if code != 0:
+        return (f"{module} is needed and is not importable ({where}), and installing bench/requirements.txt into "
+                f"{DEPS_PYTHON} just failed (pip exit {code}; its messages are above). Without a package registry: "
+                f"on a machine with one, `python3 -m pip download -d .whl -r bench/requirements.txt`, copy .whl/ "
+                f"into this checkout and run again (the bench scripts then install from .whl).")
+    return (f"bench/requirements.txt was installed into {DEPS_PYTHON}, but `import {module}` still fails: {error}. "
+            f"Another copy on the path may shadow one of its dependencies (sys.path: "
+            f"{', '.join(sys.path[:8])}...); run with PYTHONNOUSERSITE=1, or remove the stale copy.")
 
 
 def require(module):
     """Imports `module`; when missing, installs bench/requirements.txt into .deps/python (unless
-    HALOEX_NO_INSTALL=1) and tries again; else exits with the project's way of installing it."""
+    HALOEX_NO_INSTALL=1) and tries again; else exits saying what failed and what to do."""
     import importlib
     try:
         return importlib.import_module(module)
     except ImportError:
         pass
-    if os.environ.get("HALOEX_NO_INSTALL") != "1":
-        print(f"[bench] {module} missing: installing bench/requirements.txt into {DEPS_PYTHON}", file=sys.stderr)
+    if os.environ.get("HALOEX_NO_INSTALL") == "1":
+        sys.exit(install_hint(module))
+    print(f"[bench] {module} missing: installing bench/requirements.txt into {DEPS_PYTHON}", file=sys.stderr)
+    try:
+        code = subprocess.run(install_command() + ["--retries", "0", "--timeout", "15", "-q"], timeout=600).returncode
+    except (OSError, subprocess.SubprocessError) as e:
+        code = f"{type(e).__name__}: {e}"
+    error = None
+    if code == 0:
+        use_project_environment()
+        importlib.invalidate_caches()
+        for name in [m for m in sys.modules if m == module or m.startswith(module + ".")]:
+            del sys.modules[name]
         try:
-            done = subprocess.run(install_command() + ["--retries", "0", "--timeout", "15", "-q"], timeout=600)
-            ok = done.returncode == 0
-        except (OSError, subprocess.SubprocessError):
-            ok = False
-        if ok:
-            if DEPS_PYTHON not in sys.path:
-                sys.path.append(DEPS_PYTHON)
-            importlib.invalidate_caches()
-            try:
-                return importlib.import_module(module)
-            except ImportError:
-                pass
-    sys.exit(install_hint(module))
+            return importlib.import_module(module)
+        except ImportError as e:
+            error = str(e)
+    sys.exit(install_hint(module, (code, error)))
 
 
 # ---- plots -------------------------------------------------------------------------------------------------------
@@ -580,7 +613,8 @@ def plot_command_line(description, argv=None, prog=None):
     p = argparse.ArgumentParser(prog=prog, description=description,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("record", help="a JSON record written by a bench/ driver")
-    p.add_argument("--out", help="PNG file (default: the record's name with .png)")
+    p.add_argument("--out", help=f"PNG file (default: {os.path.relpath(PLOT_DIR, REPO)}/<record name>.png, never "
+                                 f"beside the record)")
     args = p.parse_args(argv)
     return args, exit_on_schema_error(lambda: load_record(args.record))
 
@@ -593,9 +627,17 @@ def pyplot():
     return plt
 
 
-def save_png(fig, record, out=None, dpi=120):
-    """Writes the figure to `out`, or beside the record (same name, .png), and says where."""
-    path = out or os.path.splitext(record)[0] + ".png"
-    fig.savefig(path, dpi=dpi)
+def default_plot_path(record):
+    """Where a plot of `record` goes without --out: PLOT_DIR (out/plots, ignored by git, or $HALOEX_BENCH_OUT),
+    never beside the record, where a committed PNG may be."""
+    return os.path.join(PLOT_DIR, os.path.splitext(os.path.basename(record))[0] + ".png")
+
+
+def save_png(fig, record, out=None, dpi=120, metadata=None):
+    """Writes the figure to `out`, or to default_plot_path(record), and says where."""
+    path = out or default_plot_path(record)
+    if os.path.dirname(path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+    fig.savefig(path, dpi=dpi, metadata=metadata)
     print(f"wrote {path}")
     return path

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots a bench/commbench.py record (matplotlib, PNG):
 
-  <record>.png with two panels:
+  out/plots/<record name>.png (or --out FILE) with two panels:
     1. one-direction bandwidth over the message size: NVSHMEM block puts,
        direct stores from the whole grid, peer cudaMemcpyAsync and NCCL
        send/recv (the put and store rows use more blocks for larger

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots a bench/jacobi_bench.py record (matplotlib, PNG):
 
-  <record>.png with three panels over the per-rank grid size:
+  out/plots/<record name>.png (or --out FILE) with three panels over the per-rank grid size:
     1. time per iteration of every transport (and the one-GPU reference,
        which computes the whole grid alone),
     2. nvshmem's speedup over the best CPU-orchestrated transport (staged,

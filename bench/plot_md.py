@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Plots a bench/md_bench.py dd record (matplotlib, PNG), next to the record:
+"""Plots a bench/md_bench.py dd record (matplotlib, PNG):
 
-  <record>.png with three panels over atoms per GPU:
+  out/plots/<record name>.png (or --out FILE) with three panels over atoms per GPU:
     1. ns/day of every transport and path, and of the 1-GPU run (at its
        total atom count, i.e. the same system): ALL steps (search steps
        included) as solid lines, the steady state dotted beside them;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Plots a bench/md_bench.py scaling record (matplotlib, PNG):
 
-  <record>.png with one pair of panels per system size:
+  out/plots/<record name>.png (or --out FILE) with one pair of panels per system size:
     top:    ns/day over the number of GPUs for every transport and path (the
             1-GPU run as the first point of each), with the paper's points
             (NVSHMEM and MPI, GROMACS 2026) where it has one for that size;

@@ -141,7 +141,8 @@ stage_md_scaling() {
     ${SCALING_RANKS:+--rank-counts $SCALING_RANKS} 2>&1 | tee -a "$summary"
   local record
   record=$(ls -t "$out"/md-scaling-*.json 2>/dev/null | head -1)
-  [ -n "$record" ] && python3 "$root/bench/plot_scaling.py" "$record" 2>&1 | tee -a "$summary"
+  # Beside the record, so that the plot comes back with it.
+  [ -n "$record" ] && python3 "$root/bench/plot_scaling.py" "$record" --out "${record%.json}.png" 2>&1 | tee -a "$summary"
 }
 
 # One forward and one reverse exchange alone, every transport and path, one
