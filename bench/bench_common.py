@@ -179,6 +179,18 @@ def md_figures(run, where="run"):
                      _number(run.get("search_step_ms")), _number(run.get("startup_seconds")))
 
 
+def record_runs(record):
+    """A record's runs (dicts). A run a record took from a summary line (from_summary_line: its JSON did not come
+    back) has no schema_version of its own: it inherits the record's, whose schema_note says what its figures mean."""
+    out = []
+    for r in record.get("runs", []) if isinstance(record, dict) else []:
+        if isinstance(r, dict) and "schema_version" not in r and r.get("from_summary_line"):
+            r = dict(r, schema_version=record.get("schema_version", 1))
+        if isinstance(r, dict):
+            out.append(r)
+    return out
+
+
 def record_headline_metric(runs):
     """The metric a table or plot of these runs leads with: METRIC_ALL when every run with figures has the
     end-to-end figure, else the steady state named for the oldest schema among them. (figures by id(run), name)"""

@@ -11,8 +11,9 @@ have no honest all-steps figure: those cells read n/a and the table says so.
 
 With --gromacs FILE (a record of the GROMACS driver: tool "gromacs", version,
 atoms, nstlist, rlist, nstlist_auto, steps, us_per_step, ns_per_day, drift,
-command; one record, a list of them, or a record with "runs"), a "haloex vs
-GROMACS" table follows: the ratio of the all-steps us/step of runs of the
+command; one record, a list of them, a record with "runs", or a haloex vs
+GROMACS record's "gromacs_runs"), a "haloex vs GROMACS" table follows (a haloex
+vs GROMACS record given as RECORD gets it from its own gromacs_runs): the ratio of the all-steps us/step of runs of the
 same size, both codes' nstlist, rlist and conserved-energy drift.
 
 Usage: bench/summarize_md.py RECORD.json... [--gromacs GROMACS.json] [--label 1gpu]
@@ -21,7 +22,7 @@ import argparse
 import json
 import sys
 
-from bench_common import SchemaError, check_record, fmt, machine_summary, md_figures, schema_version
+from bench_common import SchemaError, check_record, fmt, machine_summary, md_figures, record_runs, schema_version
 
 # The project's first one-GPU goals (us/step of the steady state, CUDA graphs on).
 TARGETS_1GPU = {22500: 56, 45000: 75, 90000: 124, 180000: 224, 360000: 412, 720000: 790}
@@ -111,7 +112,7 @@ RUNS_HEADER = ["| atoms | ranks | variant | us/step all steps | us/step steady |
 def runs_table(rec):
     """md_bench.py dd and scaling: one row per run."""
     settings = rec.get("settings", {})
-    rows, schema1 = runs_rows(rec["runs"], settings.get("ranks"))
+    rows, schema1 = runs_rows(record_runs(rec), settings.get("ranks"))
     what = rec.get("benchmark", "haloex-md")
     extra = {k: settings.get(k) for k in ("ranks", "grid", "quick", "shared_gpus", "pdl", "launcher") if k in settings}
     out = [title(rec, what), f"settings: {extra}\n"] + RUNS_HEADER + rows
@@ -139,10 +140,14 @@ def is_gromacs(rec):
 
 
 def gromacs_records(doc, where="GROMACS record"):
-    """The GROMACS runs of a file: one record, a list of records, or a record with "runs"; ValueError if none."""
+    """The GROMACS runs of a file: one record, a list of records, a record with "runs", or a haloex vs GROMACS record
+    (its "gromacs_runs", as scripts/device/run.sh's stage gromacs writes them beside the haloex runs); ValueError
+    if none."""
     if isinstance(doc, dict):
         schema_version(doc, where)
-    if is_gromacs(doc) and "runs" not in doc:
+    if isinstance(doc, dict) and isinstance(doc.get("gromacs_runs"), list):
+        found = [dict(r, tool=r.get("tool", "gromacs")) for r in doc["gromacs_runs"] if isinstance(r, dict)]
+    elif is_gromacs(doc) and "runs" not in doc:
         found = [doc]
     elif isinstance(doc, dict) and isinstance(doc.get("runs"), list):
         found = [dict(r, tool="gromacs") if is_gromacs(doc) and "tool" not in r else r for r in doc["runs"]]
@@ -159,7 +164,7 @@ def gromacs_records(doc, where="GROMACS record"):
 def md_runs(rec):
     """(label, run) of a haloex-md record: its runs, or itself for a single haloex-md --json record."""
     if isinstance(rec.get("runs"), list):
-        return [(r.get("label", r.get("transport", "?")), r) for r in rec["runs"]]
+        return [(r.get("label", r.get("transport", "?")), r) for r in record_runs(rec)]
     s = rec.get("settings", {})
     launch = " per-pulse" if s.get("nvshmem_launch") == "per-pulse" else ""
     return [(f"{rec.get('transport', '?')}/{s.get('nvshmem_path', 'auto')}{launch}", rec)]
@@ -261,8 +266,10 @@ def main(argv=None):
             with open(path) as f:
                 rec = json.load(f)
             print(summarize(rec, path))
-            if grom and not is_gromacs(rec):
-                print(gromacs_table(rec, grom, a.label))
+            # A haloex vs GROMACS record compares with its own GROMACS runs unless --gromacs names others.
+            own = gromacs_records(rec, path) if not grom and isinstance(rec.get("gromacs_runs"), list) else []
+            if (grom or own) and not is_gromacs(rec):
+                print(gromacs_table(rec, grom or own, a.label))
     except (SchemaError, ValueError, OSError, json.JSONDecodeError) as e:
         sys.exit(f"error: {e}")
     return 0

@@ -159,6 +159,38 @@ class CommandLineTest(unittest.TestCase):
             self.assertNotEqual(done.returncode, 0)
             self.assertIn("newer than this reader", done.stderr)
 
+    def test_gromacs_from_a_haloex_vs_gromacs_record(self):
+        # The file scripts/device/run.sh's stage gromacs makes: haloex runs and gromacs_runs side by side.
+        both = dict(SUITE2, gromacs_runs=[dict(GROMACS, tool="gromacs")])
+        self.assertEqual(sm.gromacs_records(both)[0]["us_per_step"], 44.4)
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "md-vs-gromacs.json")
+            with open(path, "w") as f:
+                json.dump(both, f)
+            for argv in ([path, "--gromacs", path], [path]):
+                out = io.StringIO()
+                with contextlib.redirect_stdout(out):
+                    self.assertEqual(sm.main(argv), 0)
+                table = out.getvalue().split("haloex vs GROMACS", 1)
+                self.assertEqual(len(table), 2, f"{argv}: no haloex vs GROMACS table")
+                ratio = [c.strip() for c in rows(table[1], "| 22500 | nvshmem/tma")[0].strip("|").split("|")]
+                self.assertEqual(ratio[2:5], ["55.5", "44.4", "1.25"])
+
+    def test_committed_gromacs_records_are_found(self):
+        for name in ("md-vs-gromacs-1xH200-2026-12-02.json", "md-vs-gromacs-1xH200-2026-12-04.json"):
+            with open(os.path.join(REPO, "bench", "results", name)) as f:
+                self.assertGreaterEqual(len(sm.gromacs_records(json.load(f), name)), 6, name)
+
+    def test_summary_line_runs_keep_their_all_steps_figure(self):
+        # A run the record took from a summary line has no schema_version: the record's schema 2 says what it is.
+        rec = {"schema_version": 2, "benchmark": "x", "runs": [
+            {"label": "hx-90000-auto", "atoms": 90000, "us_per_step": 121.8, "us_per_step_steady": 111.2,
+             "from_summary_line": True}]}
+        t = sm.summarize(rec)
+        cells = [c.strip() for c in rows(t, "| 90000")[0].strip("|").split("|")]
+        self.assertEqual(cells[3:5], ["121.8", "111.2"])
+        self.assertNotIn("schema-1 record", t)
+
     def test_every_committed_md_record_summarizes(self):
         results = os.path.join(REPO, "bench", "results")
         for d, _, files in os.walk(results):
