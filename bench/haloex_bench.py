@@ -6,7 +6,7 @@
   commbench ...                communication micro-benchmarks (bench/commbench.py)
   exchange-timing LOG... ...   halo-exchange timings record   (bench/exchange_timing.py)
   rdc-cost ...                 the MD kernels with and without -rdc, one build (bench/rdc_cost.py)
-  plot RECORD [--out PNG]      the plot for the record's kind (md dd, md scaling, jacobi, commbench)
+  plot RECORD [--out PNG]      the plot for the record's kind (every kind bench/results holds)
   raw-log RAW --out RECORD     a record transcribed from an allocation's raw log (--check RECORD: faithful?)
   summarize RECORD... ...      Markdown tables: haloex-md records (and --gromacs), or an exchange-timing record
   compare-energies REF RUN...  energy series of haloex-md runs against a reference
@@ -81,19 +81,39 @@ def _migrate(argv):
     return migrate_records.main(argv)
 
 
+PLOT_KINDS = ("md dd -> plot_md.py, md scaling -> plot_scaling.py, other haloex-md suites and haloex vs GROMACS "
+              "(single, nstlist, hand-made series) -> plot_runs.py, one haloex-md --json run -> plot_run.py, jacobi -> "
+              "plot_jacobi.py, commbench -> plot_commbench.py, exchange timing -> plot_exchange_timing.py, rdc cost -> "
+              "plot_rdc_cost.py, nstlist fit -> plot_nstlist_fit.py")
+
+
 def plot_kind(record):
-    """The plot module for a record: plot_md (md dd), plot_scaling, plot_jacobi, plot_commbench; None if none fits."""
+    """The plot module for a record, by what it holds; None if none fits."""
+    if not isinstance(record, dict):
+        return None
     benchmark = str(record.get("benchmark", ""))
+    tool, driver = record.get("tool"), record.get("driver")
     if benchmark == "haloex-md scaling":
         return "plot_scaling"
     if benchmark == "haloex-md dd":
         return "plot_md"
-    if record.get("tool") == "bench/jacobi_bench.py" or "sizes" in record and "runs" not in record:
+    if tool == "bench/jacobi_bench.py" or "sizes" in record and "runs" not in record:
         return "plot_jacobi"
-    driver = record.get("driver")
-    if record.get("tool") in ("haloex-commbench", "bench/commbench.py") or (
+    if tool in ("haloex-commbench", "bench/commbench.py") or (
             isinstance(driver, dict) and driver.get("tool") == "bench/commbench.py"):
         return "plot_commbench"
+    if driver == "bench/exchange_timing.py":
+        return "plot_exchange_timing"
+    if tool == "bench/rdc_cost.py":
+        return "plot_rdc_cost"
+    if tool == "bench/fit_nstlist.py":
+        return "plot_nstlist_fit"
+    runs = record.get("runs")
+    if isinstance(runs, list) and any(isinstance(r, dict) and r.get("atoms") for r in runs) or \
+            record.get("gromacs_runs"):
+        return "plot_runs"
+    if record.get("program") == "haloex-md":
+        return "plot_run"
     return None
 
 
@@ -102,14 +122,15 @@ def _plot(argv):
     paths = [a for a in argv if not a.startswith("-")]
     if not paths or "--help" in argv or "-h" in argv:
         print("usage: haloex_bench.py plot RECORD [--out PNG]\n\nPlots a record with the script for its kind: "
-              "md dd -> plot_md.py, md scaling -> plot_scaling.py, jacobi -> plot_jacobi.py, commbench -> "
-              "plot_commbench.py (matplotlib; see bench/requirements.txt).")
+              f"{PLOT_KINDS} (matplotlib; see bench/requirements.txt). Without --out the PNG goes to "
+              "out/plots/<record name>.png (HALOEX_BENCH_OUT: another folder), never beside the record, so a "
+              "committed figure is only replaced when --out names it.")
         return 0 if paths or "--help" in argv or "-h" in argv else 2
     with open(paths[0]) as f:
         record = json.load(f)
-    module = plot_kind(record) if isinstance(record, dict) else None
+    module = plot_kind(record)
     if module is None:
-        sys.exit(f"{paths[0]}: no plot for this kind of record (md single? plot the dd or scaling suites)")
+        sys.exit(f"{paths[0]}: no plot for this kind of record (the kinds: {PLOT_KINDS})")
     return importlib.import_module(module).main(argv)
 
 
