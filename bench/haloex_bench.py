@@ -7,6 +7,7 @@
   exchange-timing LOG... ...   halo-exchange timings record   (bench/exchange_timing.py)
   rdc-cost ...                 the MD kernels with and without -rdc, one build (bench/rdc_cost.py)
   plot RECORD [--out PNG]      the plot for the record's kind (every kind bench/results holds)
+  headline [--out PNG]         the README's figure: haloex vs GROMACS and the CPU-orchestrated transports
   raw-log RAW --out RECORD     a record transcribed from an allocation's raw log (--check RECORD: faithful?)
   summarize RECORD... ...      Markdown tables: haloex-md records (and --gromacs), or an exchange-timing record
   compare-energies REF RUN...  energy series of haloex-md runs against a reference
@@ -134,6 +135,11 @@ def _plot(argv):
     return importlib.import_module(module).main(argv)
 
 
+def _headline(argv):
+    import headline
+    return headline.main(argv)
+
+
 def _raw_log(argv):
     import raw_log_record
     return raw_log_record.main(argv)
@@ -161,6 +167,7 @@ COMMANDS = {
     "exchange-timing": (_exchange_timing, "record of haloex-halo-stress --time-exchanges logs (exchange_timing.py)"),
     "rdc-cost": (_rdc_cost, "the MD kernels with and without relocatable device code, one build (rdc_cost.py)"),
     "plot": (_plot, "the plot of a record, by its kind"),
+    "headline": (_headline, "the README's figure from the newest records, with their checksums (headline.py)"),
     "raw-log": (_raw_log, "a record from an allocation's raw summary log, or --check one (raw_log_record.py)"),
     "summarize": (_summarize, "Markdown tables of records (summarize_md.py; --gromacs for haloex vs GROMACS)"),
     "compare-energies": (_compare_energies, "energy series of haloex-md runs against a reference"),

@@ -4,7 +4,7 @@
 #   scripts/setup.sh [test]   everything (scripts/test.sh): the library, proxies,
 #                             tools, examples and tests, in HALOEX_BUILD_DIR (build/);
 #                             the test tools too (GoogleTest, clang-format,
-#                             clang-tidy, MDAnalysis/h5py)
+#                             clang-tidy, MDAnalysis/h5py, matplotlib)
 #   scripts/setup.sh run      haloex-md alone (scripts/run.sh), in HALOEX_RUN_BUILD_DIR
 #                             (build-run/): tests off, only its target; CPU-only
 #                             where no GPU is visible
@@ -64,7 +64,7 @@ fi
 if [ "$list" = 1 ]; then
   for i in "${!deps_checks[@]}"; do echo "${deps_kinds[$i]} apt ${deps_packages[$i]}"; done
   echo "optional pip nvidia-nvshmem-cu13==$nvshmem_version (with CUDA)"
-  [ "$profile" = test ] && echo "optional pip tests/requirements.txt"
+  [ "$profile" = test ] && echo "optional pip tests/requirements.txt bench/requirements.txt"
   exit 0
 fi
 mkdir -p "$deps"
@@ -101,13 +101,14 @@ if [ "$want_cuda" = 1 ] && [ -z "${NVSHMEM_ROOT:-}${NVSHMEM_HOME:-}" ] && have_c
   fi
 fi
 
-# --- Python packages of the tests (tests/requirements.txt) --------------------
-# MDAnalysis and h5py read the H5MD trajectories back; into .deps/python like
-# NVSHMEM. Without them the tests that need them skip, saying so.
-if [ "$profile" = test ] && ! PYTHONPATH="$deps/python" python3 -c 'import MDAnalysis, h5py' >/dev/null 2>&1; then
-  say "installing tests/requirements.txt (MDAnalysis, h5py) into $deps/python"
-  deps_pip_install "$deps/setup-pip.log" "$deps/python" -r "$root/tests/requirements.txt" \
-    || say "skipped: MDAnalysis/h5py (the H5MD read-back tests skip): $(tail -1 "$deps/setup-pip.log")"
+# --- Python packages of the tests (tests/ and bench/requirements.txt) ----------
+# MDAnalysis and h5py read the H5MD trajectories back, matplotlib draws the
+# bench plots; into .deps/python like NVSHMEM. Without them the tests that
+# need them skip, saying so.
+if [ "$profile" = test ] && ! PYTHONPATH="$deps/python" python3 -c 'import MDAnalysis, h5py, matplotlib' >/dev/null 2>&1; then
+  say "installing tests/requirements.txt (MDAnalysis, h5py) and bench/requirements.txt (matplotlib) into $deps/python"
+  deps_pip_install "$deps/setup-pip.log" "$deps/python" -r "$root/tests/requirements.txt" -r "$root/bench/requirements.txt" \
+    || say "skipped: MDAnalysis/h5py/matplotlib (the H5MD read-back and plot tests skip): $(tail -1 "$deps/setup-pip.log")"
 fi
 
 # --- configure and build -------------------------------------------------------

@@ -46,7 +46,7 @@ class ProfilesTest(unittest.TestCase):
         self.assertIn("required apt libgtest-dev libgmock-dev\n", test)
         self.assertIn("optional apt clang-format\n", test)
         self.assertIn("optional apt clang-tidy\n", test)
-        self.assertIn("optional pip tests/requirements.txt\n", test)
+        self.assertIn("optional pip tests/requirements.txt bench/requirements.txt\n", test)
         self.assertNotIn("benchmark", test)  # Google Benchmark: used nowhere
 
     def test_unknown_profile_is_refused(self):
