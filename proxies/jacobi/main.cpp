@@ -20,6 +20,7 @@
 #include "core/jacobi_faces.hpp"
 #include "core/jacobi_problem.hpp"
 #include "core/jacobi_report.hpp"
+#include "core/nvidia_spellings.hpp"
 #include "gpu/gpu_runner.hpp"
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
@@ -250,7 +251,8 @@ int run(const Options& o, const ProblemSpec& spec, const std::vector<std::string
 int main(int argc, char** argv) {
     Options o;
     CLI::App app{"haloex-jacobi: 2D 5-point Jacobi with halos through haloex's transports, checked against a "
-                 "one-device computation (launch with mpirun; exit code 77 means nothing could run)"};
+                 "one-device computation (launch with mpirun; exit code 77 means nothing could run). NVIDIA's "
+                 "single-dash spellings -niter, -nccheck, -nx, -ny and -csv are accepted"};
     app.set_version_flag(
         "--version", [] { return haloex::buildDescription("haloex-jacobi"); },
         "Print the version and the build (commit, CUDA with its GPU architectures, MPI, NCCL, NVSHMEM) and exit");
@@ -286,7 +288,17 @@ int main(int argc, char** argv) {
                    "nvshmem, nccl-device: device-side wait limit in seconds (0: default 120)");
     app.add_flag("--csv", o.csv, "Print one CSV line per transport instead of the human summary");
     app.add_option("--json", o.json, "Write the settings, machine and results to this JSON file (rank 0)");
-    CLI11_PARSE(app, argc, argv);
+    // NVIDIA's single-dash spellings (-niter 10 -nx 256) mapped before CLI11 reads them.
+    std::vector<std::string> args;
+    try {
+        args = mapNvidiaSpellings(std::vector<std::string>(argv + 1, argv + argc));
+    } catch (const Error& e) {
+        fmt::print(stderr, "haloex-jacobi: error: {}\n", e.what());
+        return kExitBadInput;
+    }
+    std::vector<char*> mappedArgv{argv[0]};
+    for (std::string& a : args) mappedArgv.push_back(a.data());
+    CLI11_PARSE(app, static_cast<int>(mappedArgv.size()), mappedArgv.data());
 
     runtime::MpiSession session(argc, argv);
     runtime::MpiWorld world;
