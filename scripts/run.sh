@@ -49,7 +49,7 @@ for i in "${!args[@]}"; do
     --log) log="${args[$((i + 1))]:-md.log}" ;;
   esac
 done
-case "$log" in /*) ;; none) ;; *) log="$PWD/$log" ;; esac
+case "$log" in /*) ;; none) log="none (--log none)" ;; *) log="$PWD/$log" ;; esac
 echo
 if [ "$status" -eq 0 ]; then
   say "done. The run's log: $log"
