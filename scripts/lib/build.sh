@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/setup.sh: a build that shows its progress and keeps the
 # compiler's words in a log.
 #   build_with_progress BUILD_DIR LOG [TARGET...]

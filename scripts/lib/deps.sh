@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Sourced by scripts/setup.sh: what a profile needs, and installing what is
 # missing from Debian/Ubuntu's packages. Every piece is a check (succeeds when
 # present), the packages that provide it, and whether its absence stops the
