@@ -30,6 +30,7 @@ namespace {
 // Events that delimit one step's device timeline (docs/architecture.md#what-the-timings-mean).
 struct TimelineEvents {
     cuda::Event localStart{true}, localEnd{true}, nonlocalStart{true}, nonlocalEnd{true};
+    cuda::Event forwardEnd{true}, nonlocalForceEnd{true}, stepEnd{true};
 };
 
 // Fields of the device-resident home atoms after the positions.
@@ -340,6 +341,7 @@ private:
             }
             if (timing) events_.localEnd.recordTimestamp(local);
             update(halo, energies, scaled);
+            if (timing) events_.stepEnd.recordTimestamp(local);
             haloInLastStep_ = false;
             return;
         }
@@ -365,8 +367,10 @@ private:
             NvtxParts ranges;
             ranges.next("forward x (halo)");
             halo.gatherCoordinates(context_.box, nonlocal);
+            if (timing) events_.forwardEnd.recordTimestamp(nonlocal);
             ranges.next("non-local non-bonded F");
             nonbonded_->computeNonlocal(x, f, energies, nonlocal);
+            if (timing) events_.nonlocalForceEnd.recordTimestamp(nonlocal);
             ranges.next("reverse f (halo)");
             halo.scatterAddForces(nonlocal);
         }
@@ -376,6 +380,7 @@ private:
         // Update once all forces are home.
         nonlocalDone_.waitOn(local);
         update(halo, energies, scaled);
+        if (timing) events_.stepEnd.recordTimestamp(local);
     }
 
     void update(CoordinateForceHalo& halo, bool energies, bool scaled) {
@@ -504,27 +509,40 @@ private:
 
     // The last step's timeline (events are re-recorded every step).
     void sampleTimeline() {
-        float local = 0.f, nonlocal = 0.f, overlapEnd = 0.f;
-        if (!haloInLastStep_) {
-            if (cudaEventElapsedTime(&local, events_.localStart, events_.localEnd) != cudaSuccess) {
+        const auto us = [](const cuda::Event& from, const cuda::Event& to, double& value) {
+            float ms = 0.f;
+            if (cudaEventElapsedTime(&ms, from, to) != cudaSuccess) {
                 cudaGetLastError();
+                return false;
+            }
+            value = 1e3 * ms;
+            return true;
+        };
+        double local = 0, step = 0, nonlocal = 0, overlapEnd = 0, forward = 0, nonlocalForce = 0, reverse = 0;
+        if (!us(events_.localStart, events_.localEnd, local) || !us(events_.localStart, events_.stepEnd, step)) return;
+        // The update starts once the last force is in: the local kernel's end,
+        // or the non-local path's where it ends later.
+        double lastForce = local;
+        if (haloInLastStep_) {
+            double nonlocalEndFromLocalStart = 0;
+            if (!us(events_.nonlocalStart, events_.nonlocalEnd, nonlocal) ||
+                !us(events_.localEnd, events_.nonlocalEnd, overlapEnd) ||
+                !us(events_.nonlocalStart, events_.forwardEnd, forward) ||
+                !us(events_.forwardEnd, events_.nonlocalForceEnd, nonlocalForce) ||
+                !us(events_.nonlocalForceEnd, events_.nonlocalEnd, reverse) ||
+                !us(events_.localStart, events_.nonlocalEnd, nonlocalEndFromLocalStart)) {
                 return;
             }
-            timings_.localUs.push_back(1e3 * local);
-            timings_.nonlocalUs.push_back(0.0);
-            timings_.nonoverlapUs.push_back(0.0);
-            ++timings_.samples;
-            return;
+            lastForce = std::max(local, nonlocalEndFromLocalStart);
         }
-        if (cudaEventElapsedTime(&local, events_.localStart, events_.localEnd) != cudaSuccess ||
-            cudaEventElapsedTime(&nonlocal, events_.nonlocalStart, events_.nonlocalEnd) != cudaSuccess ||
-            cudaEventElapsedTime(&overlapEnd, events_.localEnd, events_.nonlocalEnd) != cudaSuccess) {
-            cudaGetLastError();
-            return;
-        }
-        timings_.localUs.push_back(1e3 * local);
-        timings_.nonlocalUs.push_back(1e3 * nonlocal);
-        timings_.nonoverlapUs.push_back(std::max(0.0, 1e3 * overlapEnd));
+        timings_.localUs.push_back(local);
+        timings_.nonlocalUs.push_back(nonlocal);
+        timings_.nonoverlapUs.push_back(std::max(0.0, overlapEnd));
+        timings_.forwardUs.push_back(forward);
+        timings_.nonlocalForceUs.push_back(nonlocalForce);
+        timings_.reverseUs.push_back(reverse);
+        timings_.updateUs.push_back(std::max(0.0, step - lastForce));
+        timings_.stepUs.push_back(step);
         ++timings_.samples;
     }
 

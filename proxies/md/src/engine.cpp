@@ -1,4 +1,5 @@
 #include "haloex/md/engine.hpp"
+#include "haloex/md/distribution.hpp"
 
 #include <algorithm>
 #include <array>
@@ -991,6 +992,19 @@ struct Engine::Impl {
     std::vector<RankSpread> rankSpread() const {
         std::vector<std::string> names{"steps without search (s)", "search steps (s)", "start-up (s)"};
         std::vector<double> values{summary.normalSeconds, summary.searchSeconds, summary.startupSeconds};
+        // Where a step's time goes on this rank (device timeline medians, GPU
+        // runs): its own compute, the halo exchange its local work did not
+        // hide, and its share of the search steps.
+        const StepTimings timeline = e.backend_.timings();
+        const bool sampled = timeline.samples > 0;
+        if (e.world_.allReduceValue(static_cast<std::int64_t>(sampled ? 1 : 0), runtime::ReduceOp::Min) == 1) {
+            names.insert(names.end(), {"step: local compute (us)", "step: exposed halo exchange (us)",
+                                       "step: search, amortised (us)"});
+            values.insert(values.end(),
+                          {describeSamples(timeline.localUs).median + describeSamples(timeline.updateUs).median,
+                           describeSamples(timeline.nonoverlapUs).median,
+                           summary.steps > 0 ? 1e6 * summary.searchSeconds / static_cast<double>(summary.steps) : 0.0});
+        }
         const auto partCount = static_cast<std::int64_t>(summary.searchPhasesMs.size());
         if (e.world_.allReduceValue(partCount, runtime::ReduceOp::Min) ==
             e.world_.allReduceValue(partCount, runtime::ReduceOp::Max)) {

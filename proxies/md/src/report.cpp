@@ -11,29 +11,12 @@
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/core/safe_file.hpp"
+#include "haloex/md/distribution.hpp"
 
 namespace haloex::md {
 namespace {
 
-struct Distribution {
-    double mean = 0, median = 0, p10 = 0, p90 = 0, min = 0, max = 0;
-};
-
-Distribution describe(std::vector<double> v) {
-    Distribution d;
-    if (v.empty()) return d;
-    std::sort(v.begin(), v.end());
-    // Non-negative, so + 0.5 and truncation round to nearest (halves up), as intended.
-    // NOLINTNEXTLINE(bugprone-incorrect-roundings)
-    const auto at = [&](double q) { return v[static_cast<std::size_t>(q * (v.size() - 1) + 0.5)]; };
-    d.mean = std::accumulate(v.begin(), v.end(), 0.0) / v.size();
-    d.median = at(0.5);
-    d.p10 = at(0.1);
-    d.p90 = at(0.9);
-    d.min = v.front();
-    d.max = v.back();
-    return d;
-}
+Distribution describe(const std::vector<double>& v) { return describeSamples(v); }
 
 nlohmann::json toJson(const Distribution& d) {
     return {{"mean", d.mean}, {"median", d.median}, {"p10", d.p10}, {"p90", d.p90}, {"min", d.min}, {"max", d.max}};
@@ -139,6 +122,12 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                    "non-local {:.1f} / {:.1f} / {:.1f}, non-overlap {:.1f} / {:.1f} / {:.1f}\n",
                    s.timings.samples, local.mean, local.median, local.p90, nonlocal.mean, nonlocal.median, nonlocal.p90,
                    overlap.mean, overlap.median, overlap.p90);
+        fmt::print(out,
+                   "                 of it (us, median): forward x {:.1f}, non-local F {:.1f}, reverse f {:.1f}; "
+                   "update {:.1f}; the whole step {:.1f}\n",
+                   describe(s.timings.forwardUs).median, describe(s.timings.nonlocalForceUs).median,
+                   describe(s.timings.reverseUs).median, describe(s.timings.updateUs).median,
+                   describe(s.timings.stepUs).median);
     }
 }
 
@@ -247,6 +236,12 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
         timing["local"] = toJson(local);
         timing["nonlocal"] = toJson(nonlocal);
         timing["nonoverlap"] = toJson(overlap);
+        // The non-local path's parts, the update and the whole step (docs/md-engine.md).
+        timing["forward"] = toJson(describe(s.timings.forwardUs));
+        timing["nonlocal_force"] = toJson(describe(s.timings.nonlocalForceUs));
+        timing["reverse"] = toJson(describe(s.timings.reverseUs));
+        timing["update"] = toJson(describe(s.timings.updateUs));
+        timing["step"] = toJson(describe(s.timings.stepUs));
     }
     j["timing"] = timing;
     // Per search step (means), and the start-up's parts.

@@ -44,10 +44,18 @@ struct EnergyTerms {
 };
 
 // Device-side timeline of sampled normal steps (the last step of each chunk
-// of normal steps; never a search step), in us.
+// of normal steps; never a search step), in us, one value per sampled step:
+//   local        the local non-bonded kernel (home-home pairs)
+//   nonlocal     the non-local path: forward exchange, non-local forces, reverse exchange
+//   nonoverlap   how much of the non-local path the local kernel did not hide
+//   forward, nonlocalForce, reverse   the non-local path's three parts
+//   update       from the last force to the end of the step (leapfrog, clearing)
+//   step         the whole step on the device, local start to the step's end
+// One rank (no halo): nonlocal, nonoverlap and the three parts are 0.
 struct StepTimings {
     std::int64_t samples = 0;
-    std::vector<double> localUs, nonlocalUs, nonoverlapUs;  // one value per sampled step
+    std::vector<double> localUs, nonlocalUs, nonoverlapUs;
+    std::vector<double> forwardUs, nonlocalForceUs, reverseUs, updateUs, stepUs;
 };
 
 struct BackendContext {
