@@ -23,6 +23,14 @@ Suites (all transports of a suite in one run, results in one JSON file):
            of two up to the GPUs visible), every transport and path at each
            rank count, sizes 45k..1440k atoms, rank grid auto; prints the
            paper's points next to ours (45k on 4 GPUs, 180k and 360k on 8).
+  estimate the one-GPU estimate of the multi-rank step (issue 33), never a
+           multi-GPU result: ranks sharing one GPU under MPS, each capped to
+           --sm-percent of the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), at
+           11.25k and 22.5k atoms per rank: one rank with N atoms against
+           --ranks ranks with ranks x N (nvshmem direct, ipc; --variants),
+           --repeats times in alternating order, the device timeline's parts
+           (forward x, non-local F, reverse f, update) with each run. Needs
+           the MPS daemon (the device script's stage md-estimate starts it).
 Writes bench/results/md-<suite>-<gpu>-<date>.json: the record header of
 bench/bench_common.py (schema_version, machine, commit, date, the settings
 that change the timing: HALOEX_PDL, CUDA graphs, MPS, binding, the launcher
@@ -61,14 +69,15 @@ def md_command(build, ranks, args, json_path):
     return prefix + [os.path.join(build, "bin", "haloex-md"), "--quiet", "--json", json_path, "--log", log] + args
 
 
-def run_md(build, ranks, args, timeout, dry_run=False):
+def run_md(build, ranks, args, timeout, dry_run=False, env=None):
     if dry_run:
         print(" ".join(md_command(build, ranks, args, "<json>")))
         return {"dry_run": True}
     with tempfile.NamedTemporaryFile(suffix=".json", delete=False) as tmp:
         path = tmp.name
     cmd = md_command(build, ranks, args, path)
-    env = dict(os.environ, NVSHMEM_DISABLE_NVLS="1", NCCL_NVLS_ENABLE="0", TORCH_SYMM_MEM_DISABLE_MULTICAST="1")
+    env = dict(os.environ, **(env or {}), NVSHMEM_DISABLE_NVLS="1", NCCL_NVLS_ENABLE="0",
+               TORCH_SYMM_MEM_DISABLE_MULTICAST="1")
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
     except subprocess.TimeoutExpired:
@@ -339,10 +348,40 @@ def suite_dd(a, save=lambda partial: None):
     return {"runs": runs, "complete": True}
 
 
+def suite_estimate(a, save=lambda partial: None):
+    """One rank with N atoms against a.ranks ranks with a.ranks * N, all under MPS with the same SM cap."""
+    per_rank = [int(n) for n in a.sizes.split(",")] if a.sizes else [11250, 22500]
+    variants = parse_variants(a.variants) if a.variants else parse_variants("nvshmem/direct,ipc")
+    cap = {"CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(a.sm_percent)}
+    steps = 600 if a.quick else 3000
+    runs = []
+    for n in per_rank:
+        for repeat in range(a.repeats):
+            one = ("1rank", 1, ["--device", "gpu", "--atoms", str(n)])
+            many = [(v.label, a.ranks, ["--device", "gpu", "--atoms", str(n * a.ranks), "--grid", a.grid,
+                                        "--allow-shared-gpus"] + v.args()) for v in variants]
+            order = [one] + many if repeat % 2 == 0 else many + [one]
+            for label, ranks, args in order:
+                r = run_md(a.build, ranks, args + ["--steps", str(steps), "--thermo-every", str(steps)], a.timeout,
+                           env=cap)
+                r.update(label=label, atoms_per_rank=n, repeat=repeat, sm_percent=a.sm_percent)
+                runs.append(r)
+                t = r.get("timing", {})
+                parts = ""
+                if "local" in t:
+                    med = {k: t.get(k, {}).get("median") for k in
+                           ("local", "nonlocal", "nonoverlap", "forward", "nonlocal_force", "reverse", "update",
+                            "step")}
+                    parts = "; timeline medians " + ", ".join(f"{k} {fmt(v)}" for k, v in med.items())
+                print(f"{n:>7}/rank {label:16} (repeat {repeat}): {describe(r)}{parts}", flush=True)
+            save({"runs": runs, "complete": False})
+    return {"runs": runs, "complete": True}
+
+
 def parser():
     p = argparse.ArgumentParser(prog="md_bench.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("suite", choices=["single", "nstlist", "dd", "scaling"])
+    p.add_argument("suite", choices=["single", "nstlist", "dd", "scaling", "estimate"])
     p.add_argument("--build", default=os.path.join(ROOT, "build"))
     p.add_argument("--ranks", type=int, default=2)
     p.add_argument("--grid", default="auto")
@@ -356,6 +395,8 @@ def parser():
     p.add_argument("--rank-counts", help="scaling: comma-separated rank counts (one rank per GPU), e.g. 2,4,8")
     p.add_argument("--dry-run", action="store_true", help="print the runs (dd, scaling) instead of making them")
     p.add_argument("--timeout", type=int, default=300)
+    p.add_argument("--sm-percent", type=int, default=50, help="estimate: each rank's share of the SMs under MPS")
+    p.add_argument("--repeats", type=int, default=3, help="estimate: repeats, in alternating order")
     p.add_argument("--mpirun", default=MPIRUN, help="launcher command (default %(default)s)")
     p.add_argument("--mpirun-args", default=MPIRUN_ARGS, help="launcher arguments before -np (default '%(default)s')")
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
@@ -364,7 +405,9 @@ def parser():
 
 def suite_settings(a):
     """The driver's settings in the record (beside bench_common's timing settings)."""
-    return {"suite": a.suite, "ranks": a.ranks if a.suite == "dd" else 1, "grid": a.grid, "quick": a.quick,
+    return {"suite": a.suite, "ranks": a.ranks if a.suite in ("dd", "estimate") else 1, "grid": a.grid,
+            "quick": a.quick, "sm_percent": a.sm_percent if a.suite == "estimate" else None,
+            "repeats": a.repeats if a.suite == "estimate" else None,
             "shared_gpus": a.shared_gpus, "rank_counts": a.rank_counts, "sizes": a.sizes, "variants": a.variants,
             "nstlists": a.nstlists,
             "timeout_s": a.timeout, "build": a.build,
@@ -382,7 +425,7 @@ def main(argv=None):
         return 0
     one_gpu = a.suite in ("single", "nstlist")
     prefix = [] if one_gpu else launcher_prefix(2, a.mpirun, a.mpirun_args)
-    if a.suite == "dd":
+    if a.suite in ("dd", "estimate"):
         prefix[-1] = str(a.ranks)
     elif a.suite == "scaling":
         prefix[-1] = "<ranks>"
@@ -405,7 +448,7 @@ def main(argv=None):
             json.dump(record, f, indent=1)
 
     suites = {"single": lambda: suite_single(a), "nstlist": lambda: suite_nstlist(a), "dd": lambda: suite_dd(a, save),
-              "scaling": lambda: suite_scaling(a, save)}
+              "scaling": lambda: suite_scaling(a, save), "estimate": lambda: suite_estimate(a, save)}
     save(exit_on_schema_error(suites[a.suite]))
     print(f"wrote {path}")
     return 0

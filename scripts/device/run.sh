@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -710,6 +710,19 @@ stage_ab() {
 stage_rdc_cost() {
   note "== -rdc cost of the MD kernels (bench/rdc_cost.py)"
   python3 "$root/bench/rdc_cost.py" --build "$build" --out "$out/rdc-cost.json" ${RDC_ARGS:-} 2>&1 | tail -8 | tee -a "$summary"
+}
+
+# The one-GPU estimate of the multi-rank step (bench/md_bench.py estimate):
+# ranks sharing the GPU under MPS, each capped to ESTIMATE_SM (50) % of the
+# SMs, one rank with N atoms against two with 2N, with the device timeline's
+# parts. Never a multi-GPU result.
+stage_md_estimate() {
+  note "== one-GPU estimate of the 2-rank step (MPS, ${ESTIMATE_SM:-50} % of the SMs per rank)"
+  start_mps
+  python3 "$root/bench/md_bench.py" estimate --build "$build" --ranks 2 --sm-percent "${ESTIMATE_SM:-50}" \
+    --repeats "${ESTIMATE_REPEATS:-3}" ${ESTIMATE_SIZES:+--sizes $ESTIMATE_SIZES} ${QUICK:+--quick} --out "$out" 2>&1 \
+    | tee -a "$summary"
+  stop_mps
 }
 
 stage_md_single() {
