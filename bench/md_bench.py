@@ -362,8 +362,8 @@ def suite_estimate(a, save=lambda partial: None):
                                         "--allow-shared-gpus"] + v.args()) for v in variants]
             order = [one] + many if repeat % 2 == 0 else many + [one]
             for label, ranks, args in order:
-                r = run_md(a.build, ranks, args + ["--steps", str(steps), "--thermo-every", str(steps)], a.timeout,
-                           env=cap)
+                r = run_md(a.build, ranks, args + ["--steps", str(steps), "--thermo-every", str(steps),
+                                                   "--timeline-parts"], a.timeout, env=cap)
                 r.update(label=label, atoms_per_rank=n, repeat=repeat, sm_percent=a.sm_percent)
                 runs.append(r)
                 t = r.get("timing", {})

@@ -129,6 +129,10 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_flag("--count-api-syncs", o.countApiSyncs,
                  "GPU: count with CUPTI the CUDA calls that block the host inside the steps without search "
                  "(every library's; reported in the summary and the JSON)");
+    app.add_flag("--timeline-parts", o.timelineParts,
+                 "GPU: time the step's parts on the device too (forward x, non-local F, reverse f, update, the whole "
+                 "step: three more events a step, on its critical path): the summary's timeline, the JSON and "
+                 "md.log's per-rank split");
     app.add_option("--search", o.search,
                    "Where search steps run: device (atoms stay on the GPU: migration, halo plan, static data and pair "
                    "lists built there), host (atoms downloaded and repartitioned on the CPU: the oracle path), or auto "
@@ -211,11 +215,18 @@ void requireTransportOptions(const md::MdOptions& o, bool autoOptionGiven) {
 }
 
 // One rank's compute: the GPU backend or the CPU reference.
-std::unique_ptr<md::RankBackend> makeRankBackend(bool gpu, bool countApiSyncs) {
+std::unique_ptr<md::RankBackend> makeRankBackend(bool gpu, const md::MdOptions& o) {
     if (!gpu) return md::makeCpuBackend();
     md::GpuBackendOptions gpuOptions;
-    gpuOptions.countApiSyncs = countApiSyncs;
+    gpuOptions.countApiSyncs = o.countApiSyncs;
+    gpuOptions.timelineParts = o.timelineParts;
     return md::makeGpuBackend(gpuOptions);
+}
+
+// A trial counts no CUDA calls (its steps run as the run's will).
+md::MdOptions withoutApiSyncCount(md::MdOptions o) {
+    o.countApiSyncs = false;
+    return o;
 }
 
 // --transport auto: a candidate's representative steps are this run's own
@@ -225,7 +236,7 @@ struct MdTrial {
     std::unique_ptr<md::RankBackend> backend;
     md::Engine engine;
     MdTrial(const md::MdOptions& o, runtime::World& world, transport::BlockTransport& t, bool gpu)
-        : backend(makeRankBackend(gpu, false)), engine(o, world, t, *backend) {
+        : backend(makeRankBackend(gpu, withoutApiSyncCount(o))), engine(o, world, t, *backend) {
         engine.startTrial();
     }
 };
@@ -343,7 +354,7 @@ RankRun runRank(const md::MdOptions& resolvedOptions, runtime::World& world, boo
                             : gpu                     ? "auto: a GPU is visible"
                                                       : "auto: no GPU visible, the CPU reference";
     resolved.device = gpu ? "gpu" : "cpu";  // as resolved: the log and the JSON say which
-    const std::unique_ptr<md::RankBackend> backend = makeRankBackend(gpu, resolved.countApiSyncs);
+    const std::unique_ptr<md::RankBackend> backend = makeRankBackend(gpu, resolved);
     md::Engine engine(resolved, world, *transport, *backend);
     md::RunSummary summary = engine.run();
     md::addStartupPart(summary, resolved.autoSelectionLines.empty() ? "transport" : "transport (auto measured)",

@@ -325,6 +325,7 @@ private:
     void enqueueStep(CoordinateForceHalo& halo, bool energies, bool scaled) {
         cudaStream_t local = local_.get(), nonlocal = nonlocal_.get();
         const bool timing = options_.timing;
+        const bool parts = timing && options_.timelineParts;
         if (energies) {
             nonbonded_->clearEnergies(local);
             HALOEX_CUDA_CHECK(cudaMemsetAsync(kinetic_.data(), 0, sizeof(double), local));
@@ -341,7 +342,7 @@ private:
             }
             if (timing) events_.localEnd.recordTimestamp(local);
             update(halo, energies, scaled);
-            if (timing) events_.stepEnd.recordTimestamp(local);
+            if (parts) events_.stepEnd.recordTimestamp(local);
             haloInLastStep_ = false;
             return;
         }
@@ -367,10 +368,10 @@ private:
             NvtxParts ranges;
             ranges.next("forward x (halo)");
             halo.gatherCoordinates(context_.box, nonlocal);
-            if (timing) events_.forwardEnd.recordTimestamp(nonlocal);
+            if (parts) events_.forwardEnd.recordTimestamp(nonlocal);
             ranges.next("non-local non-bonded F");
             nonbonded_->computeNonlocal(x, f, energies, nonlocal);
-            if (timing) events_.nonlocalForceEnd.recordTimestamp(nonlocal);
+            if (parts) events_.nonlocalForceEnd.recordTimestamp(nonlocal);
             ranges.next("reverse f (halo)");
             halo.scatterAddForces(nonlocal);
         }
@@ -380,7 +381,7 @@ private:
         // Update once all forces are home.
         nonlocalDone_.waitOn(local);
         update(halo, energies, scaled);
-        if (timing) events_.stepEnd.recordTimestamp(local);
+        if (parts) events_.stepEnd.recordTimestamp(local);
     }
 
     void update(CoordinateForceHalo& halo, bool energies, bool scaled) {
@@ -519,18 +520,22 @@ private:
             return true;
         };
         double local = 0, step = 0, nonlocal = 0, overlapEnd = 0, forward = 0, nonlocalForce = 0, reverse = 0;
-        if (!us(events_.localStart, events_.localEnd, local) || !us(events_.localStart, events_.stepEnd, step)) return;
+        const bool parts = options_.timelineParts;
+        if (!us(events_.localStart, events_.localEnd, local)) return;
+        if (parts && !us(events_.localStart, events_.stepEnd, step)) return;
         // The update starts once the last force is in: the local kernel's end,
         // or the non-local path's where it ends later.
         double lastForce = local;
         if (haloInLastStep_) {
-            double nonlocalEndFromLocalStart = 0;
             if (!us(events_.nonlocalStart, events_.nonlocalEnd, nonlocal) ||
-                !us(events_.localEnd, events_.nonlocalEnd, overlapEnd) ||
-                !us(events_.nonlocalStart, events_.forwardEnd, forward) ||
-                !us(events_.forwardEnd, events_.nonlocalForceEnd, nonlocalForce) ||
-                !us(events_.nonlocalForceEnd, events_.nonlocalEnd, reverse) ||
-                !us(events_.localStart, events_.nonlocalEnd, nonlocalEndFromLocalStart)) {
+                !us(events_.localEnd, events_.nonlocalEnd, overlapEnd)) {
+                return;
+            }
+            double nonlocalEndFromLocalStart = 0;
+            if (parts && (!us(events_.nonlocalStart, events_.forwardEnd, forward) ||
+                          !us(events_.forwardEnd, events_.nonlocalForceEnd, nonlocalForce) ||
+                          !us(events_.nonlocalForceEnd, events_.nonlocalEnd, reverse) ||
+                          !us(events_.localStart, events_.nonlocalEnd, nonlocalEndFromLocalStart))) {
                 return;
             }
             lastForce = std::max(local, nonlocalEndFromLocalStart);
@@ -538,11 +543,13 @@ private:
         timings_.localUs.push_back(local);
         timings_.nonlocalUs.push_back(nonlocal);
         timings_.nonoverlapUs.push_back(std::max(0.0, overlapEnd));
-        timings_.forwardUs.push_back(forward);
-        timings_.nonlocalForceUs.push_back(nonlocalForce);
-        timings_.reverseUs.push_back(reverse);
-        timings_.updateUs.push_back(std::max(0.0, step - lastForce));
-        timings_.stepUs.push_back(step);
+        if (parts) {
+            timings_.forwardUs.push_back(forward);
+            timings_.nonlocalForceUs.push_back(nonlocalForce);
+            timings_.reverseUs.push_back(reverse);
+            timings_.updateUs.push_back(std::max(0.0, step - lastForce));
+            timings_.stepUs.push_back(step);
+        }
         ++timings_.samples;
     }
 

@@ -998,6 +998,7 @@ struct Engine::Impl {
         const StepTimings timeline = e.backend_.timings();
         const bool sampled = timeline.samples > 0;
         if (e.world_.allReduceValue(static_cast<std::int64_t>(sampled ? 1 : 0), runtime::ReduceOp::Min) == 1) {
+            // Local compute: the local kernel, and the update where --timeline-parts timed it.
             names.insert(names.end(), {"step: local compute (us)", "step: exposed halo exchange (us)",
                                        "step: search, amortised (us)"});
             values.insert(values.end(),

@@ -122,12 +122,14 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                    "non-local {:.1f} / {:.1f} / {:.1f}, non-overlap {:.1f} / {:.1f} / {:.1f}\n",
                    s.timings.samples, local.mean, local.median, local.p90, nonlocal.mean, nonlocal.median, nonlocal.p90,
                    overlap.mean, overlap.median, overlap.p90);
-        fmt::print(out,
-                   "                 of it (us, median): forward x {:.1f}, non-local F {:.1f}, reverse f {:.1f}; "
-                   "update {:.1f}; the whole step {:.1f}\n",
-                   describe(s.timings.forwardUs).median, describe(s.timings.nonlocalForceUs).median,
-                   describe(s.timings.reverseUs).median, describe(s.timings.updateUs).median,
-                   describe(s.timings.stepUs).median);
+        if (!s.timings.stepUs.empty()) {
+            fmt::print(out,
+                       "                 of it (us, median): forward x {:.1f}, non-local F {:.1f}, reverse f {:.1f}; "
+                       "update {:.1f}; the whole step {:.1f}\n",
+                       describe(s.timings.forwardUs).median, describe(s.timings.nonlocalForceUs).median,
+                       describe(s.timings.reverseUs).median, describe(s.timings.updateUs).median,
+                       describe(s.timings.stepUs).median);
+        }
     }
 }
 
@@ -236,12 +238,15 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
         timing["local"] = toJson(local);
         timing["nonlocal"] = toJson(nonlocal);
         timing["nonoverlap"] = toJson(overlap);
-        // The non-local path's parts, the update and the whole step (docs/md-engine.md).
-        timing["forward"] = toJson(describe(s.timings.forwardUs));
-        timing["nonlocal_force"] = toJson(describe(s.timings.nonlocalForceUs));
-        timing["reverse"] = toJson(describe(s.timings.reverseUs));
-        timing["update"] = toJson(describe(s.timings.updateUs));
-        timing["step"] = toJson(describe(s.timings.stepUs));
+        // The non-local path's parts, the update and the whole step
+        // (--timeline-parts; docs/architecture.md#what-the-timings-mean).
+        if (!s.timings.stepUs.empty()) {
+            timing["forward"] = toJson(describe(s.timings.forwardUs));
+            timing["nonlocal_force"] = toJson(describe(s.timings.nonlocalForceUs));
+            timing["reverse"] = toJson(describe(s.timings.reverseUs));
+            timing["update"] = toJson(describe(s.timings.updateUs));
+            timing["step"] = toJson(describe(s.timings.stepUs));
+        }
     }
     j["timing"] = timing;
     // Per search step (means), and the start-up's parts.

@@ -51,7 +51,9 @@ struct EnergyTerms {
 //   forward, nonlocalForce, reverse   the non-local path's three parts
 //   update       from the last force to the end of the step (leapfrog, clearing)
 //   step         the whole step on the device, local start to the step's end
-// One rank (no halo): nonlocal, nonoverlap and the three parts are 0.
+// One rank (no halo): nonlocal, nonoverlap and the three parts are 0. The
+// parts, update and step only with GpuBackendOptions::timelineParts (else
+// empty).
 struct StepTimings {
     std::int64_t samples = 0;
     std::vector<double> localUs, nonlocalUs, nonoverlapUs;

@@ -18,7 +18,12 @@ int visibleGpuCount();
 void selectGpuForRank(runtime::World& world, bool allowShared);
 
 struct GpuBackendOptions {
-    bool timing = true;          // record the device timeline (local / non-local / non-overlap) with events
+    bool timing = true;  // record the device timeline (local / non-local / non-overlap) with events
+    // Also the non-local path's parts, the update and the whole step: three
+    // more events in every step, on its critical path (a build that always
+    // recorded them ran one-rank steps slower: docs/architecture.md#what-the-timings-mean),
+    // so only on request (--timeline-parts).
+    bool timelineParts = false;
     bool countApiSyncs = false;  // CUPTI counter of host-blocking CUDA calls (RankBackend::countApiSyncs)
 };
 

@@ -106,6 +106,7 @@ struct MdOptions {
     // GPU: count, with CUPTI, the host-blocking CUDA calls made inside the
     // normal steps (every library's, not only haloex's own counters).
     bool countApiSyncs = false;
+    bool timelineParts = false;  // --timeline-parts (GPU): the step's finer device timeline
     // Where search steps run: device (the atoms stay on the GPU: migration,
     // plan, static data and pair lists there), host (the oracle path: atoms
     // downloaded, repartitioned and planned on the CPU), or auto (device
