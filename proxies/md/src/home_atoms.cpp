@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
+#include "haloex/particles/host_migration.hpp"
 
 namespace haloex::md {
 namespace {
@@ -21,30 +22,15 @@ std::vector<AtomRecord> migrateAtoms(std::vector<AtomRecord> atoms, const plan::
                         [](const AtomRecord& a, const AtomRecord& b) { return a.globalId < b.globalId; })) {
         sortById(atoms);
     }
-    std::vector<std::vector<AtomRecord>> leaving(world.size());
-    std::vector<AtomRecord> staying;
-    staying.reserve(atoms.size());
-    for (AtomRecord& atom : atoms) {
-        if (!isFinite(atom.position)) {
-            throwError(ErrorKind::InvalidInput,
-                       fmt::format("atom {} (global id) on rank {} has a non-finite position ({}, {}, {}); the "
-                                   "simulation is unstable (too large a time step, or bad input)",
-                                   atom.globalId, world.rank(), atom.position.x, atom.position.y, atom.position.z));
-        }
-        atom.position = plan::wrapIntoBox(atom.position, decomposition.box());
-        const int owner = decomposition.ownerRank(atom.position);
-        if (owner == world.rank()) {
-            staying.push_back(atom);
-        } else {
-            leaving[owner].push_back(atom);
-        }
-    }
-    std::vector<AtomRecord> arriving = world.allToAll(leaving);
-    sortById(arriving);
-    std::vector<AtomRecord> mine(staying.size() + arriving.size());
-    std::merge(staying.begin(), staying.end(), arriving.begin(), arriving.end(), mine.begin(),
-               [](const AtomRecord& a, const AtomRecord& b) { return a.globalId < b.globalId; });
-    return mine;
+    auto moved = particles::migrateOnHost(
+        std::move(atoms), decomposition, world, [](AtomRecord& a) -> Vec3d& { return a.position; },
+        [](const AtomRecord& a) { return fmt::format("{} (global id)", a.globalId); });
+    const auto arrivals = moved.particles.begin() + static_cast<std::ptrdiff_t>(moved.stayed);
+    std::sort(arrivals, moved.particles.end(),
+              [](const AtomRecord& a, const AtomRecord& b) { return a.globalId < b.globalId; });
+    std::inplace_merge(moved.particles.begin(), arrivals, moved.particles.end(),
+                       [](const AtomRecord& a, const AtomRecord& b) { return a.globalId < b.globalId; });
+    return std::move(moved.particles);
 }
 
 std::int64_t countAtoms(std::span<const AtomRecord> atoms, runtime::World& world) {
