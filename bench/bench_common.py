@@ -645,6 +645,19 @@ def default_plot_path(record):
     return os.path.join(PLOT_DIR, os.path.splitext(os.path.basename(record))[0] + ".png")
 
 
+def record_title(record, what, separator=" — "):
+    """A plot's title: what it shows, the machine, the record's commit and date."""
+    return (f"{what}{separator}{machine_summary(record)} — commit {str(record.get('commit', '?'))[:12]} — "
+            f"{record.get('date', '')}")
+
+
+def finish_plot(fig, record, title, record_path, out, fontsize=9, dpi=110):
+    """The plot scripts' common end: the title, the layout, the PNG (save_png)."""
+    fig.suptitle(title, fontsize=fontsize)
+    fig.tight_layout()
+    return save_png(fig, record_path, out, dpi=dpi)
+
+
 def save_png(fig, record, out=None, dpi=120, metadata=None):
     """Writes the figure to `out`, or to default_plot_path(record), and says where."""
     path = out or default_plot_path(record)

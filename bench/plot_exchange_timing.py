@@ -8,7 +8,7 @@ Usage: python3 bench/plot_exchange_timing.py RECORD.json [--out file.png]
 """
 import sys
 
-from bench_common import machine_summary, plot_command_line, pyplot, save_png
+from bench_common import finish_plot, plot_command_line, pyplot, record_title
 
 
 def variant(row):
@@ -49,10 +49,8 @@ def main(argv=None):
         ax.set(ylabel="µs per exchange", title=f"{atoms:,} atoms")
         ax.grid(True, axis="y", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle(f"halo exchange timings (haloex-halo-stress --time-exchanges) — {machine_summary(rec)} — commit "
-                 f"{str(rec.get('commit', '?'))[:12]} — {rec.get('date', '')}", fontsize=9)
-    fig.tight_layout()
-    save_png(fig, a.record, a.out, dpi=110)
+    finish_plot(fig, rec, record_title(rec, "halo exchange timings (haloex-halo-stress --time-exchanges)"), a.record,
+                a.out)
 
 
 if __name__ == "__main__":

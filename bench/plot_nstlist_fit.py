@@ -6,7 +6,7 @@ Usage: python3 bench/plot_nstlist_fit.py RECORD.json [--out file.png]
 """
 import sys
 
-from bench_common import machine_summary, plot_command_line, pyplot, save_png
+from bench_common import finish_plot, plot_command_line, pyplot, record_title
 
 MARKS = (("measured_best", "measured best", "*", "black"), ("auto", "automatic (this build)", "o", "tab:red"),
          ("current_model", "current model", "^", "tab:blue"), ("fitted_model", "fitted model", "v", "tab:green"))
@@ -34,10 +34,7 @@ def main(argv=None):
         ax.legend(fontsize=7)
     for ax in list(axes.flat)[len(choices):]:
         ax.axis("off")
-    fig.suptitle(f"nstlist: measured against the cost model — {machine_summary(rec)} — commit "
-                 f"{str(rec.get('commit', '?'))[:12]} — {rec.get('date', '')}", fontsize=9)
-    fig.tight_layout()
-    save_png(fig, a.record, a.out, dpi=110)
+    finish_plot(fig, rec, record_title(rec, "nstlist: measured against the cost model"), a.record, a.out)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ Usage: python3 bench/plot_rdc_cost.py RECORD.json [--out file.png]
 """
 import sys
 
-from bench_common import machine_summary, plot_command_line, pyplot, save_png
+from bench_common import finish_plot, plot_command_line, pyplot, record_title
 
 
 def ratios(record):
@@ -38,10 +38,7 @@ def main(argv=None):
     for ax in (ax_ratio, ax_time):
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=7)
-    fig.suptitle(f"{rec.get('benchmark', 'rdc cost')} — {machine_summary(rec)} — commit "
-                 f"{str(rec.get('commit', '?'))[:12]} — {rec.get('date', '')}", fontsize=9)
-    fig.tight_layout()
-    save_png(fig, a.record, a.out, dpi=110)
+    finish_plot(fig, rec, record_title(rec, rec.get("benchmark", "rdc cost")), a.record, a.out)
 
 
 if __name__ == "__main__":

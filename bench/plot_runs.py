@@ -14,8 +14,8 @@ Usage: python3 bench/plot_runs.py RECORD.json [--out file.png]
 import re
 import sys
 
-from bench_common import (METRIC_ALL, METRIC_SHORT, exit_on_schema_error, machine_summary,
-                          plot_command_line, pyplot, record_headline_metric, record_runs, save_png)
+from bench_common import (METRIC_ALL, METRIC_SHORT, exit_on_schema_error, finish_plot, plot_command_line, pyplot,
+                          record_headline_metric, record_runs, record_title)
 
 GOAL_VS_GROMACS = 1.5  # the one-GPU goal: haloex at least 1.5x GROMACS's throughput, all steps counted
 
@@ -124,11 +124,8 @@ def main(argv=None):
     ax_us.legend(fontsize=7)
     if ax_search.lines:
         ax_search.legend(fontsize=7)
-    fig.suptitle(f"{rec.get('benchmark', 'haloex-md runs')}\n{machine_summary(rec)} — commit "
-                 f"{str(rec.get('commit', '?'))[:12]} — {rec.get('date', '')} — schema {rec.get('schema_version', 1)}",
-                 fontsize=8)
-    fig.tight_layout()
-    save_png(fig, a.record, a.out, dpi=110)
+    title = record_title(rec, rec.get("benchmark", "haloex-md runs"), separator="\n")
+    finish_plot(fig, rec, f"{title} — schema {rec.get('schema_version', 1)}", a.record, a.out, fontsize=8)
 
 
 if __name__ == "__main__":

@@ -15,8 +15,8 @@ Usage: python3 bench/plot_scaling.py bench/results/md-scaling-<gpu>-<date>.json 
 """
 import sys
 
-from bench_common import (METRIC_ALL, METRIC_SHORT, exit_on_schema_error, machine_summary, plot_command_line, pyplot,
-                          record_headline_metric, save_png)
+from bench_common import (METRIC_ALL, METRIC_SHORT, exit_on_schema_error, finish_plot, plot_command_line, pyplot,
+                          record_headline_metric, record_title)
 
 STYLE = {"staged/auto": ("tab:blue", "s"), "ipc/auto": ("tab:green", "^"), "nccl/auto": ("tab:purple", "v"),
          "nvshmem/direct": ("tab:red", "o"), "nvshmem/tma": ("tab:orange", "D"), "nvshmem/put": ("tab:brown", "P"),
@@ -80,12 +80,10 @@ def main(argv=None):
             ax.grid(True, which="both", alpha=0.3)
         if col == 0:
             ax_rate.legend(fontsize=7)
-    fig.suptitle(f"haloex-md strong scaling — {machine_summary(rec)} — commit {str(rec.get('commit', '?'))[:12]} — "
-                 f"{rec.get('date', '')} — schema {rec.get('schema_version', 1)}\nns/day and efficiency "
-                 f"(t(1 GPU) / (GPUs x t), t = us/step): {metric}; the paper's points: GROMACS, all steps",
-                 fontsize=9)
-    fig.tight_layout()
-    save_png(fig, a.record, a.out, dpi=110)
+    finish_plot(fig, rec,
+                f"{record_title(rec, 'haloex-md strong scaling')} — schema {rec.get('schema_version', 1)}\nns/day and "
+                f"efficiency (t(1 GPU) / (GPUs x t), t = us/step): {metric}; the paper's points: GROMACS, all steps",
+                a.record, a.out)
 
 
 if __name__ == "__main__":

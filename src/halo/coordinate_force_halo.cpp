@@ -6,6 +6,7 @@
 
 #include "generic_coordinate_force_exchange.hpp"
 #include "haloex/core/error.hpp"
+#include "pulse_engine.hpp"
 
 namespace haloex {
 namespace {
@@ -52,14 +53,7 @@ CoordinateForceHalo& CoordinateForceHalo::operator=(CoordinateForceHalo&&) noexc
 
 void CoordinateForceHalo::setPlan(const plan::ParticleHaloPlan& plan, CollectiveBuffer<Vec3f>& coordinates,
                                   CollectiveBuffer<Vec3f>& forces) {
-    for (const plan::Pulse& p : plan.pulses) {
-        if (p.recvOffset < 0) {
-            throwError(ErrorKind::InvalidInput,
-                       fmt::format("pulse {} of the particle plan has no contiguous receive slot (recvOffset {}); "
-                                   "particle plans place received atoms after the home atoms",
-                                   p.id, p.recvOffset));
-        }
-    }
+    halo_detail::requireContiguousReceiveSlots(plan.pulses);
     const CollectiveMemory wanted = fastPath_ ? transport_->arrayMemory() : coordinates.memory();
     requireArray(coordinates, "coordinates", plan.numLocal, wanted, transport_->name());
     requireArray(forces, "forces", plan.numLocal, wanted, transport_->name());

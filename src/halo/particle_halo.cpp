@@ -19,14 +19,7 @@ ParticleHalo::ParticleHalo(ParticleHalo&&) noexcept = default;
 ParticleHalo& ParticleHalo::operator=(ParticleHalo&&) noexcept = default;
 
 void ParticleHalo::setPlan(const plan::ParticleHaloPlan& plan) {
-    for (const plan::Pulse& p : plan.pulses) {
-        if (p.recvOffset < 0) {
-            throwError(ErrorKind::InvalidInput,
-                       fmt::format("pulse {} of the particle plan has no contiguous receive slot (recvOffset {}); "
-                                   "particle plans place received atoms after the home atoms",
-                                   p.id, p.recvOffset));
-        }
-    }
+    halo_detail::requireContiguousReceiveSlots(plan.pulses);
     engine_ = std::make_unique<halo_detail::PulseEngine>(*transport_, plan.pulses, plan.numLocal);
     plan_ = plan;
 }

@@ -200,6 +200,17 @@ struct PulseEngine::Staging {
     }
 };
 
+void requireContiguousReceiveSlots(const std::vector<plan::Pulse>& pulses) {
+    for (const plan::Pulse& p : pulses) {
+        if (!contiguous(p)) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("pulse {} of the particle plan has no contiguous receive slot (recvOffset {}); "
+                                   "particle plans place received atoms after the home atoms",
+                                   p.id, p.recvOffset));
+        }
+    }
+}
+
 PulseEngine::PulseEngine(transport::BlockTransport& transport, std::vector<plan::Pulse> pulses, int numLocal,
                          bool pulsesMayForward)
     : transport_(transport), pulses_(std::move(pulses)), numLocal_(numLocal),

@@ -29,6 +29,10 @@ namespace haloex::halo_detail {
 
 class DeviceMaps;  // device copies of the index maps (pulse_engine.cpp)
 
+// Particle plans place each pulse's received atoms in a contiguous slot after
+// the home atoms; InvalidInput for a plan that does not (a grid plan).
+void requireContiguousReceiveSlots(const std::vector<plan::Pulse>& pulses);
+
 class PulseEngine {
 public:
     // `numLocal`: elements every array holds. Device transports get every

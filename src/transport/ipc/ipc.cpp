@@ -16,6 +16,7 @@
 #include <set>
 
 #include "halo_kernels.hpp"
+#include "forwarding_exchange.hpp"
 #include "haloex/transport/coordinate_force_exchange.hpp"
 #include "staged_path.hpp"
 
@@ -715,27 +716,8 @@ void IpcTransport::exchangeBoundBlocksInPlace(int id, std::span<const BlockExcha
     handOut(blocks, landed, pattern.landing.buffer.data() + parity * pattern.half, pattern.landingAt, stream);
 }
 
-// The coordinate/force exchange: the transport's own pulse schedule.
-class IpcCoordinateForceExchange final : public CoordinateForceExchange {
-public:
-    explicit IpcCoordinateForceExchange(IpcTransport& transport) : transport_(transport) {}
-    void bind(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) override {
-        transport_.bindArrays(plan, coordinates, forces);
-    }
-    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
-        transport_.forwardCoordinates(box, stream);
-    }
-    void reverseForces(StreamHandle stream) override { transport_.reverseForces(stream); }
-    void clearForces(StreamHandle stream) override { transport_.clearForces(stream); }
-    bool graphCapturable() const override { return false; }
-    const TransportCounters& counters() const override { return transport_.counters(); }
-
-private:
-    IpcTransport& transport_;
-};
-
 std::unique_ptr<CoordinateForceExchange> IpcTransport::makeCoordinateForceExchange() {
-    return std::make_unique<IpcCoordinateForceExchange>(*this);
+    return std::make_unique<ForwardingCoordinateForceExchange<IpcTransport, false>>(*this);
 }
 
 }  // namespace

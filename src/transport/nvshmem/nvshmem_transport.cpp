@@ -19,6 +19,7 @@
 #include "haloex/core/test_hooks.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
+#include "forwarding_exchange.hpp"
 #include "haloex/transport/coordinate_force_exchange.hpp"
 #include "haloex/transport/nvshmem.hpp"
 #include "search_blocks.hpp"
@@ -432,27 +433,8 @@ private:
     std::unique_ptr<Watchdog> watchdog_;
 };
 
-// The coordinate/force exchange: the transport's fused kernels.
-class NvshmemCoordinateForceExchange final : public CoordinateForceExchange {
-public:
-    explicit NvshmemCoordinateForceExchange(NvshmemTransport& transport) : transport_(transport) {}
-    void bind(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) override {
-        transport_.bindArrays(plan, coordinates, forces);
-    }
-    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
-        transport_.forwardCoordinates(box, stream);
-    }
-    void reverseForces(StreamHandle stream) override { transport_.reverseForces(stream); }
-    void clearForces(StreamHandle stream) override { transport_.clearForces(stream); }
-    bool graphCapturable() const override { return true; }
-    const TransportCounters& counters() const override { return transport_.counters(); }
-
-private:
-    NvshmemTransport& transport_;
-};
-
 std::unique_ptr<CoordinateForceExchange> NvshmemTransport::makeCoordinateForceExchange() {
-    return std::make_unique<NvshmemCoordinateForceExchange>(*this);
+    return std::make_unique<ForwardingCoordinateForceExchange<NvshmemTransport, true>>(*this);
 }
 
 }  // namespace

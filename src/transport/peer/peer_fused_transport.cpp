@@ -18,6 +18,7 @@
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/halo/peer_memory.hpp"
+#include "forwarding_exchange.hpp"
 #include "haloex/transport/coordinate_force_exchange.hpp"
 #include "fused_setup.hpp"
 #include "halo_kernels.hpp"
@@ -330,27 +331,8 @@ private:
     SlottedBlockExchange<BlockOps> blocks_{world_, blockOps_};
 };
 
-// The coordinate/force exchange: the transport's fused kernels.
-class PeerFusedCoordinateForceExchange final : public CoordinateForceExchange {
-public:
-    explicit PeerFusedCoordinateForceExchange(PeerFusedTransport& transport) : transport_(transport) {}
-    void bind(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) override {
-        transport_.bindArrays(plan, coordinates, forces);
-    }
-    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
-        transport_.forwardCoordinates(box, stream);
-    }
-    void reverseForces(StreamHandle stream) override { transport_.reverseForces(stream); }
-    void clearForces(StreamHandle stream) override { transport_.clearForces(stream); }
-    bool graphCapturable() const override { return true; }
-    const TransportCounters& counters() const override { return transport_.counters(); }
-
-private:
-    PeerFusedTransport& transport_;
-};
-
 std::unique_ptr<CoordinateForceExchange> PeerFusedTransport::makeCoordinateForceExchange() {
-    return std::make_unique<PeerFusedCoordinateForceExchange>(*this);
+    return std::make_unique<ForwardingCoordinateForceExchange<PeerFusedTransport, true>>(*this);
 }
 
 }  // namespace

@@ -1,0 +1,30 @@
+#pragma once
+// The coordinate/force exchange of a transport that keeps the exchange's
+// state itself (ipc, nvshmem, nccl-device share mappings, watchdogs and
+// signals between their blocks and their MD exchange): it forwards each call
+// to the transport's bindArrays, forwardCoordinates, reverseForces,
+// clearForces and counters. Internal.
+#include "haloex/transport/coordinate_force_exchange.hpp"
+
+namespace haloex::transport {
+
+template <class Transport, bool kGraphCapturable>
+class ForwardingCoordinateForceExchange final : public CoordinateForceExchange {
+public:
+    explicit ForwardingCoordinateForceExchange(Transport& transport) : transport_(transport) {}
+    void bind(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) override {
+        transport_.bindArrays(plan, coordinates, forces);
+    }
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
+        transport_.forwardCoordinates(box, stream);
+    }
+    void reverseForces(StreamHandle stream) override { transport_.reverseForces(stream); }
+    void clearForces(StreamHandle stream) override { transport_.clearForces(stream); }
+    bool graphCapturable() const override { return kGraphCapturable; }
+    const TransportCounters& counters() const override { return transport_.counters(); }
+
+private:
+    Transport& transport_;
+};
+
+}  // namespace haloex::transport
