@@ -497,7 +497,24 @@ class MdEnergyFile(CliCase):
         self.assertEqual(record["settings"]["drift_from_ps"], 0.02)
         self.assertAlmostEqual(record["conserved_drift_per_atom"], slope, delta=1e-9 * max(1.0, abs(slope)))
         self.assertRegex(out, r"Conserved-energy drift: \S+ kJ/mol/ps per atom \(least squares over 4 energy steps "
-                              r"from 0\.02 ps on \(--drift-from\)\)")
+                              r"from 0\.02 ps on \(--drift-from\); over only 0\.058 ps: too short to mean much")
+        # A fit over less than 10 ps is flagged, in the record too.
+        self.assertAlmostEqual(record["conserved_drift_span_ps"], fitted[-1][0] - fitted[0][0], delta=1e-12)
+        self.assertTrue(record["conserved_drift_too_short"])
+        # The search parts come in the order a search step runs them, in ms to the microsecond.
+        parts = re.search(r"Search step: \S+ ms \(rank 0, mean of \d+: (.*)\)", out).group(1)
+        names = [p.rsplit(" ", 1)[0] for p in parts.split(", ")]
+        self.assertEqual(names, ["upload", "download", "buffer check", "migrate", "plan", "transport set-up",
+                                 "static data", "pair search", "step"])
+        self.assertTrue(all(re.fullmatch(r"\d+\.\d{3}", p.rsplit(" ", 1)[1]) for p in parts.split(", ")), parts)
+
+    def test_energy_terms_on_the_screen_are_named_as_in_md_log(self):
+        status, out, err = self.run_md(["--device", "cpu", "--atoms", "1000", "--steps", "2", "--log", "run.log"])
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"Step +Time +LJ \(SR\) +Coulomb \(SR\)")
+        self.assertNotIn("Coulomb (RF)", out)
+        with open(self.path("run.log")) as f:
+            self.assertIn("Coulomb (SR)", f.read())
 
     def test_drift_from_with_too_few_energy_steps_says_so(self):
         status, out, err = self.run_md(self.ARGS + ["--steps", "40", "--dt", "0.002", "--drift-from", "0.07",

@@ -747,7 +747,7 @@ struct Engine::Impl {
         if (!isRoot() || e.options_.quiet) return;
         if (summary.energies.size() == 1) {
             fmt::print("{:>10} {:>10} {:>13} {:>13} {:>13} {:>13} {:>13} {:>13} {:>9} {:>10}  {}\n", "Step", "Time",
-                       "LJ (SR)", "Coulomb (RF)", "Potential", "Kinetic", "Total", "Conserved", "Temp", "Pres(bar)",
+                       "LJ (SR)", "Coulomb (SR)", "Potential", "Kinetic", "Total", "Conserved", "Temp", "Pres(bar)",
                        "progress");
         }
         std::string progress = "single point";
@@ -1009,7 +1009,7 @@ struct Engine::Impl {
         const auto partCount = static_cast<std::int64_t>(summary.searchPhasesMs.size());
         if (e.world_.allReduceValue(partCount, runtime::ReduceOp::Min) ==
             e.world_.allReduceValue(partCount, runtime::ReduceOp::Max)) {
-            for (const auto& [name, ms] : summary.searchPhasesMs) {
+            for (const auto& [name, ms] : inStepOrder(summary.searchPhasesMs)) {
                 names.push_back("search: " + name + " (ms)");
                 values.push_back(ms);
             }
@@ -1059,11 +1059,34 @@ struct Engine::Impl {
         const std::vector<EnergySample> fitted = samplesFrom(summary.energies, e.options_.driftFromPs);
         summary.conservedDrift = conservedDriftPerAtom(fitted, totalAtoms);
         summary.driftSamples = fitted.size();
+        summary.driftSpanPs = fitted.size() >= 2 ? fitted.back().time - fitted.front().time : 0.0;
         summary.transportNotes = gatherNotes(e.halo_.describe());
         summary.graphs = e.backend_.graphsActive();
         summary.timings = e.backend_.timings();
     }
 };
+
+std::string driftSpanNote(double spanPs) {
+    if (spanPs >= kMeaningfulDriftSpanPs) return {};
+    return fmt::format("; over only {:.3g} ps: too short to mean much, fluctuations dominate; fit {:g} ps or more",
+                       spanPs, kMeaningfulDriftSpanPs);
+}
+
+std::vector<std::pair<std::string, double>> inStepOrder(const std::map<std::string, double>& parts) {
+    // Start-up's own parts first, then a search step's in the order it runs them.
+    static const std::vector<std::string> kOrder{"transport",    "set-up",      "upload",      "download",
+                                                 "buffer check", "migrate",     "plan",        "transport set-up",
+                                                 "positions",    "static data", "pair search", "count check",
+                                                 "synchronise",  "step"};
+    std::vector<std::pair<std::string, double>> out;
+    for (const std::string& name : kOrder) {
+        if (const auto it = parts.find(name); it != parts.end()) out.emplace_back(*it);
+    }
+    for (const auto& part : parts) {
+        if (std::find(kOrder.begin(), kOrder.end(), part.first) == kOrder.end()) out.emplace_back(part);
+    }
+    return out;
+}
 
 Engine::Engine(MdOptions options, runtime::World& world, transport::BlockTransport& transport, RankBackend& backend)
     : options_(std::move(options)), world_(world), transport_(transport), halo_(transport), backend_(backend) {}

@@ -158,9 +158,10 @@ std::string logEnd(const RunSummary& s, const MdOptions& o) {
                          s.energies.back().step);
         t += termTable(mean);
         if (s.driftSamples >= 3) {
-            t += fmt::format("\n   Conserved-energy drift: {:.3g} kJ/mol/ps per atom (over {} energy steps{})\n",
+            t += fmt::format("\n   Conserved-energy drift: {:.3g} kJ/mol/ps per atom (over {} energy steps{}{})\n",
                              s.conservedDrift, s.driftSamples,
-                             o.driftFromPs > 0 ? fmt::format(" from {:g} ps on", o.driftFromPs) : "");
+                             o.driftFromPs > 0 ? fmt::format(" from {:g} ps on", o.driftFromPs) : "",
+                             driftSpanNote(s.driftSpanPs));
         }
     }
     if (!s.rankSpread.empty()) {

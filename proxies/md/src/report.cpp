@@ -91,15 +91,16 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
     const std::string driftWindow =
         o.driftFromPs > 0 ? fmt::format(" from {:g} ps on (--drift-from)", o.driftFromPs) : "";
     if (s.driftSamples >= 3) {
-        fmt::print(out, "Conserved-energy drift: {:.3g} kJ/mol/ps per atom (least squares over {} energy steps{})\n",
-                   s.conservedDrift, s.driftSamples, driftWindow);
+        fmt::print(out, "Conserved-energy drift: {:.3g} kJ/mol/ps per atom (least squares over {} energy steps{}{})\n",
+                   s.conservedDrift, s.driftSamples, driftWindow, driftSpanNote(s.driftSpanPs));
     } else if (s.energies.size() >= 3) {
         fmt::print(out, "Conserved-energy drift: not fitted: {} energy step{}{}, at least 3 needed\n", s.driftSamples,
                    s.driftSamples == 1 ? "" : "s", driftWindow);
     }
+    // In the order a search step runs them, in ms to the microsecond.
     const auto parts = [](const std::map<std::string, double>& phases, double divisor) {
         std::string text;
-        for (const auto& [name, ms] : phases) text += fmt::format(" {} {:.3g},", name, ms / divisor);
+        for (const auto& [name, ms] : inStepOrder(phases)) text += fmt::format(" {} {:.3f},", name, ms / divisor);
         if (!text.empty()) text.pop_back();
         return text;
     };
@@ -182,6 +183,8 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     j["normal_steps"] = s.normalSteps;
     j["search_step_ms"] = s.searchStepMs;
     j["conserved_drift_per_atom"] = s.conservedDrift;
+    j["conserved_drift_span_ps"] = s.driftSpanPs;
+    j["conserved_drift_too_short"] = s.driftSamples >= 3 && !driftSpanNote(s.driftSpanPs).empty();
     j["conserved_drift_samples"] = s.driftSamples;
     j["host_syncs_per_step"] = s.hostSyncsPerStep;
     if (s.apiSyncsCounted) {

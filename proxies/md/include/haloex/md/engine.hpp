@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "haloex/md/backend.hpp"
@@ -105,6 +106,7 @@ struct RunSummary {
     // fewer than 3 such samples), and how many samples that was.
     double conservedDrift = 0.0;
     std::size_t driftSamples = 0;
+    double driftSpanPs = 0.0;  // the fitted samples' time span
     StepTimings timings;
     std::vector<std::string> transportNotes;  // e.g. the nvshmem path per peer and why
     // Rank 0's search-step wall time by part (ms, summed over the search
@@ -135,6 +137,18 @@ struct RunSummary {
 // creation, or --transport auto's measurement) counted as start-up: added to
 // startupSeconds and shown as its own start-up part, never in totalSeconds.
 void addStartupPart(RunSummary& summary, const std::string& name, double seconds);
+
+// A drift fitted over less than this (ps) is reported as too short to mean
+// much: the conserved energy's fluctuations dominate the slope (the
+// project's own drift checks fit 30 ps, from 10 ps on in 40).
+inline constexpr double kMeaningfulDriftSpanPs = 10.0;
+
+// The note a drift fitted over `spanPs` gets in the reports (empty: none).
+std::string driftSpanNote(double spanPs);
+
+// Search-step (or start-up) parts in the order a search step runs them, the
+// parts it does not know after them by name: the reports list them so.
+std::vector<std::pair<std::string, double>> inStepOrder(const std::map<std::string, double>& parts);
 
 class Engine {
 public:
