@@ -7,12 +7,16 @@
 
 #include <cerrno>
 #include <climits>
+#include <csignal>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fmt/format.h>
 #include <random>
+#include <string_view>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/test_hooks.hpp"
 
 namespace haloex {
 namespace {
@@ -83,12 +87,19 @@ struct Temporary {
     std::string path;
 };
 
+constexpr std::size_t kTemporarySuffix = 5 + 16;  // ".tmp." and 16 hex digits
+
+// The start of the names of `path`'s temporaries (its name, cut to fit NAME_MAX).
+std::string temporaryBase(const std::string& path) {
+    std::string base = fs::path(path).filename().string();
+    if (base.size() + kTemporarySuffix > NAME_MAX) base.resize(NAME_MAX - kTemporarySuffix);
+    return base;
+}
+
 // A new file next to `path`, created exclusively under a random name.
 Temporary createTemporary(const std::string& what, const std::string& path) {
     const std::string dir = directoryOf(path);
-    std::string base = fs::path(path).filename().string();
-    constexpr std::size_t kSuffix = 5 + 16;  // ".tmp." and 16 hex digits
-    if (base.size() + kSuffix > NAME_MAX) base.resize(NAME_MAX - kSuffix);
+    const std::string base = temporaryBase(path);
     for (int attempt = 0; attempt < 64; ++attempt) {
         Temporary t;
         t.path = (fs::path(dir) / fmt::format("{}.tmp.{:016x}", base, randomBits())).string();
@@ -129,6 +140,29 @@ void syncDirectory(const std::string& dir) {
     if (fd < 0) return;  // durability of the rename only: the data itself is synced
     ::fsync(fd);
     ::close(fd);
+}
+
+// Test hook HALOEX_TEST_CRASH_IN_REPLACE=<point> (test builds only): the
+// process kills itself (SIGKILL, as a node failure or kill -9 would) at that
+// point of commitKeepingPrevious() when it replaces an existing file:
+// "synced" (the new file durable, nothing renamed yet), "exchanged" (the new
+// file in place, the old one under the temporary's name), "moved-aside" (the
+// fallback without RENAME_EXCHANGE: the old file renamed to the previous
+// copy's name, the new one not yet in place).
+void crashPointForTests(std::string_view point) {
+    const char* hook = testHook("HALOEX_TEST_CRASH_IN_REPLACE");
+    if (hook != nullptr && point == hook) ::raise(SIGKILL);
+}
+
+// Test hook HALOEX_TEST_NO_RENAME_EXCHANGE=1: behave as on a file system
+// without RENAME_EXCHANGE (EINVAL), to test the fallback.
+int exchangeNames(const char* a, const char* b) {
+    const char* hook = testHook("HALOEX_TEST_NO_RENAME_EXCHANGE");
+    if (hook != nullptr && std::string_view(hook) == "1") {
+        errno = EINVAL;
+        return -1;
+    }
+    return ::renameat2(AT_FDCWD, a, AT_FDCWD, b, RENAME_EXCHANGE);
 }
 
 void probeDirectory(const std::string& what, const std::string& path) {
@@ -176,22 +210,26 @@ void AtomicFileWriter::write(std::span<const std::byte> bytes) {
 
 void AtomicFileWriter::write(std::string_view text) { write(std::as_bytes(std::span(text.data(), text.size()))); }
 
+bool AtomicFileWriter::seal() {
+    if (::fsync(fd_) != 0) {
+        throwError(ErrorKind::Io,
+                   fmt::format("{} {}: cannot sync '{}' to disk: {}", what_, path_, tmpPath_, systemError(errno)));
+    }
+    const int rc = ::close(fd_);
+    fd_ = -1;
+    if (rc != 0) {
+        throwError(ErrorKind::Io,
+                   fmt::format("{} {}: cannot close '{}': {}", what_, path_, tmpPath_, systemError(errno)));
+    }
+    // Again just before the rename: the target may have changed meanwhile.
+    struct stat st {};
+    return checkReplaceable(what_, path_, st);
+}
+
 void AtomicFileWriter::commit() {
     HALOEX_ASSERT(fd_ >= 0 && !committed_, "commit after commit or after a failure");
     try {
-        if (::fsync(fd_) != 0) {
-            throwError(ErrorKind::Io,
-                       fmt::format("{} {}: cannot sync '{}' to disk: {}", what_, path_, tmpPath_, systemError(errno)));
-        }
-        const int rc = ::close(fd_);
-        fd_ = -1;
-        if (rc != 0) {
-            throwError(ErrorKind::Io,
-                       fmt::format("{} {}: cannot close '{}': {}", what_, path_, tmpPath_, systemError(errno)));
-        }
-        // Again just before the rename: the target may have changed meanwhile.
-        struct stat st {};
-        checkReplaceable(what_, path_, st);
+        seal();
         if (::rename(tmpPath_.c_str(), path_.c_str()) != 0) {
             throwError(ErrorKind::Io,
                        fmt::format("{} {}: cannot rename '{}' to it: {}", what_, path_, tmpPath_, systemError(errno)));
@@ -203,6 +241,61 @@ void AtomicFileWriter::commit() {
     committed_ = true;
     tmpPath_.clear();
     syncDirectory(directoryOf(path_));
+}
+
+std::string AtomicFileWriter::commitKeepingPrevious(const std::string& previousPath) {
+    HALOEX_ASSERT(fd_ >= 0 && !committed_, "commit after commit or after a failure");
+    std::string notKept;
+    const auto why = [&](const std::string& step, int error) {
+        return fmt::format("{} {}: the previous {} could not be kept as {} ({}: {})", what_, path_, what_, previousPath,
+                           step, systemError(error));
+    };
+    try {
+        const bool exists = seal();
+        if (exists) crashPointForTests("synced");
+        bool placed = false;
+        if (exists && exchangeNames(tmpPath_.c_str(), path_.c_str()) == 0) {
+            // `path_` names the new file; the old one is under the temporary's name.
+            placed = true;
+            crashPointForTests("exchanged");
+            struct stat st {};
+            if (::lstat(tmpPath_.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+                // What was exchanged in was not a regular file (swapped in after the
+                // check above): not kept.
+                ::unlink(tmpPath_.c_str());
+                notKept =
+                    fmt::format("{} {}: the previous {} was {}, not kept", what_, path_, what_, kindOf(st.st_mode));
+            } else if (::rename(tmpPath_.c_str(), previousPath.c_str()) != 0) {
+                const int error = errno;
+                ::unlink(tmpPath_.c_str());
+                notKept = why(fmt::format("cannot rename '{}' to it", tmpPath_), error);
+            }
+        } else if (exists && errno != ENOENT) {
+            const int exchangeError = errno;
+            if (exchangeError != EINVAL && exchangeError != ENOSYS && exchangeError != EOPNOTSUPP) {
+                throwError(ErrorKind::Io, fmt::format("{} {}: cannot exchange '{}' with it: {}", what_, path_, tmpPath_,
+                                                      systemError(exchangeError)));
+            }
+            // No RENAME_EXCHANGE here: the old file moves aside first (for a moment
+            // only `previousPath` holds it), then the new one takes its place.
+            if (::rename(path_.c_str(), previousPath.c_str()) != 0) {
+                notKept = why(fmt::format("cannot rename '{}' to it", path_), errno);
+            } else {
+                crashPointForTests("moved-aside");
+            }
+        }
+        if (!placed && ::rename(tmpPath_.c_str(), path_.c_str()) != 0) {
+            throwError(ErrorKind::Io,
+                       fmt::format("{} {}: cannot rename '{}' to it: {}", what_, path_, tmpPath_, systemError(errno)));
+        }
+    } catch (...) {
+        discard();
+        throw;
+    }
+    committed_ = true;
+    tmpPath_.clear();
+    syncDirectory(directoryOf(path_));
+    return notKept;
 }
 
 void writeFileAtomically(const std::string& path, std::string_view contents, const std::string& what) {

@@ -89,13 +89,14 @@ class CliCase(unittest.TestCase):
                                 errors="backslashreplace", timeout=timeout)
         return result.returncode, result.stdout, result.stderr
 
-    def start_md(self, args):
-        """Starts haloex-md in the test directory; lines of its stdout arrive in self.lines."""
+    def start_md(self, args, cwd=None, preexec_fn=None):
+        """Starts haloex-md in the test directory (or `cwd`); lines of its stdout arrive in self.lines."""
         env = dict(os.environ, OMP_NUM_THREADS="1")
         for name in [n for n in env if n.startswith(("OMPI_COMM_WORLD", "PMI_", "PMIX_", "SLURM_"))]:
             del env[name]
-        proc = subprocess.Popen([HALOEX_MD] + [str(a) for a in args], cwd=self.dir, env=env, stdout=subprocess.PIPE,
-                                stderr=subprocess.PIPE, text=True, errors="backslashreplace")
+        proc = subprocess.Popen([HALOEX_MD] + [str(a) for a in args], cwd=cwd or self.dir, env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, errors="backslashreplace",
+                                preexec_fn=preexec_fn)
         def cleanup():
             if proc.poll() is None:
                 proc.kill()

@@ -11,6 +11,9 @@
 //     cannot be used), are fsync'ed, and are renamed onto the target, which
 //     must be a regular file or not exist; then the directory is fsync'ed.
 //     On every failure the temporary is removed and the target is untouched.
+//     commitKeepingPrevious() also keeps the file it replaces under a second
+//     name (a checkpoint's ".prev") by renames only: no step leaves two names
+//     on one file, and no step writes through a link planted at either name.
 //   RecordFile: an output that grows by whole records (trajectory frames):
 //     each record is one write, and a failed write is truncated back, so the
 //     file never ends in a torn record.
@@ -49,11 +52,26 @@ public:
     // and fsyncs the directory. After an exception the temporary is gone and
     // the target untouched.
     void commit();
+    // commit(), keeping the file it replaces under `previousPath` (a
+    // checkpoint's "<path>.prev"). Once the new contents are durable: where
+    // `path` exists, the two are exchanged (renameat2 RENAME_EXCHANGE), so
+    // that `path` always names a complete file, and the old one, now under
+    // the temporary's random name, is renamed onto `previousPath` (a rename
+    // replaces whatever is there, a planted link included, without following
+    // it). Where the file system cannot exchange (EINVAL, ENOSYS: some network
+    // file systems): `path` is renamed onto `previousPath`, then the
+    // temporary onto `path` (in between only `previousPath` holds the old
+    // file). Returns why the previous file could not be kept (empty: it was,
+    // or there was none); the new file is in place either way. Throws as
+    // commit() when the new file cannot be put in place.
+    std::string commitKeepingPrevious(const std::string& previousPath);
 
     const std::string& path() const { return path_; }
     const std::string& temporaryPath() const { return tmpPath_; }
 
 private:
+    // fsync and close the temporary, check the target again; returns whether it exists.
+    bool seal();
     void discard() noexcept;
     std::string path_, what_, tmpPath_;
     int fd_ = -1;

@@ -258,19 +258,6 @@ void writeContents(AtomicFileWriter& file, const CheckpointData& d) {
     sink.finish();
 }
 
-// Keeps the checkpoint being replaced as "<path>.prev". Best effort: a missing
-// .prev never stops a new checkpoint from being written.
-void keepPrevious(const std::string& path) {
-    namespace fs = std::filesystem;
-    std::error_code ec;
-    if (!fs::is_regular_file(path, ec)) return;
-    const std::string prev = path + ".prev";
-    fs::remove(prev, ec);
-    // A hard link keeps `path` in place, so there is always a checkpoint at `path`.
-    if (::link(path.c_str(), prev.c_str()) == 0) return;
-    fs::copy_file(path, prev, fs::copy_options::overwrite_existing, ec);
-}
-
 // ---- reading ----------------------------------------------------------------
 
 [[noreturn]] void refuse(const std::string& path, const std::string& what) {
@@ -362,7 +349,18 @@ OpenCheckpoint openCheckpoint(const std::string& path) {
     OpenCheckpoint cp;
     cp.fd = std::make_unique<FileDescriptor>(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
     if (cp.fd->get() < 0) {
-        throwError(ErrorKind::Io, fmt::format("cannot open checkpoint '{}': {}", path, systemError()));
+        const int error = errno;
+        const std::string prev = previousCheckpointPath(path);
+        struct stat st {};
+        if (error == ENOENT && ::lstat(prev.c_str(), &st) == 0 && S_ISREG(st.st_mode)) {
+            // Where the file system cannot exchange two names, a run killed
+            // between the checkpoint's two renames leaves only the previous copy.
+            throwError(ErrorKind::Io, fmt::format("cannot open checkpoint '{}': {}; its previous copy '{}' exists (a "
+                                                  "checkpoint write was interrupted): restart from it with "
+                                                  "--restart {}",
+                                                  path, std::strerror(error), prev, prev));
+        }
+        throwError(ErrorKind::Io, fmt::format("cannot open checkpoint '{}': {}", path, std::strerror(error)));
     }
     struct stat st {};
     if (::fstat(cp.fd->get(), &st) != 0) {
@@ -474,15 +472,38 @@ void requireConsistentAtoms(const std::string& path, const CheckpointData& d) {
 
 }  // namespace
 
-void writeCheckpoint(const std::string& path, const CheckpointData& data) {
+std::string writeCheckpoint(const std::string& path, const CheckpointData& data) {
     requireWritable(data);
     // A temporary with an unpredictable name, renamed onto `path` only when
-    // complete and only when `path` is a regular file (or new); removed on
-    // every failure.
+    // complete and durable and only when `path` is a regular file (or new);
+    // removed on every failure. The checkpoint it replaces becomes the
+    // previous copy by renames alone (never a link or a copy through a name).
     AtomicFileWriter file(path, "checkpoint");
     writeContents(file, data);
-    keepPrevious(path);
-    file.commit();
+    return file.commitKeepingPrevious(previousCheckpointPath(path));
+}
+
+std::string previousCheckpointPath(const std::string& path) { return path + ".prev"; }
+
+bool isHardLinkedPreviousCheckpoint(const std::string& path) {
+    struct stat a {
+    }, b{};
+    // lstat: only two names of one regular file count, never a link to it.
+    return ::lstat(path.c_str(), &a) == 0 && ::lstat(previousCheckpointPath(path).c_str(), &b) == 0 &&
+           S_ISREG(a.st_mode) && S_ISREG(b.st_mode) && a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+
+std::optional<std::string> separateHardLinkedPreviousCheckpoint(const std::string& path) {
+    if (!isHardLinkedPreviousCheckpoint(path)) return std::nullopt;
+    const std::string prev = previousCheckpointPath(path);
+    if (::unlink(prev.c_str()) != 0) {
+        throwError(ErrorKind::Io, fmt::format("--cpt {}: its previous copy {} is a second name of it (left by an older "
+                                              "haloex-md), and it cannot be removed: {}; remove it with: rm {}",
+                                              path, prev, systemError(), prev));
+    }
+    return fmt::format("Removed {}: it was a second name of {} (a hard link an older haloex-md left), not a "
+                       "previous checkpoint; {} is unchanged",
+                       prev, path, path);
 }
 
 CheckpointData readCheckpointHeader(const std::string& path) { return openCheckpoint(path).data; }

@@ -5,12 +5,23 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/core/safe_file.hpp"
+#include "haloex/md/checkpoint.hpp"
 
 namespace haloex::md {
 namespace {
 
 bool isCheckpointInput(const RunFile& f) { return !f.output && f.role == "--restart"; }
 bool isCheckpointOutput(const RunFile& f) { return f.output && f.role.starts_with("--cpt"); }
+
+// The checkpoint and its previous copy as two names of one file, which older
+// versions could leave: separated when the outputs are opened
+// (separateHardLinkedPreviousCheckpoint), not a collision.
+bool isLegacyPreviousPair(const MdOptions& o, const RunFile& a, const RunFile& b) {
+    return a.output && b.output && !o.checkpointFile.empty() &&
+           ((a.path == o.checkpointFile && b.path == previousCheckpointPath(o.checkpointFile)) ||
+            (b.path == o.checkpointFile && a.path == previousCheckpointPath(o.checkpointFile))) &&
+           isHardLinkedPreviousCheckpoint(o.checkpointFile);
+}
 
 }  // namespace
 
@@ -20,7 +31,7 @@ std::vector<RunFile> runFiles(const MdOptions& o) {
     if (!o.restartFile.empty()) files.push_back({"--restart", o.restartFile, false});
     if (!o.checkpointFile.empty()) {
         files.push_back({"--cpt", o.checkpointFile, true});
-        files.push_back({"--cpt (its previous copy)", o.checkpointFile + ".prev", true});
+        files.push_back({"--cpt (its previous copy)", previousCheckpointPath(o.checkpointFile), true});
     }
     if (!o.trajFile.empty()) files.push_back({"--traj", o.trajFile, true});
     if (!o.energyFile.empty()) files.push_back({"--energy", o.energyFile, true});
@@ -49,7 +60,7 @@ void checkRunFiles(const MdOptions& o) {
             if ((isCheckpointInput(a) && isCheckpointOutput(b)) || (isCheckpointInput(b) && isCheckpointOutput(a))) {
                 continue;
             }
-            if (!sameFile(a.path, b.path)) continue;
+            if (!sameFile(a.path, b.path) || isLegacyPreviousPair(o, a, b)) continue;
             const RunFile& out = a.output ? a : b;
             const RunFile& other = a.output ? b : a;
             if (!other.output) {

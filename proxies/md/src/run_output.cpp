@@ -137,6 +137,12 @@ RunOutput::~RunOutput() = default;
 
 void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint, std::int64_t atoms) {
     runOnRoot(world, [&] {
+        if (!options_.checkpointFile.empty()) {
+            if (const auto note = separateHardLinkedPreviousCheckpoint(options_.checkpointFile);
+                note && !options_.quiet) {
+                fmt::print("{}\n", *note);
+            }
+        }
         OutputFiles::Start start;
         if (checkpoint != nullptr) {
             start.checkpointPath = options_.restartFile;
@@ -279,7 +285,13 @@ void RunOutput::write(runtime::World& world, const plan::Box& box, std::span<con
             // trajectory with it.
             CheckpointData c = checkpoint(box, all, state);
             c.outputs = files_->positions();
-            writeCheckpoint(options_.checkpointFile, c);
+            const std::string notKept = writeCheckpoint(options_.checkpointFile, c);
+            if (!notKept.empty() && !warnedPreviousNotKept_) {
+                // Once per run: the same cause would repeat at every checkpoint.
+                warnedPreviousNotKept_ = true;
+                fmt::print(stderr, "haloex-md: warning: {}; the new checkpoint was written, and the run goes on\n",
+                           notKept);
+            }
         }
     });
 }

@@ -21,6 +21,7 @@
 // Format 1 (no output section) is still read: its outputsRecorded is false;
 // format 2 (no `every`, no energy-step spacing) too: those read as 0.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -90,15 +91,31 @@ struct CheckpointData {
 };
 
 // Writes atomically (haloex/core/safe_file.hpp): to a temporary created
-// exclusively under a random name next to `path`, fsync, then rename over
-// `path`, which must be a regular file or not exist (a directory, device,
-// FIFO or symbolic link is refused with InvalidInput); an existing checkpoint
-// is kept as "<path>.prev" first (hard link, or a copy where links are not
-// supported). On failure the temporary is removed, `path` is untouched, and Io
-// is thrown naming the file and the reason. InvalidInput for data that could
-// not be read back (unsorted or duplicate ids, sizes that differ, an unknown
-// thermostat).
-void writeCheckpoint(const std::string& path, const CheckpointData& data);
+// exclusively under a random name next to `path`, fsync, then into place,
+// `path` being a regular file or not existing (a directory, device, FIFO or
+// symbolic link is refused with InvalidInput). An existing checkpoint becomes
+// the previous copy, "<path>.prev", by renames only, once the new one is
+// durable (AtomicFileWriter::commitKeepingPrevious): `path` always names a
+// complete checkpoint (or, for a moment on file systems without
+// RENAME_EXCHANGE, only "<path>.prev" does), the two are never one file, and
+// nothing is written through a link planted at either name. Returns why the
+// previous copy could not be kept (empty: it was, or there was none); the new
+// checkpoint is in place either way. On failure the temporary is removed,
+// `path` is untouched, and Io is thrown naming the file and the reason.
+// InvalidInput for data that could not be read back (unsorted or duplicate
+// ids, sizes that differ, an unknown thermostat).
+std::string writeCheckpoint(const std::string& path, const CheckpointData& data);
+// "<path>.prev": where writeCheckpoint keeps the checkpoint it replaces.
+std::string previousCheckpointPath(const std::string& path);
+// Older haloex-md versions kept the previous copy as a hard link, and a failed
+// or killed write could leave "<path>.prev" a second name of `path` (a restart
+// in place was then refused). Removes that second name -- the checkpoint stays
+// under `path` -- and returns a note saying so; nothing when the two are
+// separate files, missing, or either is not a regular file (a link is never
+// taken for a second name).
+std::optional<std::string> separateHardLinkedPreviousCheckpoint(const std::string& path);
+// Whether "<path>.prev" is such a second name of `path`.
+bool isHardLinkedPreviousCheckpoint(const std::string& path);
 
 // Reads and checks everything: throws Io when the file cannot be read, and
 // InvalidInput naming the file and the problem when it is not a haloex

@@ -28,7 +28,9 @@ std::vector<RunFile> runFiles(const MdOptions& options);
 // them is an output. The one exception is continuing a run in place,
 // --restart state.cpt --cpt state.cpt: the checkpoint is read completely
 // before the first step and replaced atomically. Creates nothing (the
-// directory probes are removed again).
+// directory probes are removed again). A previous checkpoint that older
+// versions left as a second name of the checkpoint is no collision: it is
+// separated when the outputs are opened.
 void checkRunFiles(const MdOptions& options);
 
 }  // namespace haloex::md

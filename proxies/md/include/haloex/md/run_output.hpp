@@ -85,6 +85,7 @@ private:
     // the step's outputs again, with the final checkpoint; each is written once.
     std::int64_t lastFrameStep_ = -1;
     std::int64_t lastCheckpointStep_ = -1;
+    bool warnedPreviousNotKept_ = false;  // rank 0: the previous checkpoint could not be kept (said once)
 };
 
 // The atoms as a System (same order).
