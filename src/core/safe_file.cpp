@@ -99,10 +99,9 @@ std::string temporaryBase(const std::string& path) {
 // A new file next to `path`, created exclusively under a random name.
 Temporary createTemporary(const std::string& what, const std::string& path) {
     const std::string dir = directoryOf(path);
-    const std::string base = temporaryBase(path);
     for (int attempt = 0; attempt < 64; ++attempt) {
         Temporary t;
-        t.path = (fs::path(dir) / fmt::format("{}.tmp.{:016x}", base, randomBits())).string();
+        t.path = temporaryPathFor(path);
         t.fd = ::open(t.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (t.fd >= 0) return t;
         if (errno == EEXIST) continue;  // taken (or planted): draw another name
@@ -298,6 +297,20 @@ std::string AtomicFileWriter::commitKeepingPrevious(const std::string& previousP
     return notKept;
 }
 
+std::string temporaryPathFor(const std::string& path) {
+    return (fs::path(directoryOf(path)) / fmt::format("{}.tmp.{:016x}", temporaryBase(path), randomBits())).string();
+}
+
+void renameIntoPlace(const std::string& temporary, const std::string& path, const std::string& what) {
+    struct stat st {};
+    checkReplaceable(what, path, st);
+    if (::rename(temporary.c_str(), path.c_str()) != 0) {
+        throwError(ErrorKind::Io,
+                   fmt::format("{} {}: cannot rename '{}' to it: {}", what, path, temporary, systemError(errno)));
+    }
+    syncDirectory(directoryOf(path));
+}
+
 void writeFileAtomically(const std::string& path, std::string_view contents, const std::string& what) {
     AtomicFileWriter file(path, what);
     file.write(contents);
@@ -381,6 +394,14 @@ std::size_t RecordFile::readAt(std::uint64_t offset, std::span<std::byte> bytes)
 
 // ---- checks before a run ---------------------------------------------------------
 
+void requireNotALink(const std::string& what, const std::string& path) {
+    // The last component: "out/" names the directory out as "out" does.
+    fs::path p = fs::path(path);
+    if (p.filename().empty()) p = p.parent_path();
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) refuseTarget(what, path, st.st_mode);
+}
+
 void requireWritableOutput(const std::string& what, const std::string& path) {
     if (path.empty()) throwError(ErrorKind::InvalidInput, fmt::format("{}: the file name is empty", what));
     struct stat st {};
@@ -408,6 +429,7 @@ void requireWritableOutput(const std::string& what, const std::string& path) {
 
 void requireWritableOutputDirectory(const std::string& what, const std::string& dir) {
     if (dir.empty()) throwError(ErrorKind::InvalidInput, fmt::format("{}: the directory name is empty", what));
+    requireNotALink(what, dir);
     fs::path existing = fs::path(dir);
     struct stat st {};
     while (::stat(existing.c_str(), &st) != 0) {

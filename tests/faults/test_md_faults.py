@@ -12,6 +12,7 @@ Environment: as tests/cli/test_md_cli.py (HALOEX_MD, HALOEX_TEST_DATA_DIR,
 HALOEX_TEST_HOOKS_ON).
 """
 import os
+import re
 import signal
 import stat
 import sys
@@ -185,7 +186,36 @@ class CheckpointPreviousCopy(FaultCase):
         self.expect_separate_files("run.cpt", "run.cpt.prev")
 
 
-CASES = [CheckpointPreviousCopy]
+class DerivedNames(FaultCase):
+    """High (issue 38), the audit: every name derived from a user's path is
+    created exclusively, replaced by a rename, or refused when it is a link."""
+
+    def test_write_gromacs_into_a_linked_directory_is_refused_before_step_zero(self):
+        os.mkdir(self.path("elsewhere"))
+        os.symlink("elsewhere", self.path("gmx"))
+        self.expect_refused(RUN + ["--steps", "10", "--write-gromacs", "gmx"],
+                            r"--write-gromacs gmx: the path is a symbolic link")
+        self.assertEqual(os.listdir(self.path("elsewhere")), [])
+
+    def test_h5md_trajectory_replaces_an_older_file_by_rename(self):
+        h5py_missing = self.h5md_missing()
+        if h5py_missing:
+            self.skipTest(h5py_missing)
+        self.write("traj.h5", "an older file\n")
+        os.link(self.path("traj.h5"), self.path("other-name"))
+        status, _, err = self.run_md(RUN + ["--steps", "10", "--traj", "traj.h5", "--traj-every", "5"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(self.read("other-name"), "an older file\n")  # never written in place
+        self.assertEqual(self.leftovers(), [])
+
+    def h5md_missing(self):
+        """Why this haloex-md cannot write H5MD (None: it can)."""
+        status, out, _ = self.run_md(["--version"])
+        return None if status == 0 and re.search(r"^H5MD:\s+yes", out, re.M) else \
+            "this haloex-md was built without HDF5 (no H5MD)"
+
+
+CASES = [CheckpointPreviousCopy, DerivedNames]
 
 
 def list_tests():

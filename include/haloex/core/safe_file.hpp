@@ -78,6 +78,15 @@ private:
     bool committed_ = false;
 };
 
+// For writers that create their file themselves (HDF5): a random name for a
+// temporary next to `path`, as AtomicFileWriter's ("<name>.tmp.<16 hex
+// digits>"), to be created exclusively (O_CREAT|O_EXCL, HDF5's H5F_ACC_EXCL,
+// which never follows a link), and the rename of that file onto `path` once it
+// is complete (`path` a regular file or nothing, as commit() checks; the
+// directory fsync'ed).
+std::string temporaryPathFor(const std::string& path);
+void renameIntoPlace(const std::string& temporary, const std::string& path, const std::string& what);
+
 // The whole contents at once (JSON summaries, .gro files, text inputs).
 void writeFileAtomically(const std::string& path, std::string_view contents, const std::string& what);
 
@@ -118,8 +127,12 @@ private:
 // there, which also catches read-only file systems).
 void requireWritableOutput(const std::string& what, const std::string& path);
 // `dir` is a directory the run may create files in, or can be created: the
-// nearest existing ancestor must be a writable directory.
+// nearest existing ancestor must be a writable directory, and `dir` itself no
+// symbolic link (its files would be written wherever the link points).
 void requireWritableOutputDirectory(const std::string& what, const std::string& dir);
+// Refuses (InvalidInput, naming `what`, the link and its target) a `path`
+// whose last component is a symbolic link.
+void requireNotALink(const std::string& what, const std::string& path);
 
 // A file's identity, resolved through symbolic links.
 struct FileIdentity {

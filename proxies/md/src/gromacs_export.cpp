@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fmt/format.h>
 #include <limits>
+#include <unistd.h>
+#include <vector>
 
 #include "haloex/core/error.hpp"
 #include "haloex/core/safe_file.hpp"
@@ -126,17 +128,35 @@ void writeGromacsInputs(const std::string& dir, const System& system, const MdOp
     system.validate();
     HALOEX_ASSERT(o.nstlist > 0 && o.rlist > 0.0 && o.thermoEvery > 0,
                   "writeGromacsInputs needs resolved options (resolveOptions)");
+    // Never into the directory a link points to (checked again here, after
+    // the check before step 0: the files go where the name is now).
+    requireNotALink("--write-gromacs", dir);
     std::error_code ec;
+    const bool existed = fs::is_directory(dir, ec);
     fs::create_directories(dir, ec);
     if (ec || !fs::is_directory(dir)) {
         throwError(ErrorKind::Io, fmt::format("--write-gromacs {}: cannot create the directory: {}", dir,
                                               ec ? ec.message() : "a file of that name exists"));
     }
     const fs::path base(dir);
-    writeGro((base / "conf.gro").string(), system,
-             fmt::format("haloex-md proxy system, {} atoms, seed {}", system.size(), o.seed), true);
-    writeTextFile(base / "topol.top", topology(system, ff));
-    writeTextFile(base / "md.mdp", mdp(o));
+    std::vector<fs::path> written;
+    try {
+        written.push_back(base / "conf.gro");
+        writeGro(written.back().string(), system,
+                 fmt::format("haloex-md proxy system, {} atoms, seed {}", system.size(), o.seed), true);
+        written.push_back(base / "topol.top");
+        writeTextFile(written.back(), topology(system, ff));
+        written.push_back(base / "md.mdp");
+        writeTextFile(written.back(), mdp(o));
+    } catch (...) {
+        // All three or none (a full disk used to leave an empty directory or
+        // some of the files): what this call wrote goes, and the directory if
+        // it made it.
+        written.pop_back();  // the one that failed was not written
+        for (const fs::path& f : written) ::unlink(f.c_str());
+        if (!existed) ::rmdir(base.c_str());
+        throw;
+    }
 }
 
 }  // namespace haloex::md

@@ -3,6 +3,7 @@
 
 #include <hdf5.h>
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -16,6 +17,7 @@
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/core/fnv1a.hpp"
+#include "haloex/core/safe_file.hpp"
 
 namespace haloex::md {
 namespace {
@@ -151,8 +153,36 @@ struct H5mdTrajectory::Impl {
         check(H5Awrite(attr.get(), H5T_NATIVE_INT32, values.data()), fmt::format("write the attribute {}", name));
     }
 
+    // A new file, created exclusively under a random temporary name
+    // (H5F_ACC_EXCL: O_CREAT|O_EXCL, which never follows a link: H5F_ACC_TRUNC
+    // truncated whatever a link planted at the trajectory's name pointed to)
+    // and renamed onto the trajectory's name once its structure is written.
     void create() {
-        file = check(H5Fcreate(path.c_str(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT), H5Fclose, "create the file");
+        std::string temporary;
+        for (int attempt = 0; attempt < 16 && file.get() < 0; ++attempt) {
+            temporary = temporaryPathFor(path);
+            struct stat st {};
+            if (::lstat(temporary.c_str(), &st) == 0) continue;  // taken (or planted): draw another name
+            const hid_t id = H5Fcreate(temporary.c_str(), H5F_ACC_EXCL, H5P_DEFAULT, H5P_DEFAULT);
+            if (id < 0) fail(fmt::format("create '{}'", temporary));
+            file = Hid(id, H5Fclose);
+        }
+        if (file.get() < 0) fail("find a free temporary name");
+        try {
+            createLayout();
+            renameIntoPlace(temporary, path, role);
+        } catch (...) {
+            step = Hid();
+            time = Hid();
+            value = Hid();
+            edges = Hid();
+            file = Hid();
+            ::unlink(temporary.c_str());
+            throw;
+        }
+    }
+
+    void createLayout() {
         const Hid h5md = group(file.get(), "h5md");
         intAttribute(h5md.get(), "version", {1, 1}, true);
         stringAttribute(group(h5md.get(), "author").get(), "name", {userName()}, false);
@@ -212,10 +242,23 @@ struct H5mdTrajectory::Impl {
     }
 
     void open() {
+        // HDF5 opens by name and follows links: the file is checked before
+        // (a regular file, not a link) and after (what HDF5 opened is that file).
+        struct stat before {};
+        if (::lstat(path.c_str(), &before) != 0) fail("find the file");
+        if (!S_ISREG(before.st_mode)) {
+            refuse(S_ISLNK(before.st_mode) ? "the path is a symbolic link (haloex does not write through links)"
+                                           : "the path is not a regular file");
+        }
         const htri_t isHdf5 = H5Fis_hdf5(path.c_str());
         H5Eclear2(H5E_DEFAULT);
         if (isHdf5 <= 0) refuse("the file is not an HDF5 file");
         file = check(H5Fopen(path.c_str(), H5F_ACC_RDWR, H5P_DEFAULT), H5Fclose, "open the file for appending");
+        struct stat opened {};
+        if (::fstat(descriptor(), &opened) != 0 || opened.st_dev != before.st_dev || opened.st_ino != before.st_ino) {
+            file = Hid();
+            refuse("the file was replaced while it was being opened (a link swapped in?)");
+        }
         step = openDataset(kStep);
         time = openDataset(kTime);
         value = openDataset(kValue);
@@ -229,6 +272,13 @@ struct H5mdTrajectory::Impl {
     }
 
     void flush() const { check(H5Fflush(file.get(), H5F_SCOPE_LOCAL), "flush the file"); }
+
+    // The file descriptor HDF5's default (sec2) driver holds.
+    int descriptor() const {
+        void* handle = nullptr;
+        check(H5Fget_vfd_handle(file.get(), H5P_DEFAULT, &handle), "give its file descriptor");
+        return *static_cast<int*>(handle);
+    }
 
     void resize(std::int64_t count) {
         const auto f = static_cast<hsize_t>(count);

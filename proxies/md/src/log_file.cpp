@@ -1,10 +1,12 @@
 #include "haloex/md/log_file.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <chrono>
 #include <cstring>
 #include <ctime>
@@ -27,13 +29,21 @@ std::optional<std::string> backUpExistingFile(const std::string& path, const std
     const std::filesystem::path p(path);
     for (int n = 1; n <= 99; ++n) {
         const std::filesystem::path backup = p.parent_path() / fmt::format("#{}.{}#", p.filename().string(), n);
-        // link() never replaces an existing name: the backup cannot destroy one.
-        if (::link(path.c_str(), backup.c_str()) == 0) {
-            if (::unlink(path.c_str()) != 0) {
-                throwError(ErrorKind::Io, fmt::format("{} {}: backed up to {} but could not remove it: {}", role, path,
-                                                      backup.string(), std::strerror(errno)));
-            }
+        // A rename that never replaces an existing name (nor follows a link
+        // planted under it): the backup cannot destroy anything, and the file
+        // never has two names.
+        if (::renameat2(AT_FDCWD, path.c_str(), AT_FDCWD, backup.c_str(), RENAME_NOREPLACE) == 0) {
             return backup.string();
+        }
+        if (errno == EINVAL || errno == ENOSYS) {
+            // No RENAME_NOREPLACE here: link() never replaces a name either.
+            if (::link(path.c_str(), backup.c_str()) == 0) {
+                if (::unlink(path.c_str()) != 0) {
+                    throwError(ErrorKind::Io, fmt::format("{} {}: backed up to {} but could not remove it: {}", role,
+                                                          path, backup.string(), std::strerror(errno)));
+                }
+                return backup.string();
+            }
         }
         if (errno != EEXIST) {
             throwError(ErrorKind::Io, fmt::format("{} {}: cannot back it up to {}: {}; give {} another name", role,

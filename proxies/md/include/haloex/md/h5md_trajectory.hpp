@@ -45,12 +45,15 @@ inline bool isH5mdPath(std::string_view path) { return path.ends_with(".h5") || 
 class H5mdTrajectory {
 public:
     enum class Mode {
-        Create,  // a new file (an existing one is replaced)
+        // A new file, created exclusively under a temporary name and renamed
+        // onto `path` (an existing regular file is replaced; a link, directory
+        // or device there is refused, never written through).
+        Create,
         Append,  // an existing H5MD trajectory of `atoms` atoms, continued
     };
     // `role` ("--traj") names the file in errors. Append refuses
-    // (InvalidInput) a file that is not HDF5, not an H5MD trajectory, or one
-    // of another atom count.
+    // (InvalidInput) a link, a file that is not HDF5, not an H5MD trajectory,
+    // or one of another atom count.
     H5mdTrajectory(const std::string& path, const std::string& role, Mode mode, std::int64_t atoms);
     H5mdTrajectory(const H5mdTrajectory&) = delete;
     H5mdTrajectory& operator=(const H5mdTrajectory&) = delete;
