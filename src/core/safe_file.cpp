@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <climits>
 #include <csignal>
@@ -96,14 +97,30 @@ std::string temporaryBase(const std::string& path) {
     return base;
 }
 
+struct flock wholeFile(short type) {
+    struct flock lock {};
+    lock.l_type = type;
+    lock.l_whence = SEEK_SET;
+    lock.l_start = 0;
+    lock.l_len = 0;  // to the end, however long the file grows
+    return lock;
+}
+
 // A new file next to `path`, created exclusively under a random name.
 Temporary createTemporary(const std::string& what, const std::string& path) {
     const std::string dir = directoryOf(path);
     for (int attempt = 0; attempt < 64; ++attempt) {
         Temporary t;
         t.path = temporaryPathFor(path);
-        t.fd = ::open(t.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (t.fd >= 0) return t;
+        // Read-write: a write lock needs a descriptor open for writing, and
+        // removeStaleTemporaries opens it so too.
+        t.fd = ::open(t.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (t.fd >= 0) {
+            // Locked while it exists: a temporary without a lock is a killed run's.
+            struct flock lock = wholeFile(F_WRLCK);
+            ::fcntl(t.fd, F_SETLK, &lock);
+            return t;
+        }
         if (errno == EEXIST) continue;  // taken (or planted): draw another name
         const int error = errno;
         std::string reason = systemError(error);
@@ -210,19 +227,25 @@ void AtomicFileWriter::write(std::span<const std::byte> bytes) {
 void AtomicFileWriter::write(std::string_view text) { write(std::as_bytes(std::span(text.data(), text.size()))); }
 
 bool AtomicFileWriter::seal() {
+    // fsync reports every delayed write error (close would add none after it,
+    // NFS included). The descriptor stays open, and with it the temporary's
+    // lock, until the temporary is renamed (finish()): removeStaleTemporaries
+    // of another run never takes it for a killed run's.
     if (::fsync(fd_) != 0) {
         throwError(ErrorKind::Io,
                    fmt::format("{} {}: cannot sync '{}' to disk: {}", what_, path_, tmpPath_, systemError(errno)));
     }
-    const int rc = ::close(fd_);
-    fd_ = -1;
-    if (rc != 0) {
-        throwError(ErrorKind::Io,
-                   fmt::format("{} {}: cannot close '{}': {}", what_, path_, tmpPath_, systemError(errno)));
-    }
     // Again just before the rename: the target may have changed meanwhile.
     struct stat st {};
     return checkReplaceable(what_, path_, st);
+}
+
+void AtomicFileWriter::finish() noexcept {
+    ::close(fd_);
+    fd_ = -1;
+    committed_ = true;
+    tmpPath_.clear();
+    syncDirectory(directoryOf(path_));
 }
 
 void AtomicFileWriter::commit() {
@@ -237,9 +260,7 @@ void AtomicFileWriter::commit() {
         discard();
         throw;
     }
-    committed_ = true;
-    tmpPath_.clear();
-    syncDirectory(directoryOf(path_));
+    finish();
 }
 
 std::string AtomicFileWriter::commitKeepingPrevious(const std::string& previousPath) {
@@ -291,9 +312,7 @@ std::string AtomicFileWriter::commitKeepingPrevious(const std::string& previousP
         discard();
         throw;
     }
-    committed_ = true;
-    tmpPath_.clear();
-    syncDirectory(directoryOf(path_));
+    finish();
     return notKept;
 }
 
@@ -339,6 +358,14 @@ RecordFile::RecordFile(std::string path, std::string what, Mode mode) : path_(st
         refuseTarget(what_, path_, kind);
     }
     ::fcntl(fd_, F_SETFL, ::fcntl(fd_, F_GETFL) & ~O_NONBLOCK);
+    // Before anything is cut: a file another run writes is refused untouched.
+    try {
+        lockForWriting(fd_, what_, path_);
+    } catch (...) {
+        ::close(fd_);
+        fd_ = -1;
+        throw;
+    }
     if (mode == Mode::Truncate && ::ftruncate(fd_, 0) != 0) {
         const int error = errno;
         ::close(fd_);
@@ -446,6 +473,52 @@ void requireWritableOutputDirectory(const std::string& what, const std::string& 
                                               dir, existing.string()));
     }
     probeDirectory(what, (existing / "probe").string());
+}
+
+void lockForWriting(int fd, const std::string& what, const std::string& path) {
+    // A holder that ends between the two calls frees the lock: try again.
+    for (int attempt = 0; attempt < 100; ++attempt) {
+        struct flock lock = wholeFile(F_WRLCK);
+        if (::fcntl(fd, F_SETLK, &lock) == 0) return;
+        if (errno != EAGAIN && errno != EACCES) return;  // no locks on this file system (ENOLCK, ...)
+        struct flock holder = wholeFile(F_WRLCK);
+        if (::fcntl(fd, F_GETLK, &holder) == 0 && holder.l_type != F_UNLCK) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("{} {}: another run (process {}) is writing this file: it holds its lock. Two runs "
+                                   "writing one file interleave their records; wait for that run to end (or stop "
+                                   "it), or give this run other output names",
+                                   what, path, holder.l_pid));
+        }
+    }
+    throwError(ErrorKind::Io,
+               fmt::format("{} {}: cannot lock the file: it was locked and unlocked 100 times in a row; try again",
+                           what, path));
+}
+
+std::vector<std::string> removeStaleTemporaries(const std::string& path) {
+    std::vector<std::string> removed;
+    const std::string prefix = temporaryBase(path) + ".tmp.";
+    std::error_code ec;
+    for (fs::directory_iterator it(directoryOf(path), ec), end; !ec && it != end; it.increment(ec)) {
+        const std::string name = it->path().filename().string();
+        if (name.size() != prefix.size() + 16 || !name.starts_with(prefix) ||
+            name.find_first_not_of("0123456789abcdef", prefix.size()) != std::string::npos) {
+            continue;
+        }
+        // A regular file (O_NOFOLLOW: a link is never opened through) that no
+        // process holds locked: its writer is gone.
+        const int fd = ::open(it->path().c_str(), O_RDWR | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;
+        struct stat st {};
+        struct flock lock = wholeFile(F_WRLCK);
+        if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && ::fcntl(fd, F_SETLK, &lock) == 0 &&
+            ::unlink(it->path().c_str()) == 0) {
+            removed.push_back(it->path().string());
+        }
+        ::close(fd);
+    }
+    std::sort(removed.begin(), removed.end());
+    return removed;
 }
 
 FileIdentity fileIdentity(const std::string& path) {

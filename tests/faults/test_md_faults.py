@@ -20,7 +20,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
-from test_md_cli import CliCase, HOOKS_ON, checkpoint_step, frame_steps, json_of  # noqa: E402
+from test_md_cli import CliCase, HOOKS_ON, checkpoint_step, digest, frame_steps, json_of  # noqa: E402
 
 # 1000 atoms on 2 virtual ranks, a search every 10 steps.
 RUN = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10", "--thermo-every", "10", "--quiet"]
@@ -151,13 +151,20 @@ class CheckpointPreviousCopy(FaultCase):
         self.assertEqual(status, 0, err)
         self.assertEqual(checkpoint_step(self.path("run.cpt")), 30)
         self.expect_separate_files("run.cpt", "run.cpt.prev")
+        # The temporary the kill left (the checkpoint of step 10, under its
+        # random name) was removed by the restart: no process held it locked.
+        self.assertEqual(self.leftovers(), [])
 
     def test_kill_before_the_exchange_leaves_the_old_checkpoint_in_place(self):
         self.crash("synced")
         self.assertEqual(checkpoint_step(self.path("run.cpt")), 10)
         self.assertFalse(os.path.exists(self.path("run.cpt.prev")))
-        status, _, err = self.restart("run.cpt")
+        self.assertEqual(len(self.leftovers()), 1)  # the new checkpoint, never put in place
+        status, out, err = self.run_md([a for a in RUN if a != "--quiet"] +
+                                       ["--steps", "10", "--restart", "run.cpt", "--cpt", "run.cpt"])
         self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"Removed \S*run\.cpt\.tmp\.[0-9a-f]{16}: the temporary of a write a killed run left")
+        self.assertEqual(self.leftovers(), [])
         self.assertEqual(checkpoint_step(self.path("run.cpt")), 20)
         self.expect_separate_files("run.cpt", "run.cpt.prev")
 
@@ -215,7 +222,75 @@ class DerivedNames(FaultCase):
             "this haloex-md was built without HDF5 (no H5MD)"
 
 
-CASES = [CheckpointPreviousCopy, DerivedNames]
+class EarlierAndConcurrentRuns(FaultCase):
+    """Medium (issue 38): a fresh run truncated an existing trajectory and
+    energy file (only md.log was backed up), and two runs with the same
+    output names ran side by side, interleaving their frames and rows."""
+
+    OUTPUTS = ["--traj", "t.gro", "--traj-every", "5", "--energy", "e.xvg", "--cpt", "c.cpt", "--json", "run.json"]
+
+    def test_fresh_run_backs_up_every_output_it_would_overwrite(self):
+        gromacs = ["--write-gromacs", "gmx"]
+        status, _, err = self.run_md(RUN + ["--steps", "20"] + self.OUTPUTS + gromacs)
+        self.assertEqual(status, 0, err)
+        names = ["t.gro", "e.xvg", "c.cpt", "run.json", "md.log", "gmx/conf.gro", "gmx/topol.top", "gmx/md.mdp"]
+        before = {name: digest(self.path(name)) for name in names}
+        status, out, err = self.run_md([a for a in RUN if a != "--quiet"] + ["--steps", "10"] + self.OUTPUTS + gromacs)
+        self.assertEqual(status, 0, err)
+        for name in names[5:]:
+            backup = name.replace("gmx/", "gmx/#") + ".1#"
+            self.assertIn(f"Backed up {name} to {backup}", out)
+            self.assertEqual(digest(self.path(backup)), before[name], name)
+        for name in names[:5]:
+            self.assertIn(f"Backed up {name} to #{name}.1#", out)
+            self.assertEqual(digest(self.path(f"#{name}.1#")), before[name], name)
+        self.assertEqual(frame_steps(self.path("t.gro")), [0, 5, 10])
+        self.assertEqual(frame_steps(self.path("#t.gro.1#")), [0, 5, 10, 15, 20])
+
+    def test_fresh_run_backs_up_an_h5md_trajectory(self):
+        missing = DerivedNames.h5md_missing(self)
+        if missing:
+            self.skipTest(missing)
+        args = RUN + ["--steps", "20", "--traj", "t.h5", "--traj-every", "5"]
+        status, _, err = self.run_md(args)
+        self.assertEqual(status, 0, err)
+        before = digest(self.path("t.h5"))
+        status, _, err = self.run_md(args)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(digest(self.path("#t.h5.1#")), before)
+
+    def start_first_run(self):
+        proc = self.start_md(RUN + ["--steps", "-1"] + self.OUTPUTS)
+        self.wait_until(lambda: os.path.exists(self.path("t.gro")) and len(frame_steps(self.path("t.gro"))) >= 2,
+                        "the first run's frames", proc)
+        return proc
+
+    def test_second_run_with_the_same_outputs_is_refused_naming_the_first(self):
+        first = self.start_first_run()
+        self.expect_refused(RUN + ["--steps", "10"] + self.OUTPUTS,
+                            rf"--traj t\.gro: another run \(process {first.pid}\) is writing this file")
+        self.assertFalse([n for n in os.listdir(self.dir) if n.startswith("#")], "a backup of the running run's files")
+        first.send_signal(signal.SIGTERM)
+        status, _, err = self.finish(first)
+        self.assertEqual(status, SIGTERM_STATUS, err)
+        # One run's frames and rows, each once, in order.
+        steps = frame_steps(self.path("t.gro"))
+        self.assertEqual(steps, list(range(0, steps[-1] + 1, 5)))
+        with open(self.path("e.xvg")) as f:
+            times = [float(line.split()[0]) for line in f if line.strip() and not line.startswith(("#", "@"))]
+        self.assertEqual(times, sorted(set(times)))
+
+    def test_runs_with_other_output_names_in_one_directory_run_side_by_side(self):
+        first = self.start_first_run()
+        status, _, err = self.run_md(RUN + ["--steps", "10", "--traj", "t2.gro", "--energy", "e2.xvg", "--cpt",
+                                            "c2.cpt", "--json", "run2.json", "--log", "md2.log"])
+        self.assertEqual(status, 0, err)
+        first.send_signal(signal.SIGTERM)
+        status, _, err = self.finish(first)
+        self.assertEqual(status, SIGTERM_STATUS, err)
+
+
+CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns]
 
 
 def list_tests():

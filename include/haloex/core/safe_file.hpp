@@ -16,7 +16,8 @@
 //     on one file, and no step writes through a link planted at either name.
 //   RecordFile: an output that grows by whole records (trajectory frames):
 //     each record is one write, and a failed write is truncated back, so the
-//     file never ends in a torn record.
+//     file never ends in a torn record. It holds a write lock on its file
+//     (lockForWriting): a second run opening it is refused, naming the first.
 //   requireWritableOutput / requireWritableOutputDirectory: the checks a run
 //     makes on its output paths before its first step.
 //   fileIdentity / sameFile: whether two paths name the same file, resolved
@@ -33,6 +34,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace haloex {
 
@@ -70,8 +72,10 @@ public:
     const std::string& temporaryPath() const { return tmpPath_; }
 
 private:
-    // fsync and close the temporary, check the target again; returns whether it exists.
+    // fsync the temporary, check the target again; returns whether it exists.
     bool seal();
+    // After the temporary was renamed: close it (its lock goes), sync the directory.
+    void finish() noexcept;
     void discard() noexcept;
     std::string path_, what_, tmpPath_;
     int fd_ = -1;
@@ -133,6 +137,24 @@ void requireWritableOutputDirectory(const std::string& what, const std::string& 
 // Refuses (InvalidInput, naming `what`, the link and its target) a `path`
 // whose last component is a symbolic link.
 void requireNotALink(const std::string& what, const std::string& path);
+
+// Takes this process's write lock (fcntl F_SETLK, F_WRLCK) on the whole open
+// file `fd`, which `path` names (`what` names it in errors): so that a second
+// run with the same output is refused, naming the first. Throws InvalidInput
+// naming the PID of the process that holds a lock on it (on NFS, possibly a
+// process on another host). A file system without locks (ENOLCK, ...) is no
+// error: the file is then not locked. POSIX record locks belong to the
+// process and go when it closes any descriptor of the file: keep `fd` open,
+// and open the file nowhere else, while the lock is needed. RecordFile locks
+// its file so; AtomicFileWriter its temporary, until it is renamed.
+void lockForWriting(int fd, const std::string& what, const std::string& path);
+
+// Removes the temporaries an AtomicFileWriter (or temporaryPathFor) left for
+// `path` when its process was killed: regular files named "<name>.tmp.<16
+// hex digits>" next to it that no process holds locked (a writer holds its
+// temporary locked until it is renamed). Not while this process writes one
+// (its own lock does not stop it). Returns the paths removed.
+std::vector<std::string> removeStaleTemporaries(const std::string& path);
 
 // A file's identity, resolved through symbolic links.
 struct FileIdentity {

@@ -342,7 +342,12 @@ RankRun runRank(const md::MdOptions& resolvedOptions, runtime::World& world, boo
                    "reference (--device cpu, or no GPU): drop the option or run on a GPU");
     }
     // A bad output path stops the run before the transports are measured.
-    md::runOnRoot(world, [&] { md::checkRunFiles(resolved); });
+    md::runOnRoot(world, [&] {
+        md::checkRunFiles(resolved);
+        for (const std::string& stale : md::removeStaleRunTemporaries(resolved)) {
+            if (!resolved.quiet) fmt::print("Removed {}: the temporary of a write a killed run left\n", stale);
+        }
+    });
     // One-time work before the engine's own start-up: the transport's
     // creation and, for --transport auto, the measurement of every candidate
     // inside MD steps. It counts as start-up (reported apart), never in Time.

@@ -313,7 +313,11 @@ struct Engine::Impl {
         maxTemperature =
             std::max(kMinTemperatureBound, kTemperatureFactor * std::max(o.temperature, temperature(system, ff)));
         if (!o.writeGromacsDir.empty()) {
-            runOnRoot(e.world_, [&] { writeGromacsInputs(o.writeGromacsDir, system, o, ff); });
+            runOnRoot(e.world_, [&] {
+                for (const std::string& note : writeGromacsInputs(o.writeGromacsDir, system, o, ff)) {
+                    if (!o.quiet) fmt::print("{}\n", note);
+                }
+            });
         }
         box = system.box;
         totalAtoms = system.size();

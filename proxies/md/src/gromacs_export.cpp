@@ -11,6 +11,7 @@
 #include "haloex/core/error.hpp"
 #include "haloex/core/safe_file.hpp"
 #include "haloex/md/gro.hpp"
+#include "haloex/md/output_backup.hpp"
 
 namespace haloex::md {
 namespace {
@@ -124,7 +125,8 @@ std::vector<MoleculeRun> moleculeRuns(const System& system) {
     return runs;
 }
 
-void writeGromacsInputs(const std::string& dir, const System& system, const MdOptions& o, const ForceField& ff) {
+std::vector<std::string> writeGromacsInputs(const std::string& dir, const System& system, const MdOptions& o,
+                                            const ForceField& ff) {
     system.validate();
     HALOEX_ASSERT(o.nstlist > 0 && o.rlist > 0.0 && o.thermoEvery > 0,
                   "writeGromacsInputs needs resolved options (resolveOptions)");
@@ -139,6 +141,13 @@ void writeGromacsInputs(const std::string& dir, const System& system, const MdOp
                                               ec ? ec.message() : "a file of that name exists"));
     }
     const fs::path base(dir);
+    std::vector<std::string> backups;
+    for (const char* name : {"conf.gro", "topol.top", "md.mdp"}) {
+        const std::string path = (base / name).string();
+        if (const auto backup = backUpExistingFile(path, "--write-gromacs")) {
+            backups.push_back(fmt::format("Backed up {} to {}", path, *backup));
+        }
+    }
     std::vector<fs::path> written;
     try {
         written.push_back(base / "conf.gro");
@@ -157,6 +166,7 @@ void writeGromacsInputs(const std::string& dir, const System& system, const MdOp
         if (!existed) ::rmdir(base.c_str());
         throw;
     }
+    return backups;
 }
 
 }  // namespace haloex::md

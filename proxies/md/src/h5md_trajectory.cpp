@@ -169,6 +169,10 @@ struct H5mdTrajectory::Impl {
         }
         if (file.get() < 0) fail("find a free temporary name");
         try {
+            // Locked from the start, through HDF5's own descriptor (closing
+            // another would drop the lock): as a temporary, no other run takes
+            // it for a killed run's; under its name, a second run is refused.
+            lockForWriting(descriptor(), role, path);
             createLayout();
             renameIntoPlace(temporary, path, role);
         } catch (...) {
@@ -259,6 +263,7 @@ struct H5mdTrajectory::Impl {
             file = Hid();
             refuse("the file was replaced while it was being opened (a link swapped in?)");
         }
+        lockForWriting(descriptor(), role, path);  // as create()
         step = openDataset(kStep);
         time = openDataset(kTime);
         value = openDataset(kValue);

@@ -9,6 +9,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/core/fnv1a.hpp"
+#include "haloex/md/output_backup.hpp"
 
 namespace haloex::md {
 namespace {
@@ -49,15 +50,11 @@ void OutputFiles::open(const std::string& role, const std::string& path, const L
                        std::int64_t dueStep, std::int64_t every) {
     HALOEX_ASSERT(std::none_of(outputs_.begin(), outputs_.end(), [&](const Output& o) { return o.role == role; }),
                   "an output opened twice");
+    if (start_.checkpointPath.empty()) return openNew(role, path, every);
     Output out;
     out.role = role;
     out.absolutePath = absolutePath(path);
     out.every = every;
-    if (start_.checkpointPath.empty()) {
-        out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Truncate);
-        outputs_.push_back(std::move(out));
-        return;
-    }
     struct stat st {};
     const bool exists = ::lstat(path.c_str(), &st) == 0;
     // Opened without changing it (a directory, device, FIFO or link is refused
@@ -125,6 +122,28 @@ void OutputFiles::open(const std::string& role, const std::string& path, const L
                            role, path, size, cpt, role, path));
 }
 
+void OutputFiles::openNew(const std::string& role, const std::string& path, std::int64_t every) {
+    HALOEX_ASSERT(std::none_of(outputs_.begin(), outputs_.end(), [&](const Output& o) { return o.role == role; }),
+                  "an output opened twice");
+    backUp(role, path);
+    Output out;
+    out.role = role;
+    out.absolutePath = absolutePath(path);
+    out.every = every;
+    out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Truncate);
+    outputs_.push_back(std::move(out));
+}
+
+void OutputFiles::backUp(const std::string& role, const std::string& path) {
+    struct stat st {};
+    if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size == 0) return;
+    // Its lock first: a file another run is writing is refused, not moved away.
+    { const RecordFile probe(path, role, RecordFile::Mode::Append); }
+    if (const auto backup = backUpExistingFile(path, role)) {
+        notes_.push_back(fmt::format("Backed up {} to {}", path, *backup));
+    }
+}
+
 void OutputFiles::openH5md(const std::string& role, const std::string& path, std::int64_t atoms, std::int64_t dueStep,
                            std::int64_t every) {
     HALOEX_ASSERT(std::none_of(outputs_.begin(), outputs_.end(), [&](const Output& o) { return o.role == role; }),
@@ -134,6 +153,9 @@ void OutputFiles::openH5md(const std::string& role, const std::string& path, std
     out.absolutePath = absolutePath(path);
     out.every = every;
     const auto create = [&] {
+        // An older trajectory is kept (a fresh run's, or a restart's new file
+        // that is not empty is refused below before it gets here).
+        backUp(role, path);
         out.frames = std::make_unique<H5mdTrajectory>(path, role, H5mdTrajectory::Mode::Create, atoms);
         outputs_.push_back(std::move(out));
     };

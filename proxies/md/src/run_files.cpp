@@ -86,4 +86,13 @@ void checkRunFiles(const MdOptions& o) {
     }
 }
 
+std::vector<std::string> removeStaleRunTemporaries(const MdOptions& o) {
+    std::vector<std::string> removed;
+    for (const RunFile& f : runFiles(o)) {
+        if (!f.output) continue;
+        for (std::string& stale : removeStaleTemporaries(f.path)) removed.push_back(std::move(stale));
+    }
+    return removed;
+}
+
 }  // namespace haloex::md

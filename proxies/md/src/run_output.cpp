@@ -1,5 +1,7 @@
 #include "haloex/md/run_output.hpp"
 
+#include <sys/stat.h>
+
 #include "haloex/md/energy_file.hpp"
 #include "haloex/md/log_file.hpp"
 
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/safe_file.hpp"
 #include "haloex/md/h5md_trajectory.hpp"
 #include "haloex/md/output_files.hpp"
 
@@ -64,6 +67,16 @@ std::optional<std::int64_t> lastFrameStep(const std::string& path, std::int64_t 
     const auto [end, ec] = std::from_chars(first, title.data() + title.size(), step);
     if (ec != std::errc() || end != title.data() + title.size()) return std::nullopt;
     return step;
+}
+
+// Opens an existing output only to see whether another process holds its
+// lock (RecordFile refuses it then, naming the process), and closes it again
+// before the output is opened for good: closing a second descriptor of a
+// file would drop this process's lock on it.
+void requireNoOtherWriter(const char* role, const std::string& path) {
+    struct stat st {};
+    if (path.empty() || ::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return;
+    const RecordFile probe(path, role, RecordFile::Mode::Append);
 }
 
 void requireDirectoryOf(const char* option, const std::string& path) {
@@ -137,6 +150,12 @@ RunOutput::~RunOutput() = default;
 
 void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint, std::int64_t atoms) {
     runOnRoot(world, [&] {
+        // Refused before anything is cut, moved or created when another run
+        // writes one of these outputs (each is checked again, and locked, as
+        // it is opened below).
+        requireNoOtherWriter(kTrajectory, options_.trajFile);
+        if (logEnabled(options_)) requireNoOtherWriter(kLog, options_.logFile);
+        requireNoOtherWriter(kEnergy, options_.energyFile);
         if (!options_.checkpointFile.empty()) {
             if (const auto note = separateHardLinkedPreviousCheckpoint(options_.checkpointFile);
                 note && !options_.quiet) {
@@ -169,18 +188,27 @@ void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint, st
             const bool recorded = checkpoint != nullptr && checkpoint->outputsRecorded &&
                                   std::any_of(checkpoint->outputs.begin(), checkpoint->outputs.end(),
                                               [](const OutputPosition& p) { return p.role == kLog; });
-            if (!recorded) {
-                if (const auto backup = backUpExistingFile(options_.logFile, kLog); backup && !options_.quiet) {
-                    fmt::print("Backed up {} to {}\n", options_.logFile, *backup);
-                }
+            if (recorded) {
+                files_->open(kLog, options_.logFile, nullptr, -1);
+            } else {
+                files_->openNew(kLog, options_.logFile);
             }
-            files_->open(kLog, options_.logFile, nullptr, -1);
         }
         if (!options_.energyFile.empty()) {
             // Format 1 never recorded an energy file: only a new or empty one continues.
             files_->open(kEnergy, options_.energyFile, nullptr, -1);
             if (files_->records(kEnergy) == 0) {
                 files_->append(kEnergy, energyXvgHeader(options_.atoms, options_.dt, options_.thermoEvery), -1);
+            }
+        }
+        if (checkpoint == nullptr) {
+            // A fresh run keeps what an earlier run left under the names it
+            // replaces whole (the continuing outputs were backed up as they
+            // were opened, above), as mdrun backs up every output.
+            if (!options_.jsonFile.empty()) files_->backUp("--json", options_.jsonFile);
+            if (!options_.checkpointFile.empty()) {
+                files_->backUp("--cpt", options_.checkpointFile);
+                files_->backUp("--cpt (its previous copy)", previousCheckpointPath(options_.checkpointFile));
             }
         }
         if (!options_.quiet) {

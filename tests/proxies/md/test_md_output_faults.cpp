@@ -19,7 +19,7 @@
 #include "haloex/md/engine.hpp"
 #include "haloex/md/gromacs_export.hpp"
 #include "haloex/md/h5md_trajectory.hpp"
-#include "haloex/md/log_file.hpp"
+#include "haloex/md/output_backup.hpp"
 #include "haloex/md/system.hpp"
 #include "test_temp_dir.hpp"
 

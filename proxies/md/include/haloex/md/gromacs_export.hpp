@@ -18,12 +18,17 @@
 
 namespace haloex::md {
 
-// Writes conf.gro, topol.top and md.mdp into `dir`, creating it if missing.
-// `resolvedOptions` must be resolved (resolveOptions: nstlist, rlist, steps and
-// thermo-every set). Throws Io naming the path when a file cannot be written,
-// InvalidInput for a system that fails System::validate().
-void writeGromacsInputs(const std::string& dir, const System& system, const MdOptions& resolvedOptions,
-                        const ForceField& forceField);
+// Writes conf.gro, topol.top and md.mdp into `dir`, creating it if missing;
+// `dir` must not be a symbolic link. Existing non-empty files of those names
+// are backed up first (#conf.gro.1#, ..., as mdrun backs up its outputs); all
+// three are written or none (a failure removes what this call wrote, and the
+// directory if it made it). `resolvedOptions` must be resolved
+// (resolveOptions: nstlist, rlist, steps and thermo-every set). Returns a
+// line per backup ("Backed up ... to ..."). Throws Io naming the path when a
+// file cannot be written, InvalidInput for a system that fails
+// System::validate() or a linked `dir`.
+std::vector<std::string> writeGromacsInputs(const std::string& dir, const System& system,
+                                            const MdOptions& resolvedOptions, const ForceField& ff);
 
 // The [ molecules ] entries: runs of consecutive atoms of one type, in order
 // (type 0 is POS, type 1 is NEG).

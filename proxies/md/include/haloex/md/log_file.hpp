@@ -12,18 +12,13 @@
 #include <string>
 
 #include "haloex/md/engine.hpp"
+#include "haloex/md/output_backup.hpp"
 #include "haloex/md/options.hpp"
 
 namespace haloex::md {
 
 // Whether the options ask for a log.
 bool logEnabled(const MdOptions& o);
-
-// Renames a non-empty regular file at `path` to the first free
-// #<name>.<n>#, n = 1..99, in its directory, without ever replacing a file;
-// returns the new name (nothing when there was nothing to back up). Throws
-// InvalidInput when all 99 names are taken.
-std::optional<std::string> backUpExistingFile(const std::string& path, const std::string& role);
 
 struct LogContext {
     std::string backend;    // the backend's description (GPU name, CPU reference)

@@ -14,6 +14,7 @@
 //    was stopped or killed, are written again by the restart -- and appended
 //    to;
 //  * a new or empty file: started;
+//  * (a fresh run) an existing file: backed up as #NAME.N# (openNew), then started;
 //  * anything else (the recorded file shorter or edited, another run's file,
 //    a non-empty file the checkpoint does not know): refused before step 0,
 //    naming the file, what the checkpoint recorded and what to do.
@@ -28,6 +29,10 @@
 // those values. The recorded file has at least that many frames, the same
 // step at the last and the same values; it is cut back to the recorded frames
 // (H5Dset_extent) and appended to. Anything else is refused as above.
+//
+// Every output is locked while it is open (RecordFile, H5mdTrajectory:
+// lockForWriting), before anything in it is cut or moved: a second run with
+// the same output names is refused, naming the first run's PID.
 //
 // Rank 0 only; errors are haloex::Error (InvalidInput for a refusal, Io).
 #include <array>
@@ -67,6 +72,15 @@ public:
     // `every`: the steps between its records, recorded for the restart (0: none).
     void open(const std::string& role, const std::string& path, const LastRecordStep& lastRecordStep,
               std::int64_t dueStep, std::int64_t every = 0);
+    // Opens the output `role` at `path` as a new, empty file, whatever the
+    // start (a fresh run's outputs, a restart's log the checkpoint did not
+    // record): an existing non-empty file is backed up first (#NAME.N#, as
+    // mdrun), after its lock showed that no other run is writing it.
+    void openNew(const std::string& role, const std::string& path, std::int64_t every = 0);
+    // Backs an existing non-empty file at `path` up as openNew does, for the
+    // outputs a fresh run replaces whole (--json, --cpt): refused, naming the
+    // other run, when another process holds the file locked.
+    void backUp(const std::string& role, const std::string& path);
     // Opens the trajectory `role` at `path` as an H5MD file of `atoms` atoms
     // (above); `dueStep` as for open().
     void openH5md(const std::string& role, const std::string& path, std::int64_t atoms, std::int64_t dueStep,

@@ -33,4 +33,11 @@ std::vector<RunFile> runFiles(const MdOptions& options);
 // separated when the outputs are opened.
 void checkRunFiles(const MdOptions& options);
 
+// Removes the temporaries a killed run left next to this run's outputs (a
+// checkpoint write interrupted by kill -9 leaves "<cpt>.tmp.<16 hex
+// digits>"): only those no process holds locked (removeStaleTemporaries), so
+// never one a running run is writing. Returns the paths removed. Rank 0,
+// before the first output is written.
+std::vector<std::string> removeStaleRunTemporaries(const MdOptions& options);
+
 }  // namespace haloex::md
