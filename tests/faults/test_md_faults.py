@@ -290,7 +290,37 @@ class EarlierAndConcurrentRuns(FaultCase):
         self.assertEqual(status, SIGTERM_STATUS, err)
 
 
-CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns]
+class SchedulerSignals(FaultCase):
+    """Medium (issue 38): SIGHUP (a closed terminal) and SIGUSR1 (Slurm's
+    pre-emption warning, sbatch --signal=USR1@...) killed the run at once,
+    with no checkpoint. Now they stop it as SIGTERM does."""
+
+    def test_sighup_and_sigusr1_stop_at_the_next_search_step_with_a_checkpoint(self):
+        for name, number in (("HUP", signal.SIGHUP), ("USR1", signal.SIGUSR1)):
+            with self.subTest(signal=name):
+                proc = self.start_md([a for a in RUN if a != "--quiet"] +
+                                     ["--steps", "-1", "--cpt", f"{name}.cpt", "--json", f"{name}.json", "--log",
+                                      f"{name}.log"])
+                self.wait_for_step(20)
+                proc.send_signal(number)
+                status, out, err = self.finish(proc)
+                self.assertEqual(status, 128 + number, err)
+                stop = json_of(self.path(f"{name}.json"))["stop"]
+                self.assertEqual(stop["reason"], f"SIG{name}")
+                self.assertEqual(stop["step"] % 10, 0, "not a search step")
+                self.assertEqual(checkpoint_step(self.path(f"{name}.cpt")), stop["step"])
+                self.assertIn(f"Stopped by SIG{name} at step {stop['step']} (a search step)", out)
+
+    def test_sigusr1_at_a_chosen_step_stops_at_the_next_search_step(self):
+        self.require_hooks()
+        status, _, err = self.run_md(RUN + ["--steps", "100", "--cpt", "state.cpt", "--json", "run.json"],
+                                     env_extra={"HALOEX_TEST_STOP_SIGNAL": "USR1@25"})
+        self.assertEqual(status, 128 + signal.SIGUSR1, err)
+        self.assertEqual(json_of(self.path("run.json"))["stop"]["step"], 30)
+        self.assertEqual(checkpoint_step(self.path("state.cpt")), 30)
+
+
+CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns, SchedulerSignals]
 
 
 def list_tests():

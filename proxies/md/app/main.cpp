@@ -66,9 +66,11 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_flag("--gen-vel", o.generateVelocities,
                  "Draw Maxwell-Boltzmann velocities at --temperature for a --gro start even when it has velocities "
                  "(a .gro without velocities always gets them)");
-    app.add_option("--steps", o.steps,
-                   "MD steps to run, as mdrun's nsteps: 0 evaluates the first step only (energies, forces, JSON), "
-                   "-1 runs until stopped (SIGTERM/SIGINT or --maxh); without it: 2 000 on GPUs, 200 on the CPU");
+    app.add_option(
+        "--steps", o.steps,
+        "MD steps to run, as mdrun's nsteps: 0 evaluates the first step only (energies, forces, JSON), "
+        "-1 runs until stopped (SIGTERM/SIGINT/SIGHUP/SIGUSR1 or --maxh); without it: 2 000 on GPUs, 200 on the "
+        "CPU");
     app.add_option("--dt", o.dt, "Time step (ps)")->capture_default_str();
     app.add_option("--rc", o.rc, "Interaction cutoff (nm)")->capture_default_str();
     app.add_option("--rlist", o.rlist,

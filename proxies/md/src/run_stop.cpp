@@ -1,5 +1,6 @@
 #include "haloex/md/run_stop.hpp"
 
+#include <array>
 #include <atomic>
 #include <charconv>
 #include <csignal>
@@ -33,10 +34,17 @@ extern "C" void onStopSignal(int signal) {
 }
 
 int signalNumber(std::string_view name) {
-    if (name == "TERM" || name == "SIGTERM") return SIGTERM;
-    if (name == "INT" || name == "SIGINT") return SIGINT;
+    if (name.starts_with("SIG")) name.remove_prefix(3);
+    if (name == "TERM") return SIGTERM;
+    if (name == "INT") return SIGINT;
+    if (name == "HUP") return SIGHUP;
+    if (name == "USR1") return SIGUSR1;
     return 0;
 }
+
+// The stop signals in the order that names a stop when ranks saw different
+// ones first (the vote's entries, see RunStop::vote).
+constexpr std::array<int, 4> kStopSignals{SIGTERM, SIGINT, SIGHUP, SIGUSR1};
 
 }  // namespace
 
@@ -47,7 +55,7 @@ void installStopSignalHandlers() {
     // Interrupted system calls (file writes, waits of the host exchange)
     // resume: the stop is handled at the next search step, not by EINTR.
     action.sa_flags = SA_RESTART;
-    for (const int signal : {SIGTERM, SIGINT}) {
+    for (const int signal : kStopSignals) {
         if (::sigaction(signal, &action, nullptr) != 0) {
             throwError(ErrorKind::Internal, fmt::format("cannot install the {} handler", signalName(signal)));
         }
@@ -60,6 +68,8 @@ int firstStopSignal() { return gFirstSignal.load(std::memory_order_relaxed); }
 std::string signalName(int signal) {
     if (signal == SIGTERM) return "SIGTERM";
     if (signal == SIGINT) return "SIGINT";
+    if (signal == SIGHUP) return "SIGHUP";
+    if (signal == SIGUSR1) return "SIGUSR1";
     return fmt::format("signal {}", signal);
 }
 
@@ -89,7 +99,7 @@ RunStop::RunStop(double maxHours, Clock::time_point start, int rank)
         if (hook.signal == 0 || !stepOk) {
             throwError(ErrorKind::InvalidInput,
                        fmt::format("HALOEX_TEST_STOP_SIGNAL '{}': use SIGNAL@STEP items separated by commas, SIGNAL "
-                                   "TERM or INT, STEP a step or 'start' (e.g. TERM@25,INT@start)",
+                                   "TERM, INT, HUP or USR1, STEP a step or 'start' (e.g. TERM@25,INT@start)",
                                    spec));
         }
         hooks_.push_back(hook);
@@ -111,20 +121,23 @@ std::array<std::int64_t, RunStop::kVoteSize> RunStop::vote(bool wallClock) const
     const int first = firstStopSignal();
     const bool late =
         wallClock && maxSeconds_ > 0 && std::chrono::duration<double>(Clock::now() - start_).count() >= maxSeconds_;
-    return {first == SIGTERM ? 1 : 0, first == SIGINT ? 1 : 0, stopSignalsReceived() >= 2 ? 1 : 0, late ? 1 : 0};
+    return {first == SIGTERM ? 1 : 0, first == SIGINT ? 1 : 0, stopSignalsReceived() >= 2 ? 1 : 0, late ? 1 : 0,
+            first == SIGHUP ? 1 : 0,  first == SIGUSR1 ? 1 : 0};
 }
 
 void RunStop::agree(const std::array<std::int64_t, kVoteSize>& summed, std::int64_t step, bool wallClock,
                     bool beforeStart) {
     // Decided from the sums alone, so that every rank records the same.
     std::string reason;
-    if (summed[0] > 0) {
-        reason = "SIGTERM";
-        record_.exitStatus = exitStatusForSignal(SIGTERM);
-    } else if (summed[1] > 0) {
-        reason = "SIGINT";
-        record_.exitStatus = exitStatusForSignal(SIGINT);
-    } else if (wallClock && summed[3] > 0) {
+    // Each signal's entry in the vote, in the order of kStopSignals.
+    constexpr std::array<std::size_t, kStopSignals.size()> kEntry{0, 1, 4, 5};
+    for (std::size_t k = 0; k < kStopSignals.size() && reason.empty(); ++k) {
+        if (summed[kEntry[k]] > 0) {
+            reason = signalName(kStopSignals[k]);
+            record_.exitStatus = exitStatusForSignal(kStopSignals[k]);
+        }
+    }
+    if (reason.empty() && wallClock && summed[3] > 0) {
         reason = "maxh";
         record_.exitStatus = kExitMaxh;
     }
@@ -138,13 +151,14 @@ void RunStop::agreeAtSearch(std::span<const std::int64_t> summed, std::int64_t s
     HALOEX_ASSERT(summed.size() == kVoteSize, "stop vote of the wrong size");
     if (record_.stopped() || (!counts && !beforeStart)) return;
     // Before the start only signals count: --maxh measures the run.
-    agree({summed[0], summed[1], summed[2], summed[3]}, step, !beforeStart, beforeStart);
+    agree({summed[0], summed[1], summed[2], summed[3], summed[4], summed[5]}, step, !beforeStart, beforeStart);
 }
 
 void RunStop::agreeAtEnergyStep(std::span<const double> summed, std::int64_t nextStep) {
     HALOEX_ASSERT(summed.size() == kVoteSize, "stop vote of the wrong size");
     if (record_.stopped() || summed[2] < 0.5) return;  // only a second signal stops between searches
-    agree({summed[0] > 0.5 ? 1 : 0, summed[1] > 0.5 ? 1 : 0, 1, 0}, nextStep, false, false);
+    const auto seen = [&](std::size_t k) -> std::int64_t { return summed[k] > 0.5 ? 1 : 0; };
+    agree({seen(0), seen(1), 1, 0, seen(4), seen(5)}, nextStep, false, false);
 }
 
 }  // namespace haloex::md

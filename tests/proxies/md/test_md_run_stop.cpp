@@ -25,7 +25,7 @@ const auto kNow = RunStop::Clock::now();
 TEST(RunStop, NoVoteNoStop) {
     RunStop stop(0.0, kNow, 1);
     stop.agreeAtSearch(Vote{0, 0, 0, 0}, 50, false, true);
-    stop.agreeAtEnergyStep(std::array<double, 4>{0, 0, 0, 0}, 51);
+    stop.agreeAtEnergyStep(std::array<double, RunStop::kVoteSize>{0, 0, 0, 0}, 51);
     EXPECT_FALSE(stop.stopRequested());
     EXPECT_EQ(stop.record().exitStatus, 0);
 }
@@ -34,7 +34,7 @@ TEST(RunStop, ASignalStopsAtASearchStepButNotAtTheFirstOne) {
     RunStop stop(0.0, kNow, 1);
     stop.agreeAtSearch(Vote{1, 0, 0, 0}, 0, false, false);  // the first step's search
     EXPECT_FALSE(stop.stopRequested());
-    stop.agreeAtEnergyStep(std::array<double, 4>{1, 0, 0, 0}, 5);  // one signal: not between searches
+    stop.agreeAtEnergyStep(std::array<double, RunStop::kVoteSize>{1, 0, 0, 0}, 5);  // one signal: not between searches
     EXPECT_FALSE(stop.stopRequested());
     stop.agreeAtSearch(Vote{1, 0, 0, 0}, 10, false, true);
     ASSERT_TRUE(stop.stopRequested());
@@ -60,9 +60,30 @@ TEST(RunStop, TheReasonComesFromTheSumsSoEveryRankAgrees) {
     EXPECT_EQ(c.record().exitStatus, 128 + SIGINT);
 }
 
+TEST(RunStop, HangupAndUsr1StopLikeSigterm) {
+    // A closed terminal (SIGHUP) and Slurm's pre-emption warning
+    // (sbatch --signal=USR1@...) used to kill the run at once.
+    RunStop hup(0.0, kNow, 0);
+    hup.agreeAtSearch(Vote{0, 0, 0, 0, 1, 0}, 30, false, true);
+    EXPECT_EQ(hup.record().reason, "SIGHUP");
+    EXPECT_EQ(hup.record().exitStatus, 128 + SIGHUP);
+    RunStop usr1(0.0, kNow, 0);
+    usr1.agreeAtSearch(Vote{0, 0, 0, 0, 0, 2}, 30, false, true);
+    EXPECT_EQ(usr1.record().reason, "SIGUSR1");
+    EXPECT_EQ(usr1.record().exitStatus, 128 + SIGUSR1);
+    // Ranks that saw different signals first agree on one name: SIGTERM, SIGINT, SIGHUP, SIGUSR1.
+    RunStop mixed(0.0, kNow, 0);
+    mixed.agreeAtSearch(Vote{1, 0, 0, 0, 1, 1}, 30, false, true);
+    EXPECT_EQ(mixed.record().reason, "SIGTERM");
+    RunStop second(0.0, kNow, 0);
+    second.agreeAtEnergyStep(std::array<double, RunStop::kVoteSize>{0, 0, 1, 0, 0, 1}, 14);
+    EXPECT_EQ(second.record().reason, "SIGUSR1");
+    EXPECT_EQ(second.record().step, 14);
+}
+
 TEST(RunStop, ASecondSignalStopsAtTheNextEnergyStep) {
     RunStop stop(0.0, kNow, 1);
-    stop.agreeAtEnergyStep(std::array<double, 4>{0, 1, 1, 0}, 14);
+    stop.agreeAtEnergyStep(std::array<double, RunStop::kVoteSize>{0, 1, 1, 0}, 14);
     ASSERT_TRUE(stop.stopRequested());
     EXPECT_EQ(stop.record().reason, "SIGINT");
     EXPECT_EQ(stop.record().step, 14);

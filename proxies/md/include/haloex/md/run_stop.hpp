@@ -1,6 +1,8 @@
 #pragma once
-// Stopping a run early and cleanly, as mdrun does: SIGTERM or SIGINT (what a
-// batch scheduler or Ctrl-C sends) and the --maxh wall-clock limit stop the
+// Stopping a run early and cleanly, as mdrun does: SIGTERM, SIGINT, SIGHUP or
+// SIGUSR1 (what a batch scheduler, Ctrl-C, a closed terminal or Slurm's
+// pre-emption warning, sbatch --signal=USR1@..., sends) and the --maxh
+// wall-clock limit stop the
 // run at the next search step, a second signal at the next step where the
 // ranks already exchange something (a search or energy step), a third ends
 // the process at once. The stop is agreed collectively, so every rank stops
@@ -18,16 +20,17 @@
 
 namespace haloex::md {
 
-// Installs the SIGTERM and SIGINT handlers (process-wide; idempotent).
+// Installs the SIGTERM, SIGINT, SIGHUP and SIGUSR1 handlers (process-wide; idempotent).
 void installStopSignalHandlers();
 // Signals received since the handlers were installed, and the first one.
 int stopSignalsReceived();
 int firstStopSignal();  // 0: none yet
-// "SIGTERM", "SIGINT" (or "signal N").
+// "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1" (or "signal N").
 std::string signalName(int signal);
 
 // Exit statuses of a run that was stopped (docs/running.md): the shell's
-// 128 + signal number for a signal (143 SIGTERM, 130 SIGINT: the run did not
+// 128 + signal number for a signal (143 SIGTERM, 130 SIGINT, 129 SIGHUP, 138
+// SIGUSR1: the run did not
 // complete, but its outputs are whole), EX_TEMPFAIL (75) for --maxh: not
 // complete, continue with --restart.
 inline constexpr int kExitMaxh = 75;
@@ -35,7 +38,7 @@ int exitStatusForSignal(int signal);
 
 // What stopped a run (RunSummary::stop).
 struct StopRecord {
-    std::string reason;        // "SIGTERM", "SIGINT", "maxh"; empty: the run completed
+    std::string reason;        // "SIGTERM", "SIGINT", "SIGHUP", "SIGUSR1", "maxh"; empty: the run completed
     std::int64_t step = -1;    // the step it stopped at (the next step it would have run)
     bool beforeStart = false;  // during start-up: nothing was run or written
     bool searchStep = false;   // stopped at a search step (a restart from it is bitwise)
@@ -52,9 +55,11 @@ public:
     RunStop(double maxHours, Clock::time_point start, int rank);
 
     // This rank's vote, to be summed over the ranks in an existing
-    // reduction: {SIGTERM seen, SIGINT seen, a second signal seen, wall-clock
-    // limit reached}, each 0 or 1. `wallClock`: whether --maxh counts here.
-    static constexpr std::size_t kVoteSize = 4;
+    // reduction: {SIGTERM seen first, SIGINT seen first, a second signal seen,
+    // wall-clock limit reached, SIGHUP seen first, SIGUSR1 seen first}, each 0
+    // or 1 (summed, a stop is named by the first of SIGTERM, SIGINT, SIGHUP,
+    // SIGUSR1 any rank saw). `wallClock`: whether --maxh counts here.
+    static constexpr std::size_t kVoteSize = 6;
     std::array<std::int64_t, kVoteSize> vote(bool wallClock) const;
 
     // The summed votes of a search step at `step` (`beforeStart`: the
@@ -70,7 +75,7 @@ public:
     const StopRecord& record() const { return record_; }
 
     // Test hook HALOEX_TEST_STOP_SIGNAL (test builds only): a comma-separated
-    // list of SIGNAL@STEP (TERM@25, INT@start) -- rank 0 raises SIGNAL in
+    // list of SIGNAL@STEP (TERM@25, INT@start; TERM, INT, HUP, USR1) -- rank 0 raises SIGNAL in
     // itself at the first step boundary at or after STEP ("start": during
     // start-up, before the first search). Deterministic stand-in for a
     // scheduler's signal arriving at a chosen time.
