@@ -320,7 +320,28 @@ class SchedulerSignals(FaultCase):
         self.assertEqual(checkpoint_step(self.path("state.cpt")), 30)
 
 
-CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns, SchedulerSignals]
+class OptionsThatDidNothing(FaultCase):
+    """Medium and low (issue 38): options that did nothing in the run they
+    were given to, with exit status 0, are refused with what to do."""
+
+    def test_cpt_every_without_cpt_is_refused(self):
+        self.expect_refused(RUN + ["--steps", "10", "--cpt-every", "10"],
+                            r"--cpt-every 10 without --cpt: no checkpoint would be written; give --cpt FILE")
+
+    def test_traj_every_without_traj_is_refused(self):
+        self.expect_refused(RUN + ["--steps", "10", "--traj-every", "5"],
+                            r"--traj-every 5 without --traj: no trajectory would be written; give --traj FILE")
+
+    def test_tau_t_without_v_rescale_is_refused(self):
+        self.expect_refused(RUN + ["--steps", "10", "--tau-t", "0.5"],
+                            r"--tau-t 0.5 ps with --thermostat none: only v-rescale has a coupling time")
+
+    def test_cuda_graphs_other_than_zero_or_one_is_refused(self):
+        self.expect_refused(RUN + ["--steps", "10", "--cuda-graphs", "2"], r"--cuda-graphs: 2 not in \{0,1\}",
+                            status=None)
+
+
+CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns, SchedulerSignals, OptionsThatDidNothing]
 
 
 def list_tests():

@@ -126,7 +126,8 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                  "Allow more ranks than GPUs on a node (start MPS first; for correctness runs)");
     app.add_option("--cuda-graphs", o.cudaGraphs,
                    "Capture the MD step in a CUDA graph where the transport allows (nccl: only when given as 1), "
-                   "and the search step's grid and count passes")
+                   "and the search step's grid and count passes; 0 or 1")
+        ->check(CLI::IsMember({"0", "1"}))
         ->capture_default_str();
     app.add_flag("--count-api-syncs", o.countApiSyncs,
                  "GPU: count with CUPTI the CUDA calls that block the host inside the steps without search "

@@ -146,6 +146,26 @@ bool resolveSearchPlace(const std::string& option, bool deviceCapable) {
     return deviceCapable;
 }
 
+// An option that would do nothing in this run is refused, as --auto-steps
+// without --transport auto is: the user meant something by it.
+void requireNoIgnoredOptions(const MdOptions& o) {
+    const auto named = [&](const char* name) {
+        return std::find(o.explicitOptions.begin(), o.explicitOptions.end(), name) != o.explicitOptions.end();
+    };
+    requireOption(o.checkpointEvery == 0 || !o.checkpointFile.empty(),
+                  fmt::format("--cpt-every {} without --cpt: no checkpoint would be written; give --cpt FILE (e.g. "
+                              "--cpt state.cpt), or drop --cpt-every",
+                              o.checkpointEvery));
+    requireOption(!named("traj-every") || !o.trajFile.empty(),
+                  fmt::format("--traj-every {} without --traj: no trajectory would be written; give --traj FILE, or "
+                              "drop --traj-every",
+                              o.trajEvery));
+    requireOption(!named("tau-t") || o.thermostat == "v-rescale",
+                  fmt::format("--tau-t {} ps with --thermostat {}: only v-rescale has a coupling time; give "
+                              "--thermostat v-rescale, or drop --tau-t",
+                              o.tauT, o.thermostat));
+}
+
 }  // namespace
 
 double conservedDriftPerAtom(const std::vector<EnergySample>& samples, std::int64_t atoms) {
@@ -178,6 +198,7 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
         const std::string path = o.restartFile;
         o = adoptCheckpointSettings(std::move(o), readCheckpointHeader(path), path);
     }
+    requireNoIgnoredOptions(o);  // as given (before --cpt-every is rounded), with a restart's thermostat
     requireOption(o.dt > 0.0 && std::isfinite(o.dt), fmt::format("--dt {} ps: the time step must be positive", o.dt));
     requireOption(o.rc > 0.0 && std::isfinite(o.rc), fmt::format("--rc {} nm: the cutoff must be positive", o.rc));
     requireOption(o.steps >= kStepsUntilStopped,
