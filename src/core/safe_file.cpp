@@ -80,6 +80,15 @@ bool checkReplaceable(const std::string& what, const std::string& path, struct s
         throwError(ErrorKind::Io, fmt::format("{} {}: cannot inspect the path: {}", what, path, systemError(error)));
     }
     if (!S_ISREG(st.st_mode)) refuseTarget(what, path, st.st_mode);
+    // A rename replaces a file whatever its mode: a write-protected one is
+    // refused here, as opening it for writing refuses it (root included, for
+    // whom permissions do not stop the open).
+    if ((st.st_mode & (S_IWUSR | S_IWGRP | S_IWOTH)) == 0) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{} {}: the file is write-protected (mode {:04o}); haloex does not replace it: make it "
+                               "writable (chmod u+w {}) or give another name",
+                               what, path, st.st_mode & 07777, path));
+    }
     return true;
 }
 

@@ -15,12 +15,13 @@ import os
 import re
 import signal
 import stat
+import struct
 import sys
 import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
-from test_md_cli import CliCase, HOOKS_ON, checkpoint_step, digest, frame_steps, json_of  # noqa: E402
+from test_md_cli import DATA_DIR, CliCase, HOOKS_ON, checkpoint_step, digest, frame_steps, json_of  # noqa: E402
 
 # 1000 atoms on 2 virtual ranks, a search every 10 steps.
 RUN = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10", "--thermo-every", "10", "--quiet"]
@@ -341,7 +342,96 @@ class OptionsThatDidNothing(FaultCase):
                             status=None)
 
 
-CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns, SchedulerSignals, OptionsThatDidNothing]
+def fnv1a64(data):
+    h = 0xcbf29ce484222325
+    for b in data:
+        h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+    return h
+
+
+def patch_checkpoint(path, offset, fmt, value):
+    """Overwrites one header field of a checkpoint and reseals its checksum (a damaged but consistent file)."""
+    with open(path, "rb") as f:
+        data = bytearray(f.read())
+    struct.pack_into(fmt, data, offset, value)
+    struct.pack_into("=Q", data, len(data) - 8, fnv1a64(data[:-8]))
+    with open(path, "wb") as f:
+        f.write(data)
+
+
+class InputsAndSettings(FaultCase):
+    """Low (issue 38): inputs and stored settings that failed without a hint,
+    or ran something other than what was asked."""
+
+    def test_gro_that_is_a_directory_is_named_as_one(self):
+        os.mkdir(self.path("start.gro"))
+        self.expect_refused(RUN + ["--gro", "start.gro"], r"start\.gro is a directory, not a \.gro file")
+
+    def test_empty_file_names_are_refused_not_taken_for_no_option(self):
+        for option in ("--gro", "--cpt", "--traj", "--json", "--restart"):
+            with self.subTest(option=option):
+                self.expect_refused(RUN + [option, ""], rf'{option} "": the file name is empty')
+
+    def test_gro_of_one_atom_is_refused_before_step_zero(self):
+        self.write("one.gro", "one atom\n    1\n    1POS      P    1   1.000   1.000   1.000\n   3.00000   3.00000   3.00000\n")
+        self.expect_refused(RUN + ["--gro", "one.gro"], r"--gro one\.gro: 1 atom: a system needs at least 2 atoms")
+
+    def test_gro_with_velocities_on_some_atom_lines_only_is_refused(self):
+        with open(os.path.join(DATA_DIR, "ref-3000.gro")) as f:
+            lines = f.read().splitlines()
+        lines[3] += "  0.1000  0.2000  0.3000"  # atom 2 has velocities, atom 1 none
+        self.write("mixed.gro", "\n".join(lines) + "\n")
+        self.expect_refused(RUN + ["--gro", "mixed.gro"],
+                            r"mixed\.gro:4: atom 2 of 3000 has velocities, but atom 1 of 3000 has none")
+
+    def test_h5md_extension_in_upper_case_writes_h5md(self):
+        missing = DerivedNames.h5md_missing(self)
+        if missing:
+            self.skipTest(missing)
+        status, _, err = self.run_md(RUN + ["--steps", "10", "--traj", "t.H5", "--traj-every", "5"])
+        self.assertEqual(status, 0, err)
+        with open(self.path("t.H5"), "rb") as f:
+            self.assertEqual(f.read(8), b"\x89HDF\r\n\x1a\n")
+
+    def checkpoint(self, extra=()):
+        status, _, err = self.run_md(RUN + ["--steps", "20", "--cpt", "r.cpt"] + list(extra))
+        self.assertEqual(status, 0, err)
+
+    def test_damaged_checkpoint_setting_is_reported_as_damage_not_as_an_option(self):
+        self.checkpoint()
+        patch_checkpoint(self.path("r.cpt"), 80, "=d", -0.002)  # the time step
+        _, err = self.expect_refused(RUN + ["--steps", "10", "--restart", "r.cpt"],
+                                     r"checkpoint 'r\.cpt': corrupt header \(time step -0\.002 ps\)")
+        self.assertNotIn("--dt", err)
+
+    def test_checkpoint_step_near_the_largest_step_number_is_refused(self):
+        self.checkpoint()
+        patch_checkpoint(self.path("r.cpt"), 16, "=q", 2**63 - 10)
+        self.expect_refused(RUN + ["--steps", "100", "--restart", "r.cpt"],
+                            r"--restart r\.cpt: the checkpoint is at step 9223372036854775798, and --steps 100 from "
+                            r"there passes the largest step number")
+
+    def test_another_thermo_every_for_a_continued_energy_file_is_refused(self):
+        self.checkpoint(["--energy", "e.xvg"])
+        i = RUN.index("--thermo-every")
+        without = RUN[:i] + RUN[i + 2:]  # the checkpoint's is 10
+        self.expect_refused(without + ["--steps", "10", "--restart", "r.cpt", "--cpt", "r.cpt", "--energy", "e.xvg",
+                                       "--thermo-every", "5"],
+                            r"--thermo-every 5 but checkpoint r\.cpt continues --energy e\.xvg with a row every 10 "
+                            r"steps")
+
+    def test_write_protected_outputs_are_refused_like_the_trajectory(self):
+        for option, name in (("--json", "run.json"), ("--cpt", "state.cpt"), ("--traj", "t.gro")):
+            with self.subTest(option=option):
+                self.write(name, "protected\n")
+                os.chmod(self.path(name), 0o444)
+                self.expect_refused(RUN + ["--steps", "10", option, name],
+                                    rf"{option} {re.escape(name)}: the file is write-protected \(mode 0444\)")
+                self.assertEqual(self.read(name), "protected\n")
+
+
+CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns, SchedulerSignals, OptionsThatDidNothing,
+         InputsAndSettings]
 
 
 def list_tests():

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <cstddef>
 #include <span>
+#include <string_view>
 #include <fstream>
 #include <array>
 #include <charconv>
@@ -493,6 +494,16 @@ int main(int argc, char** argv) {
         return app.exit(e);
     }
     options.cudaGraphsGiven = app.count("--cuda-graphs") > 0;
+    // A file option given an empty name ("--gro $UNSET") used to be taken
+    // for "not given": --gro "" ran the lattice start without a word.
+    for (const char* name :
+         {"--gro", "--restart", "--cpt", "--traj", "--energy", "--json", "--write-gromacs", "--auto-cache", "--log"}) {
+        if (app.count(name) > 0 && app.get_option(name)->as<std::string>().empty()) {
+            fmt::print(stderr, "haloex-md: invalid input error: {} \"\": the file name is empty; give a file name{}\n",
+                       name, std::string_view(name) == "--log" ? " (or none for no log)" : ", or leave the option out");
+            return 1;
+        }
+    }
     for (int i = 0; i < argc; ++i) {
         const std::string arg = argv[i];
         const bool quote = arg.empty() || arg.find_first_of(" \t'\"") != std::string::npos;

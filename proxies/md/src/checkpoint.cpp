@@ -338,6 +338,31 @@ std::vector<OutputPosition> decodeOutputs(std::span<const std::byte> section, co
     return outputs;
 }
 
+// The header's settings, checked before anything adopts them: a damaged
+// field used to surface as a bad option the user never gave ("--dt -1 ps:
+// the time step must be positive").
+void requireSaneSettings(const std::string& path, const CheckpointData& d) {
+    const auto positive = [](double x) { return std::isfinite(x) && x > 0.0; };
+    std::string bad;
+    if (d.step < 0) bad = fmt::format("step {}", d.step);
+    if (!positive(d.dt)) bad = fmt::format("time step {} ps", d.dt);
+    if (!positive(d.rc)) bad = fmt::format("cutoff {} nm", d.rc);
+    if (!std::isfinite(d.rlist) || !(d.rlist >= d.rc)) bad = fmt::format("rlist {} nm (cutoff {} nm)", d.rlist, d.rc);
+    if (d.nstlist <= 0) bad = fmt::format("nstlist {}", d.nstlist);
+    if (!positive(d.temperature)) bad = fmt::format("temperature {} K", d.temperature);
+    if (d.thermostat == "v-rescale" ? !positive(d.tauT) : !(std::isfinite(d.tauT) && d.tauT >= 0.0)) {
+        bad = fmt::format("tau-t {} ps", d.tauT);
+    }
+    if (d.thermostat != "none" && d.thermostat != "v-rescale") bad = fmt::format("thermostat code {}", d.thermostat);
+    for (int k = 0; k < 3; ++k) {
+        if (!positive(d.system.box.length[k])) bad = fmt::format("box length {} nm", d.system.box.length[k]);
+    }
+    if (!bad.empty()) {
+        refuse(path, fmt::format("corrupt header ({}): the file is damaged; '{}' holds the previous checkpoint, if any",
+                                 bad, previousCheckpointPath(path)));
+    }
+}
+
 struct OpenCheckpoint {
     std::unique_ptr<FileDescriptor> fd;
     std::vector<std::byte> header;
@@ -400,6 +425,7 @@ OpenCheckpoint openCheckpoint(const std::string& path) {
                                  version, kCheckpointFormatVersion));
     }
     cp.data = decodeHeader(cp.header);
+    requireSaneSettings(path, cp.data);
     cp.data.outputsRecorded = version >= 2;
     if (version >= 2) {
         // The output section's length, then the section itself (bounded

@@ -59,6 +59,15 @@ void requireOption(bool ok, const std::string& message) {
 System initialSystem(const MdOptions& o, const ForceField& ff, std::string& velocityNote) {
     if (!o.groFile.empty()) {
         GroFrame frame = readGro(o.groFile);
+        // One atom has no degrees of freedom once the centre of mass is fixed
+        // (3N - 3): its temperature is 0/0, which used to surface as a
+        // "temperature -nan K" blow-up at the first energy step.
+        if (frame.system.size() < 2) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("--gro {}: {} atom: a system needs at least 2 atoms (3N - 3 degrees of freedom, "
+                                   "without the centre of mass's motion); give a larger system",
+                                   o.groFile, frame.system.size()));
+        }
         if (o.generateVelocities || hasNoVelocities(frame.system)) {
             generateMaxwellBoltzmannVelocities(frame.system, o.seed, o.temperature, ff);
             velocityNote = fmt::format(
@@ -389,6 +398,17 @@ struct Engine::Impl {
     System restoreCheckpoint() {
         CheckpointData checkpoint = readCheckpoint(e.options_.restartFile);
         requireCheckpointSettings(e.options_, checkpoint, e.options_.restartFile);
+        // The last step must be a step number: past 2^63 - 1 the end wrapped
+        // and the run ran no step, with exit status 0.
+        const std::int64_t steps = e.options_.steps;
+        if (steps > 0 && checkpoint.step > std::numeric_limits<std::int64_t>::max() - steps) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("--restart {}: the checkpoint is at step {}, and --steps {} from there passes the "
+                                   "largest step number (2^63 - 1): the checkpoint is probably damaged; restart from "
+                                   "{}, or give fewer --steps",
+                                   e.options_.restartFile, checkpoint.step, steps,
+                                   previousCheckpointPath(e.options_.restartFile)));
+        }
         restartFrom = checkpoint;  // where its outputs stood (RunOutput::open)
         restartFrom->system = System{};
         step = checkpoint.step;

@@ -1,5 +1,7 @@
 #include "haloex/md/gro.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
@@ -232,6 +234,12 @@ std::optional<GroFrame> GroReader::next() {
         const std::size_t velocitiesEnd = positionsEnd + 3 * width;
         const std::string_view rest = std::string_view(line).substr(positionsEnd);
         if (a == 0) frame.hasVelocities = !isBlank(rest);
+        if (!frame.hasVelocities && !isBlank(rest)) {
+            // The first atom line decides; dropping later lines' velocities
+            // silently (as it used to) would start from the wrong state.
+            fail(lineNumber_, fmt::format("{} has velocities, but atom 1 of {} has none", atomLabel, numAtoms),
+                 "velocities on every atom line or on none; add the first atom's or remove the others");
+        }
         if (frame.hasVelocities) {
             if (line.size() < velocitiesEnd) {
                 fail(lineNumber_,
@@ -279,7 +287,22 @@ std::optional<GroFrame> GroReader::next() {
     return frame;
 }
 
+namespace {
+
+// A directory opens as a stream that fails at the first read ("read error"):
+// said for what it is.
+void requireNotADirectory(const std::string& path) {
+    struct stat st {};
+    if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("{} is a directory, not a .gro file; give the path of the file", path));
+    }
+}
+
+}  // namespace
+
 GroFrame readGro(const std::string& path) {
+    requireNotADirectory(path);
     std::ifstream in(path);
     if (!in) {
         throwError(ErrorKind::Io,
@@ -297,6 +320,7 @@ GroFrame readGro(const std::string& path) {
 }
 
 std::vector<GroFrame> readGroTrajectory(const std::string& path) {
+    requireNotADirectory(path);
     std::ifstream in(path);
     if (!in) {
         throwError(ErrorKind::Io,

@@ -59,6 +59,23 @@ void adoptTrajectorySpacing(MdOptions& o, const CheckpointData& c, const std::st
     }
 }
 
+// The energy file keeps its row spacing as the trajectory keeps its frame
+// spacing: a different --thermo-every continuing the same .xvg mixed two
+// spacings in one file.
+void requireEnergySpacing(const MdOptions& o, const CheckpointData& c, const std::string& path) {
+    const auto rec =
+        std::find_if(c.outputs.begin(), c.outputs.end(), [](const OutputPosition& p) { return p.role == "--energy"; });
+    if (rec == c.outputs.end() || c.thermoEvery <= 0 || o.thermoEvery == c.thermoEvery || o.energyFile.empty() ||
+        rec->lastStep < 0 || !sameFile(o.energyFile, rec->path)) {
+        return;
+    }
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("--thermo-every {} but checkpoint {} continues --energy {} with a row every {} steps: one "
+                           "energy file keeps one spacing. Leave --thermo-every out to keep {}, or give --energy a new "
+                           "file name to start one with rows every {} steps",
+                           o.thermoEvery, path, o.energyFile, c.thermoEvery, c.thermoEvery, o.thermoEvery));
+}
+
 }  // namespace
 
 MdOptions adoptCheckpointSettings(MdOptions o, const CheckpointData& c, const std::string& path) {
@@ -96,6 +113,7 @@ MdOptions adoptCheckpointSettings(MdOptions o, const CheckpointData& c, const st
         o.thermoEvery = c.thermoEvery;
     }
     adoptTrajectorySpacing(o, c, path);
+    requireEnergySpacing(o, c, path);
     return o;
 }
 

@@ -25,6 +25,7 @@
 // (h5mdAvailable() tells beforehand). Errors are haloex::Error: Io for what
 // HDF5 could not do (with HDF5's innermost message), InvalidInput for a file
 // that is not an H5MD trajectory this program can continue.
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -39,8 +40,18 @@ namespace haloex::md {
 // Whether this build writes H5MD, and why not when it does not.
 bool h5mdAvailable();
 std::string h5mdUnavailableReason();
-// Whether `path` names an H5MD trajectory by its extension (.h5 or .h5md).
-inline bool isH5mdPath(std::string_view path) { return path.ends_with(".h5") || path.ends_with(".h5md"); }
+// Whether `path` names an H5MD trajectory by its extension (.h5 or .h5md, in
+// any case: x.H5 used to be written as .gro text).
+inline bool isH5mdPath(std::string_view path) {
+    const auto endsWith = [&](std::string_view suffix) {
+        if (path.size() < suffix.size()) return false;
+        const std::string_view tail = path.substr(path.size() - suffix.size());
+        return std::equal(tail.begin(), tail.end(), suffix.begin(), [](char a, char b) {
+            return (a >= 'A' && a <= 'Z' ? static_cast<char>(a - 'A' + 'a') : a) == b;
+        });
+    };
+    return endsWith(".h5") || endsWith(".h5md");
+}
 
 class H5mdTrajectory {
 public:
