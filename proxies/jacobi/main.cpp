@@ -25,6 +25,7 @@
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/core/safe_file.hpp"
+#include "haloex/core/wait_limit.hpp"
 #include "haloex/runtime/mpi_world.hpp"
 
 namespace {
@@ -299,6 +300,13 @@ int main(int argc, char** argv) {
     std::vector<char*> mappedArgv{argv[0]};
     for (std::string& a : args) mappedArgv.push_back(a.data());
     CLI11_PARSE(app, static_cast<int>(mappedArgv.size()), mappedArgv.data());
+    // Checked before MPI starts, as CLI11 checks the others: NaN and 1e308
+    // used to pass and wrap when cast to nanoseconds on the GPU path.
+    if (!validWaitSeconds(o.waitTimeout, true)) {
+        fmt::print(stderr, "haloex-jacobi: --wait-timeout {}: use 0 (default 120) or a number of seconds up to {:g}\n",
+                   o.waitTimeout, kMaxWaitSeconds);
+        return 2;
+    }
 
     runtime::MpiSession session(argc, argv);
     runtime::MpiWorld world;

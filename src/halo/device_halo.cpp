@@ -15,6 +15,7 @@
 
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/core/wait_limit.hpp"
 #include "haloex/halo/peer_memory.hpp"
 
 #if HALOEX_HAVE_CUDA && defined(HALOEX_LINKED_CUDA)
@@ -48,10 +49,10 @@ struct LinkTable {
 };
 
 double waitSeconds(double option) {
-    if (option > 0) return option;
+    if (validWaitSeconds(option, false)) return option;
     if (const char* env = std::getenv("HALOEX_WAIT_TIMEOUT")) {
         const double v = std::atof(env);
-        if (v > 0) return v;
+        if (validWaitSeconds(v, false)) return v;  // NaN, inf and 1e308 would wrap as nanoseconds
     }
     return 120.0;
 }

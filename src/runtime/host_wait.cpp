@@ -6,6 +6,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/core/printable.hpp"
+#include "haloex/core/wait_limit.hpp"
 
 namespace haloex::runtime {
 
@@ -14,10 +15,11 @@ double hostWaitTimeoutSeconds() {
     if (text == nullptr || *text == '\0') return kDefaultHostWaitTimeoutSeconds;
     char* end = nullptr;
     const double seconds = std::strtod(text, &end);
-    if (end == text || *end != '\0' || !std::isfinite(seconds) || seconds < 0.0) {
+    if (end == text || *end != '\0' || !validWaitSeconds(seconds, true)) {
         throwError(ErrorKind::InvalidInput,
-                   fmt::format("HALOEX_HOST_WAIT_TIMEOUT='{}': use a number of seconds >= 0 (0: no limit; default {})",
-                               printable(text), kDefaultHostWaitTimeoutSeconds));
+                   fmt::format("HALOEX_HOST_WAIT_TIMEOUT='{}': use a number of seconds >= 0 and at most {:g} (0: no "
+                               "limit; default {})",
+                               printable(text), kMaxWaitSeconds, kDefaultHostWaitTimeoutSeconds));
     }
     return seconds;
 }

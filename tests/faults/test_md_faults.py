@@ -16,6 +16,7 @@ import re
 import signal
 import stat
 import struct
+import subprocess
 import sys
 import time
 import unittest
@@ -428,6 +429,30 @@ class InputsAndSettings(FaultCase):
                 self.expect_refused(RUN + ["--steps", "10", option, name],
                                     rf"{option} {re.escape(name)}: the file is write-protected \(mode 0444\)")
                 self.assertEqual(self.read(name), "protected\n")
+
+    def test_wait_limits_that_wrap_as_nanoseconds_are_refused(self):
+        self.expect_refused(RUN + ["--wait-timeout", "1e308"], r"--wait-timeout 1e\+308: out of range")
+        self.expect_refused(RUN + ["--steps", "10"], r"HALOEX_HOST_WAIT_TIMEOUT='1e10': use a number of seconds",
+                            env_extra={"HALOEX_HOST_WAIT_TIMEOUT": "1e10"})
+
+    def test_jacobi_wait_limits_that_wrap_as_nanoseconds_are_refused(self):
+        jacobi = os.environ.get("HALOEX_JACOBI", "")
+        if not jacobi:
+            self.skipTest("HALOEX_JACOBI is not set (no haloex-jacobi in this build)")
+        for value in ("nan", "1e308"):
+            result = subprocess.run([jacobi, "--wait-timeout", value], capture_output=True, text=True, timeout=60)
+            self.assertEqual(result.returncode, 2, result.stderr)
+            self.assertIn(f"--wait-timeout {value}: use 0 (default 120) or a number of seconds up to 1e+09",
+                          result.stderr.replace("1e+308", "1e308"))
+
+    def test_plan_refuses_rank_counts_it_cannot_build(self):
+        plan = os.environ.get("HALOEX_PLAN", "")
+        if not plan:
+            self.skipTest("HALOEX_PLAN is not set (no haloex-plan in this build)")
+        for ranks in ("2147483647", "1000000"):
+            result = subprocess.run([plan, "--ranks", ranks], capture_output=True, text=True, timeout=60)
+            self.assertNotEqual(result.returncode, 0)
+            self.assertIn(f"--ranks: Value {ranks} not in range 1 to 65536", result.stderr)
 
 
 CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns, SchedulerSignals, OptionsThatDidNothing,

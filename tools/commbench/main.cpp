@@ -23,6 +23,7 @@
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/core/safe_file.hpp"
+#include "haloex/core/wait_limit.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
 #include "haloex/nvshmem/bootstrap.hpp"
@@ -55,8 +56,11 @@ BenchSettings settingsFrom(const Options& o) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("--max-bytes {}: use a power of two from 16384 to {}", o.maxBytes, kMaxBenchBytes));
     }
-    if (o.repetitions < 0 || o.iterations < 0 || o.waitTimeout <= 0) {
-        throwError(ErrorKind::InvalidInput, "--reps and --iters must be positive (0: default), --wait-timeout > 0");
+    if (o.repetitions < 0 || o.iterations < 0 || !validWaitSeconds(o.waitTimeout, false)) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--reps and --iters must be positive (0: default), --wait-timeout {} a number of "
+                               "seconds above 0 and at most {:g}",
+                               o.waitTimeout, kMaxWaitSeconds));
     }
     s.repetitions = o.repetitions ? o.repetitions : o.quick ? 5 : 15;
     s.latencyIterations = o.iterations ? o.iterations : o.quick ? 200 : 1000;

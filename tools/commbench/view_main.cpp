@@ -11,6 +11,7 @@
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/core/safe_file.hpp"
+#include "haloex/core/wait_limit.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
 #include "haloex/runtime/mpi_world.hpp"
@@ -48,8 +49,11 @@ int main(int argc, char** argv) {
     const bool root = world.rank() == 0;
     BenchSettings s;
     try {
-        if (reps < 0 || iters < 0 || waitTimeout <= 0) {
-            throwError(ErrorKind::InvalidInput, "--reps and --iters must be positive (0: default), --wait-timeout > 0");
+        if (reps < 0 || iters < 0 || !validWaitSeconds(waitTimeout, false)) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("--reps and --iters must be positive (0: default), --wait-timeout {} a number of "
+                                   "seconds above 0 and at most {:g}",
+                                   waitTimeout, kMaxWaitSeconds));
         }
         if (world.size() < 2) {
             throwError(ErrorKind::InvalidInput, "one rank: the ping-pong runs between ranks 0 and 1; mpirun -np 2");

@@ -161,7 +161,11 @@ int main(int argc, char** argv) {
     PlanOptions o;
     app.add_option("--atoms", o.atoms, "Atoms of the lattice start (even, >= 1000; density 100/nm^3)")
         ->capture_default_str();
-    app.add_option("--ranks", o.ranks, "Ranks; with --grid auto the planner chooses the grid (smallest halo)");
+    // Bounded: 2^31 - 1 ranks gave a grid of negative sizes, a million ran
+    // for minutes; no run of this proxy comes near 65 536 ranks.
+    app.add_option("--ranks", o.ranks,
+                   "Ranks (1 to 65536); with --grid auto the planner chooses the grid (smallest halo)")
+        ->check(CLI::Range(1, 65536));
     app.add_option("--grid", o.grid, "Rank grid NXxNYxNZ, or auto")->capture_default_str();
     app.add_option("--rc", o.rc, "Interaction cutoff (nm)")->capture_default_str();
     app.add_option("--rlist", o.rlist, "Pair-list cutoff = halo distance (nm)")->capture_default_str();

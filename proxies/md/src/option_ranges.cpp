@@ -6,6 +6,7 @@
 #include <string>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/wait_limit.hpp"
 #include "haloex/md/system.hpp"
 
 namespace haloex::md {
@@ -54,7 +55,8 @@ void requireOptionRanges(const MdOptions& o) {
     requireCount("--ranks", o.virtualRanks, 0, kMaxVirtualRanks,
                  fmt::format("0 (automatic: 4) or 1 to {} virtual ranks", kMaxVirtualRanks));
     requireReal("--maxh", o.maxHours, 0.0, true, kHuge, "0 (no limit) or a wall-clock limit in hours above 0");
-    requireReal("--wait-timeout", o.waitTimeoutSeconds, 0.0, true, kHuge, "0 (default) or a number of seconds");
+    requireReal("--wait-timeout", o.waitTimeoutSeconds, 0.0, true, kMaxWaitSeconds,
+                fmt::format("0 (default) or a number of seconds up to {:g}", kMaxWaitSeconds));
     requireCount("--thermo-every", o.thermoEvery, 0, kMaxStepCount, "0 (automatic: steps/10) or " + steps);
     requireReal("--drift-from", o.driftFromPs, 0.0, true, kHuge,
                 "0 (the whole run) or the time in ps from which the conserved-energy drift is fitted, e.g. 4");

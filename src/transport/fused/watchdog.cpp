@@ -5,6 +5,8 @@
 #include <cstdlib>
 #include <fmt/format.h>
 
+#include "haloex/core/wait_limit.hpp"
+
 namespace haloex::nvshmem_detail {
 
 std::string describeTimeout(const WaitDiagnostics& d, const char* pulseName) {
@@ -34,10 +36,10 @@ std::string describeTimeout(const WaitDiagnostics& d, const char* pulseName) {
 
 double waitTimeoutSeconds(double option) {
     constexpr double kDefaultSeconds = 120.0;
-    if (option > 0) return option;
+    if (validWaitSeconds(option, false)) return option;
     if (const char* env = std::getenv("HALOEX_WAIT_TIMEOUT")) {
         const double v = std::atof(env);
-        if (v > 0) return v;
+        if (validWaitSeconds(v, false)) return v;  // NaN, inf and 1e308 would wrap as nanoseconds
     }
     return kDefaultSeconds;
 }
