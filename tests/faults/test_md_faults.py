@@ -455,8 +455,42 @@ class InputsAndSettings(FaultCase):
             self.assertIn(f"--ranks: Value {ranks} not in range 1 to 65536", result.stderr)
 
 
+class StartUp(FaultCase):
+    """Low (issue 38): start-up failures without a hint, a start-up that
+    ignored SIGTERM, and a fast atom never checked in a short run."""
+
+    def test_system_too_large_for_memory_says_so(self):
+        i = RUN.index("--atoms")
+        self.expect_refused(RUN[:i] + RUN[i + 2:] + ["--atoms", "1000000000"],
+                            r"out of memory \(std::bad_alloc\): a system of 1000000000 atoms \(--atoms\) does not fit "
+                            r"in this machine's memory", shell_prefix="ulimit -v 4000000")
+
+    def test_signal_while_an_input_blocks_ends_the_start_up(self):
+        for option in ("--gro", "--restart"):
+            with self.subTest(option=option):
+                fifo = self.path(f"input{option}")
+                os.mkfifo(fifo)  # never written: opening it blocks
+                proc = self.start_md(RUN + [option, fifo, "--steps", "10"])
+                time.sleep(1.0)
+                self.assertIsNone(proc.poll(), "".join(self.stderr))
+                proc.send_signal(signal.SIGTERM)
+                status, _, err = self.finish(proc, timeout=30)
+                self.assertEqual(status, SIGTERM_STATUS, err)
+                self.assertIn("stopped by SIGTERM during start-up, while reading its input: nothing was run", err)
+
+    def test_atom_too_fast_at_the_start_is_refused_before_step_zero(self):
+        with open(os.path.join(DATA_DIR, "ref-3000.gro")) as f:
+            lines = f.read().splitlines()
+        for i in range(2, len(lines) - 1):
+            lines[i] += "  0.0010  0.0000  0.0000"
+        lines[102] = lines[102][:-24] + " 60.0000  0.0000  0.0000"  # atom 101: 0.12 nm per 2 fs step
+        self.write("fast.gro", "\n".join(lines) + "\n")
+        self.expect_refused(RUN + ["--gro", "fast.gro", "--steps", "10"],
+                            r"--gro fast\.gro: atom 100 \(global id\) would move 0\.12 nm in the first step")
+
+
 CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns, SchedulerSignals, OptionsThatDidNothing,
-         InputsAndSettings]
+         InputsAndSettings, StartUp]
 
 
 def list_tests():

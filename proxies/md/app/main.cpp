@@ -16,6 +16,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <new>
 #include <optional>
 
 #include "haloex/build_info.hpp"
@@ -425,6 +426,20 @@ int report(const md::RunSummary& summary, const md::MdOptions& o) {
     return stop.exitStatus;
 }
 
+// An exception's message for the user: std::bad_alloc alone says nothing
+// of why (--atoms 1000000000 ended in just "std::bad_alloc").
+std::string describe(const std::exception& e, const md::MdOptions& o) {
+    if (dynamic_cast<const std::bad_alloc*>(&e) == nullptr) return e.what();
+    const std::string system = !o.groFile.empty()       ? "the system of --gro " + o.groFile
+                               : !o.restartFile.empty() ? "the system of --restart " + o.restartFile
+                               : o.atoms > 0            ? fmt::format("a system of {} atoms (--atoms)", o.atoms)
+                                                        : std::string("the system");
+    return fmt::format("out of memory ({}): {} does not fit in this machine's memory (every rank, each virtual "
+                       "rank too, builds the whole start configuration); give fewer atoms, fewer --ranks on the CPU, "
+                       "or run on more nodes",
+                       e.what(), system);
+}
+
 int run(const md::MdOptions& o, bool autoOptionGiven) {
     const bool gpu = wantGpu(o);
     // Under mpirun/srun: one rank per process (refused by a build without MPI).
@@ -449,7 +464,7 @@ int run(const md::MdOptions& o, bool autoOptionGiven) {
             world.barrier();
         } catch (const std::exception& e) {
             // One rank's error: end the whole job so no rank waits forever.
-            world.abort(e.what());
+            world.abort(describe(e, o));
         }
         return status;
     }
@@ -521,7 +536,7 @@ int main(int argc, char** argv) {
         fmt::print(stderr, "haloex-md: {} error: {}\n", haloex::toString(e.kind()), e.what());
         return 1;
     } catch (const std::exception& e) {
-        fmt::print(stderr, "haloex-md: error: {}\n", e.what());
+        fmt::print(stderr, "haloex-md: error: {}\n", describe(e, options));
         return 1;
     }
 }

@@ -53,6 +53,28 @@ void requireOption(bool ok, const std::string& message) {
     if (!ok) throwError(ErrorKind::InvalidInput, message);
 }
 
+// An atom of the start that would move more than kMaxStepDisplacement in
+// its first step: refused before step 0 (the check of the run's search and
+// output steps only begins after the first search, so such an atom used to go
+// unnoticed in a short run).
+void requireNoFastStartAtom(const System& system, double dt, const std::string& source) {
+    int fastest = -1;
+    double move = 0.0;
+    for (int i = 0; i < system.size(); ++i) {
+        const double m = std::sqrt(norm2(system.velocities[i])) * dt;
+        if (m > move || !std::isfinite(m)) {
+            move = std::isfinite(m) ? m : HUGE_VAL;
+            fastest = i;
+        }
+    }
+    if (fastest < 0 || move <= kMaxStepDisplacement) return;
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("{}: atom {} (global id) would move {:.3g} nm in the first step (velocity {:.4g} nm/ps, "
+                           "--dt {} ps), more than the bound of {} nm per step: check the velocities of the input, "
+                           "or use a smaller --dt",
+                           source, system.globalIds[fastest], move, move / dt, dt, kMaxStepDisplacement));
+}
+
 // The start configuration. A .gro without velocities (or any .gro with
 // --gen-vel) gets Maxwell-Boltzmann velocities at --temperature, and
 // `velocityNote` the line that says so.
@@ -205,6 +227,7 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     requireOptionRanges(o);
     if (!o.restartFile.empty()) {
         const std::string path = o.restartFile;
+        const StartupReadGuard reading;  // the header of a checkpoint that may be a FIFO
         o = adoptCheckpointSettings(std::move(o), readCheckpointHeader(path), path);
     }
     requireNoIgnoredOptions(o);  // as given (before --cpt-every is rounded), with a restart's thermostat
@@ -328,7 +351,10 @@ struct Engine::Impl {
         // overwrite an input or another output, stops the run now.
         runOnRoot(e.world_, [&] { checkRunFiles(o); });
         std::string velocityNote;
-        System system = o.restartFile.empty() ? initialSystem(o, ff, velocityNote) : restoreCheckpoint();
+        System system = [&] {
+            const StartupReadGuard reading;  // a signal now ends the process: nothing was run or written
+            return o.restartFile.empty() ? initialSystem(o, ff, velocityNote) : restoreCheckpoint();
+        }();
         system.validate();
         if (isRoot() && !o.quiet && !velocityNote.empty()) fmt::print("{}\n", velocityNote);
         if (isRoot() && !o.quiet) {
@@ -339,6 +365,7 @@ struct Engine::Impl {
                                        : !o.groFile.empty()   ? "--gro " + o.groFile
                                                               : std::string("the lattice start");
             requireNoCloseContacts(system, o.minDistance, source, o.restartFile.empty() && !o.groFile.empty());
+            requireNoFastStartAtom(system, o.dt, source);
         });
         maxTemperature =
             std::max(kMinTemperatureBound, kTemperatureFactor * std::max(o.temperature, temperature(system, ff)));
@@ -922,6 +949,13 @@ struct Engine::Impl {
         // Every step counts, with the energy and output steps' host work
         // (the final checkpoint below is no step's).
         summary.totalSeconds = seconds(runStart, Clock::now());
+        if (!firstSearch && !output.isOutputStep(step, true)) {
+            // The atoms at the end are checked as at every output step, even
+            // where no output is due (a blow-up in the last steps of a run
+            // used to end with exit status 0).
+            e.backend_.getHome(e.transport_, home);
+            requireSaneAtoms();
+        }
         finishSummary();
         // The log's end goes before the final checkpoint, which records where
         // every output stands: a restart from it keeps this segment's summary.

@@ -6,6 +6,7 @@
 #include <csignal>
 #include <fmt/format.h>
 #include <string_view>
+#include <unistd.h>
 
 #include "haloex/core/error.hpp"
 #include "haloex/core/test_hooks.hpp"
@@ -18,7 +19,35 @@ std::atomic<int> gSignals{0};
 std::atomic<int> gFirstSignal{0};
 static_assert(std::atomic<int>::is_always_lock_free, "the stop-signal counters must be lock-free");
 
+// Threads reading the run's inputs now (StartupReadGuard).
+std::atomic<int> gReadingInputs{0};
+static_assert(std::atomic<int>::is_always_lock_free);
+
+// What a signal during the input's reading says before the process ends
+// (write(2) of a constant: async-signal-safe).
+void sayStoppedWhileReading(int signal) {
+    const char* text = signal == SIGTERM  ? "haloex-md: stopped by SIGTERM during start-up, while reading its input: "
+                                            "nothing was run, and no checkpoint, trajectory or JSON was written\n"
+                       : signal == SIGINT ? "haloex-md: stopped by SIGINT during start-up, while reading its input: "
+                                            "nothing was run, and no checkpoint, trajectory or JSON was written\n"
+                       : signal == SIGHUP ? "haloex-md: stopped by SIGHUP during start-up, while reading its input: "
+                                            "nothing was run, and no checkpoint, trajectory or JSON was written\n"
+                                          : "haloex-md: stopped by SIGUSR1 during start-up, while reading its input: "
+                                            "nothing was run, and no checkpoint, trajectory or JSON was written\n";
+    std::size_t length = 0;
+    while (text[length] != '\0') ++length;
+    const ssize_t written = ::write(STDERR_FILENO, text, length);
+    (void)written;  // nothing to do about a failed write in a handler
+}
+
 extern "C" void onStopSignal(int signal) {
+    if (gReadingInputs.load(std::memory_order_relaxed) > 0) {
+        // A read that may take very long (a FIFO without a writer blocks in
+        // open(), SA_RESTART resumes it; a huge or sparse checkpoint): the
+        // run has not started and has written nothing, so it ends now.
+        sayStoppedWhileReading(signal);
+        ::_exit(exitStatusForSignal(signal));
+    }
     const int received = gSignals.fetch_add(1, std::memory_order_relaxed) + 1;
     int none = 0;
     gFirstSignal.compare_exchange_strong(none, signal, std::memory_order_relaxed);
@@ -61,6 +90,9 @@ void installStopSignalHandlers() {
         }
     }
 }
+
+StartupReadGuard::StartupReadGuard() { gReadingInputs.fetch_add(1, std::memory_order_relaxed); }
+StartupReadGuard::~StartupReadGuard() { gReadingInputs.fetch_sub(1, std::memory_order_relaxed); }
 
 int stopSignalsReceived() { return gSignals.load(std::memory_order_relaxed); }
 int firstStopSignal() { return gFirstSignal.load(std::memory_order_relaxed); }

@@ -22,6 +22,19 @@ namespace haloex::md {
 
 // Installs the SIGTERM, SIGINT, SIGHUP and SIGUSR1 handlers (process-wide; idempotent).
 void installStopSignalHandlers();
+// While one of these lives (the reading of a run's inputs: the start
+// configuration, the checkpoint), a stop signal ends the process at once with
+// exit status 128 + signal and a line on stderr, instead of being counted:
+// such a read can take very long (a huge or sparse checkpoint) or never end
+// (a FIFO without a writer), and nothing has been run or written yet.
+class StartupReadGuard {
+public:
+    StartupReadGuard();
+    StartupReadGuard(const StartupReadGuard&) = delete;
+    StartupReadGuard& operator=(const StartupReadGuard&) = delete;
+    ~StartupReadGuard();
+};
+
 // Signals received since the handlers were installed, and the first one.
 int stopSignalsReceived();
 int firstStopSignal();  // 0: none yet
