@@ -13,6 +13,7 @@ HALOEX_TEST_HOOKS_ON).
 """
 import os
 import re
+import shutil
 import signal
 import stat
 import struct
@@ -489,8 +490,32 @@ class StartUp(FaultCase):
                             r"--gro fast\.gro: atom 100 \(global id\) would move 0\.12 nm in the first step")
 
 
+class RestartFromAnOlderCheckpoint(FaultCase):
+    """Low (issue 38): a restart from an older checkpoint cut the later frames
+    and rows without a trace. Now what it cuts is kept in #NAME.cut.N#."""
+
+    def test_frames_and_rows_a_restart_cuts_are_kept(self):
+        outputs = ["--traj", "t.gro", "--traj-every", "5", "--energy", "e.xvg"]
+        status, _, err = self.run_md(RUN + ["--steps", "20", "--cpt", "c.cpt"] + outputs)
+        self.assertEqual(status, 0, err)
+        shutil.copy(self.path("c.cpt"), self.path("at20.cpt"))
+        status, _, err = self.run_md(RUN + ["--steps", "20", "--restart", "c.cpt", "--cpt", "c.cpt"] + outputs)
+        self.assertEqual(status, 0, err)
+        with open(self.path("t.gro")) as f:
+            whole = f.read()
+        status, out, err = self.run_md([a for a in RUN if a != "--quiet"] +
+                                       ["--steps", "10", "--restart", "at20.cpt", "--cpt", "c.cpt"] + outputs)
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"--traj t\.gro: cut back from \d+ to \d+ bytes, .* the \d+ bytes cut are kept in "
+                              r"#t\.gro\.cut\.1#")
+        self.assertEqual(frame_steps(self.path("#t.gro.cut.1#")), [25, 30, 35, 40])
+        self.assertEqual(self.read("#t.gro.cut.1#"), whole[whole.index("haloex-md t= 0.05000 step= 25"):])
+        self.assertTrue(os.path.exists(self.path("#e.xvg.cut.1#")))
+        self.assertEqual(frame_steps(self.path("t.gro")), list(range(0, 31, 5)))
+
+
 CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns, SchedulerSignals, OptionsThatDidNothing,
-         InputsAndSettings, StartUp]
+         InputsAndSettings, StartUp, RestartFromAnOlderCheckpoint]
 
 
 def list_tests():

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <vector>
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
@@ -45,6 +46,50 @@ std::optional<std::string> backUpExistingFile(const std::string& path, const std
                fmt::format("{} {}: it exists, and so do its 99 backups #{}.1# ... #{}.99#; remove old backups or "
                            "give {} another name",
                            role, path, p.filename().string(), p.filename().string(), role));
+}
+
+std::string backUpTail(const RecordFile& file, std::uint64_t from, const std::string& path, const std::string& role) {
+    const std::filesystem::path p(path);
+    for (int n = 1; n <= 99; ++n) {
+        std::string backup = (p.parent_path() / fmt::format("#{}.cut.{}#", p.filename().string(), n)).string();
+        const int fd = ::open(backup.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno == EEXIST) continue;
+        if (fd < 0) {
+            throwError(ErrorKind::Io, fmt::format("{} {}: cannot create {} to keep what the restart cuts: {}", role,
+                                                  path, backup, std::strerror(errno)));
+        }
+        try {
+            std::vector<std::byte> chunk(std::size_t{1} << 20);
+            for (std::uint64_t at = from;;) {
+                const std::size_t got = file.readAt(at, chunk);
+                if (got == 0) break;
+                for (std::size_t done = 0; done < got;) {
+                    const ssize_t w = ::write(fd, chunk.data() + done, got - done);
+                    if (w < 0 && errno == EINTR) continue;
+                    if (w <= 0) {
+                        throwError(ErrorKind::Io, fmt::format("{} {}: cannot write {}: {}", role, path, backup,
+                                                              std::strerror(w < 0 ? errno : ENOSPC)));
+                    }
+                    done += static_cast<std::size_t>(w);
+                }
+                at += got;
+            }
+            if (::fsync(fd) != 0) {
+                throwError(ErrorKind::Io,
+                           fmt::format("{} {}: cannot sync {}: {}", role, path, backup, std::strerror(errno)));
+            }
+        } catch (...) {
+            ::close(fd);
+            ::unlink(backup.c_str());
+            throw;
+        }
+        ::close(fd);
+        return backup;
+    }
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("{} {}: #{}.cut.1# ... #{}.cut.99# exist, so what the restart would cut cannot be "
+                           "kept; remove old ones",
+                           role, path, p.filename().string(), p.filename().string()));
 }
 
 }  // namespace haloex::md

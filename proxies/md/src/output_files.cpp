@@ -77,10 +77,15 @@ void OutputFiles::open(const std::string& role, const std::string& path, const L
     if (contentsMatch || (samePlace && recorded->bytes == 0)) {
         if (!out.file) out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Append);
         if (size > recorded->bytes) {
+            // Kept before it is cut: from an older checkpoint that may be
+            // much (a restart used to cut it without a trace).
+            const std::string kept = backUpTail(*out.file, recorded->bytes, path, role);
             out.file->truncate(recorded->bytes);
             notes_.push_back(fmt::format("{} {}: cut back from {} to {} bytes, where checkpoint {} recorded it (step "
-                                         "{}); what was written after the checkpoint is written again",
-                                         role, path, size, recorded->bytes, cpt, start_.step));
+                                         "{}); what was written after the checkpoint is written again, and the {} "
+                                         "bytes cut are kept in {}",
+                                         role, path, size, recorded->bytes, cpt, start_.step, size - recorded->bytes,
+                                         kept));
         }
         out.records = recorded->records;
         out.lastStep = recorded->lastStep;

@@ -11,8 +11,8 @@
 //  * the file the checkpoint recorded (found by its contents: at least as
 //    long, and the last bytes before the recorded end unchanged): cut back to
 //    the recorded end -- records written after the checkpoint, before the run
-//    was stopped or killed, are written again by the restart -- and appended
-//    to;
+//    was stopped or killed, are written again by the restart; the bytes cut
+//    are kept first in #NAME.cut.N# (backUpTail) -- and appended to;
 //  * a new or empty file: started;
 //  * (a fresh run) an existing file: backed up as #NAME.N# (openNew), then started;
 //  * anything else (the recorded file shorter or edited, another run's file,
