@@ -416,6 +416,11 @@ void RecordFile::truncate(std::uint64_t length) {
     }
 }
 
+bool RecordFile::isFile(dev_t device, ino_t inode) const {
+    struct stat st {};
+    return ::fstat(fd_, &st) == 0 && st.st_dev == device && st.st_ino == inode;
+}
+
 std::size_t RecordFile::readAt(std::uint64_t offset, std::span<std::byte> bytes) const {
     std::size_t got = 0;
     while (got < bytes.size()) {

@@ -489,6 +489,13 @@ class StartUp(FaultCase):
         self.expect_refused(RUN + ["--gro", "fast.gro", "--steps", "10"],
                             r"--gro fast\.gro: atom 100 \(global id\) would move 0\.12 nm in the first step")
 
+    def test_full_disk_at_the_first_write_leaves_no_empty_outputs(self):
+        # A full disk, simulated by a file-size limit of 0 (SIGXFSZ ignored, so
+        # the write fails with EFBIG as with ENOSPC).
+        self.expect_refused(RUN + ["--steps", "10", "--traj", "t.gro", "--energy", "e.xvg"],
+                            r"--energy e\.xvg: cannot append: File too large", shell_prefix="trap '' XFSZ; ulimit -f 0")
+        self.assertEqual(sorted(os.listdir(self.dir)), [])
+
 
 class RestartFromAnOlderCheckpoint(FaultCase):
     """Low (issue 38): a restart from an older checkpoint cut the later frames

@@ -117,6 +117,8 @@ public:
     std::uint64_t size() const;
     void truncate(std::uint64_t length);
     std::size_t readAt(std::uint64_t offset, std::span<std::byte> bytes) const;
+    // Whether the open file is the one with this device and inode number.
+    bool isFile(dev_t device, ino_t inode) const;
 
 private:
     std::string path_, what_;

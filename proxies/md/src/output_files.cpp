@@ -136,7 +136,24 @@ void OutputFiles::openNew(const std::string& role, const std::string& path, std:
     out.absolutePath = absolutePath(path);
     out.every = every;
     out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Truncate);
+    out.created = true;
     outputs_.push_back(std::move(out));
+}
+
+void OutputFiles::removeEmptyCreatedFiles() noexcept {
+    for (Output& o : outputs_) {
+        if (!o.created || !o.file) continue;
+        try {
+            // Only while the name still names this (empty) file.
+            struct stat named {};
+            const bool ours = ::lstat(o.absolutePath.c_str(), &named) == 0 && o.file->size() == 0 &&
+                              o.file->isFile(named.st_dev, named.st_ino);
+            o.file.reset();
+            if (ours) ::unlink(o.absolutePath.c_str());
+        } catch (...) {
+            // Best effort, during the unwinding of the failure itself.
+        }
+    }
 }
 
 void OutputFiles::backUp(const std::string& role, const std::string& path) {

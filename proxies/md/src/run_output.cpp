@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <array>
+#include <exception>
 #include <charconv>
 #include <fstream>
 #include <optional>
@@ -146,7 +147,11 @@ RunOutput::RunOutput(MdOptions resolved, std::int64_t firstStep)
     }
 }
 
-RunOutput::~RunOutput() = default;
+RunOutput::~RunOutput() {
+    // Destroyed by a failure (a full disk at the first write): no empty file
+    // this run created is left behind.
+    if (files_ && std::uncaught_exceptions() > 0) files_->removeEmptyCreatedFiles();
+}
 
 void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint, std::int64_t atoms) {
     runOnRoot(world, [&] {

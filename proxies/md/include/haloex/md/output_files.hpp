@@ -94,6 +94,10 @@ public:
     // Every open output's position now (reads each file's last MiB for its checksum).
     std::vector<OutputPosition> positions() const;
     std::int64_t records(const std::string& role) const;
+    // After a failure (a full disk): removes the files this run created
+    // (openNew) that are still empty, and closes every output. An empty .xvg
+    // or .log said nothing but that the run had failed.
+    void removeEmptyCreatedFiles() noexcept;
     // What open() did that the user should know (a file cut back), one line each.
     const std::vector<std::string>& notes() const { return notes_; }
 
@@ -106,6 +110,7 @@ private:
         std::int64_t records = 0;
         std::int64_t lastStep = -1;
         std::int64_t every = 0;
+        bool created = false;  // made new by this run (openNew)
     };
     const OutputPosition* recorded(const std::string& role) const;  // nullptr: none
     Output& find(const std::string& role);
