@@ -521,8 +521,34 @@ class RestartFromAnOlderCheckpoint(FaultCase):
         self.assertEqual(frame_steps(self.path("t.gro")), list(range(0, 31, 5)))
 
 
+class StopBetweenEnergySteps(FaultCase):
+    """Low (issue 38): after a stop at a search step between two energy steps
+    the restart counted its energy steps from its own first step, so its rows
+    (and, with v-rescale, its thermostat's coupling and so its trajectory)
+    differed from the uninterrupted run's."""
+
+    def test_restart_after_a_stop_between_energy_steps_continues_the_energies_exactly(self):
+        self.require_hooks()
+        common = ["--device", "cpu", "--ranks", "2", "--thermo-every", "25", "--thermostat", "v-rescale",
+                  "--energy", "e.xvg", "--traj", "t.gro", "--traj-every", "10", "--quiet"]
+        os.mkdir(self.path("whole"))
+        status, _, err = self.run_md(["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10",
+                                      "--thermo-every", "25", "--thermostat", "v-rescale", "--energy", "whole/e.xvg",
+                                      "--traj", "whole/t.gro", "--traj-every", "10", "--quiet", "--steps", "100"])
+        self.assertEqual(status, 0, err)
+        # SIGTERM at step 25 stops at the search step 30, between the energy steps 25 and 50.
+        status, _, err = self.run_md(common + ["--atoms", "1000", "--nstlist", "10", "--steps", "100", "--cpt",
+                                               "c.cpt"], env_extra={"HALOEX_TEST_STOP_SIGNAL": "TERM@25"})
+        self.assertEqual(status, SIGTERM_STATUS, err)
+        self.assertEqual(checkpoint_step(self.path("c.cpt")), 30)
+        status, _, err = self.run_md(common + ["--steps", "70", "--restart", "c.cpt", "--cpt", "c.cpt"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(self.read("e.xvg"), self.read("whole/e.xvg"))
+        self.assertEqual(digest(self.path("t.gro")), digest(self.path("whole", "t.gro")))
+
+
 CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns, SchedulerSignals, OptionsThatDidNothing,
-         InputsAndSettings, StartUp, RestartFromAnOlderCheckpoint]
+         InputsAndSettings, StartUp, RestartFromAnOlderCheckpoint, StopBetweenEnergySteps]
 
 
 def list_tests():

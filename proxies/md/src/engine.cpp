@@ -707,9 +707,14 @@ struct Engine::Impl {
 
     int transportAlignment() const { return e.transport_.memorySpace() == transport::MemorySpace::Device ? 4 : 1; }
 
+    // Energy steps are absolute multiples of --thermo-every, as trajectory
+    // frames and checkpoints are: counted from a restart's first step they
+    // fell elsewhere than in the uninterrupted run whenever the restart's step
+    // was no multiple (a stop at a search step between energy steps), and so
+    // did the thermostat's coupling and the rows of the log and .xvg.
     bool isEnergyStep(std::int64_t s) const {
         const std::int64_t last = runEnd() - 1;
-        return s == last || (s - summary.firstStep) % e.options_.thermoEvery == 0;
+        return s == last || s % e.options_.thermoEvery == 0;
     }
 
     // The atom that moves farthest per step (+inf: a non-finite position or
