@@ -305,7 +305,7 @@ int main(int argc, char** argv) {
     if (!validWaitSeconds(o.waitTimeout, true)) {
         fmt::print(stderr, "haloex-jacobi: --wait-timeout {}: use 0 (default 120) or a number of seconds up to {:g}\n",
                    o.waitTimeout, kMaxWaitSeconds);
-        return 2;
+        return kExitBadInput;
     }
 
     runtime::MpiSession session(argc, argv);

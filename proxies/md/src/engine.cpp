@@ -958,7 +958,7 @@ struct Engine::Impl {
             // The atoms at the end are checked as at every output step, even
             // where no output is due (a blow-up in the last steps of a run
             // used to end with exit status 0).
-            e.backend_.getHome(e.transport_, home);
+            e.backend_.getHome(e.halo_, home);
             requireSaneAtoms();
         }
         finishSummary();
