@@ -173,9 +173,8 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
         const HaloSelection selection{positions_.data(),
                                       images_.data(),
                                       masks_.data(),
-                                      d,
-                                      L[d],
-                                      decomposition.cellLo(rank, d) + decomposition.rlist()};
+                                      {L[0], L[1], L[2]},
+                                      plan::sendRuleOf(decomposition, rank, d)};
         selectHaloCandidates(selection, first, last - first, numHome, slots, map, counters_.data(), cubTemp_, stream);
         HALOEX_CUDA_CHECK(
             cudaMemcpyAsync(countersHost_.data(), counters_.data(), counters_.bytes(), cudaMemcpyDeviceToHost, stream));

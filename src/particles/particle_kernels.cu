@@ -139,14 +139,15 @@ struct HasDirection {
     __device__ bool operator()(int i) const { return direction[i] == wanted; }
 };
 
-// ParticlePlanBuilder::selectSend's test on the same float position with the
-// same double-precision shifts.
+// ParticlePlanBuilder::selectSend's test (plan::sendsAtom) on the same float
+// position with the same double-precision shifts: the host's position.
 struct WithinHalo {
     HaloSelection s;
     __device__ bool operator()(int i) const {
-        if (s.mask[i] & plan::kPaddingMask) return false;
-        const double c = static_cast<double>(s.x[i][s.dim]) + (((s.image[i] >> s.dim) & 1u) ? s.length : 0.0);
-        return c < s.limit;
+        const Vec3f x = s.x[i];
+        Vec3d c;
+        for (int d = 0; d < 3; ++d) c[d] = static_cast<double>(x[d]) + (((s.image[i] >> d) & 1u) ? s.length[d] : 0.0);
+        return plan::sendsAtom(s.rule, c, s.mask[i]);
     }
 };
 

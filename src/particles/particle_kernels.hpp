@@ -11,6 +11,7 @@
 #include "haloex/core/vec3.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/particles/wrap_summary.hpp"
+#include "haloex/plan/send_rule.hpp"
 
 namespace haloex::particles::detail {
 
@@ -95,9 +96,8 @@ struct HaloSelection {
     const Vec3f* x;
     const std::uint8_t* image;  // bit d: shifted by +L_d on the way here
     const std::uint8_t* mask;   // zone masks (padding skipped)
-    int dim;
-    double length;  // box length along dim
-    double limit;   // cellLo(rank, dim) + rlist
+    double length[3];           // box lengths (the shifts the images stand for)
+    plan::PulseSendRule rule;   // the host planner's test (plan/send_rule.hpp)
 };
 struct SourceSlots {
     int count;  // earlier pulses

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "haloex/core/error.hpp"
+#include "haloex/plan/send_rule.hpp"
 
 namespace haloex::plan {
 namespace {
@@ -76,8 +77,7 @@ OutgoingAtoms ParticlePlanBuilder::selectSend(int p) {
     HALOEX_ASSERT(p == nextSend_ && p == nextReceive_, "pulses must be selected and received in order");
     Pulse& pulse = plan_.pulses[p];
     const int d = pulse.dim;
-    // The receiver's upper face is this rank's lower face.
-    const double limit = decomposition_.cellLo(plan_.rank, d) + decomposition_.rlist();
+    const PulseSendRule rule = sendRuleOf(decomposition_, plan_.rank, d);
     int first = 0, last = static_cast<int>(positions_.size());
     if (pulse.stage > 0) {
         // Forwarding: only what arrived in the previous pulse of this dimension.
@@ -87,8 +87,7 @@ OutgoingAtoms ParticlePlanBuilder::selectSend(int p) {
     }
     pulse.sendIndices.clear();
     for (int i = first; i < last; ++i) {
-        if (plan_.zoneMask[i] & kPaddingMask) continue;
-        if (positions_[i][d] < limit) pulse.sendIndices.push_back(i);
+        if (sendsAtom(rule, positions_[i], plan_.zoneMask[i])) pulse.sendIndices.push_back(i);
     }
     OutgoingAtoms out;
     out.positions.reserve(pulse.sendIndices.size());

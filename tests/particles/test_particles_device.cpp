@@ -3,9 +3,10 @@
 // through host staging; the other transports run them in haloex-md's
 // multi-rank checks):
 //   - DevicePlanBuilder reproduces plan::ParticlePlanBuilder on every
-//     decomposition of the plan property suite: the same send set per pulse
-//     in the same order, counts, offsets, dependency split, zone masks, the
-//     halo positions as exact periodic images, carried fields forwarded;
+//     decomposition of the plan property suite, with corner and edge pruning
+//     (the default) and without (the unpruned_ cases): the same send set per
+//     pulse in the same order, counts, offsets, dependency split, zone masks,
+//     the halo positions as exact periodic images, carried fields forwarded;
 //   - Migrator sends every particle, with all its fields, to the rank the
 //     host's rule assigns (wrap, then plan::Decomposition::ownerRank), keeps
 //     the stayers' order, and refuses non-finite positions and moves of more

@@ -1,8 +1,10 @@
 // Property tests of the staged-forwarding particle plan (docs/planner.md) over many
 // decompositions: both builders agree, every halo atom is exactly the right
-// periodic image of its owner, the halo is exactly the region above the upper
-// faces, the zone-mask and coordinate ownership rules agree, each pair within
-// rc is computed by exactly one rank, and the dependency split is right.
+// periodic image of its owner, the halo is exactly the region the receiver
+// needs (within rlist of its home cell, above it; the whole slab without
+// corner pruning), the zone-mask and coordinate ownership rules agree, each
+// pair within rc and each atom-image pair within rlist is computed by exactly
+// one rank, and the dependency split is right.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -164,9 +166,30 @@ TEST_P(ParticlePlanProperty, HaloAtomsAreExactPeriodicImagesOfTheirOwners) {
     }
 }
 
-// The halo is exactly the set of atom images with lo_d <= x_d < hi_d + rlist
-// in every decomposed dim, minus the home cell: nothing missing, nothing twice.
-TEST_P(ParticlePlanProperty, HaloIsExactlyTheRegionAboveTheUpperFacesWithoutDuplicates) {
+// Whether an atom image at x (rank r's frame, decomposed dims only shifted)
+// belongs to r's halo: lo_d <= x_d < hi_d + rlist in every decomposed dim,
+// not in the home cell, and with corner pruning, where x lies above the home
+// cell in two or more dims, within rlist of it (docs/planner.md).
+bool inHaloRegion(const Vec3d& x, int r, const plan::Decomposition& dd) {
+    bool home = true;
+    int above = 0;
+    double distance2 = 0.0;
+    for (int d = 0; d < 3; ++d) {
+        if (!dd.grid().decomposed(d)) continue;
+        if (x[d] < dd.cellLo(r, d) || x[d] >= dd.cellHi(r, d) + dd.rlist()) return false;
+        if (x[d] >= dd.cellHi(r, d)) {
+            home = false;
+            ++above;
+            distance2 += (x[d] - dd.cellHi(r, d)) * (x[d] - dd.cellHi(r, d));
+        }
+    }
+    if (home) return false;
+    return !dd.prunesCorners() || above < 2 || distance2 < dd.rlist() * dd.rlist();
+}
+
+// The halo is exactly the set of atom images in inHaloRegion: nothing
+// missing, nothing twice.
+TEST_P(ParticlePlanProperty, HaloIsExactlyTheRegionTheReceiverNeedsWithoutDuplicates) {
     const auto& dd = s().dd;
     const Vec3d L = dd.box().length;
     using Image = std::tuple<int, int, int, int>;  // id, shift x, y, z
@@ -187,18 +210,15 @@ TEST_P(ParticlePlanProperty, HaloIsExactlyTheRegionAboveTheUpperFacesWithoutDupl
         for (int id = 0; id < static_cast<int>(s().positions.size()); ++id) {
             const Vec3d& y = s().positions[id];
             for (int shifts = 0; shifts < 8; ++shifts) {
-                Int3 k{shifts & 1, (shifts >> 1) & 1, (shifts >> 2) & 1};
-                bool inRegion = true, home = true;
-                for (int d = 0; d < 3 && inRegion; ++d) {
-                    if (!dd.grid().decomposed(d)) {
-                        inRegion = k[d] == 0;
-                        continue;
-                    }
-                    const double xd = k[d] ? y[d] + L[d] : y[d];
-                    inRegion = xd >= dd.cellLo(r, d) && xd < dd.cellHi(r, d) + dd.rlist();
-                    home = home && xd < dd.cellHi(r, d);
+                const Int3 k{shifts & 1, (shifts >> 1) & 1, (shifts >> 2) & 1};
+                Vec3d x = y;
+                bool shiftedAlongUndecomposed = false;
+                for (int d = 0; d < 3; ++d) {
+                    if (k[d] == 0) continue;
+                    shiftedAlongUndecomposed = shiftedAlongUndecomposed || !dd.grid().decomposed(d);
+                    x[d] += L[d];
                 }
-                if (inRegion && !home) expected.emplace_back(id, k[0], k[1], k[2]);
+                if (!shiftedAlongUndecomposed && inHaloRegion(x, r, dd)) expected.emplace_back(id, k[0], k[1], k[2]);
             }
         }
         std::sort(expected.begin(), expected.end());

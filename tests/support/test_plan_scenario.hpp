@@ -36,6 +36,7 @@ struct PlanCase {
     std::uint64_t seed = 1;
     int emptyRank = -1;          // >= 0: no atom is placed in this rank's cell
     bool boundaryAtoms = false;  // also place atoms exactly on cell faces
+    bool pruneCorners = true;    // DecompositionSpec::pruneCorners
 };
 
 inline std::string caseName(const ::testing::TestParamInfo<PlanCase>& info) { return info.param.name; }
@@ -163,6 +164,13 @@ inline std::vector<PlanCase> planCases() {
         k.seed = 11;
         c.push_back(k);
     }
+    // Without corner and edge pruning: the whole slab along every pulse.
+    for (const char* name : {"g2x2x2", "g3x3x3_2pulsesXYZ", "align4_order_xyz_g3x3x1_2pulses", "faces_g3x2x2"}) {
+        PlanCase k = *std::find_if(c.begin(), c.end(), [&](const PlanCase& x) { return x.name == name; });
+        k.name = std::string("unpruned_") + name;
+        k.pruneCorners = false;
+        c.push_back(k);
+    }
     return c;
 }
 
@@ -173,6 +181,7 @@ inline plan::DecompositionSpec specOf(const PlanCase& c) {
     spec.rc = c.rc;
     spec.rlist = c.rlist;
     spec.dimOrder = c.dimOrder;
+    spec.pruneCorners = c.pruneCorners;
     return spec;
 }
 

@@ -8,7 +8,8 @@
 // Pulse by pulse (in the decomposition's order): a kernel selects the
 // candidates within rlist of this rank's lower face (home atoms and, for
 // stage 0, what earlier pulses delivered; for later stages only what the
-// previous pulse of the dimension delivered), CUB compacts them into the
+// previous pulse of the dimension delivered), with the planner's corner and
+// edge pruning (plan::sendsAtom, the same inline test), CUB compacts them into the
 // index map, the count goes to the receiver over the World, and the selected
 // atoms (position, periodic image, zone mask and the caller's carried fields)
 // travel through the transport's exchangeBlocksInPlace into the receiver's

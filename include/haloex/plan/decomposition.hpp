@@ -18,6 +18,11 @@ struct DecompositionSpec {
     double rlist = 0.9;  // buffered pair-list cutoff = halo distance (nm), >= rc
     // Dimensions in pulse order; the paper's order is z, y, x.
     std::array<int, 3> dimOrder{2, 1, 0};
+    // Corner and edge pruning (plan/send_rule.hpp): an atom that arrived
+    // through another dimension's pulse is passed on only when it lies within
+    // rlist of the receiver's home cell, as GROMACS's zone bounds do. false:
+    // every atom within rlist along the pulse's dimension (the whole slab).
+    bool pruneCorners = true;
 };
 
 struct PulseSlot {
@@ -34,6 +39,7 @@ public:
     const RankGrid& grid() const { return spec_.grid; }
     double rlist() const { return spec_.rlist; }
     double rc() const { return spec_.rc; }
+    bool prunesCorners() const { return spec_.pruneCorners; }
 
     double cellWidth(int d) const { return spec_.box.length[d] / spec_.grid.dim(d); }
     double cellLo(int rank, int d) const;
