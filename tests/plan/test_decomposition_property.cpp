@@ -323,6 +323,92 @@ TEST_P(ParticlePlanProperty, EveryPairWithinCutoffIsComputedByExactlyOneRank) {
     }
 }
 
+// An atom pair and the periodic image between them: x_j + k L - x_i on the
+// owners' positions, written from the lower global id to the higher.
+using ImagePair = std::tuple<int, int, int, int, int>;
+ImagePair imagePair(int i, int j, Int3 k) {
+    if (i > j) {
+        std::swap(i, j);
+        for (int& v : k) v = -v;
+    }
+    return {i, j, k[0], k[1], k[2]};
+}
+
+// The image along an undecomposed dim: the minimum image, as rankDistance2 takes it.
+int minimumImage(double dx, double length) { return -static_cast<int>(std::round(dx / length)); }
+
+// The pair list needs every atom pair image within rlist (not only within
+// rc, and every image: along a decomposed dim shorter than 2 rlist a pair has
+// two), each computed by exactly one rank; corner pruning must keep them all.
+TEST_P(ParticlePlanProperty, EveryAtomPairImageWithinRlistIsComputedByExactlyOneRank) {
+    const auto& dd = s().dd;
+    const Vec3d L = dd.box().length;
+    const double rlist = dd.rlist(), rlist2 = rlist * rlist;
+    const int n = static_cast<int>(s().positions.size());
+    std::vector<ImagePair> single;
+    for (int i = 0; i < n; ++i) {
+        for (int j = i + 1; j < n; ++j) {
+            const Vec3d& a = s().positions[i];
+            const Vec3d& b = s().positions[j];
+            std::array<std::vector<int>, 3> shifts;
+            for (int d = 0; d < 3; ++d) {
+                const double dx = b[d] - a[d];
+                if (!dd.grid().decomposed(d)) {
+                    shifts[d] = {minimumImage(dx, L[d])};
+                    continue;
+                }
+                for (int k = -1; k <= 1; ++k) {
+                    if (std::abs(dx + k * L[d]) < rlist) shifts[d].push_back(k);
+                }
+            }
+            for (int kx : shifts[0]) {
+                for (int ky : shifts[1]) {
+                    for (int kz : shifts[2]) {
+                        const Int3 k{kx, ky, kz};
+                        double r2 = 0.0;
+                        for (int d = 0; d < 3; ++d) r2 += (b[d] - a[d] + k[d] * L[d]) * (b[d] - a[d] + k[d] * L[d]);
+                        if (r2 < rlist2) single.push_back(imagePair(i, j, k));
+                    }
+                }
+            }
+        }
+    }
+    std::vector<ImagePair> byRanks;
+    for (int r = 0; r < s().numRanks(); ++r) {
+        const auto& plan = s().plan(r);
+        const auto& x = s().local(r);
+        const auto& ids = s().localIds[r];
+        for (int i = 0; i < plan.numLocal; ++i) {
+            for (int j = i + 1; j < plan.numLocal; ++j) {
+                if (!plan::zonePairComputed(plan.zoneMask[i], plan.zoneMask[j])) continue;
+                if (rankDistance2(x[i], x[j], dd) >= rlist2) continue;
+                const Int3 si = imageShift(x[i], s().positions[ids[i]], L);
+                const Int3 sj = imageShift(x[j], s().positions[ids[j]], L);
+                Int3 k{};
+                for (int d = 0; d < 3; ++d) {
+                    k[d] = dd.grid().decomposed(d) ? sj[d] - si[d] : minimumImage(x[j][d] - x[i][d], L[d]);
+                }
+                byRanks.push_back(imagePair(ids[i], ids[j], k));
+            }
+        }
+    }
+    std::sort(single.begin(), single.end());
+    std::sort(byRanks.begin(), byRanks.end());
+    const auto twice = std::adjacent_find(byRanks.begin(), byRanks.end());
+    EXPECT_TRUE(twice == byRanks.end()) << "atoms " << std::get<0>(*twice) << " and " << std::get<1>(*twice)
+                                        << " computed more than once";
+    std::vector<ImagePair> missing, extra;
+    std::set_difference(single.begin(), single.end(), byRanks.begin(), byRanks.end(), std::back_inserter(missing));
+    std::set_difference(byRanks.begin(), byRanks.end(), single.begin(), single.end(), std::back_inserter(extra));
+    EXPECT_TRUE(missing.empty()) << missing.size() << " pairs within rlist computed by no rank, e.g. atoms "
+                                 << std::get<0>(missing.front()) << " and " << std::get<1>(missing.front());
+    EXPECT_TRUE(extra.empty()) << extra.size() << " pairs computed that are not within rlist, e.g. atoms "
+                               << std::get<0>(extra.front()) << " and " << std::get<1>(extra.front());
+    if (n > 100) {
+        EXPECT_GT(single.size(), 0u);
+    }
+}
+
 int alignUp(int n, int alignment) { return (n + alignment - 1) / alignment * alignment; }
 
 // The pulses whose receive slots [recvOffset, recvOffset + recvCount) hold
