@@ -32,6 +32,7 @@ struct PlanOptions {
     double rlist = 0.985;
     int alignment = 4;  // GPU transports: receive slots start at multiples of 4 atoms
     std::uint64_t seed = 2026;
+    bool noPruneCorners = false;  // DecompositionSpec::pruneCorners off (the ablation)
     bool perRank = false;
 };
 
@@ -69,6 +70,7 @@ void printPlan(const PlanOptions& o, const plan::Decomposition& dd, const plan::
     std::cout << fmt::format(" \"box_nm\": [{:.6f}, {:.6f}, {:.6f}],\n", spec.box.length.x, spec.box.length.y,
                              spec.box.length.z);
     std::cout << fmt::format(" \"rc\": {},\n \"rlist\": {},\n \"alignment\": {},\n", spec.rc, spec.rlist, o.alignment);
+    std::cout << fmt::format(" \"prune_corners\": {},\n", spec.pruneCorners);
     std::cout << fmt::format(" \"seed\": {},\n \"cell_width_nm\": [{:.6f}, {:.6f}, {:.6f}],\n", o.seed, dd.cellWidth(0),
                              dd.cellWidth(1), dd.cellWidth(2));
     std::cout << fmt::format(" \"pulses_per_dim\": [{}, {}, {}],\n \"pulses\": {},\n", dd.pulsesInDim(0),
@@ -128,6 +130,7 @@ int run(const PlanOptions& o) {
     spec.box = system.box;
     spec.rc = o.rc;
     spec.rlist = o.rlist;
+    spec.pruneCorners = !o.noPruneCorners;
     if (o.grid == "auto") {
         if (o.ranks < 1) throwError(ErrorKind::InvalidInput, "give --ranks N (N >= 1) or --grid NXxNYxNZ");
         spec.grid = plan::chooseRankGrid(o.ranks, spec.box, o.rc, o.rlist);
@@ -173,6 +176,10 @@ int main(int argc, char** argv) {
         ->check(CLI::Range(1, 1024))
         ->capture_default_str();
     app.add_option("--seed", o.seed, "Seed of the lattice start (haloex-md's default)")->capture_default_str();
+    app.add_flag("--no-prune-corners", o.noPruneCorners,
+                 "Plan without corner and edge pruning: every pulse sends the whole slab within rlist of the "
+                 "receiver's face (default: an atom that arrived through another dimension's pulse only within "
+                 "rlist of the receiver's home cell)");
     app.add_flag("--per-rank", o.perRank, "Also list every rank's pulses");
     app.set_version_flag(
         "--version", [] { return haloex::buildDescription("haloex-plan"); },
