@@ -69,7 +69,7 @@ endif()
 
 # --- NCCL device API (the nccl-device provider of the device halo view) -------
 # Experimental in NCCL 2.28 and changed in 2.29 (ncclDevCommRequirements), so
-# pinned to 2.28.x; the code that uses it is src/transport/nccl/nccl_device_peer_memory.cu
+# pinned to 2.28.x; the code that uses it is src/transport/nccl_device/nccl_device_peer_memory.cu
 # alone, which checks the same range at compile time and the loaded library's
 # version at run time.
 set(HALOEX_HAVE_NCCL_DEVICE OFF)
@@ -80,7 +80,7 @@ elseif(NCCL_VERSION VERSION_LESS 2.28)
 elseif(NOT NCCL_VERSION VERSION_LESS 2.29)
   set(HALOEX_NCCL_DEVICE_REASON
       "NCCL ${NCCL_VERSION}: haloex pins the experimental device API of NCCL 2.28 (2.29 changed its requirements "
-      "struct): build against 2.28.x, or port src/transport/nccl/nccl_device_peer_memory.cu")
+      "struct): build against 2.28.x, or port src/transport/nccl_device/nccl_device_peer_memory.cu")
 elseif(NOT EXISTS "${NCCL_INCLUDE_DIR}/nccl_device.h")
   set(HALOEX_NCCL_DEVICE_REASON "NCCL ${NCCL_VERSION} without its device headers (no nccl_device.h in ${NCCL_INCLUDE_DIR})")
 else()

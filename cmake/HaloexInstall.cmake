@@ -11,11 +11,11 @@
 #   component   target(s)                        needs
 #   plan        haloex::haloex                   fmt, Threads
 #   mpi         haloex::mpi                      plan, MPI (C++)
-#   cuda        haloex::cuda                     plan, CUDAToolkit
+#   cuda        haloex::cuda, ipc, peer          plan, CUDAToolkit
 #   particles   haloex::particles                plan, CUDAToolkit (device migration, device plan builder)
-#   nccl        haloex::nccl                     cuda, NCCL
+#   nccl        haloex::nccl, nccl_device        cuda, NCCL
 #   nvshmem     haloex::nvshmem                  plan, CUDAToolkit, NVSHMEM
-#   transports  haloex::transports               plan and the transport libraries built (cuda, nccl, nvshmem)
+#   transports  haloex::transports               plan and the backend libraries built (cuda, nccl, nvshmem)
 # Without COMPONENTS every component this build has is loaded.
 include(CMakePackageConfigHelpers)
 
@@ -23,8 +23,9 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/config.hpp.in ${PROJECT_BINARY_DIR}/i
 
 set(HALOEX_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/haloex)
 set(_haloex_component_targets
-    plan:haloex plan:haloex_warnings mpi:haloex_mpi cuda:haloex_cuda particles:haloex_particles
-    nccl:haloex_nccl nvshmem:haloex_nvshmem transports:haloex_transports)
+    plan:haloex plan:haloex_warnings mpi:haloex_mpi cuda:haloex_cuda cuda:haloex_ipc cuda:haloex_peer
+    particles:haloex_particles nccl:haloex_nccl nccl:haloex_nccl_device nvshmem:haloex_nvshmem
+    transports:haloex_transports)
 set(HALOEX_COMPONENTS)
 foreach(pair IN LISTS _haloex_component_targets)
   string(REPLACE ":" ";" pair "${pair}")

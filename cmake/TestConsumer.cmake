@@ -11,10 +11,10 @@
 #    fails), builds and runs.
 # 4. examples/particle_halo (COMPONENTS transports: the halo API) configures,
 #    builds and runs (reference backend, thread ranks).
-# 5. examples/consumer_nvshmem (COMPONENTS nvshmem, links haloex::nvshmem)
-#    configures, builds and runs; ldd resolves libhaloex_nvshmem and (when
-#    the install copied NVSHMEM) libnvshmem_host inside the moved prefix, with
-#    NVSHMEM's bootstrap plugin beside the latter.
+# 5. examples/consumer_nvshmem (COMPONENTS transports nvshmem: the nvshmem
+#    backend through the registry) configures, builds and runs; ldd resolves
+#    libhaloex_nvshmem and (when the install copied NVSHMEM) libnvshmem_host
+#    inside the moved prefix, with NVSHMEM's bootstrap plugin beside the latter.
 # 6. examples/fused_stencil (COMPONENTS transports mpi: the device halo view in
 #    a user's own .cu file, no -rdc) configures, builds and runs on thread
 #    ranks; without a GPU its run is skipped (exit 77), the build still counts.

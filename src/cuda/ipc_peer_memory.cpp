@@ -39,7 +39,7 @@ struct Exported {
     std::int32_t exported = 0;  // the handle was made (else cudaIpcGetMemHandle failed)
 };
 
-class IpcPeerMemory final : public PeerMemory {
+class IpcPeerMemory final : public transport::PeerMemory {
 public:
     IpcPeerMemory(runtime::World& world, std::size_t bytes, const std::string& what) : world_(world), what_(what) {
         if (world.localSize() != world.size()) {
@@ -137,7 +137,8 @@ private:
 
 }  // namespace
 
-std::unique_ptr<PeerMemory> makeIpcPeerMemory(runtime::World& world, std::size_t bytes, const std::string& what) {
+std::unique_ptr<transport::PeerMemory> makeIpcPeerMemory(runtime::World& world, std::size_t bytes,
+                                                         const std::string& what) {
     return std::make_unique<IpcPeerMemory>(world, bytes, what);
 }
 

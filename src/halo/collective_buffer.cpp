@@ -8,23 +8,9 @@
 #include <fmt/format.h>
 #include <vector>
 
-#include "haloex/config.hpp"
+#include "device_memory.hpp"
 #include "haloex/core/error.hpp"
-#include "haloex/halo/peer_memory.hpp"
-
-#if HALOEX_HAVE_CUDA && defined(HALOEX_LINKED_CUDA)
-#include "haloex/cuda/device_buffer.hpp"
-#define HALOEX_COLLECTIVE_WITH_CUDA 1
-#else
-#define HALOEX_COLLECTIVE_WITH_CUDA 0
-#endif
-#if HALOEX_HAVE_NVSHMEM && defined(HALOEX_LINKED_NVSHMEM)
-#include "haloex/cuda/check.hpp"
-#include "haloex/nvshmem/symmetric_memory.hpp"
-#define HALOEX_COLLECTIVE_WITH_NVSHMEM 1
-#else
-#define HALOEX_COLLECTIVE_WITH_NVSHMEM 0
-#endif
+#include "haloex/transport/peer_memory.hpp"
 
 namespace haloex {
 namespace {
@@ -43,19 +29,19 @@ std::size_t wholeIpcUnits(std::size_t bytes) {
     return (bytes + kUnit - 1) / kUnit * kUnit;
 }
 
-bool isWindow(CollectiveMemory memory) {
-    return memory == CollectiveMemory::NcclWindow || memory == CollectiveMemory::IpcWindow;
+// Memory the peers address: allocated as PeerMemory of the backend that provides it.
+bool isPeerMemory(CollectiveMemory memory) {
+    return memory == CollectiveMemory::NcclWindow || memory == CollectiveMemory::IpcWindow ||
+           memory == CollectiveMemory::NvshmemSymmetric;
 }
 
-#if HALOEX_COLLECTIVE_WITH_CUDA || HALOEX_COLLECTIVE_WITH_NVSHMEM
-// Copies the kept contents into the grown array, finished when it returns:
-// work queued on any stream may still use the old array, which is freed next.
-void copyDeviceNow(void* dst, const void* src, std::size_t bytes) {
-    HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, cudaStreamLegacy));
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
+Backend peerMemoryProvider(CollectiveMemory memory) {
+    switch (memory) {
+        case CollectiveMemory::NcclWindow: return Backend::NcclDevice;
+        case CollectiveMemory::NvshmemSymmetric: return Backend::Nvshmem;
+        default: return Backend::Ipc;
+    }
 }
-#endif
 
 }  // namespace
 
@@ -89,21 +75,21 @@ CollectiveMemory collectiveMemoryFor(const transport::BlockTransport& transport)
 // What one allocation holds; exactly one member is in use.
 struct CollectiveBytes::Storage {
     std::vector<std::byte> host;
-#if HALOEX_COLLECTIVE_WITH_CUDA
-    cuda::DeviceBuffer<std::byte> device;
-#endif
-#if HALOEX_COLLECTIVE_WITH_NVSHMEM
-    std::unique_ptr<nvshmem::SymmetricAllocation> symmetric;
-#endif
-    std::unique_ptr<PeerMemory> window;
+    std::unique_ptr<halo_detail::DeviceBytes> device;
+    std::unique_ptr<transport::PeerMemory> peers;  // NVSHMEM symmetric memory and windows
 };
 
 CollectiveBytes::CollectiveBytes(runtime::World& world, CollectiveMemory memory, std::string what)
     : world_(&world), memory_(memory), what_(std::move(what)), storage_(std::make_unique<Storage>()) {
     const char* missing = nullptr;
-    if ((memory == CollectiveMemory::Device || isWindow(memory)) && !HALOEX_COLLECTIVE_WITH_CUDA) missing = "CUDA";
-    if (memory == CollectiveMemory::NvshmemSymmetric && !HALOEX_COLLECTIVE_WITH_NVSHMEM) missing = "NVSHMEM";
-    if (memory == CollectiveMemory::NcclWindow && !hasPeerMemory(Backend::NcclDevice)) missing = "NCCL device API";
+    const bool device = memory != CollectiveMemory::Host;
+    if (device && !halo_detail::deviceHalfMissing().empty()) missing = "CUDA";
+    if (memory == CollectiveMemory::NvshmemSymmetric && !transport::hasPeerMemory(Backend::Nvshmem)) {
+        missing = "NVSHMEM";
+    }
+    if (memory == CollectiveMemory::NcclWindow && !transport::hasPeerMemory(Backend::NcclDevice)) {
+        missing = "NCCL device API";
+    }
     if (missing) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("{}: {} memory was asked for, but this build has no {} (see unavailableReason())", what_,
@@ -132,35 +118,20 @@ bool CollectiveBytes::reserve(std::size_t bytes) {
             data_ = storage_->host.data();
             break;
         }
-        // NOLINTNEXTLINE(bugprone-branch-clone): the branches differ where the #if parts are compiled
         case CollectiveMemory::Device: {
-#if HALOEX_COLLECTIVE_WITH_CUDA
-            cuda::DeviceBuffer<std::byte> grown(wholeIpcUnits(capacity));
-            if (keep > 0) copyDeviceNow(grown.data(), storage_->device.data(), keep);
+            auto grown = std::make_unique<halo_detail::DeviceBytes>(wholeIpcUnits(capacity), false);
+            if (keep > 0) halo_detail::copyDeviceNow(grown->data(), storage_->device->data(), keep);
             storage_->device = std::move(grown);
-            data_ = storage_->device.data();
-#endif
+            data_ = storage_->device->data();
             break;
         }
-        case CollectiveMemory::NvshmemSymmetric: {
-#if HALOEX_COLLECTIVE_WITH_NVSHMEM
-            auto grown = std::make_unique<nvshmem::SymmetricAllocation>(*world_, capacity, what_);
-            if (keep > 0) copyDeviceNow(grown->data(), storage_->symmetric->data(), keep);
-            storage_->symmetric = std::move(grown);  // frees the old one: collective, every rank is here
-            data_ = storage_->symmetric->data();
-#endif
-            break;
-        }
+        case CollectiveMemory::NvshmemSymmetric:
         case CollectiveMemory::NcclWindow:
         case CollectiveMemory::IpcWindow: {
-            auto grown =
-                allocatePeerMemory(memory_ == CollectiveMemory::NcclWindow ? Backend::NcclDevice : Backend::Ipc,
-                                   *world_, capacity, what_);
-#if HALOEX_COLLECTIVE_WITH_CUDA
-            if (keep > 0) copyDeviceNow(grown->localBase(), storage_->window->localBase(), keep);
-#endif
-            storage_->window = std::move(grown);  // frees the old one: collective, every rank is here
-            data_ = storage_->window->localBase();
+            auto grown = transport::allocatePeerMemory(peerMemoryProvider(memory_), *world_, capacity, what_);
+            if (keep > 0) halo_detail::copyDeviceNow(grown->localBase(), storage_->peers->localBase(), keep);
+            storage_->peers = std::move(grown);  // frees the old one: collective, every rank is here
+            data_ = storage_->peers->localBase();
             break;
         }
     }
@@ -174,15 +145,9 @@ transport::SharedArray CollectiveBytes::shared() const {
     a.data = data_;
     a.bytes = capacity_;
     a.allocation = allocation_;
-#if HALOEX_COLLECTIVE_WITH_NVSHMEM
-    if (memory_ == CollectiveMemory::NvshmemSymmetric && storage_->symmetric) {
-        const nvshmem::SymmetricAllocation* symmetric = storage_->symmetric.get();
-        a.peer = [symmetric](int rank) { return symmetric->peerData(rank); };
-    }
-#endif
-    if (isWindow(memory_) && storage_->window) {
-        PeerMemory* window = storage_->window.get();
-        a.peer = [window](int rank) { return window->peerBase(rank); };
+    if (isPeerMemory(memory_) && storage_->peers) {
+        transport::PeerMemory* peers = storage_->peers.get();
+        a.peer = [peers](int rank) { return peers->peerBase(rank); };
     }
     return a;
 }
@@ -199,13 +164,7 @@ void CollectiveBytes::copyFromHost(const void* host, std::size_t bytes, std::siz
         std::memcpy(dst, host, bytes);
         return;
     }
-#if HALOEX_COLLECTIVE_WITH_CUDA || HALOEX_COLLECTIVE_WITH_NVSHMEM
-    const auto s = static_cast<cudaStream_t>(stream);
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(dst, host, bytes, cudaMemcpyHostToDevice, s));
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(s));
-#else
-    (void)stream;
-#endif
+    halo_detail::copyHostToDevice(dst, host, bytes, stream);
 }
 
 void CollectiveBytes::copyToHost(void* host, std::size_t bytes, std::size_t offset,
@@ -220,13 +179,7 @@ void CollectiveBytes::copyToHost(void* host, std::size_t bytes, std::size_t offs
         std::memcpy(host, src, bytes);
         return;
     }
-#if HALOEX_COLLECTIVE_WITH_CUDA || HALOEX_COLLECTIVE_WITH_NVSHMEM
-    const auto s = static_cast<cudaStream_t>(stream);
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(host, src, bytes, cudaMemcpyDeviceToHost, s));
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(s));
-#else
-    (void)stream;
-#endif
+    halo_detail::copyDeviceToHost(host, src, bytes, stream);
 }
 
 }  // namespace haloex

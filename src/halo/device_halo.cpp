@@ -13,19 +13,10 @@
 #include <span>
 #include <thread>
 
-#include "haloex/config.hpp"
+#include "device_halo_resources.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/core/wait_limit.hpp"
-#include "haloex/halo/peer_memory.hpp"
-
-#if HALOEX_HAVE_CUDA && defined(HALOEX_LINKED_CUDA)
-#include "haloex/cuda/blocking_ops.hpp"
-#include "haloex/cuda/check.hpp"
-#include "haloex/cuda/device_buffer.hpp"
-#define HALOEX_DEVICE_HALO_WITH_CUDA 1
-#else
-#define HALOEX_DEVICE_HALO_WITH_CUDA 0
-#endif
+#include "haloex/transport/peer_memory.hpp"
 
 namespace haloex {
 namespace {
@@ -119,12 +110,9 @@ void checkLinks(const std::vector<LinkTable>& tables, const std::string& what) {
 struct DeviceHalo::State {
     runtime::World* world = nullptr;
     std::string what;
-    std::unique_ptr<PeerMemory> memory;
+    std::unique_ptr<halo_detail::DeviceHaloResources> device;  // the report and the abort flag
+    std::unique_ptr<transport::PeerMemory> memory;
     std::vector<std::string> notes;
-#if HALOEX_DEVICE_HALO_WITH_CUDA
-    cuda::PinnedBuffer<DeviceWaitReport> report;
-    cuda::DeviceBuffer<int> abortFlag;
-#endif
     bool abortJob = false;
     std::atomic<bool> stop{false};
     std::thread watchdog;
@@ -190,20 +178,9 @@ DeviceHalo::DeviceHalo(runtime::World& world, Backend backend, const std::vector
     checkLinks(tables, st.what);
     view_.rank = world.rank();
     view_.timeoutNs = static_cast<std::uint64_t>(waitSeconds(options.waitTimeoutSeconds) * 1e9);
-#if !HALOEX_DEVICE_HALO_WITH_CUDA
-    throwError(ErrorKind::InvalidInput,
-               fmt::format("{}: the device halo view needs a CUDA build (this one has none)", st.what));
-#else
-
-    st.memory = allocatePeerMemory(backend, world, offset, st.what);
-    st.report.allocate(1, cudaHostAllocMapped);
-    *st.report.data() = DeviceWaitReport{};
-    st.hostReport = st.report.data();
-    st.abortFlag.resize(1);
-    cuda::fillBytesNow(st.abortFlag.data(), 0, sizeof(int));
-
-    HALOEX_CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&view_.report), st.report.data(), 0));
-    view_.abortFlag = st.abortFlag.data();
+    st.device = std::make_unique<halo_detail::DeviceHaloResources>(view_, st.what);
+    st.hostReport = st.device->hostReport();
+    st.memory = transport::allocatePeerMemory(backend, world, offset, st.what);
     auto* local = static_cast<char*>(st.memory->localBase());
     view_.numRecvs = mine.numRecvs;
     for (int i = 0; i < mine.numRecvs; ++i) {
@@ -260,7 +237,7 @@ DeviceHalo::DeviceHalo(runtime::World& world, Backend backend, const std::vector
     st.notes.push_back(st.memory->describe());
 
     // Every rank's windows and signal words are zero before anyone stores.
-    HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+    halo_detail::DeviceHaloResources::synchronize();
     world.barrier();
     st.abortJob = options.abortJobOnTimeout;
     if (st.abortJob) {
@@ -272,15 +249,13 @@ DeviceHalo::DeviceHalo(runtime::World& world, Backend backend, const std::vector
             }
         });
     }
-#endif
 }
 
 DeviceHalo::~DeviceHalo() {
     State& st = *state_;
-#if HALOEX_DEVICE_HALO_WITH_CUDA
     if (std::uncaught_exceptions() == 0) {
         // No kernel of this rank still stores into a peer, then no peer does.
-        cudaDeviceSynchronize();
+        halo_detail::DeviceHaloResources::synchronizeQuietly();
         st.stopWatchdog();
         // A timeout in the last kernels still ends the job with its report.
         if (st.abortJob) st.abortIfTimedOut();
@@ -289,7 +264,6 @@ DeviceHalo::~DeviceHalo() {
         } catch (...) {
         }
     }
-#endif
     st.stopWatchdog();
     st.memory.reset();  // collective: unmaps the peers, frees this rank's windows
 }

@@ -1,5 +1,7 @@
 // The typed halo operations' core (pulse_engine.hpp): one exchangeBlock per
-// pulse, packing and unpacking around it on the host or on the device.
+// pulse, packing and unpacking around it on the host; the device members are
+// in pulse_engine_device.cpp (or, without the halo API's device half,
+// device_unavailable.cpp).
 #include "pulse_engine.hpp"
 
 #include <algorithm>
@@ -7,27 +9,11 @@
 #include <fmt/format.h>
 #include <type_traits>
 
-#include "haloex/config.hpp"
+#include "device_memory.hpp"
 #include "haloex/core/error.hpp"
-
-#if HALOEX_HAVE_CUDA && defined(HALOEX_LINKED_CUDA)
-#include "element_kernels.hpp"
-#include "halo_kernels.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
-#include "haloex/cuda/device_buffer.hpp"
-#define HALOEX_HALO_WITH_DEVICE 1
-#else
-#define HALOEX_HALO_WITH_DEVICE 0
-#endif
 
 namespace haloex::halo_detail {
 namespace {
-
-bool contiguous(const plan::Pulse& p) { return p.recvOffset >= 0; }
-// Elements this rank sends forward in pulse p (and receives back in reverse).
-std::size_t sendElements(const plan::Pulse& p) { return p.sends() ? static_cast<std::size_t>(p.sendCount()) : 0; }
-// Elements this rank receives forward in pulse p (and sends back in reverse).
-std::size_t recvElements(const plan::Pulse& p) { return p.receives() ? static_cast<std::size_t>(p.recvCount) : 0; }
 
 // Consecutive pulses, cut by the plan's structure, never by this rank's
 // data: Pulse::waitsForward differs between ranks (empty where a rank
@@ -122,82 +108,10 @@ void addElementHost(std::byte* target, const std::byte* value, const ElementLayo
 
 }  // namespace
 
-// ---- device memory ---------------------------------------------------------------
-
-#if HALOEX_HALO_WITH_DEVICE
-// The host index maps in one device array, laid out batch by batch (the send
-// maps of a batch's pulses one after the other, then its scattered receive
-// maps), so a batch packs with one kernel and unpacks with one.
-class DeviceMaps {
-public:
-    using Batch = PulseEngine::Batch;
-
-    DeviceMaps(const std::vector<plan::Pulse>& pulses, const std::vector<Batch>& batches) {
-        std::vector<int> host;
-        std::vector<std::ptrdiff_t> sendAt(pulses.size(), -1), recvAt(pulses.size(), -1);
-        std::vector<std::ptrdiff_t> batchSendAt(batches.size(), -1), batchRecvAt(batches.size(), -1);
-        auto append = [&](const std::vector<int>& indices, std::size_t count) {
-            const auto at = static_cast<std::ptrdiff_t>(host.size());
-            host.insert(host.end(), indices.begin(), indices.begin() + static_cast<std::ptrdiff_t>(count));
-            return at;
-        };
-        for (std::size_t b = 0; b < batches.size(); ++b) {
-            const Batch& batch = batches[b];
-            bool hostMaps = true;
-            const auto first = static_cast<std::ptrdiff_t>(host.size());
-            for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
-                if (pulses[p].indexMapOnDevice()) {
-                    hostMaps = false;  // packed pulse by pulse from its own device map
-                } else {
-                    sendAt[p] = append(pulses[p].sendIndices, sendElements(pulses[p]));
-                }
-            }
-            if (hostMaps) batchSendAt[b] = first;
-            batchRecvAt[b] = static_cast<std::ptrdiff_t>(host.size());
-            for (std::size_t p = batch.first; p < batch.first + batch.count; ++p) {
-                if (!contiguous(pulses[p])) recvAt[p] = append(pulses[p].recvIndices, recvElements(pulses[p]));
-            }
-        }
-        indices_.resize(std::max<std::size_t>(host.size(), 1));
-        cuda::copyToDeviceNow(indices_.data(), host.data(), host.size() * sizeof(int));
-        auto at = [&](std::ptrdiff_t offset) -> const int* { return offset >= 0 ? indices_.data() + offset : nullptr; };
-        for (std::size_t p = 0; p < pulses.size(); ++p) {
-            send_.push_back(sendAt[p] >= 0 ? at(sendAt[p]) : pulses[p].deviceSendIndices);
-            recv_.push_back(at(recvAt[p]));
-        }
-        for (std::size_t b = 0; b < batches.size(); ++b) {
-            batchSend_.push_back(at(batchSendAt[b]));
-            batchRecv_.push_back(at(batchRecvAt[b]));
-        }
-    }
-    const int* send(std::size_t p) const { return send_[p]; }
-    const int* recv(std::size_t p) const { return recv_[p]; }
-    // A batch's send maps in pulse order, or null when a pulse has a device map.
-    const int* batchSend(std::size_t b) const { return batchSend_[b]; }
-    // A batch's scattered receive maps in pulse order.
-    const int* batchRecv(std::size_t b) const { return batchRecv_[b]; }
-
-    cuda::DeviceBuffer<std::byte> sendScratch, recvScratch;
-
-private:
-    cuda::DeviceBuffer<int> indices_;
-    std::vector<const int*> send_, recv_, batchSend_, batchRecv_;
-};
-#else
-class DeviceMaps {};
-#endif
-
 struct PulseEngine::Staging {
     std::vector<std::byte> host;
-#if HALOEX_HALO_WITH_DEVICE
-    cuda::DeviceBuffer<std::byte> device;
-#endif
-    std::byte* data() {
-#if HALOEX_HALO_WITH_DEVICE
-        if (device.capacity() > 0) return device.data();
-#endif
-        return host.data();
-    }
+    std::unique_ptr<DeviceBytes> device;
+    std::byte* data() { return device ? device->data() : host.data(); }
 };
 
 void requireContiguousReceiveSlots(const std::vector<plan::Pulse>& pulses) {
@@ -241,14 +155,13 @@ PulseEngine::PulseEngine(transport::BlockTransport& transport, std::vector<plan:
         unpackInPlace_.push_back(scatteredOnly ? 1 : 0);
     }
     if (device_) {
-#if HALOEX_HALO_WITH_DEVICE
-        deviceMaps_ = std::make_unique<DeviceMaps>(pulses_, batches_);
-#else
-        throwError(ErrorKind::InvalidInput,
-                   fmt::format("the {} transport works in device memory, but the halo operations of this build have "
-                               "no device kernels (haloex_transports was built without haloex_cuda)",
-                               transport_.name()));
-#endif
+        if (const std::string why = deviceHalfMissing(); !why.empty()) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("the {} transport works in device memory, but the halo operations of this "
+                                   "library have no device kernels: {}",
+                                   transport_.name(), why));
+        }
+        uploadMaps();
     }
 }
 
@@ -260,10 +173,7 @@ std::vector<PulseEngine::PackedPulse> PulseEngine::packedPulses() const {
     std::size_t offset = 0;
     for (std::size_t p = batches_[0].first; p < batches_[0].first + batches_[0].count; ++p) {
         const std::size_t count = sendElements(pulses_[p]);
-        const int* indices = pulses_[p].sendIndices.data();
-#if HALOEX_HALO_WITH_DEVICE
-        if (device_) indices = deviceMaps_->send(p);
-#endif
+        const int* indices = device_ ? deviceSendMap(p) : pulses_[p].sendIndices.data();
         out.push_back({p, offset, count, count > 0 ? indices : nullptr});
         offset += count;
     }
@@ -278,9 +188,7 @@ std::byte* PulseEngine::packedStaging(std::size_t elementBytes) {
         const std::size_t bytes =
             std::max<std::size_t>(batches_.empty() ? 0 : batches_[0].sendElements, 1) * elementBytes;
         if (device_) {
-#if HALOEX_HALO_WITH_DEVICE
-            staging->device.resizeZeroed(bytes);
-#endif
+            staging->device = std::make_unique<DeviceBytes>(bytes, true);
         } else {
             staging->host.assign(bytes, std::byte{0});
         }
@@ -302,21 +210,7 @@ void PulseEngine::packFirstBatch(const void* array, std::size_t elementBytes, st
         }
         return;
     }
-#if HALOEX_HALO_WITH_DEVICE
-    const auto s = static_cast<cudaStream_t>(stream);
-    if (const int* map = deviceMaps_->batchSend(0)) {
-        cuda::packElements(from, elementBytes, map, static_cast<int>(batches_[0].sendElements), staging, s);
-        return;
-    }
-    for (const PackedPulse& p : packedPulses()) {
-        if (p.count > 0) {
-            cuda::packElements(from, elementBytes, p.indices, static_cast<int>(p.count),
-                               staging + p.offset * elementBytes, s);
-        }
-    }
-#else
-    (void)stream;
-#endif
+    packFirstBatchDevice(from, elementBytes, staging, stream);
 }
 
 std::byte* PulseEngine::boundStaging(std::size_t elementBytes) {
@@ -458,134 +352,5 @@ void PulseEngine::scatterAddHost(std::byte* array, const ElementLayout& layout) 
         }
     }
 }
-
-// ---- device ----------------------------------------------------------------------
-
-#if HALOEX_HALO_WITH_DEVICE
-void PulseEngine::reserveScratch(std::size_t bytes, transport::StreamHandle) {
-    bytes = std::max<std::size_t>(bytes, 16);
-    if (bytes <= deviceMaps_->sendScratch.capacity() && bytes <= deviceMaps_->recvScratch.capacity()) return;
-    // Growing frees the old scratch, which work queued earlier (on any
-    // stream: a transport may read it from its own) may still use.
-    HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
-    deviceMaps_->sendScratch.reserve(bytes);
-    deviceMaps_->recvScratch.reserve(bytes);
-}
-
-void PulseEngine::gatherDevice(std::byte* array, const ElementLayout& layout, const plan::Box* shiftBox,
-                               transport::StreamHandle streamHandle, const std::byte* packedFirst) {
-    const auto stream = static_cast<cudaStream_t>(streamHandle);
-    const std::size_t eb = layout.bytes;
-    reserveScratch(scratchElements_ * eb, streamHandle);
-    std::byte* send = deviceMaps_->sendScratch.data();
-    std::byte* scattered = deviceMaps_->recvScratch.data();
-    for (std::size_t b = 0; b < batches_.size(); ++b) {
-        const Batch& batch = batches_[b];
-        const bool callerPacked = b == 0 && packedFirst != nullptr;
-        const int* batchMap = callerPacked ? nullptr : deviceMaps_->batchSend(b);
-        if (batchMap) cuda::packElements(array, eb, batchMap, static_cast<int>(batch.sendElements), send, stream);
-        std::byte* packed = send;
-        for (std::size_t p = batch.first; p < batch.first + batch.count && !callerPacked; ++p) {
-            const plan::Pulse& pulse = pulses_[p];
-            const std::size_t sendCount = sendElements(pulse);
-            if (!batchMap)
-                cuda::packElements(array, eb, deviceMaps_->send(p), static_cast<int>(sendCount), packed, stream);
-            if (shiftBox && pulse.shiftSign != 0 && sendCount > 0) {
-                cuda::addToComponent(packed, static_cast<int>(sendCount), eb, layout.scalar, pulse.dim,
-                                     pulse.shiftSign * shiftBox->length[pulse.dim], stream);
-            }
-            packed += sendCount * eb;
-        }
-        collectBlocks(batch, array, eb, callerPacked ? packedFirst : send, scattered);
-        if (!unpackInPlace_[b]) {
-            transport_.exchangeBlocks(blocks_, streamHandle);
-            cuda::scatterElements(scattered, eb, deviceMaps_->batchRecv(b), static_cast<int>(batch.scatteredElements),
-                                  array, stream);
-            continue;
-        }
-        // The unpack reads the received blocks where they landed (ipc: its
-        // landing buffer, no copy out; elsewhere the scratch itself).
-        exchangeInPlace(b, eb, streamHandle);
-        unpackLanded(b, eb, array, streamHandle);
-    }
-}
-
-void PulseEngine::exchangeInPlace(std::size_t b, std::size_t elementBytes, transport::StreamHandle stream) {
-    landed_.assign(blocks_.size(), nullptr);
-    const auto key = std::pair{b, elementBytes};
-    auto it = patterns_.find(key);
-    if (it == patterns_.end()) it = patterns_.emplace(key, transport_.bindBlockPattern(blocks_)).first;
-    if (it->second < 0) {
-        transport_.exchangeBlocksInPlace(blocks_, landed_, stream);
-    } else {
-        transport_.exchangeBoundBlocksInPlace(it->second, blocks_, landed_, stream);
-    }
-}
-
-void PulseEngine::unpackLanded(std::size_t b, std::size_t elementBytes, std::byte* array,
-                               transport::StreamHandle streamHandle) {
-    const auto stream = static_cast<cudaStream_t>(streamHandle);
-    // One kernel where the blocks lie back to back as in the scratch (the
-    // transports land them so); otherwise one per block.
-    const std::byte* base = nullptr;
-    std::size_t offset = 0;
-    bool oneRun = true;
-    for (std::size_t i = 0; i < blocks_.size(); ++i) {
-        if (blocks_[i].src < 0 || blocks_[i].recvBytes == 0) continue;
-        const auto* at = static_cast<const std::byte*>(landed_[i]);
-        if (base == nullptr) base = at;
-        if (at != base + offset) oneRun = false;
-        offset += blocks_[i].recvBytes;
-    }
-    if (base == nullptr) return;  // nothing received
-    const int* map = deviceMaps_->batchRecv(b);
-    if (oneRun) {
-        cuda::scatterElements(base, elementBytes, map, static_cast<int>(offset / elementBytes), array, stream);
-        return;
-    }
-    std::size_t element = 0;
-    for (std::size_t i = 0; i < blocks_.size(); ++i) {
-        if (blocks_[i].src < 0 || blocks_[i].recvBytes == 0) continue;
-        const std::size_t count = blocks_[i].recvBytes / elementBytes;
-        cuda::scatterElements(landed_[i], elementBytes, map + element, static_cast<int>(count), array, stream);
-        element += count;
-    }
-}
-
-void PulseEngine::scatterAddDevice(std::byte* array, const ElementLayout& layout,
-                                   transport::StreamHandle streamHandle) {
-    const auto stream = static_cast<cudaStream_t>(streamHandle);
-    const std::size_t eb = layout.bytes;
-    reserveScratch(scratchElements_ * eb, streamHandle);
-    std::byte* packed = deviceMaps_->sendScratch.data();
-    std::byte* received = deviceMaps_->recvScratch.data();
-    for (std::size_t q = pulses_.size(); q-- > 0;) {
-        const plan::Pulse& pulse = pulses_[q];
-        const std::size_t ghosts = recvElements(pulse);
-        const std::byte* back = packed;
-        if (contiguous(pulse)) {
-            back = array + static_cast<std::size_t>(pulse.recvOffset) * eb;
-        } else {
-            cuda::packElements(array, eb, deviceMaps_->recv(q), static_cast<int>(ghosts), packed, stream);
-        }
-        const std::size_t owners = sendElements(pulse);
-        transport_.exchangeBlock(back, ghosts * eb, pulse.recvRank, received, owners * eb, pulse.sendRank,
-                                 streamHandle);
-        cuda::addElements(received, deviceMaps_->send(q), static_cast<int>(owners), layout.scalar, layout.components,
-                          array, stream);
-    }
-}
-void PulseEngine::zeroDevice(void* array, std::size_t bytes, transport::StreamHandle stream) {
-    HALOEX_CUDA_CHECK(cudaMemsetAsync(array, 0, bytes, static_cast<cudaStream_t>(stream)));
-}
-#else
-void PulseEngine::zeroDevice(void*, std::size_t, transport::StreamHandle) {}
-void PulseEngine::unpackLanded(std::size_t, std::size_t, std::byte*, transport::StreamHandle) {}
-void PulseEngine::exchangeInPlace(std::size_t, std::size_t, transport::StreamHandle) {}
-void PulseEngine::reserveScratch(std::size_t, transport::StreamHandle) {}
-void PulseEngine::gatherDevice(std::byte*, const ElementLayout&, const plan::Box*, transport::StreamHandle,
-                               const std::byte*) {}
-void PulseEngine::scatterAddDevice(std::byte*, const ElementLayout&, transport::StreamHandle) {}
-#endif
 
 }  // namespace haloex::halo_detail

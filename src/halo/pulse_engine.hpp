@@ -27,7 +27,22 @@
 
 namespace haloex::halo_detail {
 
-class DeviceMaps;  // device copies of the index maps (pulse_engine.cpp)
+class DeviceMaps;  // device copies of the index maps (pulse_engine_device.cpp)
+// Frees them where DeviceMaps is complete (pulse_engine_device.cpp).
+struct DeviceMapsDeleter {
+    void operator()(DeviceMaps* maps) const;
+};
+
+// Whether pulse p's receives land contiguously at its recvOffset.
+inline bool contiguous(const plan::Pulse& p) { return p.recvOffset >= 0; }
+// Elements this rank sends forward in pulse p (and receives back in reverse).
+inline std::size_t sendElements(const plan::Pulse& p) {
+    return p.sends() ? static_cast<std::size_t>(p.sendCount()) : 0;
+}
+// Elements this rank receives forward in pulse p (and sends back in reverse).
+inline std::size_t recvElements(const plan::Pulse& p) {
+    return p.receives() ? static_cast<std::size_t>(p.recvCount) : 0;
+}
 
 // Particle plans place each pulse's received atoms in a contiguous slot after
 // the home atoms; InvalidInput for a plan that does not (a grid plan).
@@ -91,6 +106,11 @@ public:
     std::vector<std::size_t> boundStagingSizes() const;
 
 private:
+    // ---- device memory (pulse_engine_device.cpp) ----
+    void uploadMaps();
+    const int* deviceSendMap(std::size_t p) const;
+    void packFirstBatchDevice(const std::byte* from, std::size_t elementBytes, std::byte* staging,
+                              transport::StreamHandle stream);
     void reserveScratch(std::size_t bytes, transport::StreamHandle stream);
     // One block per pulse of `batch`: packed sends from `send` on, scattered
     // receives from `scattered` on, contiguous ones straight into `array`.
@@ -124,7 +144,7 @@ private:
     std::vector<const void*> landed_;  // exchangeBlocksInPlace's answer (kept: no allocation per call)
     // Host memory: scratch for packed sends and scattered receives.
     std::vector<std::byte> hostSend_, hostRecv_;
-    std::unique_ptr<DeviceMaps> deviceMaps_;  // also owns the device scratch
+    std::unique_ptr<DeviceMaps, DeviceMapsDeleter> deviceMaps_;  // also owns the device scratch
     // Packed gathers' stagings by element size (host or device memory).
     struct Staging;
     std::map<std::size_t, std::unique_ptr<Staging>> stagings_;

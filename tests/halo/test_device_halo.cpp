@@ -10,7 +10,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/halo/device_halo.hpp"
-#include "haloex/halo/peer_memory.hpp"
+#include "haloex/transport/peer_memory.hpp"
 #include "haloex/runtime/world.hpp"
 
 namespace haloex {

@@ -26,7 +26,7 @@
 #include "haloex/particles/device_plan_builder.hpp"
 #include "haloex/particles/migration.hpp"
 #include "haloex/particles/particle_store.hpp"
-#include "haloex/transport/factory.hpp"
+#include "haloex/transport/registry.hpp"
 
 using namespace haloex;
 namespace ht = haloex::testing;
@@ -49,7 +49,7 @@ std::unique_ptr<transport::BlockTransport> stagedDevice(runtime::World& world) {
     transport::TransportOptions options;
     options.memorySpace = transport::MemorySpace::Device;
     options.allowSharedGpus = true;
-    return transport::makeTransport("staged", world, options);
+    return transport::makeTransport(transport::Backend::Staged, world, options);
 }
 
 template <class T>

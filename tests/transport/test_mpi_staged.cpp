@@ -5,7 +5,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/runtime/plan_exchange.hpp"
-#include "haloex/transport/factory.hpp"
+#include "haloex/transport/registry.hpp"
 #include "mpi_test_main.hpp"
 #include "transport_check.hpp"
 
@@ -46,7 +46,7 @@ TEST(MpiStagedHost, MatchesReferenceBitwise) {
 
         transport::TransportOptions options;
         options.memorySpace = transport::MemorySpace::Host;
-        auto t = transport::makeTransport("staged", w, options);
+        auto t = transport::makeTransport(transport::Backend::Staged, w, options);
         EXPECT_EQ(t->name(), "staged");
         EXPECT_EQ(t->memorySpace(), transport::MemorySpace::Host);
         EXPECT_FALSE(t->describe().empty()) << "the run summary names what the transport does";
@@ -101,14 +101,14 @@ TEST(MpiErrors, FactoryRefusesReferenceOverMpiAndUnknownNames) {
     transport::TransportOptions host;
     host.memorySpace = transport::MemorySpace::Host;
     try {
-        transport::makeTransport("reference", w, host);
+        transport::makeTransport(transport::Backend::Reference, w, host);
         ADD_FAILURE() << "reference over MPI must be refused";
     } catch (const Error& e) {
         EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
         EXPECT_NE(std::string(e.what()).find("staged"), std::string::npos) << e.what();
     }
     try {
-        transport::makeTransport("carrier-pigeon", w, host);
+        transport::parseBackend("carrier-pigeon");
         ADD_FAILURE() << "an unknown name must be refused";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("reference, staged, ipc, nccl, nvshmem"), std::string::npos) << e.what();

@@ -18,7 +18,7 @@
 #include "haloex/core/error.hpp"
 #include "haloex/halo/backend.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/factory.hpp"
+#include "haloex/transport/registry.hpp"
 #include "device_test_ranks.hpp"
 #include "transport_check.hpp"
 
@@ -75,12 +75,15 @@ struct DeviceCase {
 };
 void PrintTo(const DeviceCase& c, std::ostream* os) { *os << c.label(); }
 
-// From the factory, so a transport added to the build is tested without a
-// line here. "reference" is the host-memory oracle the others are checked against.
+// From the registry, so a transport added to the build is tested without a
+// line here. "reference" is the host-memory oracle the others are checked
+// against; nccl-device is checked as peer_fused_ipc (its code over CUDA IPC,
+// which ranks sharing a GPU can run; NCCL refuses them).
 std::vector<DeviceCase> deviceCases() {
     std::vector<DeviceCase> cases;
-    for (const std::string& name : transport::availableTransports()) {
-        if (name == "reference") continue;
+    for (Backend backend : availableBackends()) {
+        if (backend == Backend::Reference || backend == Backend::NcclDevice) continue;
+        const std::string name(toString(backend));
         if (name == "nvshmem") {
             for (const char* path : {"direct", "tma", "put"}) cases.push_back({name, path});
             for (const char* path : {"direct", "tma", "put"}) cases.push_back({name, path, "per-pulse"});
@@ -103,7 +106,7 @@ std::string cannotRunHere(const DeviceCase& c) {
     if (std::string why = noGpuReason(); !why.empty()) return why;
     if (c.transport == kPeerFusedIpc) {
         if (std::string why = unavailableReason(Backend::Ipc); !why.empty()) return why;
-    } else if (std::string why = transport::transportUnavailableReason(c.transport); !why.empty()) {
+    } else if (std::string why = unavailableReason(parseBackend(c.transport)); !why.empty()) {
         return why;
     }
     if (fusedKernels(c) && !mpiWorld()) {
@@ -129,10 +132,14 @@ transport::TransportOptions deviceOptions(const DeviceCase& c) {
 std::unique_ptr<transport::BlockTransport> makeFor(const DeviceCase& c, runtime::World& world) {
 #if HALOEX_HAVE_CUDA
     if (c.transport == kPeerFusedIpc) {
-        return transport::makePeerFusedTransport(world, deviceOptions(c), Backend::Ipc, kPeerFusedIpc);
+        const auto ipcWindows = [](runtime::World& w, std::size_t bytes, const std::string& what) {
+            return transport::allocatePeerMemory(Backend::Ipc, w, bytes, what);
+        };
+        return transport::makePeerFusedTransport(world, deviceOptions(c), transport::ArrayMemory::IpcWindow, ipcWindows,
+                                                 kPeerFusedIpc);
     }
 #endif
-    return transport::makeTransport(c.transport, world, deviceOptions(c));
+    return transport::makeTransport(parseBackend(c.transport), world, deviceOptions(c));
 }
 
 struct RankOutcome {
@@ -412,11 +419,11 @@ TEST(TransportFactory, DeviceTransportsRefuseHostMemory) {
     host.memorySpace = transport::MemorySpace::Host;
     // Every known transport without a host-memory form, built or not (an
     // unbuilt one is refused as unavailable, InvalidInput as well).
-    for (const std::string& name : transport::knownTransports()) {
-        if (name == "reference" || name == "staged") continue;
+    for (Backend backend : knownBackends()) {
+        if (backend == Backend::Reference || backend == Backend::Staged) continue;
         try {
-            transport::makeTransport(name, runtime::singleRankWorld(), host);
-            ADD_FAILURE() << name << " in host memory must be refused";
+            transport::makeTransport(backend, runtime::singleRankWorld(), host);
+            ADD_FAILURE() << toString(backend) << " in host memory must be refused";
         } catch (const Error& e) {
             EXPECT_EQ(e.kind(), ErrorKind::InvalidInput) << e.what();
         }
@@ -424,19 +431,19 @@ TEST(TransportFactory, DeviceTransportsRefuseHostMemory) {
 }
 
 TEST(TransportFactory, ListsWhatThisBuildHasAndExplainsTheRest) {
-    const auto available = transport::availableTransports();
+    const auto available = availableBackends();
     ASSERT_GE(available.size(), 2u);
-    EXPECT_EQ(available[0], "reference");
-    EXPECT_EQ(available[1], "staged");
-    for (const std::string& name : transport::knownTransports()) {
-        const std::string why = transport::transportUnavailableReason(name);
-        const bool listed = std::find(available.begin(), available.end(), name) != available.end();
-        EXPECT_EQ(why.empty(), listed) << name;
+    EXPECT_EQ(available[0], Backend::Reference);
+    EXPECT_EQ(available[1], Backend::Staged);
+    for (Backend backend : knownBackends()) {
+        const std::string why = unavailableReason(backend);
+        const bool listed = std::find(available.begin(), available.end(), backend) != available.end();
+        EXPECT_EQ(why.empty(), listed) << toString(backend);
         if (listed) continue;
-        std::cout << "  " << name << " is not in this build: " << why << "\n";
+        std::cout << "  " << toString(backend) << " is not in this build: " << why << "\n";
         try {
-            transport::makeTransport(name, runtime::singleRankWorld(), {});
-            ADD_FAILURE() << name << " is unavailable but was made";
+            transport::makeTransport(backend, runtime::singleRankWorld(), {});
+            ADD_FAILURE() << toString(backend) << " is unavailable but was made";
         } catch (const Error& e) {
             EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
             EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
@@ -445,8 +452,8 @@ TEST(TransportFactory, ListsWhatThisBuildHasAndExplainsTheRest) {
     // The oracle runs on in-process worlds, in host memory.
     transport::TransportOptions host;
     host.memorySpace = transport::MemorySpace::Host;
-    EXPECT_EQ(transport::makeTransport("reference", runtime::singleRankWorld(), host)->name(), "reference");
-    EXPECT_THROW(transport::makeTransport("reference", runtime::singleRankWorld(), {}), Error)
+    EXPECT_EQ(transport::makeTransport(Backend::Reference, runtime::singleRankWorld(), host)->name(), "reference");
+    EXPECT_THROW(transport::makeTransport(Backend::Reference, runtime::singleRankWorld(), {}), Error)
         << "the reference has no device memory";
 }
 

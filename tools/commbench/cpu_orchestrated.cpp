@@ -273,7 +273,7 @@ private:
     int rank_, peer_;
     bool active_;
     // The receive buffer: CUDA IPC peer memory, or plain device memory where IPC cannot work.
-    std::unique_ptr<PeerMemory> peerMemory_;
+    std::unique_ptr<transport::PeerMemory> peerMemory_;
     cuda::DeviceBuffer<unsigned char> plainBuffer_;
     unsigned char* buffer_ = nullptr;
     cuda::DeviceBuffer<unsigned char> source_;

@@ -17,7 +17,7 @@
 #include "haloex/halo/backend.hpp"
 #include "haloex/halo/device_halo.hpp"
 #include "haloex/halo/device_halo_view.cuh"
-#include "haloex/halo/peer_memory.hpp"
+#include "haloex/transport/peer_memory.hpp"
 
 namespace haloex::commbench {
 namespace {

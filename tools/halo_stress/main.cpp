@@ -31,7 +31,7 @@
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/runtime/mpi_world.hpp"
 #include "haloex/runtime/plan_exchange.hpp"
-#include "haloex/transport/factory.hpp"
+#include "haloex/transport/registry.hpp"
 #include "haloex/transport/host_exchange.hpp"
 #include "stress_kernels.hpp"
 
@@ -88,8 +88,10 @@ void validate(const Options& o) {
     }
     plan::parseRankGrid(o.grid);
     if (o.transport == "auto") {
+        std::vector<std::string_view> names;
+        for (Backend b : knownBackends()) names.push_back(toString(b));
         refuse(fmt::format("--transport {}: the stress test checks one particle transport; name it ({})", o.transport,
-                           fmt::join(transport::knownTransports(), ", ")));
+                           fmt::join(names, ", ")));
     }
     parseBackend(o.transport);  // an unknown name is refused with the known ones
 }

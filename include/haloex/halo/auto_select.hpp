@@ -28,7 +28,7 @@
 
 #include "haloex/halo/backend.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/factory.hpp"
+#include "haloex/transport/registry.hpp"
 #include "haloex/transport/block_transport.hpp"
 
 namespace haloex {

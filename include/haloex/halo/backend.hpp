@@ -1,90 +1,27 @@
 #pragma once
-// The halo backends as a typed registry (library haloex_transports): which
-// mechanism moves the halo data, which of them this build has, and why the
-// others are missing -- so an application asks at run time instead of
-// writing #if around optional dependencies.
-//
-// A thin layer over transport/factory.hpp: each concrete backend is one
-// transport, made by makeTransport(); the reasons are the configure-time
-// ones the factory carries.
-#include <memory>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include "haloex/runtime/world.hpp"
-#include "haloex/transport/factory.hpp"
-#include "haloex/transport/block_transport.hpp"
+/// @file
+/// The backend registry in the halo API's namespace, so that an application
+/// writes haloex::Backend, haloex::parseBackend and haloex::makeTransport.
+/// The registry is the transport layer's and defined there once:
+/// transport/backend.hpp (the backends, their names, which this library
+/// has and why not, Auto's rule) and transport/registry.hpp (the factory and
+/// its options). The Auto that measures is halo/auto_select.hpp.
+#include "haloex/transport/backend.hpp"
+#include "haloex/transport/registry.hpp"
 
 namespace haloex {
 
-enum class Backend {
-    Reference,  // host memory, in-process ranks (threads): the bitwise oracle
-    Staged,     // host or device memory, CPU-orchestrated over any World (MPI included)
-    Ipc,        // device memory, CUDA IPC peer copies within a node
-    Nccl,       // device memory, stream-ordered NCCL send/receive
-    Nvshmem,    // device memory, GPU-initiated (fused kernels, put with signal)
-    // Device memory through NCCL 2.28's device API: the fused, GPU-initiated
-    // exchange of the Nvshmem design over NCCL's load/store (LSA) windows (no
-    // NVSHMEM, no -rdc, one process per GPU, never multicast), and the
-    // device halo view's peer memory (device_halo.hpp).
-    NcclDevice,
-    Auto,  // resolved to one of the above: measured by selectBackend (auto_select.hpp), or resolveAuto's rule
-};
-
-// "reference", "staged", "ipc", "nccl", "nvshmem" (the factory's names),
-// "nccl-device", "auto".
-std::string_view toString(Backend backend);
-// The inverse of toString; std::nullopt for an unknown name.
-std::optional<Backend> backendFromString(std::string_view name);
-// Like backendFromString, but an unknown name throws InvalidInput listing the known ones.
-Backend parseBackend(std::string_view name);
-
-// Every concrete backend (Auto excluded), in order of sophistication: what
-// makeTransport() and the typed halos accept. NcclDevice comes last (made by
-// the registry, not by the string factory).
-std::vector<Backend> knownBackends();
-// Those of knownBackends() this build contains (Reference and Staged always).
-std::vector<Backend> availableBackends();
-// Empty when `backend` is in this build; otherwise why not (the dependency
-// that was missing at configure time). Auto is always available.
-std::string unavailableReason(Backend backend);
-// Collective over `world`: empty when `backend` can run in this job, else
-// why not -- unavailableReason(backend), then no usable GPU for a device
-// backend (a CPU run), then what the backend itself refuses here. Nccl: ranks
-// sharing a GPU (NCCL refuses them). NcclDevice:
-// ranks that are threads of one process, ranks sharing a GPU (NCCL refuses
-// them), GPUs of one node without peer access, an NCCL other than 2.28 at run
-// time. Every rank gets a reason when any rank has one. Select each rank's
-// CUDA device first (cuda::selectDevice).
-std::string unavailableReason(Backend backend, runtime::World& world);
-
-// Empty when this process can use device memory (a CUDA build and a visible
-// GPU); otherwise why not -- for applications that skip device work politely.
-std::string deviceUnavailableReason();
-
-// The memory a backend's arrays live in (Staged: either; the caller decides).
-// Reference: Host; Ipc, Nccl, Nvshmem, NcclDevice: Device. Auto is resolved first.
-transport::MemorySpace defaultMemorySpace(Backend backend);
-
-// Auto by a fixed rule, without measuring: a thread world gets the
-// Reference backend; host memory or a single rank gets Staged; otherwise
-// Nvshmem where built, else Ipc. Concrete backends are returned unchanged.
-// The Auto that measures is selectBackend (halo/auto_select.hpp): it times
-// the candidates inside the caller's representative steps, decides
-// collectively and caches the choice per plan shape; it keeps this rule for
-// the thread world and the single rank, where there is nothing to measure.
-Backend resolveAuto(Backend backend, const runtime::World& world, transport::MemorySpace space);
-// Why resolveAuto(Auto, world, space) gives what it gives, in words for a log.
-std::string autoRuleReason(const runtime::World& world, transport::MemorySpace space);
-
-// Collective over `world`: makes the backend's transport (Auto resolved with
-// options.memorySpace). Throws InvalidInput when the backend is not in this
-// build, with unavailableReason() in the message, where NcclDevice cannot run
-// here (the device API's reason), and for the combinations makeTransport()
-// refuses (e.g. Reference over an MPI world).
-std::unique_ptr<transport::BlockTransport> makeTransport(Backend backend, runtime::World& world,
-                                                         const transport::TransportOptions& options = {});
+using transport::autoRuleReason;
+using transport::availableBackends;
+using transport::Backend;
+using transport::backendFromString;
+using transport::defaultMemorySpace;
+using transport::deviceUnavailableReason;
+using transport::knownBackends;
+using transport::makeTransport;
+using transport::parseBackend;
+using transport::resolveAuto;
+using transport::toString;
+using transport::unavailableReason;
 
 }  // namespace haloex

@@ -17,7 +17,7 @@
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/halo/device_halo.hpp"
-#include "haloex/halo/peer_memory.hpp"
+#include "haloex/transport/peer_memory.hpp"
 #include "haloex/stencil/jacobi_fused.hpp"
 
 namespace haloex::stencil {
@@ -260,7 +260,7 @@ private:
     Backend backend_;
     int withholdPulse_ = -1;
     std::size_t cells_ = 0;  // per field, the same on every rank
-    std::unique_ptr<PeerMemory> fields_[2];
+    std::unique_ptr<transport::PeerMemory> fields_[2];
     // Declared after the fields, so destroyed before them: its destructor
     // synchronises the device and passes a barrier, after which no peer
     // still stores into the fields freed next.

@@ -1,7 +1,7 @@
 // The `ipc` transport: CPU-orchestrated GPU-direct copies through CUDA IPC,
-// with handshakes over the World (see transport/ipc.hpp for the protocol).
+// with handshakes over the World (see ipc_transport.hpp for the protocol).
 #include "haloex/cuda/blocking_ops.hpp"
-#include "haloex/transport/ipc.hpp"
+#include "ipc_transport.hpp"
 
 #include <unistd.h>
 
@@ -146,7 +146,7 @@ public:
 
     // Blocks of arrays without IPC handles: peer copies into the receiver's
     // exported landing buffer, then a local copy out of it -- or none, in
-    // place (see transport/ipc.hpp).
+    // place (see ipc_transport.hpp).
     void exchangeBlocks(std::span<const BlockExchange> blocks, StreamHandle stream) override {
         landBlocks(blocks, {}, static_cast<cudaStream_t>(stream));
     }

@@ -8,7 +8,7 @@
 #include "haloex/cuda/check.hpp"
 #include "haloex/nccl/communicator.hpp"
 #include "haloex/transport/coordinate_force_exchange.hpp"
-#include "haloex/transport/nccl.hpp"
+#include "nccl_transport.hpp"
 
 namespace haloex::transport {
 namespace {

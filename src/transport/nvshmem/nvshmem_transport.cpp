@@ -21,7 +21,7 @@
 #include "haloex/cuda/device_buffer.hpp"
 #include "forwarding_exchange.hpp"
 #include "haloex/transport/coordinate_force_exchange.hpp"
-#include "haloex/transport/nvshmem.hpp"
+#include "nvshmem_transport.hpp"
 #include "search_blocks.hpp"
 #include "slotted_blocks.hpp"
 #include "session.hpp"

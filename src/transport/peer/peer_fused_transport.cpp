@@ -17,7 +17,7 @@
 #include "haloex/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
-#include "haloex/halo/peer_memory.hpp"
+#include "haloex/transport/peer_memory.hpp"
 #include "forwarding_exchange.hpp"
 #include "haloex/transport/coordinate_force_exchange.hpp"
 #include "fused_setup.hpp"
@@ -38,8 +38,9 @@ constexpr std::size_t kBlockSignalsAt = 2 * kMaxPulses;
 
 class PeerFusedTransport final : public BlockTransport {
 public:
-    PeerFusedTransport(runtime::World& world, const TransportOptions& options, Backend provider, std::string name)
-        : world_(world), provider_(provider), name_(std::move(name)),
+    PeerFusedTransport(runtime::World& world, const TransportOptions& options, ArrayMemory windows,
+                       PeerAllocator allocate, std::string name)
+        : world_(world), windows_(windows), allocate_(std::move(allocate)), name_(std::move(name)),
           timeoutNs_(static_cast<std::uint64_t>(waitTimeoutSeconds(options.waitTimeoutSeconds) * 1e9)) {
         if (options.memorySpace != MemorySpace::Device) {
             throwError(ErrorKind::InvalidInput,
@@ -53,8 +54,8 @@ public:
         }
         // The signals live as long as the transport: only the arrays grow.
         // Coordinates' and forces' per pulse, then the search-step blocks'.
-        signals_ = allocatePeerMemory(provider_, world_, (kBlockSignalsAt + kMaxBlocksPerCall) * sizeof(std::uint64_t),
-                                      name_ + " transport's signals");
+        signals_ = allocate_(world_, (kBlockSignalsAt + kMaxBlocksPerCall) * sizeof(std::uint64_t),
+                             name_ + " transport's signals");
         coordState_.allocate();
         forceState_.allocate();
         diagnostics_.allocate(1, cudaHostAllocMapped);
@@ -78,9 +79,7 @@ public:
     std::string name() const override { return name_; }
     MemorySpace memorySpace() const override { return MemorySpace::Device; }
     // Peers store into the caller's coordinates and read its forces.
-    ArrayMemory arrayMemory() const override {
-        return provider_ == Backend::NcclDevice ? ArrayMemory::NcclWindow : ArrayMemory::IpcWindow;
-    }
+    ArrayMemory arrayMemory() const override { return windows_; }
     std::unique_ptr<CoordinateForceExchange> makeCoordinateForceExchange() override;
     const TransportCounters& counters() const { return counters_; }
     std::vector<std::string> describe() const override { return notes_; }
@@ -185,8 +184,7 @@ private:
             // in place before any store.
             HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
             t.blockStaging_.reset();
-            t.blockStaging_ =
-                allocatePeerMemory(t.provider_, t.world_, bytes, t.name_ + " transport's search-step staging");
+            t.blockStaging_ = t.allocate_(t.world_, bytes, t.name_ + " transport's search-step staging");
             t.world_.barrier();
         }
         std::byte* staging() { return static_cast<std::byte*>(t.blockStaging_->localBase()); }
@@ -308,7 +306,8 @@ private:
     }
 
     runtime::World& world_;
-    Backend provider_;
+    ArrayMemory windows_;
+    PeerAllocator allocate_;
     std::string name_;
     plan::ParticleHaloPlan plan_;
     TransportCounters counters_;
@@ -338,8 +337,9 @@ std::unique_ptr<CoordinateForceExchange> PeerFusedTransport::makeCoordinateForce
 }  // namespace
 
 std::unique_ptr<BlockTransport> makePeerFusedTransport(runtime::World& world, const TransportOptions& options,
-                                                       Backend provider, const std::string& name) {
-    return std::make_unique<PeerFusedTransport>(world, options, provider, name);
+                                                       ArrayMemory windows, PeerAllocator allocate,
+                                                       const std::string& name) {
+    return std::make_unique<PeerFusedTransport>(world, options, windows, std::move(allocate), name);
 }
 
 }  // namespace haloex::transport

@@ -1,7 +1,7 @@
 // The `staged` transport in device memory: CPU-orchestrated, host-staged
 // (pack on the GPU, copy to pinned host memory, World::sendRecvBytes, copy
 // back, unpack). Works with any MPI, CUDA-aware or not.
-#include "haloex/transport/staged.hpp"
+#include "staged_transport.hpp"
 
 #include <cuda_runtime.h>
 

@@ -2,7 +2,7 @@
 // pulse over any World (MPI included), so CPU-only runs have a multi-process
 // path with the same counters as the device transports.
 #include "haloex/transport/host_exchange.hpp"
-#include "haloex/transport/staged.hpp"
+#include "staged_transport.hpp"
 
 namespace haloex::transport {
 namespace {

@@ -23,7 +23,7 @@
 #include "haloex/md/gpu_backend.hpp"
 #include "haloex/md/run_stop.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/factory.hpp"
+#include "haloex/transport/registry.hpp"
 #include "haloex/transport/reference.hpp"
 
 namespace {
@@ -38,7 +38,7 @@ md::RunSummary runOnGpu(md::MdOptions o, const char* search = "auto", md::GpuBac
     const md::MdOptions resolved = md::resolveOptions(o, 1, true);
     transport::TransportOptions topts;
     topts.memorySpace = transport::MemorySpace::Device;
-    auto transport = transport::makeTransport("staged", world, topts);
+    auto transport = transport::makeTransport(transport::Backend::Staged, world, topts);
     auto backend = md::makeGpuBackend(backendOptions);
     md::Engine engine(resolved, world, *transport, *backend);
     return engine.run();

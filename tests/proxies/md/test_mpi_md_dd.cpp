@@ -18,7 +18,7 @@
 #include "haloex/md/system.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/reference.hpp"
-#include "haloex/transport/staged.hpp"
+#include "haloex/transport/registry.hpp"
 #include "mpi_test_main.hpp"
 
 namespace {
@@ -50,7 +50,9 @@ md::MdOptions baseOptions() {
 md::RunSummary runDecomposed(const md::MdOptions& o) {
     runtime::World& world = testsupport::mpiTestWorld();
     const md::MdOptions resolved = md::resolveOptions(o, world.size(), false);
-    auto transport = transport::makeStagedHostTransport(world);
+    transport::TransportOptions host;
+    host.memorySpace = transport::MemorySpace::Host;
+    auto transport = transport::makeTransport(transport::Backend::Staged, world, host);
     auto backend = md::makeCpuBackend();
     md::Engine engine(resolved, world, *transport, *backend);
     return engine.run();

@@ -1,5 +1,6 @@
 #pragma once
-// The `nvshmem` transport: GPU-initiated, fused halo exchange (docs/nvshmem.md).
+// The `nvshmem` transport (library haloex_nvshmem; made through the registry):
+// GPU-initiated, fused halo exchange (docs/nvshmem.md).
 //
 // One kernel per exchange moves every pulse: FusedPackCommX packs the
 // coordinates (periodic shift included) and delivers them, FusedCommUnpackF
@@ -32,7 +33,7 @@
 #include <memory>
 
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/factory.hpp"
+#include "haloex/transport/registry.hpp"
 #include "haloex/transport/block_transport.hpp"
 
 namespace haloex::transport {

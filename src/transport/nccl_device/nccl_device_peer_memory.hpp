@@ -1,13 +1,13 @@
 #pragma once
-// Peer memory through NCCL's device API (haloex/halo/peer_memory.hpp), in
-// haloex_nccl where NCCL 2.28's device API was found at configure time
-// (HALOEX_HAVE_NCCL_DEVICE). Everything that touches that experimental API
-// is in nccl_device_peer_memory.cu.
+// Peer memory through NCCL's device API (transport/peer_memory.hpp), in
+// haloex_nccl_device, built where NCCL 2.28's device API was found at
+// configure time. Everything that touches that experimental API is in
+// nccl_device_peer_memory.cu.
 #include <cstddef>
 #include <memory>
 #include <string>
 
-#include "haloex/halo/peer_memory.hpp"
+#include "haloex/transport/peer_memory.hpp"
 #include "haloex/runtime/world.hpp"
 
 namespace haloex::nccl {
@@ -24,6 +24,7 @@ std::string deviceApiUnavailableReason(runtime::World& world);
 // zero-filled, registered with the communicator as a window, and the peers'
 // load/store (LSA) pointers resolved once on the device. Throws
 // InvalidInput with deviceApiUnavailableReason() when it is not empty.
-std::unique_ptr<PeerMemory> makeNcclDevicePeerMemory(runtime::World& world, std::size_t bytes, const std::string& what);
+std::unique_ptr<transport::PeerMemory> makeNcclDevicePeerMemory(runtime::World& world, std::size_t bytes,
+                                                                const std::string& what);
 
 }  // namespace haloex::nccl

@@ -1,5 +1,6 @@
 #pragma once
-// The `ipc` transport (library haloex_cuda): the paper's CPU-orchestrated
+// The `ipc` transport (library haloex_ipc; made through the registry,
+// transport/registry.hpp): the paper's CPU-orchestrated
 // baseline, done the way CUDA-aware MPI and GROMACS's "GPU direct" path do it
 // on one node (docs/architecture.md#layers).
 //

@@ -1,5 +1,5 @@
 #pragma once
-// The `nccl` transport (library haloex_nccl): stream-ordered ncclSend/ncclRecv
+// The `nccl` transport (library haloex_nccl; made through the registry): stream-ordered ncclSend/ncclRecv
 // per pulse (docs/architecture.md#layers). Per pulse, on the given stream: a pack kernel, then
 // one ncclGroupStart/ncclSend/ncclRecv/ncclGroupEnd (pulses are not grouped
 // together: a later pulse forwards what an earlier one received); for forces,

@@ -122,7 +122,7 @@ __global__ void resolveLsaPointers(ncclWindow_t window, int lsaSize, std::uintpt
     }
 }
 
-class NcclDevicePeerMemory final : public PeerMemory {
+class NcclDevicePeerMemory final : public transport::PeerMemory {
 public:
     NcclDevicePeerMemory(runtime::World& world, std::size_t bytes, const std::string& what)
         : world_(world), what_(what) {
@@ -259,8 +259,8 @@ std::string deviceApiUnavailableReason(runtime::World& world) {
     return runtime::agreeOnReason(world, mine);
 }
 
-std::unique_ptr<PeerMemory> makeNcclDevicePeerMemory(runtime::World& world, std::size_t bytes,
-                                                     const std::string& what) {
+std::unique_ptr<transport::PeerMemory> makeNcclDevicePeerMemory(runtime::World& world, std::size_t bytes,
+                                                                const std::string& what) {
     if (const std::string why = deviceApiUnavailableReason(world); !why.empty()) {
         throwError(ErrorKind::InvalidInput, say("{}: the nccl-device backend cannot run here: {}", what, why));
     }
