@@ -11,6 +11,7 @@
 #   component   target(s)                        needs
 #   plan        haloex::haloex                   fmt, Threads
 #   mpi         haloex::mpi                      plan, MPI (C++)
+#   launch      haloex::launch                   plan, and mpi in a build with MPI
 #   cuda        haloex::cuda, ipc, peer          plan, CUDAToolkit
 #   particles   haloex::particles                plan, CUDAToolkit (device migration, device plan builder)
 #   nccl        haloex::nccl, nccl_device        cuda, NCCL
@@ -23,8 +24,8 @@ configure_file(${PROJECT_SOURCE_DIR}/cmake/config.hpp.in ${PROJECT_BINARY_DIR}/i
 
 set(HALOEX_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/haloex)
 set(_haloex_component_targets
-    plan:haloex plan:haloex_warnings mpi:haloex_mpi cuda:haloex_cuda cuda:haloex_ipc cuda:haloex_peer
-    particles:haloex_particles nccl:haloex_nccl nccl:haloex_nccl_device nvshmem:haloex_nvshmem
+    plan:haloex plan:haloex_warnings mpi:haloex_mpi launch:haloex_launch cuda:haloex_cuda cuda:haloex_ipc
+    cuda:haloex_peer particles:haloex_particles nccl:haloex_nccl nccl:haloex_nccl_device nvshmem:haloex_nvshmem
     transports:haloex_transports)
 set(HALOEX_COMPONENTS)
 foreach(pair IN LISTS _haloex_component_targets)

@@ -1,6 +1,8 @@
 #pragma once
 // The World a launcher gave this process, in every build, for programs that
-// run under mpirun/srun or alone (docs/architecture.md#layers).
+// run under mpirun/srun or alone (docs/architecture.md#layers); library
+// haloex_launch (component launch) in every build: over haloex_mpi with MPI,
+// a refusal without it.
 // startLaunchedWorld() starts MPI and returns its world when an MPI launcher
 // started the process, and nothing when none did. A build without MPI
 // refuses a launched process (InvalidInput) instead of letting every process

@@ -1,5 +1,5 @@
 // startLaunchedWorld() of a build without MPI (CMake compiles this file into
-// haloex then; src/runtime/mpi/launched_world.cpp otherwise).
+// haloex_launch then; launched_world_mpi.cpp otherwise).
 #include "haloex/core/error.hpp"
 #include "haloex/runtime/launched_world.hpp"
 

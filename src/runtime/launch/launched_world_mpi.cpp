@@ -1,4 +1,4 @@
-// startLaunchedWorld() of a build with MPI.
+// startLaunchedWorld() of a build with MPI (haloex_launch over haloex_mpi).
 #include "haloex/runtime/launched_world.hpp"
 #include "haloex/runtime/mpi_world.hpp"
 
