@@ -8,7 +8,8 @@
 #    the source or the build tree.
 # 3. examples/consumer (COMPONENTS plan) configures with CUDA, MPI, NCCL and
 #    NVSHMEM all switched off (CMAKE_DISABLE_FIND_PACKAGE_*: any lookup of them
-#    fails), builds and runs.
+#    fails), builds and runs. No example sets a C++ standard: the installed
+#    targets carry C++20 (cxx_std_20).
 # 4. examples/particle_halo (COMPONENTS transports: the halo API) configures,
 #    builds and runs (reference backend, thread ranks).
 # 5. examples/consumer_nvshmem (COMPONENTS transports nvshmem: the nvshmem
