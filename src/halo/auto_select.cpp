@@ -100,7 +100,8 @@ std::string cacheKey(const AutoSelectOptions& o, runtime::World& world, const st
     for (Backend b : usable) names.push_back(toString(b));
     const auto perNode = world.allReduceValue<std::int64_t>(world.localSize(), runtime::ReduceOp::Max);
     return fmt::format("{} | {} world of {} rank(s), at most {} per node, {} memory | candidates {}", o.shapeKey,
-                       world.kind(), world.size(), perNode, memoryName(o.transport.memorySpace), fmt::join(names, ","));
+                       world.kind(), world.size(), perNode,
+                       memoryName(transport::memorySpaceFor(Backend::Auto, o.transport)), fmt::join(names, ","));
 }
 
 // "ipc: why; nccl: why", for an error that lists them.
@@ -227,7 +228,11 @@ std::vector<Backend> autoCandidates(runtime::World& world, MemorySpace space, co
 
 AutoSelection selectBackend(runtime::World& world, const AutoSelectOptions& options, const PrepareSteps& prepare) {
     requireOptions(options);
-    const MemorySpace space = options.transport.memorySpace;
+    // Every candidate in the same memory space: the caller's, or host memory
+    // when unset (as makeTransport resolves Auto).
+    const MemorySpace space = transport::memorySpaceFor(Backend::Auto, options.transport);
+    transport::TransportOptions decided = options.transport;
+    decided.memorySpace = space;
     const auto warn = [&](const std::string& warning) {
         if (options.warn) {
             options.warn(warning);
@@ -237,7 +242,7 @@ AutoSelection selectBackend(runtime::World& world, const AutoSelectOptions& opti
     };
     AutoRecord record;  // its step counts stay 0 until something is measured
     record.cacheFile = options.cacheFile;
-    const auto made = [&](Backend b) { return makeTransport(b, world, options.transport); };
+    const auto made = [&](Backend b) { return makeTransport(b, world, decided); };
 
     // Nothing to measure: the rule, as resolveAuto has it.
     const bool threads = world.kind() == "threads" && space == MemorySpace::Host;
@@ -287,7 +292,7 @@ AutoSelection selectBackend(runtime::World& world, const AutoSelectOptions& opti
     double bestSeconds = 0.0;
     for (Backend b : usable) {
         std::string why;
-        std::unique_ptr<transport::BlockTransport> candidate = makeCandidate(world, b, options.transport, why);
+        std::unique_ptr<transport::BlockTransport> candidate = makeCandidate(world, b, decided, why);
         if (!candidate) {
             record.skipped.push_back({b, why});
             continue;

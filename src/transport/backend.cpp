@@ -101,7 +101,7 @@ std::string deviceUnavailableReason() { return entry::noVisibleDevice(); }
 
 MemorySpace defaultMemorySpace(Backend backend) {
     HALOEX_ASSERT(backend != Backend::Auto, "defaultMemorySpace needs a concrete backend (resolve Auto first)");
-    return backend == Backend::Reference ? MemorySpace::Host : MemorySpace::Device;
+    return onDevice(backend) ? MemorySpace::Device : MemorySpace::Host;
 }
 
 Backend resolveAuto(Backend backend, const runtime::World& world, MemorySpace space) {

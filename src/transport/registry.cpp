@@ -41,27 +41,35 @@ std::unique_ptr<BlockTransport> makeStaged(runtime::World& world, MemorySpace sp
 
 }  // namespace
 
+MemorySpace memorySpaceFor(Backend backend, const TransportOptions& options) {
+    if (options.memorySpace) return *options.memorySpace;
+    return backend == Backend::Auto ? MemorySpace::Host : defaultMemorySpace(backend);
+}
+
 std::unique_ptr<BlockTransport> makeTransport(Backend backend, runtime::World& world, const TransportOptions& options) {
-    const Backend concrete = resolveAuto(backend, world, options.memorySpace);
+    const Backend concrete = resolveAuto(backend, world, memorySpaceFor(backend, options));
     if (const std::string why = unavailableReason(concrete); !why.empty()) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("the {} backend is not in this build: {}", toString(concrete), why));
     }
-    const MemorySpace space = options.memorySpace;
+    // The backends below see the memory space decided, never an unset one.
+    TransportOptions decided = options;
+    decided.memorySpace = memorySpaceFor(concrete, options);
+    const MemorySpace space = *decided.memorySpace;
     if (concrete != Backend::Staged) requireSpace(concrete, space, defaultMemorySpace(concrete));
     switch (concrete) {
         case Backend::Reference: return makeReference(world);
         case Backend::Staged: return makeStaged(world, space);
         case Backend::Ipc: return entry::makeIpc(world);
         case Backend::Nccl: return entry::makeNccl(world);
-        case Backend::Nvshmem: return entry::makeNvshmem(world, options);
+        case Backend::Nvshmem: return entry::makeNvshmem(world, decided);
         case Backend::NcclDevice:
             // The fused kernels over NCCL's LSA windows, where the device API
             // can run in this job (decided alike on every rank: collective).
             if (const std::string why = unavailableReason(Backend::NcclDevice, world); !why.empty()) {
                 throwError(ErrorKind::InvalidInput, fmt::format("the nccl-device transport cannot run here: {}", why));
             }
-            return entry::makeNcclDevice(world, options);
+            return entry::makeNcclDevice(world, decided);
         case Backend::Auto: break;
     }
     HALOEX_ASSERT(false, fmt::format("backend '{}' has no factory branch", toString(concrete)));

@@ -385,6 +385,21 @@ TEST(Backends, NcclDeviceIsTheFusedTransportOverNcclWindows) {
     }
 }
 
+TEST(Backends, TheMemorySpaceDefaultsToTheBackends) {
+    using transport::MemorySpace;
+    EXPECT_EQ(defaultMemorySpace(Backend::Reference), MemorySpace::Host);
+    EXPECT_EQ(defaultMemorySpace(Backend::Staged), MemorySpace::Host);
+    for (Backend b : {Backend::Ipc, Backend::Nccl, Backend::Nvshmem, Backend::NcclDevice}) {
+        EXPECT_EQ(defaultMemorySpace(b), MemorySpace::Device) << toString(b);
+    }
+    // Options without a memory space: the backend's own (Auto: host memory).
+    EXPECT_EQ(makeTransport(Backend::Reference, runtime::singleRankWorld())->memorySpace(), MemorySpace::Host);
+    EXPECT_EQ(makeTransport(Backend::Staged, runtime::singleRankWorld())->memorySpace(), MemorySpace::Host);
+    EXPECT_EQ(makeTransport(Backend::Auto, runtime::singleRankWorld())->name(), "staged");
+    runtime::runInProcess(2,
+                          [](runtime::World& w) { EXPECT_EQ(makeTransport(Backend::Auto, w)->name(), "reference"); });
+}
+
 TEST(Backends, AutoKeepsTheProxysRule) {
     using transport::MemorySpace;
     EXPECT_EQ(resolveAuto(Backend::Auto, runtime::singleRankWorld(), MemorySpace::Device), Backend::Staged);

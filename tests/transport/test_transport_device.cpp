@@ -449,11 +449,12 @@ TEST(TransportFactory, ListsWhatThisBuildHasAndExplainsTheRest) {
             EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
         }
     }
-    // The oracle runs on in-process worlds, in host memory.
-    transport::TransportOptions host;
-    host.memorySpace = transport::MemorySpace::Host;
-    EXPECT_EQ(transport::makeTransport(Backend::Reference, runtime::singleRankWorld(), host)->name(), "reference");
-    EXPECT_THROW(transport::makeTransport(Backend::Reference, runtime::singleRankWorld(), {}), Error)
+    // The oracle runs on in-process worlds, in host memory: its default.
+    EXPECT_EQ(transport::makeTransport(Backend::Reference, runtime::singleRankWorld())->memorySpace(),
+              transport::MemorySpace::Host);
+    transport::TransportOptions device;
+    device.memorySpace = transport::MemorySpace::Device;
+    EXPECT_THROW(transport::makeTransport(Backend::Reference, runtime::singleRankWorld(), device), Error)
         << "the reference has no device memory";
 }
 

@@ -51,7 +51,8 @@ struct AutoSelectOptions {
     // size, the most ranks on one node, the memory space and the candidates
     // that can run. A cache file is meant for one kind of machine.
     std::string shapeKey;
-    // The memory space of the exchanged arrays and the transports' options.
+    // The memory space of the exchanged arrays (unset: host memory, as
+    // makeTransport resolves Auto) and the transports' options.
     transport::TransportOptions transport;
     // Backends to measure, in order (the first wins a tie). Empty: every
     // backend of knownBackends() that suits the memory space and can run in

@@ -60,9 +60,10 @@ std::string unavailableReason(Backend backend, runtime::World& world);
 /// GPU); otherwise why not -- for applications that skip device work politely.
 std::string deviceUnavailableReason();
 
-/// The memory a backend's arrays live in (Staged: either; the caller
-/// decides). Reference: Host; Ipc, Nccl, Nvshmem, NcclDevice: Device. Auto is
-/// resolved first.
+/// The memory a backend's arrays live in when the caller does not say
+/// (TransportOptions::memorySpace unset): Host for Reference and Staged
+/// (they run on any build and machine; Staged also takes device memory when
+/// asked), Device for Ipc, Nccl, Nvshmem and NcclDevice. Auto is resolved first.
 MemorySpace defaultMemorySpace(Backend backend);
 
 /// Auto by a fixed rule, without measuring: a thread world gets the

@@ -4,6 +4,7 @@
 /// options). Which backends it can make depends on what this library was
 /// built with (backend.hpp says which, and why the others are missing).
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "haloex/runtime/world.hpp"
@@ -14,9 +15,11 @@ namespace haloex::transport {
 
 /// How makeTransport sets a backend up.
 struct TransportOptions {
-    /// Where the arrays it moves live. Reference: Host only; ipc, nccl,
-    /// nvshmem, nccl-device: Device only; staged: either.
-    MemorySpace memorySpace = MemorySpace::Device;
+    /// Where the arrays it moves live. Unset: the backend's own
+    /// (defaultMemorySpace: host for reference and staged, device for the
+    /// others); Auto with it unset resolves for host memory. Reference: Host
+    /// only; ipc, nccl, nvshmem, nccl-device: Device only; staged: either.
+    std::optional<MemorySpace> memorySpace;
     /// Several ranks on one GPU are accepted (the caller selected devices with
     /// cuda::selectDevice(world, true); run the CUDA MPS daemon for speed).
     bool allowSharedGpus = false;
@@ -32,9 +35,13 @@ struct TransportOptions {
     double waitTimeoutSeconds = 10.0;
 };
 
+/// The memory space `options` ask `backend` for: options.memorySpace, or
+/// unset, defaultMemorySpace(backend) (Host for Auto).
+MemorySpace memorySpaceFor(Backend backend, const TransportOptions& options);
+
 /// Collective over `world` (every rank calls it with the same backend and
 /// options): makes the backend's transport, Auto resolved by resolveAuto
-/// with options.memorySpace. Device transports use the calling
+/// with memorySpaceFor(Auto, options). Device transports use the calling
 /// thread's current GPU. Throws InvalidInput for a backend this library
 /// lacks (with unavailableReason() in the message), where nccl-device cannot
 /// run in this job, for a memory space the backend does not support, and for

@@ -293,12 +293,12 @@ std::unique_ptr<transport::BlockTransport> makeTransportFor(md::MdOptions& o, ru
         options.memorySpace = transport::MemorySpace::Host;
     }
     if (name == "auto:rule") {
-        o.transportReason = "auto:rule: " + autoRuleReason(world, options.memorySpace);
+        o.transportReason = "auto:rule: " + autoRuleReason(world, *options.memorySpace);
         return makeTransport(Backend::Auto, world, options);
     }
     if (name != "auto") {
         o.transportReason =
-            world.kind() == "threads" ? autoRuleReason(world, options.memorySpace) : "set by --transport";
+            world.kind() == "threads" ? autoRuleReason(world, *options.memorySpace) : "set by --transport";
         return makeTransport(parseBackend(name), world, options);
     }
     AutoSelectOptions select;

@@ -69,7 +69,7 @@ public:
     NvshmemTransport(runtime::World& world, const TransportOptions& options)
         : world_(world), forcedPath_(parsePath(options.nvshmemPath)), launch_(parseLaunch(options.nvshmemLaunch)),
           timeoutNs_(static_cast<std::uint64_t>(waitTimeoutSeconds(options.waitTimeoutSeconds) * 1e9)) {
-        if (options.memorySpace != MemorySpace::Device) {
+        if (options.memorySpace.value_or(MemorySpace::Device) != MemorySpace::Device) {
             throwError(ErrorKind::InvalidInput, "the nvshmem transport keeps coordinates and forces in device memory");
         }
         if (const char* withhold = testHook("HALOEX_TEST_WITHHOLD_SIGNAL")) {

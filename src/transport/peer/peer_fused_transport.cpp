@@ -42,7 +42,7 @@ public:
                        PeerAllocator allocate, std::string name)
         : world_(world), windows_(windows), allocate_(std::move(allocate)), name_(std::move(name)),
           timeoutNs_(static_cast<std::uint64_t>(waitTimeoutSeconds(options.waitTimeoutSeconds) * 1e9)) {
-        if (options.memorySpace != MemorySpace::Device) {
+        if (options.memorySpace.value_or(MemorySpace::Device) != MemorySpace::Device) {
             throwError(ErrorKind::InvalidInput,
                        fmt::format("the {} transport keeps coordinates and forces in device memory", name_));
         }

@@ -50,9 +50,7 @@ md::MdOptions baseOptions() {
 md::RunSummary runDecomposed(const md::MdOptions& o) {
     runtime::World& world = testsupport::mpiTestWorld();
     const md::MdOptions resolved = md::resolveOptions(o, world.size(), false);
-    transport::TransportOptions host;
-    host.memorySpace = transport::MemorySpace::Host;
-    auto transport = transport::makeTransport(transport::Backend::Staged, world, host);
+    auto transport = transport::makeTransport(transport::Backend::Staged, world);  // host memory: its default
     auto backend = md::makeCpuBackend();
     md::Engine engine(resolved, world, *transport, *backend);
     return engine.run();
