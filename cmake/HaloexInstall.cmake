@@ -16,6 +16,7 @@
 #   particles   haloex::particles                plan, CUDAToolkit (device migration, device plan builder)
 #   nccl        haloex::nccl, nccl_device        cuda, NCCL
 #   nvshmem     haloex::nvshmem                  plan, CUDAToolkit, NVSHMEM
+#   halo        haloex::halo                     plan (the registry and the halo API for the CPU)
 #   transports  haloex::transports               plan and the backend libraries built (cuda, nccl, nvshmem)
 # Without COMPONENTS every component this build has is loaded.
 include(CMakePackageConfigHelpers)
@@ -26,7 +27,7 @@ set(HALOEX_CMAKE_INSTALL_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/haloex)
 set(_haloex_component_targets
     plan:haloex plan:haloex_warnings mpi:haloex_mpi launch:haloex_launch cuda:haloex_cuda cuda:haloex_ipc
     cuda:haloex_peer particles:haloex_particles nccl:haloex_nccl nccl:haloex_nccl_device nvshmem:haloex_nvshmem
-    transports:haloex_transports)
+    halo:haloex_halo transports:haloex_transports)
 set(HALOEX_COMPONENTS)
 foreach(pair IN LISTS _haloex_component_targets)
   string(REPLACE ":" ";" pair "${pair}")
@@ -76,6 +77,8 @@ set(HALOEX_CONFIG_NCCL_HINT "")
 if(HALOEX_HAVE_NCCL)
   get_filename_component(HALOEX_CONFIG_NCCL_HINT "${NCCL_INCLUDE_DIR}" DIRECTORY)
 endif()
+# Without CUDA, haloex::transports is an interface over haloex::halo.
+get_property(HALOEX_TRANSPORTS_OVER_HALO GLOBAL PROPERTY HALOEX_TRANSPORTS_OVER_HALO)
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/haloexConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/haloexConfig.cmake
                               INSTALL_DESTINATION ${HALOEX_CMAKE_INSTALL_DIR})

@@ -1,6 +1,7 @@
 // What the registry asks of haloex_cuda (transport/entry_points.hpp), where
 // this library has none: CMake compiles this file instead of cuda_entry.cpp
-// into the registry's library, and HALOEX_CUDA_MISSING says why.
+// into the CPU-only haloex_halo (and, in a build without CUDA, into every
+// library of the registry), and HALOEX_CUDA_MISSING says why.
 #include "entry_points.hpp"
 #include "haloex/core/error.hpp"
 

@@ -2,7 +2,7 @@
 // What the halo API needs of CUDA for its own arrays: device memory and
 // blocking copies. Defined by device_memory.cpp where the library has the
 // halo API's device half (haloex_transports in a CUDA build) and by
-// device_unavailable.cpp where it has not (a build without CUDA), which
+// device_unavailable.cpp where it has not (the CPU-only haloex_halo), which
 // says why and refuses; CMake picks (src/halo/CMakeLists.txt).
 #include <cstddef>
 #include <string>

@@ -1,5 +1,5 @@
-// The halo API's device half where the library has none (a build without
-// CUDA): CMake compiles this file instead of
+// The halo API's device half where the library has none (the CPU-only
+// haloex_halo, or a build without CUDA): CMake compiles this file instead of
 // device_memory.cpp, pulse_engine_device.cpp, device_halo_resources.cpp and
 // element_kernels.cu, and HALOEX_CUDA_MISSING says why. Device memory is
 // refused where it is asked for (the collective allocator, a device

@@ -1,7 +1,7 @@
 // The typed halo operations' device members (pulse_engine.hpp): the index
 // maps uploaded once, pack and unpack kernels around the transport's block
-// exchange. In haloex_transports where the build has CUDA; without CUDA it
-// has device_unavailable.cpp instead.
+// exchange. In haloex_transports where the build has CUDA; the CPU-only
+// haloex_halo has device_unavailable.cpp instead.
 #include <algorithm>
 #include <cuda_runtime.h>
 

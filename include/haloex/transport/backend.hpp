@@ -43,8 +43,9 @@ Backend parseBackend(std::string_view name);
 std::vector<Backend> knownBackends();
 /// Those of knownBackends() this library contains (Reference and Staged always).
 std::vector<Backend> availableBackends();
-/// Empty when `backend` is in this library; otherwise why not (the dependency
-/// that was missing at configure time). Auto is
+/// Empty when `backend` is in this library; otherwise why not: the
+/// dependency that was missing at configure time, or, in the CPU-only
+/// haloex::halo, that the device backends are in haloex::transports. Auto is
 /// always available.
 std::string unavailableReason(Backend backend);
 /// Collective over `world`: empty when `backend` can run in this job, else
