@@ -1,7 +1,7 @@
 # ctest script (consumer_find_package): the installed package works on its own.
 #   cmake -DBUILD_DIR=... -DSOURCE_DIR=... -DGENERATOR=... -DMAKE_PROGRAM=...
 #         -DHAVE_NVSHMEM=ON|OFF -DNVSHMEM_BUNDLED=ON|OFF -DHAVE_FUSED_STENCIL=ON|OFF
-#         [-DCUDA_BIN=<dir of nvcc>] -P TestConsumer.cmake
+#         [-DCUDA_BIN=<dir of nvcc>] [-DMPIEXEC=<mpiexec>] -P TestConsumer.cmake
 # 1. cmake --install into a scratch prefix, then move the prefix elsewhere
 #    (outside the checkout and the build tree): nothing may point back.
 # 2. No installed CMake file and no RUNPATH/RPATH of an installed binary names
@@ -10,8 +10,13 @@
 #    NVSHMEM all switched off (CMAKE_DISABLE_FIND_PACKAGE_*: any lookup of them
 #    fails), builds and runs. No example sets a C++ standard: the installed
 #    targets carry C++20 (cxx_std_20).
-# 4. examples/particle_halo (COMPONENTS transports: the halo API) configures,
-#    builds and runs (reference backend, thread ranks).
+# 4. examples/hello_halo (COMPONENTS halo launch: the halo API on the CPU)
+#    configures, builds and runs with PATH=/usr/bin:/bin -- no CUDA there,
+#    and CUDA, NCCL and NVSHMEM lookups switched off -- on 4 thread ranks and,
+#    with MPIEXEC, on 2 processes under mpiexec; each rank's ghosts are all
+#    lattice sites. examples/particle_halo (COMPONENTS transports: the halo
+#    API over every backend) configures, builds and runs (reference backend,
+#    thread ranks).
 # 5. examples/consumer_nvshmem (COMPONENTS transports nvshmem: the nvshmem
 #    backend through the registry) configures, builds and runs; ldd resolves
 #    libhaloex_nvshmem and (when the install copied NVSHMEM) libnvshmem_host
@@ -56,6 +61,12 @@ if(CUDA_BIN)
   string(PREPEND path "${CUDA_BIN}:")
 endif()
 set(clean ${ENV_EXE} -i "PATH=${path}" "HOME=${scratch}/home")
+# The CPU-only consumer's: the system's directories and nothing else.
+set(cpu_path "/usr/bin:/bin")
+if(NOT dir MATCHES "^(/usr/bin|/bin)$")
+  string(APPEND cpu_path ":${dir}")  # the build tool, where it lives elsewhere
+endif()
+set(cpu_clean ${ENV_EXE} -i "PATH=${cpu_path}" "HOME=${scratch}/home")
 
 # --- 1. install, then move --------------------------------------------------
 execute_process(COMMAND ${clean} ${CMAKE_COMMAND} --install "${BUILD_DIR}" --prefix "${staging}"
@@ -111,7 +122,11 @@ message(STATUS "${cmake_count} installed CMake files and ${elf_count} binaries n
 
 # --- 3 and 4: the consumers ---------------------------------------------------
 # consumer(<example dir> <program> <expected output regex> [extra configure args])
+# consumer_env: the environment it runs in (default: ${clean}).
 function(consumer example program expect)
+  if(consumer_env)
+    set(clean ${consumer_env})
+  endif()
   set(src "${scratch}/src/${example}")
   set(work "${scratch}/build-${example}")
   file(COPY "${SOURCE_DIR}/examples/${example}/" DESTINATION "${src}")
@@ -143,8 +158,31 @@ consumer(consumer plan_summary "rank 3: [0-9]+ home, [1-9][0-9]* halo atoms"
          -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_DISABLE_FIND_PACKAGE_MPI=ON
          -DCMAKE_DISABLE_FIND_PACKAGE_NCCL=ON -DCMAKE_DISABLE_FIND_PACKAGE_NVSHMEM=ON --no-warn-unused-cli)
 
-# The halo API (COMPONENTS transports) from the outside: examples/particle_halo
-# builds against the installed package and checks its forces.
+set(no_device -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=ON -DCMAKE_DISABLE_FIND_PACKAGE_NCCL=ON
+              -DCMAKE_DISABLE_FIND_PACKAGE_NVSHMEM=ON --no-warn-unused-cli)
+
+# The halo API on the CPU (COMPONENTS halo launch), as a newcomer writes it,
+# with no CUDA in PATH: examples/hello_halo on 4 thread ranks, then under mpiexec.
+set(lattice "0 off the lattice")
+set(consumer_env ${cpu_clean})
+consumer(hello_halo hello_halo "rank 3 of 4 \\(reference\\): 128 home atoms, [1-9][0-9]* ghosts, ${lattice}" ${no_device})
+unset(consumer_env)
+if(MPIEXEC)
+  execute_process(COMMAND ${cpu_clean} OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+                          OMPI_MCA_rmaps_base_oversubscribe=1 OMPI_MCA_btl=self,vader
+                          OMPI_MCA_btl_vader_single_copy_mechanism=none
+                          ${MPIEXEC} -n 2 "${scratch}/build-hello_halo/hello_halo"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE out)
+  message(STATUS "hello_halo under mpiexec -n 2: ${out}")
+  string(REGEX MATCHALL "of 2 \\(staged\\): 256 home atoms, [1-9][0-9]* ghosts, ${lattice}" ranks "${out}")
+  list(LENGTH ranks n)
+  if(NOT rc EQUAL 0 OR NOT n EQUAL 2)
+    fail("hello_halo under mpiexec -n 2 failed (${rc}):\n${out}")
+  endif()
+endif()
+
+# The halo API over every backend (COMPONENTS transports) from the outside:
+# examples/particle_halo builds against the installed package and checks its forces.
 consumer(particle_halo particle_halo "forces match the direct sum")
 
 if(HAVE_NVSHMEM)
