@@ -464,7 +464,7 @@ def timing_environment(env=None):
 
 
 def pdl_setting(env=None):
-    """Programmatic dependent launch as haloex decides it (include/haloex/cuda/dependent_launch.cuh)."""
+    """Programmatic dependent launch as haloex decides it (include/haloex/detail/cuda/dependent_launch.cuh)."""
     env = os.environ if env is None else env
     v = env.get("HALOEX_PDL")
     if v == "0":

@@ -10,7 +10,7 @@
 #     dlopen()s them by bare name from libnvshmem_host, whose RPATH is
 #     $ORIGIN, so they must sit beside it;
 #   libnvshmem_device.a and the headers: a project that compiles its own
-#     NVSHMEM device code (haloex/nvshmem/bootstrap.hpp) must use the device
+#     NVSHMEM device code (haloex/detail/nvshmem/bootstrap.hpp) must use the device
 #     library of the very version whose host library gets loaded.
 # A private directory, so a prefix such as /usr/local never gets a second
 # libnvshmem_host.so.3 on the default library path.

@@ -24,7 +24,7 @@
 #include "gpu/gpu_runner.hpp"
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 #include "haloex/core/wait_limit.hpp"
 #include "haloex/runtime/mpi_world.hpp"
 

@@ -1,4 +1,4 @@
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 
 #include <fcntl.h>
 #include <sys/random.h>

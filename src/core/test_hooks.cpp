@@ -1,4 +1,4 @@
-#include "haloex/core/test_hooks.hpp"
+#include "haloex/detail/core/test_hooks.hpp"
 
 #include <cstdlib>
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 
 namespace haloex::cuda {

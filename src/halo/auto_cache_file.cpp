@@ -8,7 +8,7 @@
 
 #include "auto_cache.hpp"
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 
 namespace haloex::auto_select {
 namespace {

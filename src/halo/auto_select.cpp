@@ -15,7 +15,7 @@
 #include "auto_cache.hpp"
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 
 namespace haloex {
 namespace {

@@ -7,7 +7,7 @@
 
 #include "element_kernels.hpp"
 #include "halo_kernels.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "pulse_engine.hpp"
 

@@ -10,7 +10,7 @@
 
 #include "haloex/core/vec3.hpp"
 #include "haloex/cuda/device_buffer.hpp"
-#include "haloex/particles/wrap_summary.hpp"
+#include "haloex/detail/particles/wrap_summary.hpp"
 #include "haloex/plan/send_rule.hpp"
 
 namespace haloex::particles::detail {

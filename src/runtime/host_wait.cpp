@@ -1,11 +1,11 @@
-#include "haloex/runtime/host_wait.hpp"
+#include "haloex/detail/runtime/host_wait.hpp"
 
 #include <cmath>
 #include <cstdlib>
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/printable.hpp"
+#include "haloex/detail/core/printable.hpp"
 #include "haloex/core/wait_limit.hpp"
 
 namespace haloex::runtime {

@@ -10,7 +10,7 @@
 #include <tuple>
 
 #include "haloex/core/error.hpp"
-#include "haloex/runtime/host_wait.hpp"
+#include "haloex/detail/runtime/host_wait.hpp"
 #include "haloex/runtime/world.hpp"
 
 namespace haloex::runtime {

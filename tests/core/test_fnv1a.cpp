@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <string>
 
-#include "haloex/core/fnv1a.hpp"
+#include "haloex/detail/core/fnv1a.hpp"
 #include "test_temp_dir.hpp"
 
 namespace haloex {

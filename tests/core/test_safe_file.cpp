@@ -1,4 +1,4 @@
-// Output files written without damaging anything (haloex/core/safe_file.hpp):
+// Output files written without damaging anything (haloex/detail/core/safe_file.hpp):
 // atomic replacement only of regular files or new names, temporaries that a
 // planted file cannot be substituted for and that never outlive a failure,
 // records that are never torn, the checks a run makes on its paths, and path
@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 #include "test_temp_dir.hpp"
 
 using namespace haloex;

@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "haloex/core/test_hooks.hpp"
+#include "haloex/detail/core/test_hooks.hpp"
 
 TEST(TestHooks, OnInTheTestedBuild) {
     ASSERT_TRUE(haloex::testHooksEnabled());

@@ -5,7 +5,7 @@
 
 #include <cstdlib>
 
-#include "haloex/core/test_hooks.hpp"
+#include "haloex/detail/core/test_hooks.hpp"
 
 TEST(TestHooks, OffInPackagesEvenWhenTheVariableIsSet) {
     ::setenv("HALOEX_TEST_WITHHOLD_SIGNAL", "1:0", 1);

@@ -1,4 +1,4 @@
-// The CUPTI counter of host-blocking CUDA calls (haloex/cuda/api_sync_counter.hpp):
+// The CUPTI counter of host-blocking CUDA calls (haloex/detail/cuda/api_sync_counter.hpp):
 // which names count (anywhere), and on a GPU that it counts exactly the
 // blocking calls of the counting thread while switched on.
 #include <gtest/gtest.h>
@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "haloex/core/error.hpp"
-#include "haloex/cuda/api_sync_counter.hpp"
+#include "haloex/detail/cuda/api_sync_counter.hpp"
 
 namespace {
 

@@ -16,7 +16,7 @@
 #include "grid_case.hpp"
 #include "haloex/plan/grid_plan.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/host_exchange.hpp"
+#include "haloex/detail/transport/host_exchange.hpp"
 
 namespace haloex::testing {
 namespace {

@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/runtime/host_wait.hpp"
+#include "haloex/detail/runtime/host_wait.hpp"
 #include "haloex/runtime/world.hpp"
 #include "send_recv_many_check.hpp"
 

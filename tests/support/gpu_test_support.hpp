@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 
 #define HALOEX_REQUIRE_GPU()                                                                                  \

@@ -16,7 +16,7 @@
 
 #include "fused_exchange.cuh"
 #include "haloex/core/vec3.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 

@@ -16,7 +16,7 @@
 #include "haloex/halo/collective_buffer.hpp"
 #include "haloex/halo/coordinate_force_halo.hpp"
 #include "haloex/halo/particle_halo.hpp"
-#include "haloex/transport/host_exchange.hpp"
+#include "haloex/detail/transport/host_exchange.hpp"
 #include "test_plan_scenario.hpp"
 
 namespace haloex::testing {

@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/ipc_peer_memory.hpp"
-#include "haloex/runtime/mpi_check.hpp"
+#include "haloex/detail/runtime/mpi_check.hpp"
 #include "nccl_pair.hpp"
 
 namespace haloex::commbench {

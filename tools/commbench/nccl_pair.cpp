@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "haloex/cuda/device_select.hpp"
-#include "haloex/nccl/communicator.hpp"
+#include "haloex/detail/nccl/communicator.hpp"
 
 namespace haloex::commbench {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 #include "haloex/core/wait_limit.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"

@@ -13,7 +13,7 @@
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
-#include "haloex/cuda/memory_order.cuh"
+#include "haloex/detail/cuda/memory_order.cuh"
 #include "haloex/halo/backend.hpp"
 #include "haloex/halo/device_halo.hpp"
 #include "haloex/halo/device_halo_view.cuh"

@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "haloex/build_info.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
@@ -32,7 +32,7 @@
 #include "haloex/runtime/mpi_world.hpp"
 #include "haloex/runtime/plan_exchange.hpp"
 #include "haloex/transport/registry.hpp"
-#include "haloex/transport/host_exchange.hpp"
+#include "haloex/detail/transport/host_exchange.hpp"
 #include "stress_kernels.hpp"
 
 namespace {

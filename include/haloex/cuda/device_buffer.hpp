@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <utility>
 
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 
 namespace haloex::cuda {

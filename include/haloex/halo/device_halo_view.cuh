@@ -16,7 +16,7 @@
 #include <cstdint>
 
 #include "haloex/cuda/check.hpp"
-#include "haloex/cuda/memory_order.cuh"
+#include "haloex/detail/cuda/memory_order.cuh"
 #include "haloex/halo/device_halo.hpp"
 
 namespace haloex::device {

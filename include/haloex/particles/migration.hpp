@@ -26,7 +26,7 @@
 
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/particles/particle_store.hpp"
-#include "haloex/particles/wrap_summary.hpp"
+#include "haloex/detail/particles/wrap_summary.hpp"
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/block_transport.hpp"

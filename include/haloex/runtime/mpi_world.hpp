@@ -6,7 +6,7 @@
 // so haloex's messages never match the application's. Every MPI failure
 // throws Error(Runtime) with MPI's own error string and the failing call.
 // Every exchange is nonblocking underneath and polled with a time limit
-// (haloex/runtime/host_wait.hpp): a peer that stops responding gives
+// (haloex/detail/runtime/host_wait.hpp): a peer that stops responding gives
 // Error(Timeout) naming this rank, the operation and the peer, instead of a
 // job that spins forever. The timed-out operation stays posted (MPI cannot
 // cancel a collective): end the job with abort(), as haloex's tools do.

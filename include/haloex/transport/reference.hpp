@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "haloex/transport/block_transport.hpp"
-#include "haloex/transport/host_exchange.hpp"
+#include "haloex/detail/transport/host_exchange.hpp"
 
 namespace haloex::transport {
 

@@ -12,8 +12,8 @@
 
 #include "fused_jacobi_kernels.hpp"
 #include "haloex/core/error.hpp"
-#include "haloex/core/test_hooks.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/core/test_hooks.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/halo/device_halo.hpp"

@@ -22,7 +22,7 @@
 #include "haloex/build_info.hpp"
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
-#include "haloex/core/fnv1a.hpp"
+#include "haloex/detail/core/fnv1a.hpp"
 #include "haloex/halo/auto_select.hpp"
 #include "haloex/halo/backend.hpp"
 #include "haloex/md/cpu_backend.hpp"

@@ -1,6 +1,6 @@
 // Nonbonded: the host side of the GPU non-bonded module (nonbonded.hpp). The
 // kernels and their launchers live in the .cu files.
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
 
 #include <algorithm>
@@ -12,7 +12,7 @@
 #include <type_traits>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/nvtx.hpp"
+#include "haloex/detail/core/nvtx.hpp"
 #include "nonbonded_internal.cuh"
 
 namespace haloex::md::gpu {

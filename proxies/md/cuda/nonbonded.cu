@@ -19,7 +19,7 @@
 #include <algorithm>
 
 #include "haloex/md/gpu/nonbonded.hpp"
-#include "haloex/cuda/dependent_launch.cuh"
+#include "haloex/detail/cuda/dependent_launch.cuh"
 #include "nonbonded_internal.cuh"
 
 namespace haloex::md::gpu {
@@ -158,7 +158,7 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
     nonbondedKernel(const KernelParams p, const ClusterEntry* __restrict__ entries, int numEntries,
                     const ClusterPair* __restrict__ pairs, const float4* __restrict__ xq, float4* __restrict__ f,
                     double* __restrict__ energies, const PruneArgs prune) {
-    // Launched as a dependent of the gather (cuda/dependent_launch.cuh).
+    // Launched as a dependent of the gather (detail/cuda/dependent_launch.cuh).
     cuda::waitForPrerequisiteGrids();
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;

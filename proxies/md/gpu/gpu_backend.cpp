@@ -11,8 +11,8 @@
 #include <optional>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/nvtx.hpp"
-#include "haloex/cuda/api_sync_counter.hpp"
+#include "haloex/detail/core/nvtx.hpp"
+#include "haloex/detail/cuda/api_sync_counter.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"

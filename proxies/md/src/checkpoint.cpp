@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/fnv1a.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/fnv1a.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 
 namespace haloex::md {
 namespace {

@@ -10,7 +10,7 @@
 #include <optional>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/nvtx.hpp"
+#include "haloex/detail/core/nvtx.hpp"
 #include "haloex/md/checkpoint.hpp"
 #include "haloex/md/log_file.hpp"
 #include "haloex/md/buffer_check.hpp"
@@ -31,7 +31,7 @@
 #include "haloex/md/verlet_buffer.hpp"
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/runtime/plan_exchange.hpp"
-#include "haloex/transport/host_exchange.hpp"
+#include "haloex/detail/transport/host_exchange.hpp"
 
 namespace haloex::md {
 namespace {

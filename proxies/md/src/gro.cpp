@@ -15,8 +15,8 @@
 #include <ostream>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/printable.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/printable.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 
 namespace haloex::md {
 

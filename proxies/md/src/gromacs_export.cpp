@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 #include "haloex/md/gro.hpp"
 #include "haloex/md/output_backup.hpp"
 

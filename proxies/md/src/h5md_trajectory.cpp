@@ -16,8 +16,8 @@
 #include "haloex/build_info.hpp"
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
-#include "haloex/core/fnv1a.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/fnv1a.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 
 namespace haloex::md {
 namespace {

@@ -8,7 +8,7 @@
 #include <span>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/fnv1a.hpp"
+#include "haloex/detail/core/fnv1a.hpp"
 #include "haloex/md/output_backup.hpp"
 
 namespace haloex::md {

@@ -10,7 +10,7 @@
 
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 #include "haloex/md/distribution.hpp"
 
 namespace haloex::md {

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 
 namespace haloex::md {
 namespace {

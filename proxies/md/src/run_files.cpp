@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 #include "haloex/md/checkpoint.hpp"
 
 namespace haloex::md {

@@ -9,7 +9,7 @@
 #include <unistd.h>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/test_hooks.hpp"
+#include "haloex/detail/core/test_hooks.hpp"
 
 namespace haloex::md {
 namespace {

@@ -1,6 +1,6 @@
-// ApiSyncCounter (haloex/cuda/api_sync_counter.hpp): CUPTI's callback API,
+// ApiSyncCounter (haloex/detail/cuda/api_sync_counter.hpp): CUPTI's callback API,
 // loaded with dlopen so that no haloex library links against libcupti.
-#include "haloex/cuda/api_sync_counter.hpp"
+#include "haloex/detail/cuda/api_sync_counter.hpp"
 
 #include <dlfcn.h>
 

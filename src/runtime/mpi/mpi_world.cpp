@@ -10,9 +10,9 @@
 #include <thread>
 
 #include "haloex/core/error.hpp"
-#include "haloex/runtime/host_wait.hpp"
+#include "haloex/detail/runtime/host_wait.hpp"
 #include "haloex/runtime/launched_world.hpp"
-#include "haloex/runtime/mpi_check.hpp"
+#include "haloex/detail/runtime/mpi_check.hpp"
 
 namespace haloex::runtime {
 namespace {

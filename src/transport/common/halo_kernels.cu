@@ -2,7 +2,7 @@
 
 #include "halo_kernels.hpp"
 #include "index_map_upload.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 
 namespace haloex::cuda {

@@ -6,7 +6,7 @@
 // false; kernels then exit without signalling, and the job is aborted.
 #include <cstdint>
 
-#include "haloex/cuda/memory_order.cuh"
+#include "haloex/detail/cuda/memory_order.cuh"
 #include "wait_diagnostics.hpp"
 
 namespace haloex::nvshmem_detail {

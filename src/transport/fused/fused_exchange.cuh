@@ -23,7 +23,7 @@
 #include "device_sync.cuh"
 #include "fused_args.hpp"
 #include "haloex/cuda/check.hpp"
-#include "haloex/cuda/dependent_launch.cuh"
+#include "haloex/detail/cuda/dependent_launch.cuh"
 
 namespace haloex::nvshmem_detail {
 

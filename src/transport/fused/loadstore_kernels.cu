@@ -5,7 +5,7 @@
 
 #include "fused_exchange.cuh"
 #include "haloex/cuda/check.hpp"
-#include "haloex/cuda/dependent_launch.cuh"
+#include "haloex/detail/cuda/dependent_launch.cuh"
 
 namespace haloex::nvshmem_detail {
 namespace {

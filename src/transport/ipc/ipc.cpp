@@ -1,6 +1,6 @@
 // The `ipc` transport: CPU-orchestrated GPU-direct copies through CUDA IPC,
 // with handshakes over the World (see ipc_transport.hpp for the protocol).
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "ipc_transport.hpp"
 
 #include <unistd.h>

@@ -1,5 +1,5 @@
-// The NCCL communicator over a World (haloex/nccl/communicator.hpp).
-#include "haloex/nccl/communicator.hpp"
+// The NCCL communicator over a World (haloex/detail/nccl/communicator.hpp).
+#include "haloex/detail/nccl/communicator.hpp"
 
 #include <fmt/format.h>
 #include <span>

@@ -6,7 +6,7 @@
 
 #include "halo_kernels.hpp"
 #include "haloex/cuda/check.hpp"
-#include "haloex/nccl/communicator.hpp"
+#include "haloex/detail/nccl/communicator.hpp"
 #include "haloex/transport/coordinate_force_exchange.hpp"
 #include "nccl_transport.hpp"
 

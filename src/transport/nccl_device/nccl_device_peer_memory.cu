@@ -37,11 +37,11 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
-#include "haloex/nccl/communicator.hpp"
+#include "haloex/detail/nccl/communicator.hpp"
 #include "nccl_device_peer_memory.hpp"
 
 static_assert(NCCL_VERSION_CODE >= NCCL_VERSION(2, 28, 0) && NCCL_VERSION_CODE < NCCL_VERSION(2, 29, 0),

@@ -10,7 +10,7 @@
 #include "fused_exchange.cuh"
 #include "fused_kernels.hpp"
 #include "haloex/cuda/check.hpp"
-#include "haloex/cuda/dependent_launch.cuh"
+#include "haloex/detail/cuda/dependent_launch.cuh"
 
 namespace haloex::nvshmem_detail {
 namespace {

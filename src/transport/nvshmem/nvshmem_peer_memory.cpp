@@ -6,7 +6,7 @@
 
 #include "entry_points.hpp"
 #include "haloex/core/error.hpp"
-#include "haloex/nvshmem/symmetric_memory.hpp"
+#include "haloex/detail/nvshmem/symmetric_memory.hpp"
 
 namespace haloex::transport::entry {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "haloex/core/error.hpp"
-#include "haloex/nvshmem/bootstrap.hpp"
+#include "haloex/detail/nvshmem/bootstrap.hpp"
 
 namespace haloex::nvshmem_detail {
 namespace {

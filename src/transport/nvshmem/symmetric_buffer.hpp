@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "session.hpp"
 
 namespace haloex::nvshmem_detail {

@@ -1,6 +1,6 @@
 // Symmetric arrays for callers outside the transport (symmetric_memory.hpp),
 // through the transport's own SymmetricBuffer and NVSHMEM session.
-#include "haloex/nvshmem/symmetric_memory.hpp"
+#include "haloex/detail/nvshmem/symmetric_memory.hpp"
 
 #include "session.hpp"
 #include "symmetric_buffer.hpp"

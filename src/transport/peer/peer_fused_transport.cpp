@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/transport/peer_memory.hpp"

@@ -1,8 +1,8 @@
-// The host backends' coordinate/force exchange (transport/host_exchange.hpp):
+// The host backends' coordinate/force exchange (detail/transport/host_exchange.hpp):
 // forwardPulses with the periodic shift, reversePulses, on the caller's arrays.
 #include <algorithm>
 
-#include "haloex/transport/host_exchange.hpp"
+#include "haloex/detail/transport/host_exchange.hpp"
 #include "haloex/transport/reference.hpp"
 
 namespace haloex::transport {

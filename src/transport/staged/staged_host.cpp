@@ -1,7 +1,7 @@
 // The `staged` transport in host memory: the reference algorithm, pulse by
 // pulse over any World (MPI included), so CPU-only runs have a multi-process
 // path with the same counters as the device transports.
-#include "haloex/transport/host_exchange.hpp"
+#include "haloex/detail/transport/host_exchange.hpp"
 #include "staged_transport.hpp"
 
 namespace haloex::transport {

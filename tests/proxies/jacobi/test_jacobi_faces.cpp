@@ -17,7 +17,7 @@
 #include "core/jacobi_problem.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/runtime/world.hpp"
-#include "haloex/transport/host_exchange.hpp"
+#include "haloex/detail/transport/host_exchange.hpp"
 
 namespace haloex::jacobi {
 namespace {

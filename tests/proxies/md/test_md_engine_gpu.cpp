@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/test_hooks.hpp"
+#include "haloex/detail/core/test_hooks.hpp"
 #include "haloex/md/cpu_backend.hpp"
 #include "haloex/md/engine.hpp"
 #include "haloex/md/gpu_backend.hpp"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/blocking_ops.hpp"
 #include "gpu_test_support.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/md/gpu/cluster_reference.hpp"

@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 #include "haloex/md/system.hpp"
 
 namespace haloex::md {
@@ -64,7 +64,7 @@ std::vector<GroFrame> readGroTrajectory(const std::string& path);
 // atom and residue numbers are 1-based and wrap at 100000 like GROMACS.
 // Throws InvalidInput for a coordinate that does not fit its field, Io when
 // the stream fails. The file version replaces `path` atomically (a regular
-// file or a new name: haloex/core/safe_file.hpp).
+// file or a new name: haloex/detail/core/safe_file.hpp).
 std::string formatGro(const System& system, std::string_view title, bool withVelocities);
 void writeGro(std::ostream& out, const System& system, std::string_view title, bool withVelocities);
 void writeGro(const std::string& path, const System& system, std::string_view title, bool withVelocities);

@@ -2,7 +2,7 @@
 // The outputs a run continues across restarts, all written through this one
 // layer: the trajectory (--traj) now; the log and energy files of the
 // mdrun-conventions work are to be opened here the same way. Each output is a
-// RecordFile (haloex/core/safe_file.hpp: whole records, one write each). The
+// RecordFile (haloex/detail/core/safe_file.hpp: whole records, one write each). The
 // layer knows how long each file is, how many records it holds and the step
 // of the last one, and hands that to every checkpoint
 // (CheckpointData::outputs), so that a restart continues each output exactly
@@ -45,7 +45,7 @@
 #include <string_view>
 #include <vector>
 
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 #include "haloex/core/vec3.hpp"
 #include "haloex/md/checkpoint.hpp"
 #include "haloex/md/h5md_trajectory.hpp"

@@ -21,7 +21,7 @@ struct RunFile {
 std::vector<RunFile> runFiles(const MdOptions& options);
 
 // Throws (Io or InvalidInput, naming the options and paths and what to do)
-// when an output cannot be written (haloex/core/safe_file.hpp:
+// when an output cannot be written (haloex/detail/core/safe_file.hpp:
 // requireWritableOutput: missing or unwritable directory, a directory,
 // device, FIFO or symbolic link in its place), or when two of the files are
 // the same file (compared through symbolic links and hard links) and one of
