@@ -1,31 +1,32 @@
 #pragma once
-// The exchange of an MD step on arrays the USER owns (library
-// haloex_transports): coordinates forward from their owners to the halo
-// copies, shifted by the periodic box, and forces back from the halo copies
-// to their owners, accumulated -- GROMACS's communicateHaloCoordinates and
-// communicateHaloForces. Where the backend has a fast path (nvshmem and
-// nccl-device: one fused kernel per exchange, no host involvement, CUDA-graph
-// capturable; ipc, nccl and staged: their own pulse schedules) it is used;
-// otherwise the exchange goes through the backend's exchangeBlocks, as
-// ParticleHalo's gather and scatterAdd do.
-//
-//   CoordinateForceHalo halo(transport);
-//   auto x = allocateCollective<Vec3f>(world, transport, plan.numLocal, "coordinates");
-//   auto f = allocateCollective<Vec3f>(world, transport, plan.numLocal, "forces");
-//   halo.setPlan(plan, x, f);                 // collective; again after repartitioning
-//   ... home coordinates into x[0, numHome) ...
-//   halo.gatherCoordinates(box, stream);      // halo slots of x filled
-//   ... forces into f ...
-//   halo.scatterAddForces(stream);            // f[0, numHome) complete
-//   halo.clearForces(stream);                 // before the next step's forces
-//
-// The arrays come from allocateCollective for this transport (halo/
-// collective_buffer.hpp): peers may store into them (NVSHMEM symmetric
-// memory, NCCL windows, CUDA IPC exports). Both hold at least plan.numLocal
-// elements, laid out as the plan says: home atoms, then each pulse's
-// received atoms at its recvOffset. After one of them grows (resize or
-// reserve reallocated it) call setPlan again. Every call is collective and
-// ordered on `stream` like ParticleHalo's.
+/// @file
+/// The exchange of an MD step on arrays the USER owns (library
+/// haloex_transports): coordinates forward from their owners to the halo
+/// copies, shifted by the periodic box, and forces back from the halo copies
+/// to their owners, accumulated -- GROMACS's communicateHaloCoordinates and
+/// communicateHaloForces. Where the backend has a fast path (nvshmem and
+/// nccl-device: one fused kernel per exchange, no host involvement, CUDA-graph
+/// capturable; ipc, nccl and staged: their own pulse schedules) it is used;
+/// otherwise the exchange goes through the backend's exchangeBlocks, as
+/// ParticleHalo's gather and scatterAdd do.
+///
+///   CoordinateForceHalo halo(transport);
+///   auto x = allocateCollective<Vec3f>(world, transport, plan.numLocal, "coordinates");
+///   auto f = allocateCollective<Vec3f>(world, transport, plan.numLocal, "forces");
+///   halo.setPlan(plan, x, f);                 // collective; again after repartitioning
+///   ... home coordinates into x[0, numHome) ...
+///   halo.gatherCoordinates(box, stream);      // halo slots of x filled
+///   ... forces into f ...
+///   halo.scatterAddForces(stream);            // f[0, numHome) complete
+///   halo.clearForces(stream);                 // before the next step's forces
+///
+/// The arrays come from allocateCollective for this transport (halo/
+/// collective_buffer.hpp): peers may store into them (NVSHMEM symmetric
+/// memory, NCCL windows, CUDA IPC exports). Both hold at least plan.numLocal
+/// elements, laid out as the plan says: home atoms, then each pulse's
+/// received atoms at its recvOffset. After one of them grows (resize or
+/// reserve reallocated it) call setPlan again. Every call is collective and
+/// ordered on `stream` like ParticleHalo's.
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,40 +40,46 @@
 
 namespace haloex {
 
+/// An MD step's coordinate/force exchange on the caller's arrays (see the file's description).
 class CoordinateForceHalo {
 public:
-    // Binds to `transport` (which must outlive the halo). Not collective.
+    /// Binds to `transport` (which must outlive the halo). Not collective.
     explicit CoordinateForceHalo(transport::BlockTransport& transport);
     ~CoordinateForceHalo();
-    CoordinateForceHalo(CoordinateForceHalo&&) noexcept;
-    CoordinateForceHalo& operator=(CoordinateForceHalo&&) noexcept;
+    CoordinateForceHalo(CoordinateForceHalo&&) noexcept;             ///< takes the other's binding
+    CoordinateForceHalo& operator=(CoordinateForceHalo&&) noexcept;  ///< takes the other's binding
     CoordinateForceHalo(const CoordinateForceHalo&) = delete;
     CoordinateForceHalo& operator=(const CoordinateForceHalo&) = delete;
 
-    // Collective: adopts the plan and the arrays. Throws InvalidInput for an
-    // array smaller than plan.numLocal elements or in other memory than the
-    // transport's fast path needs (naming allocateCollective).
+    /// Collective: adopts the plan and the arrays. Throws InvalidInput for an
+    /// array smaller than plan.numLocal elements or in other memory than the
+    /// transport's fast path needs (naming allocateCollective).
     void setPlan(const plan::ParticleHaloPlan& plan, CollectiveBuffer<Vec3f>& coordinates,
                  CollectiveBuffer<Vec3f>& forces);
-    // The plan of the last setPlan (empty before) and the arrays bound with it.
+    /// The plan of the last setPlan (empty before) and the arrays bound with it.
     const plan::ParticleHaloPlan& plan() const { return plan_; }
-    bool hasPlan() const { return bound_; }
-    Vec3f* coordinates() const { return x_; }
-    Vec3f* forces() const { return f_; }
+    bool hasPlan() const { return bound_; }    ///< whether setPlan was called
+    Vec3f* coordinates() const { return x_; }  ///< the coordinates bound by setPlan
+    Vec3f* forces() const { return f_; }       ///< the forces bound by setPlan
 
+    /// Forward: the home coordinates the plan sends, shifted by `box` where
+    /// a pulse crosses it, into the receivers' halo slots. Collective.
     void gatherCoordinates(const plan::Box& box, transport::StreamHandle stream);
+    /// Reverse: the forces on halo atoms back to their owners, added into the
+    /// owners' entries; then the home entries hold complete forces. Collective.
     void scatterAddForces(transport::StreamHandle stream);
-    // Zeroes the forces for the next step, ordered after any peer's reads.
+    /// Zeroes the forces for the next step, ordered after any peer's reads.
     void clearForces(transport::StreamHandle stream);
 
-    // Whether gather/scatterAdd/clear may be captured in a CUDA graph.
+    /// Whether gather/scatterAdd/clear may be captured in a CUDA graph.
     bool graphCapturable() const;
-    // Whether the backend's own fast path is in use (else the generic one).
+    /// Whether the backend's own fast path is in use (else the generic one).
     bool usesBackendFastPath() const { return fastPath_; }
-    transport::BlockTransport& transport() const { return *transport_; }
-    transport::MemorySpace memorySpace() const { return transport_->memorySpace(); }
+    transport::BlockTransport& transport() const { return *transport_; }              ///< the backend
+    transport::MemorySpace memorySpace() const { return transport_->memorySpace(); }  ///< where the arrays live
+    /// What the host did in the exchanges so far (calls, host synchronisations).
     const transport::TransportCounters& counters() const;
-    // The transport's lines and the exchange's, for a run summary.
+    /// The transport's lines and the exchange's, for a run summary.
     std::vector<std::string> describe() const;
 
 private:

@@ -1,11 +1,12 @@
 #pragma once
-// One rank's particles in device memory, as structure of arrays that move
-// together when particles migrate: positions (field 0, Vec3f, nm) and any
-// number of fixed-size fields after them (velocities, types, ids, ...).
-//
-// Capacity grows geometrically (growthFactor) and never shrinks, so the
-// search steps of a run rarely allocate; growing keeps the contents.
-// resize() and the copies are synchronous (set-up and output steps).
+/// @file
+/// One rank's particles in device memory, as structure of arrays that move
+/// together when particles migrate: positions (field 0, Vec3f, nm) and any
+/// number of fixed-size fields after them (velocities, types, ids, ...).
+///
+/// Capacity grows geometrically (growthFactor) and never shrinks, so the
+/// search steps of a run rarely allocate; growing keeps the contents.
+/// resize() and the copies are synchronous (set-up and output steps).
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -16,42 +17,48 @@
 
 namespace haloex::particles {
 
+/// Per-particle fields in device memory: the positions (Vec3f) as field 0,
+/// then fields of the sizes given; what migration moves.
 class ParticleStore {
 public:
-    // fieldBytes: element size of each field after the positions.
+    /// fieldBytes: element size of each field after the positions.
     explicit ParticleStore(std::vector<std::size_t> fieldBytes, double growthFactor = 1.25);
 
-    int size() const { return size_; }
-    int capacity() const { return capacity_; }
-    int numFields() const { return static_cast<int>(bytes_.size()); }  // positions included
+    int size() const { return size_; }                                 ///< particles held
+    int capacity() const { return capacity_; }                         ///< particles allocated for
+    int numFields() const { return static_cast<int>(bytes_.size()); }  ///< fields, positions included
+    /// Bytes per element of `field`.
     std::size_t elementBytes(int field) const { return bytes_.at(static_cast<std::size_t>(field)); }
 
-    void* field(int k) { return data_.at(static_cast<std::size_t>(k)).data(); }
+    void* field(int k) { return data_.at(static_cast<std::size_t>(k)).data(); }  ///< field `k` (device memory)
+    /// Field `k` (device memory).
     const void* field(int k) const { return data_.at(static_cast<std::size_t>(k)).data(); }
+    /// Field `k` as an array of T.
     template <class T>
     T* fieldAs(int k) {
         return static_cast<T*>(field(k));
     }
+    /// Field `k` as an array of T.
     template <class T>
     const T* fieldAs(int k) const {
         return static_cast<const T*>(field(k));
     }
-    Vec3f* positions() { return fieldAs<Vec3f>(0); }
-    const Vec3f* positions() const { return fieldAs<Vec3f>(0); }
+    Vec3f* positions() { return fieldAs<Vec3f>(0); }              ///< field 0
+    const Vec3f* positions() const { return fieldAs<Vec3f>(0); }  ///< field 0
 
-    // Size n; the first min(n, size()) particles are kept.
+    /// Size n; the first min(n, size()) particles are kept.
     void resize(int n);
-    // n particles from host arrays, one per field (hostFields[k] holds n
-    // elements of elementBytes(k)).
+    /// n particles from host arrays, one per field (hostFields[k] holds n
+    /// elements of elementBytes(k)).
     void upload(int n, const std::vector<const void*>& hostFields);
-    // Every field's first size() elements into host arrays of that size.
+    /// Every field's first size() elements into host arrays of that size.
     void download(const std::vector<void*>& hostFields) const;
 
-    // Migration builds the next contents in a second set of arrays: room for
-    // n particles there (old contents of the second set are not kept) ...
+    /// Migration builds the next contents in a second set of arrays: room for
+    /// n particles there (old contents of the second set are not kept) ...
     void reserveNext(int n);
-    void* nextField(int k) { return next_.at(static_cast<std::size_t>(k)).data(); }
-    // ... and then makes them current, with size n.
+    void* nextField(int k) { return next_.at(static_cast<std::size_t>(k)).data(); }  ///< field `k` of the second set
+    /// ... and then makes them current, with size n.
     void swapNext(int n);
 
 private:

@@ -1,11 +1,12 @@
 #pragma once
-// The job's ranks as seen from one of them: identity, the local rank that
-// picks a GPU, and the host-side collectives used at set-up and at
-// repartitioning (never on an MD step's critical path).
-//
-// Implementations: MpiWorld (one process per rank, launched by mpirun/srun)
-// and the in-process thread world (virtual ranks as threads, for the CPU
-// reference path and tests). Every call is blocking on the calling host thread.
+/// @file
+/// The job's ranks as seen from one of them: identity, the local rank that
+/// picks a GPU, and the host-side collectives used at set-up and at
+/// repartitioning (never on an MD step's critical path).
+///
+/// Implementations: MpiWorld (one process per rank, launched by mpirun/srun)
+/// and the in-process thread world (virtual ranks as threads, for the CPU
+/// reference path and tests). Every call is blocking on the calling host thread.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -17,80 +18,93 @@
 
 namespace haloex::runtime {
 
-enum class ReduceOp { Sum, Max, Min };
-
-// One entry of World::sendRecvMany: what sendRecvBytes takes, without the tag.
-struct PeerMessage {
-    std::span<const std::byte> send;
-    int dest = -1;
-    std::span<std::byte> recv;
-    int src = -1;
+/// How World::allReduce combines the ranks' values.
+enum class ReduceOp {
+    Sum,  ///< the sum
+    Max,  ///< the largest
+    Min,  ///< the smallest
 };
 
+/// One entry of World::sendRecvMany: what sendRecvBytes takes, without the tag.
+struct PeerMessage {
+    std::span<const std::byte> send;  ///< the bytes sent
+    int dest = -1;                    ///< to this rank (-1: none)
+    std::span<std::byte> recv;        ///< where exactly recv.size() bytes land
+    int src = -1;                     ///< from this rank (-1: none)
+};
+
+/// The job's ranks as seen from one of them (see the file's description).
 class World {
 public:
     virtual ~World() = default;
 
-    virtual int rank() const = 0;
-    virtual int size() const = 0;
-    // Rank among the ranks on this node, and their count (to pick a GPU).
+    virtual int rank() const = 0;  ///< this rank, 0 .. size() - 1
+    virtual int size() const = 0;  ///< the number of ranks
+    /// Rank among the ranks on this node, and their count (to pick a GPU).
     virtual int localRank() const = 0;
-    virtual int localSize() const = 0;
-    virtual std::string kind() const = 0;  // "mpi", "threads", "single"
+    virtual int localSize() const = 0;     ///< the number of ranks on this node
+    virtual std::string kind() const = 0;  ///< "mpi", "threads", "single"
 
-    virtual void barrier() = 0;
-    // Sends `send` to `dest` and receives exactly recv.size() bytes from `src`.
-    // Either peer may be -1 (no peer, like MPI_PROC_NULL): nothing is sent,
-    // or nothing is received (recv must then be empty).
+    virtual void barrier() = 0;  ///< returns when every rank has called it
+    /// Sends `send` to `dest` and receives exactly recv.size() bytes from `src`.
+    /// Either peer may be -1 (no peer, like MPI_PROC_NULL): nothing is sent,
+    /// or nothing is received (recv must then be empty).
     virtual void sendRecvBytes(std::span<const std::byte> send, int dest, std::span<std::byte> recv, int src,
                                int tag) = 0;
-    // Several sendRecvBytes of one tag at once; the messages must not overlap
-    // one another's receive ranges. Matched as the same sendRecvBytes calls
-    // in entry order would be (messages of one tag between two ranks arrive
-    // in order), so the result is the same; MpiWorld posts every receive,
-    // then every send, and waits for all together (one round trip instead of
-    // one per message). This default makes one sendRecvBytes per entry, in
-    // order: fine wherever that sequence cannot deadlock (every rank walks
-    // its entries in the same order, as the halo exchanges do).
+    /// Several sendRecvBytes of one tag at once; the messages must not overlap
+    /// one another's receive ranges. Matched as the same sendRecvBytes calls
+    /// in entry order would be (messages of one tag between two ranks arrive
+    /// in order), so the result is the same; MpiWorld posts every receive,
+    /// then every send, and waits for all together (one round trip instead of
+    /// one per message). This default makes one sendRecvBytes per entry, in
+    /// order: fine wherever that sequence cannot deadlock (every rank walks
+    /// its entries in the same order, as the halo exchanges do).
     virtual void sendRecvMany(std::span<const PeerMessage> messages, int tag) {
         for (const PeerMessage& m : messages) sendRecvBytes(m.send, m.dest, m.recv, m.src, tag);
     }
+    /// Every rank's `values` combined element by element with `op`; the result on every rank.
     virtual void allReduce(std::span<double> values, ReduceOp op) = 0;
+    /// Every rank's `values` combined element by element with `op`; the result on every rank.
     virtual void allReduce(std::span<std::int64_t> values, ReduceOp op) = 0;
+    /// `root`'s `data` into every rank's (the same size on all).
     virtual void broadcastBytes(std::span<std::byte> data, int root) = 0;
-    // Every rank contributes mine.size() bytes (the same on all ranks).
+    /// Every rank contributes mine.size() bytes (the same on all ranks).
     virtual void allGatherBytes(std::span<const std::byte> mine, std::span<std::byte> all) = 0;
-    // sendCounts[r] bytes of `send` (consecutively) go to rank r; returns what
-    // arrived, ordered by source rank, and fills recvCounts.
+    /// sendCounts[r] bytes of `send` (consecutively) go to rank r; returns what
+    /// arrived, ordered by source rank, and fills recvCounts.
     virtual std::vector<std::byte> allToAllBytes(std::span<const std::byte> send,
                                                  std::span<const std::int64_t> sendCounts,
                                                  std::vector<std::int64_t>& recvCounts) = 0;
-    // Ends the whole job (every rank) with a message; used when one rank has
-    // found an error that the others cannot see, so nobody hangs.
+    /// Ends the whole job (every rank) with a message; used when one rank has
+    /// found an error that the others cannot see, so nobody hangs.
     [[noreturn]] virtual void abort(const std::string& message, int code = 1) = 0;
 
-    // Typed helpers.
+    /// sendRecvBytes of trivially copyable elements; returns what `src` sent
+    /// (the size exchanged first).
     template <class T>
     std::vector<T> sendRecv(const std::vector<T>& send, int dest, int src, int tag);
+    /// allReduce of one value (double or std::int64_t and what converts to them).
     template <class T>
     T allReduceValue(T value, ReduceOp op);
+    /// Every rank's `mine` (trivially copyable), by rank.
     template <class T>
     std::vector<T> allGather(const T& mine);
+    /// sendByRank[r] to rank r; returns what each rank sent to this one, by rank.
     template <class T>
     std::vector<T> allToAll(const std::vector<std::vector<T>>& sendByRank);
 };
 
-// Runs `body` on `numRanks` threads, each with its own World. Rethrows the
-// first exception a rank raised (the others are released with an error
-// instead of hanging).
+/// Runs `body` on `numRanks` threads, each with its own World. Rethrows the
+/// first exception a rank raised (the others are released with an error
+/// instead of hanging).
 void runInProcess(int numRanks, const std::function<void(World&)>& body);
 
-// A world of one rank (no MPI, no threads).
+/// A world of one rank (no MPI, no threads).
 World& singleRankWorld();
 
-// Collective: the reason of the lowest rank that has one (empty when none
-// has), the same text on every rank -- so that no rank goes on to a
-// collective step the others skip because of a reason only they saw.
+/// Collective: the reason of the lowest rank that has one (empty when none
+/// has), the same text on every rank -- so that no rank goes on to a
+/// collective step the others skip because of a reason only they saw.
 std::string agreeOnReason(World& world, const std::string& mine);
 
 // ---- typed helpers ----------------------------------------------------------
