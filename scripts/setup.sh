@@ -60,6 +60,8 @@ else
   # The format and clang-tidy checks (ctest format_check and clang_tidy): skipped without them.
   deps_want optional "have_any_cmd clang-format clang-format-14" clang-format "ctest format_check skips"
   deps_want optional "have_any_cmd clang-tidy clang-tidy-14" clang-tidy "ctest clang_tidy skips"
+  # The API reference from the public headers (ctest api_reference): skipped without it.
+  deps_want optional "have_cmd doxygen" doxygen "ctest api_reference skips"
 fi
 if [ "$list" = 1 ]; then
   for i in "${!deps_checks[@]}"; do echo "${deps_kinds[$i]} apt ${deps_packages[$i]}"; done

@@ -38,7 +38,7 @@ class ProfilesTest(unittest.TestCase):
         run = self.listed("run")
         for piece in ("cmake", "ninja-build", "g++", "libcli11-dev", "nlohmann-json3-dev", "libfmt-dev"):
             self.assertIn(f"required apt {piece}\n", run)
-        for test_only in ("gtest", "gmock", "clang-format", "clang-tidy", "benchmark", "requirements.txt"):
+        for test_only in ("gtest", "gmock", "clang-format", "clang-tidy", "doxygen", "benchmark", "requirements.txt"):
             self.assertNotIn(test_only, run)
 
     def test_test_installs_the_test_tools_too(self):
@@ -46,6 +46,7 @@ class ProfilesTest(unittest.TestCase):
         self.assertIn("required apt libgtest-dev libgmock-dev\n", test)
         self.assertIn("optional apt clang-format\n", test)
         self.assertIn("optional apt clang-tidy\n", test)
+        self.assertIn("optional apt doxygen\n", test)
         self.assertIn("optional pip tests/requirements.txt bench/requirements.txt\n", test)
         self.assertNotIn("benchmark", test)  # Google Benchmark: used nowhere
 
