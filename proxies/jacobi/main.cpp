@@ -25,7 +25,7 @@
 #include "haloex/build_info.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/detail/core/safe_file.hpp"
-#include "haloex/core/wait_limit.hpp"
+#include "haloex/detail/core/wait_limit.hpp"
 #include "haloex/runtime/mpi_world.hpp"
 
 namespace {

@@ -17,7 +17,7 @@
 #include <string_view>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/test_hooks.hpp"
+#include "haloex/detail/core/test_hooks.hpp"
 
 namespace haloex {
 namespace {

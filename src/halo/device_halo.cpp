@@ -15,7 +15,7 @@
 
 #include "device_halo_resources.hpp"
 #include "haloex/core/error.hpp"
-#include "haloex/core/wait_limit.hpp"
+#include "haloex/detail/core/wait_limit.hpp"
 #include "haloex/transport/peer_memory.hpp"
 
 namespace haloex {

@@ -6,7 +6,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/detail/core/printable.hpp"
-#include "haloex/core/wait_limit.hpp"
+#include "haloex/detail/core/wait_limit.hpp"
 
 namespace haloex::runtime {
 

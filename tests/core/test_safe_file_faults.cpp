@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 #include "test_temp_dir.hpp"
 
 using namespace haloex;

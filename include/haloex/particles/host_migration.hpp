@@ -1,4 +1,6 @@
 #pragma once
+/// @file
+/// Particle migration in host memory (migrateOnHost).
 // Particle migration in host memory (Cabana's Distributor idiom, the host
 // twin of particles/migration.hpp): every particle is wrapped into the
 // periodic box and sent, with all its fields, to the rank whose cell holds
@@ -27,12 +29,16 @@
 
 namespace haloex::particles {
 
+/// What migrateOnHost returns.
 template <class T>
 struct HostMigration {
-    std::vector<T> particles;
-    std::size_t stayed = 0;  // particles[0, stayed) stayed on this rank
+    std::vector<T> particles;  ///< this rank's particles now: the stayers, then the arrivals
+    std::size_t stayed = 0;    ///< particles[0, stayed) stayed on this rank
 };
 
+/// Sends every particle to the rank whose cell holds its wrapped position
+/// (`positionOf(p)` gives a reference to it); `describe(p)` names a particle
+/// in errors. Collective over `world`.
 template <class T, class PositionOf, class Describe>
 HostMigration<T> migrateOnHost(std::vector<T> particles, const plan::Decomposition& decomposition,
                                runtime::World& world, PositionOf positionOf, Describe describe) {

@@ -20,10 +20,10 @@ struct DecompositionSpec {
     double rlist = 0.9;  ///< buffered pair-list cutoff = halo distance (nm), >= rc
     /// Dimensions in pulse order; the paper's order is z, y, x.
     std::array<int, 3> dimOrder{2, 1, 0};
-    // Corner and edge pruning (plan/send_rule.hpp): an atom that arrived
-    // through another dimension's pulse is passed on only when it lies within
-    // rlist of the receiver's home cell, as GROMACS's zone bounds do. false:
-    // every atom within rlist along the pulse's dimension (the whole slab).
+    /// Corner and edge pruning (plan/send_rule.hpp): an atom that arrived
+    /// through another dimension's pulse is passed on only when it lies within
+    /// rlist of the receiver's home cell, as GROMACS's zone bounds do. false:
+    /// every atom within rlist along the pulse's dimension (the whole slab).
     bool pruneCorners = true;
 };
 
@@ -44,7 +44,9 @@ public:
     const RankGrid& grid() const { return spec_.grid; }      ///< ranks per dimension
     double rlist() const { return spec_.rlist; }             ///< the halo distance
     double rc() const { return spec_.rc; }                   ///< the interaction cutoff
-    bool prunesCorners() const { return spec_.pruneCorners; }  ///< corner and edge pruning (DecompositionSpec::pruneCorners)
+    bool prunesCorners() const {
+        return spec_.pruneCorners;
+    }  ///< corner and edge pruning (DecompositionSpec::pruneCorners)
 
     /// A cell's width along dimension `d` (every cell alike).
     double cellWidth(int d) const { return spec_.box.length[d] / spec_.grid.dim(d); }

@@ -1,4 +1,6 @@
 #pragma once
+/// @file
+/// Which candidate atoms a particle pulse sends (sendsAtom).
 // Which candidate atoms a particle pulse sends (docs/planner.md, "Corner and
 // edge pruning"). One inline test shared by the host planner
 // (ParticlePlanBuilder) and the device plan builder's kernel, so that both
@@ -20,20 +22,21 @@
 
 namespace haloex::plan {
 
+/// The send rule of one rank's pulses along one dimension (sendRuleOf).
 struct PulseSendRule {
-    int dim = 0;
-    double lowerFace = 0.0;                 // the sender's lower face along dim (the receiver's upper face)
-    double slabLimit = 0.0;                 // lowerFace + rlist
-    double upperFace[3] = {0.0, 0.0, 0.0};  // the sender's upper faces (dims other than dim are read)
-    double rlist2 = 0.0;
-    bool pruneCorners = true;
+    int dim = 0;                            ///< the pulses' dimension
+    double lowerFace = 0.0;                 ///< the sender's lower face along dim (the receiver's upper face)
+    double slabLimit = 0.0;                 ///< lowerFace + rlist
+    double upperFace[3] = {0.0, 0.0, 0.0};  ///< the sender's upper faces (dims other than dim are read)
+    double rlist2 = 0.0;                    ///< rlist squared
+    bool pruneCorners = true;               ///< DecompositionSpec::pruneCorners
 };
 
-// The rule of rank `rank`'s pulses along `dim`.
+/// The rule of rank `rank`'s pulses along `dim`.
 PulseSendRule sendRuleOf(const Decomposition& decomposition, int rank, int dim);
 
-// x: the candidate's position in the sender's frame (periodic shifts taken
-// so far included); mask: its zone mask.
+/// Whether a pulse under `rule` sends the candidate at `x` (its position in
+/// the sender's frame, periodic shifts taken so far included) with zone mask `mask`.
 HALOEX_HD inline bool sendsAtom(const PulseSendRule& rule, const Vec3d& x, ZoneMask mask) {
     if ((mask & kPaddingMask) != 0) return false;
     if (!(x[rule.dim] < rule.slabLimit)) return false;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/wait_limit.hpp"
+#include "haloex/detail/core/wait_limit.hpp"
 #include "haloex/md/system.hpp"
 
 namespace haloex::md {

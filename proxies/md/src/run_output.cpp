@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 #include "haloex/md/h5md_trajectory.hpp"
 #include "haloex/md/output_files.hpp"
 

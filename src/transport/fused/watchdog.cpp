@@ -5,7 +5,7 @@
 #include <cstdlib>
 #include <fmt/format.h>
 
-#include "haloex/core/wait_limit.hpp"
+#include "haloex/detail/core/wait_limit.hpp"
 
 namespace haloex::nvshmem_detail {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/test_hooks.hpp"
+#include "haloex/detail/core/test_hooks.hpp"
 #include "haloex/md/checkpoint.hpp"
 #include "haloex/md/system.hpp"
 #include "test_temp_dir.hpp"

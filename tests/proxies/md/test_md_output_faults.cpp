@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 #include "haloex/md/engine.hpp"
 #include "haloex/md/gromacs_export.hpp"
 #include "haloex/md/h5md_trajectory.hpp"

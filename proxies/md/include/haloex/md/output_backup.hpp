@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "haloex/core/safe_file.hpp"
+#include "haloex/detail/core/safe_file.hpp"
 
 namespace haloex::md {
 
