@@ -28,8 +28,9 @@ Suites (all transports of a suite in one run, results in one JSON file):
            --sm-percent of the SMs (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), at
            11.25k and 22.5k atoms per rank: one rank with N atoms against
            --ranks ranks with ranks x N (nvshmem direct, ipc; --variants),
-           --repeats times in alternating order, the device timeline's parts
-           (forward x, non-local F, reverse f, update) with each run. Needs
+           --repeats times in alternating order; with --timeline-parts the
+           device timeline's parts (forward x, non-local F, reverse f,
+           update), whose events sit on the step's critical path. Needs
            the MPS daemon (the device script's stage md-estimate starts it).
 Writes bench/results/md-<suite>-<gpu>-<date>.json: the record header of
 bench/bench_common.py (schema_version, machine, commit, date, the settings
@@ -362,18 +363,19 @@ def suite_estimate(a, save=lambda partial: None):
                                         "--allow-shared-gpus"] + v.args()) for v in variants]
             order = [one] + many if repeat % 2 == 0 else many + [one]
             for label, ranks, args in order:
-                r = run_md(a.build, ranks, args + ["--steps", str(steps), "--thermo-every", str(steps),
-                                                   "--timeline-parts"], a.timeout, env=cap)
+                parts = ["--timeline-parts"] if a.timeline_parts else []
+                r = run_md(a.build, ranks, args + ["--steps", str(steps), "--thermo-every", str(steps)] + parts,
+                           a.timeout, env=cap)
                 r.update(label=label, atoms_per_rank=n, repeat=repeat, sm_percent=a.sm_percent)
                 runs.append(r)
                 t = r.get("timing", {})
-                parts = ""
+                timeline = ""
                 if "local" in t:
                     med = {k: t.get(k, {}).get("median") for k in
                            ("local", "nonlocal", "nonoverlap", "forward", "nonlocal_force", "reverse", "update",
                             "step")}
-                    parts = "; timeline medians " + ", ".join(f"{k} {fmt(v)}" for k, v in med.items())
-                print(f"{n:>7}/rank {label:16} (repeat {repeat}): {describe(r)}{parts}", flush=True)
+                    timeline = "; timeline medians " + ", ".join(f"{k} {fmt(v)}" for k, v in med.items() if v is not None)
+                print(f"{n:>7}/rank {label:16} (repeat {repeat}): {describe(r)}{timeline}", flush=True)
             save({"runs": runs, "complete": False})
     return {"runs": runs, "complete": True}
 
@@ -397,6 +399,9 @@ def parser():
     p.add_argument("--timeout", type=int, default=300)
     p.add_argument("--sm-percent", type=int, default=50, help="estimate: each rank's share of the SMs under MPS")
     p.add_argument("--repeats", type=int, default=3, help="estimate: repeats, in alternating order")
+    p.add_argument("--timeline-parts", action="store_true",
+                   help="estimate: haloex-md --timeline-parts (the non-local path's parts; their events sit on the "
+                        "step's critical path and may lengthen it: take the totals from a run without)")
     p.add_argument("--mpirun", default=MPIRUN, help="launcher command (default %(default)s)")
     p.add_argument("--mpirun-args", default=MPIRUN_ARGS, help="launcher arguments before -np (default '%(default)s')")
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
@@ -408,6 +413,7 @@ def suite_settings(a):
     return {"suite": a.suite, "ranks": a.ranks if a.suite in ("dd", "estimate") else 1, "grid": a.grid,
             "quick": a.quick, "sm_percent": a.sm_percent if a.suite == "estimate" else None,
             "repeats": a.repeats if a.suite == "estimate" else None,
+            "timeline_parts": a.timeline_parts if a.suite == "estimate" else None,
             "shared_gpus": a.shared_gpus, "rank_counts": a.rank_counts, "sizes": a.sizes, "variants": a.variants,
             "nstlists": a.nstlists,
             "timeout_s": a.timeout, "build": a.build,

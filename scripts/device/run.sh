@@ -715,12 +715,14 @@ stage_rdc_cost() {
 # The one-GPU estimate of the multi-rank step (bench/md_bench.py estimate):
 # ranks sharing the GPU under MPS, each capped to ESTIMATE_SM (50) % of the
 # SMs, one rank with N atoms against two with 2N, with the device timeline's
-# parts. Never a multi-GPU result.
+# parts with ESTIMATE_PARTS=1 (their events sit on the step's critical
+# path). Never a multi-GPU result.
 stage_md_estimate() {
   note "== one-GPU estimate of the 2-rank step (MPS, ${ESTIMATE_SM:-50} % of the SMs per rank)"
   start_mps
   python3 "$root/bench/md_bench.py" estimate --build "$build" --ranks 2 --sm-percent "${ESTIMATE_SM:-50}" \
-    --repeats "${ESTIMATE_REPEATS:-3}" ${ESTIMATE_SIZES:+--sizes $ESTIMATE_SIZES} ${QUICK:+--quick} --out "$out" 2>&1 \
+    --repeats "${ESTIMATE_REPEATS:-3}" ${ESTIMATE_SIZES:+--sizes $ESTIMATE_SIZES} ${QUICK:+--quick} \
+    ${ESTIMATE_PARTS:+--timeline-parts} --out "$out" 2>&1 \
     | tee -a "$summary"
   stop_mps
 }
