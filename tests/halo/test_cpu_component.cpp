@@ -74,7 +74,10 @@ TEST(CpuComponent, GathersPositionsWithEachHostBackend) {
     spec.grid = plan::RankGrid({2, 2, 1});
     const plan::Decomposition decomposition(spec);
     std::vector<Vec3d> lattice;
-    for (int i = 0; i < 216; ++i) lattice.push_back(Vec3d{i % 6 + 0.5, i / 6 % 6 + 0.5, i / 36 + 0.5} * 0.5);
+    for (int i = 0; i < 216; ++i) {
+        const int x = i % 6, y = (i / 6) % 6, z = i / 36;  // a 6x6x6 lattice, spacing 0.5
+        lattice.push_back(Vec3d{x + 0.5, y + 0.5, z + 0.5} * 0.5);
+    }
     const auto owned = plan::partitionAtoms(decomposition, lattice);
     for (Backend backend : {Backend::Reference, Backend::Staged}) {
         SCOPED_TRACE(std::string(toString(backend)));

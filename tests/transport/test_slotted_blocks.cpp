@@ -137,7 +137,7 @@ TEST(SlottedBlocks, DeliverEveryByteFromTheRightPeerWhileTheStagingGrowsAndShrin
         }
         grows[static_cast<std::size_t>(me)] = ops.grows;
         // One call each, two for the calls that go block by block (k % 3 == 0).
-        if (exchange.sequence() != static_cast<std::uint64_t>(kCalls + (kCalls + 2) / 3)) {
+        if (exchange.sequence() != static_cast<std::uint64_t>(kCalls) + static_cast<std::uint64_t>((kCalls + 2) / 3)) {
             out += fmt::format("{} calls made, sequence {}; ", kCalls, exchange.sequence());
         }
     });
