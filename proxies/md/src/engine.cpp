@@ -890,7 +890,7 @@ struct Engine::Impl {
         if (logEnabled(o)) {
             const LogContext context{e.backend_.description(), e.transport_.name(), summary.grid,
                                      summary.search,           e.world_.size(),     first,
-                                     restartFrom.has_value()};
+                                     restartFrom.has_value(),  totalAtoms};
             output.appendLog(e.world_, logHeader(o, context), first);
         }
         if (o.steps == 0) {

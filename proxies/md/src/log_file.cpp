@@ -48,7 +48,7 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
     const auto row = [&](const char* name, const std::string& value) {
         h += fmt::format("   {:<18} {}\n", name, value);
     };
-    row("atoms", std::to_string(o.atoms));
+    row("atoms", std::to_string(c.atoms));
     row("steps", std::to_string(o.steps));
     row("dt", fmt::format("{} ps", o.dt));
     row("temperature", fmt::format("{} K", o.temperature));

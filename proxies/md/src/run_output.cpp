@@ -203,7 +203,8 @@ void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint, st
             // Format 1 never recorded an energy file: only a new or empty one continues.
             files_->open(kEnergy, options_.energyFile, nullptr, -1);
             if (files_->records(kEnergy) == 0) {
-                files_->append(kEnergy, energyXvgHeader(options_.atoms, options_.dt, options_.thermoEvery), -1);
+                // The system's count: options_.atoms is 0 for a --gro start.
+                files_->append(kEnergy, energyXvgHeader(atoms, options_.dt, options_.thermoEvery), -1);
             }
         }
         if (checkpoint == nullptr) {

@@ -28,6 +28,8 @@ struct LogContext {
     int ranks = 1;
     std::int64_t firstStep = 0;
     bool restarted = false;
+    // The system's atoms (MdOptions::atoms is 0 for a --gro start).
+    std::int64_t atoms = 0;
 };
 std::string logHeader(const MdOptions& o, const LogContext& context);
 std::string logEnergyBlock(const EnergySample& sample);

@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""haloex-md's output bugs of issue 37 (part 3), each with the case that showed
+it: files named for another format written as .gro or .xvg text, a continued
+output found by one rule and checked by another, `atoms 0` with --gro, and an
+energy series that ended a step before the frame and the checkpoint. One
+ctest per case (md_outputs_<case>), on the CPU, each in a directory of its
+own, with tests/cli/test_md_cli.py's helpers.
+
+Environment: as tests/cli/test_md_cli.py (HALOEX_MD, HALOEX_TEST_DATA_DIR).
+"""
+import os
+import subprocess
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_md_cli import HALOEX_MD, CliCase, checkpoint_step, digest, energy_rows, frame_steps  # noqa: E402
+
+# 1000 atoms on 2 virtual ranks, a search and an energy step every 10 steps.
+RUN = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10", "--thermo-every", "10", "--quiet"]
+RESTART = ["--device", "cpu", "--ranks", "2", "--quiet"]
+
+
+class MdAtomCount(CliCase):
+    """With --gro, md.log's settings and the .xvg header said `atoms 0` (the
+    --atoms option, unused by a --gro start, was written): the system's count."""
+
+    def test_log_and_energy_header_give_the_atoms_of_a_gro_start(self):
+        self.copy_reference("x.gro")
+        status, _, err = self.run_md(["--device", "cpu", "--ranks", "2", "--steps", "2", "--quiet", "--gro", "x.gro",
+                                      "--energy", "e.xvg", "--log", "run.log"])
+        self.assertEqual(status, 0, err)
+        with open(self.path("e.xvg")) as f:
+            self.assertIn("# haloex-md energies: 3000 atoms,", f.read())
+        with open(self.path("run.log")) as f:
+            self.assertRegex(f.read(), r"(?m)^ +atoms +3000$")
+
+
+CASES = [MdAtomCount]
+
+
+def list_tests():
+    for case in CASES:
+        for name in sorted(n for n in vars(case) if n.startswith("test_")):
+            print(f"{case.__name__}.{name}")
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--list"]:
+        list_tests()
+        sys.exit(0)
+    unittest.main()
