@@ -36,7 +36,30 @@ class MdAtomCount(CliCase):
             self.assertRegex(f.read(), r"(?m)^ +atoms +3000$")
 
 
-CASES = [MdAtomCount]
+class MdOutputFormats(CliCase):
+    """--traj x.xtc --energy e.edr ran and wrote .gro text into x.xtc and .xvg
+    text into e.edr, which gmx and MDAnalysis then fail to read. A name of a
+    format haloex-md does not write is refused before step 0, naming the
+    formats it writes; nothing is created."""
+
+    def test_trajectory_and_energy_names_of_other_formats_are_refused(self):
+        for option, name, message in (
+                ("--traj", "x.xtc", r"--traj x\.xtc: haloex-md writes a trajectory as \.gro .* or as H5MD "
+                                    r"\(\.h5 or \.h5md: .*\), not \.xtc; give a name ending in \.gro or \.h5md"),
+                ("--traj", "frames", r"--traj frames: .* not a name without an extension; give a name ending in "
+                                     r"\.gro or \.h5md"),
+                ("--energy", "e.edr", r"--energy e\.edr: haloex-md writes the energy series as \.xvg text .*, not "
+                                      r"\.edr; give a name ending in \.xvg")):
+            with self.subTest(option=option, name=name):
+                self.expect_refused(RUN + ["--steps", "10", "--log", "none", option, name], message)
+                self.assertEqual(os.listdir(self.dir), [])
+        # The extensions are told in any case.
+        status, _, err = self.run_md(RUN + ["--steps", "10", "--traj", "T.GRO", "--energy", "E.XVG"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(frame_steps(self.path("T.GRO")), [0, 10])
+
+
+CASES = [MdAtomCount, MdOutputFormats]
 
 
 def list_tests():

@@ -6,6 +6,7 @@
 #include "haloex/core/error.hpp"
 #include "haloex/detail/core/safe_file.hpp"
 #include "haloex/md/checkpoint.hpp"
+#include "haloex/md/h5md_trajectory.hpp"
 
 namespace haloex::md {
 namespace {
@@ -21,6 +22,37 @@ bool isLegacyPreviousPair(const MdOptions& o, const RunFile& a, const RunFile& b
            ((a.path == o.checkpointFile && b.path == previousCheckpointPath(o.checkpointFile)) ||
             (b.path == o.checkpointFile && a.path == previousCheckpointPath(o.checkpointFile))) &&
            isHardLinkedPreviousCheckpoint(o.checkpointFile);
+}
+
+// The extension of `path` in lower case ("" when it has none).
+std::string extensionOf(const std::string& path) {
+    std::string ext = std::filesystem::path(path).extension().string();
+    for (char& c : ext) c = static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+    return ext;
+}
+
+std::string describeExtension(const std::string& path) {
+    const std::string ext = std::filesystem::path(path).extension().string();
+    return ext.empty() ? std::string("a name without an extension") : ext;
+}
+
+// The formats haloex-md writes, known by the extension: --traj x.xtc and
+// --energy e.edr used to get .gro and .xvg text under names that promise
+// formats their readers then fail on.
+void requireKnownFormats(const MdOptions& o) {
+    if (!o.trajFile.empty() && !isH5mdPath(o.trajFile) && extensionOf(o.trajFile) != ".gro") {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--traj {}: haloex-md writes a trajectory as .gro (text: a frame of every atom's "
+                               "position, as gmx trjconv reads it) or as H5MD (.h5 or .h5md: float32, read by "
+                               "MDAnalysis), not {}; give a name ending in .gro or .h5md",
+                               o.trajFile, describeExtension(o.trajFile)));
+    }
+    if (!o.energyFile.empty() && extensionOf(o.energyFile) != ".xvg") {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--energy {}: haloex-md writes the energy series as .xvg text (what gmx energy "
+                               "writes; xmgrace and numpy read it), not {}; give a name ending in .xvg",
+                               o.energyFile, describeExtension(o.energyFile)));
+    }
 }
 
 }  // namespace
@@ -84,6 +116,7 @@ void checkRunFiles(const MdOptions& o) {
         if (f.role.starts_with("--write-gromacs") && !gromacsDirExists) continue;
         requireWritableOutput(f.role, f.path);
     }
+    requireKnownFormats(o);
 }
 
 std::vector<std::string> removeStaleRunTemporaries(const MdOptions& o) {

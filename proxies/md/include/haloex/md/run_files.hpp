@@ -25,7 +25,9 @@ std::vector<RunFile> runFiles(const MdOptions& options);
 // requireWritableOutput: missing or unwritable directory, a directory,
 // device, FIFO or symbolic link in its place), or when two of the files are
 // the same file (compared through symbolic links and hard links) and one of
-// them is an output. The one exception is continuing a run in place,
+// them is an output; then (InvalidInput) a --traj that does not end in .gro,
+// .h5 or .h5md, or an --energy that does not end in .xvg (any case): the
+// formats written. The one exception to the collisions is continuing a run in place,
 // --restart state.cpt --cpt state.cpt: the checkpoint is read completely
 // before the first step and replaced atomically. Creates nothing (the
 // directory probes are removed again). A previous checkpoint that older
