@@ -21,6 +21,48 @@ RUN = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10", 
 RESTART = ["--device", "cpu", "--ranks", "2", "--quiet"]
 
 
+def row_steps(path, dt=0.002):
+    """The step of every row of an --energy .xvg file."""
+    return [round(float(row[0]) / dt) for row in energy_rows(path)]
+
+
+class MdEnergySeriesEnd(CliCase):
+    """The last energy row was at step N - 1 while the last frame and the
+    checkpoint were at N: the series was uneven across a restart (a row at 39
+    and one at 40, none at 80 but one at 79). It now ends at N, and a restart
+    continues it as the uninterrupted run writes it."""
+
+    OUTPUTS = ["--energy", "e.xvg", "--traj", "t.gro", "--traj-every", "20", "--cpt", "c.cpt"]
+
+    def test_energy_series_ends_where_the_frame_and_checkpoint_are(self):
+        status, _, err = self.run_md(RUN + ["--steps", "40"] + self.OUTPUTS)
+        self.assertEqual(status, 0, err)
+        self.assertEqual(row_steps(self.path("e.xvg")), [0, 10, 20, 30, 40])
+        self.assertEqual(frame_steps(self.path("t.gro")), [0, 20, 40])
+        self.assertEqual(checkpoint_step(self.path("c.cpt")), 40)
+        # The restart continues the series exactly: the uninterrupted run's file, byte for byte.
+        status, out, err = self.run_md(RESTART + ["--steps", "40", "--restart", "c.cpt"] + self.OUTPUTS)
+        self.assertEqual(status, 0, err)
+        os.mkdir(self.path("whole"))
+        status, _, err = self.run_md(RUN + ["--steps", "80", "--energy", "whole/e.xvg"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(row_steps(self.path("e.xvg")), [0, 10, 20, 30, 40, 50, 60, 70, 80])
+        with open(self.path("e.xvg")) as a, open(self.path("whole", "e.xvg")) as b:
+            self.assertEqual(a.read(), b.read())
+        # The row of the checkpoint's step, written after it, is cut and written
+        # again without a copy of it: a resubmission chain leaves no #e.xvg.cut.N#.
+        self.assertEqual([n for n in os.listdir(self.dir) if ".cut." in n], [])
+
+    def test_a_run_ending_between_energy_steps_adds_no_row_to_the_continued_series(self):
+        status, _, err = self.run_md(RUN + ["--steps", "45", "--energy", "e.xvg", "--cpt", "c.cpt"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(row_steps(self.path("e.xvg")), [0, 10, 20, 30, 40, 45])
+        status, _, err = self.run_md(RESTART + ["--steps", "35", "--restart", "c.cpt", "--cpt", "c.cpt",
+                                                "--energy", "e.xvg"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(row_steps(self.path("e.xvg")), [0, 10, 20, 30, 40, 50, 60, 70, 80])
+
+
 class MdAtomCount(CliCase):
     """With --gro, md.log's settings and the .xvg header said `atoms 0` (the
     --atoms option, unused by a --gro start, was written): the system's count."""
@@ -59,7 +101,7 @@ class MdOutputFormats(CliCase):
         self.assertEqual(frame_steps(self.path("T.GRO")), [0, 10])
 
 
-CASES = [MdAtomCount, MdOutputFormats]
+CASES = [MdEnergySeriesEnd, MdAtomCount, MdOutputFormats]
 
 
 def list_tests():

@@ -22,10 +22,19 @@ std::array<double, std::size(kEnergyTerms)> energyTerms(const EnergySample& e) {
     return {e.lj, e.coulomb, e.potential, e.kinetic, e.total, e.conserved, e.temperature, e.pressure};
 }
 
+namespace {
+std::string timeColumn(double time) { return fmt::format("{:12.6f}", time); }
+}  // namespace
+
 std::string energyXvgRow(const EnergySample& e) {
-    std::string row = fmt::format("{:12.6f}", e.time);
+    std::string row = timeColumn(e.time);
     for (const double value : energyTerms(e)) row += fmt::format(" {:.17g}", value);
     return row + "\n";
+}
+
+bool isEnergyXvgRowAt(std::string_view text, double time) {
+    const std::string start = timeColumn(time) + " ";
+    return text.starts_with(start) && text.find('\n') == text.size() - 1;
 }
 
 }  // namespace haloex::md

@@ -329,7 +329,9 @@ struct Engine::Impl {
     // Signals and --maxh: agreed at search and energy steps (run_stop.hpp).
     RunStop stopper;
     // The search under way (its atom-count check carries the stop vote).
-    enum class SearchKind { Warmup, First, Regular };
+    // Final: the search of the step whose energies end the series (finalEnergies):
+    // neither timed nor measured, and no stop vote counts there.
+    enum class SearchKind { Warmup, First, Regular, Final };
     SearchKind currentSearch = SearchKind::Warmup;
 
     explicit Impl(Engine& engine)
@@ -453,11 +455,13 @@ struct Engine::Impl {
         return e.options_.thermostat == "v-rescale" && isEnergyStep(step - 1) ? lastVelocityScale : 1.0;
     }
 
-    // Trajectory frames and checkpoints at the boundary before `step` (collective).
-    void writeOutput(RunOutput& output, bool beforeFirstSearch, bool last) {
+    // Trajectory frames and checkpoints at the boundary before `step`
+    // (collective). `homeCurrent`: `home` already holds the atoms at `step`
+    // (before the first search, or fetched and checked at the end).
+    void writeOutput(RunOutput& output, bool homeCurrent, bool last) {
         if (!output.isOutputStep(step, last)) return;
         const NvtxRange range("output");
-        if (!beforeFirstSearch) {
+        if (!homeCurrent) {
             e.backend_.getHome(e.halo_, home);
             requireSaneAtoms();  // never a checkpoint of a blown-up system
         }
@@ -553,7 +557,7 @@ struct Engine::Impl {
         ranges.next("upload");
         if (kind == SearchKind::Warmup) e.backend_.loadHome(home);
         phase("upload", t);
-        if (e.options_.measureBuffer && kind != SearchKind::Warmup) {
+        if (e.options_.measureBuffer && kind != SearchKind::Warmup && kind != SearchKind::Final) {
             ranges.next("buffer check");
             if (kind == SearchKind::Regular) e.backend_.getHome(e.halo_, home);
             measureBuffer(kind == SearchKind::First);
@@ -564,7 +568,7 @@ struct Engine::Impl {
         const RankBackend::DeviceSearchReport report =
             e.backend_.searchOnDevice(e.halo_, dd, e.world_, backendContext());
         for (const auto& [name, ms] : report.phasesMs) (*phases)[name] += ms;
-        if (kind != SearchKind::Warmup) {
+        if (kind != SearchKind::Warmup && kind != SearchKind::Final) {
             for (const auto& [name, ms] : report.pairSearchPartsMs) summary.pairSearchPartsMs[name] += ms;
         }
         t = Clock::now();
@@ -574,6 +578,7 @@ struct Engine::Impl {
     }
 
     void searchOnHost(SearchKind kind) {
+        // The first searches and the final one find `home` current on the host.
         const bool first = kind != SearchKind::Regular;
         NvtxParts ranges;  // named as the phases below
         auto t = Clock::now();
@@ -584,7 +589,9 @@ struct Engine::Impl {
         }
         phase("download", t);
         ranges.next("buffer check");
-        if (e.options_.measureBuffer && kind != SearchKind::Warmup) measureBuffer(kind == SearchKind::First);
+        if (e.options_.measureBuffer && kind != SearchKind::Warmup && kind != SearchKind::Final) {
+            measureBuffer(kind == SearchKind::First);
+        }
         phase("buffer check", t);
         ranges.next("migrate");
         const plan::Decomposition dd(spec());
@@ -711,11 +718,10 @@ struct Engine::Impl {
     // frames and checkpoints are: counted from a restart's first step they
     // fell elsewhere than in the uninterrupted run whenever the restart's step
     // was no multiple (a stop at a search step between energy steps), and so
-    // did the thermostat's coupling and the rows of the log and .xvg.
-    bool isEnergyStep(std::int64_t s) const {
-        const std::int64_t last = runEnd() - 1;
-        return s == last || s % e.options_.thermoEvery == 0;
-    }
+    // did the thermostat's coupling and the rows of the log and .xvg. The
+    // series also ends at the run's last step, where its frame and checkpoint
+    // are (finalEnergies), not one step before them.
+    bool isEnergyStep(std::int64_t s) const { return s % e.options_.thermoEvery == 0; }
 
     // The atom that moves farthest per step (+inf: a non-finite position or
     // velocity) over every rank's home atoms on the host (after getHome).
@@ -759,7 +765,27 @@ struct Engine::Impl {
                                    : ""));
     }
 
+    // An energy step of the run: its energies, its rows in --energy and the
+    // log, and the thermostat's coupling.
     void recordEnergies(std::int64_t s) {
+        const EnergySample sample = measureEnergies(s);
+        if (energyOutput != nullptr) {
+            energyOutput->appendEnergies(e.world_, sample);
+            if (logEnabled(e.options_)) energyOutput->appendLog(e.world_, logEnergyBlock(sample), s);
+        }
+        if (e.options_.thermostat == "v-rescale") {
+            const int dof = degreesOfFreedom(static_cast<int>(totalAtoms));
+            const double lambda = thermostat.scale(sample.kinetic, dof, e.options_.temperature, e.options_.tauT,
+                                                   e.options_.thermoEvery * e.options_.dt);
+            thermostatEnergy += (lambda * lambda - 1.0) * sample.kinetic;
+            lastVelocityScale = lambda;
+            e.backend_.setVelocityScale(lambda);
+        }
+    }
+
+    // The energies of step `s` (collective; the backend has just computed
+    // them): checked against a blow-up, kept in the summary and printed.
+    EnergySample measureEnergies(std::int64_t s) {
         const NvtxRange range("energies");
         const EnergyTerms local = e.backend_.energies();
         std::vector<double> sums{local.lj, local.coulombPairs, local.coulombSelf, local.kinetic, local.virial};
@@ -806,18 +832,35 @@ struct Engine::Impl {
                                    fastest.describe(e.options_.dt)));
         }
         summary.energies.push_back(sample);
-        if (energyOutput != nullptr) {
-            energyOutput->appendEnergies(e.world_, sample);
-            if (logEnabled(e.options_)) energyOutput->appendLog(e.world_, logEnergyBlock(sample), s);
-        }
-        if (e.options_.thermostat == "v-rescale") {
-            const double lambda = thermostat.scale(sample.kinetic, dof, e.options_.temperature, e.options_.tauT,
-                                                   e.options_.thermoEvery * e.options_.dt);
-            thermostatEnergy += (lambda * lambda - 1.0) * sample.kinetic;
-            lastVelocityScale = lambda;
-            e.backend_.setVelocityScale(lambda);
-        }
         printThermo(sample);
+        return sample;
+    }
+
+    // The energies of the run's last step `step` (its end or a stop), where
+    // its frame and checkpoint are: the series ended a step before them, so it
+    // was uneven across a restart. One more step's forces from the state at
+    // `step`, outside the run's timing; `home` keeps that state for the
+    // outputs, and the thermostat is not coupled (the checkpoint is the state
+    // before this step: a restart couples at its first step where that is an
+    // energy step). Its log block is written now; its .xvg row after the
+    // checkpoint, as a periodic checkpoint precedes its step's row, so a
+    // restart cuts it and writes it again where it is an energy step.
+    EnergySample finalEnergies(bool searchedHere) {
+        const std::vector<AtomRecord> atStep = home;
+        std::map<std::string, double> untimed;
+        phases = &untimed;
+        if ((step - summary.firstStep) % e.options_.nstlist == 0 && !searchedHere) search(SearchKind::Final);
+        phases = &summary.searchPhasesMs;
+        e.backend_.runSteps(e.halo_, 1, true);
+        e.backend_.dropTimelineSample();
+        e.backend_.synchronize();
+        e.transport_.checkForFailure();
+        const EnergySample sample = measureEnergies(step);
+        home = atStep;
+        if (energyOutput != nullptr && logEnabled(e.options_)) {
+            energyOutput->appendLog(e.world_, logEnergyBlock(sample), step);
+        }
+        return sample;
     }
 
     void printThermo(const EnergySample& s) const {
@@ -831,7 +874,8 @@ struct Engine::Impl {
         if (e.options_.steps == kStepsUntilStopped) {
             progress = "until stopped";
         } else if (e.options_.steps > 0) {
-            const double done = double(s.step - summary.firstStep + 1) / e.options_.steps;
+            // The last row (finalEnergies) is the step after the last one run.
+            const double done = std::min(1.0, double(s.step - summary.firstStep + 1) / e.options_.steps);
             const double elapsed = seconds(runStart, Clock::now());
             const double left = done > 0 ? elapsed * (1.0 - done) / done : 0.0;
             progress = fmt::format("{:3.0f}%, {:.0f} s left", 100.0 * done, left);
@@ -884,6 +928,7 @@ struct Engine::Impl {
         step = first;
         runStart = Clock::now();
         bool firstSearch = true;
+        std::int64_t searchedAt = -1;  // the step of the last search
         RunOutput output(o, first);
         output.open(e.world_, restartFrom ? &*restartFrom : nullptr, totalAtoms);
         energyOutput = &output;
@@ -905,6 +950,7 @@ struct Engine::Impl {
                 const auto t0 = Clock::now();
                 search(firstSearch ? SearchKind::First : SearchKind::Regular);
                 firstSearch = false;
+                searchedAt = step;
                 if (stopper.stopRequested()) break;  // agreed in the search: stop before its step
                 auto tStep = Clock::now();
                 e.backend_.runSteps(e.halo_, 1, isEnergyStep(step));
@@ -952,21 +998,24 @@ struct Engine::Impl {
             summary.stop.searchStep = (step - first) % o.nstlist == 0;
         }
         // Every step counts, with the energy and output steps' host work
-        // (the final checkpoint below is no step's).
+        // (the final energies and checkpoint below are no step's).
         summary.totalSeconds = seconds(runStart, Clock::now());
-        if (!firstSearch && !output.isOutputStep(step, true)) {
+        std::optional<EnergySample> lastEnergies;
+        if (!firstSearch) {
             // The atoms at the end are checked as at every output step, even
             // where no output is due (a blow-up in the last steps of a run
             // used to end with exit status 0).
             e.backend_.getHome(e.halo_, home);
             requireSaneAtoms();
+            if (summary.steps > 0) lastEnergies = finalEnergies(searchedAt == step);
         }
         finishSummary();
         // The log's end goes before the final checkpoint, which records where
         // every output stands: a restart from it keeps this segment's summary.
         if (logEnabled(o)) output.appendLog(e.world_, logEnd(summary, o), step);
         // The end, or the stop: a final checkpoint and whatever is due here.
-        writeOutput(output, firstSearch, true);
+        writeOutput(output, true, true);
+        if (lastEnergies) output.appendEnergies(e.world_, *lastEnergies);
         return summary;
     }
 

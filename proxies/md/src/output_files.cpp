@@ -20,6 +20,17 @@ std::string absolutePath(const std::string& path) {
     return ec ? path : p.lexically_normal().string();
 }
 
+// Whether the bytes of `file` from `end` to `size` are what `rewritten` calls
+// rewritten (a few rows at most: a longer tail is kept as any other cut).
+bool isRewritten(const RecordFile& file, std::uint64_t end, std::uint64_t size,
+                 const OutputFiles::Rewritten& rewritten) {
+    constexpr std::uint64_t kMaxRewrittenBytes = 4096;
+    if (!rewritten || size - end > kMaxRewrittenBytes) return false;
+    std::string cut(static_cast<std::size_t>(size - end), '\0');
+    const std::size_t got = file.readAt(end, std::as_writable_bytes(std::span(cut.data(), cut.size())));
+    return got == cut.size() && rewritten(cut);
+}
+
 std::string describe(const OutputPosition& p) {
     if (p.records == 0) return fmt::format("{} bytes, no records", p.bytes);
     return fmt::format("{} bytes, {} record(s), the last at step {}", p.bytes, p.records, p.lastStep);
@@ -47,7 +58,7 @@ const OutputPosition* OutputFiles::recorded(const std::string& role) const {
 }
 
 void OutputFiles::open(const std::string& role, const std::string& path, const LastRecordStep& lastRecordStep,
-                       std::int64_t dueStep, std::int64_t every) {
+                       std::int64_t dueStep, std::int64_t every, const Rewritten& rewritten) {
     HALOEX_ASSERT(std::none_of(outputs_.begin(), outputs_.end(), [&](const Output& o) { return o.role == role; }),
                   "an output opened twice");
     if (start_.checkpointPath.empty()) return openNew(role, path, every);
@@ -76,7 +87,9 @@ void OutputFiles::open(const std::string& role, const std::string& path, const L
                                tailChecksum(*out.file, recorded->bytes, recorded->tailBytes) == recorded->tailChecksum;
     if (contentsMatch || (samePlace && recorded->bytes == 0)) {
         if (!out.file) out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Append);
-        if (size > recorded->bytes) {
+        if (size > recorded->bytes && isRewritten(*out.file, recorded->bytes, size, rewritten)) {
+            out.file->truncate(recorded->bytes);
+        } else if (size > recorded->bytes) {
             // Kept before it is cut: from an older checkpoint that may be
             // much (a restart used to cut it without a trace).
             const std::string kept = backUpTail(*out.file, recorded->bytes, path, role);

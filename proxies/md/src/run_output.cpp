@@ -200,8 +200,15 @@ void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint, st
             }
         }
         if (!options_.energyFile.empty()) {
-            // Format 1 never recorded an energy file: only a new or empty one continues.
-            files_->open(kEnergy, options_.energyFile, nullptr, -1);
+            // Format 1 never recorded an energy file: only a new or empty one
+            // continues. The row of the checkpoint's own step came after the
+            // checkpoint (RunOutput's owner writes it last): cut and, where it
+            // is an energy step, written again.
+            const OutputFiles::Rewritten endRow =
+                checkpoint == nullptr ? OutputFiles::Rewritten()
+                                      : [time = static_cast<double>(checkpoint->step) * options_.dt](
+                                            std::string_view cut) { return isEnergyXvgRowAt(cut, time); };
+            files_->open(kEnergy, options_.energyFile, nullptr, -1, 0, endRow);
             if (files_->records(kEnergy) == 0) {
                 // The system's count: options_.atoms is 0 for a --gro start.
                 files_->append(kEnergy, energyXvgHeader(atoms, options_.dt, options_.thermoEvery), -1);

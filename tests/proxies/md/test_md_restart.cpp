@@ -93,7 +93,9 @@ TEST(MdRestart, ContinuesTheTrajectoryBitwiseAndAcrossRankCounts) {
     full.writeGromacsDir = (dir / "gmx").string();
     const MdOptions fullResolved = resolveOptions(full, 4, false);
     const RunSummary fullRun = runOnCpu(fullResolved, 4);
-    ASSERT_EQ(fullRun.energies.size(), 200u);
+    // Every step's energies, and those of step 200, where the last frame and checkpoint are.
+    ASSERT_EQ(fullRun.energies.size(), 201u);
+    EXPECT_EQ(fullRun.energies.back().step, 200);
 
     EXPECT_EQ(readCheckpointHeader(cpt).step, 200);
     const CheckpointData at100 = readCheckpoint(cpt + ".prev");
@@ -130,7 +132,7 @@ TEST(MdRestart, ContinuesTheTrajectoryBitwiseAndAcrossRankCounts) {
     EXPECT_EQ(againResolved.atoms, 2000);
     const RunSummary againRun = runOnCpu(againResolved, 4);
     EXPECT_EQ(againRun.firstStep, 100);
-    ASSERT_EQ(againRun.energies.size(), 100u);
+    ASSERT_EQ(againRun.energies.size(), 101u);
     for (const EnergySample& e : againRun.energies) {
         const EnergySample* f = sampleAt(fullRun, e.step);
         ASSERT_NE(f, nullptr) << "step " << e.step;
@@ -143,7 +145,7 @@ TEST(MdRestart, ContinuesTheTrajectoryBitwiseAndAcrossRankCounts) {
         EXPECT_EQ(e.conserved, f->conserved);
         EXPECT_EQ(e.pressure, f->pressure);
     }
-    EXPECT_EQ(againRun.energies.back().step, 199);
+    EXPECT_EQ(againRun.energies.back().step, 200);
 
     // The final state is the same, thermostat included.
     const CheckpointData fullEnd = readCheckpoint(cpt);

@@ -135,8 +135,8 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
         // The graph path ran wherever the exchange can be captured, and on
         // one rank with any transport (no halo, nothing is exchanged in a step).
         EXPECT_EQ(gpu.graphs, graphs && (run.capturable || world.size() == 1));
-        if (cpu == nullptr) continue;                                      // rank 0 holds the energies and compares
-        ASSERT_EQ(gpu.energies.size(), static_cast<std::size_t>(kSteps));  // steps 0 to 19
+        if (cpu == nullptr) continue;                                          // rank 0 holds the energies and compares
+        ASSERT_EQ(gpu.energies.size(), static_cast<std::size_t>(kSteps) + 1);  // steps 0 to 20
         ASSERT_EQ(cpu->energies.size(), gpu.energies.size());
         double worstTotal = 0.0, worstPotential = 0.0, worstKinetic = 0.0;
         for (std::size_t k = 0; k < gpu.energies.size(); ++k) {

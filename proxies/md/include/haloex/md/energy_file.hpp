@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include "haloex/md/engine.hpp"
 
@@ -25,5 +26,7 @@ std::array<double, std::size(kEnergyTerms)> energyTerms(const EnergySample& samp
 std::string energyXvgHeader(std::int64_t atoms, double dt, std::int64_t every);
 // One row; full double precision, so analyses lose nothing.
 std::string energyXvgRow(const EnergySample& sample);
+// Whether `text` is exactly one row, of the energy step at `time` (ps).
+bool isEnergyXvgRowAt(std::string_view text, double time);
 
 }  // namespace haloex::md

@@ -63,6 +63,11 @@ public:
     };
     // For a format-1 checkpoint: the step of a file's last record, if it can be told.
     using LastRecordStep = std::function<std::optional<std::int64_t>(const std::string& path)>;
+    // Whether the bytes after the recorded end are only what the run writes
+    // after its final checkpoint and a restart writes again where it is due
+    // (the energy row of the checkpoint's own step): cut without a
+    // #NAME.cut.N# copy or a note, which every resubmission would add.
+    using Rewritten = std::function<bool(std::string_view cut)>;
 
     explicit OutputFiles(Start start);
 
@@ -70,8 +75,9 @@ public:
     // `lastRecordStep` and `dueStep` (the step of the last record due at or
     // before the checkpoint's step; -1: none) serve format-1 checkpoints only.
     // `every`: the steps between its records, recorded for the restart (0: none).
+    // `rewritten` (may be empty): see Rewritten.
     void open(const std::string& role, const std::string& path, const LastRecordStep& lastRecordStep,
-              std::int64_t dueStep, std::int64_t every = 0);
+              std::int64_t dueStep, std::int64_t every = 0, const Rewritten& rewritten = nullptr);
     // Opens the output `role` at `path` as a new, empty file, whatever the
     // start (a fresh run's outputs, a restart's log the checkpoint did not
     // record): an existing non-empty file is backed up first (#NAME.N#, as
