@@ -101,7 +101,55 @@ class MdOutputFormats(CliCase):
         self.assertEqual(frame_steps(self.path("T.GRO")), [0, 10])
 
 
-CASES = [MdEnergySeriesEnd, MdAtomCount, MdOutputFormats]
+def h5md_built():
+    result = subprocess.run([HALOEX_MD, "--version"], capture_output=True, text=True, timeout=60)
+    return any(line.startswith("H5MD:") and line.split(":", 1)[1].strip().startswith("yes")
+               for line in result.stdout.splitlines())
+
+
+class MdContinuedOutputIdentity(CliCase):
+    """The restart's options compared paths (sameFile) while the output layer
+    found the continued file by its contents: after moving the run directory,
+    which the docs support, the spacing checks were skipped and one file got
+    two spacings. One rule now finds the continued file and checks it."""
+
+    def run_and_move(self, trajectory):
+        os.mkdir(self.path("run"))
+        status, _, err = self.run_md(RUN + ["--steps", "20", "--traj", "run/" + trajectory, "--traj-every", "5",
+                                            "--energy", "run/e.xvg", "--cpt", "run/c.cpt", "--log", "run/md.log"])
+        self.assertEqual(status, 0, err)
+        os.rename(self.path("run"), self.path("moved"))
+
+    def expect_spacings_kept(self, trajectory):
+        moved = ["--restart", "moved/c.cpt", "--cpt", "moved/c.cpt", "--log", "moved/md.log"]
+        before = {name: digest(self.path("moved", name)) for name in (trajectory, "e.xvg", "md.log")}
+        self.expect_refused(RESTART + ["--steps", "10", "--traj", "moved/" + trajectory, "--traj-every", "2",
+                                       "--energy", "moved/e.xvg"] + moved,
+                            r"--traj-every 2 but checkpoint moved/c\.cpt continues --traj moved/%s with a frame every "
+                            r"5 steps \(5 frames so far\): one trajectory keeps one spacing" % trajectory)
+        self.expect_refused(RESTART + ["--steps", "10", "--traj", "moved/" + trajectory, "--energy", "moved/e.xvg",
+                                       "--thermo-every", "5"] + moved,
+                            r"--thermo-every 5 but checkpoint moved/c\.cpt continues --energy moved/e\.xvg with a "
+                            r"row every 10 steps \(2 rows so far\): one energy file keeps one spacing")
+        self.assertEqual({name: digest(self.path("moved", name)) for name in before}, before)
+        # With the recorded spacings the moved files are continued.
+        status, _, err = self.run_md(RESTART + ["--steps", "10", "--traj", "moved/" + trajectory, "--energy",
+                                                "moved/e.xvg"] + moved)
+        self.assertEqual(status, 0, err)
+
+    def test_a_moved_run_directory_keeps_the_spacings_of_a_gro_trajectory(self):
+        self.run_and_move("t.gro")
+        self.expect_spacings_kept("t.gro")
+        self.assertEqual(frame_steps(self.path("moved", "t.gro")), [0, 5, 10, 15, 20, 25, 30])
+
+    def test_a_moved_run_directory_keeps_the_spacings_of_an_h5md_trajectory(self):
+        if not h5md_built():
+            self.skipTest("this haloex-md was built without HDF5 (haloex-md --version: H5MD)")
+        self.run_and_move("t.h5md")
+        self.expect_spacings_kept("t.h5md")
+
+
+CASES = [MdEnergySeriesEnd, MdAtomCount, MdOutputFormats, MdContinuedOutputIdentity]
 
 
 def list_tests():

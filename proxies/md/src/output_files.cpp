@@ -20,6 +20,19 @@ std::string absolutePath(const std::string& path) {
     return ec ? path : p.lexically_normal().string();
 }
 
+// How a refusal names an output's spacing: the option that sets it, what a
+// record is, and what the file is (the energy file's header is a record at no step).
+struct SpacingWords {
+    const char* option;
+    const char* record;
+    const char* file;
+    std::int64_t uncountedRecords;
+};
+SpacingWords spacingWords(const std::string& role) {
+    if (role == "--energy") return {"--thermo-every", "row", "energy file", 1};
+    return {"--traj-every", "frame", "trajectory", 0};
+}
+
 // Whether the bytes of `file` from `end` to `size` are what `rewritten` calls
 // rewritten (a few rows at most: a longer tail is kept as any other cut).
 bool isRewritten(const RecordFile& file, std::uint64_t end, std::uint64_t size,
@@ -62,6 +75,46 @@ void OutputFiles::open(const std::string& role, const std::string& path, const L
     HALOEX_ASSERT(std::none_of(outputs_.begin(), outputs_.end(), [&](const Output& o) { return o.role == role; }),
                   "an output opened twice");
     if (start_.checkpointPath.empty()) return openNew(role, path, every);
+    openRecords(role, path, lastRecordStep, dueStep, every, rewritten, true);
+}
+
+std::optional<std::string> OutputFiles::refusal(const std::string& role, const std::string& path,
+                                                const LastRecordStep& lastRecordStep, std::int64_t dueStep,
+                                                std::int64_t every) {
+    if (start_.checkpointPath.empty()) return std::nullopt;
+    try {
+        openRecords(role, path, lastRecordStep, dueStep, every, nullptr, false);
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::InvalidInput) throw;
+        return e.what();
+    }
+    return std::nullopt;
+}
+
+bool OutputFiles::isRecordedFile(const OutputPosition& rec, const std::string& path, const RecordFile* file,
+                                 std::uint64_t size) {
+    if (file != nullptr && rec.bytes > 0 && size >= rec.bytes &&
+        tailChecksum(*file, rec.bytes, rec.tailBytes) == rec.tailChecksum) {
+        return true;  // what it recorded, wherever the file is now
+    }
+    return rec.bytes == 0 && sameFile(path, rec.path);  // recorded empty: by its place
+}
+
+void OutputFiles::requireSpacing(const OutputPosition& rec, const std::string& role, const std::string& path,
+                                 std::int64_t every) const {
+    if (every <= 0 || rec.every <= 0 || every == rec.every || rec.lastStep < 0) return;
+    const SpacingWords words = spacingWords(role);
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("{} {} but checkpoint {} continues {} {} with a {} every {} steps ({} {}s so far): one {} "
+                           "keeps one spacing. Leave {} out to keep {}, or give {} a new file name to start one "
+                           "with {}s every {} steps",
+                           words.option, every, start_.checkpointPath, role, path, words.record, rec.every,
+                           rec.records - words.uncountedRecords, words.record, words.file, words.option, rec.every,
+                           role, words.record, every));
+}
+
+void OutputFiles::openRecords(const std::string& role, const std::string& path, const LastRecordStep& lastRecordStep,
+                              std::int64_t dueStep, std::int64_t every, const Rewritten& rewritten, bool apply) {
     Output out;
     out.role = role;
     out.absolutePath = absolutePath(path);
@@ -73,66 +126,69 @@ void OutputFiles::open(const std::string& role, const std::string& path, const L
     if (exists) out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Append);
     const std::uint64_t size = exists ? out.file->size() : 0;
     const std::string& cpt = start_.checkpointPath;
+    const auto create = [&] {
+        if (!out.file) out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Append);
+    };
     if (!start_.outputsRecorded) {
         openLegacy(out, path, size, lastRecordStep, dueStep);
+        if (!apply) return;
+        create();
         outputs_.push_back(std::move(out));
         return;
     }
-    const auto rec = std::find_if(start_.recorded.begin(), start_.recorded.end(),
-                                  [&](const OutputPosition& p) { return p.role == role; });
-    const OutputPosition* recorded = rec == start_.recorded.end() ? nullptr : &*rec;
-    const bool samePlace = recorded != nullptr && sameFile(path, recorded->path);
-    // The recorded file, known by its contents (it may have moved with its directory).
-    const bool contentsMatch = recorded != nullptr && exists && recorded->bytes > 0 && size >= recorded->bytes &&
-                               tailChecksum(*out.file, recorded->bytes, recorded->tailBytes) == recorded->tailChecksum;
-    if (contentsMatch || (samePlace && recorded->bytes == 0)) {
-        if (!out.file) out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Append);
-        if (size > recorded->bytes && isRewritten(*out.file, recorded->bytes, size, rewritten)) {
-            out.file->truncate(recorded->bytes);
-        } else if (size > recorded->bytes) {
+    const OutputPosition* rec = recorded(role);
+    if (rec != nullptr && isRecordedFile(*rec, path, out.file.get(), size)) {
+        // The one rule (isRecordedFile) that finds the output also checks it:
+        // a directory moved as a whole used to skip the spacing check.
+        requireSpacing(*rec, role, path, every);
+        if (!apply) return;
+        create();
+        if (size > rec->bytes && isRewritten(*out.file, rec->bytes, size, rewritten)) {
+            out.file->truncate(rec->bytes);
+        } else if (size > rec->bytes) {
             // Kept before it is cut: from an older checkpoint that may be
             // much (a restart used to cut it without a trace).
-            const std::string kept = backUpTail(*out.file, recorded->bytes, path, role);
-            out.file->truncate(recorded->bytes);
+            const std::string kept = backUpTail(*out.file, rec->bytes, path, role);
+            out.file->truncate(rec->bytes);
             notes_.push_back(fmt::format("{} {}: cut back from {} to {} bytes, where checkpoint {} recorded it (step "
                                          "{}); what was written after the checkpoint is written again, and the {} "
                                          "bytes cut are kept in {}",
-                                         role, path, size, recorded->bytes, cpt, start_.step, size - recorded->bytes,
-                                         kept));
+                                         role, path, size, rec->bytes, cpt, start_.step, size - rec->bytes, kept));
         }
-        out.records = recorded->records;
-        out.lastStep = recorded->lastStep;
+        out.records = rec->records;
+        out.lastStep = rec->lastStep;
         outputs_.push_back(std::move(out));
         return;
     }
+    const bool samePlace = rec != nullptr && sameFile(path, rec->path);
     if (size == 0 && !samePlace) {
         // A new output from the checkpoint's step on.
-        if (!out.file) out.file = std::make_unique<RecordFile>(path, role, RecordFile::Mode::Append);
+        if (!apply) return;
+        create();
         outputs_.push_back(std::move(out));
         return;
     }
     const std::string startNew =
         fmt::format("or give {} a new file name to start a new one at step {}", role, start_.step);
     if (samePlace) {
-        if (size < recorded->bytes) {
+        if (size < rec->bytes) {
             throwError(ErrorKind::InvalidInput,
-                       fmt::format("{} {}: the file has {} bytes, but checkpoint {} recorded it with {}: it was cut "
-                                   "or replaced after the checkpoint, and continuing it would leave a gap. Restore "
-                                   "it, {}",
-                                   role, path, size, cpt, describe(*recorded), startNew));
+                       fmt::format("{} {}: the file has {} bytes, but checkpoint {} recorded it with {}: it was {} "
+                                   "after the checkpoint, and continuing it would leave a gap. Restore it, {}",
+                                   role, path, size, cpt, describe(*rec), exists ? "cut or replaced" : "removed",
+                                   startNew));
         }
         throwError(ErrorKind::InvalidInput,
                    fmt::format("{} {}: its last bytes before byte {} differ from those checkpoint {} recorded ({}): "
                                "the file was edited or replaced after the checkpoint. Restore it, {}",
-                               role, path, recorded->bytes, cpt, describe(*recorded), startNew));
+                               role, path, rec->bytes, cpt, describe(*rec), startNew));
     }
-    if (recorded != nullptr) {
+    if (rec != nullptr) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("{} {} ({} bytes) is not the file checkpoint {} continues ({}: {}); appending would "
                                "mix two runs' records. Give {} {} to continue it, or a new file name (or an empty "
                                "file) to start a new one at step {}",
-                               role, path, size, cpt, recorded->path, describe(*recorded), role, recorded->path,
-                               start_.step));
+                               role, path, size, cpt, rec->path, describe(*rec), role, rec->path, start_.step));
     }
     throwError(ErrorKind::InvalidInput,
                fmt::format("{} {} holds {} bytes, and checkpoint {} records no {} output (the run that wrote it had "
@@ -183,11 +239,29 @@ void OutputFiles::openH5md(const std::string& role, const std::string& path, std
                            std::int64_t every) {
     HALOEX_ASSERT(std::none_of(outputs_.begin(), outputs_.end(), [&](const Output& o) { return o.role == role; }),
                   "an output opened twice");
+    openFrames(role, path, atoms, dueStep, every, true);
+}
+
+std::optional<std::string> OutputFiles::refusalH5md(const std::string& role, const std::string& path,
+                                                    std::int64_t atoms, std::int64_t dueStep, std::int64_t every) {
+    if (start_.checkpointPath.empty()) return std::nullopt;
+    try {
+        openFrames(role, path, atoms, dueStep, every, false);
+    } catch (const Error& e) {
+        if (e.kind() != ErrorKind::InvalidInput) throw;
+        return e.what();
+    }
+    return std::nullopt;
+}
+
+void OutputFiles::openFrames(const std::string& role, const std::string& path, std::int64_t atoms, std::int64_t dueStep,
+                             std::int64_t every, bool apply) {
     Output out;
     out.role = role;
     out.absolutePath = absolutePath(path);
     out.every = every;
     const auto create = [&] {
+        if (!apply) return;
         // An older trajectory is kept (a fresh run's, or a restart's new file
         // that is not empty is refused below before it gets here).
         backUp(role, path);
@@ -199,10 +273,10 @@ void OutputFiles::openH5md(const std::string& role, const std::string& path, std
     struct stat st {};
     const bool exists = ::lstat(path.c_str(), &st) == 0;
     const std::uint64_t size = exists ? RecordFile(path, role, RecordFile::Mode::Append).size() : 0;
+    const OutputPosition* rec = start_.checkpointPath.empty() ? nullptr : recorded(role);
     if (start_.checkpointPath.empty() || size == 0) {
         // A fresh run, or a new or empty file: a new trajectory (a file the
         // checkpoint recorded with frames is refused below).
-        const OutputPosition* rec = start_.checkpointPath.empty() ? nullptr : recorded(role);
         if (rec == nullptr || rec->records == 0 || !sameFile(path, rec->path)) return create();
     }
     const std::string& cpt = start_.checkpointPath;
@@ -212,8 +286,7 @@ void OutputFiles::openH5md(const std::string& role, const std::string& path, std
         throwError(ErrorKind::InvalidInput,
                    fmt::format("{} {}: the file is {}, but checkpoint {} recorded it with {} frame(s), the last at "
                                "step {}: continuing it would leave a gap. Restore it, {}",
-                               role, path, exists ? "empty" : "missing", cpt, recorded(role)->records,
-                               recorded(role)->lastStep, startNew));
+                               role, path, exists ? "empty" : "missing", cpt, rec->records, rec->lastStep, startNew));
     }
     out.frames = std::make_unique<H5mdTrajectory>(path, role, H5mdTrajectory::Mode::Append, atoms);
     H5mdTrajectory& traj = *out.frames;
@@ -227,18 +300,17 @@ void OutputFiles::openH5md(const std::string& role, const std::string& path, std
                                    "at or before the checkpoint's step {}). Give {} a new file name",
                                    role, path, cpt, last, dueStep, start_.step, role));
         }
+        if (!apply) return;
         out.records = traj.frames();
         out.lastStep = last;
         outputs_.push_back(std::move(out));
         return;
     }
-    const OutputPosition* rec = recorded(role);
     const bool samePlace = rec != nullptr && sameFile(path, rec->path);
-    // The recorded file, known by its frames (it may have moved with its directory).
-    const bool framesMatch = rec != nullptr && traj.frames() >= rec->records &&
-                             (rec->records == 0 || traj.stepOf(rec->records - 1) == rec->lastStep) &&
-                             traj.positionTailChecksum(rec->bytes, rec->tailBytes) == rec->tailChecksum;
-    if (framesMatch && (samePlace || rec->records > 0)) {
+    if (rec != nullptr && isRecordedTrajectory(*rec, traj, samePlace)) {
+        // Found and checked by one rule: a moved directory used to skip the spacing check.
+        requireSpacing(*rec, role, path, every);
+        if (!apply) return;
         const std::int64_t found = traj.frames();
         traj.truncateFrames(rec->records);  // also evens out series a killed run left uneven
         if (found > rec->records) {
@@ -274,10 +346,19 @@ void OutputFiles::openH5md(const std::string& role, const std::string& path, std
                            role, path, holds, cpt, role, path));
 }
 
+bool OutputFiles::isRecordedTrajectory(const OutputPosition& rec, const H5mdTrajectory& traj, bool samePlace) {
+    // Its frames: at least as many, the same step at the last recorded one,
+    // the same last position values (wherever the file is now).
+    const bool framesMatch = traj.frames() >= rec.records &&
+                             (rec.records == 0 || traj.stepOf(rec.records - 1) == rec.lastStep) &&
+                             traj.positionTailChecksum(rec.bytes, rec.tailBytes) == rec.tailChecksum;
+    // Recorded without frames, only its place tells it.
+    return framesMatch && (rec.records > 0 || samePlace);
+}
+
 void OutputFiles::openLegacy(Output& out, const std::string& path, std::uint64_t size,
                              const LastRecordStep& lastRecordStep, std::int64_t dueStep) {
-    if (!out.file) out.file = std::make_unique<RecordFile>(path, out.role, RecordFile::Mode::Append);
-    if (size == 0) return;
+    if (size == 0) return;  // a new or empty file (the caller creates it)
     const std::optional<std::int64_t> last = lastRecordStep ? lastRecordStep(path) : std::nullopt;
     if (last && *last == dueStep) {
         out.lastStep = *last;

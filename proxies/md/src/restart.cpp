@@ -6,7 +6,6 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
-#include "haloex/detail/core/safe_file.hpp"
 
 namespace haloex::md {
 namespace {
@@ -39,41 +38,14 @@ std::vector<std::string> differences(const MdOptions& o, const CheckpointData& c
 
 // A trajectory keeps its frame spacing, as mdrun's (nstxout-compressed comes
 // from the run input, not from the command line): without --traj-every the
-// checkpoint's; a different one only for a new trajectory file, since one
-// file of two spacings misleads every analysis that assumes one.
-void adoptTrajectorySpacing(MdOptions& o, const CheckpointData& c, const std::string& path) {
+// checkpoint's. A different one is refused for the file the checkpoint
+// continues where that file is found (OutputFiles::open, by the one rule that
+// finds it): a path compared here missed a moved run directory.
+void adoptTrajectorySpacing(MdOptions& o, const CheckpointData& c) {
     const auto rec =
         std::find_if(c.outputs.begin(), c.outputs.end(), [](const OutputPosition& p) { return p.role == "--traj"; });
     if (rec == c.outputs.end() || rec->every <= 0 || o.trajFile.empty()) return;
-    if (!given(o, "traj-every", o.trajEvery, std::int64_t{0})) {
-        o.trajEvery = rec->every;
-        return;
-    }
-    if (o.trajEvery != rec->every && rec->records > 0 && sameFile(o.trajFile, rec->path)) {
-        throwError(ErrorKind::InvalidInput,
-                   fmt::format("--traj-every {} but checkpoint {} continues --traj {} with a frame every {} steps "
-                               "({} frames so far): one trajectory keeps one spacing. Leave --traj-every out to "
-                               "keep {}, or give --traj a new file name to start a trajectory with frames every {} "
-                               "steps",
-                               o.trajEvery, path, o.trajFile, rec->every, rec->records, rec->every, o.trajEvery));
-    }
-}
-
-// The energy file keeps its row spacing as the trajectory keeps its frame
-// spacing: a different --thermo-every continuing the same .xvg mixed two
-// spacings in one file.
-void requireEnergySpacing(const MdOptions& o, const CheckpointData& c, const std::string& path) {
-    const auto rec =
-        std::find_if(c.outputs.begin(), c.outputs.end(), [](const OutputPosition& p) { return p.role == "--energy"; });
-    if (rec == c.outputs.end() || c.thermoEvery <= 0 || o.thermoEvery == c.thermoEvery || o.energyFile.empty() ||
-        rec->lastStep < 0 || !sameFile(o.energyFile, rec->path)) {
-        return;
-    }
-    throwError(ErrorKind::InvalidInput,
-               fmt::format("--thermo-every {} but checkpoint {} continues --energy {} with a row every {} steps: one "
-                           "energy file keeps one spacing. Leave --thermo-every out to keep {}, or give --energy a new "
-                           "file name to start one with rows every {} steps",
-                           o.thermoEvery, path, o.energyFile, c.thermoEvery, c.thermoEvery, o.thermoEvery));
+    if (!given(o, "traj-every", o.trajEvery, std::int64_t{0})) o.trajEvery = rec->every;
 }
 
 }  // namespace
@@ -112,8 +84,7 @@ MdOptions adoptCheckpointSettings(MdOptions o, const CheckpointData& c, const st
     if (!given(o, "thermo-every", o.thermoEvery, defaults.thermoEvery) && c.thermoEvery > 0) {
         o.thermoEvery = c.thermoEvery;
     }
-    adoptTrajectorySpacing(o, c, path);
-    requireEnergySpacing(o, c, path);
+    adoptTrajectorySpacing(o, c);
     return o;
 }
 

@@ -90,6 +90,19 @@ void requireDirectoryOf(const char* option, const std::string& path) {
     }
 }
 
+// The refusals of a restart's outputs (OutputFiles::refusal), as one error:
+// one alone as it is, several listed, so a user restores them all at once.
+void requireNoneRefused(const std::vector<std::string>& refused, const std::string& checkpoint, std::int64_t step) {
+    if (refused.empty()) return;
+    if (refused.size() == 1) throwError(ErrorKind::InvalidInput, refused.front());
+    std::string list;
+    for (const std::string& why : refused) list += "\n  " + why;
+    throwError(ErrorKind::InvalidInput,
+               fmt::format("--restart {}: {} outputs cannot be continued from step {}:{}\nNothing was changed. "
+                           "Restore them, or give new file names (a new file starts at step {})",
+                           checkpoint, refused.size(), step, list, step));
+}
+
 }  // namespace
 
 System systemFromAtoms(const plan::Box& box, std::span<const AtomRecord> atoms) {
@@ -173,27 +186,49 @@ void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint, st
             start.step = checkpoint->step;
             start.outputsRecorded = checkpoint->outputsRecorded;
             start.recorded = checkpoint->outputs;
+            for (OutputPosition& p : start.recorded) {
+                // The energy rows' spacing: the checkpoint's --thermo-every (format 3 kept it there).
+                if (p.role == kEnergy && p.every == 0) p.every = checkpoint->thermoEvery;
+            }
         }
         files_ = std::make_unique<OutputFiles>(std::move(start));
+        // Format 1: the frame due last is the one at the greatest multiple
+        // of traj-every up to the checkpoint's step.
+        const std::int64_t due =
+            checkpoint && !options_.trajFile.empty() ? checkpoint->step / options_.trajEvery * options_.trajEvery : -1;
+        const auto lastFrame = [atoms](const std::string& path) { return lastFrameStep(path, atoms); };
+        // The log is continued where the checkpoint recorded it; otherwise a
+        // new log, an existing one backed up first (as mdrun's #md.log.1#).
+        const bool logRecorded = checkpoint != nullptr && checkpoint->outputsRecorded &&
+                                 std::any_of(checkpoint->outputs.begin(), checkpoint->outputs.end(),
+                                             [](const OutputPosition& p) { return p.role == kLog; });
+        if (checkpoint != nullptr) {
+            // Every output the restart continues is checked before any is cut
+            // or created, and all it refuses are named at once.
+            std::vector<std::string> refused;
+            const auto check = [&](std::optional<std::string> why) {
+                if (why) refused.push_back(std::move(*why));
+            };
+            if (!options_.trajFile.empty()) {
+                check(isH5mdPath(options_.trajFile)
+                          ? files_->refusalH5md(kTrajectory, options_.trajFile, atoms, due, options_.trajEvery)
+                          : files_->refusal(kTrajectory, options_.trajFile, lastFrame, due, options_.trajEvery));
+            }
+            if (logEnabled(options_) && logRecorded) check(files_->refusal(kLog, options_.logFile, nullptr, -1));
+            if (!options_.energyFile.empty()) {
+                check(files_->refusal(kEnergy, options_.energyFile, nullptr, -1, options_.thermoEvery));
+            }
+            requireNoneRefused(refused, options_.restartFile, checkpoint->step);
+        }
         if (!options_.trajFile.empty()) {
-            // Format 1: the frame due last is the one at the greatest multiple
-            // of traj-every up to the checkpoint's step.
-            const std::int64_t due = checkpoint ? checkpoint->step / options_.trajEvery * options_.trajEvery : -1;
             if (isH5mdPath(options_.trajFile)) {
                 files_->openH5md(kTrajectory, options_.trajFile, atoms, due, options_.trajEvery);
             } else {
-                files_->open(
-                    kTrajectory, options_.trajFile,
-                    [atoms](const std::string& path) { return lastFrameStep(path, atoms); }, due, options_.trajEvery);
+                files_->open(kTrajectory, options_.trajFile, lastFrame, due, options_.trajEvery);
             }
         }
         if (logEnabled(options_)) {
-            // Continued where the checkpoint recorded it; otherwise a new log,
-            // an existing one backed up first (as mdrun's #md.log.1#).
-            const bool recorded = checkpoint != nullptr && checkpoint->outputsRecorded &&
-                                  std::any_of(checkpoint->outputs.begin(), checkpoint->outputs.end(),
-                                              [](const OutputPosition& p) { return p.role == kLog; });
-            if (recorded) {
+            if (logRecorded) {
                 files_->open(kLog, options_.logFile, nullptr, -1);
             } else {
                 files_->openNew(kLog, options_.logFile);
@@ -208,7 +243,7 @@ void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint, st
                 checkpoint == nullptr ? OutputFiles::Rewritten()
                                       : [time = static_cast<double>(checkpoint->step) * options_.dt](
                                             std::string_view cut) { return isEnergyXvgRowAt(cut, time); };
-            files_->open(kEnergy, options_.energyFile, nullptr, -1, 0, endRow);
+            files_->open(kEnergy, options_.energyFile, nullptr, -1, options_.thermoEvery, endRow);
             if (files_->records(kEnergy) == 0) {
                 // The system's count: options_.atoms is 0 for a --gro start.
                 files_->append(kEnergy, energyXvgHeader(atoms, options_.dt, options_.thermoEvery), -1);

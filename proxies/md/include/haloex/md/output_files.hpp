@@ -9,7 +9,8 @@
 // where the checkpoint stood:
 //
 //  * the file the checkpoint recorded (found by its contents: at least as
-//    long, and the last bytes before the recorded end unchanged): cut back to
+//    long, and the last bytes before the recorded end unchanged; a file
+//    recorded empty by its place), its spacing checked: cut back to
 //    the recorded end -- records written after the checkpoint, before the run
 //    was stopped or killed, are written again by the restart; the bytes cut
 //    are kept first in #NAME.cut.N# (backUpTail) -- and appended to;
@@ -91,6 +92,15 @@ public:
     // (above); `dueStep` as for open().
     void openH5md(const std::string& role, const std::string& path, std::int64_t atoms, std::int64_t dueStep,
                   std::int64_t every = 0);
+    // Why open() / openH5md() with these arguments would refuse the file,
+    // found without changing, creating or keeping anything; nullopt when it
+    // would not (or for a fresh run). So that a restart checks every output
+    // before it cuts any, and names all that it refuses at once.
+    std::optional<std::string> refusal(const std::string& role, const std::string& path,
+                                       const LastRecordStep& lastRecordStep, std::int64_t dueStep,
+                                       std::int64_t every = 0);
+    std::optional<std::string> refusalH5md(const std::string& role, const std::string& path, std::int64_t atoms,
+                                           std::int64_t dueStep, std::int64_t every = 0);
     // Appends one whole record written at `step`.
     void append(const std::string& role, std::string_view record, std::int64_t step);
     // Appends one frame to the H5MD output `role` (flushed to the file).
@@ -119,6 +129,23 @@ private:
         bool created = false;  // made new by this run (openNew)
     };
     const OutputPosition* recorded(const std::string& role) const;  // nullptr: none
+    // The one rule by which a restart knows the file it continues: the bytes
+    // (for H5MD the frames) the checkpoint recorded are there, wherever the
+    // file is now (a run directory moved as a whole); a file recorded empty
+    // by its place. The continued file is then checked by the same rule
+    // (requireSpacing): restart options once compared paths instead.
+    static bool isRecordedFile(const OutputPosition& recorded, const std::string& path, const RecordFile* file,
+                               std::uint64_t size);
+    static bool isRecordedTrajectory(const OutputPosition& recorded, const H5mdTrajectory& trajectory, bool samePlace);
+    // Refuses `every` other than the recorded spacing of a file with records
+    // (one file, one spacing: analyses assume it).
+    void requireSpacing(const OutputPosition& recorded, const std::string& role, const std::string& path,
+                        std::int64_t every) const;
+    // open() and openH5md(); with `apply` false they only refuse (refusal()).
+    void openRecords(const std::string& role, const std::string& path, const LastRecordStep& lastRecordStep,
+                     std::int64_t dueStep, std::int64_t every, const Rewritten& rewritten, bool apply);
+    void openFrames(const std::string& role, const std::string& path, std::int64_t atoms, std::int64_t dueStep,
+                    std::int64_t every, bool apply);
     Output& find(const std::string& role);
     const Output& find(const std::string& role) const;
     void openLegacy(Output& out, const std::string& path, std::uint64_t size, const LastRecordStep& lastRecordStep,

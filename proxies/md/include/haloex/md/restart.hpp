@@ -13,9 +13,10 @@ namespace haloex::md {
 // given value that differs is refused (InvalidInput naming each option, both
 // values and what to do); seed, temperature, thermostat and tau-t are the
 // checkpoint's unless given; atoms is the checkpoint's count (--atoms or --gro
-// that disagree are refused); traj-every is the checkpoint's trajectory's
-// unless given, and a different one is refused for the trajectory the
-// checkpoint continues (a new --traj file may have its own). An option is "given" when its name is in
+// that disagree are refused); traj-every and thermo-every are the
+// checkpoint's unless given (a different one for the file the checkpoint
+// continues is refused where that file is found: OutputFiles::open). An
+// option is "given" when its name is in
 // options.explicitOptions or its value differs from MdOptions{}'s (rlist and
 // nstlist: non-zero). Call before filling the automatic values (resolveOptions
 // does).
