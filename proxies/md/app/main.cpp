@@ -169,9 +169,14 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--energy", o.energyFile,
                    "Write every energy step's terms (LJ, Coulomb, potential, kinetic, total, conserved, temperature, "
                    "pressure; a row every --thermo-every steps) to this .xvg file, continued exactly by --restart");
-    app.add_option("--cpt", o.checkpointFile, "Write checkpoints to this file (atomically)");
+    app.add_option("--cpt", o.checkpointFile,
+                   "Write checkpoints to this file (atomically; the one it replaces kept as FILE.prev): at the end, "
+                   "at a stop and every --cpt-every steps. Without it a signal or --maxh stop still "
+                   "writes state.cpt, and a --restart writes its checkpoints back into the --restart file");
     app.add_option("--cpt-every", o.checkpointEvery, "Steps between checkpoints (rounded up to a search step)");
-    app.add_option("--restart", o.restartFile, "Continue the trajectory stored in this checkpoint");
+    app.add_option("--restart", o.restartFile,
+                   "Continue the run stored in this checkpoint, and the outputs it recorded (trajectory, energy file, "
+                   "log) unless others are named; its checkpoints go to --cpt, or back into this file");
     app.add_option("--write-gromacs", o.writeGromacsDir,
                    "Write conf.gro, topol.top and md.mdp for the same system into this directory");
     app.add_option("--json", o.jsonFile, "Write the run summary (performance, energies, settings) as JSON");
@@ -414,10 +419,12 @@ int report(const md::RunSummary& summary, const md::MdOptions& o) {
     if (stop.stopped()) {
         const std::string why =
             stop.reason == "maxh" ? fmt::format("--maxh {} (0.99 of it passed)", o.maxHours) : stop.reason;
-        const std::string checkpoint = o.checkpointFile.empty()
-                                           ? std::string("no --cpt was given, so no checkpoint was written")
-                                           : fmt::format("checkpoint {} written at step {}; continue with --restart {}",
-                                                         o.checkpointFile, stop.step, o.checkpointFile);
+        const std::string& file = o.checkpointFile.empty() ? o.stopCheckpointFile : o.checkpointFile;
+        const std::string checkpoint =
+            file.empty()
+                ? std::string("no checkpoint was written (no --cpt)")
+                : fmt::format("checkpoint {} written at step {}{}; continue with --restart {}", file, stop.step,
+                              o.checkpointFile.empty() ? " (no --cpt: the default name)" : "", file);
         fmt::print("Stopped by {} at step {} ({}), after {} of {} steps; {}. Exit status {}.\n", why, stop.step,
                    stop.searchStep ? "a search step" : "a step between searches", summary.steps, summary.requestedSteps,
                    checkpoint, stop.exitStatus);
@@ -493,7 +500,8 @@ int run(const md::MdOptions& o, bool autoOptionGiven) {
 // NOLINTNEXTLINE(bugprone-exception-escape)
 int main(int argc, char** argv) {
     md::MdOptions options;
-    options.logFile = "md.log";  // mdrun's default; the library's is none
+    options.defaultLogFile = "md.log";         // mdrun's default; the library's is none
+    options.stopCheckpointFile = "state.cpt";  // mdrun's -cpo default; the library writes none without --cpt
     CLI::App app{"haloex-md: molecular dynamics of a charged Lennard-Jones liquid (docs/md-engine.md) with a "
                  "domain-decomposed, GPU-initiated halo exchange.\n"
                  "Launch with mpirun/srun for one rank per GPU; without a launcher it uses one GPU, or the CPU "

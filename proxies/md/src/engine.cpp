@@ -20,6 +20,7 @@
 #include "haloex/md/gromacs_export.hpp"
 #include "haloex/md/h5md_trajectory.hpp"
 #include "haloex/md/option_ranges.hpp"
+#include "haloex/md/output_names.hpp"
 #include "haloex/md/rank_notes.hpp"
 #include "haloex/md/restart.hpp"
 #include "haloex/md/run_files.hpp"
@@ -225,10 +226,16 @@ std::vector<EnergySample> samplesFrom(const std::vector<EnergySample>& samples, 
 
 MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     requireOptionRanges(o);
+    std::optional<CheckpointData> header;
     if (!o.restartFile.empty()) {
-        const std::string path = o.restartFile;
         const StartupReadGuard reading;  // the header of a checkpoint that may be a FIFO
-        o = adoptCheckpointSettings(std::move(o), readCheckpointHeader(path), path);
+        header = readCheckpointHeader(o.restartFile);
+    }
+    // The names first: a restart's spacings are adopted for the outputs it continues.
+    o = resolveOutputNames(std::move(o), header ? &*header : nullptr);
+    if (header) {
+        const std::string path = o.restartFile;
+        o = adoptCheckpointSettings(std::move(o), *header, path);
     }
     requireNoIgnoredOptions(o);  // as given (before --cpt-every is rounded), with a restart's thermostat
     requireOption(o.dt > 0.0 && std::isfinite(o.dt), fmt::format("--dt {} ps: the time step must be positive", o.dt));
@@ -361,6 +368,13 @@ struct Engine::Impl {
         if (isRoot() && !o.quiet && !velocityNote.empty()) fmt::print("{}\n", velocityNote);
         if (isRoot() && !o.quiet) {
             for (const std::string& adjusted : o.adjustments) fmt::print("Note: {}\n", adjusted);
+            if (!o.continuedOutputs.empty()) {
+                std::string list;
+                for (const std::string& output : o.continuedOutputs) list += (list.empty() ? "" : ", ") + output;
+                fmt::print("Note: --restart {} continues the outputs it recorded: {} (name one to start a new file "
+                           "instead); checkpoints go to {}\n",
+                           o.restartFile, list, o.checkpointFile.empty() ? std::string("no file") : o.checkpointFile);
+            }
         }
         runOnRoot(e.world_, [&] {
             const std::string source = !o.restartFile.empty() ? "--restart " + o.restartFile
@@ -458,15 +472,15 @@ struct Engine::Impl {
     // Trajectory frames and checkpoints at the boundary before `step`
     // (collective). `homeCurrent`: `home` already holds the atoms at `step`
     // (before the first search, or fetched and checked at the end).
-    void writeOutput(RunOutput& output, bool homeCurrent, bool last) {
-        if (!output.isOutputStep(step, last)) return;
+    void writeOutput(RunOutput& output, bool homeCurrent, Boundary boundary) {
+        if (!output.isOutputStep(step, boundary)) return;
         const NvtxRange range("output");
         if (!homeCurrent) {
             e.backend_.getHome(e.halo_, home);
             requireSaneAtoms();  // never a checkpoint of a blown-up system
         }
         const RunState state{step, thermostatEnergy, pendingVelocityScale(), thermostat.randomState()};
-        output.write(e.world_, box, home, state, last);
+        output.write(e.world_, box, home, state, boundary);
     }
 
     plan::DecompositionSpec spec() const { return plan::DecompositionSpec{box, grid, e.options_.rc, e.options_.rlist}; }
@@ -945,7 +959,7 @@ struct Engine::Impl {
         while (step < end) {
             if (isRoot()) stopper.fireTestHooks(step);
             if (stopper.stopRequested()) break;  // agreed at the last energy step
-            writeOutput(output, firstSearch, false);
+            writeOutput(output, firstSearch, Boundary::Step);
             if ((step - first) % o.nstlist == 0) {
                 const auto t0 = Clock::now();
                 search(firstSearch ? SearchKind::First : SearchKind::Regular);
@@ -1014,7 +1028,7 @@ struct Engine::Impl {
         // every output stands: a restart from it keeps this segment's summary.
         if (logEnabled(o)) output.appendLog(e.world_, logEnd(summary, o), step);
         // The end, or the stop: a final checkpoint and whatever is due here.
-        writeOutput(output, true, true);
+        writeOutput(output, true, summary.stop.stopped() ? Boundary::Stop : Boundary::End);
         if (lastEnergies) output.appendEnergies(e.world_, *lastEnergies);
         return summary;
     }
@@ -1054,7 +1068,7 @@ struct Engine::Impl {
     // update v(t+dt/2) = lambda v(t-dt/2) + F dt/m, in the backends' float,
     // gives them back to its rounding (~1e-4 relative; both backends update so).
     void singlePoint(RunOutput& output) {
-        writeOutput(output, true, false);
+        writeOutput(output, true, Boundary::Step);
         const std::vector<AtomRecord> before = gatherAtomsOnRoot(home, e.world_);
         const auto lambda = static_cast<float>(pendingVelocityScale());
         const auto t0 = Clock::now();

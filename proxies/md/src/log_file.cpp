@@ -82,8 +82,11 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
     row("input", o.groFile.empty() ? (o.restartFile.empty() ? "lattice start" : o.restartFile) : o.groFile);
     row("trajectory", o.trajFile.empty() ? "(none)" : fmt::format("{} every {} steps", o.trajFile, o.trajEvery));
     row("energy", orNone(o.energyFile));
-    row("checkpoint",
-        o.checkpointFile.empty() ? "(none)" : fmt::format("{} every {} steps", o.checkpointFile, o.checkpointEvery));
+    const std::string every = o.checkpointEvery > 0 ? fmt::format(" every {} steps", o.checkpointEvery) : "";
+    row("checkpoint", !o.checkpointFile.empty() ? fmt::format("{}{}, at a stop and at the end", o.checkpointFile, every)
+                      : o.stopCheckpointFile.empty() ? std::string("(none)")
+                                                     : fmt::format("(none; {} at a stop)", o.stopCheckpointFile));
+    for (const std::string& continued : o.continuedOutputs) row("continued", continued + " (from the checkpoint)");
     row("json", orNone(o.jsonFile));
     if (o.maxHours > 0) row("maxh", fmt::format("{} h", o.maxHours));
     for (const std::string& a : o.adjustments) row("adjusted", a);

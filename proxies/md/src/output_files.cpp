@@ -173,10 +173,10 @@ void OutputFiles::openRecords(const std::string& role, const std::string& path, 
     if (samePlace) {
         if (size < rec->bytes) {
             throwError(ErrorKind::InvalidInput,
-                       fmt::format("{} {}: the file has {} bytes, but checkpoint {} recorded it with {}: it was {} "
-                                   "after the checkpoint, and continuing it would leave a gap. Restore it, {}",
-                                   role, path, size, cpt, describe(*rec), exists ? "cut or replaced" : "removed",
-                                   startNew));
+                       fmt::format("{} {}: the file {}, but checkpoint {} recorded it with {}: it was {} after the "
+                                   "checkpoint, and continuing it would leave a gap. Restore it, {}",
+                                   role, path, fmt::format("has {} bytes{}", size, exists ? "" : " (it is missing)"),
+                                   cpt, describe(*rec), exists ? "cut or replaced" : "removed or moved", startNew));
         }
         throwError(ErrorKind::InvalidInput,
                    fmt::format("{} {}: its last bytes before byte {} differ from those checkpoint {} recorded ({}): "

@@ -212,7 +212,8 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"device", o.device},
                      {"nvshmem_path", o.nvshmemPath},
                      {"nvshmem_launch", o.nvshmemLaunch},
-                     {"gro", o.groFile}};
+                     {"gro", o.groFile},
+                     {"continued_outputs", o.continuedOutputs}};
     if (!s.energies.empty()) {
         const EnergySample& e = s.energies.back();
         j["energies"] = {{"step", e.step},           {"lj", e.lj},

@@ -1,5 +1,7 @@
 #include "haloex/md/run_files.hpp"
 
+#include <sys/stat.h>
+
 #include <filesystem>
 #include <fmt/format.h>
 
@@ -13,6 +15,19 @@ namespace {
 
 bool isCheckpointInput(const RunFile& f) { return !f.output && f.role == "--restart"; }
 bool isCheckpointOutput(const RunFile& f) { return f.output && f.role.starts_with("--cpt"); }
+
+constexpr const char* kStopCheckpoint = "the checkpoint of a stop";
+bool isStopCheckpoint(const RunFile& f) { return f.output && f.role.starts_with(kStopCheckpoint); }
+
+// The checkpoint a stop writes without --cpt: an earlier regular file there is
+// backed up by a rename when it is written, so only its directory must take
+// new files; anything but a regular file there is refused now.
+void requireStopCheckpointWritable(const RunFile& f) {
+    struct stat st {};
+    if (::lstat(f.path.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) return requireWritableOutput(f.role, f.path);
+    const std::filesystem::path parent = std::filesystem::path(f.path).parent_path();
+    requireWritableOutputDirectory(f.role, parent.empty() ? std::string(".") : parent.string());
+}
 
 // The checkpoint and its previous copy as two names of one file, which older
 // versions could leave: separated when the outputs are opened
@@ -64,6 +79,11 @@ std::vector<RunFile> runFiles(const MdOptions& o) {
     if (!o.checkpointFile.empty()) {
         files.push_back({"--cpt", o.checkpointFile, true});
         files.push_back({"--cpt (its previous copy)", previousCheckpointPath(o.checkpointFile), true});
+    } else if (!o.stopCheckpointFile.empty()) {
+        // Written only at a stop, but found unwritable now rather than then.
+        files.push_back({fmt::format("{} (no --cpt)", kStopCheckpoint), o.stopCheckpointFile, true});
+        files.push_back({fmt::format("{} (its previous copy)", kStopCheckpoint),
+                         previousCheckpointPath(o.stopCheckpointFile), true});
     }
     if (!o.trajFile.empty()) files.push_back({"--traj", o.trajFile, true});
     if (!o.energyFile.empty()) files.push_back({"--energy", o.energyFile, true});
@@ -114,6 +134,10 @@ void checkRunFiles(const MdOptions& o) {
         if (!f.output) continue;
         // The directory --write-gromacs creates is checked above; its files then.
         if (f.role.starts_with("--write-gromacs") && !gromacsDirExists) continue;
+        if (isStopCheckpoint(f)) {
+            requireStopCheckpointWritable(f);
+            continue;
+        }
         requireWritableOutput(f.role, f.path);
     }
     requireKnownFormats(o);

@@ -91,16 +91,26 @@ void requireDirectoryOf(const char* option, const std::string& path) {
 }
 
 // The refusals of a restart's outputs (OutputFiles::refusal), as one error:
-// one alone as it is, several listed, so a user restores them all at once.
-void requireNoneRefused(const std::vector<std::string>& refused, const std::string& checkpoint, std::int64_t step) {
+// one alone as it is, several listed, so a user restores them all at once;
+// and which outputs the restart took from its checkpoint, since the user did
+// not name them (output_names.hpp).
+void requireNoneRefused(const std::vector<std::string>& refused, const MdOptions& o, std::int64_t step) {
     if (refused.empty()) return;
-    if (refused.size() == 1) throwError(ErrorKind::InvalidInput, refused.front());
+    std::string continued;
+    for (const std::string& output : o.continuedOutputs) continued += (continued.empty() ? "" : ", ") + output;
+    const std::string context =
+        continued.empty() ? std::string()
+                          : fmt::format("--restart {} continues the outputs it recorded ({}), as no other names were "
+                                        "given; ",
+                                        o.restartFile, continued);
+    if (refused.size() == 1) throwError(ErrorKind::InvalidInput, context + refused.front());
     std::string list;
     for (const std::string& why : refused) list += "\n  " + why;
     throwError(ErrorKind::InvalidInput,
-               fmt::format("--restart {}: {} outputs cannot be continued from step {}:{}\nNothing was changed. "
-                           "Restore them, or give new file names (a new file starts at step {})",
-                           checkpoint, refused.size(), step, list, step));
+               fmt::format("{}{} outputs cannot be continued from step {} (checkpoint {}):{}\nNothing was changed. "
+                           "Restore them, or name other files (--traj FILE, --energy FILE, --log FILE, or --log "
+                           "none), which start at step {}",
+                           context, refused.size(), step, o.restartFile, list, step));
 }
 
 }  // namespace
@@ -218,7 +228,7 @@ void RunOutput::open(runtime::World& world, const CheckpointData* checkpoint, st
             if (!options_.energyFile.empty()) {
                 check(files_->refusal(kEnergy, options_.energyFile, nullptr, -1, options_.thermoEvery));
             }
-            requireNoneRefused(refused, options_.restartFile, checkpoint->step);
+            requireNoneRefused(refused, options_, checkpoint->step);
         }
         if (!options_.trajFile.empty()) {
             if (isH5mdPath(options_.trajFile)) {
@@ -290,10 +300,16 @@ bool RunOutput::trajectoryDue(std::int64_t step) const {
     return step % options_.trajEvery == 0;
 }
 
-bool RunOutput::checkpointDue(std::int64_t step, bool last) const {
+const std::string& RunOutput::checkpointPath(Boundary boundary) const {
+    static const std::string none;
+    if (!options_.checkpointFile.empty()) return options_.checkpointFile;
+    return boundary == Boundary::Stop ? options_.stopCheckpointFile : none;
+}
+
+bool RunOutput::checkpointDue(std::int64_t step, Boundary boundary) const {
     // The start needs no checkpoint: the input (or the restart file) is one.
-    if (options_.checkpointFile.empty() || step == firstStep_ || step == lastCheckpointStep_) return false;
-    return last || (options_.checkpointEvery > 0 && step % options_.checkpointEvery == 0);
+    if (checkpointPath(boundary).empty() || step == firstStep_ || step == lastCheckpointStep_) return false;
+    return boundary != Boundary::Step || (options_.checkpointEvery > 0 && step % options_.checkpointEvery == 0);
 }
 
 std::int64_t RunOutput::nextOutputStep(std::int64_t step) const {
@@ -305,8 +321,8 @@ std::int64_t RunOutput::nextOutputStep(std::int64_t step) const {
     return next;
 }
 
-bool RunOutput::isOutputStep(std::int64_t step, bool last) const {
-    return trajectoryDue(step) || checkpointDue(step, last);
+bool RunOutput::isOutputStep(std::int64_t step, Boundary boundary) const {
+    return trajectoryDue(step) || checkpointDue(step, boundary);
 }
 
 CheckpointData RunOutput::checkpoint(const plan::Box& box, std::span<const AtomRecord> atoms,
@@ -331,13 +347,19 @@ CheckpointData RunOutput::checkpoint(const plan::Box& box, std::span<const AtomR
     return c;
 }
 
-void RunOutput::write(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home,
-                      const RunState& state, bool last) {
+bool RunOutput::write(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home,
+                      const RunState& state, Boundary boundary) {
     const bool frame = trajectoryDue(state.step);
-    const bool checkpointNow = checkpointDue(state.step, last);
-    if (!frame && !checkpointNow) return;
+    const bool checkpointNow = checkpointDue(state.step, boundary);
+    if (!frame && !checkpointNow) return false;
+    writeDue(world, box, home, state, frame, checkpointNow ? checkpointPath(boundary) : std::string());
+    return checkpointNow;
+}
+
+void RunOutput::writeDue(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home,
+                         const RunState& state, bool frame, const std::string& checkpointFile) {
     if (frame) lastFrameStep_ = state.step;
-    if (checkpointNow) lastCheckpointStep_ = state.step;
+    if (!checkpointFile.empty()) lastCheckpointStep_ = state.step;
     const std::vector<AtomRecord> all = gatherAtomsOnRoot(home, world);
     runOnRoot(world, [&] {
         HALOEX_ASSERT(files_ != nullptr, "RunOutput::write before open");
@@ -356,18 +378,27 @@ void RunOutput::write(runtime::World& world, const plan::Box& box, std::span<con
                 files_->append(kTrajectory, formatGro(systemFromAtoms(box, all), title, false), state.step);
             }
         }
-        if (checkpointNow) {
-            // After the frame of this step: the checkpoint records the
-            // trajectory with it.
-            CheckpointData c = checkpoint(box, all, state);
-            c.outputs = files_->positions();
-            const std::string notKept = writeCheckpoint(options_.checkpointFile, c);
-            if (!notKept.empty() && !warnedPreviousNotKept_) {
-                // Once per run: the same cause would repeat at every checkpoint.
-                warnedPreviousNotKept_ = true;
-                fmt::print(stderr, "haloex-md: warning: {}; the new checkpoint was written, and the run goes on\n",
-                           notKept);
+        if (checkpointFile.empty()) return;
+        if (checkpointFile != options_.checkpointFile && !restarted_) {
+            // A stop's checkpoint under the default name: what an earlier run
+            // left there is kept, as a fresh run keeps a --cpt it replaces.
+            const std::size_t earlier = files_->notes().size();
+            files_->backUp("--cpt", checkpointFile);
+            files_->backUp("--cpt (its previous copy)", previousCheckpointPath(checkpointFile));
+            for (std::size_t k = earlier; k < files_->notes().size() && !options_.quiet; ++k) {
+                fmt::print("{}\n", files_->notes()[k]);
             }
+        }
+        // After the frame of this step: the checkpoint records the
+        // trajectory with it.
+        CheckpointData c = checkpoint(box, all, state);
+        c.outputs = files_->positions();
+        const std::string notKept = md::writeCheckpoint(checkpointFile, c);
+        if (!notKept.empty() && !warnedPreviousNotKept_) {
+            // Once per run: the same cause would repeat at every checkpoint.
+            warnedPreviousNotKept_ = true;
+            fmt::print(stderr, "haloex-md: warning: {}; the new checkpoint was written, and the run goes on\n",
+                       notKept);
         }
     });
 }

@@ -124,8 +124,11 @@ struct MdOptions {
     // relaxed; 0: over all of them, as mdrun reports it.
     double driftFromPs = 0.0;
     std::string trajFile;
-    std::string energyFile;   // --energy: the energy series as .xvg (a row every thermo-every steps)
-    std::string logFile;      // --log (log_file.hpp); empty or "none": no log (haloex-md: md.log)
+    std::string energyFile;  // --energy: the energy series as .xvg (a row every thermo-every steps)
+    std::string logFile;     // --log (log_file.hpp); empty or "none": no log
+    // The log when no --log names one and no restart
+    // continues a recorded one (haloex-md: md.log; the library's: none).
+    std::string defaultLogFile;
     std::string commandLine;  // as typed, for the log's header
     // Why the application chose the device and transport it did (the log's header).
     std::string deviceReason, transportReason;
@@ -139,7 +142,16 @@ struct MdOptions {
     std::int64_t trajEvery = 0;
     std::string checkpointFile;
     std::int64_t checkpointEvery = 0;
+    // Where a stop (signal, --maxh) writes its checkpoint when there is no
+    // --cpt (haloex-md: state.cpt, as mdrun's -cpo; the library's: none, and a
+    // stop without --cpt writes no checkpoint). Where it is set, a restart
+    // without --cpt writes its checkpoints into the --restart file
+    // (output_names.hpp).
+    std::string stopCheckpointFile;
     std::string restartFile;
+    // The outputs a --restart continues because the checkpoint recorded them
+    // and no other name was given ("--traj traj.gro"; output_names.hpp).
+    std::vector<std::string> continuedOutputs;
     // Options the user set explicitly, by name without dashes ("dt", "rc"):
     // with --restart, a given rc/rlist/nstlist/dt that differs from the
     // checkpoint's is refused, and settings not given are adopted from it.

@@ -2,7 +2,8 @@
 // The files of a haloex-md run, checked before its first step so that no work
 // is lost to a bad path and no output destroys an input or another output:
 // inputs --gro and --restart; outputs --cpt (and its previous copy
-// "<cpt>.prev"), --traj, --json, --auto-cache and the three files of
+// "<cpt>.prev"; without --cpt the checkpoint a stop writes), --traj,
+// --energy, --log, --json, --auto-cache and the three files of
 // --write-gromacs.
 #include <string>
 #include <vector>

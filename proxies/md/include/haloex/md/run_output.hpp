@@ -30,6 +30,11 @@ struct RunState {
     PortableRandomState thermostatRandom;
 };
 
+// Where write() is called: an ordinary step boundary, the end of the run, or
+// a stop (signal, --maxh), which writes its checkpoint even without --cpt
+// (MdOptions::stopCheckpointFile).
+enum class Boundary { Step, End, Stop };
+
 class RunOutput {
 public:
     // `resolved`: resolved options; `firstStep`: the run's first step. A
@@ -51,17 +56,18 @@ public:
     // (INT64_MAX when nothing): trajectory steps are multiples of traj-every,
     // checkpoint steps multiples of cpt-every (absolute step numbers).
     std::int64_t nextOutputStep(std::int64_t step) const;
-    // Whether write() would write anything at `step`; `last`: the end of the run
-    // (a checkpoint is always written there when --cpt is set).
-    bool isOutputStep(std::int64_t step, bool last) const;
+    // Whether write() would write anything at `step` (a checkpoint is always
+    // written at the end when --cpt is set, and at a stop).
+    bool isOutputStep(std::int64_t step, Boundary boundary) const;
 
     // Collective. Gathers every rank's home atoms (positions x(step),
     // velocities v(step - dt/2)) on rank 0, which writes the frame (.gro:
     // "haloex-md t= <time> step= <step>", positions only; .h5/.h5md: an H5MD
     // frame, h5md_trajectory.hpp) and the checkpoint
-    // (atomically) due at state.step. An error on rank 0 is thrown on every rank.
-    void write(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home, const RunState& state,
-               bool last);
+    // (atomically) due at state.step. An error on rank 0 is thrown on every
+    // rank. Returns whether a checkpoint was written.
+    bool write(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home, const RunState& state,
+               Boundary boundary);
 
     // Collective: the energy step's row into --energy (rank 0 writes; an
     // error there is thrown on every rank). Nothing without --energy.
@@ -74,7 +80,11 @@ public:
 
 private:
     bool trajectoryDue(std::int64_t step) const;
-    bool checkpointDue(std::int64_t step, bool last) const;
+    bool checkpointDue(std::int64_t step, Boundary boundary) const;
+    // The checkpoint file at `boundary` (empty: none).
+    const std::string& checkpointPath(Boundary boundary) const;
+    void writeDue(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home, const RunState& state,
+                  bool frame, const std::string& checkpointFile);
     CheckpointData checkpoint(const plan::Box& box, std::span<const AtomRecord> atoms, const RunState& state) const;
 
     MdOptions options_;

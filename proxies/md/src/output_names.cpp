@@ -1,0 +1,61 @@
+#include "haloex/md/output_names.hpp"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fmt/format.h>
+
+namespace haloex::md {
+namespace fs = std::filesystem;
+namespace {
+
+bool present(const fs::path& path) {
+    struct stat st {};
+    return ::lstat(path.c_str(), &st) == 0;
+}
+
+// `path` as a user in the working directory would type it.
+std::string shown(const fs::path& path) {
+    std::error_code ec;
+    const fs::path cwd = fs::current_path(ec);
+    if (ec || !path.is_absolute()) return path.string();
+    const fs::path relative = path.lexically_normal().lexically_relative(cwd);
+    if (relative.empty() || *relative.begin() == "..") return path.string();
+    return relative.string();
+}
+
+}  // namespace
+
+std::string locateRecordedOutput(const std::string& recorded, const std::string& checkpointPath) {
+    if (present(recorded)) return shown(recorded);
+    const fs::path beside = fs::path(checkpointPath).parent_path() / fs::path(recorded).filename();
+    if (present(beside)) return beside.string();
+    return shown(recorded);
+}
+
+MdOptions resolveOutputNames(MdOptions o, const CheckpointData* checkpoint) {
+    if (checkpoint != nullptr && checkpoint->outputsRecorded) {
+        const auto continueRecorded = [&](const char* role, std::string& name) {
+            if (!name.empty()) return;  // named: a new file from the checkpoint's step, or the same one
+            const auto rec = std::find_if(checkpoint->outputs.begin(), checkpoint->outputs.end(),
+                                          [&](const OutputPosition& p) { return p.role == role; });
+            if (rec == checkpoint->outputs.end()) return;
+            name = locateRecordedOutput(rec->path, o.restartFile);
+            o.continuedOutputs.push_back(fmt::format("{} {}", role, name));
+        };
+        continueRecorded("--traj", o.trajFile);
+        continueRecorded("--energy", o.energyFile);
+        continueRecorded("--log", o.logFile);
+    }
+    // A restart goes on writing checkpoints (mdrun always writes them), into
+    // the file it continues from, where haloex-md's defaults are on (a
+    // stop's checkpoint name is set; the library writes none unasked).
+    if (checkpoint != nullptr && o.checkpointFile.empty() && !o.stopCheckpointFile.empty()) {
+        o.checkpointFile = o.restartFile;
+    }
+    if (o.logFile.empty()) o.logFile = o.defaultLogFile;
+    return o;
+}
+
+}  // namespace haloex::md
