@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Restarts and campaigns as mdrun users expect them (issue 37, part 2): a
 --restart that continues the outputs its checkpoint recorded, or refuses
-naming every one it cannot; a checkpoint at every signal or --maxh stop. One ctest per case (md_campaign_<case>),
+naming every one it cannot; a checkpoint at every signal or --maxh stop, and by
+wall time (--cpt-minutes). One ctest per case (md_campaign_<case>),
 on the CPU, each in a directory of its own, with tests/cli/test_md_cli.py's
 helpers.
 
@@ -103,7 +104,8 @@ class MdRestartContinuesRecordedOutputs(CliCase):
 
 class MdStopCheckpoint(CliCase):
     """A signal or --maxh stop without --cpt lost the state (it said so); now
-    it writes state.cpt, as mdrun writes its -cpo, keeping an earlier one."""
+    it writes state.cpt, as mdrun writes its -cpo, keeping an earlier one.
+    --cpt-minutes adds checkpoints by wall time, as mdrun -cpt."""
 
     def test_a_stop_without_cpt_writes_state_cpt_and_a_restart_continues_from_it(self):
         with open(self.path("state.cpt"), "w") as f:
@@ -128,6 +130,17 @@ class MdStopCheckpoint(CliCase):
         self.assertEqual(status, 128 + 15, err)
         self.assertEqual(checkpoint_step(self.path("state.cpt")), 30)
 
+    def test_cpt_minutes_writes_checkpoints_by_wall_time(self):
+        # 1e-9 minutes: due at every search step after the start (10 and 20), then the end (30).
+        status, _, err = self.run_md(RUN + ["--steps", "30", "--cpt", "c.cpt", "--cpt-minutes", "1e-9"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(checkpoint_step(self.path("c.cpt")), 30)
+        self.assertEqual(checkpoint_step(self.path("c.cpt.prev")), 20)
+        with open(self.path("md.log")) as f:
+            self.assertRegex(f.read(), r"checkpoint +c\.cpt every 1e-09 minutes, at a stop and at the end")
+        self.expect_refused(RUN + ["--steps", "30", "--cpt-minutes", "15"],
+                            r"--cpt-minutes 15 without --cpt: no checkpoint would be written; give --cpt FILE")
+        self.expect_refused(RUN + ["--cpt", "c.cpt", "--cpt-minutes", "-1"], r"--cpt-minutes -1: out of range")
 
 
 CASES = [MdRestartContinuesRecordedOutputs, MdStopCheckpoint]

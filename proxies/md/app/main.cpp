@@ -171,9 +171,13 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                    "pressure; a row every --thermo-every steps) to this .xvg file, continued exactly by --restart");
     app.add_option("--cpt", o.checkpointFile,
                    "Write checkpoints to this file (atomically; the one it replaces kept as FILE.prev): at the end, "
-                   "at a stop and every --cpt-every steps. Without it a signal or --maxh stop still "
+                   "at a stop and every --cpt-every steps / --cpt-minutes. Without it a signal or --maxh stop still "
                    "writes state.cpt, and a --restart writes its checkpoints back into the --restart file");
     app.add_option("--cpt-every", o.checkpointEvery, "Steps between checkpoints (rounded up to a search step)");
+    app.add_option("--cpt-minutes", o.checkpointMinutes,
+                   "Also write a checkpoint at the first search step after this many minutes of wall time since the "
+                   "last one, as mdrun -cpt; 0: none")
+        ->capture_default_str();
     app.add_option("--restart", o.restartFile,
                    "Continue the run stored in this checkpoint, and the outputs it recorded (trajectory, energy file, "
                    "log) unless others are named; its checkpoints go to --cpt, or back into this file");

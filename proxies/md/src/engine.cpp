@@ -188,6 +188,10 @@ void requireNoIgnoredOptions(const MdOptions& o) {
                   fmt::format("--cpt-every {} without --cpt: no checkpoint would be written; give --cpt FILE (e.g. "
                               "--cpt state.cpt), or drop --cpt-every",
                               o.checkpointEvery));
+    requireOption(o.checkpointMinutes == 0.0 || !o.checkpointFile.empty(),
+                  fmt::format("--cpt-minutes {} without --cpt: no checkpoint would be written; give --cpt FILE (e.g. "
+                              "--cpt state.cpt), or drop --cpt-minutes",
+                              o.checkpointMinutes));
     requireOption(!named("traj-every") || !o.trajFile.empty(),
                   fmt::format("--traj-every {} without --traj: no trajectory would be written; give --traj FILE, or "
                               "drop --traj-every",
@@ -335,6 +339,10 @@ struct Engine::Impl {
 
     // Signals and --maxh: agreed at search and energy steps (run_stop.hpp).
     RunStop stopper;
+    // --cpt-minutes: when the last checkpoint was written (or the run
+    // started), and whether the last search agreed one is due.
+    Clock::time_point lastCheckpointAt;
+    bool timedCheckpointDue = false;
     // The search under way (its atom-count check carries the stop vote).
     // Final: the search of the step whose energies end the series (finalEnergies):
     // neither timed nor measured, and no stop vote counts there.
@@ -479,8 +487,27 @@ struct Engine::Impl {
             e.backend_.getHome(e.halo_, home);
             requireSaneAtoms();  // never a checkpoint of a blown-up system
         }
-        const RunState state{step, thermostatEnergy, pendingVelocityScale(), thermostat.randomState()};
-        output.write(e.world_, box, home, state, boundary);
+        if (output.write(e.world_, box, home, runState(), boundary)) lastCheckpointAt = Clock::now();
+    }
+
+    RunState runState() const {
+        return RunState{step, thermostatEnergy, pendingVelocityScale(), thermostat.randomState()};
+    }
+
+    // --cpt-minutes: whether rank 0's clock says a checkpoint is due (its
+    // vote decides for every rank: requireAtomsConserved).
+    bool checkpointTimeDue() const {
+        const double minutes = e.options_.checkpointMinutes;
+        return minutes > 0 && seconds(lastCheckpointAt, Clock::now()) >= 60.0 * minutes;
+    }
+
+    // The checkpoint --cpt-minutes asked for, at this search step (collective).
+    void writeTimedCheckpoint(RunOutput& output) {
+        const NvtxRange range("output");
+        e.backend_.getHome(e.halo_, home);
+        requireSaneAtoms();
+        output.writeCheckpoint(e.world_, box, home, runState());
+        lastCheckpointAt = Clock::now();
     }
 
     plan::DecompositionSpec spec() const { return plan::DecompositionSpec{box, grid, e.options_.rc, e.options_.rlist}; }
@@ -523,10 +550,14 @@ struct Engine::Impl {
         const bool beforeStart = currentSearch == SearchKind::Warmup;
         const auto vote = stopper.vote(!beforeStart);
         sums.insert(sums.end(), vote.begin(), vote.end());
+        // And --cpt-minutes: rank 0's clock decides for every rank.
+        sums.push_back(isRoot() && checkpointTimeDue() ? 1 : 0);
         e.world_.allReduce(std::span(sums), runtime::ReduceOp::Sum);  // two's complement: sums modulo 2^64
         // The first step's search leaves a stop to the next one: the run
         // makes at least one search interval of progress.
-        stopper.agreeAtSearch(std::span(sums).subspan(3), step, beforeStart, currentSearch == SearchKind::Regular);
+        stopper.agreeAtSearch(std::span(sums).subspan(3, RunStop::kVoteSize), step, beforeStart,
+                              currentSearch == SearchKind::Regular);
+        timedCheckpointDue = currentSearch == SearchKind::Regular && sums.back() > 0;
         if (sums[0] != totalAtoms) {
             throwError(ErrorKind::Internal,
                        fmt::format("repartitioning at step {} lost or duplicated atoms: {} instead of {}", step,
@@ -941,6 +972,7 @@ struct Engine::Impl {
         const std::int64_t end = runEnd();
         step = first;
         runStart = Clock::now();
+        lastCheckpointAt = runStart;
         bool firstSearch = true;
         std::int64_t searchedAt = -1;  // the step of the last search
         RunOutput output(o, first);
@@ -961,11 +993,16 @@ struct Engine::Impl {
             if (stopper.stopRequested()) break;  // agreed at the last energy step
             writeOutput(output, firstSearch, Boundary::Step);
             if ((step - first) % o.nstlist == 0) {
-                const auto t0 = Clock::now();
+                auto t0 = Clock::now();
                 search(firstSearch ? SearchKind::First : SearchKind::Regular);
                 firstSearch = false;
                 searchedAt = step;
                 if (stopper.stopRequested()) break;  // agreed in the search: stop before its step
+                if (timedCheckpointDue) {
+                    const auto tOutput = Clock::now();
+                    writeTimedCheckpoint(output);
+                    t0 += Clock::now() - tOutput;  // output time, not the search step's
+                }
                 auto tStep = Clock::now();
                 e.backend_.runSteps(e.halo_, 1, isEnergyStep(step));
                 e.backend_.dropTimelineSample();

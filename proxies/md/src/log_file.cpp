@@ -83,7 +83,11 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
     row("trajectory", o.trajFile.empty() ? "(none)" : fmt::format("{} every {} steps", o.trajFile, o.trajEvery));
     row("energy", orNone(o.energyFile));
     const std::string every = o.checkpointEvery > 0 ? fmt::format(" every {} steps", o.checkpointEvery) : "";
-    row("checkpoint", !o.checkpointFile.empty() ? fmt::format("{}{}, at a stop and at the end", o.checkpointFile, every)
+    const std::string minutes =
+        o.checkpointMinutes > 0 ? fmt::format("{} every {:g} minutes", every.empty() ? "" : " and", o.checkpointMinutes)
+                                : std::string();
+    row("checkpoint", !o.checkpointFile.empty()
+                          ? fmt::format("{}{}{}, at a stop and at the end", o.checkpointFile, every, minutes)
                       : o.stopCheckpointFile.empty() ? std::string("(none)")
                                                      : fmt::format("(none; {} at a stop)", o.stopCheckpointFile));
     for (const std::string& continued : o.continuedOutputs) row("continued", continued + " (from the checkpoint)");

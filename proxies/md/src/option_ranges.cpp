@@ -62,6 +62,8 @@ void requireOptionRanges(const MdOptions& o) {
                 "0 (the whole run) or the time in ps from which the conserved-energy drift is fitted, e.g. 4");
     requireCount("--traj-every", o.trajEvery, 0, kMaxStepCount, "0 (automatic: --thermo-every) or " + steps);
     requireCount("--cpt-every", o.checkpointEvery, 0, kMaxStepCount, "0 (only at the end) or " + steps);
+    requireReal("--cpt-minutes", o.checkpointMinutes, 0.0, true, kHuge,
+                "0 (none) or the minutes of wall time between checkpoints, above 0, e.g. 15");
     requireCount("--auto-steps", o.autoSteps, 1, kMaxAutoSteps,
                  fmt::format("1 to {} timed MD steps per repeat (default {})", kMaxAutoSteps, kDefaultAutoSteps));
 }

@@ -356,6 +356,12 @@ bool RunOutput::write(runtime::World& world, const plan::Box& box, std::span<con
     return checkpointNow;
 }
 
+void RunOutput::writeCheckpoint(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home,
+                                const RunState& state) {
+    if (options_.checkpointFile.empty() || state.step == lastCheckpointStep_) return;
+    writeDue(world, box, home, state, false, options_.checkpointFile);
+}
+
 void RunOutput::writeDue(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home,
                          const RunState& state, bool frame, const std::string& checkpointFile) {
     if (frame) lastFrameStep_ = state.step;

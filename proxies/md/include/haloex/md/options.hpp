@@ -142,6 +142,9 @@ struct MdOptions {
     std::int64_t trajEvery = 0;
     std::string checkpointFile;
     std::int64_t checkpointEvery = 0;
+    // --cpt-minutes: a checkpoint at the first search step after this many
+    // minutes of wall time since the last one (as mdrun -cpt); 0: none.
+    double checkpointMinutes = 0.0;
     // Where a stop (signal, --maxh) writes its checkpoint when there is no
     // --cpt (haloex-md: state.cpt, as mdrun's -cpo; the library's: none, and a
     // stop without --cpt writes no checkpoint). Where it is set, a restart

@@ -68,6 +68,10 @@ public:
     // rank. Returns whether a checkpoint was written.
     bool write(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home, const RunState& state,
                Boundary boundary);
+    // Collective: a checkpoint at state.step now (--cpt-minutes), unless one
+    // was written there already.
+    void writeCheckpoint(runtime::World& world, const plan::Box& box, std::span<const AtomRecord> home,
+                         const RunState& state);
 
     // Collective: the energy step's row into --energy (rank 0 writes; an
     // error there is thrown on every rank). Nothing without --energy.
