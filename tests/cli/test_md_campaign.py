@@ -2,7 +2,7 @@
 """Restarts and campaigns as mdrun users expect them (issue 37, part 2): a
 --restart that continues the outputs its checkpoint recorded, or refuses
 naming every one it cannot; a checkpoint at every signal or --maxh stop, and by
-wall time (--cpt-minutes). One ctest per case (md_campaign_<case>),
+wall time (--cpt-minutes); --deffnm. One ctest per case (md_campaign_<case>),
 on the CPU, each in a directory of its own, with tests/cli/test_md_cli.py's
 helpers.
 
@@ -143,7 +143,31 @@ class MdStopCheckpoint(CliCase):
         self.expect_refused(RUN + ["--cpt", "c.cpt", "--cpt-minutes", "-1"], r"--cpt-minutes -1: out of range")
 
 
-CASES = [MdRestartContinuesRecordedOutputs, MdStopCheckpoint]
+class MdDefaultName(CliCase):
+    """--deffnm NAME, as mdrun -deffnm: every output not named on its own is
+    NAME.<ext>; an explicit name wins."""
+
+    def test_deffnm_names_every_output_and_explicit_names_win(self):
+        os.mkdir(self.path("out"))
+        status, _, err = self.run_md(RUN + ["--steps", "10", "--deffnm", "out/md", "--traj-every", "5", "--json",
+                                            "own.json"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(sorted(os.listdir(self.path("out"))), ["md.cpt", "md.gro", "md.log", "md.xvg"])
+        self.assertEqual(frame_steps(self.path("out", "md.gro")), [0, 5, 10])
+        self.assertEqual(checkpoint_step(self.path("out", "md.cpt")), 10)
+        self.assertTrue(os.path.exists(self.path("own.json")))
+        # Without --traj-every no trajectory, as mdrun writes none without nstxout; a restart continues the rest.
+        status, _, err = self.run_md(RESTART + ["--steps", "10", "--deffnm", "out/md", "--restart", "out/md.cpt"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(sorted(os.listdir(self.path("out"))),
+                         ["md.cpt", "md.cpt.prev", "md.gro", "md.json", "md.log", "md.xvg"])
+        self.assertEqual(frame_steps(self.path("out", "md.gro")), [0, 5, 10, 15, 20])
+        self.assertEqual(row_steps(self.path("out", "md.xvg")), [0, 10, 20])
+        self.expect_refused(RUN + ["--deffnm", "out/"], r"--deffnm out/: a base name for the output files .*, not a "
+                                                        r"directory; give e\.g\. --deffnm out/md")
+
+
+CASES = [MdRestartContinuesRecordedOutputs, MdStopCheckpoint, MdDefaultName]
 
 
 def list_tests():

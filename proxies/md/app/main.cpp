@@ -181,6 +181,9 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--restart", o.restartFile,
                    "Continue the run stored in this checkpoint, and the outputs it recorded (trajectory, energy file, "
                    "log) unless others are named; its checkpoints go to --cpt, or back into this file");
+    app.add_option("--deffnm", o.defaultName,
+                   "Base name of every output not named on its own, as mdrun -deffnm: NAME.log, NAME.xvg (energies), "
+                   "NAME.cpt (checkpoints), NAME.json, and NAME.gro with --traj-every");
     app.add_option("--write-gromacs", o.writeGromacsDir,
                    "Write conf.gro, topol.top and md.mdp for the same system into this directory");
     app.add_option("--json", o.jsonFile, "Write the run summary (performance, energies, settings) as JSON");
@@ -523,8 +526,8 @@ int main(int argc, char** argv) {
     options.cudaGraphsGiven = app.count("--cuda-graphs") > 0;
     // A file option given an empty name ("--gro $UNSET") used to be taken
     // for "not given": --gro "" ran the lattice start without a word.
-    for (const char* name :
-         {"--gro", "--restart", "--cpt", "--traj", "--energy", "--json", "--write-gromacs", "--auto-cache", "--log"}) {
+    for (const char* name : {"--gro", "--restart", "--cpt", "--traj", "--energy", "--json", "--write-gromacs",
+                             "--auto-cache", "--log", "--deffnm"}) {
         if (app.count(name) > 0 && app.get_option(name)->as<std::string>().empty()) {
             fmt::print(stderr, "haloex-md: invalid input error: {} \"\": the file name is empty; give a file name{}\n",
                        name, std::string_view(name) == "--log" ? " (or none for no log)" : ", or leave the option out");

@@ -186,11 +186,11 @@ void requireNoIgnoredOptions(const MdOptions& o) {
     };
     requireOption(o.checkpointEvery == 0 || !o.checkpointFile.empty(),
                   fmt::format("--cpt-every {} without --cpt: no checkpoint would be written; give --cpt FILE (e.g. "
-                              "--cpt state.cpt), or drop --cpt-every",
+                              "--cpt state.cpt) or --deffnm NAME, or drop --cpt-every",
                               o.checkpointEvery));
     requireOption(o.checkpointMinutes == 0.0 || !o.checkpointFile.empty(),
                   fmt::format("--cpt-minutes {} without --cpt: no checkpoint would be written; give --cpt FILE (e.g. "
-                              "--cpt state.cpt), or drop --cpt-minutes",
+                              "--cpt state.cpt) or --deffnm NAME, or drop --cpt-minutes",
                               o.checkpointMinutes));
     requireOption(!named("traj-every") || !o.trajFile.empty(),
                   fmt::format("--traj-every {} without --traj: no trajectory would be written; give --traj FILE, or "

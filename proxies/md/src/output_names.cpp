@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <fmt/format.h>
 
+#include "haloex/core/error.hpp"
+
 namespace haloex::md {
 namespace fs = std::filesystem;
 namespace {
@@ -25,6 +27,29 @@ std::string shown(const fs::path& path) {
     return relative.string();
 }
 
+bool named(const MdOptions& o, const char* option) {
+    return std::find(o.explicitOptions.begin(), o.explicitOptions.end(), option) != o.explicitOptions.end();
+}
+
+void applyDefaultName(MdOptions& o) {
+    const std::string& name = o.defaultName;
+    std::error_code ec;
+    if (name.ends_with('/') || fs::is_directory(name, ec)) {
+        std::string directory = name;
+        while (directory.size() > 1 && directory.ends_with('/')) directory.pop_back();
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--deffnm {}: a base name for the output files (NAME.log, NAME.xvg, NAME.cpt, "
+                               "NAME.json), not a directory; give e.g. --deffnm {}",
+                               name, (fs::path(directory) / "md").string()));
+    }
+    if (o.logFile.empty()) o.logFile = name + ".log";
+    if (o.energyFile.empty()) o.energyFile = name + ".xvg";
+    if (o.checkpointFile.empty()) o.checkpointFile = name + ".cpt";
+    if (o.jsonFile.empty()) o.jsonFile = name + ".json";
+    // A trajectory only where one is asked for, as mdrun writes none without nstxout.
+    if (o.trajFile.empty() && (named(o, "traj-every") || o.trajEvery != 0)) o.trajFile = name + ".gro";
+}
+
 }  // namespace
 
 std::string locateRecordedOutput(const std::string& recorded, const std::string& checkpointPath) {
@@ -35,6 +60,7 @@ std::string locateRecordedOutput(const std::string& recorded, const std::string&
 }
 
 MdOptions resolveOutputNames(MdOptions o, const CheckpointData* checkpoint) {
+    if (!o.defaultName.empty()) applyDefaultName(o);
     if (checkpoint != nullptr && checkpoint->outputsRecorded) {
         const auto continueRecorded = [&](const char* role, std::string& name) {
             if (!name.empty()) return;  // named: a new file from the checkpoint's step, or the same one

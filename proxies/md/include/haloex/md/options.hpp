@@ -126,9 +126,13 @@ struct MdOptions {
     std::string trajFile;
     std::string energyFile;  // --energy: the energy series as .xvg (a row every thermo-every steps)
     std::string logFile;     // --log (log_file.hpp); empty or "none": no log
-    // The log when no --log names one and no restart
+    // The log when neither --log nor --deffnm names one and no restart
     // continues a recorded one (haloex-md: md.log; the library's: none).
     std::string defaultLogFile;
+    // --deffnm NAME: the base name of every output not named on its own
+    // (output_names.hpp): NAME.log, NAME.xvg, NAME.cpt, NAME.json, and NAME.gro
+    // when --traj-every is given.
+    std::string defaultName;
     std::string commandLine;  // as typed, for the log's header
     // Why the application chose the device and transport it did (the log's header).
     std::string deviceReason, transportReason;

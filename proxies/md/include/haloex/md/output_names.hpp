@@ -1,7 +1,9 @@
 #pragma once
 // The names of a run's outputs, as mdrun users expect them (docs/running.md,
-// "A restart continues what the checkpoint recorded"): a name given on its
-// own (--traj, --energy, --log, --cpt) wins; then a --restart continues the outputs its checkpoint recorded (trajectory,
+// "Campaigns"): a name given on its own (--traj, --energy, --log, --cpt,
+// --json) wins; then --deffnm NAME gives NAME.log, NAME.xvg, NAME.cpt,
+// NAME.json, and NAME.gro where --traj-every asks for a trajectory; then a
+// --restart continues the outputs its checkpoint recorded (trajectory,
 // energy file, log: mdrun -cpi continues the files its checkpoint names) and
 // writes its checkpoints back into the checkpoint it started from (where
 // MdOptions::stopCheckpointFile is set, as haloex-md sets it); then the
@@ -19,7 +21,8 @@ namespace haloex::md {
 // --restart checkpoint's header (nullptr for a fresh run). The outputs taken
 // from the checkpoint are listed in continuedOutputs ("--traj traj.gro");
 // whether each can be continued is checked when the outputs are opened
-// (RunOutput::open: all of them before any is changed).
+// (RunOutput::open: all of them before any is changed). Throws InvalidInput
+// for a --deffnm that ends in '/' or names a directory.
 MdOptions resolveOutputNames(MdOptions options, const CheckpointData* checkpoint);
 
 // Where an output the checkpoint recorded at the absolute path `recorded` is
