@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Restarts and campaigns as mdrun users expect them (issue 37, part 2): a
 --restart that continues the outputs its checkpoint recorded, or refuses
-naming every one it cannot; a checkpoint at every signal or --maxh stop, and by
+naming every one it cannot; --until-step, the whole run's length, so that a
+resubmitted command ends a chain at its last step (the documented Slurm
+script, run as written); a checkpoint at every signal or --maxh stop, and by
 wall time (--cpt-minutes); --deffnm. One ctest per case (md_campaign_<case>),
 on the CPU, each in a directory of its own, with tests/cli/test_md_cli.py's
 helpers.
@@ -9,13 +11,18 @@ helpers.
 Environment: as tests/cli/test_md_cli.py (HALOEX_MD, HALOEX_TEST_DATA_DIR).
 """
 import os
+import re
 import shutil
+import stat
+import subprocess
 import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_md_cli import HOOKS_ON, CliCase, checkpoint_step, digest, energy_rows, frame_steps  # noqa: E402
+from test_md_cli import (HALOEX_MD, HOOKS_ON, CliCase, checkpoint_step, digest, energy_rows,  # noqa: E402
+                         frame_steps, json_of)
 
+DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "running.md")
 # 1000 atoms on 2 virtual ranks, a search and an energy step every 10 steps.
 RUN = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10", "--thermo-every", "10", "--quiet"]
 RESTART = ["--device", "cpu", "--ranks", "2", "--quiet"]
@@ -102,6 +109,106 @@ class MdRestartContinuesRecordedOutputs(CliCase):
         self.assertEqual(sorted(os.listdir(self.dir)), ["moved"])
 
 
+class MdUntilStep(CliCase):
+    """--steps counted per job, so a resubmitted job ran another full --steps
+    and a chain never reached a defined length. --until-step N is the whole
+    run's last step: a chain ends there, and a job after it says the run is
+    complete and exits 0."""
+
+    def test_until_step_runs_what_is_left_and_then_says_the_run_is_complete(self):
+        args = RUN + ["--until-step", "30", "--cpt", "c.cpt", "--energy", "e.xvg", "--json", "run.json"]
+        status, _, err = self.run_md(args + ["--maxh", "1e-9"])  # stops at step 10
+        self.assertEqual(status, MAXH_STATUS, err)
+        self.assertEqual(checkpoint_step(self.path("c.cpt")), 10)
+        status, _, err = self.run_md(args + ["--restart", "c.cpt"])
+        self.assertEqual(status, 0, err)
+        self.assertEqual(checkpoint_step(self.path("c.cpt")), 30)
+        summary = json_of(self.path("run.json"))
+        self.assertEqual((summary["first_step"], summary["steps"], summary["settings"]["until_step"]), (10, 20, 30))
+        self.assertEqual(row_steps(self.path("e.xvg")), [0, 10, 20, 30])
+        before = {name: digest(self.path(name)) for name in os.listdir(self.dir)}
+        status, out, err = self.run_md(args + ["--restart", "c.cpt"])
+        self.assertEqual(status, 0, err)
+        self.assertIn("The run is already complete: checkpoint c.cpt is at step 30, the last of --until-step 30. "
+                      "Nothing was run or written", out)
+        self.assertEqual({name: digest(self.path(name)) for name in os.listdir(self.dir)}, before)
+
+    def test_until_step_with_steps_or_before_the_checkpoint_is_refused(self):
+        self.expect_refused(RUN + ["--until-step", "30", "--steps", "10"],
+                            r"--until-step 30 and --steps 10: give one\. --until-step is the last step of the whole "
+                            r"run, counted from step 0 across restarts")
+        self.expect_refused(RUN + ["--until-step", "-1"], r"--until-step: -1: out of range; use the run's last step, "
+                                                          r"from 1 to 1000000000000000", status=None)
+        status, _, err = self.run_md(RUN + ["--steps", "20", "--cpt", "c.cpt"])
+        self.assertEqual(status, 0, err)
+        self.expect_refused(RESTART + ["--until-step", "10", "--restart", "c.cpt"],
+                            r"--until-step 10: checkpoint c\.cpt is at step 20, past it; give the run's last step")
+
+    def test_the_documented_slurm_script_ends_at_the_last_step(self):
+        """docs/running.md's Slurm script, as written: srun and sbatch are
+        stand-ins, build/bin/haloex-md runs this haloex-md on the CPU with a
+        small system (the script's sizes scaled down) and --maxh stopping
+        each job after one search interval. Every job the script submits is
+        run, until one ends the chain."""
+        with open(DOCS) as f:
+            docs = f.read()
+        section = docs[docs.index("## Batch systems (Slurm)"):]
+        script = re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+        self.write_executable("job.sh", script)
+        os.makedirs(self.path("shims"))
+        os.makedirs(self.path("build", "bin"))
+        # srun: its own options, then the program.
+        self.write_executable("shims/srun", '#!/bin/bash\nwhile [[ "$1" == --* ]]; do shift; done\nexec "$@"\n')
+        self.write_executable("shims/sbatch", '#!/bin/bash\necho "$*" >> "$SUBMITTED"\n')
+        # The script's system, scaled down: 1000 atoms, the last step 40, checkpoints every 10 steps.
+        self.write_executable("build/bin/haloex-md", f'''#!/usr/bin/env python3
+import os, sys
+scaled = {{"--atoms": "1000", "--until-step": "40", "--cpt-every": "10"}}
+args = sys.argv[1:]
+args = [scaled.get(args[i - 1], a) if i > 0 else a for i, a in enumerate(args)]
+os.execv({HALOEX_MD!r}, [{HALOEX_MD!r}, "--device", "cpu", "--ranks", "2", "--nstlist", "10", "--thermo-every",
+                          "10", "--maxh", "1e-9", "--quiet"] + args)
+''')
+        env = dict(os.environ, PATH=self.path("shims") + os.pathsep + os.environ["PATH"],
+                   SUBMITTED=self.path("submitted.txt"), OMP_NUM_THREADS="1")
+        statuses = []
+        for _ in range(10):
+            submitted = self.submissions()
+            result = subprocess.run(["bash", "job.sh"], cwd=self.dir, env=env, capture_output=True, text=True,
+                                    timeout=300)
+            statuses.append(result.returncode)
+            if self.submissions() == submitted:
+                break  # the job submitted no successor: the chain has ended
+        self.assertEqual(statuses, [MAXH_STATUS] * 3 + [0], result.stderr)
+        self.assertEqual(checkpoint_step(self.path("md.cpt")), 40)
+        self.assertEqual(row_steps(self.path("md.xvg")), [0, 10, 20, 30, 40])
+        # The energy series is the uninterrupted run's, byte for byte.
+        os.mkdir(self.path("whole"))
+        status, _, err = self.run_md(RUN + ["--until-step", "40", "--deffnm", "whole/md"])
+        self.assertEqual(status, 0, err)
+        with open(self.path("md.xvg")) as a, open(self.path("whole", "md.xvg")) as b:
+            self.assertEqual(a.read(), b.read())
+        with open(self.path("md.log")) as f:
+            self.assertEqual(f.read().count("Restarted from md.cpt"), 3)
+        # A surplus job of the chain ends at once, with exit status 0.
+        result = subprocess.run(["bash", "job.sh"], cwd=self.dir, env=env, capture_output=True, text=True,
+                                timeout=300)
+        self.assertEqual(result.returncode, 0, result.stderr)
+        self.assertIn("The run is already complete", result.stdout)
+
+    def submissions(self):
+        try:
+            with open(self.path("submitted.txt")) as f:
+                return f.read().count("\n")
+        except FileNotFoundError:
+            return 0
+
+    def write_executable(self, name, text):
+        with open(self.path(name), "w") as f:
+            f.write(text)
+        os.chmod(self.path(name), os.stat(self.path(name)).st_mode | stat.S_IXUSR)
+
+
 class MdStopCheckpoint(CliCase):
     """A signal or --maxh stop without --cpt lost the state (it said so); now
     it writes state.cpt, as mdrun writes its -cpo, keeping an earlier one.
@@ -167,7 +274,7 @@ class MdDefaultName(CliCase):
                                                         r"directory; give e\.g\. --deffnm out/md")
 
 
-CASES = [MdRestartContinuesRecordedOutputs, MdStopCheckpoint, MdDefaultName]
+CASES = [MdRestartContinuesRecordedOutputs, MdUntilStep, MdStopCheckpoint, MdDefaultName]
 
 
 def list_tests():

@@ -30,6 +30,7 @@
 #include "haloex/md/gpu_backend.hpp"
 #include "haloex/md/report.hpp"
 #include "haloex/md/run_files.hpp"
+#include "haloex/md/run_length.hpp"
 #include "haloex/md/run_output.hpp"
 #include "haloex/md/run_stop.hpp"
 #include "haloex/runtime/world.hpp"
@@ -51,6 +52,19 @@ const CLI::Validator kUnsigned64(
     },
     "0..2^64-1");
 
+// A step number from 1 to kMaxStepCount (--until-step), checked as text: -1
+// would read as "not given".
+const CLI::Validator kStepNumber(
+    [](std::string& text) -> std::string {
+        std::int64_t value = 0;
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc() && end == text.data() + text.size() && value >= 1 && value <= md::kMaxStepCount) {
+            return {};
+        }
+        return fmt::format("{}: out of range; use the run's last step, from 1 to {}", text, md::kMaxStepCount);
+    },
+    "1..10^15");
+
 void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--atoms", o.atoms,
                    "Atoms of the lattice start (even, >= 1000); 0: 22 500 per GPU rank, 3 000 on the CPU");
@@ -70,9 +84,14 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                  "(a .gro without velocities always gets them)");
     app.add_option(
         "--steps", o.steps,
-        "MD steps to run, as mdrun's nsteps: 0 evaluates the first step only (energies, forces, JSON), "
-        "-1 runs until stopped (SIGTERM/SIGINT/SIGHUP/SIGUSR1 or --maxh); without it: 2 000 on GPUs, 200 on the "
-        "CPU");
+        "MD steps to run in this job, from its first step (a --restart's: the checkpoint's): 0 evaluates the "
+        "first step only (energies, forces, JSON), -1 runs until stopped (SIGTERM/SIGINT/SIGHUP/SIGUSR1 or "
+        "--maxh); without it (and --until-step): 2 000 on GPUs, 200 on the CPU");
+    app.add_option("--until-step", o.untilStep,
+                   "Run until this step, counted from step 0 across restarts (mdrun's nsteps, LAMMPS's run N upto): "
+                   "the same command resubmitted after each stop ends at exactly this step, and once there says the "
+                   "run is complete and exits 0; not with --steps")
+        ->check(kStepNumber);
     app.add_option("--dt", o.dt, "Time step (ps)")->capture_default_str();
     app.add_option("--rc", o.rc, "Interaction cutoff (nm)")->capture_default_str();
     app.add_option("--rlist", o.rlist,
@@ -440,6 +459,12 @@ int report(const md::RunSummary& summary, const md::MdOptions& o) {
     return stop.exitStatus;
 }
 
+// --until-step reached already: nothing to run, and a job chain ends (exit status 0).
+int reportComplete(const md::MdOptions& resolved) {
+    fmt::print("{}\n", md::alreadyCompleteNote(resolved));
+    return 0;
+}
+
 // An exception's message for the user: std::bad_alloc alone says nothing
 // of why (--atoms 1000000000 ended in just "std::bad_alloc").
 std::string describe(const std::exception& e, const md::MdOptions& o) {
@@ -470,7 +495,12 @@ int run(const md::MdOptions& o, bool autoOptionGiven) {
         }
         try {
             if (gpu) md::selectGpuForRank(world, o.allowSharedGpus);
-            const RankRun mine = runRank(md::resolveOptions(o, world.size(), gpu), world, gpu);
+            const md::MdOptions resolved = md::resolveOptions(o, world.size(), gpu);
+            if (resolved.alreadyComplete) {  // every rank resolved the same
+                if (world.rank() == 0) fmt::print("{}\n", md::alreadyCompleteNote(resolved));
+                return 0;
+            }
+            const RankRun mine = runRank(resolved, world, gpu);
             // Every rank agreed on the stop, so every rank exits with the
             // same status, once rank 0 has written the summary.
             if (world.rank() == 0) report(mine.summary, mine.options);
@@ -487,11 +517,14 @@ int run(const md::MdOptions& o, bool autoOptionGiven) {
     if (gpu) {
         requireRanksOption(o, 1, false);
         runtime::World& world = runtime::singleRankWorld();
-        const RankRun mine = runRank(md::resolveOptions(o, 1, true), world, true);
+        const md::MdOptions resolved = md::resolveOptions(o, 1, true);
+        if (resolved.alreadyComplete) return reportComplete(resolved);
+        const RankRun mine = runRank(resolved, world, true);
         return report(mine.summary, mine.options);
     }
     const int ranks = o.virtualRanks > 0 ? o.virtualRanks : 4;
     const md::MdOptions resolved = md::resolveOptions(o, ranks, false);
+    if (resolved.alreadyComplete) return reportComplete(resolved);
     std::optional<RankRun> root;
     runtime::runInProcess(ranks, [&](runtime::World& world) {
         RankRun mine = runRank(resolved, world, false);

@@ -24,6 +24,7 @@
 #include "haloex/md/rank_notes.hpp"
 #include "haloex/md/restart.hpp"
 #include "haloex/md/run_files.hpp"
+#include "haloex/md/run_length.hpp"
 #include "haloex/md/run_output.hpp"
 #include "haloex/md/run_stop.hpp"
 #include "haloex/md/system.hpp"
@@ -241,6 +242,7 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
         const std::string path = o.restartFile;
         o = adoptCheckpointSettings(std::move(o), *header, path);
     }
+    resolveRunLength(o, header ? header->step : 0, o.restartFile);
     requireNoIgnoredOptions(o);  // as given (before --cpt-every is rounded), with a restart's thermostat
     requireOption(o.dt > 0.0 && std::isfinite(o.dt), fmt::format("--dt {} ps: the time step must be positive", o.dt));
     requireOption(o.rc > 0.0 && std::isfinite(o.rc), fmt::format("--rc {} nm: the cutoff must be positive", o.rc));
@@ -266,7 +268,8 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
                                   o.atoms, kMinAtoms));
     }
     const bool stepsGiven =
-        std::find(o.explicitOptions.begin(), o.explicitOptions.end(), "steps") != o.explicitOptions.end();
+        std::find(o.explicitOptions.begin(), o.explicitOptions.end(), "steps") != o.explicitOptions.end() ||
+        o.untilStep != kNoUntilStep;
     if (o.steps == 0 && !stepsGiven) o.steps = onGpu ? kDefaultStepsGpu : kDefaultStepsCpu;
     if (o.nstlist == 0) {
         ForceField ff;
@@ -1279,6 +1282,7 @@ Engine::~Engine() = default;
 
 RunSummary Engine::run() {
     requireOption(!trial_, "Engine::run after startTrial: an Engine runs a trial or the run, not both");
+    requireOption(!options_.alreadyComplete, alreadyCompleteNote(options_));
     Impl impl(*this);
     return impl.run();
 }

@@ -49,7 +49,8 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
         h += fmt::format("   {:<18} {}\n", name, value);
     };
     row("atoms", std::to_string(c.atoms));
-    row("steps", std::to_string(o.steps));
+    row("steps", o.untilStep == kNoUntilStep ? std::to_string(o.steps)
+                                             : fmt::format("{} (to step {}, --until-step)", o.steps, o.untilStep));
     row("dt", fmt::format("{} ps", o.dt));
     row("temperature", fmt::format("{} K", o.temperature));
     row("thermostat", o.thermostat == "none" ? "none" : fmt::format("{}, tau-t {} ps", o.thermostat, o.tauT));

@@ -64,6 +64,10 @@ void requireOptionRanges(const MdOptions& o) {
     requireCount("--cpt-every", o.checkpointEvery, 0, kMaxStepCount, "0 (only at the end) or " + steps);
     requireReal("--cpt-minutes", o.checkpointMinutes, 0.0, true, kHuge,
                 "0 (none) or the minutes of wall time between checkpoints, above 0, e.g. 15");
+    if (o.untilStep != kNoUntilStep) {
+        requireCount("--until-step", o.untilStep, 1, kMaxStepCount,
+                     fmt::format("the run's last step, from 1 to {}", kMaxStepCount));
+    }
     requireCount("--auto-steps", o.autoSteps, 1, kMaxAutoSteps,
                  fmt::format("1 to {} timed MD steps per repeat (default {})", kMaxAutoSteps, kDefaultAutoSteps));
 }

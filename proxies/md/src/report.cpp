@@ -213,6 +213,8 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"nvshmem_path", o.nvshmemPath},
                      {"nvshmem_launch", o.nvshmemLaunch},
                      {"gro", o.groFile},
+                     {"until_step",
+                      o.untilStep == kNoUntilStep ? nlohmann::json(nullptr) : nlohmann::json(o.untilStep)},
                      {"continued_outputs", o.continuedOutputs}};
     if (!s.energies.empty()) {
         const EnergySample& e = s.energies.back();

@@ -27,6 +27,7 @@ inline constexpr int kDefaultPruneParts = 8;
 // step * dt exact in a double and every step sum far from overflowing.
 inline constexpr std::int64_t kMaxStepCount = 1'000'000'000'000'000;
 inline constexpr std::int64_t kStepsUntilStopped = -1;
+inline constexpr std::int64_t kNoUntilStep = -1;
 inline constexpr std::int64_t kDefaultStepsGpu = 2000;
 inline constexpr std::int64_t kDefaultStepsCpu = 200;
 // Energy lines of a run until stopped, when --thermo-every is not given.
@@ -65,6 +66,12 @@ struct MdOptions {
     // --maxh stops the run; not given: kDefaultStepsGpu / kDefaultStepsCpu.
     // At most kMaxStepCount.
     std::int64_t steps = 0;
+    // --until-step N: the whole run's last step (absolute, across restarts, as
+    // mdrun's nsteps or LAMMPS's run N upto): resolveOptions sets `steps` to N
+    // minus the start's step; a start at N sets `alreadyComplete` (haloex-md
+    // then says so and exits 0). kNoUntilStep: not given.
+    std::int64_t untilStep = kNoUntilStep;
+    bool alreadyComplete = false;
     double dt = 0.002;          // ps
     double rc = 0.9;            // nm
     double rlist = 0.0;         // nm; 0: from the Verlet-buffer estimate for nstlist
