@@ -542,6 +542,7 @@ int main(int argc, char** argv) {
     md::MdOptions options;
     options.defaultLogFile = "md.log";         // mdrun's default; the library's is none
     options.stopCheckpointFile = "state.cpt";  // mdrun's -cpo default; the library writes none without --cpt
+    options.continueRecordedOutputs = true;    // mdrun -cpi's; the library's restarts write only what they are told
     CLI::App app{"haloex-md: molecular dynamics of a charged Lennard-Jones liquid (docs/md-engine.md) with a "
                  "domain-decomposed, GPU-initiated halo exchange.\n"
                  "Launch with mpirun/srun for one rank per GPU; without a launcher it uses one GPU, or the CPU "

@@ -50,6 +50,25 @@ void applyDefaultName(MdOptions& o) {
     if (o.trajFile.empty() && (named(o, "traj-every") || o.trajEvery != 0)) o.trajFile = name + ".gro";
 }
 
+// The outputs `checkpoint` recorded that no name was given for, and the
+// checkpoint file itself (mdrun always writes checkpoints): continued.
+void continueRecordedOutputs(MdOptions& o, const CheckpointData& checkpoint) {
+    const auto continueRecorded = [&](const char* role, std::string& name) {
+        if (!name.empty()) return;  // named: a new file from the checkpoint's step, or the same one
+        const auto rec = std::find_if(checkpoint.outputs.begin(), checkpoint.outputs.end(),
+                                      [&](const OutputPosition& p) { return p.role == role; });
+        if (rec == checkpoint.outputs.end()) return;
+        name = locateRecordedOutput(rec->path, o.restartFile);
+        o.continuedOutputs.push_back(fmt::format("{} {}", role, name));
+    };
+    if (checkpoint.outputsRecorded) {
+        continueRecorded("--traj", o.trajFile);
+        continueRecorded("--energy", o.energyFile);
+        continueRecorded("--log", o.logFile);
+    }
+    if (o.checkpointFile.empty()) o.checkpointFile = o.restartFile;
+}
+
 }  // namespace
 
 std::string locateRecordedOutput(const std::string& recorded, const std::string& checkpointPath) {
@@ -61,25 +80,7 @@ std::string locateRecordedOutput(const std::string& recorded, const std::string&
 
 MdOptions resolveOutputNames(MdOptions o, const CheckpointData* checkpoint) {
     if (!o.defaultName.empty()) applyDefaultName(o);
-    if (checkpoint != nullptr && checkpoint->outputsRecorded) {
-        const auto continueRecorded = [&](const char* role, std::string& name) {
-            if (!name.empty()) return;  // named: a new file from the checkpoint's step, or the same one
-            const auto rec = std::find_if(checkpoint->outputs.begin(), checkpoint->outputs.end(),
-                                          [&](const OutputPosition& p) { return p.role == role; });
-            if (rec == checkpoint->outputs.end()) return;
-            name = locateRecordedOutput(rec->path, o.restartFile);
-            o.continuedOutputs.push_back(fmt::format("{} {}", role, name));
-        };
-        continueRecorded("--traj", o.trajFile);
-        continueRecorded("--energy", o.energyFile);
-        continueRecorded("--log", o.logFile);
-    }
-    // A restart goes on writing checkpoints (mdrun always writes them), into
-    // the file it continues from, where haloex-md's defaults are on (a
-    // stop's checkpoint name is set; the library writes none unasked).
-    if (checkpoint != nullptr && o.checkpointFile.empty() && !o.stopCheckpointFile.empty()) {
-        o.checkpointFile = o.restartFile;
-    }
+    if (checkpoint != nullptr && o.continueRecordedOutputs) continueRecordedOutputs(o, *checkpoint);
     if (o.logFile.empty()) o.logFile = o.defaultLogFile;
     return o;
 }

@@ -310,3 +310,44 @@ TEST(MdRestart, ARestartFromAnOlderCheckpointContinuesTheSameTrajectoryWithoutDu
     }
     EXPECT_EQ(readCheckpoint(again.checkpointFile).outputs[0].records, 9);
 }
+
+// Issue 37: haloex-md's restarts continue the outputs their checkpoint
+// recorded and write their checkpoints into the --restart file
+// (MdOptions::continueRecordedOutputs, as mdrun -cpi); the library's
+// restarts write only what they are told, as before.
+TEST(MdRestart, ContinuingTheRecordedOutputsIsHaloexMdsDefaultNotTheLibrarys) {
+    const fs::path dir = freshDir();
+    MdOptions first = baseOptions();
+    first.atoms = 1000;
+    first.steps = 20;
+    first.thermoEvery = 10;
+    first.checkpointFile = (dir / "state.cpt").string();
+    first.trajFile = (dir / "traj.gro").string();
+    first.trajEvery = 10;
+    runOnCpu(resolveOptions(first, 2, false), 2);
+    const std::string frames = haloex::testing::fileContents(first.trajFile);
+    const std::string checkpoint = haloex::testing::fileContents(first.checkpointFile);
+
+    MdOptions library = baseOptions();
+    library.atoms = 0;
+    library.steps = 20;
+    library.restartFile = first.checkpointFile;
+    const MdOptions asTold = resolveOptions(library, 2, false);
+    EXPECT_TRUE(asTold.trajFile.empty());
+    EXPECT_TRUE(asTold.checkpointFile.empty());
+    EXPECT_TRUE(asTold.continuedOutputs.empty());
+    runOnCpu(asTold, 2);
+    EXPECT_EQ(haloex::testing::fileContents(first.trajFile), frames);
+    EXPECT_EQ(haloex::testing::fileContents(first.checkpointFile), checkpoint);
+
+    MdOptions mdrunLike = library;
+    mdrunLike.continueRecordedOutputs = true;
+    const MdOptions continued = resolveOptions(mdrunLike, 2, false);
+    EXPECT_EQ(fs::absolute(continued.trajFile).lexically_normal(), fs::absolute(first.trajFile).lexically_normal());
+    EXPECT_EQ(continued.checkpointFile, first.checkpointFile);
+    EXPECT_EQ(continued.trajEvery, 10);
+    ASSERT_EQ(continued.continuedOutputs.size(), 1u);
+    runOnCpu(continued, 2);
+    EXPECT_EQ(readGroTrajectory(first.trajFile).size(), 5u);  // steps 0 to 40
+    EXPECT_EQ(readCheckpointHeader(first.checkpointFile).step, 40);
+}

@@ -158,11 +158,14 @@ struct MdOptions {
     double checkpointMinutes = 0.0;
     // Where a stop (signal, --maxh) writes its checkpoint when there is no
     // --cpt (haloex-md: state.cpt, as mdrun's -cpo; the library's: none, and a
-    // stop without --cpt writes no checkpoint). Where it is set, a restart
-    // without --cpt writes its checkpoints into the --restart file
-    // (output_names.hpp).
+    // stop without --cpt writes no checkpoint).
     std::string stopCheckpointFile;
     std::string restartFile;
+    // Whether a restart continues the outputs its checkpoint recorded that no
+    // name was given for, and writes its checkpoints into the --restart file
+    // without --cpt (output_names.hpp): haloex-md's default, as mdrun -cpi;
+    // the library's restarts write only what they are told.
+    bool continueRecordedOutputs = false;
     // The outputs a --restart continues because the checkpoint recorded them
     // and no other name was given ("--traj traj.gro"; output_names.hpp).
     std::vector<std::string> continuedOutputs;

@@ -6,7 +6,7 @@
 // --restart continues the outputs its checkpoint recorded (trajectory,
 // energy file, log: mdrun -cpi continues the files its checkpoint names) and
 // writes its checkpoints back into the checkpoint it started from (where
-// MdOptions::stopCheckpointFile is set, as haloex-md sets it); then the
+// MdOptions::continueRecordedOutputs is set, as haloex-md sets it); then the
 // defaults (the log md.log). Without this a restart
 // that did not repeat the output names wrote no trajectory, no energies and
 // no checkpoint, and began a new log.
