@@ -520,6 +520,26 @@ class RestartFromAnOlderCheckpoint(FaultCase):
         self.assertTrue(os.path.exists(self.path("#e.xvg.cut.1#")))
         self.assertEqual(frame_steps(self.path("t.gro")), list(range(0, 31, 5)))
 
+    def test_h5md_frames_a_restart_cuts_are_kept(self):
+        """The H5MD trajectory's cut frames were still dropped without a trace
+        (HDF5 frames are no byte range: the whole file before the cut is kept)."""
+        missing = DerivedNames.h5md_missing(self)
+        if missing:
+            self.skipTest(missing)
+        outputs = ["--traj", "t.h5", "--traj-every", "5"]
+        status, _, err = self.run_md(RUN + ["--steps", "20", "--cpt", "c.cpt"] + outputs)
+        self.assertEqual(status, 0, err)
+        shutil.copy(self.path("c.cpt"), self.path("at20.cpt"))
+        status, _, err = self.run_md(RUN + ["--steps", "20", "--restart", "c.cpt", "--cpt", "c.cpt"] + outputs)
+        self.assertEqual(status, 0, err)
+        before = digest(self.path("t.h5"))
+        status, out, err = self.run_md([a for a in RUN if a != "--quiet"] +
+                                       ["--steps", "10", "--restart", "at20.cpt", "--cpt", "c.cpt"] + outputs)
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"--traj t\.h5: cut back from 9 to 5 frames, .* the file as it was before the cut is "
+                              r"kept in #t\.h5\.cut\.1#")
+        self.assertEqual(digest(self.path("#t.h5.cut.1#")), before)
+
 
 class StopBetweenEnergySteps(FaultCase):
     """Low (issue 38): after a stop at a search step between two energy steps

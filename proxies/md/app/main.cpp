@@ -576,7 +576,7 @@ int main(int argc, char** argv) {
     // A restart adopts the checkpoint's settings except those given here.
     // And whether --steps was given (--steps 0 is a single-point evaluation, no --steps the default).
     for (const char* name : {"rc", "rlist", "nstlist", "dt", "seed", "temperature", "thermostat", "tau-t", "steps",
-                             "traj-every", "thermo-every"}) {
+                             "traj-every", "thermo-every", "buffer-tolerance"}) {
         if (app.count(std::string("--") + name) > 0) options.explicitOptions.emplace_back(name);
     }
     try {

@@ -312,11 +312,21 @@ void OutputFiles::openFrames(const std::string& role, const std::string& path, s
         requireSpacing(*rec, role, path, every);
         if (!apply) return;
         const std::int64_t found = traj.frames();
-        traj.truncateFrames(rec->records);  // also evens out series a killed run left uneven
+        std::string kept;
+        if (found > rec->records) {
+            // Kept before it is cut, as the text outputs' tails are: an older
+            // checkpoint may cut much. HDF5 frames are not a byte range, so
+            // the whole file is copied, closed first so its bytes are whole.
+            out.frames.reset();
+            kept = backUpTail(RecordFile(path, role, RecordFile::Mode::Append), 0, path, role);
+            out.frames = std::make_unique<H5mdTrajectory>(path, role, H5mdTrajectory::Mode::Append, atoms);
+        }
+        out.frames->truncateFrames(rec->records);  // also evens out series a killed run left uneven
         if (found > rec->records) {
             notes_.push_back(fmt::format("{} {}: cut back from {} to {} frames, where checkpoint {} recorded it "
-                                         "(step {}); the frames after the checkpoint are written again",
-                                         role, path, found, rec->records, cpt, start_.step));
+                                         "(step {}); the frames after the checkpoint are written again, and the "
+                                         "file as it was before the cut is kept in {}",
+                                         role, path, found, rec->records, cpt, start_.step, kept));
         }
         out.records = rec->records;
         out.lastStep = rec->lastStep;

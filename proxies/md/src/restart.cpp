@@ -58,6 +58,15 @@ MdOptions adoptCheckpointSettings(MdOptions o, const CheckpointData& c, const st
                                "and dt: leave these options out to use the checkpoint's values",
                                path, fmt::join(changed, ", ")));
     }
+    // The tolerance only chooses rlist and nstlist, which the checkpoint fixes:
+    // accepting it would promise a drift the run does not aim for.
+    if (named(o, "buffer-tolerance")) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("--buffer-tolerance {:g} with --restart {}: a restart keeps the checkpoint's rlist "
+                               "{:g} nm and nstlist {}, which its buffer tolerance chose; leave --buffer-tolerance "
+                               "out, or start a new run (--gro) to choose them again",
+                               o.bufferTolerance, path, c.rlist, c.nstlist));
+    }
     if (!o.groFile.empty()) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("--gro {} and --restart {}: both give the start configuration; use one", o.groFile,

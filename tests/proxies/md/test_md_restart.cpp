@@ -248,6 +248,15 @@ TEST(MdRestart, KeepsTheCheckpointsListAndTimeStep) {
     thermostat.explicitOptions = {"thermostat"};
     EXPECT_EQ(resolveOptions(thermostat, 2, false).thermostat, "none");
 
+    // The buffer tolerance only chooses rlist and nstlist, which the checkpoint
+    // fixes: given on a restart it was silently ignored (issue 38), now refused.
+    MdOptions tolerance = o;
+    tolerance.bufferTolerance = 0.001;
+    tolerance.explicitOptions = {"buffer-tolerance"};
+    const std::string toleranceMsg = haloex::testing::invalidInputMessage([&] { resolveOptions(tolerance, 2, false); });
+    EXPECT_NE(toleranceMsg.find("--buffer-tolerance 0.001 with --restart"), std::string::npos) << toleranceMsg;
+    EXPECT_NE(toleranceMsg.find("nstlist 40"), std::string::npos) << toleranceMsg;
+
     MdOptions gro = o;
     gro.groFile = "start.gro";
     EXPECT_NE(haloex::testing::invalidInputMessage([&] { resolveOptions(gro, 2, false); }).find("--gro"),
