@@ -1105,11 +1105,12 @@ class MdConventions(MdCli):
 
     def test_nvtx_ranges_name_the_search_step_parts(self):
         _, ranges = self.nvtx_ranges(QUICK + ["--nstlist", "5", "--cpt", "r.cpt"])
-        # Every search step (warm-up, steps 0 and 5 on 2 ranks) and its parts, as the summary names them.
-        self.assertEqual(ranges.get("search step"), 2 * 3, ranges)
+        # Every search step (warm-up, steps 0 and 5, and step 10's for the last step's energies, on 2 ranks)
+        # and its parts, as the summary names them.
+        self.assertEqual(ranges.get("search step"), 2 * 4, ranges)
         for part in ["download", "buffer check", "migrate", "plan", "transport set-up", "upload", "static data",
                      "pair search"]:
-            self.assertEqual(ranges.get(part), 2 * 3, f"{part}: {ranges}")
+            self.assertEqual(ranges.get(part), 2 * 4, f"{part}: {ranges}")
         self.assertIn("energies", ranges)
         self.assertIn("output", ranges)
 
