@@ -7,7 +7,10 @@
 // as relocatable device code (-rdc): bench/rdc_cost.py runs both.
 //
 //   haloex-bench-nonbonded [--sizes 11250,22500,...] [--steps 200] [--rlist 1.0]
-//                          [--json FILE] [--seed N]
+//                          [--as-md] [--json FILE] [--seed N]
+// --as-md: the pair-list settings haloex-md resolves for one GPU at each size
+// (rlist, nstlist, the rolling prune's inner radius and parts), so the kernel
+// timed, and profiled by bench/roofline.py, is the one an MD step runs.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -23,6 +26,7 @@
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/md/gpu/integrate.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
+#include "haloex/md/engine.hpp"
 #include "haloex/md/system.hpp"
 
 using namespace haloex;
@@ -37,6 +41,7 @@ struct Options {
     std::vector<int> sizes{11250, 22500, 45000, 90000, 180000, 360000, 720000};
     int steps = 200;
     double rlist = 1.0;
+    bool asMd = false;
     std::string json;
     unsigned long long seed = 2026;
 };
@@ -44,7 +49,7 @@ struct Options {
 [[noreturn]] void usage(const std::string& problem) {
     fmt::print(stderr,
                "haloex-bench-nonbonded: {}\nusage: haloex-bench-nonbonded [--sizes N,N,...] [--steps S] "
-               "[--rlist R] [--json FILE] [--seed N]\n",
+               "[--rlist R] [--as-md] [--json FILE] [--seed N]\n",
                problem);
     std::exit(2);
 }
@@ -54,9 +59,10 @@ Options parse(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--help" || arg == "-h") {
-            fmt::print("usage: haloex-bench-nonbonded [--sizes N,N,...] [--steps S] [--rlist R] [--json FILE] "
-                       "[--seed N]\n  times pair search, local non-bonded, update and a whole step of one rank "
-                       "holding the whole system (device code: {})\n",
+            fmt::print("usage: haloex-bench-nonbonded [--sizes N,N,...] [--steps S] [--rlist R] [--as-md] "
+                       "[--json FILE] [--seed N]\n  times pair search, local non-bonded, update and a whole step of "
+                       "one rank holding the whole system (device code: {})\n  --as-md: haloex-md's pair-list "
+                       "settings for one GPU at each size (rlist, nstlist, rolling prune) instead of --rlist\n",
                        kDeviceCode);
             std::exit(0);
         }
@@ -78,6 +84,8 @@ Options parse(int argc, char** argv) {
                 o.steps = std::stoi(value());
             } else if (arg == "--rlist") {
                 o.rlist = std::stod(value());
+            } else if (arg == "--as-md") {
+                o.asMd = true;
             } else if (arg == "--json") {
                 o.json = value();
             } else if (arg == "--seed") {
@@ -103,12 +111,20 @@ double targetUs(int atoms) {
 
 struct Row {
     int atoms = 0;
+    double rlist = 0, rlistInner = 0;
+    int nstlist = 0, pruneParts = 0;
+    ListCensus outer, inner;  // the list built, and the one the kernel evaluates (the inner list when pruning)
     int clusters = 0;
     int maxJ = 0;
     PairListStats list;
     std::int64_t pairsWithinCutoff = 0;
     double buildMs = 0, localUs = 0, localEnergyUs = 0, leapfrogUs = 0, stepUs = 0, graphStepUs = 0;
 };
+
+std::string censusJson(const ListCensus& c) {
+    return fmt::format("{{\"cluster_pairs\": {}, \"atom_pairs\": {}, \"pairs_within_rc\": {}}}", c.clusterPairs,
+                       c.atomPairs, c.pairsWithinCutoff);
+}
 
 // Average time of `count` repetitions of `work` on `stream`, in us.
 template <class Work>
@@ -149,7 +165,20 @@ Row run(int numAtoms, const Options& o) {
 
     Row row;
     row.atoms = numAtoms;
-    Nonbonded nb(ff, o.rlist);
+    row.rlist = o.rlist;
+    NonbondedOptions nbOptions;
+    if (o.asMd) {
+        md::MdOptions mdOptions;
+        mdOptions.atoms = numAtoms;
+        mdOptions = md::resolveOptions(mdOptions, 1, true);
+        row.rlist = mdOptions.rlist;
+        row.nstlist = mdOptions.nstlist;
+        row.pruneParts = mdOptions.pruneParts;
+        row.rlistInner = mdOptions.pruneParts > 0 ? mdOptions.rlistInner : 0.0;
+        nbOptions.rlistInner = row.rlistInner;
+        nbOptions.pruneParts = std::max(1, row.pruneParts);
+    }
+    Nonbonded nb(ff, row.rlist, nbOptions);
     const std::array<bool, 3> periodic{true, true, true};
     nb.build(dX.data(), dQ.data(), nullptr, numAtoms, numAtoms, system.box, periodic, stream);  // warm-up
     std::vector<double> builds;
@@ -163,7 +192,9 @@ Row run(int numAtoms, const Options& o) {
     row.clusters = nb.numClusters();
     row.maxJ = nb.maxJClustersPerEntry();
     row.list = nb.stats(ListKind::Local);
-    row.pairsWithinCutoff = nb.countPairsWithinCutoff(ListKind::Local, dX.data(), stream);
+    row.outer = nb.census(ListKind::Local, dX.data(), stream, ListView::Outer);
+    row.inner = nb.census(ListKind::Local, dX.data(), stream);
+    row.pairsWithinCutoff = row.inner.pairsWithinCutoff;
 
     HALOEX_CUDA_CHECK(cudaMemsetAsync(dF.data(), 0, bytes, stream));
     row.localUs = timeUs(stream, o.steps, [&] { nb.computeLocal(dX.data(), dF.data(), false, stream); });
@@ -215,8 +246,9 @@ int main(int argc, char** argv) {
         }
         cudaDeviceProp prop{};
         HALOEX_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
-        fmt::print("device: {} ({} SMs), rlist {} nm, rc 0.9 nm, {} timed repetitions; device code {}\n", prop.name,
-                   prop.multiProcessorCount, o.rlist, o.steps, kDeviceCode);
+        fmt::print("device: {} ({} SMs), rlist {}, rc 0.9 nm, {} timed repetitions; device code {}\n", prop.name,
+                   prop.multiProcessorCount, o.asMd ? "as haloex-md chooses it" : fmt::format("{} nm", o.rlist),
+                   o.steps, kDeviceCode);
         for (const KernelResources& k : nonbondedKernelResources()) {
             fmt::print("  kernel {}: {} registers, {} bytes local memory\n", k.name, k.registers, k.localBytes);
         }
@@ -229,14 +261,15 @@ int main(int argc, char** argv) {
             rows.push_back(r);
             fmt::print("{:>8} {:>8} {:>10} {:>7.1f} {:>9.2f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>9.1f} {:>8}\n",
                        r.atoms, r.clusters, r.list.clusterPairs,
-                       100.0 * r.pairsWithinCutoff / std::max<double>(1.0, 64.0 * r.list.clusterPairs), r.buildMs,
+                       100.0 * r.pairsWithinCutoff / std::max<double>(1.0, 64.0 * r.inner.clusterPairs), r.buildMs,
                        r.localUs, r.localEnergyUs, r.leapfrogUs, r.stepUs, r.graphStepUs,
                        targetUs(r.atoms) > 0 ? fmt::format("{:.0f}", targetUs(r.atoms)) : "-");
             std::fflush(stdout);
         }
-        std::string json = fmt::format(
-            "{{\"device\": \"{}\", \"device_code\": \"{}\", \"rlist_nm\": {}, \"repetitions\": {}, \"kernels\": [",
-            prop.name, kDeviceCode, o.rlist, o.steps);
+        std::string json =
+            fmt::format("{{\"device\": \"{}\", \"device_code\": \"{}\", \"sms\": {}, \"rlist_nm\": {}, \"as_md\": {}, "
+                        "\"repetitions\": {}, \"kernels\": [",
+                        prop.name, kDeviceCode, prop.multiProcessorCount, o.rlist, o.asMd, o.steps);
         bool firstKernel = true;
         for (const KernelResources& k : nonbondedKernelResources()) {
             json += fmt::format("{}\n  {{\"name\": \"{}\", \"registers\": {}, \"local_bytes\": {}}}",
@@ -251,10 +284,12 @@ int main(int argc, char** argv) {
                 "{}, \"atom_pairs_in_list\": "
                 "{}, \"pairs_within_rc\": {}, \"build_ms\": {:.3f}, \"local_us\": {:.2f}, \"local_energies_us\": "
                 "{:.2f}, \"leapfrog_us\": {:.2f}, \"step_us\": {:.2f}, \"graph_step_us\": {:.2f}, \"target_step_us\": "
-                "{}}}",
+                "{}, \"rlist_nm\": {}, \"nstlist\": {}, \"rlist_inner_nm\": {}, \"prune_parts\": {}, "
+                "\"outer_list\": {}, \"evaluated_list\": {}}}",
                 k ? "," : "", r.atoms, r.clusters, r.maxJ, r.list.entries, r.list.clusterPairs, r.list.atomPairs,
                 r.pairsWithinCutoff, r.buildMs, r.localUs, r.localEnergyUs, r.leapfrogUs, r.stepUs, r.graphStepUs,
-                targetUs(r.atoms));
+                targetUs(r.atoms), r.rlist, r.nstlist, r.rlistInner, r.pruneParts, censusJson(r.outer),
+                censusJson(r.inner));
         }
         json += "\n]}\n";
         fmt::print("{}", json);

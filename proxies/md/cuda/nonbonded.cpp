@@ -4,6 +4,7 @@
 #include "haloex/md/gpu/nonbonded.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -294,7 +295,7 @@ Nonbonded::Nonbonded(const ForceField& ff, double rlist, NonbondedOptions option
     impl_->rlistInner2 = rlistSquared(options.rlistInner);
     impl_->energies.resize(kNumEnergies);
     cuda::fillBytesNow(impl_->energies.data(), 0, impl_->energies.bytes());
-    impl_->diagnosticCounter.resize(1);
+    impl_->diagnosticCounter.resize(3);  // census(): within rc, cluster pairs, atom pairs
     int device = 0, numSms = 1;
     HALOEX_CUDA_CHECK(cudaGetDevice(&device));
     HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, device));
@@ -442,20 +443,24 @@ int Nonbonded::maxJClustersPerEntry() const { return impl_->maxJ; }
 int Nonbonded::searchGraphCaptures() const { return impl_->searchGraphCaptures; }
 int Nonbonded::deviceCompactions() const { return impl_->deviceCompactions; }
 
-std::int64_t Nonbonded::countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream, ListView view) {
+ListCensus Nonbonded::census(ListKind kind, const Vec3f* dX, cudaStream_t stream, ListView view) {
     Impl& m = *impl_;
-    m.requireBuilt("countPairsWithinCutoff");
+    m.requireBuilt("census");
     const DeviceList& l = m.list(kind);
-    if (l.numEntries == 0) return 0;
+    if (l.numEntries == 0) return {};
     const bool local = kind == ListKind::Local;
     launchGather(dX, m.layout, local, stream);
     m.diagnosticCounter.zeroAsync(stream);
     launchCountWithinCutoff(l, view == ListView::Outer, m.layout, local, boxLengthsF(m.settings.box), m.params.c.rc2,
                             m.diagnosticCounter.data(), stream);
-    unsigned long long n = 0;
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(&n, m.diagnosticCounter.data(), sizeof(n), cudaMemcpyDeviceToHost, stream));
+    std::array<unsigned long long, 3> n{};
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(n.data(), m.diagnosticCounter.data(), sizeof(n), cudaMemcpyDeviceToHost, stream));
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    return static_cast<std::int64_t>(n);
+    return {static_cast<std::int64_t>(n[1]), static_cast<std::int64_t>(n[2]), static_cast<std::int64_t>(n[0])};
+}
+
+std::int64_t Nonbonded::countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream, ListView view) {
+    return census(kind, dX, stream, view).pairsWithinCutoff;
 }
 
 ClusterLayoutHost Nonbonded::copyLayoutToHost() const {

@@ -341,8 +341,10 @@ __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __re
     atomicAdd(&f[atom].z, v.z);
 }
 
-// Diagnostic: atom pairs of the list closer than rc, with the search's
-// rounding (atomDistance2), i.e. exactly what evaluateListReference counts.
+// Diagnostic census of a list: count[0] its atom pairs closer than rc, with
+// the search's rounding (atomDistance2), i.e. exactly what
+// evaluateListReference counts; count[1] its cluster pairs; count[2] its
+// atom pairs (mask bits), what the force kernel evaluates.
 __global__ void countWithinCutoffKernel(const ClusterEntry* __restrict__ entries, int numEntries,
                                         const ClusterPair* __restrict__ pairs, const float4* __restrict__ xq,
                                         Float3 boxLengths, float rc2, unsigned long long* __restrict__ count) {
@@ -353,16 +355,21 @@ __global__ void countWithinCutoffKernel(const ClusterEntry* __restrict__ entries
     const ClusterEntry entry = entries[e];
     const float4 a0 = xq[entry.ci * kClusterSize + ti];
     const float4 a1 = xq[entry.ci * kClusterSize + ti + 4];
-    unsigned long long n = 0;
+    unsigned long long n = 0, masked = 0;
     for (int k = entry.jBegin; k < entry.jEnd; ++k) {
         const ClusterPair pr = pairs[k];
+        masked += __popc(pr.maskLo) + __popc(pr.maskHi);
         const float4 b = xq[pr.cj * kClusterSize + tj];
         const Float3 sv = shiftVector(pr.shift, boxLengths);
         const bool in0 = ((pr.maskLo >> lane) & 1u) && atomDistance2({a0.x, a0.y, a0.z}, {b.x, b.y, b.z}, sv) < rc2;
         const bool in1 = ((pr.maskHi >> lane) & 1u) && atomDistance2({a1.x, a1.y, a1.z}, {b.x, b.y, b.z}, sv) < rc2;
         n += __popc(__ballot_sync(kFullWarp, in0)) + __popc(__ballot_sync(kFullWarp, in1));
     }
-    if (lane == 0) atomicAdd(count, n);
+    if (lane == 0) {
+        atomicAdd(&count[0], n);
+        atomicAdd(&count[1], static_cast<unsigned long long>(entry.jEnd - entry.jBegin));
+        atomicAdd(&count[2], masked);
+    }
 }
 
 }  // namespace

@@ -332,6 +332,16 @@ TEST(PruneGpu, ForcesWithPruningEqualForcesWithout) {
                 fmt::print("{}: {:.2e} relative force difference; local list {} of {} cluster pairs evaluated\n",
                            m.name, diff.relativeNorm, evaluated, on.stats(ListKind::Local).clusterPairs);
                 EXPECT_LT(evaluated, on.stats(ListKind::Local).clusterPairs) << "pruning dropped nothing";
+                // The census counts what the copies hold: the inner list's
+                // cluster pairs, and the outer list's as stats() does.
+                const ListCensus inner = on.census(ListKind::Local, dOn.x.data(), stream);
+                const ListCensus outer = on.census(ListKind::Local, dOn.x.data(), stream, ListView::Outer);
+                EXPECT_EQ(inner.clusterPairs, evaluated);
+                EXPECT_EQ(outer.clusterPairs, on.stats(ListKind::Local).clusterPairs);
+                EXPECT_EQ(outer.atomPairs, on.stats(ListKind::Local).atomPairs);
+                EXPECT_LT(inner.atomPairs, outer.atomPairs);
+                EXPECT_EQ(inner.pairsWithinCutoff, outer.pairsWithinCutoff);
+                EXPECT_LE(inner.pairsWithinCutoff, inner.atomPairs);
             }
         }
     }

@@ -83,6 +83,15 @@ struct PairListStats {
     std::int64_t atomPairs = 0;  // set mask bits: atom pairs in the list (within rlist or not)
 };
 
+// What one list holds now (Nonbonded::census): the cluster pairs and atom
+// pairs (mask bits) the force kernel evaluates for it, and how many of those
+// atom pairs are closer than rc -- the useful ones.
+struct ListCensus {
+    std::int64_t clusterPairs = 0;
+    std::int64_t atomPairs = 0;
+    std::int64_t pairsWithinCutoff = 0;
+};
+
 // Which list a diagnostic reads: the one the force kernel evaluates (the
 // pruned inner list when pruning is on, else the list built at build()) or
 // the outer list built at build().
@@ -158,6 +167,9 @@ public:
     // the list's gathered positions (the next compute gathers again).
     std::int64_t countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream,
                                         ListView view = ListView::Evaluated);
+    // The same count with the list's cluster pairs and atom pairs in that
+    // view (with pruning, the inner list's differ from stats()'s outer ones).
+    ListCensus census(ListKind kind, const Vec3f* dX, cudaStream_t stream, ListView view = ListView::Evaluated);
     // Copies of the device layout and lists, comparable with the CPU
     // reference (cluster_reference.hpp). ListView::Outer (the default) is
     // the list of the last build(); ListView::Evaluated the one the next
