@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other roofline md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -427,6 +427,24 @@ stage_profile_search() {
     grep -E 'searchKernel|searchGroupKernel|Duration|Warp Cycles Per Issued|Issue Slots Busy|Executed Instructions  |Memory Throughput|L1/TEX Hit|L2 Hit|Achieved Occupancy|Waves Per SM|Registers Per|Stall|Compute \(SM\) Throughput' \
       "$out/ncu-search-$n.txt" | head -30 | tee -a "$summary"
   done
+}
+
+# The non-bonded kernel's roofline per size (issue 34): bench/roofline.py runs
+# haloex-bench-nonbonded --as-md plain and under ncu (ROOFLINE_SIZES, default
+# 11 250, 22 500, 90 000 and 720 000 atoms); the record is
+# $out/nonbonded-roofline.json, ncu's CSVs packed in roofline-ncu.tar.gz.
+stage_roofline() {
+  local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /usr/local/cuda/nsight-compute*/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+  note "== roofline of the non-bonded kernel (ncu: ${ncu:-none})"
+  [ -n "$ncu" ] || return 1
+  local keep=/tmp/roofline-ncu
+  rm -rf "$keep"
+  # shellcheck disable=SC2086
+  timeout 400 python3 "$root/bench/roofline.py" --build "$build" --ncu "$ncu" --sizes ${ROOFLINE_SIZES:-11250 22500 90000 720000} \
+    --steps "${ROOFLINE_STEPS:-100}" --keep "$keep" --out "$out/nonbonded-roofline.json" 2>&1 | tee -a "$summary"
+  local rc=${PIPESTATUS[0]}
+  (cd /tmp && tar czf "$out/roofline-ncu.tar.gz" roofline-ncu 2>/dev/null)
+  return "$rc"
 }
 
 stage_search() {
