@@ -43,8 +43,9 @@ SECTIONS = ["SpeedOfLight", "ComputeWorkloadAnalysis", "Occupancy", "LaunchStats
 FP32_METRICS = ["smsp__sass_thread_inst_executed_op_fadd_pred_on.sum",
                 "smsp__sass_thread_inst_executed_op_fmul_pred_on.sum",
                 "smsp__sass_thread_inst_executed_op_ffma_pred_on.sum"]
-# The force kernel without energies (nonbondedKernel<false, ...>), the one a normal step runs.
-KERNEL_REGEX = r"regex:nonbondedKernel<false"
+# The force kernel without energies (nonbondedKernel<false, ...>), the one a normal step runs; ncu's demangled
+# names spell the template argument (bool)0.
+KERNEL_REGEX = r"regex:nonbondedKernel<(\(bool\)0|false)"
 # Hopper: 4 warp schedulers issue one instruction each per cycle; 128 FP32 lanes per SM.
 ISSUE_PER_SM_CYCLE = 4
 FP32_LANES_PER_SM = 128
