@@ -49,6 +49,8 @@ KERNEL_REGEX = r"regex:nonbondedKernel<(\(bool\)0|false)"
 # Hopper: 4 warp schedulers issue one instruction each per cycle; 128 FP32 lanes per SM.
 ISSUE_PER_SM_CYCLE = 4
 FP32_LANES_PER_SM = 128
+# The SM clock during the launch: ncu 2025's raw page gives the GPC's (the SMs' clock domain).
+CLOCK_METRICS = ["sm__cycles_elapsed.avg.per_second", "gpc__cycles_elapsed.avg.per_second"]
 # A unit's share of its peak above which it is called the bound.
 BOUND_PCT = 60.0
 STALLS = ["long_scoreboard", "short_scoreboard", "wait", "math_pipe_throttle", "mio_throttle", "lg_throttle",
@@ -129,7 +131,8 @@ def evaluated_per_call(size):
 def roofline_row(size, m, sms):
     """One size's roofline figures from the bench's row and ncu's metrics of one launch."""
     t = seconds(m["gpu__time_duration.sum"])
-    clock = hertz(m["sm__cycles_elapsed.avg.per_second"])
+    clock_metric = next(n for n in CLOCK_METRICS if n in m)
+    clock = hertz(m[clock_metric])
     warp_inst = metric(m, "sm__inst_executed.sum") or metric(m, "smsp__inst_executed.sum")
     thread_per_warp = metric(m, "smsp__thread_inst_executed_per_inst_executed.ratio")
     fadd, fmul, ffma = (metric(m, n, 0.0) for n in FP32_METRICS)
@@ -145,7 +148,8 @@ def roofline_row(size, m, sms):
         "ALU pipe": metric(m, "sm__pipe_alu_cycles_active.avg.pct_of_peak_sustained_active"),
         "L1/shared": metric(m, "l1tex__throughput.avg.pct_of_peak_sustained_active"),
         "L2": metric(m, "lts__throughput.avg.pct_of_peak_sustained_elapsed"),
-        "DRAM": metric(m, "dram__throughput.avg.pct_of_peak_sustained_elapsed"),
+        "DRAM": metric(m, "dram__throughput.avg.pct_of_peak_sustained_elapsed",
+                       metric(m, "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed")),
     }
     stalls = {s: metric(m, f"smsp__average_warps_issue_stalled_{s}_per_issue_active.ratio") for s in STALLS}
     stalls = {k: v for k, v in stalls.items() if v is not None}
@@ -176,7 +180,8 @@ def roofline_row(size, m, sms):
         "pct_of_peak": units,
         "sm_throughput_pct": metric(m, "sm__throughput.avg.pct_of_peak_sustained_elapsed"),
         "memory_throughput_pct": metric(m, "gpu__compute_memory_throughput.avg.pct_of_peak_sustained_elapsed"),
-        "issue_active_pct": metric(m, "smsp__issue_active.avg.pct_of_peak_sustained_active"),
+        "issue_active_pct": metric(m, "smsp__issue_active.avg.pct_of_peak_sustained_active",
+                                   metric(m, "sm__inst_executed.avg.pct_of_peak_sustained_elapsed")),
         "registers_per_thread": metric(m, "launch__registers_per_thread"),
         "block_size": metric(m, "launch__block_size"),
         "grid_size": metric(m, "launch__grid_size"),
@@ -246,6 +251,8 @@ def main(argv=None):
     p.add_argument("--steps", type=int, default=200, help="timed kernel repetitions of the plain run")
     p.add_argument("--ncu", default=None, help="the ncu binary (default: PATH, then the CUDA toolkit)")
     p.add_argument("--keep", default=None, help="directory for ncu's CSVs and the bench's JSON (default: beside --out)")
+    p.add_argument("--resume", action="store_true",
+                   help="reuse the sizes --keep already holds (bench-N.json and ncu-nonbonded-N.csv that parse)")
     p.add_argument("--from-csv", default=None, metavar="DIR",
                    help="recompute from a --keep directory of an earlier run (no GPU needed)")
     p.add_argument("--machine", default=socket.gethostname().split(".")[0])
@@ -280,9 +287,17 @@ def main(argv=None):
         if not ncu:
             sys.exit("ncu (Nsight Compute) not found: put it on PATH or pass --ncu")
         for n in args.sizes:
-            bench, text = run_size(exe, ncu, n, args.steps, keep)
-            with open(os.path.join(keep, f"bench-{n}.json"), "w") as f:
-                json.dump(bench, f, indent=1)
+            kept_json, kept_csv = os.path.join(keep, f"bench-{n}.json"), os.path.join(keep, f"ncu-nonbonded-{n}.csv")
+            if args.resume and os.path.exists(kept_json) and _has_kernel_row(kept_csv):
+                with open(kept_json) as f:
+                    bench = json.load(f)
+                with open(kept_csv) as f:
+                    text = f.read()
+                print(f"{n:>8} atoms: reused from {keep}", flush=True)
+            else:
+                bench, text = run_size(exe, ncu, n, args.steps, keep)
+                with open(kept_json, "w") as f:
+                    json.dump(bench, f, indent=1)
             benches.append(bench)
             rows.append(roofline_row(bench["results"][0], parse_ncu_csv(text), bench["sms"]))
             r = rows[-1]

@@ -437,11 +437,13 @@ stage_roofline() {
   local ncu; ncu=$(command -v ncu || ls /usr/local/cuda/bin/ncu /usr/local/cuda/nsight-compute*/ncu /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
   note "== roofline of the non-bonded kernel (ncu: ${ncu:-none})"
   [ -n "$ncu" ] || return 1
-  local keep=/tmp/roofline-ncu
-  rm -rf "$keep"
+  local keep=/tmp/roofline-ncu resume=()
+  rm -rf "$keep" && mkdir -p "$keep"
+  # ROOFLINE_SEED: a committed directory of an earlier call's sizes, reused (--resume).
+  if [ -n "${ROOFLINE_SEED:-}" ]; then cp "$root/$ROOFLINE_SEED"/* "$keep"/ && resume=(--resume); fi
   # shellcheck disable=SC2086
   timeout 400 python3 "$root/bench/roofline.py" --build "$build" --ncu "$ncu" --sizes ${ROOFLINE_SIZES:-11250 22500 90000 720000} \
-    --steps "${ROOFLINE_STEPS:-100}" --keep "$keep" --out "$out/nonbonded-roofline.json" 2>&1 | tee -a "$summary"
+    --steps "${ROOFLINE_STEPS:-100}" --keep "$keep" "${resume[@]}" --out "$out/nonbonded-roofline.json" 2>&1 | tee -a "$summary"
   local rc=${PIPESTATUS[0]}
   (cd /tmp && tar czf "$out/roofline-ncu.tar.gz" roofline-ncu 2>/dev/null)
   return "$rc"
