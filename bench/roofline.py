@@ -252,7 +252,8 @@ def main(argv=None):
     p.add_argument("--ncu", default=None, help="the ncu binary (default: PATH, then the CUDA toolkit)")
     p.add_argument("--keep", default=None, help="directory for ncu's CSVs and the bench's JSON (default: beside --out)")
     p.add_argument("--resume", action="store_true",
-                   help="reuse the sizes --keep already holds (bench-N.json and ncu-nonbonded-N.csv that parse)")
+                   help="reuse the sizes --keep already holds (bench-nonbonded-N.out, the program's JSON, and "
+                        "ncu-nonbonded-N.csv that parse)")
     p.add_argument("--from-csv", default=None, metavar="DIR",
                    help="recompute from a --keep directory of an earlier run (no GPU needed)")
     p.add_argument("--machine", default=socket.gethostname().split(".")[0])
@@ -271,7 +272,7 @@ def main(argv=None):
     rows, benches = [], []
     if args.from_csv:
         for n in args.sizes:
-            with open(os.path.join(keep, f"bench-{n}.json")) as f:
+            with open(os.path.join(keep, f"bench-nonbonded-{n}.out")) as f:
                 bench = json.load(f)
             with open(os.path.join(keep, f"ncu-nonbonded-{n}.csv")) as f:
                 text = f.read()
@@ -287,7 +288,8 @@ def main(argv=None):
         if not ncu:
             sys.exit("ncu (Nsight Compute) not found: put it on PATH or pass --ncu")
         for n in args.sizes:
-            kept_json, kept_csv = os.path.join(keep, f"bench-{n}.json"), os.path.join(keep, f"ncu-nonbonded-{n}.csv")
+            kept_json = os.path.join(keep, f"bench-nonbonded-{n}.out")  # the program's JSON, not a record
+            kept_csv = os.path.join(keep, f"ncu-nonbonded-{n}.csv")
             if args.resume and os.path.exists(kept_json) and _has_kernel_row(kept_csv):
                 with open(kept_json) as f:
                     bench = json.load(f)

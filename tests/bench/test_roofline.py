@@ -96,7 +96,7 @@ class RooflineRow(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             keep = os.path.join(tmp, "keep")
             os.makedirs(keep)
-            with open(os.path.join(keep, "bench-1000.json"), "w") as f:
+            with open(os.path.join(keep, "bench-nonbonded-1000.out"), "w") as f:
                 json.dump(bench_record(), f)
             with open(os.path.join(keep, "ncu-nonbonded-1000.csv"), "w") as f:
                 f.write(ncu_csv(METRICS))
