@@ -3,12 +3,14 @@
 the figures it prints (ctest's PASS_REGULAR_EXPRESSION alone ignores the exit
 status: a crash after the matching line would pass):
 
-    run_checked.py [--status N|nonzero] [--match REGEX]... [--skip-match REGEX]
+    run_checked.py [--status N|nonzero] [--match REGEX]... [--no-match REGEX]... [--skip-match REGEX]
                    [--figure NAME REGEX MIN MAX]... -- command [arguments...]
 
 --status      the expected exit status (default 0); `nonzero`: any failure
               status (a refusal through MPI_Abort, whose code mpirun chooses)
 --match       a regular expression the output must contain (each one given)
+--no-match    a regular expression the output must not contain (a refusal
+              that still did the work, e.g. printed its summary)
 --skip-match  output that means the program could not run here (e.g. no
               GPU): the test is skipped, whatever the status
 --figure      every match of REGEX (its first group) parses as a finite
@@ -32,6 +34,7 @@ def parse_args(argv):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--status", default="0")
     p.add_argument("--match", action="append", default=[])
+    p.add_argument("--no-match", action="append", default=[])
     p.add_argument("--skip-match")
     p.add_argument("--figure", nargs=4, action="append", default=[], metavar=("NAME", "REGEX", "MIN", "MAX"))
     p.add_argument("command", nargs=argparse.REMAINDER)
@@ -97,6 +100,9 @@ def verdict(a, status, output):
     for regex in a.match:
         if not re.search(regex, output, re.MULTILINE):
             problems.append(f"no match of {regex!r} in the output")
+    for regex in a.no_match:
+        if re.search(regex, output, re.MULTILINE):
+            problems.append(f"the output matches {regex!r}, which it must not")
     for name, regex, low, high in a.figure:
         problems += check_figure(name, regex, low, high, output)
     return (1, problems) if problems else (0, [f"passed: exit status {status}, every match and figure as expected"])

@@ -30,6 +30,13 @@ class RunChecked(unittest.TestCase):
         self.assertEqual(checked("--status", "nonzero", "--match", "x", script="echo x; exit 134")[0], 0)
         self.assertEqual(checked("--status", "nonzero", "--match", "x", script="echo x")[0], 1)
 
+    def test_a_refusal_that_still_did_the_work_fails(self):
+        args = ("--status", "nonzero", "--match", "cannot write", "--no-match", r"summary \(")
+        self.assertEqual(checked(*args, script="echo cannot write; exit 2")[0], 0)
+        status, out = checked(*args, script="echo cannot write; echo 'summary (48 x 36)'; exit 2")
+        self.assertEqual(status, 1)
+        self.assertIn("the output matches 'summary \\\\('", out)
+
     def test_exit_77_is_a_skip_unless_expected(self):
         self.assertEqual(checked("--match", "ok", script="echo SKIPPED: no GPU; exit 77")[0], 77)
         self.assertEqual(checked("--status", "77", "--match", "refused", script="echo refused; exit 77")[0], 0)
