@@ -1027,6 +1027,27 @@ class MdConventions(MdCli):
                          "Device timeline"]:
             self.assertNotIn(gpu_only, out)
 
+    def test_cpu_run_splits_each_ranks_step_where_the_ranks_wait(self):
+        """md.log's per-rank table read 0 % imbalance on the CPU (the ranks synchronise, so their wall times are
+        equal): the split into own compute and the exchanges (waits included) is timed on the host too."""
+        status, out, err = self.run_md(QUICK[:-1] + ["--nstlist", "5", "--thermo-every", "10", "--json", "r.json"])
+        self.assertEqual(status, 0, err)
+        self.assertRegex(out, r"Host timeline, rank 0 \(us, 2 steps; mean / median / p90\): local [0-9.]+ .*exchanges")
+        with open(self.path("r.json")) as f:
+            timing = json.load(f)["timing"]
+        self.assertEqual(timing["clock"], "host")
+        self.assertEqual(timing["samples"], 2)  # the last step of each chunk after a search: steps 4 and 9
+        with open(self.path("md.log")) as f:
+            log = f.read()
+        rows = {}
+        for name in ("step: local compute (us)", "step: exposed halo exchange (us)", "step: search, amortised (us)"):
+            m = re.search(re.escape(name) + r"\s+([0-9.e+-]+)\s+([0-9.e+-]+)\s+([0-9.e+-]+)\s+([0-9.]+)%", log)
+            self.assertIsNotNone(m, f"no row {name!r} in md.log")
+            low, avg, high = (float(m.group(k)) for k in (1, 2, 3))
+            self.assertTrue(0 < low <= avg <= high, f"{name}: {low} {avg} {high}")
+            rows[name] = avg
+        self.assertGreater(rows["step: local compute (us)"], rows["step: exposed halo exchange (us)"] / 100)
+
     def test_adjusted_option_is_reported_with_its_value(self):
         # --cpt-every 30 became 50 without a word.
         status, out, err = self.run_md(QUICK[:-1] + ["--nstlist", "50", "--cpt", "r.cpt", "--cpt-every", "30",

@@ -1,7 +1,9 @@
 #include "haloex/md/cpu_backend.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <optional>
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/force_oracle.hpp"
@@ -48,18 +50,38 @@ public:
     }
 
     void runSteps(CoordinateForceHalo& halo, int count, bool energiesOnLast) override {
-        for (int s = 0; s < count; ++s) step(halo, energiesOnLast && s == count - 1);
+        for (int s = 0; s < count; ++s) {
+            // As the GPU's timeline: the last step of the call, kept at
+            // synchronize() unless the engine drops it (a search step's).
+            sampling_ = s == count - 1;
+            step(halo, energiesOnLast && s == count - 1);
+        }
+        sampling_ = false;
     }
+
+    StepTimings timings() const override { return timings_; }
+    void dropTimelineSample() override { pending_.reset(); }
 
     EnergyTerms energies() override { return energies_; }
     std::int64_t stepsRun() const override { return stepsRun_; }
     void setVelocityScale(double lambda) override { velocityScale_ = static_cast<float>(lambda); }
-    void synchronize() override {}
+    void synchronize() override {
+        if (!pending_) return;
+        timings_.clock = "host";
+        ++timings_.samples;
+        timings_.localUs.push_back(pending_->localUs);
+        timings_.nonlocalUs.push_back(pending_->exchangeUs);
+        timings_.nonoverlapUs.push_back(pending_->exchangeUs);
+        pending_.reset();
+    }
 
 private:
     void step(CoordinateForceHalo& halo, bool computeEnergies) {
+        using Clock = std::chrono::steady_clock;
+        const auto start = Clock::now();
         const ForceField& ff = *context_.forceField;
         halo.gatherCoordinates(context_.box, nullptr);
+        const auto gathered = Clock::now();
         std::span<const Vec3f> x(arrays_.coordinates(), numLocal_);
         // A blown-up system (here or on a neighbour, through the halo) is not
         // handed to the force oracle, which refuses non-finite positions with
@@ -79,7 +101,9 @@ private:
         } else {
             std::copy(pair.forces.begin(), pair.forces.end(), f);
         }
+        const auto computed = Clock::now();
         halo.scatterAddForces(nullptr);
+        const auto scattered = Clock::now();
         if (blownUp) {
             energies_.nonFiniteAtom = nonFiniteAtom_;
             energies_.nonFiniteStep = nonFiniteStep_;
@@ -122,6 +146,14 @@ private:
         energies_.nonFiniteAtom = nonFiniteAtom_;
         energies_.nonFiniteStep = nonFiniteStep_;
         ++stepsRun_;
+        if (sampling_) {
+            // Where this rank's step goes: its own compute, and its exchanges,
+            // which hold the waits for a slower neighbour -- the imbalance shows
+            // there, not in the wall time every rank shares.
+            const auto us = [](auto a, auto b) { return std::chrono::duration<double, std::micro>(b - a).count(); };
+            pending_ = HostSample{us(gathered, computed) + us(scattered, Clock::now()),
+                                  us(start, gathered) + us(computed, scattered)};
+        }
     }
 
     void findNonFiniteLocal(std::span<const Vec3f> x) {
@@ -136,6 +168,12 @@ private:
     }
 
     StepArrays arrays_;
+    struct HostSample {
+        double localUs = 0, exchangeUs = 0;
+    };
+    StepTimings timings_;
+    std::optional<HostSample> pending_;  // the last step of the last runSteps, until synchronize()
+    bool sampling_ = false;
     LocalStatics statics_;
     BackendContext context_;
     int numLocal_ = 0, numHome_ = 0;

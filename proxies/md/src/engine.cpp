@@ -1179,9 +1179,12 @@ struct Engine::Impl {
     std::vector<RankSpread> rankSpread() const {
         std::vector<std::string> names{"steps without search (s)", "search steps (s)", "start-up (s)"};
         std::vector<double> values{summary.normalSeconds, summary.searchSeconds, summary.startupSeconds};
-        // Where a step's time goes on this rank (device timeline medians, GPU
-        // runs): its own compute, the halo exchange its local work did not
-        // hide, and its share of the search steps.
+        // Where a step's time goes on this rank (timeline medians: the device's
+        // on the GPU, the host clock around the exchanges on the CPU): its own
+        // compute, the halo exchange its local work did not hide (on the CPU,
+        // all of it, waits for slower neighbours included), and its share of
+        // the search steps. The wall-time rows above are equal on every rank
+        // (the ranks synchronise); imbalance shows here.
         const StepTimings timeline = e.backend_.timings();
         const bool sampled = timeline.samples > 0;
         if (e.world_.allReduceValue(static_cast<std::int64_t>(sampled ? 1 : 0), runtime::ReduceOp::Min) == 1) {

@@ -147,9 +147,9 @@ std::string logEnd(const RunSummary& s, const MdOptions& o) {
         t += fmt::format("\n   Per-rank wall time ({} rank(s)): minimum, average, maximum and the load imbalance "
                          "(maximum / average - 1)\n",
                          s.ranks);
-        t += fmt::format("   {:<28}{:>12}{:>12}{:>12}{:>12}\n", "part", "min", "avg", "max", "imbalance");
+        t += fmt::format("   {:<34}{:>12}{:>12}{:>12}{:>12}\n", "part", "min", "avg", "max", "imbalance");
         for (const RankSpread& r : s.rankSpread) {
-            t += fmt::format("   {:<28}{:>12.4g}{:>12.4g}{:>12.4g}{:>11.1f}%\n", r.name, r.min, r.avg, r.max,
+            t += fmt::format("   {:<34}{:>12.4g}{:>12.4g}{:>12.4g}{:>11.1f}%\n", r.name, r.min, r.avg, r.max,
                              r.avg > 0 ? 100.0 * (r.max / r.avg - 1.0) : 0.0);
         }
     }

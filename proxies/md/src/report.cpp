@@ -118,10 +118,12 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
     if (s.timings.samples > 0) {
         const auto local = describe(s.timings.localUs), nonlocal = describe(s.timings.nonlocalUs),
                    overlap = describe(s.timings.nonoverlapUs);
+        const bool host = s.timings.clock == "host";
         fmt::print(out,
-                   "Device timeline (us, {} steps; mean / median / p90): local {:.1f} / {:.1f} / {:.1f}, "
-                   "non-local {:.1f} / {:.1f} / {:.1f}, non-overlap {:.1f} / {:.1f} / {:.1f}\n",
-                   s.timings.samples, local.mean, local.median, local.p90, nonlocal.mean, nonlocal.median, nonlocal.p90,
+                   "{} (us, {} steps; mean / median / p90): local {:.1f} / {:.1f} / {:.1f}, "
+                   "{} {:.1f} / {:.1f} / {:.1f}, non-overlap {:.1f} / {:.1f} / {:.1f}\n",
+                   host ? "Host timeline, rank 0" : "Device timeline", s.timings.samples, local.mean, local.median,
+                   local.p90, host ? "exchanges" : "non-local", nonlocal.mean, nonlocal.median, nonlocal.p90,
                    overlap.mean, overlap.median, overlap.p90);
         if (!s.timings.stepUs.empty()) {
             fmt::print(out,
@@ -234,7 +236,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                                 "temperature", "pressure"}},
                               {"rows", series}};
     }
-    nlohmann::json timing = {{"samples", s.timings.samples}};
+    nlohmann::json timing = {{"samples", s.timings.samples}, {"clock", s.timings.clock}};
     if (s.timings.samples > 0) {
         const auto local = describe(s.timings.localUs), nonlocal = describe(s.timings.nonlocalUs),
                    overlap = describe(s.timings.nonoverlapUs);

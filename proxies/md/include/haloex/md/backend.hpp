@@ -56,6 +56,11 @@ struct EnergyTerms {
 // empty).
 struct StepTimings {
     std::int64_t samples = 0;
+    // "device": GPU events on the stream (the above); "host": the CPU
+    // backend's wall clock, where local is the step's own compute (forces and
+    // update) and nonlocal = nonoverlap the time inside its two exchanges, the
+    // waits for slower neighbours included (nothing overlaps on the CPU).
+    std::string clock = "device";
     std::vector<double> localUs, nonlocalUs, nonoverlapUs;
     std::vector<double> forwardUs, nonlocalForceUs, reverseUs, updateUs, stepUs;
 };
