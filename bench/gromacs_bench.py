@@ -14,7 +14,10 @@ For each atom count N, each requested nstlist and each --cuda-graph setting it
      nstlist/rlist: what mdrun used (its "Using a ... pair-list setup" block;
      outer list when it prunes dynamically, then nstlist_prune/rlist_inner);
      steps: the steps the timing covers; us_per_step: wall time / steps (all
-     steps after the reset, search and energy steps included); drift: GROMACS's
+     steps after the reset, search and energy steps included);
+     us_per_step_without_search_and_dd: the same minus the cycle accounting's
+     "Domain decomp." and "Neighbor search" rows (GROMACS searches on the CPU;
+     cycle_wall_s holds every row); drift: GROMACS's
      "Conserved energy drift" (kJ/mol/ps per atom, over the whole run);
      gpu_update/gpu_nonbonded/cuda_graph: what the log says mdrun did.
 
@@ -94,6 +97,7 @@ def parse_md_log(text):
         "cuda_graph": False,
         "notes": [],
         "finished": False,
+        "cycle_wall_s": {},
     }
     m = re.search(r"^GROMACS version:\s+(\S+)", text, re.M)
     if m:
@@ -177,7 +181,47 @@ def parse_md_log(text):
     r["gpu_nonbonded"] = bool(re.search(r"^PP tasks will do .*short-ranged.* interactions on the GPU", text, re.M))
     r["cuda_graph"] = "CUDA Graphs will be used" in text
     r["finished"] = bool(re.search(r"^Finished mdrun on rank 0", text, re.M))
+    r["cycle_wall_s"] = cycle_accounting(text)
     return r
+
+
+def cycle_accounting(text):
+    """{activity: wall time (s)} of md.log's "R E A L   C Y C L E   A N D   T I M E   A C C O U N T I N G" table
+    (rank 0's view of the counted steps: after -resethway, the steps the Performance line counts), e.g.
+    {"Domain decomp.": 0.123, "Neighbor search": 0.456, ..., "Rest": 0.01, "Total": 3.2}; {} when there is none."""
+    start = text.find("R E A L   C Y C L E   A N D   T I M E   A C C O U N T I N G")
+    if start < 0:
+        return {}
+    rows = {}
+    #  Neighbor search           1    1          2       0.016          0.040  13.2
+    #  Rest                                              0.002          0.004   1.3
+    full = re.compile(r"^ (\S.*?)\s+\d+\s+\d+\s+\d+\s+(" + _FLOAT + r")\s+" + _FLOAT + r"\s+" + _FLOAT + r"\s*$")
+    short = re.compile(r"^ (Rest|Total)\s+(" + _FLOAT + r")\s+" + _FLOAT + r"\s+" + _FLOAT + r"\s*$")
+    for line in text[start:].splitlines()[1:]:
+        m = full.match(line) or short.match(line)
+        if m:
+            rows.setdefault(m.group(1).strip(), float(m.group(2)))
+        if line.startswith(" Total"):
+            break
+    return rows
+
+
+# What GROMACS's step costs without its search and domain decomposition: the wall time minus md.log's
+# "Domain decomp." and "Neighbor search" rows, over the counted steps (issue 34's definition; the search runs on
+# the CPU there, on the GPU in haloex).
+SEARCH_AND_DD_ROWS = ("Domain decomp.", "Neighbor search")
+
+
+def us_per_step_without_search_and_dd(parsed, nsteps):
+    """Wall-clock microseconds per counted step minus the search and DD rows, or None without the table."""
+    n = steps_counted(parsed, nsteps)
+    rows = parsed.get("cycle_wall_s") or {}
+    if parsed.get("wall_s") is None or n <= 0 or "Total" not in rows:
+        return None
+    # The table must be of the counted interval: its Total is the Time line's wall time (to md.log's 3 decimals).
+    if abs(rows["Total"] - parsed["wall_s"]) > 0.01 * parsed["wall_s"] + 0.002:
+        return None
+    return (parsed["wall_s"] - sum(rows.get(name, 0.0) for name in SEARCH_AND_DD_ROWS)) * 1e6 / n
 
 
 def steps_counted(parsed, nsteps):
@@ -425,6 +469,8 @@ def bench_one(args, atoms, nstlist, env, version, graph="off"):
         "reset_step": p["reset_step"],
         "wall_s": p["wall_s"],
         "us_per_step": us_per_step(p, args.steps),
+        "us_per_step_without_search_and_dd": us_per_step_without_search_and_dd(p, args.steps),
+        "cycle_wall_s": p["cycle_wall_s"],
         "ms_per_step_gromacs": p["ms_per_step"],
         "ns_per_day": p["ns_per_day"],
         "hour_per_ns": p["hour_per_ns"],

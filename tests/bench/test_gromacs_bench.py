@@ -9,7 +9,7 @@ import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
 from gromacs_bench import (adapt_mdp, export_command, get_mdp_option, mdrun_command, parse_md_log,  # noqa: E402
-                           steps_counted, us_per_step)
+                           steps_counted, us_per_step, us_per_step_without_search_and_dd)
 
 _TESTDATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "gromacs")
 
@@ -74,6 +74,26 @@ class ParseTest(unittest.TestCase):
         self._consistent(p, 10001)
         self.assertAlmostEqual(us_per_step(p, 20000), 4.321e6 / 10001)
         self.assertEqual(p["ns_per_day"], 399.947)
+
+    def test_step_without_search_and_dd(self):
+        """Issue 34's GROMACS figure: wall time minus the "Domain decomp." and "Neighbor search" rows of the
+        cycle accounting, over the counted steps."""
+        p = parse_md_log(self._read("md-cpu-nvt-auto.log"))
+        self.assertEqual(p["cycle_wall_s"]["Neighbor search"], 0.016)
+        self.assertEqual(p["cycle_wall_s"]["Rest"], 0.002)
+        self.assertEqual(p["cycle_wall_s"]["Total"], 0.122)
+        self.assertNotIn("Domain decomp.", p["cycle_wall_s"])  # one rank: no row, nothing subtracted for it
+        self.assertAlmostEqual(us_per_step_without_search_and_dd(p, 100), (0.122 - 0.016) * 1e6 / 51)
+        # A table of another interval (its Total is not the Time line's wall time) gives no figure.
+        snippet = parse_md_log(self._read("md-gpu-snippet.log"))
+        self.assertIsNone(us_per_step_without_search_and_dd(snippet, 20000))
+        # Both rows subtracted where both are there.
+        dd = parse_md_log(self._read("md-cpu-nvt-auto.log").replace(
+            " Neighbor search           1    1          2       0.016          0.040  13.2\n",
+            " Domain decomp.            1    1          2       0.010          0.020   8.2\n"
+            " Neighbor search           1    1          2       0.016          0.040  13.2\n"))
+        self.assertAlmostEqual(us_per_step_without_search_and_dd(dd, 100), (0.122 - 0.016 - 0.010) * 1e6 / 51)
+        self.assertIsNone(us_per_step_without_search_and_dd(parse_md_log(""), 100))
 
     def test_nsteps_from_log_wins(self):
         p = parse_md_log("Overriding nsteps with value passed on the command line: 400 steps, 0.8 ps\n"
