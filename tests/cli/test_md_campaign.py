@@ -19,7 +19,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_md_cli import (HALOEX_MD, HOOKS_ON, CliCase, checkpoint_step, digest, energy_rows,  # noqa: E402
+from test_md_cli import (main, HALOEX_MD, HOOKS_ON, CliCase, checkpoint_step, digest, energy_rows,  # noqa: E402
                          frame_steps, json_of)
 
 DOCS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "running.md")
@@ -277,14 +277,5 @@ class MdDefaultName(CliCase):
 CASES = [MdRestartContinuesRecordedOutputs, MdUntilStep, MdStopCheckpoint, MdDefaultName]
 
 
-def list_tests():
-    for case in CASES:
-        for name in sorted(n for n in vars(case) if n.startswith("test_")):
-            print(f"{case.__name__}.{name}")
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--list"]:
-        list_tests()
-        sys.exit(0)
-    unittest.main()
+    sys.exit(main(CASES))

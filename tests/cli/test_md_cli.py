@@ -1218,16 +1218,20 @@ class MdAutoTransport(CliCase):
         self.assertNotIn("chosen by measurement", out)
 
 
-def list_tests():
-    for case in (MdCli, MdRestartOutputs, MdEnergyFile, MdLog, MdStop, MdStepConventions, MdConventions, MdCompactTrajectory,
-                 MdAutoTransport):
-        own = dir(case) if case is MdCli else vars(case)  # MdConventions inherits MdCli's helpers, not its tests
-        for name in sorted(n for n in own if n.startswith("test_")):
-            print(f"{case.__name__}.{name}")
+def main(cases, whole=()):
+    """A test module's entry point: --list prints Case.test_name, one a line (ctest registers one test each),
+    else unittest runs. `whole`: cases listed with the tests they inherit (dir), the others with their own (vars)."""
+    if sys.argv[1:] == ["--list"]:
+        for case in cases:
+            own = dir(case) if case in whole else vars(case)
+            for name in sorted(n for n in own if n.startswith("test_")):
+                print(f"{case.__name__}.{name}")
+        return 0
+    unittest.main()
+    return 0
 
 
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--list"]:
-        list_tests()
-        sys.exit(0)
-    unittest.main()
+    # MdConventions inherits MdCli's helpers, not its tests: MdCli alone is listed whole.
+    sys.exit(main([MdCli, MdRestartOutputs, MdEnergyFile, MdLog, MdStop, MdStepConventions, MdConventions,
+                   MdCompactTrajectory, MdAutoTransport], whole=(MdCli,)))

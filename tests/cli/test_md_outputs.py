@@ -14,7 +14,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_md_cli import HALOEX_MD, CliCase, checkpoint_step, digest, energy_rows, frame_steps  # noqa: E402
+from test_md_cli import main, HALOEX_MD, CliCase, checkpoint_step, digest, energy_rows, frame_steps  # noqa: E402
 
 # 1000 atoms on 2 virtual ranks, a search and an energy step every 10 steps.
 RUN = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10", "--thermo-every", "10", "--quiet"]
@@ -152,14 +152,5 @@ class MdContinuedOutputIdentity(CliCase):
 CASES = [MdEnergySeriesEnd, MdAtomCount, MdOutputFormats, MdContinuedOutputIdentity]
 
 
-def list_tests():
-    for case in CASES:
-        for name in sorted(n for n in vars(case) if n.startswith("test_")):
-            print(f"{case.__name__}.{name}")
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--list"]:
-        list_tests()
-        sys.exit(0)
-    unittest.main()
+    sys.exit(main(CASES))

@@ -23,7 +23,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "cli"))
-from test_md_cli import DATA_DIR, CliCase, HOOKS_ON, checkpoint_step, digest, frame_steps, json_of  # noqa: E402
+from test_md_cli import main, DATA_DIR, CliCase, HOOKS_ON, checkpoint_step, digest, frame_steps, json_of  # noqa: E402
 
 # 1000 atoms on 2 virtual ranks, a search every 10 steps.
 RUN = ["--device", "cpu", "--ranks", "2", "--atoms", "1000", "--nstlist", "10", "--thermo-every", "10", "--quiet"]
@@ -571,14 +571,5 @@ CASES = [CheckpointPreviousCopy, DerivedNames, EarlierAndConcurrentRuns, Schedul
          InputsAndSettings, StartUp, RestartFromAnOlderCheckpoint, StopBetweenEnergySteps]
 
 
-def list_tests():
-    for case in CASES:
-        for name in sorted(n for n in vars(case) if n.startswith("test_")):
-            print(f"{case.__name__}.{name}")
-
-
 if __name__ == "__main__":
-    if sys.argv[1:] == ["--list"]:
-        list_tests()
-        sys.exit(0)
-    unittest.main()
+    sys.exit(main(CASES))
