@@ -13,6 +13,8 @@
 // timed, and profiled by bench/roofline.py, is the one an MD step runs.
 #include <cuda_runtime.h>
 
+#include <CLI/CLI.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -46,58 +48,32 @@ struct Options {
     unsigned long long seed = 2026;
 };
 
-[[noreturn]] void usage(const std::string& problem) {
-    fmt::print(stderr,
-               "haloex-bench-nonbonded: {}\nusage: haloex-bench-nonbonded [--sizes N,N,...] [--steps S] "
-               "[--rlist R] [--as-md] [--json FILE] [--seed N]\n",
-               problem);
-    std::exit(2);
-}
-
+// The command line (CLI11); exits with CLI11's status on --help or a bad option.
 Options parse(int argc, char** argv) {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--help" || arg == "-h") {
-            fmt::print("usage: haloex-bench-nonbonded [--sizes N,N,...] [--steps S] [--rlist R] [--as-md] "
-                       "[--json FILE] [--seed N]\n  times pair search, local non-bonded, update and a whole step of "
-                       "one rank holding the whole system (device code: {})\n  --as-md: haloex-md's pair-list "
-                       "settings for one GPU at each size (rlist, nstlist, rolling prune) instead of --rlist\n",
-                       kDeviceCode);
-            std::exit(0);
-        }
-        const auto value = [&]() -> std::string {
-            if (i + 1 >= argc) usage(arg + " needs a value");
-            return argv[++i];
-        };
-        try {
-            if (arg == "--sizes") {
-                o.sizes.clear();
-                std::string list = value();
-                std::size_t start = 0;
-                while (start <= list.size()) {
-                    const std::size_t end = std::min(list.find(',', start), list.size());
-                    o.sizes.push_back(std::stoi(list.substr(start, end - start)));
-                    start = end + 1;
-                }
-            } else if (arg == "--steps") {
-                o.steps = std::stoi(value());
-            } else if (arg == "--rlist") {
-                o.rlist = std::stod(value());
-            } else if (arg == "--as-md") {
-                o.asMd = true;
-            } else if (arg == "--json") {
-                o.json = value();
-            } else if (arg == "--seed") {
-                o.seed = std::stoull(value());
-            } else {
-                usage("unknown option " + arg);
-            }
-        } catch (const std::logic_error&) {
-            usage("bad value for " + arg);
-        }
+    CLI::App app{fmt::format("haloex-bench-nonbonded: times pair search, local non-bonded, update and a whole step "
+                             "of one rank holding the whole system (device code: {})",
+                             kDeviceCode)};
+    app.add_option("--sizes", o.sizes, "Atom counts, comma-separated")
+        ->delimiter(',')
+        ->check(CLI::Range(2, 100000000))
+        ->capture_default_str();
+    app.add_option("--steps", o.steps, "Timed repetitions per figure")
+        ->check(CLI::Range(1, 1000000))
+        ->capture_default_str();
+    app.add_option("--rlist", o.rlist, "Pair-list radius (nm) without --as-md")
+        ->check(CLI::Range(0.9, 10.0))
+        ->capture_default_str();
+    app.add_flag("--as-md", o.asMd,
+                 "haloex-md's pair-list settings for one GPU at each size (rlist, nstlist, rolling prune) instead of "
+                 "--rlist");
+    app.add_option("--json", o.json, "Also write the JSON to this file");
+    app.add_option("--seed", o.seed, "Seed of the lattice's velocities")->capture_default_str();
+    try {
+        app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+        std::exit(app.exit(e));
     }
-    if (o.steps < 1) usage("--steps must be at least 1");
     return o;
 }
 
