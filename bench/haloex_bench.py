@@ -7,6 +7,7 @@
   exchange-timing LOG... ...   halo-exchange timings record   (bench/exchange_timing.py)
   rdc-cost ...                 the MD kernels with and without -rdc, one build (bench/rdc_cost.py)
   roofline ...                 the non-bonded kernel's roofline per size, with Nsight Compute (bench/roofline.py)
+  kernel-ab --a EXE --b EXE    the MD kernels of two builds, alternating, medians and verdict (bench/kernel_ab.py)
   plot RECORD [--out PNG]      the plot for the record's kind (every kind bench/results holds)
   headline [--out PNG]         the README's figure: haloex vs GROMACS and the CPU-orchestrated transports
   raw-log RAW --out RECORD     a record transcribed from an allocation's raw log (--check RECORD: faithful?)
@@ -65,6 +66,11 @@ def _roofline(argv):
     return roofline.main(argv)
 
 
+def _kernel_ab(argv):
+    import kernel_ab
+    return kernel_ab.main(argv)
+
+
 def _summarize(argv):
     """summarize_md for haloex-md and GROMACS records; an exchange-timing record as its table."""
     import exchange_timing
@@ -91,7 +97,7 @@ def _migrate(argv):
 PLOT_KINDS = ("md dd -> plot_md.py, md scaling -> plot_scaling.py, other haloex-md suites and haloex vs GROMACS "
               "(single, nstlist, hand-made series) -> plot_runs.py, one haloex-md --json run -> plot_run.py, jacobi -> "
               "plot_jacobi.py, commbench -> plot_commbench.py, exchange timing -> plot_exchange_timing.py, rdc cost -> "
-              "plot_rdc_cost.py, nstlist fit -> plot_nstlist_fit.py, roofline -> plot_roofline.py")
+              "plot_rdc_cost.py, nstlist fit -> plot_nstlist_fit.py, roofline -> plot_roofline.py, kernel A/B -> plot_kernel_ab.py")
 
 
 def plot_kind(record):
@@ -106,6 +112,8 @@ def plot_kind(record):
         return "plot_md"
     if tool == "bench/roofline.py":
         return "plot_roofline"
+    if tool == "bench/kernel_ab.py":
+        return "plot_kernel_ab"
     if tool == "bench/jacobi_bench.py" or "sizes" in record and "runs" not in record:
         return "plot_jacobi"
     if tool in ("haloex-commbench", "bench/commbench.py") or (
@@ -176,6 +184,8 @@ COMMANDS = {
     "rdc-cost": (_rdc_cost, "the MD kernels with and without relocatable device code, one build (rdc_cost.py)"),
     "roofline": (_roofline, "the non-bonded kernel's roofline per size: pairs, instructions, FP32, occupancy, bound "
                             "(roofline.py, Nsight Compute)"),
+    "kernel-ab": (_kernel_ab, "the MD kernels of two builds on one host, alternating: medians, B / A, verdict "
+                              "(kernel_ab.py)"),
     "plot": (_plot, "the plot of a record, by its kind"),
     "headline": (_headline, "the README's figure from the newest records, with their checksums (headline.py)"),
     "raw-log": (_raw_log, "a record from an allocation's raw summary log, or --check one (raw_log_record.py)"),

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other strong-scaling roofline md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other strong-scaling roofline kernel-ab md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -716,12 +716,16 @@ build_variant_a() {
 stage_build_other() {
   local tarball="$root/.devsrc/other.tar.gz" src=/tmp/hx-other
   [ -f "$tarball" ] || { note "build-other: no $tarball (pack.sh --other COMMIT)"; return 1; }
-  note "== build of the other commit $(cat "$root/.devsrc/other-commit" 2>/dev/null) (haloex-md only)"
+  note "== build of the other commit $(cat "$root/.devsrc/other-commit" 2>/dev/null) (haloex-md, and its haloex-bench-nonbonded where it has one)"
   rm -rf "$src" && mkdir -p "$src" && tar xzf "$tarball" -C "$src"
   local t0=$SECONDS
   { cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90       -DHALOEX_BUILD_TESTS=OFF && cmake --build "$src/build" -j "$(nproc)" --target haloex-md; } >"$out/build-other.log" 2>&1     || { tail -30 "$out/build-other.log"; note "build-other FAILED"; return 1; }
   cp "$src/build/bin/haloex-md" /tmp/haloex-md-A
-  note "build-other ok ($((SECONDS - t0)) s): /tmp/haloex-md-A"
+  # The kernels' A (stage kernel-ab); a commit before --as-md (2689f13) has a bench program kernel-ab cannot drive.
+  if cmake --build "$src/build" -j "$(nproc)" --target haloex-bench-nonbonded >>"$out/build-other.log" 2>&1; then
+    cp "$src/build/bin/haloex-bench-nonbonded" /tmp/haloex-bench-nonbonded-A
+  fi
+  note "build-other ok ($((SECONDS - t0)) s): /tmp/haloex-md-A$([ -x /tmp/haloex-bench-nonbonded-A ] && echo ', /tmp/haloex-bench-nonbonded-A')"
 }
 
 # Only /tmp/haloex-md-A (e.g. for md-ab-bins with MD_AB_OTHER=/tmp/haloex-md-A).
@@ -770,6 +774,20 @@ stage_rdc_cost() {
 # SMs, one rank with N atoms against two with 2N, with the device timeline's
 # parts with ESTIMATE_PARTS=1 (their events sit on the step's critical
 # path). Never a multi-GPU result.
+# The MD kernels of two builds on this GPU (issue 34: a kernel change is kept
+# only if faster): build-other's haloex-bench-nonbonded (A) against this
+# build's (B), KERNEL_AB_REPEATS (default 5) alternating runs each with
+# haloex-md's pair-list settings, medians, B / A and a verdict per size
+# (bench/kernel_ab.py); the record is $out/kernel-ab.json.
+stage_kernel_ab() {
+  note "== kernel A/B: A = $(cat "$root/.devsrc/other-commit" 2>/dev/null || echo '?'), B = this build"
+  [ -x /tmp/haloex-bench-nonbonded-A ] || { note "  no /tmp/haloex-bench-nonbonded-A: run build-other first (pack.sh --other COMMIT)"; return 1; }
+  # shellcheck disable=SC2086
+  python3 "$root/bench/kernel_ab.py" --a /tmp/haloex-bench-nonbonded-A --b "$build/bin/haloex-bench-nonbonded" \
+    --a-commit "$(cat "$root/.devsrc/other-commit" 2>/dev/null)" --sizes ${KERNEL_AB_SIZES:-11250 22500 90000 720000} \
+    --repeats "${KERNEL_AB_REPEATS:-5}" --steps "${KERNEL_AB_STEPS:-200}" --out "$out/kernel-ab.json" 2>&1 | tee -a "$summary"
+}
+
 stage_md_estimate() {
   note "== one-GPU estimate of the 2-rank step (MPS, ${ESTIMATE_SM:-50} % of the SMs per rank)"
   start_mps

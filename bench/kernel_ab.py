@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""An A/B of the MD kernels of two builds on one host (issue 34: each kernel change kept only if faster).
+
+Runs two haloex-bench-nonbonded programs -- A (the parent commit's, e.g. built by the device script's stage
+build-other) and B (this build's) -- alternately, --repeats times each in the order A B, B A, A B, ..., with
+haloex-md's pair-list settings (--as-md), and writes
+
+    bench/results/kernel-ab-<machine>-<date>.json
+
+with the record header (machine, commit, settings), both programs, every run, and per size the median of each
+figure for A and B, B / A, and whether B is faster by more than the repeats' spread (`verdict`). The figure that
+decides is local_us (the force kernel alone); step_us and graph_step_us show the whole local step.
+
+Examples:
+    python3 bench kernel-ab --a /tmp/hx-other/build/bin/haloex-bench-nonbonded --b build/bin/haloex-bench-nonbonded
+    python3 bench kernel-ab --a A --b B --sizes 11250 720000 --repeats 5 --steps 200
+"""
+import argparse
+import json
+import os
+import socket
+import statistics
+import subprocess
+import sys
+
+from bench_common import REPO, record_header
+
+FIGURES = ("local_us", "local_energies_us", "step_us", "graph_step_us", "leapfrog_us", "build_ms")
+
+
+def run_once(exe, sizes, steps):
+    """One run of a bench program with --as-md: its JSON (printed last)."""
+    cmd = [exe, "--as-md", "--sizes", ",".join(str(n) for n in sizes), "--steps", str(steps)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900).stdout
+    return json.loads(out[out.index('{"device"'):])
+
+
+def order(repeats):
+    """The alternating order of the runs: A B, B A, A B, ..."""
+    return [("A", "B") if k % 2 == 0 else ("B", "A") for k in range(repeats)]
+
+
+def summarize(runs):
+    """Per size and figure: A's and B's medians, B / A, and the verdict on local_us: B faster (or slower) when
+    its median is below A's (above) and every B run is below (above) A's median, else within the spread."""
+    table = []
+    sizes = sorted({r["atoms"] for run in runs["A"] for r in run["results"]})
+    for n in sizes:
+        row = {"atoms": n}
+        for figure in FIGURES:
+            values = {v: [r[figure] for run in runs[v] for r in run["results"] if r["atoms"] == n and figure in r]
+                      for v in ("A", "B")}
+            if not values["A"] or not values["B"]:
+                continue
+            med = {v: statistics.median(values[v]) for v in values}
+            row[figure] = {"A": med["A"], "B": med["B"], "B_over_A": med["B"] / med["A"] if med["A"] else None,
+                           "A_runs": values["A"], "B_runs": values["B"]}
+        local = row.get("local_us")
+        if local:
+            if local["B"] < local["A"] and max(local["B_runs"]) < local["A"]:
+                row["verdict"] = "B faster"
+            elif local["B"] > local["A"] and min(local["B_runs"]) > local["A"]:
+                row["verdict"] = "B slower"
+            else:
+                row["verdict"] = "within the spread"
+        table.append(row)
+    return table
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="kernel_ab.py", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--a", required=True, help="A: the parent's haloex-bench-nonbonded")
+    p.add_argument("--b", required=True, help="B: the changed build's haloex-bench-nonbonded")
+    p.add_argument("--sizes", type=int, nargs="+", default=[11250, 22500, 90000, 720000])
+    p.add_argument("--steps", type=int, default=200, help="timed repetitions per figure (default %(default)s)")
+    p.add_argument("--repeats", type=int, default=3, help="runs of each program, alternating (default %(default)s)")
+    p.add_argument("--a-commit", default=None, help="A's commit, recorded (e.g. .devsrc/other-commit)")
+    p.add_argument("--machine", default=socket.gethostname().split(".")[0])
+    p.add_argument("--out", default=None, help="output JSON (default bench/results/kernel-ab-<machine>-<date>.json)")
+    args = p.parse_args(argv)
+    if args.repeats < 3 or args.steps < 1:
+        p.error("--repeats must be at least 3 (a median of 3 alternating runs) and --steps at least 1")
+    for exe in (args.a, args.b):
+        if not os.access(exe, os.X_OK):
+            sys.exit(f"{exe}: not an executable haloex-bench-nonbonded (build it: cmake --build BUILD --target "
+                     "haloex-bench-nonbonded)")
+
+    runs = {"A": [], "B": []}
+    exes = {"A": args.a, "B": args.b}
+    for k, pair in enumerate(order(args.repeats)):
+        for v in pair:
+            runs[v].append(run_once(exes[v], args.sizes, args.steps))
+            local = ", ".join(f"{r['atoms']}: {r['local_us']:.1f}" for r in runs[v][-1]["results"])
+            print(f"repeat {k + 1}, {v}: local_us {local}", flush=True)
+    table = summarize(runs)
+    header = record_header("bench/kernel_ab.py", {"sizes": args.sizes, "steps": args.steps, "repeats": args.repeats,
+                                                  "alternating": True, "list_settings": "--as-md"},
+                           cuda_graphs="graph_step_us replays one captured step; the other figures launch on a stream")
+    record = {**header, "benchmark": "MD kernels A/B", "programs": exes, "a_commit": args.a_commit,
+              "summary": table, "runs": runs}
+    out = args.out or os.path.join(REPO, "bench", "results", f"kernel-ab-{args.machine}-{header['date'][:10]}.json")
+    with open(out, "w") as f:
+        json.dump(record, f, indent=1)
+    for row in table:
+        c = row["local_us"]
+        print(f"{row['atoms']:>8} atoms: local_us A {c['A']:.2f}, B {c['B']:.2f} (B / A {c['B_over_A']:.3f}): "
+              f"{row['verdict']}")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,64 @@
+"""bench/kernel_ab.py: the alternating order, the medians, B / A and the verdict, from stand-in bench programs
+(run by ctest: python3 -m unittest)."""
+import json
+import os
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import haloex_bench  # noqa: E402
+import kernel_ab  # noqa: E402
+
+
+def run(local_by_size):
+    return {"device": "test", "results": [{"atoms": n, "local_us": v, "step_us": 2 * v} for n, v in local_by_size.items()]}
+
+
+class Summary(unittest.TestCase):
+    def test_order_alternates(self):
+        self.assertEqual(kernel_ab.order(4), [("A", "B"), ("B", "A"), ("A", "B"), ("B", "A")])
+
+    def test_medians_ratio_and_verdicts(self):
+        runs = {"A": [run({100: 10.0, 200: 40.0, 300: 5.0}), run({100: 11.0, 200: 41.0, 300: 5.2}),
+                      run({100: 10.5, 200: 39.0, 300: 5.1})],
+                "B": [run({100: 9.0, 200: 41.5, 300: 5.0}), run({100: 9.4, 200: 42.0, 300: 5.3}),
+                      run({100: 9.2, 200: 41.9, 300: 5.05})]}
+        table = {row["atoms"]: row for row in kernel_ab.summarize(runs)}
+        self.assertEqual(table[100]["local_us"]["A"], 10.5)
+        self.assertEqual(table[100]["local_us"]["B"], 9.2)
+        self.assertAlmostEqual(table[100]["local_us"]["B_over_A"], 9.2 / 10.5)
+        self.assertAlmostEqual(table[100]["step_us"]["B_over_A"], 9.2 / 10.5)
+        self.assertEqual(table[100]["verdict"], "B faster")      # every B run below A's median
+        self.assertEqual(table[200]["verdict"], "B slower")      # every B run above A's median
+        self.assertEqual(table[300]["verdict"], "within the spread")  # medians 5.1 vs 5.05, a B run above 5.1
+
+    def test_record_from_stand_in_programs(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            exes = {}
+            for v, local in (("A", 10.0), ("B", 8.0)):
+                exe = os.path.join(tmp, f"bench-{v}")
+                with open(exe, "w") as f:
+                    f.write('#!/bin/sh\ncase "$*" in *--as-md*) ;; *) echo "no --as-md" >&2; exit 3;; esac\n'
+                            f'echo "device: test"\necho \'{{"device": "test", "results": '
+                            f'[{{"atoms": 5, "local_us": {local}, "step_us": 20}}]}}\'\n')
+                os.chmod(exe, 0o755)
+                exes[v] = exe
+            out = os.path.join(tmp, "ab.json")
+            self.assertEqual(kernel_ab.main(["--a", exes["A"], "--b", exes["B"], "--sizes", "5", "--steps", "3",
+                                             "--out", out]), 0)
+            with open(out) as f:
+                rec = json.load(f)
+            self.assertEqual(rec["tool"], "bench/kernel_ab.py")
+            self.assertEqual(len(rec["runs"]["A"]), 3)
+            self.assertEqual(rec["summary"][0]["verdict"], "B faster")
+            self.assertEqual(haloex_bench.plot_kind(rec), "plot_kernel_ab")
+
+    def test_fewer_than_three_repeats_refused(self):
+        with self.assertRaises(SystemExit):
+            kernel_ab.main(["--a", "/bin/true", "--b", "/bin/true", "--repeats", "2"])
+
+
+if __name__ == "__main__":
+    unittest.main()
