@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other strong-scaling roofline kernel-ab md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling roofline kernel-ab md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
-# On x2/x4/x8, issue 33's whole measurement first: build strong-scaling (a few minutes), then the rest
+# On x2/x4/x8: build multi-gpu (issue 33's measurements first, in priority order, then the rest)
 # nccl-device beside every transport (md-check compares its energies with the others).
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
 #   mkdir -p /root/hx && tar xzf .devsrc/src.tar.gz -C /root/hx &&
@@ -146,36 +146,77 @@ stage_md_scaling() {
   [ -n "$record" ] && python3 "$root/bench/plot_scaling.py" "$record" --out "${record%.json}.png" 2>&1 | tee -a "$summary"
 }
 
-# Issue 33's multi-GPU measurement in one stage, for whatever kind is lent
-# (x2, x4, x8): at 11 250 and 22 500 atoms per GPU, every grid the GPUs
-# allow -- 1-D (2x1x1, 4x1x1), 2-D (2x2x1, 4x2x1), 3-D (2x2x2) and two
-# pulses (8x1x1) -- nvshmem fused (direct, tma), without CUDA graphs and per
-# pulse (what graphs and fusion each contribute), and the CPU-orchestrated
-# baselines (ipc, nccl, staged) and nccl-device; each run against one GPU
-# with the same system (bench/md_bench.py dd). One record per grid, packed
-# into strong-scaling.tar.gz. SS_SIZES (per GPU), SS_VARIANTS, SS_GRIDS
-# ("4:2x2x1 ...") override.
+# Issue 33's multi-GPU measurement for whatever kind is lent (x2, x4, x8), in
+# priority order, every grid's record written as soon as its runs end (a
+# cut-short lease keeps them; bench/md_bench.py dd also rewrites its record
+# after every size): pass 1, the essentials -- nvshmem fused against the
+# CPU-orchestrated transports that matter (nccl with graphs, ipc) at 11 250
+# and 22 500 atoms per GPU on the first grid of each GPU count; pass 2,
+# every grid the GPUs allow -- 1-D (2x1x1, 4x1x1), 2-D (2x2x1, 4x2x1), 3-D
+# (2x2x2) and two pulses (8x1x1) -- with nvshmem fused (direct, tma),
+# without CUDA graphs and per pulse (what graphs and fusion each
+# contribute), staged, nccl without graphs and nccl-device. Each run is set
+# against one GPU with the same system. Records packed into
+# strong-scaling.tar.gz. SS_SIZES (per GPU), SS_GRIDS ("4:2x2x1 ..."),
+# SS_PASSES ("1", "2" or "1 2") override.
+strong_scaling_grids() {
+  local specs=(2:2x1x1)
+  [ "$ngpu" -ge 4 ] && specs+=(4:4x1x1 4:2x2x1)
+  [ "$ngpu" -ge 8 ] && specs+=(8:2x2x2 8:4x2x1 8:8x1x1)
+  [ -n "${SS_GRIDS:-}" ] && read -r -a specs <<<"$SS_GRIDS"
+  printf '%s\n' "${specs[@]}"
+}
 stage_strong_scaling() {
   note "== strong scaling at 11 250 atoms per GPU ($ngpu GPUs; bench/md_bench.py dd per grid)"
   [ "$ngpu" -ge 2 ] || { note "  needs two or more GPUs: $ngpu visible"; return 1; }
-  local variants="${SS_VARIANTS:-nvshmem/direct,nvshmem/tma,nvshmem/direct+graphs=0,nvshmem/direct+per-pulse,ipc,nccl,staged,nccl-device}"
-  local specs=(2:2x1x1) spec n grid sizes per dir
-  [ "$ngpu" -ge 4 ] && specs+=(4:4x1x1 4:2x2x1)
-  [ "$ngpu" -ge 8 ] && specs+=(8:2x2x2 8:4x2x1 8:8x1x1)
-  # shellcheck disable=SC2206
-  [ -n "${SS_GRIDS:-}" ] && specs=(${SS_GRIDS})
+  local essentials="nvshmem/direct,nccl+graphs=1,ipc"
+  local rest="nvshmem/tma,nvshmem/direct+graphs=0,nvshmem/direct+per-pulse,staged,nccl,nccl-device"
+  local specs spec n grid sizes per dir pass variants first seen ran1=0
+  mapfile -t specs < <(strong_scaling_grids)
+  [[ " ${SS_PASSES:-1 2} " == *" 1 "* ]] && ran1=1
   rm -rf "$out/strong-scaling"
-  for spec in "${specs[@]}"; do
-    n=${spec%%:*}; grid=${spec#*:}; sizes=""
-    for per in ${SS_SIZES:-11250 22500}; do sizes+="${sizes:+,}$((per * n))"; done
-    # The first grid also runs the 11 250-atom system itself: its one-GPU step is the per-GPU reference.
-    [ "$spec" = "${specs[0]}" ] && [ -z "${SS_SIZES:-}" ] && sizes="11250,$sizes"
-    dir="$out/strong-scaling/$n-$grid"
-    note "  $n GPUs, grid $grid, $sizes atoms"
-    python3 "$root/bench/md_bench.py" dd --build "$build" --ranks "$n" --grid "$grid" --sizes "$sizes" \
-      --variants "$variants" --out "$dir" ${QUICK:+--quick} 2>&1 | tee -a "$summary"
+  for pass in ${SS_PASSES:-1 2}; do
+    seen=""
+    for spec in "${specs[@]}"; do
+      n=${spec%%:*}; grid=${spec#*:}; sizes=""
+      first=0; [[ " $seen " == *" $n "* ]] || first=1
+      seen+=" $n"
+      # Pass 1: the first grid of each GPU count, the essentials; pass 2: everything not measured yet.
+      if [ "$pass" = 1 ]; then
+        [ "$first" = 1 ] || continue
+        variants=$essentials
+      elif [ "$first" = 1 ] && [ "$ran1" = 1 ]; then
+        variants=$rest
+      else
+        variants="$essentials,$rest"
+      fi
+      for per in ${SS_SIZES:-11250 22500}; do sizes+="${sizes:+,}$((per * n))"; done
+      # The 11 250-atom system itself once, on two GPUs: its one-GPU step is the per-GPU reference.
+      if [ "$n" = 2 ] && [ "$first" = 1 ] && [ -z "${SS_SIZES:-}" ] && { [ "$pass" = 1 ] || [ "$ran1" = 0 ]; }; then
+        sizes="11250,$sizes"
+      fi
+      dir="$out/strong-scaling/pass$pass-$n-$grid"
+      note "  pass $pass: $n GPUs, grid $grid, $sizes atoms: $variants"
+      python3 "$root/bench/md_bench.py" dd --build "$build" --ranks "$n" --grid "$grid" --sizes "$sizes" \
+        --variants "$variants" --out "$dir" ${QUICK:+--quick} 2>&1 | tee -a "$summary"
+      (cd "$out" && tar czf strong-scaling.tar.gz strong-scaling)
+    done
   done
-  (cd "$out" && tar czf strong-scaling.tar.gz strong-scaling && rm -rf strong-scaling)
+  rm -rf "$out/strong-scaling"
+}
+
+# One command per multi-GPU kind: the measurements first (a lease may be
+# short), then the correctness the GPUs add (nccl and nccl-device, which MPS
+# cannot share), the micro-benchmarks, Jacobi and GROMACS where its package
+# was carried (GMX_TARBALL). Run as: run.sh build multi-gpu
+stage_multi_gpu() {
+  note "== multi-GPU ($ngpu GPUs): strong-scaling, test-gpu, commbench, jacobi, md-dd (all sizes), gromacs"
+  stage_strong_scaling || note "stage strong-scaling FAILED"
+  stage_test_gpu || note "stage test-gpu FAILED"
+  stage_commbench || note "stage commbench FAILED"
+  JACOBI_NP=$ngpu stage_jacobi || note "stage jacobi FAILED"
+  DD_RANKS=2 stage_md_dd || note "stage md-dd FAILED"
+  stage_gromacs || note "stage gromacs FAILED"
 }
 
 # One forward and one reverse exchange alone, every transport and path, one
