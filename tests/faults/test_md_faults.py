@@ -339,6 +339,13 @@ class OptionsThatDidNothing(FaultCase):
         self.expect_refused(RUN + ["--steps", "10", "--tau-t", "0.5"],
                             r"--tau-t 0.5 ps with --thermostat none: only v-rescale has a coupling time")
 
+    def test_buffer_tolerance_on_a_restart_is_refused(self):
+        status, _, err = self.run_md(RUN + ["--steps", "10", "--cpt", "c.cpt"])
+        self.assertEqual(status, 0, err)
+        self.expect_refused(RUN + ["--steps", "10", "--restart", "c.cpt", "--buffer-tolerance", "0.001"],
+                            r"--buffer-tolerance 0\.001 with --restart c\.cpt: a restart keeps the checkpoint's rlist "
+                            r"[0-9.]+ nm and nstlist \d+, which its buffer tolerance chose")
+
     def test_cuda_graphs_other_than_zero_or_one_is_refused(self):
         self.expect_refused(RUN + ["--steps", "10", "--cuda-graphs", "2"], r"--cuda-graphs: 2 not in \{0,1\}",
                             status=None)
