@@ -415,7 +415,7 @@ def machine_summary(record):
 # ---- the one launcher --------------------------------------------------------------------------------------------
 
 MPIRUN = "mpirun"
-# The one mpirun line (scripts/device/run.sh uses the same): no binding, since NVSHMEM's proxy thread needs a core of
+# The one mpirun line (scripts/device/*.sh read it from here): no binding, since NVSHMEM's proxy thread needs a core of
 # its own; as root in containers; more ranks than cores where ranks share GPUs.
 MPIRUN_ARGS = "--allow-run-as-root --oversubscribe --bind-to none"
 

@@ -15,12 +15,14 @@ export NVSHMEM_DISABLE_NVLS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAS
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
 mkdir -p "$out" /tmp/mps /tmp/mpslog
+# The one launcher line, bench/bench_common.py's (as run.sh takes it).
+read -r -a mpirun_np <<<"$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_common as b; print(b.MPIRUN, b.MPIRUN_ARGS, "-np")' "$root/bench")"
 nvidia-cuda-mps-control -d 2>/dev/null || true
 echo "== fused Jacobi: time per iteration against --max-blocks (2 ranks, MPS)" | tee -a "$out/summary.txt"
 for n in $sizes; do
   for mb in "${blocks[@]}"; do
     log="$out/jacobi-blocks-$n-$mb.log"
-    timeout 90 mpirun --allow-run-as-root --oversubscribe --bind-to none -np 2 "$root/build-gpu/bin/haloex-jacobi" \
+    timeout 90 "${mpirun_np[@]}" 2 "$root/build-gpu/bin/haloex-jacobi" \
       --per-rank --nx "$n" --ny "$n" --niter 500 --warmup 20 --repeat 3 --allow-shared-gpus --transport nvshmem \
       --max-blocks "$mb" >"$log" 2>&1
     printf '  %s^2 --max-blocks %s: %s | %s\n' "$n" "$mb" \

@@ -23,7 +23,8 @@ export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
 summary="$out/summary.txt"
 note() { printf '%s\n' "$*" | tee -a "$summary"; }
-mpirun_np=(mpirun --allow-run-as-root --oversubscribe --bind-to none -np)
+# The one launcher line, bench/bench_common.py's (MPIRUN, MPIRUN_ARGS): the stages' own runs and the bench drivers' alike.
+read -r -a mpirun_np <<<"$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_common as b; print(b.MPIRUN, b.MPIRUN_ARGS, "-np")' "$root/bench")"
 
 start_mps() {
   mkdir -p /tmp/mps /tmp/mpslog
