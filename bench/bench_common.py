@@ -24,6 +24,7 @@ import os
 import platform
 import re
 import shlex
+import statistics
 import subprocess
 import sys
 
@@ -551,6 +552,35 @@ def record_header(tool, settings=None, launcher=None, cuda_graphs=None, build=No
         "machine": machine(build),
         "settings": {**timing_settings(launcher, cuda_graphs), **(settings or {})},
     }
+
+
+# ---- haloex-bench-nonbonded ---------------------------------------------------------------------------------------
+
+def run_bench_nonbonded(exe, sizes, steps, extra=()):
+    """One run of haloex-bench-nonbonded (or its -rdc twin): its JSON, which it prints last after its table."""
+    cmd = [exe, *extra, "--sizes", ",".join(str(n) for n in sizes), "--steps", str(steps)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900).stdout
+    return json.loads(out[out.index('{"device"'):])
+
+
+def paired_medians(runs, first, second, figures):
+    """Per size (the atoms of `first`'s runs): for each figure both builds report, the median over the repeats of
+    runs[first] and runs[second] (lists of run_bench_nonbonded JSONs) and second / first as `<second>_over_<first>`;
+    the values themselves as `<label>_runs`."""
+    table = []
+    for n in sorted({r["atoms"] for run in runs[first] for r in run["results"]}):
+        row = {"atoms": n}
+        for figure in figures:
+            values = {v: [r[figure] for run in runs[v] for r in run["results"] if r["atoms"] == n and figure in r]
+                      for v in (first, second)}
+            if not values[first] or not values[second]:
+                continue
+            med = {v: statistics.median(values[v]) for v in values}
+            row[figure] = {first: med[first], second: med[second],
+                           f"{second}_over_{first}": med[second] / med[first] if med[first] else None,
+                           f"{first}_runs": values[first], f"{second}_runs": values[second]}
+        table.append(row)
+    return table
 
 
 def find_executable(name):

@@ -19,20 +19,16 @@ import argparse
 import json
 import os
 import socket
-import statistics
-import subprocess
 import sys
 
-from bench_common import REPO, record_header
+from bench_common import REPO, paired_medians, record_header, run_bench_nonbonded
 
 FIGURES = ("local_us", "local_energies_us", "step_us", "graph_step_us", "leapfrog_us", "build_ms")
 
 
 def run_once(exe, sizes, steps):
     """One run of a bench program with --as-md: its JSON (printed last)."""
-    cmd = [exe, "--as-md", "--sizes", ",".join(str(n) for n in sizes), "--steps", str(steps)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900).stdout
-    return json.loads(out[out.index('{"device"'):])
+    return run_bench_nonbonded(exe, sizes, steps, ["--as-md"])
 
 
 def order(repeats):
@@ -43,18 +39,8 @@ def order(repeats):
 def summarize(runs):
     """Per size and figure: A's and B's medians, B / A, and the verdict on local_us: B faster (or slower) when
     its median is below A's (above) and every B run is below (above) A's median, else within the spread."""
-    table = []
-    sizes = sorted({r["atoms"] for run in runs["A"] for r in run["results"]})
-    for n in sizes:
-        row = {"atoms": n}
-        for figure in FIGURES:
-            values = {v: [r[figure] for run in runs[v] for r in run["results"] if r["atoms"] == n and figure in r]
-                      for v in ("A", "B")}
-            if not values["A"] or not values["B"]:
-                continue
-            med = {v: statistics.median(values[v]) for v in values}
-            row[figure] = {"A": med["A"], "B": med["B"], "B_over_A": med["B"] / med["A"] if med["A"] else None,
-                           "A_runs": values["A"], "B_runs": values["B"]}
+    table = paired_medians(runs, "A", "B", FIGURES)
+    for row in table:
         local = row.get("local_us")
         if local:
             if local["B"] < local["A"] and max(local["B_runs"]) < local["A"]:
@@ -63,7 +49,6 @@ def summarize(runs):
                 row["verdict"] = "B slower"
             else:
                 row["verdict"] = "within the spread"
-        table.append(row)
     return table
 
 

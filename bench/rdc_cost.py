@@ -21,38 +21,21 @@ import argparse
 import json
 import os
 import socket
-import statistics
-import subprocess
 import sys
 
-from bench_common import REPO, find_executable, record_header
+from bench_common import REPO, find_executable, paired_medians, record_header, run_bench_nonbonded
 
 FIGURES = ("build_ms", "local_us", "local_energies_us", "leapfrog_us", "step_us", "graph_step_us")
 
 
 def run_once(exe, sizes, steps):
     """One run of a bench binary: its JSON (the last '{' ... '}' block it prints)."""
-    cmd = [exe, "--sizes", ",".join(str(n) for n in sizes), "--steps", str(steps)]
-    out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=900).stdout
-    start = out.index('{"device"')
-    return json.loads(out[start:])
+    return run_bench_nonbonded(exe, sizes, steps)
 
 
 def summarize(runs):
     """Per size: the median of each figure over the repeats, for both builds, and rdc / whole."""
-    table = []
-    sizes = sorted({r["atoms"] for run in runs["whole"] for r in run["results"]})
-    for n in sizes:
-        row = {"atoms": n}
-        for figure in FIGURES:
-            med = {}
-            for build in ("whole", "rdc"):
-                values = [r[figure] for run in runs[build] for r in run["results"] if r["atoms"] == n]
-                med[build] = statistics.median(values)
-            row[figure] = {"whole": med["whole"], "rdc": med["rdc"],
-                           "rdc_over_whole": med["rdc"] / med["whole"] if med["whole"] else None}
-        table.append(row)
-    return table
+    return paired_medians(runs, "whole", "rdc", FIGURES)
 
 
 def main(argv=None):

@@ -36,7 +36,7 @@ import socket
 import subprocess
 import sys
 
-from bench_common import REPO, find_executable, record_header
+from bench_common import REPO, find_executable, record_header, run_bench_nonbonded
 
 SECTIONS = ["SpeedOfLight", "ComputeWorkloadAnalysis", "Occupancy", "LaunchStats", "WarpStateStats",
             "InstructionStats"]
@@ -70,11 +70,6 @@ def find_ncu(given):
         if hits:
             return hits[-1]
     return None
-
-
-def bench_json(stdout):
-    """The JSON haloex-bench-nonbonded prints last."""
-    return json.loads(stdout[stdout.index('{"device"'):])
 
 
 def parse_ncu_csv(text):
@@ -211,9 +206,7 @@ def bound(units, top_stalls, row):
 
 
 def run_size(exe, ncu, n, steps, keep_dir):
-    plain = subprocess.run([exe, "--as-md", "--sizes", str(n), "--steps", str(steps)], check=True,
-                           capture_output=True, text=True, timeout=600).stdout
-    bench = bench_json(plain)
+    bench = run_bench_nonbonded(exe, [n], steps, ["--as-md"])
     csv_path = os.path.join(keep_dir, f"ncu-nonbonded-{n}.csv")
     # Base units (no auto-scaling), the CSV in a file of its own, apart from the program's output.
     base = [ncu, "--csv", "--page", "raw", "--print-units", "base", "--log-file", csv_path,
