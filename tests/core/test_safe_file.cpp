@@ -21,6 +21,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/detail/core/safe_file.hpp"
+#include "test_refusal.hpp"
 #include "test_temp_dir.hpp"
 
 using namespace haloex;
@@ -33,24 +34,9 @@ fs::path freshDir() { return haloex::testing::freshTestDir("haloex_safe_file"); 
 std::string contents(const fs::path& path) { return haloex::testing::fileContents(path); }
 void writeText(const fs::path& path, const std::string& text) { haloex::testing::writeFileText(path, text); }
 
-std::vector<std::string> filesIn(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
+std::vector<std::string> filesIn(const fs::path& dir) { return haloex::testing::fileNamesIn(dir); }
 
-// The message of the haloex::Error `body` throws ("" when it throws nothing).
-template <class Body>
-std::string errorOf(Body body, ErrorKind* kind = nullptr) {
-    try {
-        body();
-    } catch (const Error& e) {
-        if (kind) *kind = e.kind();
-        return e.what();
-    }
-    return "";
-}
+using haloex::testing::errorMessageOf;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -75,20 +61,20 @@ TEST(SafeFile, RefusesToReplaceADeviceFifoOrDirectoryAndLeavesThem) {
     const fs::path fifo = dir / "fifo";
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
     ErrorKind kind = ErrorKind::Internal;
-    std::string message = errorOf([&] { writeFileAtomically(fifo.string(), "x", "checkpoint"); }, &kind);
+    std::string message = errorMessageOf([&] { writeFileAtomically(fifo.string(), "x", "checkpoint"); }, &kind);
     EXPECT_EQ(kind, ErrorKind::InvalidInput);
     EXPECT_TRUE(contains(message, "checkpoint " + fifo.string() + ": the path is a FIFO")) << message;
     EXPECT_TRUE(fs::is_fifo(fifo));
 
     const fs::path sub = dir / "sub";
     fs::create_directory(sub);
-    message = errorOf([&] { writeFileAtomically(sub.string(), "x", "--json"); });
+    message = errorMessageOf([&] { writeFileAtomically(sub.string(), "x", "--json"); });
     EXPECT_TRUE(contains(message, "the path is a directory; give a file name")) << message;
     EXPECT_TRUE(fs::is_directory(sub));
 
     // /dev/null as the target is refused before anything is created (as root
     // a rename would have replaced the device node with a regular file).
-    message = errorOf([&] { AtomicFileWriter writer("/dev/null", "checkpoint"); });
+    message = errorMessageOf([&] { AtomicFileWriter writer("/dev/null", "checkpoint"); });
     EXPECT_TRUE(contains(message, "the path is a character device")) << message;
     struct stat st {};
     ASSERT_EQ(::stat("/dev/null", &st), 0);
@@ -102,7 +88,7 @@ TEST(SafeFile, DoesNotWriteThroughASymbolicLink) {
     writeText(victim, "precious");
     const fs::path link = dir / "out.gro";
     fs::create_symlink(victim, link);
-    const std::string message = errorOf([&] { writeFileAtomically(link.string(), "x", "--traj"); });
+    const std::string message = errorMessageOf([&] { writeFileAtomically(link.string(), "x", "--traj"); });
     EXPECT_TRUE(contains(message, "the path is a symbolic link")) << message;
     EXPECT_TRUE(contains(message, victim.string())) << message;
     EXPECT_EQ(contents(victim), "precious");
@@ -140,7 +126,7 @@ TEST(SafeFile, EveryFailureRemovesTheTemporaryAndKeepsTheTarget) {
         // The target turns into a directory meanwhile: refused at the rename.
         fs::remove(path);
         fs::create_directory(path);
-        const std::string message = errorOf([&] { writer.commit(); });
+        const std::string message = errorMessageOf([&] { writer.commit(); });
         EXPECT_TRUE(contains(message, "the path is a directory")) << message;
     }
     EXPECT_EQ(filesIn(dir), (std::vector<std::string>{"run.json"}));
@@ -169,7 +155,7 @@ TEST(SafeFile, AFailedRecordIsTruncatedBackSoNoRecordIsTorn) {
     small.rlim_cur = 900;
     ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
     ErrorKind kind = ErrorKind::Internal;
-    const std::string message = errorOf([&] { file.append(std::string(600, 'b')); }, &kind);
+    const std::string message = errorMessageOf([&] { file.append(std::string(600, 'b')); }, &kind);
     ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
     std::signal(SIGXFSZ, previousHandler);
 
@@ -185,12 +171,12 @@ TEST(SafeFile, RecordFilesRefuseWhatIsNotARegularFile) {
     const fs::path fifo = dir / "fifo";
     ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
     // Would block forever on open(O_WRONLY) without a reader, were it not refused.
-    std::string message = errorOf([&] { RecordFile f(fifo.string(), "--traj", RecordFile::Mode::Append); });
+    std::string message = errorMessageOf([&] { RecordFile f(fifo.string(), "--traj", RecordFile::Mode::Append); });
     EXPECT_TRUE(contains(message, "the path is a FIFO")) << message;
     const fs::path victim = dir / "victim";
     writeText(victim, "precious");
     fs::create_symlink(victim, dir / "link");
-    message = errorOf([&] { RecordFile f((dir / "link").string(), "--traj", RecordFile::Mode::Truncate); });
+    message = errorMessageOf([&] { RecordFile f((dir / "link").string(), "--traj", RecordFile::Mode::Truncate); });
     EXPECT_TRUE(contains(message, "the path is a symbolic link")) << message;
     EXPECT_EQ(contents(victim), "precious");
 }
@@ -216,17 +202,17 @@ TEST(SafeFile, OutputChecksFindBadPathsAndCreateNothing) {
     };
     for (const Case& c : cases) {
         SCOPED_TRACE(c.path.string());
-        const std::string message = errorOf([&] { requireWritableOutput("--json", c.path.string()); });
+        const std::string message = errorMessageOf([&] { requireWritableOutput("--json", c.path.string()); });
         EXPECT_TRUE(contains(message, "--json " + c.path.string() + ": ")) << message;
         EXPECT_TRUE(contains(message, c.expected)) << message;
     }
-    EXPECT_EQ(errorOf([&] { requireWritableOutput("--json", ""); }), "--json: the file name is empty");
+    EXPECT_EQ(errorMessageOf([&] { requireWritableOutput("--json", ""); }), "--json: the file name is empty");
     requireWritableOutput("--json", (dir / "new.json").string());
     requireWritableOutput("--json", (dir / "file").string());
     requireWritableOutputDirectory("--write-gromacs", (dir / "a" / "b").string());
     requireWritableOutputDirectory("--write-gromacs", (dir / "sub").string());
     const std::string message =
-        errorOf([&] { requireWritableOutputDirectory("--write-gromacs", (dir / "file" / "b").string()); });
+        errorMessageOf([&] { requireWritableOutputDirectory("--write-gromacs", (dir / "file" / "b").string()); });
     EXPECT_TRUE(contains(message, "exists and is not a directory")) << message;
     EXPECT_EQ(filesIn(dir), (std::vector<std::string>{"fifo", "file", "link", "sub"}));
     EXPECT_TRUE(fs::is_empty(dir / "sub"));

@@ -67,12 +67,7 @@ private:
     bool ready_ = false;
 };
 
-std::vector<std::string> filesIn(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
+std::vector<std::string> filesIn(const fs::path& dir) { return haloex::testing::fileNamesIn(dir); }
 
 }  // namespace
 

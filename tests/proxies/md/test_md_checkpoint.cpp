@@ -115,12 +115,7 @@ bool bitwiseEqual(const std::vector<Vec3d>& a, const std::vector<Vec3d>& b) {
     return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(Vec3d)) == 0;
 }
 
-std::vector<std::string> filesIn(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
+std::vector<std::string> filesIn(const fs::path& dir) { return haloex::testing::fileNamesIn(dir); }
 
 }  // namespace
 

@@ -21,6 +21,7 @@
 #include "haloex/md/h5md_trajectory.hpp"
 #include "haloex/md/output_backup.hpp"
 #include "haloex/md/system.hpp"
+#include "test_refusal.hpp"
 #include "test_temp_dir.hpp"
 
 using namespace haloex;
@@ -33,23 +34,9 @@ fs::path freshDir() { return haloex::testing::freshTestDir("haloex_output_faults
 std::string contents(const fs::path& path) { return haloex::testing::fileContents(path); }
 void writeText(const fs::path& path, const std::string& text) { haloex::testing::writeFileText(path, text); }
 
-std::vector<std::string> filesIn(const fs::path& dir) {
-    std::vector<std::string> names;
-    for (const auto& entry : fs::directory_iterator(dir)) names.push_back(entry.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-}
+std::vector<std::string> filesIn(const fs::path& dir) { return haloex::testing::fileNamesIn(dir); }
 
-// The message of the haloex::Error `body` throws ("" when it throws nothing).
-template <class Body>
-std::string errorOf(Body body) {
-    try {
-        body();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using haloex::testing::errorMessageOf;
 
 MdOptions gromacsOptions() {
     MdOptions o;
@@ -68,8 +55,8 @@ TEST(OutputFaults, AnH5mdTrajectoryIsNeverCreatedThroughALink) {
     writeText(dir / "victim", "precious\n");
     fs::create_symlink(dir / "victim", dir / "traj.h5");
     // H5F_ACC_TRUNC used to truncate the link's target.
-    const std::string error =
-        errorOf([&] { H5mdTrajectory traj((dir / "traj.h5").string(), "--traj", H5mdTrajectory::Mode::Create, 5); });
+    const std::string error = errorMessageOf(
+        [&] { H5mdTrajectory traj((dir / "traj.h5").string(), "--traj", H5mdTrajectory::Mode::Create, 5); });
     EXPECT_NE(error.find("symbolic link"), std::string::npos) << error;
     EXPECT_EQ(contents(dir / "victim"), "precious\n");
     EXPECT_TRUE(fs::is_symlink(dir / "traj.h5"));
@@ -82,8 +69,8 @@ TEST(OutputFaults, AnH5mdTrajectoryIsNeverContinuedThroughALink) {
     { H5mdTrajectory real((dir / "real.h5").string(), "--traj", H5mdTrajectory::Mode::Create, 5); }
     const auto before = fs::last_write_time(dir / "real.h5");
     fs::create_symlink(dir / "real.h5", dir / "traj.h5");
-    const std::string error =
-        errorOf([&] { H5mdTrajectory traj((dir / "traj.h5").string(), "--traj", H5mdTrajectory::Mode::Append, 5); });
+    const std::string error = errorMessageOf(
+        [&] { H5mdTrajectory traj((dir / "traj.h5").string(), "--traj", H5mdTrajectory::Mode::Append, 5); });
     EXPECT_NE(error.find("symbolic link"), std::string::npos) << error;
     EXPECT_EQ(fs::last_write_time(dir / "real.h5"), before);
 }
@@ -122,11 +109,11 @@ TEST(OutputFaults, GromacsInputsAreNeverWrittenThroughALinkedDirectory) {
     ForceField ff;
     const System system = makeLatticeSystem(1000, 11, 300.0, ff);
     const std::string error =
-        errorOf([&] { writeGromacsInputs((dir / "gmx").string(), system, gromacsOptions(), ff); });
+        errorMessageOf([&] { writeGromacsInputs((dir / "gmx").string(), system, gromacsOptions(), ff); });
     EXPECT_NE(error.find("the path is a symbolic link"), std::string::npos) << error;
     EXPECT_EQ(filesIn(dir / "elsewhere"), std::vector<std::string>{});
     // And before the run: the check of the output directory.
-    EXPECT_NE(errorOf([&] {
+    EXPECT_NE(errorMessageOf([&] {
                   requireWritableOutputDirectory("--write-gromacs", (dir / "gmx/").string());
               }).find("the path is a symbolic link"),
               std::string::npos);
@@ -144,7 +131,7 @@ TEST(OutputFaults, AFullDiskLeavesNoPartOfTheGromacsInputs) {
     small.rlim_cur = 4096;
     ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
     const std::string error =
-        errorOf([&] { writeGromacsInputs((dir / "gmx").string(), system, gromacsOptions(), ff); });
+        errorMessageOf([&] { writeGromacsInputs((dir / "gmx").string(), system, gromacsOptions(), ff); });
     ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &saved), 0);
     std::signal(SIGXFSZ, previousHandler);
     EXPECT_NE(error.find("conf.gro"), std::string::npos) << error;

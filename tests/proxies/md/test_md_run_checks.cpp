@@ -16,6 +16,7 @@
 #include "haloex/md/option_ranges.hpp"
 #include "haloex/md/run_files.hpp"
 #include "haloex/md/system.hpp"
+#include "test_refusal.hpp"
 #include "test_temp_dir.hpp"
 
 using namespace haloex;
@@ -24,15 +25,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-template <class Body>
-std::string errorOf(Body body) {
-    try {
-        body();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "";
-}
+using haloex::testing::errorMessageOf;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
@@ -65,7 +58,7 @@ void expectRefused(const std::function<void(MdOptions&)>& set, const std::string
     SCOPED_TRACE(expected);
     MdOptions o;
     set(o);
-    const std::string message = errorOf([&] { resolveOptions(o, 2, false); });
+    const std::string message = errorMessageOf([&] { resolveOptions(o, 2, false); });
     EXPECT_TRUE(contains(message, expected)) << message;
     EXPECT_TRUE(contains(message, "; use ")) << message;  // the accepted range
 }
@@ -117,7 +110,7 @@ TEST(RunChecks, ClosestContactFindsTheClosestOfManyPairs) {
     EXPECT_EQ(contact->second, 17);
     EXPECT_NEAR(contact->distance, 0.01, 1e-9);
     EXPECT_EQ(contact->pairs, 2);
-    const std::string message = errorOf([&] { requireNoCloseContacts(s, 0.05, "--gro start.gro", true); });
+    const std::string message = errorMessageOf([&] { requireNoCloseContacts(s, 0.05, "--gro start.gro", true); });
     EXPECT_TRUE(contains(message, "--gro start.gro: atoms 5 and 17 (global ids, lines 8 and 20 of the file) are only "
                                   "0.0100 nm apart, closer than --min-distance 0.05 nm (2 pair(s) that close)"))
         << message;
@@ -133,29 +126,29 @@ TEST(RunChecks, AnOutputMayNotOverwriteAnInputOrAnotherOutput) {
     MdOptions o;
     o.groFile = (dir / "in.gro").string();
     o.trajFile = (dir / "hard.gro").string();  // the same file under another name
-    EXPECT_TRUE(contains(errorOf([&] { checkRunFiles(o); }), "--traj " + o.trajFile +
-                                                                 " is the same file as the "
-                                                                 "input --gro " +
-                                                                 o.groFile));
+    EXPECT_TRUE(contains(errorMessageOf([&] { checkRunFiles(o); }), "--traj " + o.trajFile +
+                                                                        " is the same file as the "
+                                                                        "input --gro " +
+                                                                        o.groFile));
     o.trajFile = (dir / "traj.gro").string();
     o.jsonFile = (dir / "sub" / ".." / "traj.gro").string();
     fs::create_directory(dir / "sub");
     EXPECT_TRUE(
-        contains(errorOf([&] { checkRunFiles(o); }), "are the same file: one output would overwrite the other"));
+        contains(errorMessageOf([&] { checkRunFiles(o); }), "are the same file: one output would overwrite the other"));
     o.jsonFile = (dir / "run.json").string();
     o.checkpointFile = (dir / "state.cpt").string();
-    EXPECT_EQ(errorOf([&] { checkRunFiles(o); }), "");
+    EXPECT_EQ(errorMessageOf([&] { checkRunFiles(o); }), "");
     // The previous checkpoint is an output too.
     o.jsonFile = o.checkpointFile + ".prev";
-    EXPECT_TRUE(contains(errorOf([&] { checkRunFiles(o); }), "--cpt (its previous copy)"));
+    EXPECT_TRUE(contains(errorMessageOf([&] { checkRunFiles(o); }), "--cpt (its previous copy)"));
     // Continuing in place is the one exception.
     MdOptions restart;
     std::ofstream(dir / "state.cpt") << "x";
     restart.restartFile = (dir / "state.cpt").string();
     restart.checkpointFile = (dir / "state.cpt").string();
-    EXPECT_EQ(errorOf([&] { checkRunFiles(restart); }), "");
+    EXPECT_EQ(errorMessageOf([&] { checkRunFiles(restart); }), "");
     restart.trajFile = (dir / "state.cpt").string();
-    EXPECT_TRUE(contains(errorOf([&] { checkRunFiles(restart); }), "is the same file as the input --restart"));
+    EXPECT_TRUE(contains(errorMessageOf([&] { checkRunFiles(restart); }), "is the same file as the input --restart"));
     EXPECT_EQ(runFiles(restart).size(), 4u);  // --restart, --cpt, its .prev, --traj
 }
 
