@@ -11,9 +11,14 @@ with the record header (machine, commit, settings), both programs, every run, an
 figure for A and B, B / A, and whether B is faster by more than the repeats' spread (`verdict`). The figure that
 decides is local_us (the force kernel alone); step_us and graph_step_us show the whole local step.
 
+--variant LABEL=EXE (repeatable) adds further programs to the same rotation (A B C ..., then ... C B A), each
+summarised against A and against the program before it (`summary_by_variant`): several kernel changes, stacked
+one on another, measured in one allocation with their order of application as the order of the programs.
+
 Examples:
     python3 bench kernel-ab --a /tmp/hx-other/build/bin/haloex-bench-nonbonded --b build/bin/haloex-bench-nonbonded
     python3 bench kernel-ab --a A --b B --sizes 11250 720000 --repeats 5 --steps 200
+    python3 bench kernel-ab --a base --b ftz --variant shifts=ftz+shifts --repeats 3
 """
 import argparse
 import json
@@ -31,25 +36,40 @@ def run_once(exe, sizes, steps):
     return run_bench_nonbonded(exe, sizes, steps, ["--as-md"])
 
 
-def order(repeats):
-    """The alternating order of the runs: A B, B A, A B, ..."""
-    return [("A", "B") if k % 2 == 0 else ("B", "A") for k in range(repeats)]
+def order(repeats, labels=("A", "B")):
+    """The alternating order of the runs: A B, B A, A B, ... (with more programs A B C, C B A, ...)."""
+    labels = tuple(labels)
+    return [labels if k % 2 == 0 else labels[::-1] for k in range(repeats)]
 
 
-def summarize(runs):
-    """Per size and figure: A's and B's medians, B / A, and the verdict on local_us: B faster (or slower) when
-    its median is below A's (above) and every B run is below (above) A's median, else within the spread."""
-    table = paired_medians(runs, "A", "B", FIGURES)
+def summarize(runs, first="A", second="B"):
+    """Per size and figure: first's and second's medians, second / first, and the verdict on local_us: second
+    faster (or slower) when its median is below first's (above) and every one of its runs is below (above)
+    first's median, else within the spread."""
+    table = paired_medians(runs, first, second, FIGURES)
     for row in table:
         local = row.get("local_us")
         if local:
-            if local["B"] < local["A"] and max(local["B_runs"]) < local["A"]:
-                row["verdict"] = "B faster"
-            elif local["B"] > local["A"] and min(local["B_runs"]) > local["A"]:
-                row["verdict"] = "B slower"
+            if local[second] < local[first] and max(local[f"{second}_runs"]) < local[first]:
+                row["verdict"] = f"{second} faster"
+            elif local[second] > local[first] and min(local[f"{second}_runs"]) > local[first]:
+                row["verdict"] = f"{second} slower"
             else:
                 row["verdict"] = "within the spread"
     return table
+
+
+def parse_variants(specs, parser):
+    """--variant LABEL=EXE values as an ordered {label: exe}; labels must be new and not A or B."""
+    variants = {}
+    for spec in specs:
+        label, sep, exe = spec.partition("=")
+        if not sep or not label or not exe:
+            parser.error(f"--variant {spec!r}: expected LABEL=EXECUTABLE, e.g. --variant shifts=/tmp/nb-shifts")
+        if label in ("A", "B") or label in variants:
+            parser.error(f"--variant {spec!r}: the label {label!r} is already taken (A, B and each variant's own)")
+        variants[label] = exe
+    return variants
 
 
 def main(argv=None):
@@ -57,6 +77,8 @@ def main(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--a", required=True, help="A: the parent's haloex-bench-nonbonded")
     p.add_argument("--b", required=True, help="B: the changed build's haloex-bench-nonbonded")
+    p.add_argument("--variant", action="append", default=[], metavar="LABEL=EXE",
+                   help="a further program in the rotation (repeatable), summarised against A and the one before")
     p.add_argument("--sizes", type=int, nargs="+", default=[11250, 22500, 90000, 720000])
     p.add_argument("--steps", type=int, default=200, help="timed repetitions per figure (default %(default)s)")
     p.add_argument("--repeats", type=int, default=3, help="runs of each program, alternating (default %(default)s)")
@@ -66,31 +88,38 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.repeats < 3 or args.steps < 1:
         p.error("--repeats must be at least 3 (a median of 3 alternating runs) and --steps at least 1")
-    for exe in (args.a, args.b):
+    exes = {"A": args.a, "B": args.b, **parse_variants(args.variant, p)}
+    for exe in exes.values():
         if not os.access(exe, os.X_OK):
             sys.exit(f"{exe}: not an executable haloex-bench-nonbonded (build it: cmake --build BUILD --target "
                      "haloex-bench-nonbonded)")
 
-    runs = {"A": [], "B": []}
-    exes = {"A": args.a, "B": args.b}
-    for k, pair in enumerate(order(args.repeats)):
-        for v in pair:
+    labels = list(exes)
+    runs = {v: [] for v in labels}
+    for k, rotation in enumerate(order(args.repeats, labels)):
+        for v in rotation:
             runs[v].append(run_once(exes[v], args.sizes, args.steps))
             local = ", ".join(f"{r['atoms']}: {r['local_us']:.1f}" for r in runs[v][-1]["results"])
             print(f"repeat {k + 1}, {v}: local_us {local}", flush=True)
     table = summarize(runs)
+    by_variant = {v: {"against_A": summarize(runs, "A", v),
+                      "against_previous": summarize(runs, labels[i - 1], v) if i > 1 else None}
+                  for i, v in enumerate(labels) if v != "A"}
     header = record_header("bench/kernel_ab.py", {"sizes": args.sizes, "steps": args.steps, "repeats": args.repeats,
                                                   "alternating": True, "list_settings": "--as-md"},
                            cuda_graphs="graph_step_us replays one captured step; the other figures launch on a stream")
     record = {**header, "benchmark": "MD kernels A/B", "programs": exes, "a_commit": args.a_commit,
-              "summary": table, "runs": runs}
+              "summary": table, "summary_by_variant": by_variant, "runs": runs}
     out = args.out or os.path.join(REPO, "bench", "results", f"kernel-ab-{args.machine}-{header['date'][:10]}.json")
     with open(out, "w") as f:
         json.dump(record, f, indent=1)
-    for row in table:
-        c = row["local_us"]
-        print(f"{row['atoms']:>8} atoms: local_us A {c['A']:.2f}, B {c['B']:.2f} (B / A {c['B_over_A']:.3f}): "
-              f"{row['verdict']}")
+    for v, tables in by_variant.items():
+        for against, rows in tables.items():
+            for row in rows or []:
+                c = row["local_us"]
+                a = next(k for k in c if not k.endswith("_runs") and "_over_" not in k and k != v)
+                print(f"{v} {against.replace('_', ' ')} ({a}): {row['atoms']:>8} atoms: local_us {a} {c[a]:.2f}, "
+                      f"{v} {c[v]:.2f} ({v} / {a} {c[f'{v}_over_{a}']:.3f}): {row['verdict']}")
     print(f"wrote {out}")
     return 0
 

@@ -7,6 +7,11 @@
 #   scripts/device/pack.sh --other COMMIT   also packs COMMIT as .devsrc/other.tar.gz
 #     (the A of an A/B of two commits: run.sh's stage build-other builds its
 #     haloex-md as /tmp/haloex-md-A)
+#   scripts/device/pack.sh --variant NAME=COMMIT ...   (repeatable) also packs
+#     the difference HEAD..COMMIT as .devsrc/variants/NN-NAME.patch, in the
+#     order given (run.sh's stage kernel-variants builds each variant's
+#     haloex-bench-nonbonded and measures them all against HEAD's in one
+#     rotation: a stack of kernel changes in one allocation)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -14,12 +19,30 @@ mkdir -p .devsrc
 git archive --format=tar.gz -o .devsrc/src.tar.gz HEAD
 git rev-parse HEAD >.devsrc/commit
 echo "packed $(cat .devsrc/commit) into .devsrc/ ($(du -h .devsrc/src.tar.gz | cut -f1))"
-if [ "${1:-}" = --other ]; then
-  other=$(git rev-parse "${2:?--other needs a commit}")
-  git archive --format=tar.gz -o .devsrc/other.tar.gz "$other"
-  echo "$other" >.devsrc/other-commit
-  echo "packed $other into .devsrc/other.tar.gz"
-else
-  rm -f .devsrc/other.tar.gz .devsrc/other-commit
-fi
+rm -f .devsrc/other.tar.gz .devsrc/other-commit
+rm -rf .devsrc/variants
+n=0
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --other)
+      other=$(git rev-parse "${2:?--other needs a commit}")
+      git archive --format=tar.gz -o .devsrc/other.tar.gz "$other"
+      echo "$other" >.devsrc/other-commit
+      echo "packed $other into .devsrc/other.tar.gz"
+      shift 2 ;;
+    --variant)
+      spec="${2:?--variant needs NAME=COMMIT}"
+      name="${spec%%=*}"
+      [ "$name" != "$spec" ] && [ -n "$name" ] || { echo "pack.sh: --variant $spec: expected NAME=COMMIT" >&2; exit 2; }
+      commit=$(git rev-parse "${spec#*=}")
+      n=$((n + 1))
+      mkdir -p .devsrc/variants
+      patch=".devsrc/variants/$(printf '%02d' "$n")-$name.patch"
+      git diff --binary HEAD "$commit" >"$patch"
+      echo "$commit" >"${patch%.patch}.commit"
+      echo "packed variant $name ($commit, $(git diff --shortstat HEAD "$commit")) as $patch"
+      shift 2 ;;
+    *) echo "pack.sh: unknown argument $1 (--other COMMIT, --variant NAME=COMMIT)" >&2; exit 2 ;;
+  esac
+done
 [ -z "$(git status --porcelain --untracked-files=no)" ] || echo "note: uncommitted changes are NOT in the pack" >&2

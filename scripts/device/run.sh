@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling roofline kernel-ab md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -828,6 +828,49 @@ stage_kernel_ab() {
   python3 "$root/bench/kernel_ab.py" --a /tmp/haloex-bench-nonbonded-A --b "$build/bin/haloex-bench-nonbonded" \
     --a-commit "$(cat "$root/.devsrc/other-commit" 2>/dev/null)" --sizes ${KERNEL_AB_SIZES:-11250 22500 90000 720000} \
     --repeats "${KERNEL_AB_REPEATS:-5}" --steps "${KERNEL_AB_STEPS:-200}" --out "$out/kernel-ab.json" 2>&1 | tee -a "$summary"
+}
+
+# A stack of kernel changes in one allocation (issue 34: each kept only if
+# faster): every .devsrc/variants/NN-NAME.patch (pack.sh --variant
+# NAME=COMMIT, a difference from HEAD) applied to this tree in turn, its
+# haloex-bench-nonbonded built as /tmp/haloex-bench-nonbonded-NAME and the
+# patch taken back; then all of them and HEAD's (A) in one rotation
+# (bench/kernel_ab.py --variant), each against A and against the one before.
+# The record is $out/kernel-variants.json.
+apply_patch() {  # PATCH [-R]: git apply where git is, else patch(1)
+  if command -v git >/dev/null; then (cd "$root" && git apply ${2:+"$2"} "$1"); else patch -d "$root" -p1 ${2:+"$2"} <"$1"; fi
+}
+stage_kernel_variants() {
+  local patches=("$root"/.devsrc/variants/*.patch) patch name labels=() t0=$SECONDS
+  [ -f "${patches[0]}" ] || { note "kernel-variants: no .devsrc/variants/*.patch (pack.sh --variant NAME=COMMIT)"; return 1; }
+  note "== kernel variants: A = $(cat "$root/.commit" 2>/dev/null || echo HEAD); ${#patches[@]} variant(s)"
+  cmake --build "$build" --target haloex-bench-nonbonded >"$out/kernel-variants-build.log" 2>&1 || { note "  A's build FAILED"; return 1; }
+  cp "$build/bin/haloex-bench-nonbonded" /tmp/haloex-bench-nonbonded-base
+  for patch in "${patches[@]}"; do
+    name=$(basename "$patch" .patch); name=${name#*-}
+    if ! apply_patch "$patch" >>"$out/kernel-variants-build.log" 2>&1; then
+      note "  variant $name: the patch does not apply"; continue
+    fi
+    if cmake --build "$build" --target haloex-bench-nonbonded >>"$out/kernel-variants-build.log" 2>&1; then
+      cp "$build/bin/haloex-bench-nonbonded" "/tmp/haloex-bench-nonbonded-$name"
+      labels+=("$name=/tmp/haloex-bench-nonbonded-$name")
+      note "  variant $name ($(cat "${patch%.patch}.commit" 2>/dev/null)) built"
+    else
+      grep -E -A8 'error' "$out/kernel-variants-build.log" | tail -30; note "  variant $name: build FAILED"
+    fi
+    apply_patch "$patch" -R
+  done
+  cmake --build "$build" >>"$out/kernel-variants-build.log" 2>&1  # this tree's own again, for later stages
+  note "  builds: $((SECONDS - t0)) s"
+  [ ${#labels[@]} -gt 0 ] || return 1
+  note "  B = ${labels[0]%%=*}; the others under their names"
+  local b="${labels[0]#*=}" extra=() v
+  for v in "${labels[@]:1}"; do extra+=(--variant "$v"); done
+  # shellcheck disable=SC2086
+  python3 "$root/bench/kernel_ab.py" --a /tmp/haloex-bench-nonbonded-base --b "$b" "${extra[@]}" \
+    --a-commit "$(cat "$root/.commit" 2>/dev/null)" --sizes ${KERNEL_AB_SIZES:-11250 22500 90000 720000} \
+    --repeats "${KERNEL_AB_REPEATS:-3}" --steps "${KERNEL_AB_STEPS:-200}" --out "$out/kernel-variants.json" 2>&1 \
+    | grep -v '^repeat' | tee -a "$summary"
 }
 
 stage_md_estimate() {

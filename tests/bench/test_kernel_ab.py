@@ -55,6 +55,35 @@ class Summary(unittest.TestCase):
             self.assertEqual(rec["summary"][0]["verdict"], "B faster")
             self.assertEqual(haloex_bench.plot_kind(rec), "plot_kernel_ab")
 
+    def test_variants_share_the_rotation_and_are_summarised_against_a_and_the_previous(self):
+        self.assertEqual(kernel_ab.order(2, ["A", "B", "ftz"]), [("A", "B", "ftz"), ("ftz", "B", "A")])
+        with tempfile.TemporaryDirectory() as tmp:
+            exes = {}
+            for v, local in (("A", 10.0), ("B", 8.0), ("ftz", 9.0)):
+                exe = os.path.join(tmp, f"bench-{v}")
+                with open(exe, "w") as f:
+                    f.write(f'#!/bin/sh\necho {v} >>{tmp}/order\necho \'{{"device": "test", "results": '
+                            f'[{{"atoms": 5, "local_us": {local}, "step_us": 20}}]}}\'\n')
+                os.chmod(exe, 0o755)
+                exes[v] = exe
+            out = os.path.join(tmp, "ab.json")
+            self.assertEqual(kernel_ab.main(["--a", exes["A"], "--b", exes["B"], "--variant", f"ftz={exes['ftz']}",
+                                             "--sizes", "5", "--steps", "3", "--out", out]), 0)
+            with open(os.path.join(tmp, "order")) as f:
+                self.assertEqual(f.read().split(), ["A", "B", "ftz", "ftz", "B", "A", "A", "B", "ftz"])
+            with open(out) as f:
+                rec = json.load(f)
+            ftz = rec["summary_by_variant"]["ftz"]
+            self.assertEqual(ftz["against_A"][0]["verdict"], "ftz faster")
+            self.assertEqual(ftz["against_previous"][0]["verdict"], "ftz slower")  # 9 against B's 8
+            self.assertIsNone(rec["summary_by_variant"]["B"]["against_previous"])
+            self.assertEqual(rec["summary"][0]["verdict"], "B faster")
+
+    def test_variant_labels_are_checked(self):
+        for spec in ("noequals", "A=/bin/true", "=x"):
+            with self.assertRaises(SystemExit):
+                kernel_ab.main(["--a", "/bin/true", "--b", "/bin/true", "--variant", spec])
+
     def test_fewer_than_three_repeats_refused(self):
         with self.assertRaises(SystemExit):
             kernel_ab.main(["--a", "/bin/true", "--b", "/bin/true", "--repeats", "2"])
