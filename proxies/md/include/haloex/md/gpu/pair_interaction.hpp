@@ -44,13 +44,19 @@ HALOEX_HD inline float multiplyAdd(float a, float b, float c) {
 
 // F/r of one pair: the force on i is the result times (x_i - x_j). Zero when
 // !interacts (masked out, or r >= rc); masked pairs may sit at r = 0 (an atom
-// with itself, empty slots), so their r2 is replaced before the rsqrt and no
-// inf/NaN is ever formed. With kEnergies, vlj and vcoul receive the pair's
+// with itself, empty slots): on the host their r2 is replaced before the
+// rsqrt, on the device the inf or NaN it gives is dropped by the selects. With kEnergies, vlj and vcoul receive the pair's
 // energies (zero when !interacts).
 template <bool kEnergies>
 HALOEX_HD inline float pairForceOverR(const PairConstants& c, float r2, float qq, bool interacts, float& vlj,
                                       float& vcoul) {
+#if defined(__CUDA_ARCH__)
+    // On the device an inf or NaN of a masked pair at r = 0 costs nothing:
+    // the selects below drop it (one instruction less per pair).
+    const float r2s = r2;
+#else
     const float r2s = interacts ? r2 : 1.0f;
+#endif
     const float rinv = inverseSqrt(r2s);
     const float rinv2 = rinv * rinv;
     const float rinv6 = rinv2 * rinv2 * rinv2;
