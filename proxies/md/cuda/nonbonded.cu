@@ -213,19 +213,28 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
         } else {
             jLoop<kEnergies, false>(p, records[warp], numJ, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial, 0.f);
         }
-        // Sum over the eight lanes of i slot ti: lanes 8 ti .. 8 ti + 7.
-#pragma unroll
-        for (int offset = 1; offset < 8; offset <<= 1) {
-            fi0.x += __shfl_xor_sync(kFullWarp, fi0.x, offset);
-            fi0.y += __shfl_xor_sync(kFullWarp, fi0.y, offset);
-            fi0.z += __shfl_xor_sync(kFullWarp, fi0.z, offset);
-            fi1.x += __shfl_xor_sync(kFullWarp, fi1.x, offset);
-            fi1.y += __shfl_xor_sync(kFullWarp, fi1.y, offset);
-            fi1.z += __shfl_xor_sync(kFullWarp, fi1.z, offset);
-        }
-        if (tj == 0) {
-            atomicAddForce(&f[ci * kClusterSize + ti], fi0);
-            atomicAddForce(&f[ci * kClusterSize + ti + 4], fi1);
+        // Sum over the eight lanes of i slots ti and ti + 4 (lanes 8 ti ..
+        // 8 ti + 7) as a transposing reduction: each exchange halves what a
+        // lane holds (six values, three, two), so seven shuffles do what
+        // eighteen did, with the same sums (a butterfly over xor 1, 2, 4).
+        // Lane tj then holds, of i slot ti + 4 (tj & 1), component x or y
+        // (tj & 2) and component z: lanes with tj & 4 clear add x or y,
+        // the others with tj & 2 clear add z.
+        const bool upper = (tj & 1) != 0;  // keeps i slot ti + 4
+        float3 kept = upper ? fi1 : fi0;
+        const float3 sent = upper ? fi0 : fi1;
+        kept.x += __shfl_xor_sync(kFullWarp, sent.x, 1);
+        kept.y += __shfl_xor_sync(kFullWarp, sent.y, 1);
+        kept.z += __shfl_xor_sync(kFullWarp, sent.z, 1);
+        const bool keepsY = (tj & 2) != 0;
+        float xy = (keepsY ? kept.y : kept.x) + __shfl_xor_sync(kFullWarp, keepsY ? kept.x : kept.y, 2);
+        float z = kept.z + __shfl_xor_sync(kFullWarp, kept.z, 2);
+        xy += __shfl_xor_sync(kFullWarp, xy, 4);
+        z += __shfl_xor_sync(kFullWarp, z, 4);
+        const bool addsXy = (tj & 4) == 0;
+        if (addsXy || !keepsY) {
+            float* const fi = reinterpret_cast<float*>(&f[ci * kClusterSize + ti + (upper ? 4 : 0)]);
+            atomicAdd(fi + (addsXy ? (keepsY ? 1 : 0) : 2), addsXy ? xy : z);
         }
         if constexpr (kEnergies) {
             sumLj += lj;
