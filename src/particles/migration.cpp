@@ -214,7 +214,7 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         unpack(landed[0], fromUpper, stay);
         unpack(landed[1], fromLower, stay + fromUpper);
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-        particles.swapNext(next);
+        particles.swapNext(next, stream);
         stats.sent += down + up;
         stats.received += fromUpper + fromLower;
         n = next;

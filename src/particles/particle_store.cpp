@@ -26,9 +26,10 @@ int ParticleStore::grownCapacity(int n) const { return std::max(n, static_cast<i
 
 void ParticleStore::resize(int n) {
     if (n < 0) throwError(ErrorKind::InvalidInput, fmt::format("ParticleStore::resize({})", n));
+    if (bound_ && n > bound_->capacity) unbindPositions();
     if (n > capacity_) {
         const int capacity = grownCapacity(n);
-        for (std::size_t k = 0; k < bytes_.size(); ++k) {
+        for (std::size_t k = bound_ ? 1 : 0; k < bytes_.size(); ++k) {
             cuda::DeviceBuffer<std::byte> grown(static_cast<std::size_t>(capacity) * bytes_[k]);
             if (size_ > 0) {
                 HALOEX_CUDA_CHECK(cudaMemcpy(grown.data(), data_[k].data(), static_cast<std::size_t>(size_) * bytes_[k],
@@ -36,16 +37,50 @@ void ParticleStore::resize(int n) {
             }
             data_[k] = std::move(grown);
         }
-        capacity_ = capacity;
+        updateCapacity();
     }
     size_ = n;
+}
+
+// The smallest of the fields' capacities (a bound array's included).
+void ParticleStore::updateCapacity() {
+    capacity_ = bound_ ? bound_->capacity : static_cast<int>(data_[0].size() / bytes_[0]);
+    for (std::size_t k = 1; k < bytes_.size(); ++k) {
+        capacity_ = std::min(capacity_, static_cast<int>(data_[k].size() / bytes_[k]));
+    }
+}
+
+void ParticleStore::bindPositions(Vec3f* array, int capacity) {
+    if (array == nullptr || capacity < size_) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("ParticleStore::bindPositions: an array of at least the {} particles held is needed "
+                               "(got {} with capacity {})",
+                               size_, array == nullptr ? "a null array" : "an array", capacity));
+    }
+    bound_ = BoundPositions{array, capacity};
+    data_[0] = {};  // the positions live in the caller's array now
+    updateCapacity();
+}
+
+// The positions back into the store's own array.
+void ParticleStore::unbindPositions() {
+    cuda::DeviceBuffer<std::byte> own(static_cast<std::size_t>(grownCapacity(size_)) * bytes_[0]);
+    if (size_ > 0) {
+        HALOEX_CUDA_CHECK(cudaMemcpy(own.data(), bound_->array, static_cast<std::size_t>(size_) * bytes_[0],
+                                     cudaMemcpyDeviceToDevice));
+    }
+    data_[0] = std::move(own);
+    bound_.reset();
+    updateCapacity();
 }
 
 void ParticleStore::upload(int n, const std::vector<const void*>& hostFields) {
     HALOEX_ASSERT(hostFields.size() == bytes_.size(), "ParticleStore::upload needs one host array per field");
     resize(n);
     for (std::size_t k = 0; k < bytes_.size(); ++k) {
-        if (n > 0) cuda::copyToDeviceNow(data_[k].data(), hostFields[k], static_cast<std::size_t>(n) * bytes_[k]);
+        if (n > 0) {
+            cuda::copyToDeviceNow(field(static_cast<int>(k)), hostFields[k], static_cast<std::size_t>(n) * bytes_[k]);
+        }
     }
 }
 
@@ -53,8 +88,8 @@ void ParticleStore::download(const std::vector<void*>& hostFields) const {
     HALOEX_ASSERT(hostFields.size() == bytes_.size(), "ParticleStore::download needs one host array per field");
     for (std::size_t k = 0; k < bytes_.size(); ++k) {
         if (size_ > 0) {
-            HALOEX_CUDA_CHECK(cudaMemcpy(hostFields[k], data_[k].data(), static_cast<std::size_t>(size_) * bytes_[k],
-                                         cudaMemcpyDeviceToHost));
+            HALOEX_CUDA_CHECK(cudaMemcpy(hostFields[k], field(static_cast<int>(k)),
+                                         static_cast<std::size_t>(size_) * bytes_[k], cudaMemcpyDeviceToHost));
         }
     }
 }
@@ -69,15 +104,20 @@ void ParticleStore::reserveNext(int n) {
     }
 }
 
-void ParticleStore::swapNext(int n) {
-    for (std::size_t k = 0; k < bytes_.size(); ++k) {
+void ParticleStore::swapNext(int n, cudaStream_t stream) {
+    // Bound positions stay in the caller's array: the next set is copied
+    // there (unless it has outgrown it: then the store's own array takes it).
+    const bool copyBack = bound_ && n <= bound_->capacity;
+    if (bound_ && !copyBack) bound_.reset();
+    for (std::size_t k = copyBack ? 1 : 0; k < bytes_.size(); ++k) {
         HALOEX_ASSERT(next_[k].size() >= static_cast<std::size_t>(n) * bytes_[k], "swapNext beyond reserveNext");
         std::swap(data_[k], next_[k]);
     }
-    capacity_ = static_cast<int>(data_[0].size() / bytes_[0]);
-    for (std::size_t k = 1; k < bytes_.size(); ++k) {
-        capacity_ = std::min(capacity_, static_cast<int>(data_[k].size() / bytes_[k]));
+    if (copyBack && n > 0) {
+        HALOEX_CUDA_CHECK(cudaMemcpyAsync(bound_->array, next_[0].data(), static_cast<std::size_t>(n) * bytes_[0],
+                                          cudaMemcpyDeviceToDevice, stream));
     }
+    updateCapacity();
     size_ = n;
 }
 

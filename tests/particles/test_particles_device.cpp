@@ -22,6 +22,7 @@
 
 #include "test_plan_scenario.hpp"
 #include "gpu_test_support.hpp"
+#include "test_refusal.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/particles/device_plan_builder.hpp"
 #include "haloex/particles/migration.hpp"
@@ -191,19 +192,39 @@ struct MigrationResult {
     std::vector<std::int64_t> ids;
 };
 
+// Where the store keeps its positions in migrateOnDevice: its own arrays, or
+// bound to an array of the caller's (ParticleStore::bindPositions) with room
+// for twice the particles, or for exactly those held (then a rank that gains
+// particles moves them back into the store's own array).
+enum class PositionsIn { Store, BoundArray, BoundArrayTooSmall };
+
 // Runs the device migration of `m` on every rank; per rank what it holds after.
-std::vector<MigrationResult> migrateOnDevice(const plan::Decomposition& dd, const MovedParticles& m) {
+std::vector<MigrationResult> migrateOnDevice(const plan::Decomposition& dd, const MovedParticles& m,
+                                             PositionsIn where = PositionsIn::Store) {
     const int n = dd.grid().size();
     std::vector<MigrationResult> out(n);
     runtime::runInProcess(n, [&](runtime::World& world) {
         const int r = world.rank();
         auto transport = stagedDevice(world);
         particles::ParticleStore store({sizeof(Vec3f), sizeof(std::int64_t)});
-        store.upload(static_cast<int>(m.x[r].size()), {m.x[r].data(), m.v[r].data(), m.ids[r].data()});
+        const int held = static_cast<int>(m.x[r].size());
+        store.upload(held, {m.x[r].data(), m.v[r].data(), m.ids[r].data()});
+        const int capacity = where == PositionsIn::BoundArray ? 2 * held + 8 : held;
+        cuda::DeviceBuffer<Vec3f> array(static_cast<std::size_t>(std::max(capacity, 1)));
+        if (where != PositionsIn::Store) {
+            if (held > 0) cuda::copyToDeviceNow(array.data(), m.x[r].data(), static_cast<std::size_t>(held) * sizeof(Vec3f));
+            store.bindPositions(array.data(), capacity);
+            EXPECT_EQ(store.positions(), array.data());
+        }
         particles::Migrator migrator(2);
         cuda::Stream stream;
         const particles::MigrationStats stats = migrator.migrate(store, dd, world, *transport, stream.get());
         EXPECT_EQ(stats.particles, store.size());
+        if (where != PositionsIn::Store) {
+            // Still in the caller's array while they fit, else in the store's own.
+            EXPECT_EQ(store.positionsIn(array.data()), store.size() <= capacity) << "rank " << r;
+            EXPECT_EQ(store.positions() == array.data(), store.size() <= capacity) << "rank " << r;
+        }
         MigrationResult& mine = out[r];
         mine.x.resize(store.size());
         mine.v.resize(store.size());
@@ -213,8 +234,9 @@ std::vector<MigrationResult> migrateOnDevice(const plan::Decomposition& dd, cons
     return out;
 }
 
-void expectMigrationMatchesHostRule(const plan::Decomposition& dd, const MovedParticles& m) {
-    const auto result = migrateOnDevice(dd, m);
+void expectMigrationMatchesHostRule(const plan::Decomposition& dd, const MovedParticles& m,
+                                    PositionsIn where = PositionsIn::Store) {
+    const auto result = migrateOnDevice(dd, m, where);
     const int n = dd.grid().size();
     const Vec3d L = dd.box().length;
     std::map<std::int64_t, std::pair<int, Vec3f>> expected;  // id -> (rank, position)
@@ -268,6 +290,43 @@ TEST(DeviceMigration, MatchesTheHostRuleOnGridsOfOneToThreeDimensions) {
         const plan::Decomposition dd = decompositionOf(g.box, g.grid);
         expectMigrationMatchesHostRule(dd, moveParticles(dd, 3000, 0.45, 7));
     }
+}
+
+// Positions bound to the caller's array (the MD backend's coordinate array)
+// migrate as the store's own: wrapped in place, the next set written back
+// there -- or, on a rank that outgrows the array, into the store's own.
+TEST(DeviceMigration, BoundPositionsMigrateInTheCallersArray) {
+    HALOEX_REQUIRE_GPU();
+    for (const PositionsIn where : {PositionsIn::BoundArray, PositionsIn::BoundArrayTooSmall}) {
+        SCOPED_TRACE(where == PositionsIn::BoundArray ? "array with room" : "array too small for a gain");
+        for (const plan::Int3 grid : {plan::Int3{1, 1, 1}, plan::Int3{2, 1, 1}, plan::Int3{2, 2, 1}, plan::Int3{2, 2, 2}}) {
+            SCOPED_TRACE("grid " + plan::RankGrid(grid).toString());
+            const plan::Decomposition dd = decompositionOf({4.0, 4.0, 4.0}, grid);
+            expectMigrationMatchesHostRule(dd, moveParticles(dd, 2000, 0.45, 11), where);
+        }
+    }
+}
+
+TEST(DeviceMigration, BindingRefusesANullOrTooSmallArray) {
+    HALOEX_REQUIRE_GPU();
+    particles::ParticleStore store({sizeof(std::int64_t)});
+    const std::vector<Vec3f> x(10, Vec3f{1.0f, 2.0f, 3.0f});
+    const std::vector<std::int64_t> ids(10, 7);
+    store.upload(10, {x.data(), ids.data()});
+    cuda::DeviceBuffer<Vec3f> array(9);
+    const std::string tooSmall = ht::errorMessageOf([&] { store.bindPositions(array.data(), 9); });
+    EXPECT_NE(tooSmall.find("at least the 10 particles held"), std::string::npos) << tooSmall;
+    const std::string null = ht::errorMessageOf([&] { store.bindPositions(nullptr, 20); });
+    EXPECT_NE(null.find("a null array"), std::string::npos) << null;
+    EXPECT_FALSE(store.positionsIn(array.data()));
+    // Growing past a bound array takes the positions back, intact.
+    cuda::DeviceBuffer<Vec3f> room(10);
+    cuda::copyToDeviceNow(room.data(), x.data(), x.size() * sizeof(Vec3f));
+    store.bindPositions(room.data(), 10);
+    store.resize(12);
+    EXPECT_FALSE(store.positionsIn(room.data()));
+    const std::vector<Vec3f> kept = downloadPointer(store.positions(), 10);
+    EXPECT_EQ(kept, x);
 }
 
 TEST(DeviceMigration, EmptyRanksAndNoMovesAreFine) {

@@ -10,6 +10,7 @@
 #include <cuda_runtime.h>
 
 #include <cstddef>
+#include <optional>
 #include <vector>
 
 #include "haloex/core/vec3.hpp"
@@ -30,9 +31,15 @@ public:
     /// Bytes per element of `field`.
     std::size_t elementBytes(int field) const { return bytes_.at(static_cast<std::size_t>(field)); }
 
-    void* field(int k) { return data_.at(static_cast<std::size_t>(k)).data(); }  ///< field `k` (device memory)
+    void* field(int k) {  ///< field `k` (device memory)
+        if (k == 0 && bound_) return bound_->array;
+        return data_.at(static_cast<std::size_t>(k)).data();
+    }
     /// Field `k` (device memory).
-    const void* field(int k) const { return data_.at(static_cast<std::size_t>(k)).data(); }
+    const void* field(int k) const {
+        if (k == 0 && bound_) return bound_->array;
+        return data_.at(static_cast<std::size_t>(k)).data();
+    }
     /// Field `k` as an array of T.
     template <class T>
     T* fieldAs(int k) {
@@ -58,14 +65,36 @@ public:
     /// n particles there (old contents of the second set are not kept) ...
     void reserveNext(int n);
     void* nextField(int k) { return next_.at(static_cast<std::size_t>(k)).data(); }  ///< field `k` of the second set
-    /// ... and then makes them current, with size n.
-    void swapNext(int n);
+    /// ... and then makes them current, with size n (bound positions: the
+    /// next set is copied into the bound array, on `stream`).
+    void swapNext(int n, cudaStream_t stream = nullptr);
+
+    /// The positions in an array the caller owns instead of the store's own:
+    /// `array` already holds the size() positions (the caller put them
+    /// there), and every change of the store happens there -- a resize, an
+    /// upload, a wrap in place; a migration builds its next set aside and
+    /// copies it back at swapNext. The MD backend binds the coordinate array
+    /// that the halo exchange reads and writes, so the positions have one
+    /// place. `capacity`: elements of `array`. Growing past it moves the
+    /// positions back into the store's own array: positionsIn() then says
+    /// so, and the caller copies and binds again. Throws InvalidInput for a
+    /// null array or size() > capacity.
+    void bindPositions(Vec3f* array, int capacity);
+    /// Whether the positions are in `array` (bound to it).
+    bool positionsIn(const Vec3f* array) const { return bound_ && bound_->array == array; }
 
 private:
     int grownCapacity(int n) const;
+    void unbindPositions();
+    void updateCapacity();
+    struct BoundPositions {
+        Vec3f* array;
+        int capacity;
+    };
 
     std::vector<std::size_t> bytes_;
-    std::vector<cuda::DeviceBuffer<std::byte>> data_, next_;
+    std::vector<cuda::DeviceBuffer<std::byte>> data_, next_;  // data_[0]: unused while the positions are bound
+    std::optional<BoundPositions> bound_;
     double growth_;
     int size_ = 0;
     int capacity_ = 0;

@@ -143,8 +143,13 @@ public:
             report.phasesMs[name] += 1e3 * std::chrono::duration<double>(now - t).count();
             t = now;
         };
-        // The positions moved in the coordinate array since the last search.
-        if (homeInArrays_ && numHome_ > 0) {
+        // From the second search on the home positions are the coordinate
+        // array's first numHome (home_ is bound to it): the steps moved them
+        // there, migration wraps them there and writes its next set back
+        // there, so nothing is copied in or out. Only where they were not
+        // bound (the first search; a migration that outgrew the array) are
+        // they copied.
+        if (homeInArrays_ && numHome_ > 0 && !home_.positionsIn(arrays_.coordinates())) {
             HALOEX_CUDA_CHECK(cudaMemcpyAsync(home_.positions(), arrays_.coordinates(), numHome_ * sizeof(Vec3f),
                                               cudaMemcpyDeviceToDevice, stream));
         }
@@ -167,13 +172,18 @@ public:
                                                                 kDeviceAlignment, world, blocks, stream);
         phase("plan");
         ranges.next("transport set-up");
+        // Bound positions are in the coordinate array (a growth below keeps
+        // them: home_ is bound again after it); others are copied there.
+        const bool positionsInArrays = home_.positionsIn(arrays_.coordinates());
         arrays_.adopt(halo, world, plan);
         phase("transport set-up");
         ranges.next("positions");
-        if (numHome_ > 0) {
+        if (numHome_ > 0 && !positionsInArrays) {
             HALOEX_CUDA_CHECK(cudaMemcpyAsync(arrays_.coordinates(), home_.positions(), numHome_ * sizeof(Vec3f),
                                               cudaMemcpyDeviceToDevice, stream));
+            HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));  // before home_ lets its own array go
         }
+        home_.bindPositions(arrays_.coordinates(), static_cast<int>(arrays_.capacity()));
         numLocal_ = plan.numLocal;
         homeInArrays_ = true;
         phase("positions");
@@ -587,8 +597,8 @@ private:
     // the halo exchange reads and writes.
     StepArrays arrays_;
     // Device-resident home atoms (device search): positions, velocities,
-    // types, global ids; between searches the positions live in the
-    // coordinate array (homeInArrays_).
+    // types, global ids; after the first search the positions are the
+    // coordinate array's first numHome (ParticleStore::bindPositions).
     particles::ParticleStore home_{{sizeof(Vec3f), sizeof(std::int32_t), sizeof(std::int64_t)}};
     particles::Migrator migrator_{kGlobalId};
     particles::DevicePlanBuilder planBuilder_;

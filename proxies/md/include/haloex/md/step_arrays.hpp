@@ -35,6 +35,7 @@ public:
     }
 
     Vec3f* coordinates() const { return x_ ? x_->data() : nullptr; }
+    std::size_t capacity() const { return x_ ? x_->capacity() : 0; }  // atoms each array holds
     Vec3f* forces() const { return f_ ? f_->data() : nullptr; }
 
 private:
