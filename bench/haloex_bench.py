@@ -8,6 +8,7 @@
   rdc-cost ...                 the MD kernels with and without -rdc, one build (bench/rdc_cost.py)
   roofline ...                 the non-bonded kernel's roofline per size, with Nsight Compute (bench/roofline.py)
   kernel-ab --a EXE --b EXE    the MD kernels of two builds, alternating, medians and verdict (bench/kernel_ab.py)
+  sass-loops OBJECT            SASS instructions per loop of a kernel, from a compiled object (bench/sass_loops.py)
   plot RECORD [--out PNG]      the plot for the record's kind (every kind bench/results holds)
   headline [--out PNG]         the README's figure: haloex vs GROMACS and the CPU-orchestrated transports
   raw-log RAW --out RECORD     a record transcribed from an allocation's raw log (--check RECORD: faithful?)
@@ -69,6 +70,11 @@ def _roofline(argv):
 def _kernel_ab(argv):
     import kernel_ab
     return kernel_ab.main(argv)
+
+
+def _sass_loops(argv):
+    import sass_loops
+    return sass_loops.main(argv)
 
 
 def _summarize(argv):
@@ -186,6 +192,7 @@ COMMANDS = {
                             "(roofline.py, Nsight Compute)"),
     "kernel-ab": (_kernel_ab, "the MD kernels of two builds on one host, alternating: medians, B / A, verdict "
                               "(kernel_ab.py)"),
+    "sass-loops": (_sass_loops, "SASS instructions per loop of a kernel, from a compiled object (sass_loops.py)"),
     "plot": (_plot, "the plot of a record, by its kind"),
     "headline": (_headline, "the README's figure from the newest records, with their checksums (headline.py)"),
     "raw-log": (_raw_log, "a record from an allocation's raw summary log, or --check one (raw_log_record.py)"),
