@@ -213,7 +213,8 @@ std::vector<MigrationResult> migrateOnDevice(const plan::Decomposition& dd, cons
         const int capacity = where == PositionsIn::BoundArray ? 2 * held + 8 : held;
         cuda::DeviceBuffer<Vec3f> array(static_cast<std::size_t>(std::max(capacity, 1)));
         if (where != PositionsIn::Store) {
-            if (held > 0) cuda::copyToDeviceNow(array.data(), m.x[r].data(), static_cast<std::size_t>(held) * sizeof(Vec3f));
+            if (held > 0)
+                cuda::copyToDeviceNow(array.data(), m.x[r].data(), static_cast<std::size_t>(held) * sizeof(Vec3f));
             store.bindPositions(array.data(), capacity);
             EXPECT_EQ(store.positions(), array.data());
         }
@@ -245,9 +246,9 @@ void expectMigrationMatchesHostRule(const plan::Decomposition& dd, const MovedPa
     const auto result = migrateOnDevice(dd, m, where);
     if (where == PositionsIn::BoundArrayTooSmall && dd.grid().size() > 1) {
         // The case is not vacuous: some rank outgrew its array.
-        EXPECT_TRUE(std::any_of(result.begin(), result.end(),
-                                [](const MigrationResult& r) { return !r.positionsInCallersArray; }))
-            << "no rank fell back to the store's own array";
+        EXPECT_TRUE(std::any_of(result.begin(), result.end(), [](const MigrationResult& r) {
+            return !r.positionsInCallersArray;
+        })) << "no rank fell back to the store's own array";
     }
     const int n = dd.grid().size();
     const Vec3d L = dd.box().length;
@@ -311,7 +312,8 @@ TEST(DeviceMigration, BoundPositionsMigrateInTheCallersArray) {
     HALOEX_REQUIRE_GPU();
     for (const PositionsIn where : {PositionsIn::BoundArray, PositionsIn::BoundArrayTooSmall}) {
         SCOPED_TRACE(where == PositionsIn::BoundArray ? "array with room" : "array too small for a gain");
-        for (const plan::Int3 grid : {plan::Int3{1, 1, 1}, plan::Int3{2, 1, 1}, plan::Int3{2, 2, 1}, plan::Int3{2, 2, 2}}) {
+        for (const plan::Int3 grid :
+             {plan::Int3{1, 1, 1}, plan::Int3{2, 1, 1}, plan::Int3{2, 2, 1}, plan::Int3{2, 2, 2}}) {
             SCOPED_TRACE("grid " + plan::RankGrid(grid).toString());
             const plan::Decomposition dd = decompositionOf({4.0, 4.0, 4.0}, grid);
             expectMigrationMatchesHostRule(dd, moveParticles(dd, 2000, 0.45, 11), where);
