@@ -103,7 +103,7 @@ def _migrate(argv):
 PLOT_KINDS = ("md dd -> plot_md.py, md scaling -> plot_scaling.py, other haloex-md suites and haloex vs GROMACS "
               "(single, nstlist, hand-made series) -> plot_runs.py, one haloex-md --json run -> plot_run.py, jacobi -> "
               "plot_jacobi.py, commbench -> plot_commbench.py, exchange timing -> plot_exchange_timing.py, rdc cost -> "
-              "plot_rdc_cost.py, nstlist fit -> plot_nstlist_fit.py, roofline -> plot_roofline.py, kernel A/B -> plot_kernel_ab.py")
+              "plot_rdc_cost.py, nstlist fit -> plot_nstlist_fit.py, roofline -> plot_roofline.py, kernel A/B -> plot_kernel_ab.py, SASS loops -> plot_sass_loops.py")
 
 
 def plot_kind(record):
@@ -120,6 +120,8 @@ def plot_kind(record):
         return "plot_roofline"
     if tool == "bench/kernel_ab.py":
         return "plot_kernel_ab"
+    if tool == "bench/sass_loops.py":
+        return "plot_sass_loops"
     if tool == "bench/jacobi_bench.py" or "sizes" in record and "runs" not in record:
         return "plot_jacobi"
     if tool in ("haloex-commbench", "bench/commbench.py") or (
