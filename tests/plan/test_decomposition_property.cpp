@@ -247,6 +247,22 @@ double rankDistance2(const Vec3d& a, const Vec3d& b, const plan::Decomposition& 
     return r2;
 }
 
+// Calls visit(i, j) for every pair i < j of rank r's local atoms that the
+// zone rule gives that rank and that lies within radius2 in its frame: the
+// pairs the rank computes.
+template <class Visit>
+void forEachComputedPair(const Scenario& s, int r, double radius2, Visit visit) {
+    const auto& plan = s.plan(r);
+    const auto& x = s.local(r);
+    for (int i = 0; i < plan.numLocal; ++i) {
+        for (int j = i + 1; j < plan.numLocal; ++j) {
+            if (!plan::zonePairComputed(plan.zoneMask[i], plan.zoneMask[j])) continue;
+            if (rankDistance2(x[i], x[j], s.dd) >= radius2) continue;
+            visit(i, j);
+        }
+    }
+}
+
 TEST_P(ParticlePlanProperty, ZoneMaskRuleAgreesWithCoordinateRule) {
     const auto& dd = s().dd;
     const double rlist2 = dd.rlist() * dd.rlist();
@@ -295,16 +311,10 @@ TEST_P(ParticlePlanProperty, EveryPairWithinCutoffIsComputedByExactlyOneRank) {
     }
     std::vector<Pair> byRanks;
     for (int r = 0; r < s().numRanks(); ++r) {
-        const auto& plan = s().plan(r);
-        const auto& x = s().local(r);
         const auto& ids = s().localIds[r];
-        for (int i = 0; i < plan.numLocal; ++i) {
-            for (int j = i + 1; j < plan.numLocal; ++j) {
-                if (!plan::zonePairComputed(plan.zoneMask[i], plan.zoneMask[j])) continue;
-                if (rankDistance2(x[i], x[j], dd) >= rc2) continue;
-                byRanks.emplace_back(std::min(ids[i], ids[j]), std::max(ids[i], ids[j]));
-            }
-        }
+        forEachComputedPair(s(), r, rc2, [&](int i, int j) {
+            byRanks.emplace_back(std::min(ids[i], ids[j]), std::max(ids[i], ids[j]));
+        });
     }
     EXPECT_EQ(byRanks.size(), single.size()) << "pair count over ranks vs single domain";
     std::sort(byRanks.begin(), byRanks.end());
@@ -375,22 +385,17 @@ TEST_P(ParticlePlanProperty, EveryAtomPairImageWithinRlistIsComputedByExactlyOne
     }
     std::vector<ImagePair> byRanks;
     for (int r = 0; r < s().numRanks(); ++r) {
-        const auto& plan = s().plan(r);
         const auto& x = s().local(r);
         const auto& ids = s().localIds[r];
-        for (int i = 0; i < plan.numLocal; ++i) {
-            for (int j = i + 1; j < plan.numLocal; ++j) {
-                if (!plan::zonePairComputed(plan.zoneMask[i], plan.zoneMask[j])) continue;
-                if (rankDistance2(x[i], x[j], dd) >= rlist2) continue;
-                const Int3 si = imageShift(x[i], s().positions[ids[i]], L);
-                const Int3 sj = imageShift(x[j], s().positions[ids[j]], L);
-                Int3 k{};
-                for (int d = 0; d < 3; ++d) {
-                    k[d] = dd.grid().decomposed(d) ? sj[d] - si[d] : minimumImage(x[j][d] - x[i][d], L[d]);
-                }
-                byRanks.push_back(imagePair(ids[i], ids[j], k));
+        forEachComputedPair(s(), r, rlist2, [&](int i, int j) {
+            const Int3 si = imageShift(x[i], s().positions[ids[i]], L);
+            const Int3 sj = imageShift(x[j], s().positions[ids[j]], L);
+            Int3 k{};
+            for (int d = 0; d < 3; ++d) {
+                k[d] = dd.grid().decomposed(d) ? sj[d] - si[d] : minimumImage(x[j][d] - x[i][d], L[d]);
             }
-        }
+            byRanks.push_back(imagePair(ids[i], ids[j], k));
+        });
     }
     std::sort(single.begin(), single.end());
     std::sort(byRanks.begin(), byRanks.end());
