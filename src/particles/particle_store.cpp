@@ -26,17 +26,20 @@ int ParticleStore::grownCapacity(int n) const { return std::max(n, static_cast<i
 
 void ParticleStore::resize(int n) {
     if (n < 0) throwError(ErrorKind::InvalidInput, fmt::format("ParticleStore::resize({})", n));
-    if (bound_ && n > bound_->capacity) unbindPositions();
+    // Bound positions that outgrow the caller's array move back into the
+    // store's own, grown like the other fields.
+    const bool unbind = bound_ && n > bound_->capacity;
     if (n > capacity_) {
         const int capacity = grownCapacity(n);
-        for (std::size_t k = bound_ ? 1 : 0; k < bytes_.size(); ++k) {
+        for (std::size_t k = bound_ && !unbind ? 1 : 0; k < bytes_.size(); ++k) {
             cuda::DeviceBuffer<std::byte> grown(static_cast<std::size_t>(capacity) * bytes_[k]);
             if (size_ > 0) {
-                HALOEX_CUDA_CHECK(cudaMemcpy(grown.data(), data_[k].data(), static_cast<std::size_t>(size_) * bytes_[k],
-                                             cudaMemcpyDeviceToDevice));
+                HALOEX_CUDA_CHECK(cudaMemcpy(grown.data(), field(static_cast<int>(k)),
+                                             static_cast<std::size_t>(size_) * bytes_[k], cudaMemcpyDeviceToDevice));
             }
             data_[k] = std::move(grown);
         }
+        if (unbind) bound_.reset();
         updateCapacity();
     }
     size_ = n;
@@ -59,18 +62,6 @@ void ParticleStore::bindPositions(Vec3f* array, int capacity) {
     }
     bound_ = BoundPositions{array, capacity};
     data_[0] = {};  // the positions live in the caller's array now
-    updateCapacity();
-}
-
-// The positions back into the store's own array.
-void ParticleStore::unbindPositions() {
-    cuda::DeviceBuffer<std::byte> own(static_cast<std::size_t>(grownCapacity(size_)) * bytes_[0]);
-    if (size_ > 0) {
-        HALOEX_CUDA_CHECK(cudaMemcpy(own.data(), bound_->array, static_cast<std::size_t>(size_) * bytes_[0],
-                                     cudaMemcpyDeviceToDevice));
-    }
-    data_[0] = std::move(own);
-    bound_.reset();
     updateCapacity();
 }
 

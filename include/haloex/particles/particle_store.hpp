@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "haloex/core/vec3.hpp"
@@ -31,15 +32,12 @@ public:
     /// Bytes per element of `field`.
     std::size_t elementBytes(int field) const { return bytes_.at(static_cast<std::size_t>(field)); }
 
-    void* field(int k) {  ///< field `k` (device memory)
-        if (k == 0 && bound_) return bound_->array;
-        return data_.at(static_cast<std::size_t>(k)).data();
-    }
     /// Field `k` (device memory).
     const void* field(int k) const {
         if (k == 0 && bound_) return bound_->array;
         return data_.at(static_cast<std::size_t>(k)).data();
     }
+    void* field(int k) { return const_cast<void*>(std::as_const(*this).field(k)); }  ///< field `k` (device memory)
     /// Field `k` as an array of T.
     template <class T>
     T* fieldAs(int k) {
@@ -85,7 +83,6 @@ public:
 
 private:
     int grownCapacity(int n) const;
-    void unbindPositions();
     void updateCapacity();
     struct BoundPositions {
         Vec3f* array;
