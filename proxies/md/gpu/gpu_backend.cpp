@@ -127,7 +127,6 @@ public:
         home_.upload(static_cast<int>(n), {x.data(), v.data(), types.data(), ids.data()});
         numHome_ = static_cast<int>(n);
         deviceResident_ = true;
-        homeInArrays_ = false;
     }
 
     DeviceSearchReport searchOnDevice(CoordinateForceHalo& halo, const plan::Decomposition& decomposition,
@@ -144,15 +143,9 @@ public:
             t = now;
         };
         // From the second search on the home positions are the coordinate
-        // array's first numHome (home_ is bound to it): the steps moved them
-        // there, migration wraps them there and writes its next set back
-        // there, so nothing is copied in or out. Only where they were not
-        // bound (the first search; a migration that outgrew the array) are
-        // they copied.
-        if (homeInArrays_ && numHome_ > 0 && !home_.positionsIn(arrays_.coordinates())) {
-            HALOEX_CUDA_CHECK(cudaMemcpyAsync(home_.positions(), arrays_.coordinates(), numHome_ * sizeof(Vec3f),
-                                              cudaMemcpyDeviceToDevice, stream));
-        }
+        // array's first numHome (home_ is bound to it at the end of every
+        // search): the steps moved them there, migration wraps them there and
+        // writes its next set back there, so nothing is copied in or out.
         // The first search allocates the arrays before any exchange, with
         // room for what migration may bring (NVSHMEM sizes its heap then).
         arrays_.allocateOnce(halo, world, 2 * static_cast<std::size_t>(home_.size()) + 1024);
@@ -185,7 +178,6 @@ public:
         }
         home_.bindPositions(arrays_.coordinates(), static_cast<int>(arrays_.capacity()));
         numLocal_ = plan.numLocal;
-        homeInArrays_ = true;
         phase("positions");
         ranges.next("pair search");
         // The migration's checks and id fingerprint are read after the list
@@ -604,7 +596,6 @@ private:
     particles::DevicePlanBuilder planBuilder_;
     cuda::DeviceBuffer<float> homeCharges_;
     bool deviceResident_ = false;
-    bool homeInArrays_ = false;
 };
 
 }  // namespace
