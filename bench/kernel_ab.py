@@ -101,10 +101,12 @@ def main(argv=None):
             runs[v].append(run_once(exes[v], args.sizes, args.steps))
             local = ", ".join(f"{r['atoms']}: {r['local_us']:.1f}" for r in runs[v][-1]["results"])
             print(f"repeat {k + 1}, {v}: local_us {local}", flush=True)
-    table = summarize(runs)
-    by_variant = {v: {"against_A": summarize(runs, "A", v),
-                      "against_previous": summarize(runs, labels[i - 1], v) if i > 1 else None}
-                  for i, v in enumerate(labels) if v != "A"}
+    # Each program against A and against the one before it (B's previous is A: none of its own).
+    compared = [(v, {"against_A": "A", "against_previous": labels[i - 1] if i > 1 else None})
+                for i, v in enumerate(labels) if i > 0]
+    by_variant = {v: {against: summarize(runs, first, v) if first else None for against, first in firsts.items()}
+                  for v, firsts in compared}
+    table = by_variant["B"]["against_A"]
     header = record_header("bench/kernel_ab.py", {"sizes": args.sizes, "steps": args.steps, "repeats": args.repeats,
                                                   "alternating": True, "list_settings": "--as-md"},
                            cuda_graphs="graph_step_us replays one captured step; the other figures launch on a stream")
@@ -113,11 +115,10 @@ def main(argv=None):
     out = args.out or os.path.join(REPO, "bench", "results", f"kernel-ab-{args.machine}-{header['date'][:10]}.json")
     with open(out, "w") as f:
         json.dump(record, f, indent=1)
-    for v, tables in by_variant.items():
-        for against, rows in tables.items():
-            for row in rows or []:
+    for v, firsts in compared:
+        for against, a in firsts.items():
+            for row in by_variant[v][against] or []:
                 c = row["local_us"]
-                a = next(k for k in c if not k.endswith("_runs") and "_over_" not in k and k != v)
                 print(f"{v} {against.replace('_', ' ')} ({a}): {row['atoms']:>8} atoms: local_us {a} {c[a]:.2f}, "
                       f"{v} {c[v]:.2f} ({v} / {a} {c[f'{v}_over_{a}']:.3f}): {row['verdict']}")
     print(f"wrote {out}")
