@@ -228,7 +228,9 @@ std::vector<MigrationResult> migrateOnDevice(const plan::Decomposition& dd, cons
         } else if (where == PositionsIn::BoundArrayTooSmall) {
             // A rank that outgrew the array after any one dimension's cut
             // (and maybe shrank again in the next) holds them in its own.
-            if (store.size() > capacity) EXPECT_FALSE(store.positionsIn(array.data())) << "rank " << r;
+            if (store.size() > capacity) {
+                EXPECT_FALSE(store.positionsIn(array.data())) << "rank " << r;
+            }
             EXPECT_EQ(store.positionsIn(array.data()), store.positions() == array.data()) << "rank " << r;
         }
         out[r].positionsInCallersArray = store.positionsIn(array.data());

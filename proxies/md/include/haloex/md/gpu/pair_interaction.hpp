@@ -45,8 +45,9 @@ HALOEX_HD inline float multiplyAdd(float a, float b, float c) {
 // F/r of one pair: the force on i is the result times (x_i - x_j). Zero when
 // !interacts (masked out, or r >= rc); masked pairs may sit at r = 0 (an atom
 // with itself, empty slots): on the host their r2 is replaced before the
-// rsqrt, on the device the inf or NaN it gives is dropped by the selects. With kEnergies, vlj and vcoul receive the pair's
-// energies (zero when !interacts).
+// rsqrt, on the device the inf or NaN it gives is dropped by the selects.
+// With kEnergies, vlj and vcoul receive the pair's energies (zero when
+// !interacts).
 template <bool kEnergies>
 HALOEX_HD inline float pairForceOverR(const PairConstants& c, float r2, float qq, bool interacts, float& vlj,
                                       float& vcoul) {
