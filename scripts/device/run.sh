@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -708,6 +708,20 @@ stage_md_variants() {
       done
     done
   done
+}
+
+# Issue 34 part 5 (docs/results.md, "The NVE drift at 180 000 atoms"): the
+# short-list rule (a GPU list living under 0.12 ps held to a fifth of
+# --buffer-tolerance) at the sizes whose automatic choice it changed: the NVE
+# drift at the automatic settings (target |drift| <= 1e-5 kJ/mol/ps per atom,
+# 20 000 steps fitted from 10 ps), then the step against the old choice given
+# explicitly, alternating (~4 min on one H200).
+stage_short_lists() {
+  NVE_ATOMS=180000 NVE_STEPS=20000 NVE_FROM_PS=10 NVE_REPEATS=2 NVE_VARIANTS="--search device" stage_nve_drift
+  NVE_ATOMS=720000 NVE_STEPS=20000 NVE_FROM_PS=10 NVE_REPEATS=1 NVE_VARIANTS="--search device" stage_nve_drift
+  MDV_SIZES="90000 180000" MDV_REPEATS=3 MDV_VARIANTS=$'\n--nstlist 50 --rlist 0.985\n--nstlist 40 --rlist 0.96' \
+    stage_md_variants
+  MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$'\n--nstlist 40 --rlist 0.96' stage_md_variants
 }
 
 # The "no host synchronisation in a step" claim checked by CUPTI: host-blocking

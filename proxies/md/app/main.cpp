@@ -97,9 +97,12 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     app.add_option("--rlist", o.rlist,
                    "Pair-list cutoff = halo distance (nm); 0: the smallest whose estimated drift is within "
                    "--buffer-tolerance");
-    app.add_option("--nstlist", o.nstlist, "Steps between pair searches and repartitioning; 0: 50");
+    app.add_option("--nstlist", o.nstlist,
+                   "Steps between pair searches and repartitioning; 0: chosen by a cost model on GPUs "
+                   "(docs/md-engine.md, \"Choosing nstlist\"), 50 on the CPU");
     app.add_option("--buffer-tolerance", o.bufferTolerance,
-                   "Energy drift allowed by the pair-list buffer (kJ/mol/ps per atom)")
+                   "Energy drift allowed by the pair-list buffer (kJ/mol/ps per atom, the ballistic estimate); a GPU "
+                   "list that lives under 0.12 ps is held to a fifth of it")
         ->capture_default_str();
     auto* pruneParts = app.add_option(
         "--prune-parts", o.pruneParts,

@@ -289,7 +289,12 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     if (o.rlist == 0.0) {
         ForceField ff;
         ff.rc = o.rc;
-        o.rlist = chooseRlist(ff, kNumberDensity, o.temperature, o.nstlist, o.dt, o.bufferTolerance).rlist;
+        // The GPU's cluster list is held to the short-list tolerance as in
+        // the automatic choice; the CPU reference computes the pairs within
+        // rc exactly every step.
+        const double tolerance = onGpu ? outerListTolerance(o.bufferTolerance, o.nstlist, o.dt) : o.bufferTolerance;
+        o.rlist = chooseRlist(ff, kNumberDensity, o.temperature, o.nstlist, o.dt, tolerance).rlist;
+        o.rlistTolerance = tolerance;
     }
     resolvePruning(o, onGpu);
     if (o.thermoEvery == 0) {

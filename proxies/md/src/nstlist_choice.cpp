@@ -45,7 +45,8 @@ NstlistChoice chooseNstlist(const ForceField& ff, double density, double tempera
         return choice;
     }
     for (int nstlist : nstlistCandidates()) {
-        BufferEstimate outer = chooseRlist(ff, density, temperature, nstlist, dt, tolerance);
+        BufferEstimate outer =
+            chooseRlist(ff, density, temperature, nstlist, dt, outerListTolerance(tolerance, nstlist, dt));
         if (fixedRlist > 0.0) {
             // The user's radius: a candidate it does not buffer enough is out.
             if (outer.rlist > fixedRlist && choice.chosen.nstlist != 0) continue;
@@ -68,10 +69,14 @@ NstlistChoice chooseNstlist(const ForceField& ff, double density, double tempera
         if (choice.chosen.nstlist == 0 || c.perStepUs() < choice.chosen.perStepUs()) choice.chosen = c;
     }
     const NstlistCandidate& c = choice.chosen;
-    choice.reason = fmt::format("nstlist {} of {} candidates: rlist {:.3f} nm for --buffer-tolerance {}, modelled "
+    const double outerTolerance = outerListTolerance(tolerance, c.nstlist, dt);
+    choice.reason = fmt::format("nstlist {} of {} candidates: rlist {:.3f} nm for --buffer-tolerance {}{}, modelled "
                                 "{:.1f} us/step ({:.1f} steady + a {:.0f} us search every {} steps)",
-                                c.nstlist, choice.candidates.size(), c.rlist, tolerance, c.perStepUs(), c.steadyUs,
-                                c.searchUs, c.nstlist);
+                                c.nstlist, choice.candidates.size(), c.rlist, tolerance,
+                                outerTolerance < tolerance ? fmt::format(" (held to {:g}: a list living under {:g} ps)",
+                                                                         outerTolerance, kShortListLifePs)
+                                                           : std::string(),
+                                c.perStepUs(), c.steadyUs, c.searchUs, c.nstlist);
     return choice;
 }
 

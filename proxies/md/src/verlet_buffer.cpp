@@ -63,6 +63,10 @@ BufferEstimate chooseRlist(const ForceField& ff, double density, double temperat
     return best;
 }
 
+double outerListTolerance(double tolerance, int nstlist, double dt) {
+    return (nstlist - 1) * dt < kShortListLifePs ? tolerance * kShortListToleranceFraction : tolerance;
+}
+
 double estimatePruneDrift(const ForceField& ff, double density, double temperature, double rlistInner,
                           int pruneInterval, double dt) {
     // estimateBufferDrift's list lives nstlist - 1 steps.

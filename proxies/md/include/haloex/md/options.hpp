@@ -72,11 +72,12 @@ struct MdOptions {
     // then says so and exits 0). kNoUntilStep: not given.
     std::int64_t untilStep = kNoUntilStep;
     bool alreadyComplete = false;
-    double dt = 0.002;          // ps
-    double rc = 0.9;            // nm
-    double rlist = 0.0;         // nm; 0: from the Verlet-buffer estimate for nstlist
-    int nstlist = 0;            // steps between searches; 0: auto (nstlist_choice.hpp)
-    std::string nstlistReason;  // filled by resolveOptions: why this nstlist
+    double dt = 0.002;            // ps
+    double rc = 0.9;              // nm
+    double rlist = 0.0;           // nm; 0: from the Verlet-buffer estimate for nstlist
+    double rlistTolerance = 0.0;  // resolved: the estimated drift an automatic rlist was chosen for (0: given)
+    int nstlist = 0;              // steps between searches; 0: auto (nstlist_choice.hpp)
+    std::string nstlistReason;    // filled by resolveOptions: why this nstlist
     // Filled by resolveOptions: each value given that it changed, with the new
     // value and why ("--cpt-every 30 rounded up to 50, ...").
     std::vector<std::string> adjustments;

@@ -32,6 +32,23 @@ double estimateBufferDrift(const ForceField& ff, double density, double temperat
 BufferEstimate chooseRlist(const ForceField& ff, double density, double temperature, int nstlist, double dt,
                            double tolerance);
 
+// The tolerance the GPU's outer list is held to. The ballistic model is
+// pessimistic by a factor that grows with the list's life: for a list that
+// lives 0.16-0.3 ps (nstlist 80-150 at 2 fs) the missed pairs recounted
+// exactly cost 60-80 times less than it estimates, so --buffer-tolerance
+// bounds a drift far below 1e-5; for one that lives under 0.12 ps (nstlist
+// 40-50) its estimate is the recounted cost without cancellation, the signed
+// cost is 0.11-0.15 of it, and at --buffer-tolerance 0.005 the NVE drift was
+// -1.5e-5 to -2.5e-5 kJ/mol/ps per atom on an H200. Such short lists are held
+// to a fifth of the tolerance (recounted 1.1e-4 or less; the long lists at
+// the full one 7e-5). Recounts: haloex-md --device cpu --measure-buffer, 6 000
+// atoms from a relaxed liquid, 1 500 steps per setting
+// (bench/results/md-buffer-recount-6000-cpu-2026-12-04.json; docs/md-engine.md,
+// "Pair-list buffer").
+inline constexpr double kShortListLifePs = 0.12;
+inline constexpr double kShortListToleranceFraction = 0.2;
+double outerListTolerance(double tolerance, int nstlist, double dt);
+
 // Dynamic (rolling) pruning of the GPU list (NonbondedOptions::rlistInner):
 // an entry pruned by the force kernel of step s, with the positions of step
 // s, is evaluated at steps s+1 .. s+pruneInterval (then pruned again),
