@@ -117,6 +117,58 @@ def per_step(c, p):
     return steady + search / p["nstlist"]
 
 
+def relative_fit(rows, values):
+    """Least squares of the relative error; returns the constants and the rms and largest relative error."""
+    x = solve([[v / y for v in r] for r, y in zip(rows, values)], [1.0] * len(values))
+    errors = [(sum(a * b for a, b in zip(r, x)) - y) / y for r, y in zip(rows, values)]
+    return x, math.sqrt(sum(e * e for e in errors) / len(errors)), max(abs(e) for e in errors)
+
+
+def age_model(points, limit, ladder):
+    """The steady step priced by the list's age instead of its outer pairs, a + N/1000 (b + c min(nstlist, limit))
+    (us), beside the present form, both fitted by relative least squares with the search step
+    (kSearchFixedUs + N/1000 (kSearchAtomNs + kSearchPairNs p_outer)); per size, the age model's pick among the
+    measured nstlist and over `ladder` ({nstlist: rlist}, e.g. the model's whole ladder of candidates)."""
+    kn = [p["atoms"] / 1000.0 for p in points]
+    steady = [p["steady"] for p in points]
+    present, present_rms, present_max = relative_fit(
+        [[1.0, k * pairs_per_atom(p["inner"]), k * (pairs_per_atom(p["rlist"]) - pairs_per_atom(p["inner"]))]
+         for k, p in zip(kn, points)], steady)
+    age, age_rms, age_max = relative_fit([[1.0, k, k * min(p["nstlist"], limit)] for k, p in zip(kn, points)], steady)
+    search, _, _ = relative_fit([[1.0, k, k * pairs_per_atom(p["rlist"])] for k, p in zip(kn, points)],
+                                [p["search_beyond"] for p in points])
+
+    def cost(atoms, nstlist, rlist):
+        k = atoms / 1000.0
+        return (age[0] + k * (age[1] + age[2] * min(nstlist, limit)) +
+                (search[0] + k * (search[1] + search[2] * pairs_per_atom(rlist))) / nstlist)
+
+    lines = [f"Steady step, relative least squares over {len(points)} runs: present form rms "
+             f"{100 * present_rms:.2f} % (largest {100 * present_max:.2f} %); age form (limit {limit}) rms "
+             f"{100 * age_rms:.2f} % (largest {100 * age_max:.2f} %): a = {age[0]:.4g} us, b = {age[1]:.4g}, "
+             f"c = {age[2]:.4g} ns per atom and step of age",
+             "| atoms | fastest measured | age model's pick among the measured | age model's pick over the ladder |",
+             "|---:|---|---|---|"]
+    for atoms in sorted({p["atoms"] for p in points}):
+        fixed = mean_by_nstlist([p for p in points if p["atoms"] == atoms and not p["auto"]])
+        if not fixed:
+            continue
+        best = min(fixed, key=lambda p: p["us_all"])
+        pick = min(fixed, key=lambda p: cost(atoms, p["nstlist"], p["rlist"]))
+        free = min(ladder, key=lambda n: cost(atoms, n, ladder[n])) if ladder else "-"
+        lines.append(f"| {atoms} | {best['nstlist']} ({best['us_all']:.1f}) | {pick['nstlist']} "
+                     f"({pick['us_all']:.1f}) | {free} |")
+    return "\n".join(lines)
+
+
+def parse_ladder(text):
+    """'20:0.94,25:0.95' -> {20: 0.94, 25: 0.95}."""
+    try:
+        return {int(n): float(r) for n, r in (item.split(":") for item in text.split(","))} if text else {}
+    except ValueError:
+        raise FitError(f"--ladder {text!r}: give NSTLIST:RLIST pairs separated by commas, e.g. 40:0.995,150:1.13")
+
+
 def mean_by_nstlist(runs):
     """Repeats of one nstlist as one point, their time per step averaged."""
     out = {}
@@ -198,6 +250,11 @@ def main(argv=None):
     parser.add_argument("record", help="a bench/md_bench.py record (suite nstlist, or single)")
     parser.add_argument("--source", default=MODEL_SOURCE, help="the model's source (default %(default)s)")
     parser.add_argument("--json", help="also write the fitted constants and the choices here")
+    parser.add_argument("--age-limit", type=int, metavar="L",
+                        help="also fit a steady step priced by the list's age, a + N (b + c min(nstlist, L)), and "
+                             "show its picks")
+    parser.add_argument("--ladder", default="", metavar="N:R,...",
+                        help="with --age-limit: candidates (nstlist:rlist) to pick among besides the measured ones")
     a = parser.parse_args(argv)
     try:
         with open(a.record) as f:
@@ -212,6 +269,12 @@ def main(argv=None):
         return 1
     picks = choices(points, current, fitted)
     print(report(points, current, fitted, picks))
+    if a.age_limit:
+        try:
+            print("\n" + age_model(points, a.age_limit, parse_ladder(a.ladder)))
+        except FitError as e:
+            print(f"fit_nstlist.py: {e}", file=sys.stderr)
+            return 1
     if a.json:
         with open(a.json, "w") as f:
             json.dump(fit_record(record, a.record, fitted, current, picks), f, indent=1)

@@ -101,6 +101,35 @@ class FitNstlistTest(unittest.TestCase):
                     self.assertEqual(fit_nstlist.main([path]), 1)
                 self.assertIn(message, err.getvalue())
 
+    def test_the_age_model_fits_runs_made_from_it_and_picks_their_fastest(self):
+        # Runs whose steady step follows the list's age (a + N (b + c min(nstlist, 60))), the search as KNOWN.
+        runs = []
+        for atoms in (22500, 90000, 720000):
+            for nstlist in (40, 50, 80, 150):
+                r = run(atoms, nstlist)
+                kn = atoms / 1000.0
+                steady = 15.0 + kn * (0.8 + 0.006 * min(nstlist, 60))
+                beyond = 1e3 * r["search_step_ms"] - r["us_per_step_steady"]
+                r.update(us_per_step_steady=steady, us_per_step=steady + beyond / nstlist,
+                         search_step_ms=(beyond + steady) / 1e3)
+                runs.append(r)
+        points = fit_nstlist.points_of({"runs": runs})
+        text = fit_nstlist.age_model(points, 60, {20: 0.94, 40: 0.96})
+        self.assertRegex(text, r"age form \(limit 60\) rms 0\.00 %")
+        self.assertIn("a = 15 us, b = 0.8, c = 0.006 ns", text)
+        for line in text.splitlines()[3:]:
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            self.assertEqual(cells[1].split()[0], cells[2].split()[0], line)  # the measured fastest is picked
+            self.assertIn(cells[3], ("20", "40"))  # the ladder's pick is one of its candidates
+        err = io.StringIO()
+        with contextlib.redirect_stderr(err), tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "r.json")
+            with open(path, "w") as f:
+                json.dump({"runs": runs}, f)
+            with contextlib.redirect_stdout(io.StringIO()):
+                self.assertEqual(fit_nstlist.main([path, "--age-limit", "60", "--ladder", "20-0.94"]), 1)
+        self.assertIn("--ladder '20-0.94': give NSTLIST:RLIST pairs", err.getvalue())
+
 
 if __name__ == "__main__":
     unittest.main()
