@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -722,6 +722,22 @@ stage_short_lists() {
   MDV_SIZES="90000 180000" MDV_REPEATS=3 MDV_VARIANTS=$'\n--nstlist 50 --rlist 0.985\n--nstlist 40 --rlist 0.96' \
     stage_md_variants
   MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$'\n--nstlist 40 --rlist 0.96' stage_md_variants
+}
+
+# Issue 34 part 4: --fuse-update (one rank: scatter, leapfrog and the next
+# gather in one kernel). Its GPU tests and the MD tests around it, memcheck
+# and racecheck on its test, then the step with and without it at every
+# size, alternating (~4 min on one H200).
+stage_fused_update() {
+  CTEST_R='MdEngineGpu|DeviceMigration|test_md_transports_gpu|NonbondedGpu' stage_ctest_select
+  local t
+  for t in memcheck racecheck; do
+    timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_md_engine_gpu" \
+      --gtest_filter='*FusedUpdate*' >"$out/sanitize-fused-$t.log" 2>&1
+    note "  fused update ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-fused-$t.log")"
+  done
+  MDV_SIZES="5625 11250 22500 90000" MDV_REPEATS=3 MDV_STEPS=4000 MDV_VARIANTS=$'\n--fuse-update 1' stage_md_variants
+  MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$'\n--fuse-update 1' stage_md_variants
 }
 
 # The "no host synchronisation in a step" claim checked by CUPTI: host-blocking

@@ -153,6 +153,11 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                    "and the search step's grid and count passes; 0 or 1")
         ->check(CLI::IsMember({"0", "1"}))
         ->capture_default_str();
+    app.add_option("--fuse-update", o.fuseUpdate,
+                   "GPU, one rank: scatter the forces, move the atoms and gather their new positions for the next "
+                   "step in one kernel instead of three (the same results bit for bit); 0 or 1")
+        ->check(CLI::IsMember({"0", "1"}))
+        ->capture_default_str();
     app.add_flag("--count-api-syncs", o.countApiSyncs,
                  "GPU: count with CUPTI the CUDA calls that block the host inside the steps without search "
                  "(every library's; reported in the summary and the JSON)");

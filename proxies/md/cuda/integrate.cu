@@ -4,31 +4,14 @@
 
 #include "haloex/cuda/check.hpp"
 #include "haloex/md/gpu/integrate.hpp"
+#include "leapfrog_step.cuh"
 
 namespace haloex::md::gpu {
 namespace {
 
 constexpr int kThreads = 256;
-// Reductions: enough blocks to fill the GPU, few enough that the per-block
-// double atomics on one address stay cheap.
-constexpr int kMaxReductionBlocks = 264;
-constexpr unsigned kFullWarp = 0xffffffffu;
 
 int blocksFor(int n) { return std::max(1, (n + kThreads - 1) / kThreads); }
-
-// Sums `value` over the block; thread 0 adds it to *target.
-__device__ void blockSumAtomicAdd(double value, double* target) {
-    __shared__ double partial[kThreads / 32];
-    for (int offset = 16; offset > 0; offset >>= 1) value += __shfl_down_sync(kFullWarp, value, offset);
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    if (lane == 0) partial[warp] = value;
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        double total = 0.0;
-        for (int w = 0; w < kThreads / 32; ++w) total += partial[w];
-        atomicAdd(target, total);
-    }
-}
 
 template <bool kAverageEkin>
 __global__ void __launch_bounds__(kThreads) leapfrogKernel(LeapfrogArgs a) {
@@ -39,14 +22,8 @@ __global__ void __launch_bounds__(kThreads) leapfrogKernel(LeapfrogArgs a) {
         const Vec3f f = a.f[i];
         Vec3f v = a.v[i];
         const Vec3f vOld = v;
-        const float s = invMass * a.dt;
-        v.x = lambda * v.x + f.x * s;
-        v.y = lambda * v.y + f.y * s;
-        v.z = lambda * v.z + f.z * s;
         Vec3f x = a.x[i];
-        x.x += v.x * a.dt;
-        x.y += v.y * a.dt;
-        x.z += v.z * a.dt;
+        leapfrogStep(x, v, f, lambda, invMass * a.dt, a.dt);
         a.v[i] = v;
         a.x[i] = x;
         if constexpr (kAverageEkin) {
@@ -54,7 +31,7 @@ __global__ void __launch_bounds__(kThreads) leapfrogKernel(LeapfrogArgs a) {
             ekin2 += static_cast<double>(m * (norm2(vOld) + norm2(v)));
         }
     }
-    if constexpr (kAverageEkin) blockSumAtomicAdd(0.25 * ekin2, a.averageKineticEnergy);
+    if constexpr (kAverageEkin) blockSumAtomicAdd<kThreads>(0.25 * ekin2, a.averageKineticEnergy);
 }
 
 __global__ void __launch_bounds__(kThreads)
@@ -65,10 +42,8 @@ __global__ void __launch_bounds__(kThreads)
         const float m = massPerAtom != nullptr ? massPerAtom[i] : mass;
         sum += static_cast<double>(m * norm2(v[i]));
     }
-    blockSumAtomicAdd(0.5 * sum, ekin);
+    blockSumAtomicAdd<kThreads>(0.5 * sum, ekin);
 }
-
-__device__ inline bool finite3(const Vec3f& a) { return isfinite(a.x) && isfinite(a.y) && isfinite(a.z); }
 
 __global__ void checkFiniteKernel(const Vec3f* __restrict__ x, const Vec3f* __restrict__ f, int n,
                                   unsigned* __restrict__ firstBad) {

@@ -421,6 +421,27 @@ void Nonbonded::computeNonlocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaS
     impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream);
 }
 
+void Nonbonded::computeLocalForces(bool energies, cudaStream_t stream) {
+    Impl& m = *impl_;
+    m.requireBuilt("computeLocalForces");
+    DeviceList& l = m.list(ListKind::Local);
+    if (l.numEntries > 0) {
+        launchNonbonded(m.params, l, m.layout, /*local=*/true, energies, m.energyBlocks, m.energies.data(), stream);
+    }
+}
+
+void Nonbonded::updateLocal(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream) {
+    Impl& m = *impl_;
+    m.requireBuilt("updateLocal");
+    if (args.numAtoms != m.layout.numHome || m.layout.numLocal != m.layout.numHome) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("Nonbonded::updateLocal: {} atoms to update, the lists hold {} home and {} local "
+                               "atoms; the fused update is for one rank without a halo, updating every home atom",
+                               args.numAtoms, m.layout.numHome, m.layout.numLocal));
+    }
+    launchUpdateLocal(m.layout, m.list(ListKind::Local), args, dF, dFirstBad, stream);
+}
+
 void Nonbonded::clearEnergies(cudaStream_t stream) { impl_->energies.zeroAsync(stream); }
 
 const double* Nonbonded::deviceEnergies() const { return impl_->energies.data(); }

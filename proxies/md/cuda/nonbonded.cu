@@ -20,6 +20,7 @@
 
 #include "haloex/md/gpu/nonbonded.hpp"
 #include "haloex/detail/cuda/dependent_launch.cuh"
+#include "leapfrog_step.cuh"
 #include "nonbonded_internal.cuh"
 
 namespace haloex::md::gpu {
@@ -361,6 +362,52 @@ __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __re
     atomicAdd(&f[atom].z, v.z);
 }
 
+// One rank, no halo (Nonbonded::updateLocal): the local scatter, the leapfrog
+// update and the next step's gather in one pass over the home slots. Each
+// home atom has exactly one slot and nothing else adds to its force, so the
+// force is stored (no atomics, no clearing); the new position goes to the
+// caller's array and straight into the slot order the next force kernel
+// reads. kEnergies: the leapfrog-average kinetic energy and the non-finite
+// check of the old position and the force (an energy step's checkFinite).
+template <bool kEnergies>
+__global__ void __launch_bounds__(kThreads)
+    updateLocalKernel(float4* __restrict__ fSlots, const int* __restrict__ atomOfSlot,
+                      const float* __restrict__ chargeOfSlot, long long numSlots, float4* __restrict__ xq,
+                      LeapfrogArgs a, Vec3f* __restrict__ forces, int* firstBad, int* pruneState, int numEntries,
+                      int parts) {
+    cuda::waitForPrerequisiteGrids();
+    cuda::allowDependentGrids();
+    if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
+    const float lambda = a.velocityScale != nullptr ? *a.velocityScale : 1.0f;
+    double ekin2 = 0.0;  // sum m (|v_old|^2 + |v_new|^2), as leapfrogKernel
+    for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < numSlots;
+         t += static_cast<long long>(gridDim.x) * blockDim.x) {
+        const float4 fv = fSlots[t];
+        fSlots[t] = make_float4(0.f, 0.f, 0.f, 0.f);
+        const int atom = atomOfSlot[t];
+        if (atom < 0) continue;
+        const Vec3f f{fv.x, fv.y, fv.z};
+        const float invMass = a.invMassPerAtom != nullptr ? a.invMassPerAtom[atom] : a.invMass;
+        Vec3f x = a.x[atom];
+        Vec3f v = a.v[atom];
+        const Vec3f vOld = v;
+        if constexpr (kEnergies) {
+            if (!finite3(x) || !finite3(f))
+                atomicMin(reinterpret_cast<unsigned*>(firstBad), static_cast<unsigned>(atom));
+        }
+        leapfrogStep(x, v, f, lambda, invMass * a.dt, a.dt);
+        forces[atom] = f;
+        a.v[atom] = v;
+        a.x[atom] = x;
+        xq[t] = make_float4(x.x, x.y, x.z, chargeOfSlot[t]);
+        if constexpr (kEnergies) {
+            const float m = a.invMassPerAtom != nullptr ? 1.0f / invMass : a.mass;
+            ekin2 += static_cast<double>(m * (norm2(vOld) + norm2(v)));
+        }
+    }
+    if constexpr (kEnergies) blockSumAtomicAdd<kThreads>(0.25 * ekin2, a.averageKineticEnergy);
+}
+
 // Diagnostic census of a list: count[0] its atom pairs closer than rc, with
 // the search's rounding (atomDistance2), i.e. exactly what
 // evaluateListReference counts; count[1] its cluster pairs; count[2] its
@@ -430,6 +477,21 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
     int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
     cuda::launchDependent(scatterForcesKernel, blocksFor(set.count, kThreads), kThreads, 0, stream, f,
                           layout.atomOfSlot.data(), set, dF, pruneState, list.numEntries, list.pruneParts);
+}
+
+void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad,
+                       cudaStream_t stream) {
+    const long long slots = layout.numHomeSlots();
+    if (slots == 0) return;
+    int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
+    // With energies at most kMaxReductionBlocks blocks stride over the slots:
+    // few same-address double atomics.
+    const bool energies = args.averageKineticEnergy != nullptr;
+    const int blocks =
+        energies ? std::min(blocksFor(slots, kThreads), kMaxReductionBlocks) : blocksFor(slots, kThreads);
+    cuda::launchDependent(energies ? updateLocalKernel<true> : updateLocalKernel<false>, blocks, kThreads, 0, stream,
+                          layout.fLocal.data(), layout.atomOfSlot.data(), layout.chargeOfSlot.data(), slots,
+                          layout.xqLocal.data(), args, dF, dFirstBad, pruneState, list.numEntries, list.pruneParts);
 }
 
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

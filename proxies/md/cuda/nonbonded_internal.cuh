@@ -10,6 +10,7 @@
 
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/md/gpu/cluster_reference.hpp"
+#include "haloex/md/gpu/integrate.hpp"
 
 namespace haloex::md::gpu::detail {
 
@@ -292,6 +293,14 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
 // Adds the list's slot-ordered forces into dF and clears them (the slots the
 // gather visits); a pruned list's rolling prune moves on to its next part.
 void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream);
+// One rank without a halo (Nonbonded::updateLocal): the local list's
+// scatter into dF (stored), the leapfrog update of args (x, v; args.f is not
+// read) and the gather of the new positions into the local slots, in one
+// kernel; with
+// args.averageKineticEnergy also an energy step's kinetic energy and the
+// non-finite check into dFirstBad.
+void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad,
+                       cudaStream_t stream);
 // Adds to *dCount the atom pairs with atomDistance2 < rc2 of the list's
 // evaluated entries (outer = false) or of its outer list (diagnostic).
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

@@ -337,13 +337,26 @@ private:
         Vec3f* f = arrays_.forces();
         if (halo.plan().pulses.empty()) {
             // One rank: no halo, so no non-local work and no second stream.
+            // --fuse-update: the force kernel alone, then scatter, leapfrog and
+            // the next step's gather in one kernel.
+            const bool fused = context_.fuseUpdate;
             if (timing) events_.localStart.recordTimestamp(local);
             {
                 const NvtxRange range("local non-bonded F");
-                nonbonded_->computeLocal(x, f, energies, local);
+                if (fused) {
+                    nonbonded_->computeLocalForces(energies, local);
+                } else {
+                    nonbonded_->computeLocal(x, f, energies, local);
+                }
             }
             if (timing) events_.localEnd.recordTimestamp(local);
-            update(halo, energies, scaled);
+            if (fused) {
+                const NvtxRange range("scatter + leapfrog + gather");
+                nonbonded_->updateLocal(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr,
+                                        local);
+            } else {
+                update(halo, energies, scaled);
+            }
             if (parts) events_.stepEnd.recordTimestamp(local);
             haloInLastStep_ = false;
             return;
@@ -391,6 +404,12 @@ private:
         NvtxParts ranges;
         ranges.next("leapfrog");
         if (energies) gpu::checkFinite(arrays_.coordinates(), arrays_.forces(), numHome_, firstBad_.data(), local);
+        if (numHome_ > 0) gpu::leapfrog(leapfrogArgs(energies, scaled), local);
+        ranges.next("clear forces");
+        halo.clearForces(local);
+    }
+
+    gpu::LeapfrogArgs leapfrogArgs(bool energies, bool scaled) {
         gpu::LeapfrogArgs args;
         args.x = arrays_.coordinates();
         args.v = velocities();
@@ -401,9 +420,7 @@ private:
         args.invMass = 1.0f / args.mass;
         args.velocityScale = scaled ? scale_.data() : nullptr;
         args.averageKineticEnergy = energies ? kinetic_.data() : nullptr;
-        if (numHome_ > 0) gpu::leapfrog(args, local);
-        ranges.next("clear forces");
-        halo.clearForces(local);
+        return args;
     }
 
     // A step graph: instantiated once, then updated in place after every

@@ -297,6 +297,11 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
         o.rlistTolerance = tolerance;
     }
     resolvePruning(o, onGpu);
+    requireOption(!o.fuseUpdate || (onGpu && numRanks == 1),
+                  fmt::format("--fuse-update 1 with {}: the fused update is for one GPU rank (a rank with a halo "
+                              "also gets forces from its non-local kernel and the reverse exchange); use "
+                              "--fuse-update 0",
+                              onGpu ? fmt::format("{} ranks", numRanks) : std::string("the CPU reference")));
     if (o.thermoEvery == 0) {
         o.thermoEvery =
             o.steps == kStepsUntilStopped ? kDefaultThermoEveryUntilStopped : std::max<std::int64_t>(1, o.steps / 10);
@@ -544,6 +549,7 @@ struct Engine::Impl {
         context.pruneParts = e.options_.pruneParts;
         context.dt = e.options_.dt;
         context.useGraphs = cudaGraphsFor(e.options_, e.transport_.name());
+        context.fuseUpdate = e.options_.fuseUpdate;
         return context;
     }
 

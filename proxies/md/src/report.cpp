@@ -214,6 +214,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"device", o.device},
                      {"nvshmem_path", o.nvshmemPath},
                      {"nvshmem_launch", o.nvshmemLaunch},
+                     {"fuse_update", o.fuseUpdate},
                      {"gro", o.groFile},
                      {"until_step",
                       o.untilStep == kNoUntilStep ? nlohmann::json(nullptr) : nlohmann::json(o.untilStep)},

@@ -166,3 +166,17 @@ TEST(RunChecks, CudaGraphsForNcclOnlyWhenAskedFor) {
     EXPECT_FALSE(haloex::md::cudaGraphsFor(o, "nccl"));
     EXPECT_FALSE(haloex::md::cudaGraphsFor(o, "nvshmem"));
 }
+
+// --fuse-update fuses the force scatter into the update of one GPU rank: on
+// the CPU reference and with several ranks (a halo adds forces from other
+// kernels) it is refused, naming why; one GPU rank takes it.
+TEST(RunChecks, TheFusedUpdateIsForOneGpuRank) {
+    MdOptions o;
+    o.fuseUpdate = true;
+    const std::string cpu = errorMessageOf([&] { resolveOptions(o, 1, false); });
+    EXPECT_TRUE(contains(cpu, "--fuse-update 1 with the CPU reference")) << cpu;
+    const std::string ranks = errorMessageOf([&] { resolveOptions(o, 2, true); });
+    EXPECT_TRUE(contains(ranks, "--fuse-update 1 with 2 ranks")) << ranks;
+    EXPECT_TRUE(contains(ranks, "use --fuse-update 0")) << ranks;
+    EXPECT_TRUE(resolveOptions(o, 1, true).fuseUpdate);
+}

@@ -75,6 +75,7 @@ struct BackendContext {
     int pruneParts = 0;
     double dt = 0.002;
     bool useGraphs = true;
+    bool fuseUpdate = false;  // MdOptions::fuseUpdate (GPU, one rank)
 };
 
 class RankBackend {

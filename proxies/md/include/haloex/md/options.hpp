@@ -108,6 +108,10 @@ struct MdOptions {
     std::string nvshmemLaunch = "fused";  // fused | per-pulse (the ablation, docs/nvshmem.md)
     bool allowSharedGpus = false;
     bool cudaGraphs = true;
+    // GPU, one rank: the force scatter, the leapfrog and the next step's
+    // gather in one kernel (Nonbonded::updateLocal). Off until measured
+    // faster (issue 34 part 4); results are the same bit for bit.
+    bool fuseUpdate = false;
     // --cuda-graphs given on the command line: nccl captures only then (its
     // capture is not yet verified on hardware: cudaGraphsFor).
     bool cudaGraphsGiven = false;

@@ -33,6 +33,7 @@
 #include "haloex/core/vec3.hpp"
 #include "haloex/md/forcefield.hpp"
 #include "haloex/md/gpu/cluster_reference.hpp"
+#include "haloex/md/gpu/integrate.hpp"
 #include "haloex/plan/box.hpp"
 
 namespace haloex::md::gpu {
@@ -129,6 +130,22 @@ public:
     // and halo atoms (the latter go home by the reverse halo exchange).
     // Enqueues nothing when the list is empty.
     void computeNonlocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream);
+
+    // One rank without a halo, two kernels a step instead of four
+    // (docs/md-engine.md, "Fused update"; --fuse-update): computeLocalForces
+    // enqueues the force kernel alone, reading the local slots' positions as
+    // build() or the last updateLocal (or computeLocal, census) left them --
+    // gpu::leapfrog does not update them, so after it use computeLocal;
+    // updateLocal then stores each home atom's force into dF (stored, not
+    // added: on one rank nothing else adds to it, so nothing needs clearing;
+    // args.f is not read), moves the atom by gpu::leapfrog's arithmetic and
+    // gathers its new position for the next step. With
+    // args.averageKineticEnergy (an energy step) it also adds the kinetic
+    // energy and makes gpu::checkFinite's check of the old positions and the
+    // forces into dFirstBad. args.numAtoms must be numHome(). The results are
+    // computeLocal + gpu::leapfrog's, bit for bit.
+    void computeLocalForces(bool energies, cudaStream_t stream);
+    void updateLocal(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream);
 
     // Zeroes the energy accumulators (enqueued on `stream`).
     void clearEnergies(cudaStream_t stream);
