@@ -8,7 +8,10 @@
 #include <algorithm>
 #include <chrono>
 #include <fmt/format.h>
+#include <map>
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "haloex/core/error.hpp"
 #include "haloex/detail/core/nvtx.hpp"
@@ -314,6 +317,7 @@ public:
     void dropTimelineSample() override { timelinePending_ = false; }
     StepTimings timings() const override { return timings_; }
     bool graphsActive() const override { return useGraphs_; }
+    std::map<std::string, int> stepGraphNodes() const override { return normalGraphNodes_; }
     void countApiSyncs(bool on) override {
         if (apiSyncCounter_) apiSyncCounter_->setCounting(on);
     }
@@ -409,6 +413,28 @@ private:
         halo.clearForces(local);
     }
 
+    // What a captured step launches, by node type (stepGraphNodes).
+    static std::map<std::string, int> nodesByType(cudaGraph_t graph) {
+        std::size_t count = 0;
+        HALOEX_CUDA_CHECK(cudaGraphGetNodes(graph, nullptr, &count));
+        std::vector<cudaGraphNode_t> nodes(count);
+        HALOEX_CUDA_CHECK(cudaGraphGetNodes(graph, nodes.data(), &count));
+        std::map<std::string, int> byType;
+        for (cudaGraphNode_t node : nodes) {
+            cudaGraphNodeType type{};
+            HALOEX_CUDA_CHECK(cudaGraphNodeGetType(node, &type));
+            switch (type) {
+                case cudaGraphNodeTypeKernel: ++byType["kernel"]; break;
+                case cudaGraphNodeTypeMemset: ++byType["memset"]; break;
+                case cudaGraphNodeTypeMemcpy: ++byType["memcpy"]; break;
+                case cudaGraphNodeTypeEventRecord: ++byType["event record"]; break;
+                case cudaGraphNodeTypeWaitEvent: ++byType["event wait"]; break;
+                default: ++byType["other"]; break;
+            }
+        }
+        return byType;
+    }
+
     gpu::LeapfrogArgs leapfrogArgs(bool energies, bool scaled) {
         gpu::LeapfrogArgs args;
         args.x = arrays_.coordinates();
@@ -437,6 +463,7 @@ private:
         HALOEX_CUDA_CHECK(cudaStreamBeginCapture(local_.get(), cudaStreamCaptureModeThreadLocal));
         enqueueStep(halo, energies, false);
         HALOEX_CUDA_CHECK(cudaStreamEndCapture(local_.get(), &graph));
+        if (!energies) normalGraphNodes_ = nodesByType(graph);
         bool updated = false;
         if (step.exec) {
             cudaGraphExecUpdateResultInfo info{};
@@ -601,6 +628,7 @@ private:
     StepGraph normalGraph_, energyGraph_;
     bool refreshBehindStep_ = false;  // a search changed the lists: see runSteps
     std::int64_t graphInstantiations_ = 0, graphUpdates_ = 0;
+    std::map<std::string, int> normalGraphNodes_;
     StepTimings timings_;
     // The coordinates and forces of the local atoms (home, then halo), which
     // the halo exchange reads and writes.

@@ -1263,6 +1263,7 @@ struct Engine::Impl {
         summary.driftSpanPs = fitted.size() >= 2 ? fitted.back().time - fitted.front().time : 0.0;
         summary.transportNotes = gatherNotes(e.halo_.describe());
         summary.graphs = e.backend_.graphsActive();
+        summary.stepGraphNodes = e.backend_.stepGraphNodes();
         summary.timings = e.backend_.timings();
     }
 };

@@ -22,6 +22,13 @@ nlohmann::json toJson(const Distribution& d) {
     return {{"mean", d.mean}, {"median", d.median}, {"p10", d.p10}, {"p90", d.p90}, {"min", d.min}, {"max", d.max}};
 }
 
+// "2 kernel, 1 memset": the normal step graph's nodes by type.
+std::string graphNodeList(const RunSummary& s) {
+    std::string out;
+    for (const auto& [type, n] : s.stepGraphNodes) out += fmt::format("{}{} {}", out.empty() ? "" : ", ", n, type);
+    return out;
+}
+
 }  // namespace
 
 void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOptions& o) {
@@ -76,8 +83,9 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
     fmt::print(out, "Steady state:{:12.3f} {:12.3f}   {:.2f} us/step, the {} steps without search\n", s.nsPerDaySteady,
                hoursPerNs(s.nsPerDaySteady), s.usPerStepSteady, s.normalSteps);
     if (s.onDevice) {  // the CPU reference has neither
-        fmt::print(out, "             host synchronisations per step: {:.2f}; CUDA graphs: {}\n", s.hostSyncsPerStep,
-                   s.graphs ? "yes" : "no");
+        fmt::print(out, "             host synchronisations per step: {:.2f}; CUDA graphs: {}{}\n", s.hostSyncsPerStep,
+                   s.graphs ? "yes" : "no",
+                   s.stepGraphNodes.empty() ? "" : " (a normal step: " + graphNodeList(s) + ")");
     }
     if (s.apiSyncsCounted) {
         std::string names;
@@ -196,6 +204,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                                           {"by_function_rank0", s.apiSyncsByFunction}};
     }
     j["cuda_graphs"] = s.graphs;
+    if (!s.stepGraphNodes.empty()) j["step_graph_nodes"] = s.stepGraphNodes;
     j["transport_notes"] = s.transportNotes;
     j["settings"] = {{"rc", s.rc},
                      {"rlist", s.rlist},

@@ -136,6 +136,19 @@ TEST_P(MdEngineGpuFusedUpdate, FollowsTheUnfusedStep) {
     const auto fused = runOnGpu(o, "device");
     ASSERT_EQ(fused.energies.size(), unfused.energies.size());
     ASSERT_GE(fused.energies.size(), 9u);
+    if (GetParam()) {
+        // The normal step's graph: force kernel and update (2 kernels, no
+        // memset) against gather, force, scatter and leapfrog (4) and the
+        // forces' clearing.
+        auto nodes = [](const md::RunSummary& s, const char* type) {
+            const auto it = s.stepGraphNodes.find(type);
+            return it == s.stepGraphNodes.end() ? 0 : it->second;
+        };
+        EXPECT_EQ(nodes(fused, "kernel"), 2);
+        EXPECT_EQ(nodes(fused, "memset"), 0);
+        EXPECT_EQ(nodes(unfused, "kernel"), 4);
+        EXPECT_GE(nodes(unfused, "memset"), 1);
+    }
     for (std::size_t k = 0; k < fused.energies.size(); ++k) {
         const auto& a = fused.energies[k];
         const auto& b = unfused.energies[k];

@@ -143,6 +143,10 @@ public:
     virtual bool apiSyncsCounted() const { return false; }
     virtual std::map<std::string, std::int64_t> apiSyncs() const { return {}; }
     virtual bool graphsActive() const { return false; }
+    // The nodes of the last captured normal-step graph by type ("kernel",
+    // "memset", "memcpy", "event record", "event wait", "other"): what one
+    // step launches (issue 34 part 4). Empty without graphs.
+    virtual std::map<std::string, int> stepGraphNodes() const { return {}; }
 };
 
 inline RankBackend::DeviceSearchReport RankBackend::searchOnDevice(CoordinateForceHalo&, const plan::Decomposition&,
