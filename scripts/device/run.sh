@@ -670,7 +670,8 @@ PY
 stage_nve_drift() {
   # NVE_BINARIES: haloex-md builds to compare (e.g. /tmp/haloex-md-A after
   # stage ab; builds before 2026-12-03 lack --drift-from).
-  local from=${NVE_FROM_PS:-4} i=0 args bin r
+  local from=${NVE_FROM_PS:-4} args bin r i
+  i=$(find "$out" -maxdepth 1 -name 'nve-*.log' | wc -l)  # numbered on from earlier calls in this run
   note "== NVE drift, ${NVE_ATOMS:-6000} atoms, ${NVE_STEPS:-12000} steps (kJ/mol/ps per atom, fitted from $from ps)"
   for bin in ${NVE_BINARIES:-$build/bin/haloex-md}; do
     while IFS= read -r args; do
@@ -693,7 +694,10 @@ EOF2
 # of the variants reversed every other round: what an option costs.
 stage_md_variants() {
   note "== haloex-md variants, ${MDV_STEPS:-3000} steps (all steps and steady state, us/step)"
-  local n r i=0 args list
+  local n r args list
+  # Numbered on from earlier calls in this run: a stage may call this twice.
+  local i
+  i=$(find "$out" -maxdepth 1 -name 'mdv-*.log' | wc -l)
   mapfile -t list <<<"${MDV_VARIANTS:?set MDV_VARIANTS}"
   for n in ${MDV_SIZES:-22500 720000}; do
     for r in $(seq "${MDV_REPEATS:-2}"); do
