@@ -177,9 +177,28 @@ def mean_by_nstlist(runs):
     return [dict(group[0], us_all=sum(p["us_all"] for p in group) / len(group)) for group in out.values()]
 
 
-def choices(points, current, fitted):
+def read_tie_rule(path=MODEL_SOURCE):
+    """The code's tie-break (nstlist_choice.cpp): candidates within kModelTieFraction of the cheapest, from
+    kShortestTieNstlist steps up, go to the shortest. (0, 0) when the source has none."""
+    with open(path) as f:
+        text = f.read()
+    fraction = re.search(r"constexpr double kModelTieFraction = ([0-9.eE+-]+);", text)
+    shortest = re.search(r"constexpr int kShortestTieNstlist = ([0-9]+);", text)
+    return (float(fraction.group(1)), int(shortest.group(1))) if fraction and shortest else (0.0, 0)
+
+
+def pick_with_tie(points, constants, tie):
+    """The model's pick among points as the code makes it: the cheapest, or the shortest within the tie rule."""
+    cheapest = min(points, key=lambda p: per_step(constants, p))
+    fraction, shortest = tie
+    ties = [p for p in points if p["nstlist"] >= shortest and
+            per_step(constants, p) <= per_step(constants, cheapest) * (1.0 + fraction)]
+    return min(ties, key=lambda p: p["nstlist"]) if fraction > 0 and ties else cheapest
+
+
+def choices(points, current, fitted, tie=(0.0, 0)):
     """Per size: the measured best fixed nstlist, the automatic run, and each model's pick among the fixed ones
-    (repeats averaged)."""
+    (repeats averaged), with the code's tie rule (read_tie_rule)."""
     out = []
     for atoms in sorted({p["atoms"] for p in points}):
         fixed = mean_by_nstlist([p for p in points if p["atoms"] == atoms and not p["auto"]])
@@ -187,7 +206,7 @@ def choices(points, current, fitted):
             continue
         auto = mean_by_nstlist([p for p in points if p["atoms"] == atoms and p["auto"]])
         best = min(fixed, key=lambda p: p["us_all"])
-        pick = lambda c: min(fixed, key=lambda p: per_step(c, p))  # noqa: E731
+        pick = lambda c: pick_with_tie(fixed, c, tie)  # noqa: E731
         out.append({"atoms": atoms, "measured_best": best["nstlist"], "measured_best_us": best["us_all"],
                     "auto": auto[0]["nstlist"] if auto else None, "auto_us": auto[0]["us_all"] if auto else None,
                     "current_model": pick(current)["nstlist"], "fitted_model": pick(fitted)["nstlist"],
@@ -267,7 +286,7 @@ def main(argv=None):
     except (OSError, ValueError, FitError) as e:
         print(f"fit_nstlist.py: {e}", file=sys.stderr)
         return 1
-    picks = choices(points, current, fitted)
+    picks = choices(points, current, fitted, read_tie_rule(a.source))
     print(report(points, current, fitted, picks))
     if a.age_limit:
         try:

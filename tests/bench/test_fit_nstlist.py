@@ -101,6 +101,19 @@ class FitNstlistTest(unittest.TestCase):
                     self.assertEqual(fit_nstlist.main([path]), 1)
                 self.assertIn(message, err.getvalue())
 
+    def test_the_tie_rule_is_the_codes_and_goes_to_the_shortest_list_within_it(self):
+        self.assertEqual(fit_nstlist.read_tie_rule(), (0.02, 40))  # nstlist_choice.cpp
+        points = fit_nstlist.points_of({"runs": [run(720000, k) for k in (40, 50, 80, 150)]})
+        cheapest = min(points, key=lambda p: fit_nstlist.per_step(KNOWN, p))["nstlist"]
+        self.assertEqual(fit_nstlist.pick_with_tie(points, KNOWN, (0.0, 0))["nstlist"], cheapest)
+        self.assertEqual(fit_nstlist.pick_with_tie(points, KNOWN, (10.0, 0))["nstlist"], 40)  # all tie
+        self.assertEqual(fit_nstlist.pick_with_tie(points, KNOWN, (10.0, 50))["nstlist"], 50)  # 40 is out
+        with tempfile.TemporaryDirectory() as tmp:
+            source = os.path.join(tmp, "model.cpp")
+            with open(source, "w") as f:
+                f.write("constexpr double kStepFixedUs = 1;\n")
+            self.assertEqual(fit_nstlist.read_tie_rule(source), (0.0, 0))  # no rule: the cheapest
+
     def test_the_age_model_fits_runs_made_from_it_and_picks_their_fastest(self):
         # Runs whose steady step follows the list's age (a + N (b + c min(nstlist, 60))), the search as KNOWN.
         runs = []
