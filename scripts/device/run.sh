@@ -244,7 +244,7 @@ stage_exchange_timing() {
 stage_mps_nan() {
   note "== single-rank haloex-md processes sharing GPU 0 under MPS"
   start_mps
-  local round i pid bad=0 runs=0
+  local round i bad=0 runs=0
   for round in 1 2 3; do
     local pids=()
     for i in 1 2 3 4; do
@@ -468,7 +468,7 @@ stage_search_trace() {
     note "  profile rc=$?"
     "$nsys" stats -q -r cuda_gpu_trace,cuda_api_trace,nvtx_pushpop_trace -f csv -o "$out/trace-$n" "/tmp/trace-$n.nsys-rep" \
       >>"$out/trace-$n.log" 2>&1
-    note "  stats rc=$? $(ls "$out" | grep -c "trace-$n") files"
+    note "  stats rc=$? $(find "$out" -maxdepth 1 -name "trace-$n*" | wc -l) files"
   done
 }
 
