@@ -221,8 +221,9 @@ __global__ void __launch_bounds__(kThreads)
                     const int* __restrict__ clusterColumn, const GridState* __restrict__ state, int columnCapacity,
                     long long slotCapacity, float sqrtCoulomb, int* __restrict__ atomOfSlot,
                     std::uint8_t* __restrict__ zoneOfSlot, float* __restrict__ chargeOfSlot,
-                    float4* __restrict__ xqLocal, float4* __restrict__ xqNonlocal, float4* __restrict__ fLocal,
-                    float4* __restrict__ fNonlocal, float4* __restrict__ bboxLo, float4* __restrict__ bboxHi) {
+                    int* __restrict__ slotOfHomeAtom, float4* __restrict__ xqLocal, float4* __restrict__ xqNonlocal,
+                    float4* __restrict__ fLocal, float4* __restrict__ fNonlocal, float4* __restrict__ bboxLo,
+                    float4* __restrict__ bboxHi) {
     const long long slot = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
     if (slot < slotCapacity) {  // the scatter after each force kernel zeroes them again
         fLocal[slot] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -250,7 +251,10 @@ __global__ void __launch_bounds__(kThreads)
     zoneOfSlot[slot] = z;
     chargeOfSlot[slot] = xq.w;
     xqNonlocal[slot] = xq;
-    if (slot < numHomeSlots) xqLocal[slot] = xq;
+    if (slot < numHomeSlots) {
+        xqLocal[slot] = xq;
+        if (atom >= 0) slotOfHomeAtom[atom] = static_cast<int>(slot);
+    }
 
     // The cluster's lanes: a mask of its eight, its first lane.
     const int lane = static_cast<int>(threadIdx.x & 31);
@@ -360,6 +364,7 @@ void reserveLayout(DeviceLayout& layout, int numHome, int numLocal, double growt
     reserveWithHeadroom(layout.atomOfSlot, slots, growth);
     reserveWithHeadroom(layout.zoneOfSlot, slots, growth);
     reserveWithHeadroom(layout.chargeOfSlot, slots, growth);
+    reserveWithHeadroom(layout.slotOfHomeAtom, static_cast<std::size_t>(std::max(layout.homeCapacity, 1)), growth);
     reserveWithHeadroom(layout.xqLocal, slots, growth);
     reserveWithHeadroom(layout.xqNonlocal, slots, growth);
     reserveWithHeadroom(layout.fLocal, slots, growth);
@@ -419,8 +424,8 @@ void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, 
         dX, dCharge, dZoneMask, layout.atomsSorted.data(), layout.columnAtomStart.data(),
         layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.state.data(), columns, layout.maxSlots(),
         sqrtCoulomb, layout.atomOfSlot.data(), layout.zoneOfSlot.data(), layout.chargeOfSlot.data(),
-        layout.xqLocal.data(), layout.xqNonlocal.data(), layout.fLocal.data(), layout.fNonlocal.data(),
-        layout.bboxLo.data(), layout.bboxHi.data());
+        layout.slotOfHomeAtom.data(), layout.xqLocal.data(), layout.xqNonlocal.data(), layout.fLocal.data(),
+        layout.fNonlocal.data(), layout.bboxLo.data(), layout.bboxHi.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     mark(marks, "slots and boxes", stream);
     HALOEX_CUDA_CHECK(cudaMemcpyAsync(layout.stateHost.data(), layout.state.data(), sizeof(GridState),

@@ -160,6 +160,7 @@ struct Nonbonded::Impl {
         buffer(l.atomOfSlot);
         buffer(l.zoneOfSlot);
         buffer(l.chargeOfSlot);
+        buffer(l.slotOfHomeAtom);
         buffer(l.xqLocal);
         buffer(l.xqNonlocal);
         buffer(l.fLocal);

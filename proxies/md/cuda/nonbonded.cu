@@ -363,43 +363,45 @@ __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __re
 }
 
 // One rank, no halo (Nonbonded::updateLocal): the local scatter, the leapfrog
-// update and the next step's gather in one pass over the home slots. Each
-// home atom has exactly one slot and nothing else adds to its force, so the
-// force is stored (no atomics, no clearing); the new position goes to the
-// caller's array and straight into the slot order the next force kernel
-// reads. kEnergies: the leapfrog-average kinetic energy and the non-finite
-// check of the old position and the force (an energy step's checkFinite).
+// update and the next step's gather in one pass over the home atoms, in their
+// order (their positions, velocities and forces are read and written
+// contiguously; only the slot-ordered force and position are reached through
+// slotOfHomeAtom). Each home atom has exactly one slot and nothing else adds
+// to its force, so the force is stored (no atomics, no clearing); the new
+// position goes to the caller's array and straight into the slot order the
+// next force kernel reads. Empty slots are not visited: nothing reads their
+// force, and their far-away position stays as the build wrote it. kEnergies: the
+// leapfrog-average kinetic energy and the non-finite check of the old
+// position and the force (an energy step's checkFinite).
 template <bool kEnergies>
 __global__ void __launch_bounds__(kThreads)
-    updateLocalKernel(float4* __restrict__ fSlots, const int* __restrict__ atomOfSlot,
-                      const float* __restrict__ chargeOfSlot, long long numSlots, float4* __restrict__ xq,
-                      LeapfrogArgs a, Vec3f* __restrict__ forces, int* firstBad, int* pruneState, int numEntries,
-                      int parts) {
+    updateLocalKernel(float4* __restrict__ fSlots, const int* __restrict__ slotOfHomeAtom,
+                      const float* __restrict__ chargeOfSlot, int numHome, float4* __restrict__ xq, LeapfrogArgs a,
+                      Vec3f* __restrict__ forces, int* firstBad, int* pruneState, int numEntries, int parts) {
     cuda::waitForPrerequisiteGrids();
     cuda::allowDependentGrids();
     if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
     const float lambda = a.velocityScale != nullptr ? *a.velocityScale : 1.0f;
     double ekin2 = 0.0;  // sum m (|v_old|^2 + |v_new|^2), as leapfrogKernel
-    for (long long t = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x; t < numSlots;
-         t += static_cast<long long>(gridDim.x) * blockDim.x) {
-        const float4 fv = fSlots[t];
-        fSlots[t] = make_float4(0.f, 0.f, 0.f, 0.f);
-        const int atom = atomOfSlot[t];
-        if (atom < 0) continue;
+    for (int atom = blockIdx.x * blockDim.x + threadIdx.x; atom < numHome; atom += gridDim.x * blockDim.x) {
+        const int slot = slotOfHomeAtom[atom];
+        const float4 fv = fSlots[slot];
+        fSlots[slot] = make_float4(0.f, 0.f, 0.f, 0.f);
         const Vec3f f{fv.x, fv.y, fv.z};
         const float invMass = a.invMassPerAtom != nullptr ? a.invMassPerAtom[atom] : a.invMass;
         Vec3f x = a.x[atom];
         Vec3f v = a.v[atom];
         const Vec3f vOld = v;
         if constexpr (kEnergies) {
-            if (!finite3(x) || !finite3(f))
+            if (!finite3(x) || !finite3(f)) {
                 atomicMin(reinterpret_cast<unsigned*>(firstBad), static_cast<unsigned>(atom));
+            }
         }
         leapfrogStep(x, v, f, lambda, invMass * a.dt, a.dt);
         forces[atom] = f;
         a.v[atom] = v;
         a.x[atom] = x;
-        xq[t] = make_float4(x.x, x.y, x.z, chargeOfSlot[t]);
+        xq[slot] = make_float4(x.x, x.y, x.z, chargeOfSlot[slot]);
         if constexpr (kEnergies) {
             const float m = a.invMassPerAtom != nullptr ? 1.0f / invMass : a.mass;
             ekin2 += static_cast<double>(m * (norm2(vOld) + norm2(v)));
@@ -481,16 +483,16 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
 
 void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad,
                        cudaStream_t stream) {
-    const long long slots = layout.numHomeSlots();
-    if (slots == 0) return;
+    const int numHome = layout.numHome;
+    if (numHome == 0) return;
     int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
-    // With energies at most kMaxReductionBlocks blocks stride over the slots:
+    // With energies at most kMaxReductionBlocks blocks stride over the atoms:
     // few same-address double atomics.
     const bool energies = args.averageKineticEnergy != nullptr;
     const int blocks =
-        energies ? std::min(blocksFor(slots, kThreads), kMaxReductionBlocks) : blocksFor(slots, kThreads);
+        energies ? std::min(blocksFor(numHome, kThreads), kMaxReductionBlocks) : blocksFor(numHome, kThreads);
     cuda::launchDependent(energies ? updateLocalKernel<true> : updateLocalKernel<false>, blocks, kThreads, 0, stream,
-                          layout.fLocal.data(), layout.atomOfSlot.data(), layout.chargeOfSlot.data(), slots,
+                          layout.fLocal.data(), layout.slotOfHomeAtom.data(), layout.chargeOfSlot.data(), numHome,
                           layout.xqLocal.data(), args, dF, dFirstBad, pruneState, list.numEntries, list.pruneParts);
 }
 
