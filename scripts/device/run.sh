@@ -32,6 +32,16 @@ start_mps() {
 }
 stop_mps() { echo quit | nvidia-cuda-mps-control 2>/dev/null || true; }
 
+# compute-sanitizer TOOL on the gtest binary TEST (build-gpu/bin/tests) with
+# --gtest_filter=FILTER: log sanitize-TAG-TOOL.log, a note "LABEL (TOOL)"
+# with the exit status and the summary line. TIMEOUT: seconds (300).
+sanitize_test() {
+  local tool=$1 test=$2 filter=$3 label=$5 log="$out/sanitize-$4-$1.log"
+  timeout "${6:-300}" compute-sanitizer --tool "$tool" --error-exitcode 9 "$build/bin/tests/$test" \
+    --gtest_filter="$filter" >"$log" 2>&1
+  note "  $label ($tool): rc=$? $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log")"
+}
+
 stage_build() {
   note "== build ($(nproc) cores, $ngpu GPU(s): $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1))"
   if [ ! -f "$build/CMakeCache.txt" ]; then
@@ -438,9 +448,8 @@ stage_list_search() {
     grep -E 'FAILED|Failure' "$out/$t.log" | head -20 | tee -a "$summary"
   done
   for t in memcheck synccheck; do
-    timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_md_nonbonded_gpu" \
-      --gtest_filter="${SANITIZE_SEARCH_FILTER:-*Lattice*:*g2x2x1*:*UniformRandom*:*SearchGraph*}" >"$out/sanitize-search-$t.log" 2>&1
-    note "  search kernels ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-search-$t.log")"
+    sanitize_test $t test_md_nonbonded_gpu "${SANITIZE_SEARCH_FILTER:-*Lattice*:*g2x2x1*:*UniformRandom*:*SearchGraph*}" \
+      search "search kernels"
   done
 }
 
@@ -587,10 +596,8 @@ stage_sanitize_search() {
   note "== compute-sanitizer: search-step kernels"
   local t
   for t in memcheck synccheck; do
-    timeout 400 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_particles_device" \
-      --gtest_filter='*g2x2x2*:*align4_g4x1x1*:*g3x3x3_2pulsesXYZ*:DeviceMigration.*' \
-      >"$out/sanitize-particles-$t.log" 2>&1
-    note "  particles ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-particles-$t.log")"
+    sanitize_test $t test_particles_device '*g2x2x2*:*align4_g4x1x1*:*g3x3x3_2pulsesXYZ*:DeviceMigration.*' \
+      particles particles 400
   done
   # One rank: the wrap-only migration and the plan builder's home prefix.
   for t in memcheck racecheck; do
@@ -736,9 +743,7 @@ stage_fused_update() {
   CTEST_R='MdEngineGpu|DeviceMigration|test_md_transports_gpu|NonbondedGpu' stage_ctest_select
   local t
   for t in memcheck racecheck; do
-    timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_md_engine_gpu" \
-      --gtest_filter='*FusedUpdate*' >"$out/sanitize-fused-$t.log" 2>&1
-    note "  fused update ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-fused-$t.log")"
+    sanitize_test $t test_md_engine_gpu '*FusedUpdate*' fused "fused update"
   done
   MDV_SIZES="5625 11250 22500 90000" MDV_REPEATS=3 MDV_STEPS=4000 MDV_VARIANTS=$'\n--fuse-update 1' stage_md_variants
   MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$'\n--fuse-update 1' stage_md_variants
@@ -1034,12 +1039,8 @@ stage_sanitize() {
   note "== compute-sanitizer (memcheck, synccheck) on small cases"
   local t
   for t in memcheck synccheck; do
-    timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_md_nonbonded_gpu" \
-      --gtest_filter='NonbondedGpu.Ref3000MatchesOracle' >"$out/sanitize-nb-$t.log" 2>&1
-    note "  nonbonded+pair search ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-nb-$t.log")"
-    timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/tests/test_md_integrate_gpu" \
-      >"$out/sanitize-int-$t.log" 2>&1
-    note "  integrate ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-int-$t.log")"
+    sanitize_test $t test_md_nonbonded_gpu 'NonbondedGpu.Ref3000MatchesOracle' nb "nonbonded+pair search"
+    sanitize_test $t test_md_integrate_gpu '*' int integrate
   done
   start_mps
   for t in memcheck synccheck; do
