@@ -18,18 +18,8 @@ __global__ void __launch_bounds__(kThreads) leapfrogKernel(LeapfrogArgs a) {
     const float lambda = a.velocityScale != nullptr ? *a.velocityScale : 1.0f;
     double ekin2 = 0.0;  // sum m (|v_old|^2 + |v_new|^2), halved twice at the end
     for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < a.numAtoms; i += gridDim.x * blockDim.x) {
-        const float invMass = a.invMassPerAtom != nullptr ? a.invMassPerAtom[i] : a.invMass;
-        const Vec3f f = a.f[i];
-        Vec3f v = a.v[i];
-        const Vec3f vOld = v;
         Vec3f x = a.x[i];
-        leapfrogStep(x, v, f, lambda, invMass * a.dt, a.dt);
-        a.v[i] = v;
-        a.x[i] = x;
-        if constexpr (kAverageEkin) {
-            const float m = a.invMassPerAtom != nullptr ? 1.0f / invMass : a.mass;
-            ekin2 += static_cast<double>(m * (norm2(vOld) + norm2(v)));
-        }
+        leapfrogAtom<kAverageEkin>(a, i, a.f[i], x, lambda, ekin2);
     }
     if constexpr (kAverageEkin) blockSumAtomicAdd<kThreads>(0.25 * ekin2, a.averageKineticEnergy);
 }

@@ -2,17 +2,32 @@
 // One atom's leapfrog step, shared by the update kernel (integrate.cu) and the
 // one-rank fused update (nonbonded.cu), so both give the same bits.
 #include "haloex/core/vec3.hpp"
+#include "haloex/md/gpu/integrate.hpp"
 
 namespace haloex::md::gpu {
 
-// v <- lambda v + f s (s = dt / m);  x <- x + v dt.
-__device__ __forceinline__ void leapfrogStep(Vec3f& x, Vec3f& v, const Vec3f& f, float lambda, float s, float dt) {
+// Atom i of the update `a` with force f, its position x read by the caller:
+// v <- lambda v + f dt / m, x <- x + v dt, both stored into a's arrays (x
+// also left in `x`). kAverageEkin: adds m (|v_old|^2 + |v_new|^2) to ekin2.
+template <bool kAverageEkin>
+__device__ __forceinline__ void leapfrogAtom(const LeapfrogArgs& a, int i, const Vec3f& f, Vec3f& x, float lambda,
+                                             double& ekin2) {
+    const float invMass = a.invMassPerAtom != nullptr ? a.invMassPerAtom[i] : a.invMass;
+    const float s = invMass * a.dt;
+    Vec3f v = a.v[i];
+    const Vec3f vOld = v;
     v.x = lambda * v.x + f.x * s;
     v.y = lambda * v.y + f.y * s;
     v.z = lambda * v.z + f.z * s;
-    x.x += v.x * dt;
-    x.y += v.y * dt;
-    x.z += v.z * dt;
+    x.x += v.x * a.dt;
+    x.y += v.y * a.dt;
+    x.z += v.z * a.dt;
+    a.v[i] = v;
+    a.x[i] = x;
+    if constexpr (kAverageEkin) {
+        const float m = a.invMassPerAtom != nullptr ? 1.0f / invMass : a.mass;
+        ekin2 += static_cast<double>(m * (norm2(vOld) + norm2(v)));
+    }
 }
 
 // Reductions of the update kernels: enough blocks to fill the GPU, few enough

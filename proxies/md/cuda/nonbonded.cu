@@ -388,24 +388,15 @@ __global__ void __launch_bounds__(kThreads)
         const float4 fv = fSlots[slot];
         fSlots[slot] = make_float4(0.f, 0.f, 0.f, 0.f);
         const Vec3f f{fv.x, fv.y, fv.z};
-        const float invMass = a.invMassPerAtom != nullptr ? a.invMassPerAtom[atom] : a.invMass;
         Vec3f x = a.x[atom];
-        Vec3f v = a.v[atom];
-        const Vec3f vOld = v;
         if constexpr (kEnergies) {
             if (!finite3(x) || !finite3(f)) {
                 atomicMin(reinterpret_cast<unsigned*>(firstBad), static_cast<unsigned>(atom));
             }
         }
-        leapfrogStep(x, v, f, lambda, invMass * a.dt, a.dt);
+        leapfrogAtom<kEnergies>(a, atom, f, x, lambda, ekin2);
         forces[atom] = f;
-        a.v[atom] = v;
-        a.x[atom] = x;
         xq[slot] = make_float4(x.x, x.y, x.z, chargeOfSlot[slot]);
-        if constexpr (kEnergies) {
-            const float m = a.invMassPerAtom != nullptr ? 1.0f / invMass : a.mass;
-            ekin2 += static_cast<double>(m * (norm2(vOld) + norm2(v)));
-        }
     }
     if constexpr (kEnergies) blockSumAtomicAdd<kThreads>(0.25 * ekin2, a.averageKineticEnergy);
 }

@@ -299,9 +299,8 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
 // One rank without a halo (Nonbonded::updateLocal): the local list's
 // scatter into dF (stored), the leapfrog update of args (x, v; args.f is not
 // read) and the gather of the new positions into the local slots, in one
-// kernel; with
-// args.averageKineticEnergy also an energy step's kinetic energy and the
-// non-finite check into dFirstBad.
+// kernel; with args.averageKineticEnergy also an energy step's kinetic
+// energy and the non-finite check into dFirstBad.
 void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad,
                        cudaStream_t stream);
 // Adds to *dCount the atom pairs with atomDistance2 < rc2 of the list's

@@ -58,11 +58,11 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
     row("seed", std::to_string(o.seed));
     row("rc", fmt::format("{} nm", o.rc));
     row("nstlist", fmt::format("{} ({})", o.nstlist, o.nstlistReason.empty() ? "set" : o.nstlistReason));
-    row("rlist", o.rlistTolerance > 0.0 && o.rlistTolerance < o.bufferTolerance
-                     ? fmt::format("{:.4g} nm (buffer tolerance {} kJ/mol/ps per atom, held to {:g} for a list "
-                                   "living under {:g} ps)",
-                                   o.rlist, o.bufferTolerance, o.rlistTolerance, kShortListLifePs)
-                     : fmt::format("{:.4g} nm (buffer tolerance {} kJ/mol/ps per atom)", o.rlist, o.bufferTolerance));
+    const bool held = o.rlistTolerance > 0.0 && o.rlistTolerance < o.bufferTolerance;
+    row("rlist", fmt::format("{:.4g} nm (buffer tolerance {} kJ/mol/ps per atom{})", o.rlist, o.bufferTolerance,
+                             held ? fmt::format(", held to {:g} for a list living under {:g} ps", o.rlistTolerance,
+                                                kShortListLifePs)
+                                  : std::string()));
     row("pruning", o.pruneParts > 0 ? fmt::format("{} parts, inner radius {:.4g} nm", o.pruneParts, o.rlistInner)
                                     : std::string("off"));
     const auto because = [](const std::string& value, const std::string& why) {
