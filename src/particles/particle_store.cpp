@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
+#include "particle_kernels.hpp"
 
 namespace haloex::particles {
 
@@ -110,6 +111,17 @@ void ParticleStore::swapNext(int n, cudaStream_t stream) {
     }
     updateCapacity();
     size_ = n;
+}
+
+void ParticleStore::reorder(const int* order, cudaStream_t stream) {
+    if (size_ == 0) return;
+    if (order == nullptr) throwError(ErrorKind::InvalidInput, "ParticleStore::reorder: a null order");
+    // Gathered into the second set, which then becomes current (as a migration does).
+    reserveNext(size_);
+    detail::FieldCopyBatch batch;
+    for (int k = 0; k < numFields(); ++k) batch.add(field(k), nextField(k), elementBytes(k));
+    batch.gather(order, size_, stream);
+    swapNext(size_, stream);
 }
 
 }  // namespace haloex::particles

@@ -10,7 +10,8 @@
 //   - Migrator sends every particle, with all its fields, to the rank the
 //     host's rule assigns (wrap, then plan::Decomposition::ownerRank), keeps
 //     the stayers' order, and refuses non-finite positions and moves of more
-//     than one cell with the particle's id.
+//     than one cell with the particle's id;
+//   - ParticleStore::reorder moves every field alike, bound positions too.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -343,6 +344,49 @@ TEST(DeviceMigration, BindingRefusesANullOrTooSmallArray) {
     EXPECT_FALSE(store.positionsIn(room.data()));
     const std::vector<Vec3f> kept = downloadPointer(store.positions(), 10);
     EXPECT_EQ(kept, x);
+}
+
+// reorder moves every field alike (particle order[i] to place i), in the
+// store's own arrays and in a bound array, and refuses a null order.
+TEST(ParticleStoreReorder, MovesEveryFieldAlikeOwnAndBoundPositions) {
+    HALOEX_REQUIRE_GPU();
+    constexpr int n = 1000;
+    std::vector<Vec3f> x(n), v(n);
+    std::vector<std::int64_t> ids(n);
+    for (int i = 0; i < n; ++i) {
+        x[i] = Vec3f{static_cast<float>(i), 0.5f * static_cast<float>(i), -1.0f};
+        v[i] = Vec3f{-static_cast<float>(i), 2.0f, 3.0f};
+        ids[i] = 1000 + 7LL * i;
+    }
+    std::vector<int> order(n);
+    for (int i = 0; i < n; ++i) order[i] = (i * 389 + 17) % n;  // 389 is prime to 1000: a permutation
+    const cuda::DeviceBuffer<int> dOrder = ht::upload(order);
+    for (const bool bound : {false, true}) {
+        SCOPED_TRACE(bound ? "positions bound to the caller's array" : "positions in the store");
+        particles::ParticleStore store({sizeof(Vec3f), sizeof(std::int64_t)});
+        store.upload(n, {x.data(), v.data(), ids.data()});
+        cuda::DeviceBuffer<Vec3f> array(n + 10);
+        if (bound) {
+            cuda::copyToDeviceNow(array.data(), x.data(), x.size() * sizeof(Vec3f));
+            store.bindPositions(array.data(), n + 10);
+        }
+        cuda::Stream stream;
+        store.reorder(dOrder.data(), stream);
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        EXPECT_EQ(store.size(), n);
+        EXPECT_EQ(store.positionsIn(array.data()), bound);
+        const std::vector<Vec3f> gotX = downloadPointer(store.positions(), n);
+        const std::vector<Vec3f> gotV = downloadPointer(store.fieldAs<Vec3f>(1), n);
+        const std::vector<std::int64_t> gotIds = downloadPointer(store.fieldAs<std::int64_t>(2), n);
+        for (int i = 0; i < n; ++i) {
+            const auto k = static_cast<std::size_t>(order[i]);
+            ASSERT_EQ(gotX[i], x[k]) << "place " << i;
+            ASSERT_EQ(gotV[i], v[k]) << "place " << i;
+            ASSERT_EQ(gotIds[i], ids[k]) << "place " << i;
+        }
+        const std::string null = ht::errorMessageOf([&] { store.reorder(nullptr, stream); });
+        EXPECT_NE(null.find("a null order"), std::string::npos) << null;
+    }
 }
 
 TEST(DeviceMigration, EmptyRanksAndNoMovesAreFine) {

@@ -67,6 +67,13 @@ public:
     /// next set is copied into the bound array, on `stream`).
     void swapNext(int n, cudaStream_t stream = nullptr);
 
+    /// Puts the particles in a new order, every field alike: the particle at
+    /// index order[i] moves to index i, for i < size(). `order` (device
+    /// memory, size() entries) must be a permutation. Enqueued on `stream`
+    /// (bound positions stay in the bound array); no host synchronisation
+    /// unless the second set of arrays has to grow.
+    void reorder(const int* order, cudaStream_t stream);
+
     /// The positions in an array the caller owns instead of the store's own:
     /// `array` already holds the size() positions (the caller put them
     /// there), and every change of the store happens there -- a resize, an
