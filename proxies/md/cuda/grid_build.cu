@@ -308,16 +308,24 @@ int columnsWithHeadroom(int needed, double growth) { return needed + static_cast
 
 void enqueueBoundsAndChoice(DeviceLayout& layout, const Vec3f* dX, const std::uint8_t* dZoneMask, int columnCapacity,
                             cudaStream_t stream) {
-    auto* partials = reinterpret_cast<BoundsPartial*>(layout.boundsPartials.data());
     HALOEX_CUDA_CHECK(cudaMemcpyAsync(layout.sizes.data(), layout.sizesHost.data(), sizeof(BuildSizes),
                                       cudaMemcpyHostToDevice, stream));
-    boundsKernel<<<dim3(kBoundsBlocks, 2), kBoundsThreads, 0, stream>>>(dX, dZoneMask, layout.sizes.data(), partials);
-    HALOEX_CUDA_CHECK_LAUNCH();
-    gridChoiceKernel<<<1, kBoundsThreads, 0, stream>>>(partials, columnCapacity, layout.state.data());
-    HALOEX_CUDA_CHECK_LAUNCH();
+    enqueueGridChoice(dX, dZoneMask, layout.sizes.data(), layout.boundsPartials.data(), columnCapacity,
+                      layout.state.data(), stream);
 }
 
 }  // namespace
+
+std::size_t boundsPartialsBytes() { return 2 * kBoundsBlocks * sizeof(BoundsPartial); }
+
+void enqueueGridChoice(const Vec3f* dX, const std::uint8_t* dZoneMask, const BuildSizes* sizes, unsigned char* partials,
+                       int columnCapacity, GridState* state, cudaStream_t stream) {
+    auto* parts = reinterpret_cast<BoundsPartial*>(partials);
+    boundsKernel<<<dim3(kBoundsBlocks, 2), kBoundsThreads, 0, stream>>>(dX, dZoneMask, sizes, parts);
+    HALOEX_CUDA_CHECK_LAUNCH();
+    gridChoiceKernel<<<1, kBoundsThreads, 0, stream>>>(parts, columnCapacity, state);
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
 
 void reserveLayout(DeviceLayout& layout, int numHome, int numLocal, double growth) {
     layout.numHome = numHome;
@@ -328,7 +336,7 @@ void reserveLayout(DeviceLayout& layout, int numHome, int numLocal, double growt
     layout.sizes.resize(1);
     layout.state.resize(1);
     layout.stateHost.reserve(1);
-    layout.boundsPartials.resize(2 * kBoundsBlocks * sizeof(BoundsPartial));
+    layout.boundsPartials.resize(boundsPartialsBytes());
     layout.atomCapacity = grown(layout.atomCapacity, numLocal, growth);
     layout.columnSort = useColumnSort(layout);
     layout.homeCapacity = grown(layout.homeCapacity, numHome, growth);

@@ -134,6 +134,14 @@ struct BoundsPartial {
     int firstNonFinite;  // INT_MAX if none
 };
 
+// The bounds of the home atoms [0, sizes->numHome) and of the non-padding
+// halo atoms [numHome, numLocal), and the grids chooseGrids() takes from
+// them, into *state (no host read). More columns than columnCapacity, or a
+// non-finite position, mark the state skipped. partials: boundsPartialsBytes().
+std::size_t boundsPartialsBytes();
+void enqueueGridChoice(const Vec3f* dX, const std::uint8_t* dZoneMask, const BuildSizes* sizes, unsigned char* partials,
+                       int columnCapacity, GridState* state, cudaStream_t stream);
+
 // GPU timestamps between the parts of a build (HALOEX_SEARCH_TIMELINE=1, for
 // measurements: the build then runs call by call, never as a graph). The
 // intervals include any wait for the host's next launch.
