@@ -176,12 +176,13 @@ def suite_nstlist(a):
     return {"runs": runs}
 
 
-class Variant(collections.namedtuple("Variant", "transport path graphs launch")):
+class Variant(collections.namedtuple("Variant", "transport path graphs launch sort_atoms")):
     """One multi-rank series: transport, nvshmem path, CUDA graphs (None: the convention, on for nvshmem, off for
-    the baselines) and the nvshmem launch (fused or per-pulse)."""
+    the baselines), the nvshmem launch (fused or per-pulse) and whether the home atoms are put in cell order
+    (haloex-md --sort-atoms 1)."""
 
-    def __new__(cls, transport, path="auto", graphs=None, launch="fused"):
-        return super().__new__(cls, transport, path, graphs, launch)
+    def __new__(cls, transport, path="auto", graphs=None, launch="fused", sort_atoms=False):
+        return super().__new__(cls, transport, path, graphs, launch, sort_atoms)
 
     @property
     def default_graphs(self):
@@ -198,34 +199,43 @@ class Variant(collections.namedtuple("Variant", "transport path graphs launch"))
             out += f" graphs={int(self.use_graphs)}"
         if self.launch != "fused":
             out += f" {self.launch}"
+        if self.sort_atoms:
+            out += " sorted"
         return out
 
     def args(self):
         out = ["--transport", self.transport, "--nvshmem-path", self.path, "--cuda-graphs", str(int(self.use_graphs))]
         if self.launch != "fused":
             out += ["--nvshmem-launch", self.launch]
+        if self.sort_atoms:
+            out += ["--sort-atoms", "1"]
         return out
 
     def settings(self):
         """What the run record says it asked for."""
-        return {"cuda_graphs_requested": self.use_graphs, "nvshmem_launch": self.launch}
+        return {"cuda_graphs_requested": self.use_graphs, "nvshmem_launch": self.launch,
+                "sort_atoms": self.sort_atoms}
 
 
 def parse_variant(text):
-    """'transport[/path][+graphs=0|1][+per-pulse]' (or the label's spaces instead of '+'), e.g. nccl+graphs=1."""
+    """'transport[/path][+graphs=0|1][+per-pulse][+sorted]' (or the label's spaces instead of '+'), e.g.
+    nccl+graphs=1; sorted: the home atoms in cell order (--sort-atoms 1)."""
     words = text.replace("+", " ").split()
     transport, _, path = words[0].partition("/")
-    graphs, launch = None, "fused"
+    graphs, launch, sort_atoms = None, "fused", False
     for w in words[1:]:
         if w in ("graphs=0", "graphs=1"):
             graphs = w.endswith("1")
         elif w in ("per-pulse", "fused"):
             launch = w
+        elif w == "sorted":
+            sort_atoms = True
         else:
-            sys.exit(f"--variants: '{w}' in '{text}': use graphs=0, graphs=1 or per-pulse after transport/path")
+            sys.exit(f"--variants: '{w}' in '{text}': use graphs=0, graphs=1, per-pulse or sorted after "
+                     "transport/path")
     if launch != "fused" and transport != "nvshmem":
         sys.exit(f"--variants '{text}': per-pulse launches exist for nvshmem only")
-    return Variant(transport, path or "auto", graphs, launch)
+    return Variant(transport, path or "auto", graphs, launch, sort_atoms)
 
 
 def parse_variants(text):

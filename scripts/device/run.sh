@@ -735,18 +735,25 @@ stage_short_lists() {
   MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$'\n--nstlist 40 --rlist 0.96' stage_md_variants
 }
 
-# Issue 34 part 4: --fuse-update (one rank: scatter, leapfrog and the next
-# gather in one kernel). Its GPU tests and the MD tests around it, memcheck
-# and racecheck on its test, then the step with and without it at every
-# size, alternating (~4 min on one H200).
+# Issue 34 parts 3 and 4: --fuse-update (one rank: scatter, leapfrog and the
+# next gather in one kernel) and --sort-atoms (home atoms in the pair
+# search's cell order at every search). Their GPU tests and the MD tests
+# around them (2 and 4 ranks under MPS included), memcheck and racecheck on
+# their tests, then the step with neither, either and both at every size,
+# alternating (~7 min on one H200); then the 2-rank step under MPS with and
+# without the cell order (the one-GPU estimate's runs, ~2 min).
 stage_fused_update() {
-  CTEST_R='MdEngineGpu|DeviceMigration|test_md_transports_gpu|NonbondedGpu' stage_ctest_select
+  CTEST_R='MdEngineGpu|DeviceMigration|ParticleStoreReorder|CellOrderGpu|test_md_cell_order_gpu|test_md_transports_gpu|NonbondedGpu' \
+    stage_ctest_select
   local t
   for t in memcheck racecheck; do
-    sanitize_test $t test_md_engine_gpu '*FusedUpdate*' fused "fused update"
+    sanitize_test $t test_md_engine_gpu '*FusedUpdate*:*SortAtoms*' fused "fused update, cell order"
+    sanitize_test $t test_md_cell_order_gpu '*' cellorder "cell order and build"
   done
-  MDV_SIZES="5625 11250 22500 90000" MDV_REPEATS=3 MDV_STEPS=4000 MDV_VARIANTS=$'\n--fuse-update 1' stage_md_variants
-  MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$'\n--fuse-update 1' stage_md_variants
+  local variants=$'\n--fuse-update 1\n--sort-atoms 1\n--fuse-update 1 --sort-atoms 1'
+  MDV_SIZES="5625 11250 22500 90000" MDV_REPEATS=3 MDV_STEPS=4000 MDV_VARIANTS=$variants stage_md_variants
+  MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$variants stage_md_variants
+  ESTIMATE_VARIANTS=nvshmem/direct,nvshmem/direct+sorted ESTIMATE_SIZES=11250,22500 stage_md_estimate
 }
 
 # The "no host synchronisation in a step" claim checked by CUPTI: host-blocking
@@ -917,6 +924,7 @@ stage_md_estimate() {
   start_mps
   python3 "$root/bench/md_bench.py" estimate --build "$build" --ranks 2 --sm-percent "${ESTIMATE_SM:-50}" \
     --repeats "${ESTIMATE_REPEATS:-3}" ${ESTIMATE_SIZES:+--sizes $ESTIMATE_SIZES} ${QUICK:+--quick} \
+    ${ESTIMATE_VARIANTS:+--variants $ESTIMATE_VARIANTS} \
     ${ESTIMATE_PARTS:+--timeline-parts} --out "$out" 2>&1 \
     | tee -a "$summary"
   stop_mps

@@ -143,17 +143,24 @@ class DdSuiteTest(unittest.TestCase):
         self.assertIn("--nvshmem-launch per-pulse", per_pulse)
         self.assertNotIn("--nvshmem-launch", " ".join(by["nvshmem/direct"].args()))
         self.assertEqual(by["nvshmem/direct per-pulse"].settings(),
-                         {"cuda_graphs_requested": True, "nvshmem_launch": "per-pulse"})
+                         {"cuda_graphs_requested": True, "nvshmem_launch": "per-pulse", "sort_atoms": False})
         # The scaling suite keeps the paths it always ran.
         self.assertEqual([v.label for v in md_bench.BASE_VARIANTS],
                          ["staged/auto", "ipc/auto", "nccl/auto", "nvshmem/direct", "nvshmem/tma", "nvshmem/put"])
 
     def test_parse_variants(self):
         self.assertEqual([v.label for v in md_bench.parse_variants("nccl,nccl+graphs=1,nvshmem/direct+per-pulse,"
-                                                                   "nvshmem/tma graphs=0,nvshmem/put+graphs=1")],
+                                                                   "nvshmem/tma graphs=0,nvshmem/put+graphs=1,"
+                                                                   "nvshmem/direct+sorted")],
                          ["nccl/auto", "nccl/auto graphs=1", "nvshmem/direct per-pulse", "nvshmem/tma graphs=0",
-                          "nvshmem/put"])
-        for bad in ("nccl+per-pulse", "nvshmem/direct+graphs=2"):
+                          "nvshmem/put", "nvshmem/direct sorted"])
+        # A label parses back to its variant (the estimate's records name variants by label).
+        for v in md_bench.parse_variants("ipc+sorted,nvshmem/direct graphs=0 sorted"):
+            self.assertEqual(md_bench.parse_variant(v.label), v)
+        sorted_args = " ".join(md_bench.parse_variant("nvshmem/direct+sorted").args())
+        self.assertIn("--sort-atoms 1", sorted_args)
+        self.assertNotIn("--sort-atoms", " ".join(md_bench.parse_variant("nvshmem/direct").args()))
+        for bad in ("nccl+per-pulse", "nvshmem/direct+graphs=2", "nvshmem/direct+sort"):
             with self.assertRaises(SystemExit):
                 md_bench.parse_variants(bad)
 

@@ -158,6 +158,12 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                    "step in one kernel instead of three (the same results bit for bit); 0 or 1")
         ->check(CLI::IsMember({"0", "1"}))
         ->capture_default_str();
+    app.add_option("--sort-atoms", o.sortAtoms,
+                   "GPU, device search: at every search put the home atoms (velocities, types, ids with them) in "
+                   "the pair search's cell order, so that the step's moves between atom and cluster order, and the "
+                   "halo packing, read and write in runs (results agree within float rounding); 0 or 1")
+        ->check(CLI::IsMember({"0", "1"}))
+        ->capture_default_str();
     app.add_flag("--count-api-syncs", o.countApiSyncs,
                  "GPU: count with CUPTI the CUDA calls that block the host inside the steps without search "
                  "(every library's; reported in the summary and the JSON)");

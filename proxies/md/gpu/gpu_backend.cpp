@@ -19,6 +19,7 @@
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
+#include "haloex/md/gpu/cell_order.hpp"
 #include "haloex/md/gpu/integrate.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
 #include "haloex/md/gpu_backend.hpp"
@@ -158,6 +159,12 @@ public:
         particles::MigrationStats migrated = migrator_.beginMigration(home_, decomposition, world, blocks, stream);
         numHome_ = migrated.particles;
         phase("migrate");
+        if (context.sortAtoms && numHome_ > 1) {
+            // Before the plan, whose index maps then walk the sorted atoms.
+            ranges.next("cell order");
+            home_.reorder(cellOrder_.compute(home_.positions(), numHome_, stream), stream);
+            phase("cell order");
+        }
 
         ranges.next("plan");
         homeCharges_.resize(std::max(1, numHome_));
@@ -639,6 +646,7 @@ private:
     particles::ParticleStore home_{{sizeof(Vec3f), sizeof(std::int32_t), sizeof(std::int64_t)}};
     particles::Migrator migrator_{kGlobalId};
     particles::DevicePlanBuilder planBuilder_;
+    gpu::CellOrder cellOrder_;  // --sort-atoms
     cuda::DeviceBuffer<float> homeCharges_;
     bool deviceResident_ = false;
 };

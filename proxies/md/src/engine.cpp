@@ -302,6 +302,9 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
                               "also gets forces from its non-local kernel and the reverse exchange); use "
                               "--fuse-update 0",
                               onGpu ? fmt::format("{} ranks", numRanks) : std::string("the CPU reference")));
+    requireOption(!o.sortAtoms || onGpu,
+                  "--sort-atoms 1 with the CPU reference: the cell order is that of the GPU's pair search; use "
+                  "--device gpu, or --sort-atoms 0");
     if (o.thermoEvery == 0) {
         o.thermoEvery =
             o.steps == kStepsUntilStopped ? kDefaultThermoEveryUntilStopped : std::max<std::int64_t>(1, o.steps / 10);
@@ -438,6 +441,9 @@ struct Engine::Impl {
         summary.backend = e.backend_.description();
         deviceSearch = resolveSearchPlace(o.search, e.backend_.canSearchOnDevice(e.halo_));
         summary.search = deviceSearch ? "device" : "host";
+        requireOption(!o.sortAtoms || deviceSearch,
+                      "--sort-atoms 1 with the search on the host: the cell order is made where the atoms stay on the "
+                      "GPU between searches; use --search device (or auto) with a device transport, or --sort-atoms 0");
         summary.onDevice = e.backend_.memorySpace() == transport::MemorySpace::Device;
         summary.ranks = e.world_.size();
         summary.grid = grid.toString();
@@ -550,6 +556,7 @@ struct Engine::Impl {
         context.dt = e.options_.dt;
         context.useGraphs = cudaGraphsFor(e.options_, e.transport_.name());
         context.fuseUpdate = e.options_.fuseUpdate;
+        context.sortAtoms = e.options_.sortAtoms;
         return context;
     }
 
@@ -1276,10 +1283,10 @@ std::string driftSpanNote(double spanPs) {
 
 std::vector<std::pair<std::string, double>> inStepOrder(const std::map<std::string, double>& parts) {
     // Start-up's own parts first, then a search step's in the order it runs them.
-    static const std::vector<std::string> kOrder{"transport",    "set-up",      "upload",      "download",
-                                                 "buffer check", "migrate",     "plan",        "transport set-up",
-                                                 "positions",    "static data", "pair search", "count check",
-                                                 "synchronise",  "step"};
+    static const std::vector<std::string> kOrder{"transport",        "set-up",      "upload",      "download",
+                                                 "buffer check",     "migrate",     "cell order",  "plan",
+                                                 "transport set-up", "positions",   "static data", "pair search",
+                                                 "count check",      "synchronise", "step"};
     std::vector<std::pair<std::string, double>> out;
     for (const std::string& name : kOrder) {
         if (const auto it = parts.find(name); it != parts.end()) out.emplace_back(*it);

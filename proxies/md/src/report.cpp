@@ -224,6 +224,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"nvshmem_path", o.nvshmemPath},
                      {"nvshmem_launch", o.nvshmemLaunch},
                      {"fuse_update", o.fuseUpdate},
+                     {"sort_atoms", o.sortAtoms},
                      {"gro", o.groFile},
                      {"until_step",
                       o.untilStep == kNoUntilStep ? nlohmann::json(nullptr) : nlohmann::json(o.untilStep)},

@@ -1,7 +1,8 @@
 // The MD engine on one GPU: a single point agrees with the CPU reference
 // backend (every step's energies on every transport: test_md_transports_gpu);
 // the search on the device (atoms stay on the GPU)
-// reproduces the host search's energies; --steps 0 and a SIGTERM stop behave
+// reproduces the host search's energies, and so do the fused update and the
+// atoms in cell order; --steps 0 and a SIGTERM stop behave
 // as on the CPU (without host synchronisations added); and an NVE run
 // conserves energy on both search paths: |drift| of the conserved energy
 // over 10 000 steps of 2 fs, after 2 000 steps in which the lattice start
@@ -25,6 +26,7 @@
 #include "haloex/runtime/world.hpp"
 #include "haloex/transport/registry.hpp"
 #include "haloex/transport/reference.hpp"
+#include "test_refusal.hpp"
 
 namespace {
 
@@ -165,6 +167,48 @@ std::string fusedCaseName(const ::testing::TestParamInfo<bool>& graphs) {
 }
 
 INSTANTIATE_TEST_SUITE_P(GraphsOrScaled, MdEngineGpuFusedUpdate, ::testing::Bool(), fusedCaseName);
+
+// --sort-atoms (home atoms put in the pair search's cell order at every
+// search, gpu::CellOrder) follows the unsorted run: energies within 1e-6
+// relative at every energy step of 25 steps with four searches (the order
+// changes the float sums' order only), with the fused update and without;
+// the search steps report their "cell order" part. With the search on the
+// host it is refused, naming why.
+class MdEngineGpuSortAtoms : public ::testing::TestWithParam<bool> {};
+
+TEST_P(MdEngineGpuSortAtoms, FollowsTheUnsortedRun) {
+    if (!haveGpu()) GTEST_SKIP() << "no GPU visible: the GPU engine test needs one";
+    md::MdOptions o;
+    o.atoms = 6000;
+    o.steps = 25;
+    o.nstlist = 8;
+    o.thermoEvery = 3;
+    o.quiet = true;
+    o.fuseUpdate = GetParam();
+    const auto unsorted = runOnGpu(o, "device");
+    o.sortAtoms = true;
+    const auto sorted = runOnGpu(o, "device");
+    EXPECT_EQ(unsorted.searchPhasesMs.count("cell order"), 0u);
+    EXPECT_EQ(sorted.searchPhasesMs.count("cell order"), 1u);
+    ASSERT_EQ(sorted.energies.size(), unsorted.energies.size());
+    ASSERT_GE(sorted.energies.size(), 9u);
+    for (std::size_t k = 0; k < sorted.energies.size(); ++k) {
+        const auto& a = sorted.energies[k];
+        const auto& b = unsorted.energies[k];
+        SCOPED_TRACE("step " + std::to_string(b.step));
+        ASSERT_EQ(a.step, b.step);
+        EXPECT_NEAR(a.potential, b.potential, 1e-6 * std::abs(b.potential));
+        EXPECT_NEAR(a.kinetic, b.kinetic, 1e-6 * std::abs(b.kinetic));
+        EXPECT_NEAR(a.conserved, b.conserved, 1e-6 * std::abs(b.conserved));
+    }
+    const std::string host = haloex::testing::errorMessageOf([&] { runOnGpu(o, "host"); });
+    EXPECT_NE(host.find("--sort-atoms 1 with the search on the host"), std::string::npos) << host;
+}
+
+INSTANTIATE_TEST_SUITE_P(FusedOrNot, MdEngineGpuSortAtoms, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& fused) {
+                             return fused.param ? "fusedUpdate" : "unfusedUpdate";
+                         });
 
 // --steps 0 on the GPU: the same single-point evaluation as the CPU
 // reference (energies, and the forces recovered from the step's update).

@@ -180,3 +180,17 @@ TEST(RunChecks, TheFusedUpdateIsForOneGpuRank) {
     EXPECT_TRUE(contains(ranks, "use --fuse-update 0")) << ranks;
     EXPECT_TRUE(resolveOptions(o, 1, true).fuseUpdate);
 }
+
+// --sort-atoms orders the GPU's device-resident atoms: the CPU reference
+// refuses it, naming why; a GPU run on any rank count takes it (a search on
+// the host is refused by the engine: test_md_engine_gpu).
+TEST(RunChecks, CellOrderIsForTheGpu) {
+    MdOptions o;
+    o.sortAtoms = true;
+    const std::string cpu = errorMessageOf([&] { resolveOptions(o, 1, false); });
+    EXPECT_TRUE(contains(cpu, "--sort-atoms 1 with the CPU reference")) << cpu;
+    EXPECT_TRUE(contains(cpu, "--sort-atoms 0")) << cpu;
+    EXPECT_TRUE(resolveOptions(o, 1, true).sortAtoms);
+    o.grid = "2x1x1";
+    EXPECT_TRUE(resolveOptions(o, 2, true).sortAtoms);
+}

@@ -1,7 +1,8 @@
 // The MD engine over MPI ranks on GPUs, every device transport against the
 // CPU reference (labels gpu;mpi; np1, np2 and np4 under mpi_gpu_launch: one
 // GPU per rank, or ranks sharing one under MPS, else skipped with the reason).
-// Each transport runs 20 steps with and without CUDA graphs, and its total,
+// Each transport runs 20 steps with and without CUDA graphs, and with graphs
+// and the home atoms in cell order (--sort-atoms), and its total,
 // potential and kinetic energy at every step must equal those of the CPU
 // reference backend on the same ranks and decomposition within 1e-6
 // relative (the bound's derivation is at kRelativeBound). staged, ipc and
@@ -18,6 +19,7 @@
 #include <cstdio>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "haloex/halo/backend.hpp"
@@ -89,9 +91,10 @@ struct GpuRun {
     bool capturable = false;  // the claim of the transport's coordinate/force fast path
 };
 
-GpuRun runOnGpu(runtime::World& world, Backend backend, bool graphs) {
+GpuRun runOnGpu(runtime::World& world, Backend backend, bool graphs, bool sortAtoms) {
     md::MdOptions o = comparedOptions(world.size());
     o.transport = std::string(toString(backend));
+    o.sortAtoms = sortAtoms;
     o.cudaGraphs = graphs;
     o.cudaGraphsGiven = graphs;  // as --cuda-graphs 1 (nccl captures only when given)
     const md::MdOptions resolved = md::resolveOptions(o, world.size(), true);
@@ -126,9 +129,11 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
     }
     const md::RunSummary* cpu = world.rank() == 0 ? &cpuReference(world.size()) : nullptr;
     world.barrier();  // the others wait here, not inside a transport's timed set-up
-    for (const bool graphs : {true, false}) {
-        SCOPED_TRACE(fmt::format("{} on {} ranks, CUDA graphs {}", toString(backend), world.size(), graphs));
-        const GpuRun run = runOnGpu(world, backend, graphs);
+    // With and without graphs; then with the home atoms in cell order (--sort-atoms).
+    for (const auto& [graphs, sortAtoms] : {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}}) {
+        SCOPED_TRACE(fmt::format("{} on {} ranks, CUDA graphs {}, atoms in cell order {}", toString(backend),
+                                 world.size(), graphs, sortAtoms));
+        const GpuRun run = runOnGpu(world, backend, graphs, sortAtoms);
         const md::RunSummary& gpu = run.summary;
         EXPECT_EQ(gpu.steps, kSteps);
         EXPECT_EQ(gpu.transport, toString(backend));
@@ -153,10 +158,11 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
             EXPECT_LE(relative(g.kinetic, c.kinetic), kRelativeBound)
                 << "step " << g.step << ": kinetic " << g.kinetic << " against the CPU's " << c.kinetic;
         }
-        std::printf("%s, %d ranks, graphs %s: %zu energy steps, largest relative difference from the CPU "
+        std::printf("%s, %d ranks, graphs %s%s: %zu energy steps, largest relative difference from the CPU "
                     "reference: total %.2e, potential %.2e, kinetic %.2e (bound %.0e)\n",
                     std::string(toString(backend)).c_str(), world.size(), gpu.graphs ? "on" : "off",
-                    gpu.energies.size(), worstTotal, worstPotential, worstKinetic, kRelativeBound);
+                    sortAtoms ? ", atoms in cell order" : "", gpu.energies.size(), worstTotal, worstPotential,
+                    worstKinetic, kRelativeBound);
     }
 }
 

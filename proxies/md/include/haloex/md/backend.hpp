@@ -76,6 +76,7 @@ struct BackendContext {
     double dt = 0.002;
     bool useGraphs = true;
     bool fuseUpdate = false;  // MdOptions::fuseUpdate (GPU, one rank)
+    bool sortAtoms = false;   // MdOptions::sortAtoms (GPU, device search)
 };
 
 class RankBackend {

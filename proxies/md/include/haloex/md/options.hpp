@@ -112,6 +112,11 @@ struct MdOptions {
     // gather in one kernel (Nonbonded::updateLocal). Off until measured
     // faster (issue 34 part 4); results are the same bit for bit.
     bool fuseUpdate = false;
+    // GPU, device search: the home atoms put in the pair search's cell order
+    // at every search (gpu::CellOrder), so the permutations between atom and
+    // cluster order read and write in runs. Off until measured faster
+    // (issue 34 part 3); results agree within float rounding.
+    bool sortAtoms = false;
     // --cuda-graphs given on the command line: nccl captures only then (its
     // capture is not yet verified on hardware: cudaGraphsFor).
     bool cudaGraphsGiven = false;
