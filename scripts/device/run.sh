@@ -161,7 +161,8 @@ stage_md_scaling() {
 # priority order, every grid's record written as soon as its runs end (a
 # cut-short lease keeps them; bench/md_bench.py dd also rewrites its record
 # after every size): pass 1, the essentials -- nvshmem fused against the
-# CPU-orchestrated transports that matter (nccl with graphs, ipc) at 11 250
+# CPU-orchestrated transports that matter (nccl with graphs, ipc), and
+# nvshmem with the home atoms in cell order (--sort-atoms 1), at 11 250
 # and 22 500 atoms per GPU on the first grid of each GPU count; pass 2,
 # every grid the GPUs allow -- 1-D (2x1x1, 4x1x1), 2-D (2x2x1, 4x2x1), 3-D
 # (2x2x2) and two pulses (8x1x1) -- with nvshmem fused (direct, tma),
@@ -180,7 +181,7 @@ strong_scaling_grids() {
 stage_strong_scaling() {
   note "== strong scaling at 11 250 atoms per GPU ($ngpu GPUs; bench/md_bench.py dd per grid)"
   [ "$ngpu" -ge 2 ] || { note "  needs two or more GPUs: $ngpu visible"; return 1; }
-  local essentials="nvshmem/direct,nccl+graphs=1,ipc"
+  local essentials="nvshmem/direct,nccl+graphs=1,ipc,nvshmem/direct+sorted"
   local rest="nvshmem/tma,nvshmem/direct+graphs=0,nvshmem/direct+per-pulse,staged,nccl,nccl-device"
   local specs spec n grid sizes per dir pass variants first seen ran1=0
   mapfile -t specs < <(strong_scaling_grids)
