@@ -100,7 +100,7 @@ const int* CellOrder::compute(const Vec3f* x, int n, cudaStream_t stream) {
     m.copyPending = true;
     detail::enqueueGridChoice(x, nullptr, m.sizes.data(), m.partials.data(), INT_MAX, m.state.data(), stream);
     cellKeysKernel<<<detail::blocksFor(n, kThreads), kThreads, 0, stream>>>(x, n, m.state.data(), m.keys.data(),
-                                                                           m.atoms.data());
+                                                                            m.atoms.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     bytes = m.cubTemp.size();
     HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(m.cubTemp.data(), bytes, m.keys.data(), m.keysSorted.data(),

@@ -38,7 +38,8 @@ std::vector<int> cellOrderOf(const std::vector<Vec3f>& home) {
     const int* dOrder = order.compute(dX.data(), n, stream);
     std::vector<int> out(home.size());
     if (n > 0) {
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(out.data(), dOrder, out.size() * sizeof(int), cudaMemcpyDeviceToHost, stream));
+        HALOEX_CUDA_CHECK(
+            cudaMemcpyAsync(out.data(), dOrder, out.size() * sizeof(int), cudaMemcpyDeviceToHost, stream));
     }
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
     return out;
@@ -87,8 +88,8 @@ void expectBuildKeepsCellOrder(std::vector<Vec3f> x, std::vector<float> q, std::
         const cuda::DeviceBuffer<std::uint8_t> dZone = upload(zone);
         cuda::Stream stream;
         Nonbonded nb(ff, kRlist);
-        nb.build(dX.data(), dQ.data(), zone.empty() ? nullptr : dZone.data(), numHome, static_cast<int>(x.size()),
-                 box, periodic, stream);
+        nb.build(dX.data(), dQ.data(), zone.empty() ? nullptr : dZone.data(), numHome, static_cast<int>(x.size()), box,
+                 periodic, stream);
         const ClusterLayoutHost layout = nb.copyLayoutToHost();
         EXPECT_EQ(firstOutOfPlace(layout, numHome), "");
         // Without the order the build does move them (else the check proves nothing).
@@ -106,7 +107,8 @@ TEST(CellOrderGpu, TheBuildLeavesWholeSystemsInPlace) {
     HALOEX_REQUIRE_GPU();
     const md::ForceField ff;
     std::vector<haloex::testing::FloatSystem> systems;
-    for (int n : {777, 5000}) systems.push_back(haloex::testing::uniformSystem(n, std::cbrt(n / 100.0) + 0.4, 3 + n, ff));
+    for (int n : {777, 5000})
+        systems.push_back(haloex::testing::uniformSystem(n, std::cbrt(n / 100.0) + 0.4, 3 + n, ff));
     systems.push_back(haloex::testing::latticeSystem(30000, 5, 0.02, ff));
     // Tall columns of many clusters.
     systems.push_back(haloex::testing::uniformSystemInBox(4000, {2.0, 2.0, 10.0}, 9, ff));
@@ -154,7 +156,8 @@ TEST(CellOrderGpu, NoAtomAndOneAtomAreFine) {
         const cuda::DeviceBuffer<Vec3f> dX = upload(s.x);
         const int* dOrder = order.compute(dX.data(), n, stream);
         std::vector<int> got(static_cast<std::size_t>(n));
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(got.data(), dOrder, got.size() * sizeof(int), cudaMemcpyDeviceToHost, stream));
+        HALOEX_CUDA_CHECK(
+            cudaMemcpyAsync(got.data(), dOrder, got.size() * sizeof(int), cudaMemcpyDeviceToHost, stream));
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
         EXPECT_EQ(got, cellOrderOf(s.x)) << n << " atoms";
     }
