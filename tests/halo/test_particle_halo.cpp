@@ -303,7 +303,9 @@ TEST(ParticleHalo, SetPlanBindsTheNewPartitioning) {
         for (int i = 0; i < b.plan(r).numHome; ++i) v[static_cast<std::size_t>(i)] = b.homeIds[r][i];
         halo.gather(v.data());
         for (int i = 0; i < b.plan(r).numLocal; ++i) {
-            if (b.localIds[r][i] >= 0) EXPECT_EQ(v[static_cast<std::size_t>(i)], b.localIds[r][i]) << "local " << i;
+            if (b.localIds[r][i] >= 0) {
+                EXPECT_EQ(v[static_cast<std::size_t>(i)], b.localIds[r][i]) << "local " << i;
+            }
         }
     });
 }

@@ -28,6 +28,7 @@
 /// reserve reallocated it) call setPlan again. Every call is collective and
 /// ordered on `stream` like ParticleHalo's.
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,13 @@ public:
     const transport::TransportCounters& counters() const;
     /// The transport's lines and the exchange's, for a run summary.
     std::vector<std::string> describe() const;
+    /// Device timestamps inside the exchange kernels, a diagnostic
+    /// (transport::CoordinateForceExchange::recordTimestamps): true where the
+    /// exchange records them. Before capturing the exchange in a graph.
+    bool recordExchangeTimestamps(bool on) { return exchange_->recordTimestamps(on); }
+    /// The last forward and reverse kernels' timestamps (synchronises the
+    /// device); empty when not recorded.
+    std::optional<transport::ExchangeTimestamps> lastExchangeTimestamps() const { return exchange_->lastTimestamps(); }
 
 private:
     void requireBound(const char* what) const;

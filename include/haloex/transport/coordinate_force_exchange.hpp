@@ -10,6 +10,8 @@
 ///
 /// Layout of both arrays: home atoms [0, plan.numHome), then each pulse's
 /// received atoms at its recvOffset (plan/particle_plan.hpp), numLocal in all.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +21,28 @@
 #include "haloex/transport/types.hpp"
 
 namespace haloex::transport {
+
+/// Device timestamps of one pulse inside the last exchange kernel of a kind
+/// (CoordinateForceExchange::lastTimestamps): nanoseconds of the GPU's
+/// %globaltimer, comparable within one launch on one GPU only (another GPU's
+/// timer has another origin). 0 where the point does not apply or was not
+/// reached. docs/nvshmem.md, "Inside the exchange kernels".
+struct PulseTimestamps {
+    std::uint64_t start = 0;         ///< the pulse's first block began (after the kernel's prerequisites)
+    std::uint64_t dependencies = 0;  ///< the pulses it waits for had completed (forward: before its forwarded
+                                     ///< entries; reverse: before it sends back); 0 without such pulses
+    std::uint64_t sent = 0;          ///< forward: every block of the pulse had stored its entries
+    std::uint64_t signalled = 0;     ///< the peer was notified (forward: the receiver; reverse: the owner)
+    std::uint64_t received = 0;      ///< this rank's side had arrived (forward: its halo slot; reverse: the
+                                     ///< forces on what it sent)
+    std::uint64_t finished = 0;      ///< forward: the first block had cleared its part of the receive slot;
+                                     ///< reverse: every block had added the forces into the owners
+};
+/// The last forward and reverse kernels' timestamps, per pulse of the plan.
+struct ExchangeTimestamps {
+    std::vector<PulseTimestamps> forward, reverse;
+    std::uint64_t forwardEnd = 0, reverseEnd = 0;  ///< each kernel's last block ended
+};
 
 /// A backend's own coordinate/force exchange on the caller's arrays (see the
 /// file's description); BlockTransport::makeCoordinateForceExchange makes it.
@@ -48,6 +72,20 @@ public:
     virtual const TransportCounters& counters() const = 0;
     /// Lines for a run summary: what the exchange does and chose.
     virtual std::vector<std::string> describe() const { return {}; }
+
+    /// Starts (or stops) recording device timestamps inside the exchange
+    /// kernels; true where this exchange can (the GPU-initiated transports),
+    /// false (and nothing changes) elsewhere. A diagnostic: each kernel then
+    /// reads the GPU's timer a few times per pulse. Call it before capturing
+    /// the exchange in a CUDA graph: the kernels' arguments change.
+    virtual bool recordTimestamps(bool on) {
+        (void)on;
+        return false;
+    }
+    /// The timestamps of the last forward and reverse kernels, after the
+    /// device has finished them (this call synchronises the device); empty
+    /// when not recording.
+    virtual std::optional<ExchangeTimestamps> lastTimestamps() const { return std::nullopt; }
 };
 
 }  // namespace haloex::transport

@@ -169,8 +169,9 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                  "(every library's; reported in the summary and the JSON)");
     app.add_flag("--timeline-parts", o.timelineParts,
                  "GPU: time the step's parts on the device too (forward x, non-local F, reverse f, update, the whole "
-                 "step: three more events a step, on its critical path): the summary's timeline, the JSON and "
-                 "md.log's per-rank split");
+                 "step: three more events a step, on its critical path), and with nvshmem or nccl-device the "
+                 "exchange kernels from timestamps inside them: the summary's timeline, the JSON and md.log's "
+                 "per-rank split");
     app.add_option("--search", o.search,
                    "Where search steps run: device (atoms stay on the GPU: migration, halo plan, static data and pair "
                    "lists built there), host (atoms downloaded and repartitioned on the CPU: the oracle path), or auto "

@@ -559,6 +559,12 @@ private:
         halo.clearForces(local_.get());
         // Without pulses the exchange does nothing in a step, so any step can be captured.
         useGraphs_ = context.useGraphs && (halo.graphCapturable() || plan.pulses.empty());
+        // --timeline-parts: timestamps inside the exchange kernels too, where
+        // they record them (before the step graphs are captured).
+        if (options_.timelineParts && !plan.pulses.empty() && timestampedHalo_ == nullptr &&
+            halo.recordExchangeTimestamps(true)) {
+            timestampedHalo_ = &halo;
+        }
     }
 
     // The last step's timeline (events are re-recorded every step).
@@ -592,6 +598,13 @@ private:
                 return;
             }
             lastForce = std::max(local, nonlocalEndFromLocalStart);
+        }
+        if (parts && haloInLastStep_ && timestampedHalo_ != nullptr) {
+            if (const auto stamps = timestampedHalo_->lastExchangeTimestamps()) {
+                for (const auto& [name, partUs] : exchangeKernelParts(*stamps)) {
+                    timings_.addExchangeKernelPart(name, partUs);
+                }
+            }
         }
         timings_.localUs.push_back(local);
         timings_.nonlocalUs.push_back(nonlocal);
@@ -637,6 +650,8 @@ private:
     std::int64_t graphInstantiations_ = 0, graphUpdates_ = 0;
     std::map<std::string, int> normalGraphNodes_;
     StepTimings timings_;
+    // The halo whose exchange kernels record timestamps (--timeline-parts), or null.
+    CoordinateForceHalo* timestampedHalo_ = nullptr;
     // The coordinates and forces of the local atoms (home, then halo), which
     // the halo exchange reads and writes.
     StepArrays arrays_;

@@ -141,6 +141,23 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                        describe(s.timings.reverseUs).median, describe(s.timings.updateUs).median,
                        describe(s.timings.stepUs).median);
         }
+        for (const char* kind : {"forward", "reverse"}) {
+            // "forward kernel 6.1; p0 stores 1.2, signal 0.6, ..." from "forward p0 stores" and the like.
+            std::string line, pulse;
+            for (const auto& [name, values] : s.timings.exchangeKernelUs) {
+                if (name.rfind(kind, 0) != 0) continue;
+                std::string rest = name.substr(std::string(kind).size() + 1);
+                std::string part = rest;
+                if (const auto space = rest.find(' '); rest[0] == 'p' && space != std::string::npos) {
+                    const std::string thisPulse = rest.substr(0, space);
+                    part = (thisPulse != pulse ? "; " + thisPulse + " " : ", ") + rest.substr(space + 1);
+                    pulse = thisPulse;
+                }
+                if (line.empty() && part.rfind("; ", 0) == 0) part.erase(0, 2);
+                line += fmt::format("{}{:.1f}", part + " ", describe(values).median);
+            }
+            if (!line.empty()) fmt::print(out, "                 inside the {} kernel (us, median): {}\n", kind, line);
+        }
     }
 }
 
@@ -265,6 +282,12 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
             timing["reverse"] = toJson(describe(s.timings.reverseUs));
             timing["update"] = toJson(describe(s.timings.updateUs));
             timing["step"] = toJson(describe(s.timings.stepUs));
+        }
+        // Inside the exchange kernels, from the device's own timer (transport::ExchangeTimestamps).
+        if (!s.timings.exchangeKernelUs.empty()) {
+            nlohmann::json parts = nlohmann::json::object();
+            for (const auto& [name, values] : s.timings.exchangeKernelUs) parts[name] = toJson(describe(values));
+            timing["exchange_kernels"] = parts;
         }
     }
     j["timing"] = timing;

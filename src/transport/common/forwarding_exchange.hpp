@@ -3,7 +3,8 @@
 // state itself (ipc, nvshmem, nccl-device share mappings, watchdogs and
 // signals between their blocks and their MD exchange): it forwards each call
 // to the transport's bindArrays, forwardCoordinates, reverseForces,
-// clearForces and counters. Internal.
+// clearForces and counters, and to its recordTimestamps and lastTimestamps
+// where it has them. Internal.
 #include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::transport {
@@ -22,6 +23,21 @@ public:
     void clearForces(StreamHandle stream) override { transport_.clearForces(stream); }
     bool graphCapturable() const override { return kGraphCapturable; }
     const TransportCounters& counters() const override { return transport_.counters(); }
+    bool recordTimestamps(bool on) override {
+        if constexpr (requires { transport_.recordTimestamps(on); }) {
+            return transport_.recordTimestamps(on);
+        } else {
+            (void)on;
+            return false;
+        }
+    }
+    std::optional<ExchangeTimestamps> lastTimestamps() const override {
+        if constexpr (requires { transport_.lastTimestamps(); }) {
+            return transport_.lastTimestamps();
+        } else {
+            return std::nullopt;
+        }
+    }
 
 private:
     Transport& transport_;

@@ -20,6 +20,22 @@ enum class PathKind : int {
     Put = 2,     // symmetric staging + nvshmem put-with-signal (what InfiniBand needs)
 };
 
+// Device timestamps (CoordinateForceExchange::recordTimestamps): per pulse,
+// kTracePoints values in the order of transport::PulseTimestamps, then one
+// row for the kernel (kTraceKernelEnd). Each is written by one chosen thread
+// with a plain store, so every launch overwrites the last without a reset.
+enum TracePoint : int {
+    kTraceStart = 0,
+    kTraceDependencies = 1,
+    kTraceSent = 2,
+    kTraceSignalled = 3,
+    kTraceReceived = 4,
+    kTraceFinished = 5,
+    kTracePoints = 6,
+};
+inline constexpr int kTraceKernelEnd = kMaxPulses * kTracePoints;  // the kernel's last block ended
+inline constexpr int kTraceWords = kTraceKernelEnd + 1;
+
 template <class T>
 struct PulseRecordOf {
     const int* indexMap = nullptr;  // this rank's send entries (device)
@@ -71,7 +87,8 @@ struct FusedArgsOf {
     int* abortFlag = nullptr;
     std::uint64_t timeoutNs = 0;
     int myPe = 0;
-    int withholdPulse = -1;  // test hook: never signal this pulse (provokes a timeout)
+    int withholdPulse = -1;          // test hook: never signal this pulse (provokes a timeout)
+    std::uint64_t* trace = nullptr;  // device [kTraceWords] of this kernel kind, or null: no timestamps
 };
 
 using PulseRecord = PulseRecordOf<Vec3f>;

@@ -137,6 +137,19 @@ __device__ __forceinline__ void mbarrierWaitParity(std::uint64_t* bar, unsigned 
     }
 }
 
+// Timestamp `point` of pulse p (transport::PulseTimestamps) where the
+// exchange records them; the caller picks the one thread that writes it.
+template <class T>
+__device__ __forceinline__ void stamp(const FusedArgsOf<T>& a, int p, int point) {
+    if (a.trace != nullptr) a.trace[p * kTracePoints + point] = globalTimerNs();
+}
+
+// The index of P, a reference into a.pulses.
+template <class T>
+__device__ __forceinline__ int pulseIndex(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P) {
+    return static_cast<int>(&P - a.pulses);
+}
+
 // Every block of a fused kernel ends here; the last one of the launch that
 // completes the exchange advances the exchange counter, so the next exchange
 // (or graph replay) uses a new value. The block counter wraps to 0 at the end
@@ -146,6 +159,7 @@ __device__ void finishKernel(const FusedArgsOf<T>& a, std::uint64_t seq) {
     if (threadIdx.x == 0) {
         const unsigned total = gridDim.x * gridDim.y;
         const unsigned old = atomicInc(a.kernelBlockCounter, total - 1);
+        if (old == total - 1 && a.trace != nullptr) a.trace[kTraceKernelEnd] = globalTimerNs();
         if (old == total - 1 && a.completesExchange) *reinterpret_cast<volatile std::uint64_t*>(a.sequence) = seq + 1;
     }
 }
@@ -190,7 +204,10 @@ __device__ void forwardDirect(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P
         dst[i] = ExchangeElement<T>::shifted(x[map[i]], P.dim, P.shiftSign, shift);
     }
     if (end > P.numIndependent) {
-        if (threadIdx.x == 0) *okShared = waitForwardDependencies(a, P.waitsForward, seq, ctx);
+        if (threadIdx.x == 0) {
+            *okShared = waitForwardDependencies(a, P.waitsForward, seq, ctx);
+            if (begin <= P.numIndependent) stamp(a, pulseIndex(a, P), kTraceDependencies);
+        }
         __syncthreads();
         if (*okShared) {
             for (int i = max(begin, P.numIndependent) + threadIdx.x; i < end; i += blockDim.x) {
@@ -218,7 +235,10 @@ __device__ void forwardBulk(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, 
         if (c + n > P.numIndependent && !depsDone) {
             // This chunk holds forwarded elements: wait for their pulses (warp-level).
             int waited = 1;
-            if (lane == 0) waited = waitForwardDependencies(a, P.waitsForward, seq, ctx);
+            if (lane == 0) {
+                waited = waitForwardDependencies(a, P.waitsForward, seq, ctx);
+                if (c <= P.numIndependent) stamp(a, pulseIndex(a, P), kTraceDependencies);
+            }
             ok = __shfl_sync(0xffffffffu, waited, 0) != 0;
             depsDone = true;
             if (!ok) break;
@@ -303,6 +323,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
     const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::CoordinateKernel};
     const PulseRecordOf<T>& P = a.pulses[p];
+    if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceStart);
     if (threadIdx.x == 0) okShared = !aborted(ctx);
     __syncthreads();
     if (!okShared) {
@@ -321,6 +342,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
 
     // Notify the receiver once every block of the pulse has packed.
     const bool last = lastBlockOfPulse(a, p, &flag, /*systemRelease=*/true);
+    if (last && threadIdx.x == 0) stamp(a, p, kTraceSent);
     if (last && okShared && p != a.withholdPulse) {
         if (put) {
             const std::size_t bytes = static_cast<std::size_t>(P.sendCount) * sizeof(T);
@@ -333,6 +355,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
         } else if (threadIdx.x == 0) {
             releaseStoreSys(P.peerCoordSignal, seq);
         }
+        if (threadIdx.x == 0) stamp(a, p, kTraceSignalled);
     }
 
     // Return only once this rank's own receive of pulse p has arrived; then
@@ -341,6 +364,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
     if (threadIdx.x == 0) {
         okShared =
             okShared && waitSignalGe(&a.coordSignal[p], seq, ctx, WaitDiagnostics::CoordinateReceive, p, P.recvPe);
+        if (blockIdx.x == 0) stamp(a, p, kTraceReceived);
     }
     __syncthreads();
     cuda::allowDependentGrids();
@@ -349,6 +373,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
         blockRange(P.recvCapacity, 1, begin, end);
         for (int i = begin + threadIdx.x; i < end; i += blockDim.x) a.f[P.recvOffset + i] = T{};
     }
+    if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceFinished);
     finishKernel(a, seq);
 }
 
@@ -370,6 +395,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
     const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::ForceKernel};
     const PulseRecordOf<T>& P = a.pulses[p];
+    if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceStart);
     if (threadIdx.x == 0) okShared = !aborted(ctx);
     __syncthreads();
     if (!okShared) {
@@ -390,6 +416,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
                 okShared = waitSignalGe(&a.doneWords[q], seq, ctx, WaitDiagnostics::ForceDependency, q, a.myPe,
                                         /*systemScope=*/false);
             }
+            if (P.waitsReverse != 0) stamp(a, p, kTraceDependencies);
             // A NIC (put over InfiniBand) reads the data without a GPU
             // acquire: make it visible at system scope first. The direct
             // paths' release store below is cumulative over what this thread
@@ -409,12 +436,14 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
             } else if (threadIdx.x == 0) {
                 releaseStoreSys(P.peerForceSignal, seq);
             }
+            if (threadIdx.x == 0) stamp(a, p, kTraceSignalled);
         }
     }
 
     // Data owner: add the peer's data on the elements this rank sent.
     if (threadIdx.x == 0 && okShared) {
         okShared = waitSignalGe(&a.forceSignal[p], seq, ctx, WaitDiagnostics::ForceReady, p, P.sendPe);
+        if (blockIdx.x == 0) stamp(a, p, kTraceReceived);
     }
     __syncthreads();
     cuda::allowDependentGrids();  // after the wait, as in fusedForward
@@ -430,6 +459,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
     // (local atomics only, read on this GPU or pulled by a peer after a
     // system-scope release by the block that waits for this word).
     const bool last = lastBlockOfPulse(a, p, &flag, /*systemRelease=*/false);
+    if (last && threadIdx.x == 0) stamp(a, p, kTraceFinished);
     if (last && okShared && threadIdx.x == 0) releaseStoreGpu(&a.doneWords[p], seq);
     finishKernel(a, seq);
 }

@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "fused_args.hpp"
@@ -17,6 +19,7 @@
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/plan/particle_plan.hpp"
 #include "haloex/runtime/world.hpp"
+#include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::nvshmem_detail {
 
@@ -26,6 +29,10 @@ struct FusedKernelState {
     cuda::DeviceBuffer<std::uint64_t> doneWords;  // [kMaxPulses]
     cuda::DeviceBuffer<unsigned> pulseCounters;   // [kMaxPulses]
     cuda::DeviceBuffer<unsigned> kernelCounter;   // [1]
+    cuda::DeviceBuffer<std::uint64_t> trace;      // [kTraceWords] while timestamps are recorded, else empty
+    std::uint64_t* tracePointer() const {
+        return trace.size() > 0 ? const_cast<std::uint64_t*>(trace.data()) : nullptr;
+    }
     void allocate() {
         sequence.resize(1);
         doneWords.resizeZeroed(kMaxPulses);
@@ -35,6 +42,41 @@ struct FusedKernelState {
         cuda::copyToDeviceNow(sequence.data(), &one, sizeof one);
     }
 };
+
+// Device timestamps of both kernel kinds on (zeroed buffers; the launches'
+// arguments point at them from now on) or off. Always possible: true.
+inline bool recordFusedTimestamps(FusedKernelState& coordinates, FusedKernelState& forces, bool on) {
+    for (FusedKernelState* state : {&coordinates, &forces}) {
+        if (on && state->trace.size() == 0) {
+            state->trace.resizeZeroed(kTraceWords);
+        } else if (!on) {
+            state->trace = cuda::DeviceBuffer<std::uint64_t>();
+        }
+    }
+    return true;
+}
+
+// The last launches' timestamps for a plan of numPulses pulses (synchronises
+// the device), or none when not recording.
+inline std::optional<transport::ExchangeTimestamps> readFusedTimestamps(const FusedKernelState& coordinates,
+                                                                        const FusedKernelState& forces, int numPulses) {
+    if (coordinates.trace.size() == 0 || forces.trace.size() == 0) return std::nullopt;
+    std::uint64_t words[2][kTraceWords];
+    HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+    HALOEX_CUDA_CHECK(cudaMemcpy(words[0], coordinates.trace.data(), sizeof words[0], cudaMemcpyDeviceToHost));
+    HALOEX_CUDA_CHECK(cudaMemcpy(words[1], forces.trace.data(), sizeof words[1], cudaMemcpyDeviceToHost));
+    transport::ExchangeTimestamps out;
+    for (int kind = 0; kind < 2; ++kind) {
+        auto& pulses = kind == 0 ? out.forward : out.reverse;
+        for (int p = 0; p < std::min(numPulses, kMaxPulses); ++p) {
+            const std::uint64_t* w = words[kind] + static_cast<std::ptrdiff_t>(p) * kTracePoints;
+            pulses.push_back({w[kTraceStart], w[kTraceDependencies], w[kTraceSent], w[kTraceSignalled],
+                              w[kTraceReceived], w[kTraceFinished]});
+        }
+        (kind == 0 ? out.forwardEnd : out.reverseEnd) = words[kind][kTraceKernelEnd];
+    }
+    return out;
+}
 
 // Pulse p's record as the plan gives it: counts, offsets, peers, shift and
 // the dependency masks; the transport adds the paths and peer pointers.

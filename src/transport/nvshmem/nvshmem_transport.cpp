@@ -177,6 +177,12 @@ public:
         }
     }
 
+    // Device timestamps inside the fused kernels (CoordinateForceExchange::recordTimestamps).
+    bool recordTimestamps(bool on) { return recordFusedTimestamps(coordState_, forceState_, on); }
+    std::optional<ExchangeTimestamps> lastTimestamps() const {
+        return readFusedTimestamps(coordState_, forceState_, static_cast<int>(plan_.pulses.size()));
+    }
+
     void clearForces(StreamHandle stream) {
         // Home atoms (and alignment padding before the first slot); the halo
         // slots are cleared by the next forward, after the peers pulled them.
@@ -351,6 +357,7 @@ private:
         a.timeoutNs = timeoutNs_;
         a.myPe = world_.rank();
         a.withholdPulse = withholdPulse_;
+        a.trace = state.tracePointer();
         return a;
     }
 

@@ -142,6 +142,12 @@ public:
         launchLoadStoreReverse(baseArgs(forceState_), blocksPerPulse_, static_cast<cudaStream_t>(stream));
     }
 
+    // Device timestamps inside the fused kernels (CoordinateForceExchange::recordTimestamps).
+    bool recordTimestamps(bool on) { return recordFusedTimestamps(coordState_, forceState_, on); }
+    std::optional<ExchangeTimestamps> lastTimestamps() const {
+        return readFusedTimestamps(coordState_, forceState_, static_cast<int>(plan_.pulses.size()));
+    }
+
     void clearForces(StreamHandle stream) {
         // Home atoms (and the padding before the first slot); the halo slots
         // are cleared by the next forward, after the peers pulled them.
@@ -302,6 +308,7 @@ private:
         a.abortFlag = abortFlag_.data();
         a.timeoutNs = timeoutNs_;
         a.myPe = world_.rank();
+        a.trace = state.tracePointer();
         return a;
     }
 

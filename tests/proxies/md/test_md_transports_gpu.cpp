@@ -91,7 +91,7 @@ struct GpuRun {
     bool capturable = false;  // the claim of the transport's coordinate/force fast path
 };
 
-GpuRun runOnGpu(runtime::World& world, Backend backend, bool graphs, bool sortAtoms) {
+GpuRun runOnGpu(runtime::World& world, Backend backend, bool graphs, bool sortAtoms, bool timelineParts) {
     md::MdOptions o = comparedOptions(world.size());
     o.transport = std::string(toString(backend));
     o.sortAtoms = sortAtoms;
@@ -105,7 +105,9 @@ GpuRun runOnGpu(runtime::World& world, Backend backend, bool graphs, bool sortAt
     GpuRun run;
     const auto fastPath = transport->makeCoordinateForceExchange();
     run.capturable = fastPath != nullptr && fastPath->graphCapturable();
-    auto gpu = md::makeGpuBackend({});
+    md::GpuBackendOptions backendOptions;
+    backendOptions.timelineParts = timelineParts;
+    auto gpu = md::makeGpuBackend(backendOptions);
     md::Engine engine(resolved, world, *transport, *gpu);
     run.summary = engine.run();
     return run;
@@ -133,13 +135,31 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
     for (const auto& [graphs, sortAtoms] : {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}}) {
         SCOPED_TRACE(fmt::format("{} on {} ranks, CUDA graphs {}, atoms in cell order {}", toString(backend),
                                  world.size(), graphs, sortAtoms));
-        const GpuRun run = runOnGpu(world, backend, graphs, sortAtoms);
+        // The last run also records the timeline's parts (and timestamps inside the exchange kernels).
+        const GpuRun run = runOnGpu(world, backend, graphs, sortAtoms, /*timelineParts=*/sortAtoms);
         const md::RunSummary& gpu = run.summary;
         EXPECT_EQ(gpu.steps, kSteps);
         EXPECT_EQ(gpu.transport, toString(backend));
         // The graph path ran wherever the exchange can be captured, and on
         // one rank with any transport (no halo, nothing is exchanged in a step).
         EXPECT_EQ(gpu.graphs, graphs && (run.capturable || world.size() == 1));
+        if (sortAtoms) {
+            // The GPU-initiated transports time their kernels from inside
+            // (--timeline-parts), the others do not; one rank exchanges nothing.
+            const bool fused = backend == Backend::Nvshmem || backend == Backend::NcclDevice;
+            const auto& parts = gpu.timings.exchangeKernelUs;
+            if (!fused || world.size() == 1) {
+                EXPECT_TRUE(parts.empty()) << parts.size() << " parts, the first " << parts.front().first;
+            } else {
+                for (const char* name : {"forward kernel", "forward p0 stores", "forward p0 until received",
+                                         "reverse kernel", "reverse p0 until received"}) {
+                    const auto it =
+                        std::find_if(parts.begin(), parts.end(), [&](const auto& part) { return part.first == name; });
+                    ASSERT_NE(it, parts.end()) << name;
+                    EXPECT_EQ(it->second.size(), static_cast<std::size_t>(gpu.timings.samples)) << name;
+                }
+            }
+        }
         if (cpu == nullptr) continue;                                          // rank 0 holds the energies and compares
         ASSERT_EQ(gpu.energies.size(), static_cast<std::size_t>(kSteps) + 1);  // steps 0 to 20
         ASSERT_EQ(cpu->energies.size(), gpu.energies.size());

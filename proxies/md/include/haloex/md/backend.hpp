@@ -9,6 +9,7 @@
 #include <map>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "haloex/core/error.hpp"
@@ -53,7 +54,10 @@ struct EnergyTerms {
 //   step         the whole step on the device, local start to the step's end
 // One rank (no halo): nonlocal, nonoverlap and the three parts are 0. The
 // parts, update and step only with GpuBackendOptions::timelineParts (else
-// empty).
+// empty). exchangeKernelUs, also with timelineParts and a transport whose
+// kernels record timestamps (the GPU-initiated ones): inside the forward and
+// reverse kernels, per pulse, from the device's own timer
+// (transport::ExchangeTimestamps; names as exchangeKernelParts makes them).
 struct StepTimings {
     std::int64_t samples = 0;
     // "device": GPU events on the stream (the above); "host": the CPU
@@ -63,7 +67,31 @@ struct StepTimings {
     std::string clock = "device";
     std::vector<double> localUs, nonlocalUs, nonoverlapUs;
     std::vector<double> forwardUs, nonlocalForceUs, reverseUs, updateUs, stepUs;
+    // In the order first seen (exchangeKernelParts' order).
+    std::vector<std::pair<std::string, std::vector<double>>> exchangeKernelUs;
+    void addExchangeKernelPart(const std::string& name, double us) {
+        for (auto& [known, values] : exchangeKernelUs) {
+            if (known == name) {
+                values.push_back(us);
+                return;
+            }
+        }
+        exchangeKernelUs.push_back({name, {us}});
+    }
 };
+
+// The parts of one exchange inside its kernels, µs, by name: "forward
+// kernel" and "reverse kernel" (first pulse's start to the last block's
+// end), then per pulse p "forward p<p> stores" (start to every block's
+// entries stored; the wait for earlier pulses included), "... until
+// dependencies" (start to those pulses' arrival), "... signal" (stored to the
+// receiver notified), "... until received" (start to this rank's own halo
+// slot filled: the peer's side), "... clear" (received to the slot cleared);
+// "reverse p<p> until dependencies", "... signal" (start to the owner
+// notified), "... until received" (start to the peer's forces on what this
+// rank sent), "... accumulate" (received to every block's sums). A part
+// whose two points were not both reached is left out.
+std::vector<std::pair<std::string, double>> exchangeKernelParts(const transport::ExchangeTimestamps& t);
 
 struct BackendContext {
     const ForceField* forceField = nullptr;
