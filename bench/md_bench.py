@@ -345,7 +345,7 @@ def suite_dd(a, save=lambda partial: None):
         if not a.dry_run:
             print(f"{n:>8} 1 GPU:          {describe(r)}", flush=True)
         for v in variants:
-            args = common + v.args() + ["--grid", a.grid] + shared
+            args = common + v.args() + ["--grid", a.grid] + shared + (["--timeline-parts"] if a.timeline_parts else [])
             r = run_md(a.build, a.ranks, args, a.timeout, a.dry_run)
             r.update(label=v.label, **v.settings())
             runs.append(r)
@@ -354,9 +354,18 @@ def suite_dd(a, save=lambda partial: None):
                 continue
             timeline = (f"; steady timeline: local {fmt(t.get('local_us'))} non-local {fmt(t.get('nonlocal_us'))} "
                         f"non-overlap {fmt(t.get('nonoverlap_us'))} us") if "local_us" in t else ""
-            print(f"{n:>8} {v.label:14}: {describe(r)}{timeline}", flush=True)
+            print(f"{n:>8} {v.label:14}: {describe(r)}{timeline}{exchange_kernels(t)}", flush=True)
         save({"runs": runs, "complete": False})
     return {"runs": runs, "complete": True}
+
+
+def exchange_kernels(timing):
+    """'; inside the kernels: forward kernel 6.1, ...' (medians, us) from a run's timing.exchange_kernels, or ''."""
+    parts = timing.get("exchange_kernels") or {}
+    shown = [(name, parts[name].get("median")) for name in
+             ("forward kernel", "forward p0 stores", "forward p0 until received", "reverse kernel",
+              "reverse p0 until received", "reverse p0 accumulate") if name in parts]
+    return "; inside the kernels: " + ", ".join(f"{name} {fmt(v)}" for name, v in shown) if shown else ""
 
 
 def suite_estimate(a, save=lambda partial: None):
@@ -385,7 +394,8 @@ def suite_estimate(a, save=lambda partial: None):
                            ("local", "nonlocal", "nonoverlap", "forward", "nonlocal_force", "reverse", "update",
                             "step")}
                     timeline = "; timeline medians " + ", ".join(f"{k} {fmt(v)}" for k, v in med.items() if v is not None)
-                print(f"{n:>7}/rank {label:16} (repeat {repeat}): {describe(r)}{timeline}", flush=True)
+                print(f"{n:>7}/rank {label:16} (repeat {repeat}): {describe(r)}{timeline}{exchange_kernels(t)}",
+                      flush=True)
             save({"runs": runs, "complete": False})
     return {"runs": runs, "complete": True}
 
@@ -400,9 +410,11 @@ def parser():
     p.add_argument("--shared-gpus", action="store_true", help="ranks share GPUs (correctness only, not timings)")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--sizes", help="comma-separated atom counts, instead of the default series")
-    p.add_argument("--variants", help="dd, scaling: comma-separated transport[/path][+graphs=0|1][+per-pulse], e.g. "
-                                      "nccl,nccl+graphs=1,nvshmem/tma,nvshmem/direct+per-pulse (default dd: every "
-                                      "path and the ablations; scaling: every path)")
+    p.add_argument("--variants", help="dd, scaling, estimate: comma-separated "
+                                      "transport[/path][+graphs=0|1][+per-pulse][+sorted], e.g. "
+                                      "nccl,nccl+graphs=1,nvshmem/tma,nvshmem/direct+per-pulse,nvshmem/direct+sorted "
+                                      "(default dd: every path and the ablations; scaling: every path; estimate: "
+                                      "nvshmem/direct,ipc)")
     p.add_argument("--nstlists", help="nstlist: comma-separated fixed nstlist values (default 40,50,80,100,150)")
     p.add_argument("--rank-counts", help="scaling: comma-separated rank counts (one rank per GPU), e.g. 2,4,8")
     p.add_argument("--dry-run", action="store_true", help="print the runs (dd, scaling) instead of making them")
@@ -410,8 +422,9 @@ def parser():
     p.add_argument("--sm-percent", type=int, default=50, help="estimate: each rank's share of the SMs under MPS")
     p.add_argument("--repeats", type=int, default=3, help="estimate: repeats, in alternating order")
     p.add_argument("--timeline-parts", action="store_true",
-                   help="estimate: haloex-md --timeline-parts (the non-local path's parts; their events sit on the "
-                        "step's critical path and may lengthen it: take the totals from a run without)")
+                   help="dd, estimate: haloex-md --timeline-parts on the multi-rank runs (the non-local path's parts "
+                        "and, with nvshmem or nccl-device, the exchange kernels' own; their events sit on the step's "
+                        "critical path and may lengthen it: take the totals from a run without)")
     p.add_argument("--mpirun", default=MPIRUN, help="launcher command (default %(default)s)")
     p.add_argument("--mpirun-args", default=MPIRUN_ARGS, help="launcher arguments before -np (default '%(default)s')")
     p.add_argument("--out", default=os.path.join(ROOT, "bench", "results"))
@@ -423,7 +436,7 @@ def suite_settings(a):
     return {"suite": a.suite, "ranks": a.ranks if a.suite in ("dd", "estimate") else 1, "grid": a.grid,
             "quick": a.quick, "sm_percent": a.sm_percent if a.suite == "estimate" else None,
             "repeats": a.repeats if a.suite == "estimate" else None,
-            "timeline_parts": a.timeline_parts if a.suite == "estimate" else None,
+            "timeline_parts": a.timeline_parts if a.suite in ("dd", "estimate") else None,
             "shared_gpus": a.shared_gpus, "rank_counts": a.rank_counts, "sizes": a.sizes, "variants": a.variants,
             "nstlists": a.nstlists,
             "timeout_s": a.timeout, "build": a.build,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -170,7 +170,8 @@ stage_md_scaling() {
 # contribute), staged, nccl without graphs and nccl-device. Each run is set
 # against one GPU with the same system. Records packed into
 # strong-scaling.tar.gz. SS_SIZES (per GPU), SS_GRIDS ("4:2x2x1 ..."),
-# SS_PASSES ("1", "2" or "1 2") override.
+# SS_PASSES ("1", "2" or "1 2") override; SS_RAN1=1: pass 1 of this series
+# already ran in this lease (its records are kept and packed again).
 strong_scaling_grids() {
   local specs=(2:2x1x1)
   [ "$ngpu" -ge 4 ] && specs+=(4:4x1x1 4:2x2x1)
@@ -185,8 +186,9 @@ stage_strong_scaling() {
   local rest="nvshmem/tma,nvshmem/direct+graphs=0,nvshmem/direct+per-pulse,staged,nccl,nccl-device"
   local specs spec n grid sizes per dir pass variants first seen ran1=0
   mapfile -t specs < <(strong_scaling_grids)
-  [[ " ${SS_PASSES:-1 2} " == *" 1 "* ]] && ran1=1
-  rm -rf "$out/strong-scaling"
+  [[ " ${SS_PASSES:-1 2} " == *" 1 "* || -n "${SS_RAN1:-}" ]] && ran1=1
+  # A later pass of the same series (SS_RAN1) adds to the records and the tarball.
+  [ -n "${SS_RAN1:-}" ] || rm -rf "$out/strong-scaling"
   for pass in ${SS_PASSES:-1 2}; do
     seen=""
     for spec in "${specs[@]}"; do
@@ -214,7 +216,23 @@ stage_strong_scaling() {
       (cd "$out" && tar czf strong-scaling.tar.gz strong-scaling)
     done
   done
-  rm -rf "$out/strong-scaling"
+}
+
+# Issue 33 part 1: the multi-rank step's account from device timestamps --
+# the step's parts and the exchange kernels' own (--timeline-parts: stores,
+# signal, the wait for the peer, clearing, accumulation per pulse) -- at
+# 11 250 and 22 500 atoms per GPU, nvshmem direct with and without the home
+# atoms in cell order, on 2 GPUs; on one GPU, 2 ranks sharing it under MPS
+# (not a multi-GPU figure: the timestamps still split the kernels). ~2 min.
+stage_exchange_account() {
+  local shared=() mps=0
+  if [ "$ngpu" -lt 2 ]; then shared=(--shared-gpus); mps=1; start_mps; fi
+  note "== the multi-rank step's account (--timeline-parts), 2 ranks on $([ $mps = 1 ] && echo "one GPU under MPS" || echo "2 GPUs")"
+  python3 "$root/bench/md_bench.py" dd --build "$build" --ranks 2 --grid 2x1x1 --sizes 22500,45000 \
+    --variants nvshmem/direct,nvshmem/direct+sorted --timeline-parts "${shared[@]}" --out "$out/exchange-account" \
+    ${QUICK:+--quick} 2>&1 | tee -a "$summary"
+  [ $mps = 1 ] && stop_mps
+  return 0
 }
 
 # One command per multi-GPU kind: the measurements first (a lease may be
@@ -222,8 +240,10 @@ stage_strong_scaling() {
 # cannot share), the micro-benchmarks, Jacobi and GROMACS where its package
 # was carried (GMX_TARBALL). Run as: run.sh build multi-gpu
 stage_multi_gpu() {
-  note "== multi-GPU ($ngpu GPUs): strong-scaling, test-gpu, commbench, jacobi, md-dd (all sizes), gromacs"
-  stage_strong_scaling || note "stage strong-scaling FAILED"
+  note "== multi-GPU ($ngpu GPUs): strong-scaling essentials, exchange-account, strong-scaling rest, test-gpu, commbench, jacobi, md-dd (all sizes), gromacs"
+  SS_PASSES=1 stage_strong_scaling || note "stage strong-scaling (essentials) FAILED"
+  stage_exchange_account || note "stage exchange-account FAILED"
+  SS_PASSES=2 SS_RAN1=1 stage_strong_scaling || note "stage strong-scaling (the rest) FAILED"
   stage_test_gpu || note "stage test-gpu FAILED"
   stage_commbench || note "stage commbench FAILED"
   JACOBI_NP=$ngpu stage_jacobi || note "stage jacobi FAILED"

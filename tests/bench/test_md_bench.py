@@ -164,6 +164,13 @@ class DdSuiteTest(unittest.TestCase):
             with self.assertRaises(SystemExit):
                 md_bench.parse_variants(bad)
 
+    def test_exchange_kernels_line(self):
+        timing = {"exchange_kernels": {"forward kernel": {"median": 6.12}, "reverse kernel": {"median": 4.0},
+                                       "forward p1 stores": {"median": 1.0}}}
+        self.assertEqual(md_bench.exchange_kernels(timing),
+                         "; inside the kernels: forward kernel 6.1, reverse kernel 4.0")
+        self.assertEqual(md_bench.exchange_kernels({}), "")
+
     def test_dd_records_the_asked_settings(self):
         with tempfile.TemporaryDirectory() as tmp:
             os.makedirs(os.path.join(tmp, "build", "bin"))
