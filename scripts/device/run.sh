@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account step-tests roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -756,21 +756,26 @@ stage_short_lists() {
   MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$'\n--nstlist 40 --rlist 0.96' stage_md_variants
 }
 
-# Issue 34 parts 3 and 4: --fuse-update (one rank: scatter, leapfrog and the
-# next gather in one kernel) and --sort-atoms (home atoms in the pair
-# search's cell order at every search). Their GPU tests and the MD tests
-# around them (2 and 4 ranks under MPS included), memcheck and racecheck on
-# their tests, then the step with neither, either and both at every size,
-# alternating (~7 min on one H200); then the 2-rank step under MPS with and
-# without the cell order (the one-GPU estimate's runs, ~2 min).
-stage_fused_update() {
-  CTEST_R='MdEngineGpu|DeviceMigration|ParticleStoreReorder|CellOrderGpu|test_md_cell_order_gpu|test_md_transports_gpu|NonbondedGpu' \
+# Issue 34 parts 3 and 4 and issue 33's timestamps, verified: the GPU tests
+# of --fuse-update (one rank: scatter, leapfrog and the next gather in one
+# kernel), --sort-atoms (home atoms in the pair search's cell order at every
+# search) and the exchange kernels' timestamps, with the MD tests around
+# them (2 and 4 ranks under MPS included); memcheck and racecheck on their
+# tests (~6 min on one H200). Then stage fused-update measures them.
+stage_step_tests() {
+  CTEST_R='MdEngineGpu|DeviceMigration|ParticleStoreReorder|CellOrderGpu|test_md_cell_order_gpu|test_md_transports_gpu|NonbondedGpu|test_md_exchange_parts' \
     stage_ctest_select
   local t
   for t in memcheck racecheck; do
     sanitize_test $t test_md_engine_gpu '*FusedUpdate*:*SortAtoms*' fused "fused update, cell order"
     sanitize_test $t test_md_cell_order_gpu '*' cellorder "cell order and build"
   done
+}
+
+# The step with neither, either and both of --fuse-update and --sort-atoms at
+# every size, alternating (~4 min on one H200); then the 2-rank step under
+# MPS with and without the cell order (the one-GPU estimate's runs, ~2 min).
+stage_fused_update() {
   local variants=$'\n--fuse-update 1\n--sort-atoms 1\n--fuse-update 1 --sort-atoms 1'
   MDV_SIZES="5625 11250 22500 90000" MDV_REPEATS=3 MDV_STEPS=4000 MDV_VARIANTS=$variants stage_md_variants
   MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$variants stage_md_variants
