@@ -40,8 +40,10 @@ struct PulseTimestamps {
 };
 /// The last forward and reverse kernels' timestamps, per pulse of the plan.
 struct ExchangeTimestamps {
-    std::vector<PulseTimestamps> forward, reverse;
-    std::uint64_t forwardEnd = 0, reverseEnd = 0;  ///< each kernel's last block ended
+    std::vector<PulseTimestamps> forward;  ///< the coordinate kernel's, per pulse
+    std::vector<PulseTimestamps> reverse;  ///< the force kernel's, per pulse
+    std::uint64_t forwardEnd = 0;          ///< the coordinate kernel's last block ended
+    std::uint64_t reverseEnd = 0;          ///< the force kernel's last block ended
 };
 
 /// A backend's own coordinate/force exchange on the caller's arrays (see the
