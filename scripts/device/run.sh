@@ -222,16 +222,22 @@ stage_strong_scaling() {
 # the step's parts and the exchange kernels' own (--timeline-parts: stores,
 # signal, the wait for the peer, clearing, accumulation per pulse) -- at
 # 11 250 and 22 500 atoms per GPU, nvshmem direct with and without the home
-# atoms in cell order, on 2 GPUs; on one GPU, 2 ranks sharing it under MPS
-# (not a multi-GPU figure: the timestamps still split the kernels). ~2 min.
+# atoms in cell order: 2x1x1 (one pulse), then 2x2x1 (two pulses, the second
+# forwarding what the first brought: the dependency waits) where 4 GPUs are
+# lent. On fewer GPUs than ranks the ranks share them under MPS (not a
+# multi-GPU figure: the timestamps still split the kernels). ~4 min.
 stage_exchange_account() {
-  local shared=() mps=0
-  if [ "$ngpu" -lt 2 ]; then shared=(--shared-gpus); mps=1; start_mps; fi
-  note "== the multi-rank step's account (--timeline-parts), 2 ranks on $([ $mps = 1 ] && echo "one GPU under MPS" || echo "2 GPUs")"
-  python3 "$root/bench/md_bench.py" dd --build "$build" --ranks 2 --grid 2x1x1 --sizes 22500,45000 \
-    --variants nvshmem/direct,nvshmem/direct+sorted --timeline-parts "${shared[@]}" --out "$out/exchange-account" \
-    ${QUICK:+--quick} 2>&1 | tee -a "$summary"
-  [ $mps = 1 ] && stop_mps
+  local spec ranks grid sizes shared mps
+  for spec in 2:2x1x1:22500,45000 4:2x2x1:45000,90000; do
+    IFS=: read -r ranks grid sizes <<<"$spec"
+    shared=(); mps=0
+    if [ "$ngpu" -lt "$ranks" ]; then shared=(--shared-gpus); mps=1; start_mps; fi
+    note "== the multi-rank step's account (--timeline-parts), $ranks ranks $grid on $([ $mps = 1 ] && echo "one GPU under MPS" || echo "$ranks GPUs")"
+    python3 "$root/bench/md_bench.py" dd --build "$build" --ranks "$ranks" --grid "$grid" --sizes "$sizes" \
+      --variants nvshmem/direct,nvshmem/direct+sorted --timeline-parts "${shared[@]}" \
+      --out "$out/exchange-account-$grid" ${QUICK:+--quick} 2>&1 | tee -a "$summary"
+    [ $mps = 1 ] && stop_mps
+  done
   return 0
 }
 
