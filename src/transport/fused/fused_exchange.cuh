@@ -204,14 +204,19 @@ __device__ void forwardDirect(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P
         dst[i] = ExchangeElement<T>::shifted(x[map[i]], P.dim, P.shiftSign, shift);
     }
     if (end > P.numIndependent) {
+        // This thread's first forwarded entry's index, loaded before the wait
+        // (the map is the plan's, not the peer's): after the wait that entry
+        // is one dependent load away instead of two.
+        const int first = max(begin, P.numIndependent) + threadIdx.x;
+        const int firstIndex = first < end ? map[first] : 0;
         if (threadIdx.x == 0) {
             *okShared = waitForwardDependencies(a, P.waitsForward, seq, ctx);
             if (begin <= P.numIndependent) stamp(a, pulseIndex(a, P), kTraceDependencies);
         }
         __syncthreads();
         if (*okShared) {
-            for (int i = max(begin, P.numIndependent) + threadIdx.x; i < end; i += blockDim.x) {
-                dst[i] = ExchangeElement<T>::shifted(x[map[i]], P.dim, P.shiftSign, shift);
+            for (int i = first; i < end; i += blockDim.x) {
+                dst[i] = ExchangeElement<T>::shifted(x[i == first ? firstIndex : map[i]], P.dim, P.shiftSign, shift);
             }
         }
     }
@@ -232,6 +237,13 @@ __device__ void forwardBulk(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, 
     int buffer = 0;
     for (int c = begin + warp * kTmaElements; c < end && ok; c += kWarps * kTmaElements) {
         const int n = min(kTmaElements, end - c);
+        // The chunk's indices before any wait (the map is the plan's, not the
+        // peer's): after a dependency wait the gather is one load away.
+        int index[kTmaElementsPerLane];
+        for (int k = 0; k < kTmaElementsPerLane; ++k) {
+            const int j = lane + 32 * k;
+            index[k] = j < n ? map[c + j] : 0;
+        }
         if (c + n > P.numIndependent && !depsDone) {
             // This chunk holds forwarded elements: wait for their pulses (warp-level).
             int waited = 1;
@@ -248,8 +260,7 @@ __device__ void forwardBulk(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, 
         T* smem = tmaBuffer[warp][buffer];
         for (int k = 0; k < kTmaElementsPerLane; ++k) {
             const int j = lane + 32 * k;
-            const int i = c + j;
-            smem[j] = i < c + n ? ExchangeElement<T>::shifted(x[map[i]], P.dim, P.shiftSign, shift) : T{};
+            smem[j] = j < n ? ExchangeElement<T>::shifted(x[index[k]], P.dim, P.shiftSign, shift) : T{};
         }
         fenceProxyAsyncSharedCta();
         __syncwarp();
