@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account step-tests roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab step-tests roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -239,6 +239,19 @@ stage_exchange_account() {
     [ $mps = 1 ] && stop_mps
   done
   return 0
+}
+
+# Issue 33: an exchange-kernel change A/B-measured where it acts: the other
+# commit's haloex-md (pack.sh --other COMMIT; built here by build-other)
+# against this build, nvshmem direct and tma, alternating, 3 repeats: 2x1x1
+# on 2 ranks (one pulse) and 2x2x1 on 4 (two pulses, the second forwarding
+# the first's atoms), sharing the GPUs under MPS where they are fewer. ~7 min.
+stage_exchange_ab() {
+  stage_build_other || return 1
+  MD_AB_OTHER=/tmp/haloex-md-A MD_AB_TRANSPORTS="nvshmem:direct nvshmem:tma" MD_AB_REPEATS=3 \
+    MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" stage_md_ab_bins
+  MD_AB_OTHER=/tmp/haloex-md-A MD_AB_TRANSPORTS="nvshmem:direct nvshmem:tma" MD_AB_REPEATS=3 \
+    MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS="45000 90000" stage_md_ab_bins
 }
 
 # One command per multi-GPU kind: the measurements first (a lease may be
