@@ -192,4 +192,30 @@ bool energyAgrees(double got, double expected, double magnitude, double toleranc
     return std::abs(got - expected) <= tolerance * std::max(magnitude, std::abs(expected));
 }
 
+std::string firstHomeSlotOutOfOrder(const md::gpu::ClusterLayoutHost& layout, int numHome) {
+    int expected = 0;
+    const long long homeSlots = static_cast<long long>(layout.numHomeClusters) * md::gpu::kClusterSize;
+    for (long long s = 0; s < homeSlots; ++s) {
+        const int atom = layout.atomOfSlot[static_cast<std::size_t>(s)];
+        if (atom < 0) continue;
+        if (atom != expected) return fmt::format("home slot {} holds atom {}, expected {}", s, atom, expected);
+        ++expected;
+    }
+    if (expected != numHome) return fmt::format("the home slots hold {} atoms, expected {}", expected, numHome);
+    return {};
+}
+
+void reorderHome(std::span<const int> order, int numHome, std::vector<Vec3f>& x, std::vector<float>& q,
+                 std::vector<plan::ZoneMask>& zone) {
+    const std::vector<Vec3f> x0 = x;
+    const std::vector<float> q0 = q;
+    const std::vector<plan::ZoneMask> zone0 = zone;
+    for (int i = 0; i < numHome; ++i) {
+        const auto k = static_cast<std::size_t>(order[static_cast<std::size_t>(i)]);
+        x[static_cast<std::size_t>(i)] = x0[k];
+        q[static_cast<std::size_t>(i)] = q0[k];
+        if (!zone.empty()) zone[static_cast<std::size_t>(i)] = zone0[k];
+    }
+}
+
 }  // namespace haloex::testing

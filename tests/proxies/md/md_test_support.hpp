@@ -12,6 +12,7 @@
 #include "haloex/core/vec3.hpp"
 #include "haloex/md/force_oracle.hpp"
 #include "haloex/md/forcefield.hpp"
+#include "haloex/md/gpu/cluster_reference.hpp"
 #include "haloex/plan/box.hpp"
 #include "haloex/plan/particle_plan.hpp"
 
@@ -68,5 +69,14 @@ std::int64_t allowedPairCountDifference(std::int64_t expected);
 // Energy totals are small differences of large sums: compare the difference
 // with the sum of |pair terms| (`magnitude`), not with the total.
 bool energyAgrees(double got, double expected, double magnitude, double tolerance);
+
+// The first home slot of `layout` whose atom breaks the run 0, 1, 2, ...
+// (empty slots skipped), or "" when the home slots hold exactly the numHome
+// home atoms in order: what atoms in cell order (gpu::CellOrder) give.
+std::string firstHomeSlotOutOfOrder(const md::gpu::ClusterLayoutHost& layout, int numHome);
+// Atoms [0, numHome) of x, q and zone (where not empty) put in `order` (place
+// i takes atom order[i]); the halo atoms after them stay.
+void reorderHome(std::span<const int> order, int numHome, std::vector<Vec3f>& x, std::vector<float>& q,
+                 std::vector<plan::ZoneMask>& zone);
 
 }  // namespace haloex::testing

@@ -8,9 +8,14 @@
 #include <algorithm>
 #include <cmath>
 #include <fmt/format.h>
+#include <limits>
 #include <map>
+#include <numeric>
 #include <ostream>
+#include <span>
+#include <string>
 #include <tuple>
+#include <vector>
 
 #include "haloex/core/error.hpp"
 #include "haloex/md/gpu/cluster_reference.hpp"
@@ -272,6 +277,64 @@ INSTANTIATE_TEST_SUITE_P(Grids, ClusterReferenceRanks,
                                            DecompositionCase{"g4x1x1_2pulses", {4, 1, 1}, 3000, 1},
                                            DecompositionCase{"g1x3x2", {1, 3, 2}, 9000, 8}),
                          [](const auto& param) { return param.param.name; });
+
+// cellOrderReference (gpu::CellOrder's order, --sort-atoms): home atoms put
+// in it come out of the layout in place -- the home slots hold atoms 0, 1, 2,
+// ... in turn -- on whole systems (tall columns included) and on decomposed
+// ranks, whose halo atoms follow; without it they do not (the check can
+// fail). A non-finite position leaves the identity; no atom is fine.
+std::vector<haloex::testing::FloatSystem> cellOrderSystems() {
+    const md::ForceField ff;
+    std::vector<FloatSystem> systems;
+    for (int n : {777, 5000})
+        systems.push_back(haloex::testing::uniformSystem(n, std::cbrt(n / 100.0) + 0.4, 3 + n, ff));
+    systems.push_back(haloex::testing::latticeSystem(30000, 5, 0.02, ff));
+    systems.push_back(haloex::testing::uniformSystemInBox(4000, {2.0, 2.0, 10.0}, 9, ff));
+    return systems;
+}
+
+void expectLayoutKeepsCellOrder(std::vector<Vec3f> x, std::vector<float> q, std::vector<plan::ZoneMask> zone,
+                                int numHome, const std::string& name) {
+    SCOPED_TRACE(name);
+    const std::vector<int> order = cellOrderReference(std::span(x).first(static_cast<std::size_t>(numHome)));
+    std::vector<int> sorted = order, identity(order.size());
+    std::sort(sorted.begin(), sorted.end());
+    std::iota(identity.begin(), identity.end(), 0);
+    ASSERT_EQ(sorted, identity) << "not a permutation of the home atoms";
+    EXPECT_NE(haloex::testing::firstHomeSlotOutOfOrder(buildLayoutReference(x, zone, numHome), numHome), "")
+        << "the atoms were in cell order already: the check proves nothing";
+    haloex::testing::reorderHome(order, numHome, x, q, zone);
+    EXPECT_EQ(haloex::testing::firstHomeSlotOutOfOrder(buildLayoutReference(x, zone, numHome), numHome), "");
+}
+
+TEST(CellOrderReference, TheLayoutLeavesWholeSystemsInPlace) {
+    for (const FloatSystem& s : cellOrderSystems()) {
+        expectLayoutKeepsCellOrder(s.x, s.q, {}, static_cast<int>(s.x.size()),
+                                   fmt::format("{} ({} atoms)", s.name, s.x.size()));
+    }
+}
+
+TEST(CellOrderReference, TheLayoutLeavesTheHomeAtomsOfDecomposedRanksInPlace) {
+    const md::ForceField ff;
+    const FloatSystem system = haloex::testing::latticeSystem(12000, 21, 0.02, ff);
+    for (const plan::Int3 grid : {plan::Int3{2, 1, 1}, plan::Int3{2, 2, 1}, plan::Int3{2, 2, 2}}) {
+        for (const RankSystem& r : haloex::testing::decompose(system, grid, ff.rc, 1.0, 4)) {
+            expectLayoutKeepsCellOrder(r.x, r.q, r.zone, r.numHome,
+                                       fmt::format("grid {}x{}x{} rank {}", grid[0], grid[1], grid[2], r.rank));
+        }
+    }
+}
+
+TEST(CellOrderReference, ANonFinitePositionLeavesTheIdentityAndNoAtomIsFine) {
+    const md::ForceField ff;
+    FloatSystem s = haloex::testing::uniformSystem(1000, 2.5, 17, ff);
+    s.x[500].y = std::numeric_limits<float>::quiet_NaN();
+    std::vector<int> identity(s.x.size());
+    std::iota(identity.begin(), identity.end(), 0);
+    EXPECT_EQ(cellOrderReference(s.x), identity);
+    EXPECT_TRUE(cellOrderReference({}).empty());
+    EXPECT_EQ(cellOrderReference(std::vector<Vec3f>{Vec3f{1.f, 2.f, 3.f}}), std::vector<int>{0});
+}
 
 TEST(ClusterGeometry, DeviceZoneRuleEqualsPlanRule) {
     for (int a = 0; a < 256; ++a) {

@@ -59,6 +59,11 @@ Float3 boxLengthsF(const plan::Box& box);
 AtomBounds boundsReference(std::span<const Vec3f> x, int begin, int end, int numHome,
                            std::span<const plan::ZoneMask> zoneMask);
 ClusterLayoutHost buildLayoutReference(std::span<const Vec3f> x, std::span<const plan::ZoneMask> zoneMask, int numHome);
+// gpu::CellOrder's order of the home atoms `home` (cell_order.hpp), exactly:
+// the home grid chooseGrids takes from their bounds alone, then a stable sort
+// by column and the exact z offset from the grid's lower z. order[i]: the atom
+// that goes to place i. Any non-finite position gives the identity.
+std::vector<int> cellOrderReference(std::span<const Vec3f> home);
 PairListHost searchReference(const ClusterLayoutHost& layout, std::span<const Vec3f> x,
                              std::span<const plan::ZoneMask> zoneMask, bool nonlocal, const SearchSettings& settings);
 
