@@ -123,21 +123,41 @@ TEST(MdEngineGpu, DeviceSearchReproducesTheHostSearch) {
 // order from run to run either way.)
 class MdEngineGpuFusedUpdate : public ::testing::TestWithParam<bool> {};
 
-TEST_P(MdEngineGpuFusedUpdate, FollowsTheUnfusedStep) {
-    if (!haveGpu()) GTEST_SKIP() << "no GPU visible: the GPU engine test needs one";
+// 6 000 atoms, 25 steps, a search every 8 and energies every 3: the runs an
+// option must follow.
+md::MdOptions shortRunWithSearches() {
     md::MdOptions o;
     o.atoms = 6000;
     o.steps = 25;
     o.nstlist = 8;
     o.thermoEvery = 3;
     o.quiet = true;
+    return o;
+}
+
+// `got` follows `want` at every energy step, within 1e-6 relative.
+void expectSameEnergiesWithinRounding(const md::RunSummary& got, const md::RunSummary& want) {
+    ASSERT_EQ(got.energies.size(), want.energies.size());
+    ASSERT_GE(got.energies.size(), 9u);
+    for (std::size_t k = 0; k < got.energies.size(); ++k) {
+        const auto& a = got.energies[k];
+        const auto& b = want.energies[k];
+        SCOPED_TRACE("step " + std::to_string(b.step));
+        ASSERT_EQ(a.step, b.step);
+        EXPECT_NEAR(a.potential, b.potential, 1e-6 * std::abs(b.potential));
+        EXPECT_NEAR(a.kinetic, b.kinetic, 1e-6 * std::abs(b.kinetic));
+        EXPECT_NEAR(a.conserved, b.conserved, 1e-6 * std::abs(b.conserved));
+    }
+}
+
+TEST_P(MdEngineGpuFusedUpdate, FollowsTheUnfusedStep) {
+    if (!haveGpu()) GTEST_SKIP() << "no GPU visible: the GPU engine test needs one";
+    md::MdOptions o = shortRunWithSearches();
     o.cudaGraphs = GetParam();
     if (!GetParam()) o.thermostat = "v-rescale";
     const auto unfused = runOnGpu(o, "device");
     o.fuseUpdate = true;
     const auto fused = runOnGpu(o, "device");
-    ASSERT_EQ(fused.energies.size(), unfused.energies.size());
-    ASSERT_GE(fused.energies.size(), 9u);
     if (GetParam()) {
         // The normal step's graph: force kernel and update (2 kernels, no
         // memset) against gather, force, scatter and leapfrog (4) and the
@@ -151,15 +171,7 @@ TEST_P(MdEngineGpuFusedUpdate, FollowsTheUnfusedStep) {
         EXPECT_EQ(nodes(unfused, "kernel"), 4);
         EXPECT_GE(nodes(unfused, "memset"), 1);
     }
-    for (std::size_t k = 0; k < fused.energies.size(); ++k) {
-        const auto& a = fused.energies[k];
-        const auto& b = unfused.energies[k];
-        SCOPED_TRACE("step " + std::to_string(b.step));
-        ASSERT_EQ(a.step, b.step);
-        EXPECT_NEAR(a.potential, b.potential, 1e-6 * std::abs(b.potential));
-        EXPECT_NEAR(a.kinetic, b.kinetic, 1e-6 * std::abs(b.kinetic));
-        EXPECT_NEAR(a.conserved, b.conserved, 1e-6 * std::abs(b.conserved));
-    }
+    expectSameEnergiesWithinRounding(fused, unfused);
 }
 
 std::string fusedCaseName(const ::testing::TestParamInfo<bool>& graphs) {
@@ -178,29 +190,14 @@ class MdEngineGpuSortAtoms : public ::testing::TestWithParam<bool> {};
 
 TEST_P(MdEngineGpuSortAtoms, FollowsTheUnsortedRun) {
     if (!haveGpu()) GTEST_SKIP() << "no GPU visible: the GPU engine test needs one";
-    md::MdOptions o;
-    o.atoms = 6000;
-    o.steps = 25;
-    o.nstlist = 8;
-    o.thermoEvery = 3;
-    o.quiet = true;
+    md::MdOptions o = shortRunWithSearches();
     o.fuseUpdate = GetParam();
     const auto unsorted = runOnGpu(o, "device");
     o.sortAtoms = true;
     const auto sorted = runOnGpu(o, "device");
     EXPECT_EQ(unsorted.searchPhasesMs.count("cell order"), 0u);
     EXPECT_EQ(sorted.searchPhasesMs.count("cell order"), 1u);
-    ASSERT_EQ(sorted.energies.size(), unsorted.energies.size());
-    ASSERT_GE(sorted.energies.size(), 9u);
-    for (std::size_t k = 0; k < sorted.energies.size(); ++k) {
-        const auto& a = sorted.energies[k];
-        const auto& b = unsorted.energies[k];
-        SCOPED_TRACE("step " + std::to_string(b.step));
-        ASSERT_EQ(a.step, b.step);
-        EXPECT_NEAR(a.potential, b.potential, 1e-6 * std::abs(b.potential));
-        EXPECT_NEAR(a.kinetic, b.kinetic, 1e-6 * std::abs(b.kinetic));
-        EXPECT_NEAR(a.conserved, b.conserved, 1e-6 * std::abs(b.conserved));
-    }
+    expectSameEnergiesWithinRounding(sorted, unsorted);
     const std::string host = haloex::testing::errorMessageOf([&] { runOnGpu(o, "host"); });
     EXPECT_NE(host.find("--sort-atoms 1 with the search on the host"), std::string::npos) << host;
 }
