@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab step-tests roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab signals-ab step-tests roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -254,6 +254,17 @@ stage_exchange_ab() {
     MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS="45000 90000" stage_md_ab_bins
 }
 
+# Issue 33: signals per block (HALOEX_EXCHANGE_SIGNALS=block, B) against one
+# signal per pulse (A), the same build, as exchange-ab measures a commit. ~5 min.
+stage_signals_ab() {
+  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_EXCHANGE_SIGNALS=block MD_AB_REPEATS=3 \
+    MD_AB_TRANSPORTS="nvshmem:direct nvshmem:tma" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
+    stage_md_ab_bins
+  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_EXCHANGE_SIGNALS=block MD_AB_REPEATS=3 \
+    MD_AB_TRANSPORTS="nvshmem:direct nvshmem:tma" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS="45000 90000" \
+    stage_md_ab_bins
+}
+
 # One command per multi-GPU kind: the measurements first (a lease may be
 # short), then the correctness the GPUs add (nccl and nccl-device, which MPS
 # cannot share), the micro-benchmarks, Jacobi and GROMACS where its package
@@ -378,9 +389,9 @@ stage_md_check() {
 # search step as the runs report them.
 stage_md_ab_bins() {
   local other=${MD_AB_OTHER:?set MD_AB_OTHER to the other haloex-md}
-  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md (${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, under MPS)"
+  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV} (${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, under MPS)"
   start_mps
-  local t n r v exe path json
+  local t n r v exe path json benv
   for n in ${MD_AB_ATOMS:-22500 90000}; do
     for t in ${MD_AB_TRANSPORTS:-nvshmem:direct nvshmem:tma ipc}; do
       path=(); [ "${t%%:*}" = nvshmem ] && path=(--nvshmem-path "${t#*:}")
@@ -388,11 +399,13 @@ stage_md_ab_bins() {
         for v in $([ $((r % 2)) = 1 ] && echo A B || echo B A); do
           exe=$([ $v = A ] && echo "$other" || echo "$build/bin/haloex-md")
           json="$out/mdab-$n-${t/:/-}-$v-$r.json"
+          # MD_AB_B_ENV="VAR=value": B runs with it (an A/B of a switch inside one build).
+          benv=(); [ $v = B ] && [ -n "${MD_AB_B_ENV:-}" ] && benv=(-x "$MD_AB_B_ENV")
           if [ "${MD_AB_RANKS:-2}" = 1 ]; then  # one rank: no launcher, no transport (there is no halo)
-            timeout 200 "$exe" --device gpu --quiet --log none --atoms "$n" --steps "${MD_AB_STEPS:-2000}" \
+            timeout 200 env ${benv[1]:+"${benv[1]}"} "$exe" --device gpu --quiet --log none --atoms "$n" --steps "${MD_AB_STEPS:-2000}" \
               ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --json "$json" >"$json.log" 2>&1
           else
-            timeout 200 "${mpirun_np[@]}" "${MD_AB_RANKS:-2}" "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
+            timeout 200 "${mpirun_np[@]}" "${MD_AB_RANKS:-2}" "${benv[@]}" "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
               --atoms "$n" --steps "${MD_AB_STEPS:-2000}" ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --grid "${MD_AB_GRID:-2x1x1}" --json "$json" >"$json.log" 2>&1
           fi
           note "  $n atoms $t $v (repeat $r): rc=$? $(grep -E 'Performance:|Steady state:|Search step' "$json.log" | sed 's/^ *//' | cut -c1-300 | tr '\n' ' ')"

@@ -5,12 +5,16 @@
 // device pointers (a periodic ring of two: each is the other's sender and
 // receiver), each rank's kernel on its own stream so both run at once; float,
 // double and Vec3f (with the periodic shift), on the direct and the bulk
-// (TMA) path, several blocks per pulse. Checked exactly against the host.
+// (TMA) path, several blocks per pulse, with one coordinate signal per pulse
+// and with signals per block (FusedArgs::coordBlockWords); with device
+// timestamps recorded (FusedArgs::trace), in order. Checked exactly against
+// the host.
 #include <gtest/gtest.h>
 
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -55,6 +59,8 @@ struct Rank {
     cuda::DeviceBuffer<T> x{kHome + kSlot}, f{kHome + kSlot};
     cuda::DeviceBuffer<int> map{kSent};
     cuda::DeviceBuffer<std::uint64_t> coordSignal{kMaxPulses}, forceSignal{kMaxPulses}, doneWords{kMaxPulses};
+    cuda::DeviceBuffer<std::uint64_t> coordBlockWords{kMaxPulses * kMaxSignalBlocks};
+    cuda::DeviceBuffer<std::uint64_t> forwardTrace{kTraceWords}, reverseTrace{kTraceWords};
     cuda::DeviceBuffer<std::uint64_t> coordSequence{1}, forceSequence{1};
     cuda::DeviceBuffer<unsigned> pulseBlockCounters{kMaxPulses}, kernelBlockCounter{1};
     cuda::DeviceBuffer<WaitDiagnostics> diagnostics{1};
@@ -63,8 +69,14 @@ struct Rank {
     cuda::Stream stream;
 };
 
+// How a case runs the kernels: signals per block, device timestamps.
+struct Mode {
+    bool blockSignals = false;
+    bool timestamps = false;
+};
+
 template <class T>
-FusedArgsOf<T> argsOf(Rank<T>& r, int rank, std::uint64_t* sequence, float shift) {
+FusedArgsOf<T> argsOf(Rank<T>& r, int rank, std::uint64_t* sequence, float shift, Mode mode, std::uint64_t* trace) {
     FusedArgsOf<T> a;
     a.pulses = r.record.data();
     a.numPulses = 1;
@@ -72,6 +84,8 @@ FusedArgsOf<T> argsOf(Rank<T>& r, int rank, std::uint64_t* sequence, float shift
     a.f = r.f.data();
     a.coordSignal = r.coordSignal.data();
     a.forceSignal = r.forceSignal.data();
+    a.coordBlockWords = mode.blockSignals ? r.coordBlockWords.data() : nullptr;
+    a.trace = mode.timestamps ? trace : nullptr;
     a.sequence = sequence;
     a.doneWords = r.doneWords.data();
     a.pulseBlockCounters = r.pulseBlockCounters.data();
@@ -84,8 +98,37 @@ FusedArgsOf<T> argsOf(Rank<T>& r, int rank, std::uint64_t* sequence, float shift
     return a;
 }
 
+// The points each kernel recorded, in the order they happen: forward start
+// <= sent <= signalled and start <= received <= finished <= the kernel's end;
+// reverse start <= signalled, start <= received <= finished <= its end.
 template <class T>
-void exchangeAndCheck(PathKind path) {
+void expectTimestampsInOrder(Rank<T>& rank, int r) {
+    std::uint64_t forward[kTraceWords], reverse[kTraceWords];
+    copyToHost(forward, rank.forwardTrace.data(), sizeof forward);
+    copyToHost(reverse, rank.reverseTrace.data(), sizeof reverse);
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const std::uint64_t* f = forward;  // pulse 0
+    const std::uint64_t* b = reverse;
+    for (int k : {kTraceStart, kTraceSent, kTraceSignalled, kTraceReceived, kTraceFinished}) {
+        EXPECT_NE(f[k], 0u) << "forward point " << k;
+    }
+    for (int k : {kTraceStart, kTraceSignalled, kTraceReceived, kTraceFinished}) {
+        EXPECT_NE(b[k], 0u) << "reverse point " << k;
+    }
+    EXPECT_EQ(f[kTraceDependencies], 0u) << "the pulse waits for no other";
+    EXPECT_LE(f[kTraceStart], f[kTraceSent]);
+    EXPECT_LE(f[kTraceSent], f[kTraceSignalled]);
+    EXPECT_LE(f[kTraceStart], f[kTraceReceived]);
+    EXPECT_LE(f[kTraceReceived], f[kTraceFinished]);
+    EXPECT_LE(f[kTraceFinished], forward[kTraceKernelEnd]);
+    EXPECT_LE(b[kTraceStart], b[kTraceSignalled]);
+    EXPECT_LE(b[kTraceStart], b[kTraceReceived]);
+    EXPECT_LE(b[kTraceReceived], b[kTraceFinished]);
+    EXPECT_LE(b[kTraceFinished], reverse[kTraceKernelEnd]);
+}
+
+template <class T>
+void exchangeAndCheck(PathKind path, Mode mode = {}) {
     if (cuda::deviceCount() == 0) GTEST_SKIP() << "no CUDA device is visible: the fused kernels need a GPU";
     std::array<Rank<T>, 2> ranks;
     const int shiftSign = std::is_same_v<T, Vec3f> ? 1 : 0;  // only coordinates are shifted
@@ -106,6 +149,9 @@ void exchangeAndCheck(PathKind path) {
         cuda::copyToDeviceNow(me.f.data(), f[r].data(), f[r].size() * sizeof(T));
         cuda::copyToDeviceNow(me.map.data(), map.data(), map.size() * sizeof(int));
         for (auto* b : {&me.coordSignal, &me.forceSignal, &me.doneWords}) b->resizeZeroed(kMaxPulses);
+        me.coordBlockWords.resizeZeroed(kMaxPulses * kMaxSignalBlocks);
+        me.forwardTrace.resizeZeroed(kTraceWords);
+        me.reverseTrace.resizeZeroed(kTraceWords);
         me.pulseBlockCounters.resizeZeroed(kMaxPulses);
         me.kernelBlockCounter.resizeZeroed(1);
         me.diagnostics.resizeZeroed(1);
@@ -130,6 +176,7 @@ void exchangeAndCheck(PathKind path) {
         rec.peerF = peer.f.data();
         rec.peerCoordSignal = peer.coordSignal.data();
         rec.peerForceSignal = peer.forceSignal.data();
+        rec.peerCoordBlockWords = mode.blockSignals ? peer.coordBlockWords.data() : nullptr;  // pulse 0's words
         cuda::copyToDeviceNow(me.record.data(), &rec, sizeof rec);
     }
     HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
@@ -137,7 +184,7 @@ void exchangeAndCheck(PathKind path) {
     // Forward: both ranks at once (each waits for the other's signal).
     for (int r = 0; r < 2; ++r) {
         fusedForward<T, LoadStorePeers><<<dim3(kBlocks, 1), kFusedThreads, 0, ranks[r].stream.get()>>>(
-            argsOf(ranks[r], r, ranks[r].coordSequence.data(), shift));
+            argsOf(ranks[r], r, ranks[r].coordSequence.data(), shift, mode, ranks[r].forwardTrace.data()));
         HALOEX_CUDA_CHECK(cudaGetLastError());
     }
     HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
@@ -149,7 +196,7 @@ void exchangeAndCheck(PathKind path) {
     }
     for (int r = 0; r < 2; ++r) {
         fusedReverse<T, LoadStorePeers><<<dim3(kBlocks, 1), kFusedThreads, 0, ranks[r].stream.get()>>>(
-            argsOf(ranks[r], r, ranks[r].forceSequence.data(), shift));
+            argsOf(ranks[r], r, ranks[r].forceSequence.data(), shift, mode, ranks[r].reverseTrace.data()));
         HALOEX_CUDA_CHECK(cudaGetLastError());
     }
     HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
@@ -185,6 +232,16 @@ void exchangeAndCheck(PathKind path) {
         copyToHost(&seq[1], ranks[r].forceSequence.data(), sizeof(std::uint64_t));
         EXPECT_EQ(seq[0], 2u) << "the forward kernel advances its exchange counter once";
         EXPECT_EQ(seq[1], 2u) << "the reverse kernel advances its exchange counter once";
+        // The peer signalled this rank's receive one way or the other, not both.
+        std::uint64_t signal = 0;
+        std::vector<std::uint64_t> words(kMaxSignalBlocks);
+        copyToHost(&signal, ranks[r].coordSignal.data(), sizeof signal);
+        copyToHost(words.data(), ranks[r].coordBlockWords.data(), words.size() * sizeof(std::uint64_t));
+        EXPECT_EQ(signal, mode.blockSignals ? 0u : 1u) << "rank " << r << ": the pulse's one signal";
+        for (int b = 0; b < kMaxSignalBlocks; ++b) {
+            EXPECT_EQ(words[b], mode.blockSignals && b < kBlocks ? 1u : 0u) << "rank " << r << ": block " << b;
+        }
+        if (mode.timestamps) expectTimestampsInOrder(ranks[r], r);
     }
 }
 
@@ -196,5 +253,12 @@ TEST(FusedExchangeLoadStore, DoubleDirect) { exchangeAndCheck<double>(PathKind::
 TEST(FusedExchangeLoadStore, DoubleBulk) { exchangeAndCheck<double>(PathKind::Tma); }
 TEST(FusedExchangeLoadStore, Vec3fDirectWithShift) { exchangeAndCheck<Vec3f>(PathKind::Direct); }
 TEST(FusedExchangeLoadStore, Vec3fBulkWithShift) { exchangeAndCheck<Vec3f>(PathKind::Tma); }
+TEST(FusedExchangeLoadStore, FloatDirectSignalsPerBlock) { exchangeAndCheck<float>(PathKind::Direct, {true, false}); }
+TEST(FusedExchangeLoadStore, Vec3fDirectSignalsPerBlock) { exchangeAndCheck<Vec3f>(PathKind::Direct, {true, false}); }
+TEST(FusedExchangeLoadStore, Vec3fBulkSignalsPerBlock) { exchangeAndCheck<Vec3f>(PathKind::Tma, {true, false}); }
+TEST(FusedExchangeLoadStore, Vec3fDirectTimestamps) { exchangeAndCheck<Vec3f>(PathKind::Direct, {false, true}); }
+TEST(FusedExchangeLoadStore, Vec3fBulkSignalsPerBlockTimestamps) {
+    exchangeAndCheck<Vec3f>(PathKind::Tma, {true, true});
+}
 
 }  // namespace haloex::nvshmem_detail

@@ -64,9 +64,11 @@ struct DeviceCase {
     std::string transport;
     std::string nvshmemPath = "auto";
     std::string nvshmemLaunch = "fused";
+    bool blockSignals = false;  // HALOEX_EXCHANGE_SIGNALS=block (the fused kernels' signals per block)
     std::string label() const {
         std::string out = nvshmemPath == "auto" ? transport : transport + "_" + nvshmemPath;
-        return nvshmemLaunch == "fused" ? out : out + "_perpulse";
+        if (nvshmemLaunch != "fused") out += "_perpulse";
+        return blockSignals ? out + "_blocksignals" : out;
     }
     // nvshmem's force kernel adds every pulse into the owners with atomics,
     // concurrently: forces within float tolerance, not bitwise (the halo
@@ -87,11 +89,15 @@ std::vector<DeviceCase> deviceCases() {
         if (name == "nvshmem") {
             for (const char* path : {"direct", "tma", "put"}) cases.push_back({name, path});
             for (const char* path : {"direct", "tma", "put"}) cases.push_back({name, path, "per-pulse"});
+            // Signals per block (the put path keeps its one per pulse: checked that it still works).
+            for (const char* path : {"direct", "tma", "put"}) cases.push_back({name, path, "fused", true});
+            cases.push_back({name, "direct", "per-pulse", true});
         } else {
             cases.push_back({name});
         }
     }
     cases.push_back({"peer_fused_ipc"});
+    cases.push_back({"peer_fused_ipc", "auto", "fused", true});
     return cases;
 }
 
@@ -130,6 +136,12 @@ transport::TransportOptions deviceOptions(const DeviceCase& c) {
 }
 
 std::unique_ptr<transport::BlockTransport> makeFor(const DeviceCase& c, runtime::World& world) {
+    // Read by the fused transports at every plan: set for the whole case, on every rank alike.
+    if (c.blockSignals) {
+        ::setenv("HALOEX_EXCHANGE_SIGNALS", "block", 1);
+    } else {
+        ::unsetenv("HALOEX_EXCHANGE_SIGNALS");
+    }
 #if HALOEX_HAVE_CUDA
     if (c.transport == kPeerFusedIpc) {
         const auto ipcWindows = [](runtime::World& w, std::size_t bytes, const std::string& what) {
@@ -169,6 +181,13 @@ RankOutcome runRank(runtime::World& world, const DeviceCase& c, const plan::Box&
     if (c.transport == "nvshmem" && !t->describe().empty() &&
         t->describe().front().find("launch " + c.nvshmemLaunch + " ") == std::string::npos) {
         outcome.mismatch += "describe() does not name the launch '" + c.nvshmemLaunch + "'; ";
+    }
+    // The fused transports say how the coordinates are signalled (put: per pulse whatever was asked).
+    if (fusedKernels(c) && !t->describe().empty() && !expected.plans[r].pulses.empty()) {
+        const bool perBlock = t->describe().front().find("signalled per sending block") != std::string::npos;
+        if (perBlock != (c.blockSignals && c.nvshmemPath != "put")) {
+            outcome.mismatch += "describe() names the wrong signals: " + t->describe().front() + "; ";
+        }
     }
     outcome.mismatch += testsupport::compareResults(result, expected.outputs[r], world.rank(),
                                                     expected.plans[r].zoneMask, c.forceTolerance());

@@ -12,6 +12,12 @@ namespace haloex::nvshmem_detail {
 
 inline constexpr int kMaxPulses = 32;
 inline constexpr int kFusedThreads = 256;  // threads per block of the fused kernels
+// Signals per block (HALOEX_EXCHANGE_SIGNALS=block, docs/nvshmem.md): each
+// sending block of a coordinate pulse stores its own word on the receiver,
+// which has kMaxSignalBlocks words per pulse; more blocks per pulse than
+// that keep one signal per pulse.
+inline constexpr int kMaxSignalBlocks = 64;
+static_assert(kMaxSignalBlocks <= kFusedThreads, "one receiving thread per word");
 
 // How data reaches a peer (chosen per peer at setPlan).
 enum class PathKind : int {
@@ -56,8 +62,11 @@ struct PulseRecordOf {
     const T* peerF = nullptr;                  // sendPe's forces (pulled)
     std::uint64_t* peerCoordSignal = nullptr;  // sendPe's coordinate signal of this pulse
     std::uint64_t* peerForceSignal = nullptr;  // recvPe's force signal of this pulse
-    std::uint64_t waitsForward = 0;            // bit q: pulse q's receive before the dependent entries
-    std::uint64_t waitsReverse = 0;            // bit q: pulse q's accumulation before sending forces back
+    // Signals per block: sendPe's kMaxSignalBlocks words of this pulse (direct
+    // and bulk paths; null otherwise).
+    std::uint64_t* peerCoordBlockWords = nullptr;
+    std::uint64_t waitsForward = 0;  // bit q: pulse q's receive before the dependent entries
+    std::uint64_t waitsReverse = 0;  // bit q: pulse q's accumulation before sending forces back
 };
 
 template <class T>
@@ -71,12 +80,16 @@ struct FusedArgsOf {
     // Whether this launch completes the exchange: then its last block
     // advances `sequence`, once per exchange whatever the number of launches.
     bool completesExchange = true;
-    T* x = nullptr;                          // symmetric
-    T* f = nullptr;                          // symmetric
-    T* staging = nullptr;                    // symmetric, coordinate send slots (put path)
-    T* forceStaging = nullptr;               // symmetric, force receive slots (put path)
-    int stagingStride = 0;                   // atoms per slot (same on every rank)
-    std::uint64_t* coordSignal = nullptr;    // symmetric [kMaxPulses]
+    T* x = nullptr;                        // symmetric
+    T* f = nullptr;                        // symmetric
+    T* staging = nullptr;                  // symmetric, coordinate send slots (put path)
+    T* forceStaging = nullptr;             // symmetric, force receive slots (put path)
+    int stagingStride = 0;                 // atoms per slot (same on every rank)
+    std::uint64_t* coordSignal = nullptr;  // symmetric [kMaxPulses]
+    // Signals per block: this rank's words [kMaxPulses][kMaxSignalBlocks],
+    // word b of pulse p stored by the sender's block b; null: one signal per
+    // pulse (coordSignal), stored by the sender's last block.
+    std::uint64_t* coordBlockWords = nullptr;
     std::uint64_t* forceSignal = nullptr;    // symmetric [kMaxPulses]
     std::uint64_t* sequence = nullptr;       // device: the exchange counter of this kernel kind
     std::uint64_t* doneWords = nullptr;      // device [kMaxPulses]: pulse's forces accumulated (= sequence)

@@ -84,16 +84,39 @@ __device__ __forceinline__ void blockRange(int count, int granule, int& begin, i
     end = min(count, begin + per);
 }
 
-// Waits for every pulse in `mask` (receive signals of this rank).
+// Whether pulse q's coordinates arrive with one word per sending block
+// (signals per block; the put path keeps its one signal per pulse).
+template <class T>
+__device__ __forceinline__ bool arrivesByBlockWords(const FusedArgsOf<T>& a, int q) {
+    return a.coordBlockWords != nullptr && a.pulses[q].recvPath != PathKind::Put;
+}
+
+// Thread t's part, of `count` threads working together (a block or a warp),
+// of the wait for pulse q's receive: with signals per block, the words of
+// sending blocks t, t + count, ...; else thread 0 waits for the pulse's one
+// signal. The caller combines the parts (__syncthreads_and, __all_sync) and
+// synchronises the threads before they read what arrived.
+template <class T>
+__device__ bool waitReceivePart(const FusedArgsOf<T>& a, int q, std::uint64_t seq, const WaitContext& ctx, int what,
+                                int t, int count) {
+    if (arrivesByBlockWords(a, q)) {
+        bool ok = true;
+        for (int b = t; ok && b < static_cast<int>(gridDim.x); b += count) {
+            ok = waitSignalGe(&a.coordBlockWords[q * kMaxSignalBlocks + b], seq, ctx, what, q, a.pulses[q].recvPe);
+        }
+        return ok;
+    }
+    return t != 0 || waitSignalGe(&a.coordSignal[q], seq, ctx, what, q, a.pulses[q].recvPe);
+}
+
+// Thread t's part of the wait for every pulse in `mask` (see waitReceivePart).
 template <class T>
 __device__ bool waitForwardDependencies(const FusedArgsOf<T>& a, std::uint64_t mask, std::uint64_t seq,
-                                        const WaitContext& ctx) {
+                                        const WaitContext& ctx, int t, int count) {
     while (mask) {
         const int q = __ffsll(static_cast<long long>(mask)) - 1;
         mask &= mask - 1;
-        if (!waitSignalGe(&a.coordSignal[q], seq, ctx, WaitDiagnostics::CoordinateDependency, q, a.pulses[q].recvPe)) {
-            return false;
-        }
+        if (!waitReceivePart(a, q, seq, ctx, WaitDiagnostics::CoordinateDependency, t, count)) return false;
     }
     return true;
 }
@@ -209,12 +232,13 @@ __device__ void forwardDirect(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P
         // is one dependent load away instead of two.
         const int first = max(begin, P.numIndependent) + threadIdx.x;
         const int firstIndex = first < end ? map[first] : 0;
+        const bool arrived = __syncthreads_and(
+            waitForwardDependencies(a, P.waitsForward, seq, ctx, static_cast<int>(threadIdx.x), blockDim.x));
         if (threadIdx.x == 0) {
-            *okShared = waitForwardDependencies(a, P.waitsForward, seq, ctx);
+            *okShared = arrived;
             if (begin <= P.numIndependent) stamp(a, pulseIndex(a, P), kTraceDependencies);
         }
-        __syncthreads();
-        if (*okShared) {
+        if (arrived) {
             for (int i = first; i < end; i += blockDim.x) {
                 dst[i] = ExchangeElement<T>::shifted(x[i == first ? firstIndex : map[i]], P.dim, P.shiftSign, shift);
             }
@@ -245,13 +269,10 @@ __device__ void forwardBulk(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, 
             index[k] = j < n ? map[c + j] : 0;
         }
         if (c + n > P.numIndependent && !depsDone) {
-            // This chunk holds forwarded elements: wait for their pulses (warp-level).
-            int waited = 1;
-            if (lane == 0) {
-                waited = waitForwardDependencies(a, P.waitsForward, seq, ctx);
-                if (c <= P.numIndependent) stamp(a, pulseIndex(a, P), kTraceDependencies);
-            }
-            ok = __shfl_sync(0xffffffffu, waited, 0) != 0;
+            // This chunk holds forwarded elements: wait for their pulses (the
+            // warp's lanes together; the __syncwarp below orders the loads after).
+            ok = __all_sync(0xffffffffu, waitForwardDependencies(a, P.waitsForward, seq, ctx, lane, 32));
+            if (lane == 0 && c <= P.numIndependent) stamp(a, pulseIndex(a, P), kTraceDependencies);
             depsDone = true;
             if (!ok) break;
         }
@@ -351,35 +372,47 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
         forwardDirect(a, P, shift, dst, seq, ctx, &okShared);
     }
 
-    // Notify the receiver once every block of the pulse has packed.
-    const bool last = lastBlockOfPulse(a, p, &flag, /*systemRelease=*/true);
-    if (last && threadIdx.x == 0) stamp(a, p, kTraceSent);
-    if (last && okShared && p != a.withholdPulse) {
-        if (put) {
-            const std::size_t bytes = static_cast<std::size_t>(P.sendCount) * sizeof(T);
-            if (bytes > 0) {
-                Peers::putWithSignal(a.x + P.remoteRecvOffset, a.staging + static_cast<long long>(p) * a.stagingStride,
-                                     bytes, &a.coordSignal[p], seq, P.sendPe);
-            } else if (threadIdx.x == 0) {
-                Peers::signal(&a.coordSignal[p], seq, P.sendPe);
-            }
-        } else if (threadIdx.x == 0) {
-            releaseStoreSys(P.peerCoordSignal, seq);
+    // Notify the receiver: with signals per block, each block once its own
+    // stores are out (its word on the receiver, a release at system scope
+    // that the barrier makes cover the whole block's stores and bulk copies);
+    // else the pulse's last block once every block has packed.
+    if (a.coordBlockWords != nullptr && !put) {
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            if (blockIdx.x == 0) stamp(a, p, kTraceSent);
+            if (okShared && p != a.withholdPulse) releaseStoreSys(&P.peerCoordBlockWords[blockIdx.x], seq);
+            if (blockIdx.x == 0) stamp(a, p, kTraceSignalled);
         }
-        if (threadIdx.x == 0) stamp(a, p, kTraceSignalled);
+    } else {
+        const bool last = lastBlockOfPulse(a, p, &flag, /*systemRelease=*/true);
+        if (last && threadIdx.x == 0) stamp(a, p, kTraceSent);
+        if (last && okShared && p != a.withholdPulse) {
+            if (put) {
+                const std::size_t bytes = static_cast<std::size_t>(P.sendCount) * sizeof(T);
+                if (bytes > 0) {
+                    Peers::putWithSignal(a.x + P.remoteRecvOffset,
+                                         a.staging + static_cast<long long>(p) * a.stagingStride, bytes,
+                                         &a.coordSignal[p], seq, P.sendPe);
+                } else if (threadIdx.x == 0) {
+                    Peers::signal(&a.coordSignal[p], seq, P.sendPe);
+                }
+            } else if (threadIdx.x == 0) {
+                releaseStoreSys(P.peerCoordSignal, seq);
+            }
+            if (threadIdx.x == 0) stamp(a, p, kTraceSignalled);
+        }
     }
 
-    // Return only once this rank's own receive of pulse p has arrived; then
-    // clear its halo slot of the reverse data (the peer pulled last step's
-    // before it sent these).
-    if (threadIdx.x == 0) {
-        okShared =
-            okShared && waitSignalGe(&a.coordSignal[p], seq, ctx, WaitDiagnostics::CoordinateReceive, p, P.recvPe);
-        if (blockIdx.x == 0) stamp(a, p, kTraceReceived);
-    }
-    __syncthreads();
+    // Return only once this rank's own receive of pulse p has arrived (all
+    // threads take part: with signals per block each waits for one sending
+    // block's word); then clear its halo slot of the reverse data (the peer
+    // pulled last step's before it sent these).
+    const bool received =
+        __syncthreads_and(okShared != 0 && waitReceivePart(a, p, seq, ctx, WaitDiagnostics::CoordinateReceive,
+                                                           static_cast<int>(threadIdx.x), blockDim.x));
+    if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceReceived);
     cuda::allowDependentGrids();
-    if (okShared) {
+    if (received) {
         int begin, end;
         blockRange(P.recvCapacity, 1, begin, end);
         for (int i = begin + threadIdx.x; i < end; i += blockDim.x) a.f[P.recvOffset + i] = T{};

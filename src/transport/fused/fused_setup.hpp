@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -134,6 +135,33 @@ inline int fusedBlocksPerPulse(runtime::World& world, const plan::ParticleHaloPl
                                transport));
     }
     return blocks;
+}
+
+// Collective: whether the coordinate pulses signal per sending block
+// (FusedArgs::coordBlockWords; docs/nvshmem.md, "Signals per block"). Asked
+// for by HALOEX_EXCHANGE_SIGNALS=block on every rank ("pulse", or unset: one
+// signal per pulse, the default); given where the blocks per pulse fit the
+// receivers' words. A value other than pulse or block on any rank throws
+// InvalidInput on every rank (after the collective, so none waits alone).
+inline bool agreeOnBlockSignals(runtime::World& world, int blocksPerPulse, const std::string& transport) {
+    const char* value = std::getenv("HALOEX_EXCHANGE_SIGNALS");
+    const std::string asked = value != nullptr ? value : "";
+    const std::int64_t mine = asked.empty() || asked == "pulse" ? 0 : asked == "block" ? 1 : -1;
+    const std::int64_t all = world.allReduceValue<std::int64_t>(mine, runtime::ReduceOp::Min);
+    if (all < 0) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("HALOEX_EXCHANGE_SIGNALS is neither pulse nor block on some rank (rank {} has "
+                               "'{}'): the {} transport takes pulse (one signal per pulse, the default) or block (one "
+                               "per sending block), the same on every rank",
+                               world.rank(), asked, transport));
+    }
+    return all == 1 && blocksPerPulse <= kMaxSignalBlocks;
+}
+
+// How a transport's describe() names the coordinates' signalling.
+inline std::string signalsNote(bool blockSignals) {
+    return blockSignals ? "coordinates signalled per sending block (HALOEX_EXCHANGE_SIGNALS=block)"
+                        : "coordinates signalled once per pulse";
 }
 
 // "p (dimension x, stage s)" for the wait diagnostics; p alone outside the plan.

@@ -196,8 +196,12 @@ private:
     // The symmetric arrays of the fused exchange beside the caller's: the
     // staging of coordinates and forces per pulse, the signals.
     static std::size_t bytesFor(std::size_t stagingAtoms) {
-        return 2 * kMaxPulses * stagingAtoms * sizeof(Vec3f) + 2 * kMaxPulses * sizeof(std::uint64_t);
+        return 2 * kMaxPulses * stagingAtoms * sizeof(Vec3f) + kSignalWords * sizeof(std::uint64_t);
     }
+    // The signals: each pulse's coordinate and force signal, then each
+    // pulse's words of signals per block (kMaxSignalBlocks).
+    static constexpr std::size_t kBlockWordsAt = 2 * kMaxPulses;
+    static constexpr std::size_t kSignalWords = kBlockWordsAt + std::size_t{kMaxPulses} * kMaxSignalBlocks;
 
     // NVSHMEM itself (collective, once; usually the caller's symmetric
     // arrays have initialised it already): the symmetric heap is sized for
@@ -209,7 +213,7 @@ private:
         // most a quarter of the local atoms in the systems haloex runs).
         const auto a = static_cast<std::size_t>(atoms * 1.25) + 64;
         ensureNvshmem(world_, bytesFor(a / 4 + 64) + 2 * bytesHint);
-        signals_.allocate(2 * kMaxPulses * sizeof(std::uint64_t), "signals");
+        signals_.allocate(kSignalWords * sizeof(std::uint64_t), "signals");
         blockSignal_.allocate(kMaxBlocksPerCall * sizeof(std::uint64_t), "search-step signals");
         coordState_.allocate();
         forceState_.allocate();
@@ -279,6 +283,10 @@ private:
         std::size_t offset = 0;
         auto* coordSignals = signals_.as<std::uint64_t>();
         auto* forceSignals = coordSignals + kMaxPulses;
+        auto* blockWords = coordSignals + kBlockWordsAt;
+        // Collective, before the records: whether the coordinates signal per block.
+        blocksPerPulse_ = fusedBlocksPerPulse(world_, plan_, maxResidentFusedBlocks(), "nvshmem");
+        blockSignals_ = agreeOnBlockSignals(world_, blocksPerPulse_, "nvshmem");
         for (int p = 0; p < numPulses; ++p) {
             const plan::Pulse& pulse = plan_.pulses[p];
             PulseRecord& r = records[p];
@@ -293,16 +301,26 @@ private:
                 r.peerX = static_cast<Vec3f*>(peerX);
                 r.peerF = static_cast<const Vec3f*>(nvshmem_ptr(f_, pulse.sendRank));
                 r.peerCoordSignal = static_cast<std::uint64_t*>(nvshmem_ptr(coordSignals + p, pulse.sendRank));
+                if (blockSignals_) {
+                    r.peerCoordBlockWords = static_cast<std::uint64_t*>(
+                        nvshmem_ptr(blockWords + static_cast<std::ptrdiff_t>(p) * kMaxSignalBlocks, pulse.sendRank));
+                }
             }
             if (r.recvPath != PathKind::Put) {
                 r.peerForceSignal = static_cast<std::uint64_t*>(nvshmem_ptr(forceSignals + p, pulse.recvRank));
             }
         }
+        // Only the direct and bulk paths signal per block: a rank whose pulses
+        // all go by put (or that has none) has no word to wait for or store.
+        if (std::all_of(records.begin(), records.end(), [](const PulseRecord& r) {
+                return r.sendPath == PathKind::Put && r.recvPath == PathKind::Put;
+            })) {
+            blockSignals_ = false;
+        }
         pulseRecords_.resize(std::max(1, numPulses));
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
         }
-        blocksPerPulse_ = fusedBlocksPerPulse(world_, plan_, maxResidentFusedBlocks(), "nvshmem");
     }
 
     // A device-side wait that timed out has left its diagnostic in mapped
@@ -326,9 +344,10 @@ private:
             launch_ == LaunchMode::Fused
                 ? std::string("one kernel per exchange")
                 : fmt::format("{} kernels per exchange, stream-ordered: the ablation", plan_.pulses.size()));
-        notes.push_back(fmt::format("nvshmem: {} pulse(s), {} block(s) of {} threads per pulse, {}, wait limit "
+        notes.push_back(fmt::format("nvshmem: {} pulse(s), {} block(s) of {} threads per pulse, {}, {}, wait limit "
                                     "{:.0f} s",
-                                    plan_.pulses.size(), blocksPerPulse_, kFusedThreads, launches, timeoutNs_ * 1e-9));
+                                    plan_.pulses.size(), blocksPerPulse_, kFusedThreads, launches,
+                                    signalsNote(blockSignals_), timeoutNs_ * 1e-9));
         for (std::size_t p = 0; p < plan_.pulses.size(); ++p) {
             // haloex-md adds the ranks a line applies to (md/rank_notes.hpp).
             notes.push_back(fmt::format("nvshmem pulse {} -> rank {}: {} ({})", describePulse(static_cast<int>(p)),
@@ -348,6 +367,7 @@ private:
         a.stagingStride = stagingStride_;
         a.coordSignal = signals_.as<std::uint64_t>();
         a.forceSignal = signals_.as<std::uint64_t>() + kMaxPulses;
+        a.coordBlockWords = blockSignals_ ? signals_.as<std::uint64_t>() + kBlockWordsAt : nullptr;
         a.sequence = state.sequence.data();
         a.doneWords = state.doneWords.data();
         a.pulseBlockCounters = state.pulseCounters.data();
@@ -437,6 +457,7 @@ private:
     WaitDiagnostics* diagnosticsDevice_ = nullptr;
     cuda::DeviceBuffer<int> abortFlag_;
     int blocksPerPulse_ = 1;
+    bool blockSignals_ = false;  // coordinates signal per sending block (agreeOnBlockSignals)
     std::unique_ptr<Watchdog> watchdog_;
 };
 

@@ -33,8 +33,10 @@ namespace {
 using namespace nvshmem_detail;
 
 // The signals window: coordinates' (kMaxPulses), forces' (kMaxPulses), then
-// the search-step blocks' (kMaxBlocksPerCall).
+// the search-step blocks' (kMaxBlocksPerCall), then the coordinate words per block.
 constexpr std::size_t kBlockSignalsAt = 2 * kMaxPulses;
+// After those, each pulse's words of coordinate signals per block (kMaxSignalBlocks).
+constexpr std::size_t kCoordBlockWordsAt = kBlockSignalsAt + kMaxBlocksPerCall;
 
 class PeerFusedTransport final : public BlockTransport {
 public:
@@ -54,8 +56,9 @@ public:
         }
         // The signals live as long as the transport: only the arrays grow.
         // Coordinates' and forces' per pulse, then the search-step blocks'.
-        signals_ = allocate_(world_, (kBlockSignalsAt + kMaxBlocksPerCall) * sizeof(std::uint64_t),
-                             name_ + " transport's signals");
+        signals_ =
+            allocate_(world_, (kCoordBlockWordsAt + std::size_t{kMaxPulses} * kMaxSignalBlocks) * sizeof(std::uint64_t),
+                      name_ + " transport's signals");
         coordState_.allocate();
         forceState_.allocate();
         diagnostics_.allocate(1, cudaHostAllocMapped);
@@ -255,6 +258,9 @@ private:
 
     void uploadPulses() {
         const int numPulses = static_cast<int>(plan_.pulses.size());
+        // Collective, before the records: whether the coordinates signal per block.
+        blocksPerPulse_ = fusedBlocksPerPulse(world_, plan_, maxResidentLoadStoreBlocks(), name_);
+        blockSignals_ = agreeOnBlockSignals(world_, blocksPerPulse_, name_) && numPulses > 0;
         std::vector<PulseRecord> records(numPulses);
         for (int p = 0; p < numPulses; ++p) {
             const plan::Pulse& pulse = plan_.pulses[p];
@@ -270,18 +276,23 @@ private:
                 peerPointer<std::uint64_t>(*signals_, pulse.recvRank,
                                            static_cast<std::size_t>(kMaxPulses + p) * sizeof(std::uint64_t),
                                            "force signals");
+            if (blockSignals_) {
+                r.peerCoordBlockWords = peerPointer<std::uint64_t>(
+                    *signals_, pulse.sendRank,
+                    (kCoordBlockWordsAt + static_cast<std::size_t>(p) * kMaxSignalBlocks) * sizeof(std::uint64_t),
+                    "coordinate signals per block");
+            }
         }
         pulseRecords_.resize(std::max(1, numPulses));
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
         }
-        blocksPerPulse_ = fusedBlocksPerPulse(world_, plan_, maxResidentLoadStoreBlocks(), name_);
         notes_ = {fmt::format("{}: {} pulse(s), {} block(s) of {} threads per pulse, one fused kernel per exchange, "
-                              "direct stores into the peers' windows ({}), wait limit {:.0f} s; search-step blocks "
-                              "copied into the peers' staging windows by a kernel and signalled (one host sync per "
-                              "call)",
+                              "direct stores into the peers' windows ({}), {}, wait limit {:.0f} s; search-step "
+                              "blocks copied into the peers' staging windows by a kernel and signalled (one host "
+                              "sync per call)",
                               name_, numPulses, blocksPerPulse_, kFusedThreads, signals_->describe(),
-                              timeoutNs_ * 1e-9)};
+                              signalsNote(blockSignals_), timeoutNs_ * 1e-9)};
     }
 
     void throwIfTimedOut() const {
@@ -300,6 +311,7 @@ private:
         auto* signals = static_cast<std::uint64_t*>(signals_->localBase());
         a.coordSignal = signals;
         a.forceSignal = signals + kMaxPulses;
+        a.coordBlockWords = blockSignals_ ? signals + kCoordBlockWordsAt : nullptr;
         a.sequence = state.sequence.data();
         a.doneWords = state.doneWords.data();
         a.pulseBlockCounters = state.pulseCounters.data();
@@ -332,6 +344,7 @@ private:
     cuda::DeviceBuffer<int> abortFlag_;
     std::uint64_t timeoutNs_;
     int blocksPerPulse_ = 1;
+    bool blockSignals_ = false;  // coordinates signal per sending block (agreeOnBlockSignals)
     std::unique_ptr<Watchdog> watchdog_;
     BlockOps blockOps_{*this};
     SlottedBlockExchange<BlockOps> blocks_{world_, blockOps_};
