@@ -788,19 +788,21 @@ stage_short_lists() {
   MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$'\n--nstlist 40 --rlist 0.96' stage_md_variants
 }
 
-# Issue 34 parts 3 and 4 and issue 33's timestamps, verified: the GPU tests
-# of --fuse-update (one rank: scatter, leapfrog and the next gather in one
-# kernel), --sort-atoms (home atoms in the pair search's cell order at every
-# search) and the exchange kernels' timestamps, with the MD tests around
-# them (2 and 4 ranks under MPS included); memcheck and racecheck on their
-# tests (~6 min on one H200). Then stage fused-update measures them.
+# Issue 34 parts 3 and 4 and issue 33's kernel changes, verified: the GPU
+# tests of --fuse-update (one rank: scatter, leapfrog and the next gather in
+# one kernel), --sort-atoms (home atoms in the pair search's cell order at
+# every search), the exchange kernels' timestamps and signals per block
+# (HALOEX_EXCHANGE_SIGNALS=block), with the MD and transport tests around
+# them (2, 4 and 8 ranks under MPS included); memcheck and racecheck on their
+# tests (~8 min on one H200). Then fused-update and signals-ab measure them.
 stage_step_tests() {
-  CTEST_R='MdEngineGpu|DeviceMigration|ParticleStoreReorder|CellOrderGpu|test_md_cell_order_gpu|test_md_transports_gpu|NonbondedGpu|test_md_exchange_parts' \
+  CTEST_R='MdEngineGpu|DeviceMigration|ParticleStoreReorder|CellOrderGpu|test_md_cell_order_gpu|test_md_transports_gpu|NonbondedGpu|test_md_exchange_parts|FusedExchangeLoadStore|test_transport_device_np' \
     stage_ctest_select
   local t
   for t in memcheck racecheck; do
     sanitize_test $t test_md_engine_gpu '*FusedUpdate*:*SortAtoms*' fused "fused update, cell order"
     sanitize_test $t test_md_cell_order_gpu '*' cellorder "cell order and build"
+    sanitize_test $t test_fused_exchange_loadstore '*' loadstore "fused kernels, both signals, timestamps"
   done
 }
 
