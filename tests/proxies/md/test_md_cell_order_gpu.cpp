@@ -88,7 +88,8 @@ TEST(CellOrderGpu, MatchesTheReferenceAndTheBuildLeavesWholeSystemsInPlace) {
     }
     systems.push_back(haloex::testing::latticeSystem(30000, 5, 0.02, ff));
     systems.push_back(haloex::testing::latticeSystem(120000, 6, 0.02, ff));  // past the column sort's limit
-    systems.push_back(haloex::testing::uniformSystemInBox(4000, {2.0, 2.0, 10.0}, 9, ff));  // tall columns
+    // Tall columns (a periodic box must exceed 2 rlist across: 2.5 nm).
+    systems.push_back(haloex::testing::uniformSystemInBox(5000, {2.5, 2.5, 10.0}, 9, ff));
     for (const auto& s : systems) {
         expectDeviceOrderAndBuild(s.x, s.q, {}, static_cast<int>(s.x.size()), s.box, {true, true, true},
                                   fmt::format("{} ({} atoms)", s.name, s.x.size()));
