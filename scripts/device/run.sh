@@ -812,7 +812,7 @@ stage_step_tests() {
 # MPS with and without the cell order (the one-GPU estimate's runs, ~2 min).
 stage_fused_update() {
   local variants=$'\n--fuse-update 1\n--sort-atoms 1\n--fuse-update 1 --sort-atoms 1'
-  MDV_SIZES="5625 11250 22500 90000" MDV_REPEATS=3 MDV_STEPS=4000 MDV_VARIANTS=$variants stage_md_variants
+  MDV_SIZES="5626 11250 22500 90000" MDV_REPEATS=3 MDV_STEPS=4000 MDV_VARIANTS=$variants stage_md_variants
   MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$variants stage_md_variants
   ESTIMATE_VARIANTS=nvshmem/direct,nvshmem/direct+sorted ESTIMATE_SIZES=11250,22500 stage_md_estimate
 }

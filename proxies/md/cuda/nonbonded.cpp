@@ -434,11 +434,13 @@ void Nonbonded::computeLocalForces(bool energies, cudaStream_t stream) {
 void Nonbonded::updateLocal(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream) {
     Impl& m = *impl_;
     m.requireBuilt("updateLocal");
-    if (args.numAtoms != m.layout.numHome || m.layout.numLocal != m.layout.numHome) {
+    // Padding after the home atoms (a plan's alignment) has no slot: only a
+    // real halo atom rules the fused update out.
+    if (args.numAtoms != m.layout.numHome || m.layout.numHaloAtoms != 0) {
         throwError(ErrorKind::InvalidInput,
-                   fmt::format("Nonbonded::updateLocal: {} atoms to update, the lists hold {} home and {} local "
+                   fmt::format("Nonbonded::updateLocal: {} atoms to update, the lists hold {} home and {} halo "
                                "atoms; the fused update is for one rank without a halo, updating every home atom",
-                               args.numAtoms, m.layout.numHome, m.layout.numLocal));
+                               args.numAtoms, m.layout.numHome, m.layout.numHaloAtoms));
     }
     launchUpdateLocal(m.layout, m.list(ListKind::Local), args, dF, dFirstBad, stream);
 }

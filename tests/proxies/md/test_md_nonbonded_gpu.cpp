@@ -567,6 +567,56 @@ TEST(NonbondedGpu, RejectsBadInput) {
                  haloex::Error);
 }
 
+// The fused update (one rank) takes home atoms followed by alignment
+// padding -- a plan of 11 250 atoms has two such atoms -- and refuses a
+// rank with halo atoms, naming how many.
+TEST(NonbondedGpu, TheFusedUpdateTakesPaddingButNoHaloAtom) {
+    HALOEX_REQUIRE_GPU();
+    const md::ForceField ff;
+    cuda::Stream stream;
+    const auto update = [&](Nonbonded& nb, Inputs& in, DeviceInputs& d) {
+        cuda::DeviceBuffer<Vec3f> v(static_cast<std::size_t>(in.numHome));
+        v.zeroAsync(stream);
+        LeapfrogArgs args;
+        args.x = d.x.data();
+        args.v = v.data();
+        args.f = d.f.data();
+        args.numAtoms = in.numHome;
+        nb.computeLocalForces(false, stream);
+        nb.updateLocal(args, d.f.data(), nullptr, stream);
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    };
+    {
+        const FloatSystem s = haloex::testing::latticeSystem(2000, 3, 0.02, ff);
+        Inputs in = inputsOf(s);
+        in.x.resize(2002, Vec3f{std::nanf(""), 0.f, 0.f});
+        in.q.resize(2002, 0.f);
+        in.zone.assign(2002, plan::ZoneMask{0});
+        in.zone[2000] = in.zone[2001] = plan::kPaddingMask;
+        in.padding.assign(2002, false);
+        in.padding[2000] = in.padding[2001] = true;
+        DeviceInputs d(in);
+        Nonbonded nb(ff, kRlist);
+        build(nb, in, d, stream);
+        EXPECT_NO_THROW(update(nb, in, d));
+    }
+    {
+        const FloatSystem s = haloex::testing::latticeSystem(6000, 4, 0.02, ff);
+        Inputs in = inputsOf(haloex::testing::decompose(s, {2, 1, 1}, ff.rc, kRlist, 4).front(), "2x1x1");
+        DeviceInputs d(in);
+        Nonbonded nb(ff, kRlist);
+        build(nb, in, d, stream);
+        try {
+            update(nb, in, d);
+            ADD_FAILURE() << "the fused update took a rank with halo atoms";
+        } catch (const haloex::Error& e) {
+            EXPECT_EQ(e.kind(), ErrorKind::InvalidInput);
+            EXPECT_NE(std::string(e.what()).find("halo atoms; the fused update is for one rank"), std::string::npos)
+                << e.what();
+        }
+    }
+}
+
 TEST(NonbondedGpu, ReportsKernelResources) {
     HALOEX_REQUIRE_GPU();
     for (const KernelResources& k : nonbondedKernelResources()) {
