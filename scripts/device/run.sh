@@ -398,7 +398,7 @@ stage_md_ab_bins() {
       for r in $(seq "${MD_AB_REPEATS:-2}"); do
         for v in $([ $((r % 2)) = 1 ] && echo A B || echo B A); do
           exe=$([ $v = A ] && echo "$other" || echo "$build/bin/haloex-md")
-          json="$out/mdab-$n-${t/:/-}-$v-$r.json"
+          json="$out/mdab-${MD_AB_RANKS:-2}r-${MD_AB_GRID:-2x1x1}-$n-${t/:/-}-$v-$r.json"
           # MD_AB_B_ENV="VAR=value": B runs with it (an A/B of a switch inside one build).
           benv=(); [ $v = B ] && [ -n "${MD_AB_B_ENV:-}" ] && benv=(-x "$MD_AB_B_ENV")
           if [ "${MD_AB_RANKS:-2}" = 1 ]; then  # one rank: no launcher, no transport (there is no halo)
