@@ -20,10 +20,8 @@ using detail::GridState;
 
 constexpr int kThreads = 256;
 
-// Column above the exact z offset from the grid's lower z (a non-negative
-// float, whose bits order as its value): atoms in this order are in the order
-// of any monotone quantisation of z, the build's included, so its stable sort
-// leaves them in place. A skipped choice (a non-finite position) gives every
+// cellOrderKey in the home grid: the build's stable sort leaves atoms in
+// this order in place. A skipped choice (a non-finite position) gives every
 // atom key 0: the stable sort is then the identity.
 __global__ void cellKeysKernel(const Vec3f* __restrict__ x, int n, const GridState* __restrict__ state,
                                std::uint64_t* __restrict__ keys, int* __restrict__ atoms) {
@@ -34,24 +32,13 @@ __global__ void cellKeysKernel(const Vec3f* __restrict__ x, int n, const GridSta
         keys[i] = 0;
         return;
     }
-    const ColumnGrid& g = state->grids.home;
     const Vec3f p = x[i];
-    float dz = subRn(p.z, g.z0);
-    if (!(dz > 0.f)) dz = 0.f;  // also -0
-    keys[i] = (static_cast<std::uint64_t>(columnOf(g, p.x, p.y)) << 32) | __float_as_uint(dz);
+    keys[i] = cellOrderKey(state->grids.home, p.x, p.y, p.z);
 }
 
-int bitsFor(int value) {
-    int bits = 1;
-    while ((1LL << bits) <= value) ++bits;
-    return bits;
-}
-
-template <class T>
-void growTo(cuda::DeviceBuffer<T>& buffer, std::size_t count) {
-    buffer.reserve(count);
-    buffer.resize(count);
-}
+// Buffers grow with the build's headroom (NonbondedOptions::growthFactor), so
+// later searches rarely allocate.
+constexpr double kGrowth = 1.25;
 
 }  // namespace
 
@@ -79,17 +66,17 @@ CellOrder::~CellOrder() = default;
 const int* CellOrder::compute(const Vec3f* x, int n, cudaStream_t stream) {
     Impl& m = *impl_;
     const auto count = static_cast<std::size_t>(std::max(n, 1));
-    growTo(m.keys, count);
-    growTo(m.keysSorted, count);
-    growTo(m.atoms, count);
-    growTo(m.order, count);
+    detail::reserveWithHeadroom(m.keys, count, kGrowth);
+    detail::reserveWithHeadroom(m.keysSorted, count, kGrowth);
+    detail::reserveWithHeadroom(m.atoms, count, kGrowth);
+    detail::reserveWithHeadroom(m.order, count, kGrowth);
     if (n <= 0) return m.order.data();
     // The column count is below 2^bitsFor(n) (no grid has more columns than atoms).
-    const int endBit = 32 + bitsFor(n);
+    const int endBit = 32 + detail::bitsFor(n);
     std::size_t bytes = 0;
     HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, m.keys.data(), m.keysSorted.data(),
                                                       m.atoms.data(), m.order.data(), n, 0, endBit, stream));
-    growTo(m.cubTemp, std::max<std::size_t>(bytes, 1));
+    detail::reserveWithHeadroom(m.cubTemp, std::max<std::size_t>(bytes, 1), kGrowth);
 
     // The home atoms alone: no halo set, no column limit.
     if (m.copyPending) HALOEX_CUDA_CHECK(cudaEventSynchronize(m.sizesCopied));  // the last copy has read it

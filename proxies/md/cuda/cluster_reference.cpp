@@ -3,7 +3,6 @@
 #include "haloex/md/gpu/cluster_reference.hpp"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <fmt/format.h>
@@ -56,12 +55,7 @@ std::vector<int> cellOrderReference(std::span<const Vec3f> home) {
     if (!std::all_of(home.begin(), home.end(), [](const Vec3f& p) { return isFinite(p); })) return order;
     const ColumnGrid g = chooseGrids(boundsReference(home, 0, n, n, {}), AtomBounds{}).home;
     std::vector<std::uint64_t> keys(home.size());
-    for (int i = 0; i < n; ++i) {
-        float dz = subRn(home[i].z, g.z0);
-        if (!(dz > 0.f)) dz = 0.f;  // also -0
-        keys[i] =
-            (static_cast<std::uint64_t>(columnOf(g, home[i].x, home[i].y)) << 32) | std::bit_cast<std::uint32_t>(dz);
-    }
+    for (int i = 0; i < n; ++i) keys[i] = cellOrderKey(g, home[i].x, home[i].y, home[i].z);
     std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return keys[a] < keys[b]; });
     return order;
 }

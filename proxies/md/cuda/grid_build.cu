@@ -278,12 +278,6 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-int bitsFor(int value) {
-    int bits = 1;
-    while ((1LL << bits) <= value) ++bits;
-    return bits;
-}
-
 // Capacities only grow: a graph of the build stays valid while they hold.
 // The first size is taken exactly (one rank: numLocal never changes).
 int grown(int capacity, int needed, double growth) {

@@ -18,6 +18,13 @@ inline constexpr unsigned kFullWarp = 0xffffffffu;
 
 inline int blocksFor(long long n, int threads) { return static_cast<int>((n + threads - 1) / threads); }
 
+// The bits a non-negative value needs (at least 1): 2^bitsFor(v) > v.
+inline int bitsFor(int value) {
+    int bits = 1;
+    while ((1LL << bits) <= value) ++bits;
+    return bits;
+}
+
 // Grows a device buffer with headroom (contents are not kept).
 template <class T>
 void reserveWithHeadroom(cuda::DeviceBuffer<T>& buffer, std::size_t count, double growth) {

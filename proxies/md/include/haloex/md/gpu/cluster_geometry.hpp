@@ -8,6 +8,7 @@
 // reference and the GPU build the *identical* list and tests can compare them
 // element by element. Plain C++ when compiled without nvcc.
 #include <cstdint>
+#include <cstring>
 
 #include "haloex/core/vec3.hpp"
 #include "haloex/plan/particle_plan.hpp"
@@ -145,6 +146,18 @@ HALOEX_HD inline std::uint32_t sortKey(const ColumnGrid& g, int column, float z)
     const auto top = static_cast<float>((1u << g.zBits) - 1u);
     const std::uint32_t q = t >= top ? static_cast<std::uint32_t>(top) : static_cast<std::uint32_t>(t);
     return (static_cast<std::uint32_t>(column) << g.zBits) | q;
+}
+// gpu::CellOrder's key of a home atom at (x, y, z) in the home grid g: its
+// column above the exact z offset from the grid's lower z (a non-negative
+// float, whose bits order as its value), so atoms sorted by it are in the
+// order of any monotone quantisation of z, sortKey's included. The same on
+// the host (cellOrderReference) and the device.
+HALOEX_HD inline std::uint64_t cellOrderKey(const ColumnGrid& g, float x, float y, float z) {
+    float dz = subRn(z, g.z0);
+    if (!(dz > 0.f)) dz = 0.f;  // also -0
+    std::uint32_t bits = 0;
+    memcpy(&bits, &dz, sizeof bits);
+    return (static_cast<std::uint64_t>(columnOf(g, x, y)) << 32) | bits;
 }
 // Key of atoms that take no part (padding): sorts after every real atom
 // (chooseGrids leaves a column number's top value unused).
