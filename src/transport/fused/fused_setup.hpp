@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "fused_args.hpp"
 #include "haloex/core/error.hpp"
@@ -156,6 +157,15 @@ inline bool agreeOnBlockSignals(runtime::World& world, int blocksPerPulse, const
                                world.rank(), asked, transport));
     }
     return all == 1 && blocksPerPulse <= kMaxSignalBlocks;
+}
+
+// Whether a pulse of this rank sends or receives coordinates by the direct
+// or bulk path: only those signal per block (the put path keeps one signal
+// per pulse), so a rank with none (all put, or no pulse) has no word to
+// store or wait for.
+inline bool movesCoordinatesDirectly(const std::vector<PulseRecord>& records) {
+    return std::any_of(records.begin(), records.end(),
+                       [](const PulseRecord& r) { return r.sendPath != PathKind::Put || r.recvPath != PathKind::Put; });
 }
 
 // How a transport's describe() names the coordinates' signalling.

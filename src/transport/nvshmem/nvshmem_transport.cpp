@@ -310,13 +310,7 @@ private:
                 r.peerForceSignal = static_cast<std::uint64_t*>(nvshmem_ptr(forceSignals + p, pulse.recvRank));
             }
         }
-        // Only the direct and bulk paths signal per block: a rank whose pulses
-        // all go by put (or that has none) has no word to wait for or store.
-        if (std::all_of(records.begin(), records.end(), [](const PulseRecord& r) {
-                return r.sendPath == PathKind::Put && r.recvPath == PathKind::Put;
-            })) {
-            blockSignals_ = false;
-        }
+        blockSignals_ = blockSignals_ && movesCoordinatesDirectly(records);
         pulseRecords_.resize(std::max(1, numPulses));
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));

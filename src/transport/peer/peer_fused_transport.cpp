@@ -260,7 +260,7 @@ private:
         const int numPulses = static_cast<int>(plan_.pulses.size());
         // Collective, before the records: whether the coordinates signal per block.
         blocksPerPulse_ = fusedBlocksPerPulse(world_, plan_, maxResidentLoadStoreBlocks(), name_);
-        blockSignals_ = agreeOnBlockSignals(world_, blocksPerPulse_, name_) && numPulses > 0;
+        blockSignals_ = agreeOnBlockSignals(world_, blocksPerPulse_, name_);
         std::vector<PulseRecord> records(numPulses);
         for (int p = 0; p < numPulses; ++p) {
             const plan::Pulse& pulse = plan_.pulses[p];
@@ -283,6 +283,7 @@ private:
                     "coordinate signals per block");
             }
         }
+        blockSignals_ = blockSignals_ && movesCoordinatesDirectly(records);
         pulseRecords_.resize(std::max(1, numPulses));
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
