@@ -7,10 +7,12 @@
 // as relocatable device code (-rdc): bench/rdc_cost.py runs both.
 //
 //   haloex-bench-nonbonded [--sizes 11250,22500,...] [--steps 200] [--rlist 1.0]
-//                          [--as-md] [--json FILE] [--seed N]
+//                          [--rlist-inner R --prune-parts N] [--as-md] [--json FILE] [--seed N]
 // --as-md: the pair-list settings haloex-md resolves for one GPU at each size
 // (rlist, nstlist, the rolling prune's inner radius and parts), so the kernel
 // timed, and profiled by bench/roofline.py, is the one an MD step runs.
+// --rlist-inner / --prune-parts: the rolling prune at a chosen outer radius
+// (--rlist), to price the outer list's radius with the inner one held fixed.
 #include <cuda_runtime.h>
 
 #include <CLI/CLI.hpp>
@@ -43,6 +45,8 @@ struct Options {
     std::vector<int> sizes{11250, 22500, 45000, 90000, 180000, 360000, 720000};
     int steps = 200;
     double rlist = 1.0;
+    double rlistInner = 0.0;  // 0: no rolling prune (without --as-md)
+    int pruneParts = 8;
     bool asMd = false;
     std::string json;
     unsigned long long seed = 2026;
@@ -64,6 +68,13 @@ Options parse(int argc, char** argv) {
     app.add_option("--rlist", o.rlist, "Pair-list radius (nm) without --as-md")
         ->check(CLI::Range(0.9, 10.0))
         ->capture_default_str();
+    app.add_option("--rlist-inner", o.rlistInner,
+                   "Without --as-md: the rolling prune's inner radius (nm; between 0.9 and --rlist), 0 for none")
+        ->check(CLI::Range(0.0, 10.0))
+        ->capture_default_str();
+    app.add_option("--prune-parts", o.pruneParts, "Without --as-md: the rolling prune's parts (with --rlist-inner)")
+        ->check(CLI::Range(1, 1000))
+        ->capture_default_str();
     app.add_flag("--as-md", o.asMd,
                  "haloex-md's pair-list settings for one GPU at each size (rlist, nstlist, rolling prune) instead of "
                  "--rlist");
@@ -73,6 +84,13 @@ Options parse(int argc, char** argv) {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         std::exit(app.exit(e));
+    }
+    if (o.rlistInner > 0.0 && (o.asMd || o.rlistInner < 0.9 || o.rlistInner > o.rlist)) {
+        fmt::print(stderr,
+                   "haloex-bench-nonbonded: --rlist-inner {} must lie in [rc = 0.9, --rlist = {}] nm and goes without "
+                   "--as-md (which takes haloex-md's own)\n",
+                   o.rlistInner, o.rlist);
+        std::exit(2);
     }
     return o;
 }
@@ -153,6 +171,11 @@ Row run(int numAtoms, const Options& o) {
         row.rlistInner = mdOptions.pruneParts > 0 ? mdOptions.rlistInner : 0.0;
         nbOptions.rlistInner = row.rlistInner;
         nbOptions.pruneParts = std::max(1, row.pruneParts);
+    } else if (o.rlistInner > 0.0) {
+        row.rlistInner = o.rlistInner;
+        row.pruneParts = o.pruneParts;
+        nbOptions.rlistInner = o.rlistInner;
+        nbOptions.pruneParts = o.pruneParts;
     }
     Nonbonded nb(ff, row.rlist, nbOptions);
     const std::array<bool, 3> periodic{true, true, true};
@@ -223,7 +246,11 @@ int main(int argc, char** argv) {
         cudaDeviceProp prop{};
         HALOEX_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
         fmt::print("device: {} ({} SMs), rlist {}, rc 0.9 nm, {} timed repetitions; device code {}\n", prop.name,
-                   prop.multiProcessorCount, o.asMd ? "as haloex-md chooses it" : fmt::format("{} nm", o.rlist),
+                   prop.multiProcessorCount,
+                   o.asMd ? "as haloex-md chooses it"
+                   : o.rlistInner > 0.0
+                       ? fmt::format("{} nm, inner {} nm in {} parts", o.rlist, o.rlistInner, o.pruneParts)
+                       : fmt::format("{} nm", o.rlist),
                    o.steps, kDeviceCode);
         for (const KernelResources& k : nonbondedKernelResources()) {
             fmt::print("  kernel {}: {} registers, {} bytes local memory\n", k.name, k.registers, k.localBytes);
