@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab signals-ab step-tests fused-update-large short-list-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab signals-ab step-tests fused-update-large short-list-radius outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -808,10 +808,11 @@ stage_step_tests() {
 }
 
 # The step with neither, either and both of --fuse-update and --sort-atoms at
-# every size, alternating (~4 min on one H200); then the 2-rank step under
-# MPS with and without the cell order (the one-GPU estimate's runs, ~2 min).
+# every size (each given: auto turns both on for one rank), alternating
+# (~4 min on one H200); then the 2-rank step under MPS with and without the
+# cell order (the one-GPU estimate's runs, ~2 min).
 stage_fused_update() {
-  local variants=$'\n--fuse-update 1\n--sort-atoms 1\n--fuse-update 1 --sort-atoms 1'
+  local variants=$'--fuse-update 0 --sort-atoms 0\n--fuse-update 1 --sort-atoms 0\n--fuse-update 0 --sort-atoms 1\n--fuse-update 1 --sort-atoms 1'
   MDV_SIZES="5626 11250 22500 90000" MDV_REPEATS=3 MDV_STEPS=4000 MDV_VARIANTS=$variants stage_md_variants
   MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$variants stage_md_variants
   ESTIMATE_VARIANTS=nvshmem/direct,nvshmem/direct+sorted ESTIMATE_SIZES=11250,22500 stage_md_estimate
@@ -822,7 +823,8 @@ stage_fused_update() {
 # 360 000 atoms, the four variants alternating, 3 repeats (~4 min).
 stage_fused_update_large() {
   MDV_SIZES="180000 360000" MDV_REPEATS=3 MDV_STEPS=2000 \
-    MDV_VARIANTS=$'\n--fuse-update 1\n--sort-atoms 1\n--fuse-update 1 --sort-atoms 1' stage_md_variants
+    MDV_VARIANTS=$'--fuse-update 0 --sort-atoms 0\n--fuse-update 1 --sort-atoms 0\n--fuse-update 0 --sort-atoms 1\n--fuse-update 1 --sort-atoms 1' \
+    stage_md_variants
 }
 
 # Issue 34 part 5's cost: the short-list rule's 0.995 nm at 40 steps drifts
@@ -836,6 +838,27 @@ stage_short_list_radius() {
     stage_nve_drift
   MDV_SIZES="180000 720000" MDV_REPEATS=3 MDV_STEPS=2000 \
     MDV_VARIANTS=$'\n--nstlist 40 --rlist 0.975\n--nstlist 40 --rlist 0.96' stage_md_variants
+}
+
+# Issue 34 part 5: what the outer list's radius costs the force kernel with
+# the rolling prune's inner list held at 0.92 nm (8 parts), and what each
+# list holds (haloex-bench-nonbonded's census): at 0.96, 0.975, 0.995 and
+# 1.03 nm, 180 000 and 720 000 atoms; beside them the kernel without pruning
+# on lists of 0.92 and 0.995 nm, the cost of each list evaluated whole
+# (~2 min on one H200).
+stage_outer_radius() {
+  note "== the force kernel against the outer radius (inner 0.92 nm, 8 parts; inner 0: no pruning)"
+  local v r inner
+  for v in 0.96:0.92 0.975:0.92 0.995:0.92 1.03:0.92 0.92:0 0.995:0; do
+    r=${v%%:*} inner=${v#*:}
+    "$build/bin/haloex-bench-nonbonded" --sizes 180000,720000 --steps 100 --rlist "$r" --rlist-inner "$inner" \
+      --prune-parts 8 --json "$out/outer-radius-$r-$inner.json" >"$out/outer-radius-$r-$inner.log" 2>&1
+    note "  rlist $r inner $inner rc=$? $(python3 -c 'import json, sys
+for r in json.load(open(sys.argv[1]))["results"]:
+    print("%d: entries %d, outer %d, evaluated %d cluster pairs, local %.1f us;" % (r["atoms"], r["entries"],
+          r["outer_list"]["cluster_pairs"], r["evaluated_list"]["cluster_pairs"], r["local_us"]), end=" ")' \
+      "$out/outer-radius-$r-$inner.json" 2>&1)"
+  done
 }
 
 # The "no host synchronisation in a step" claim checked by CUPTI: host-blocking

@@ -33,6 +33,7 @@
 #include "haloex/md/run_length.hpp"
 #include "haloex/md/run_output.hpp"
 #include "haloex/md/run_stop.hpp"
+#include "haloex/md/step_kernels.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/runtime/launched_world.hpp"
 
@@ -153,17 +154,28 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                    "and the search step's grid and count passes; 0 or 1")
         ->check(CLI::IsMember({"0", "1"}))
         ->capture_default_str();
-    app.add_option("--fuse-update", o.fuseUpdate,
-                   "GPU, one rank: scatter the forces, move the atoms and gather their new positions for the next "
-                   "step in one kernel instead of three (the same results bit for bit); 0 or 1")
-        ->check(CLI::IsMember({"0", "1"}))
-        ->capture_default_str();
-    app.add_option("--sort-atoms", o.sortAtoms,
-                   "GPU, device search: at every search put the home atoms (velocities, types, ids with them) in "
-                   "the pair search's cell order, so that the step's moves between atom and cluster order, and the "
-                   "halo packing, read and write in runs (results agree within float rounding); 0 or 1")
-        ->check(CLI::IsMember({"0", "1"}))
-        ->capture_default_str();
+    // auto | 0 | 1 (md::Toggle): auto is decided at set-up (step_kernels.hpp).
+    const auto addToggle = [&app](const char* name, md::Toggle& target, const std::string& help) {
+        app.add_option_function<std::string>(
+               name,
+               [&target](const std::string& v) {
+                   target = v == "auto" ? md::Toggle::Auto : v == "1" ? md::Toggle::On : md::Toggle::Off;
+               },
+               help)
+            ->check(CLI::IsMember({"auto", "0", "1"}))
+            ->type_name("TEXT")
+            ->default_str("auto");
+    };
+    addToggle("--fuse-update", o.fuseUpdate,
+              fmt::format("GPU, one rank: scatter the forces, move the atoms and gather their new positions for the "
+                          "next step in one kernel instead of three (the same results bit for bit); auto (on for one "
+                          "GPU rank searching on the device with at most {} atoms, where it measured faster), 0 or 1",
+                          md::kFuseUpdateMaxAtoms));
+    addToggle("--sort-atoms", o.sortAtoms,
+              "GPU, device search: at every search put the home atoms (velocities, types, ids with them) in the pair "
+              "search's cell order, so that the step's moves between atom and cluster order, and the halo packing, "
+              "read and write in runs (results agree within float rounding); auto (on for one GPU rank searching on "
+              "the device, where it measured faster), 0 or 1");
     app.add_flag("--count-api-syncs", o.countApiSyncs,
                  "GPU: count with CUPTI the CUDA calls that block the host inside the steps without search "
                  "(every library's; reported in the summary and the JSON)");

@@ -13,6 +13,7 @@
 #include "haloex/detail/core/nvtx.hpp"
 #include "haloex/md/checkpoint.hpp"
 #include "haloex/md/log_file.hpp"
+#include "haloex/md/step_kernels.hpp"
 #include "haloex/md/buffer_check.hpp"
 #include "haloex/md/close_contacts.hpp"
 #include "haloex/md/gro.hpp"
@@ -297,12 +298,12 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
         o.rlistTolerance = tolerance;
     }
     resolvePruning(o, onGpu);
-    requireOption(!o.fuseUpdate || (onGpu && numRanks == 1),
+    requireOption(o.fuseUpdate != Toggle::On || (onGpu && numRanks == 1),
                   fmt::format("--fuse-update 1 with {}: the fused update is for one GPU rank (a rank with a halo "
                               "also gets forces from its non-local kernel and the reverse exchange); use "
                               "--fuse-update 0",
                               onGpu ? fmt::format("{} ranks", numRanks) : std::string("the CPU reference")));
-    requireOption(!o.sortAtoms || onGpu,
+    requireOption(o.sortAtoms != Toggle::On || onGpu,
                   "--sort-atoms 1 with the CPU reference: the cell order is that of the GPU's pair search; use "
                   "--device gpu, or --sort-atoms 0");
     if (o.thermoEvery == 0) {
@@ -441,9 +442,23 @@ struct Engine::Impl {
         summary.backend = e.backend_.description();
         deviceSearch = resolveSearchPlace(o.search, e.backend_.canSearchOnDevice(e.halo_));
         summary.search = deviceSearch ? "device" : "host";
-        requireOption(!o.sortAtoms || deviceSearch,
+        requireOption(o.sortAtoms != Toggle::On || deviceSearch,
                       "--sort-atoms 1 with the search on the host: the cell order is made where the atoms stay on the "
                       "GPU between searches; use --search device (or auto) with a device transport, or --sort-atoms 0");
+        {
+            // Auto decided now that the atoms and the search's place are known.
+            const StepKernelChoice kernels =
+                chooseStepKernels(o.fuseUpdate, o.sortAtoms, e.backend_.memorySpace() == transport::MemorySpace::Device,
+                                  e.world_.size(), deviceSearch, totalAtoms);
+            e.options_.fuseUpdate = kernels.fuseUpdate ? Toggle::On : Toggle::Off;
+            e.options_.sortAtoms = kernels.sortAtoms ? Toggle::On : Toggle::Off;
+            e.options_.fuseUpdateReason = kernels.fuseUpdateReason;
+            e.options_.sortAtomsReason = kernels.sortAtomsReason;
+            summary.fuseUpdate = kernels.fuseUpdate;
+            summary.sortAtoms = kernels.sortAtoms;
+            summary.fuseUpdateReason = kernels.fuseUpdateReason;
+            summary.sortAtomsReason = kernels.sortAtomsReason;
+        }
         summary.onDevice = e.backend_.memorySpace() == transport::MemorySpace::Device;
         summary.ranks = e.world_.size();
         summary.grid = grid.toString();
@@ -555,8 +570,8 @@ struct Engine::Impl {
         context.pruneParts = e.options_.pruneParts;
         context.dt = e.options_.dt;
         context.useGraphs = cudaGraphsFor(e.options_, e.transport_.name());
-        context.fuseUpdate = e.options_.fuseUpdate;
-        context.sortAtoms = e.options_.sortAtoms;
+        context.fuseUpdate = e.options_.fuseUpdate == Toggle::On;
+        context.sortAtoms = e.options_.sortAtoms == Toggle::On;
         return context;
     }
 

@@ -83,6 +83,13 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
                            : o.cudaGraphs                ? "off (nccl: only with --cuda-graphs 1)"
                                                          : "off");
     }
+    if (o.device != "cpu") {
+        const auto toggle = [&](Toggle t, const std::string& why) {
+            return because(t == Toggle::On ? "on" : t == Toggle::Off ? "off" : "auto", why == "set" ? "set" : why);
+        };
+        row("fuse-update", toggle(o.fuseUpdate, o.fuseUpdateReason));
+        row("sort-atoms", toggle(o.sortAtoms, o.sortAtomsReason));
+    }
     row("thermo-every", std::to_string(o.thermoEvery));
     if (o.driftFromPs > 0) row("drift-from", fmt::format("{} ps", o.driftFromPs));
     row("input", o.groFile.empty() ? (o.restartFile.empty() ? "lattice start" : o.restartFile) : o.groFile);

@@ -40,6 +40,13 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                s.rc, s.rlist, s.nstlist, s.estimatedBufferDrift, s.dt);
     if (!o.nstlistReason.empty()) fmt::print(out, "     nstlist: {}\n", o.nstlistReason);
     for (const auto& adjusted : o.adjustments) fmt::print(out, "     adjusted: {}\n", adjusted);
+    if (s.onDevice) {
+        const auto toggle = [](bool on, const std::string& why) {
+            return fmt::format("{} ({})", on ? "on" : "off", why);
+        };
+        fmt::print(out, "     step: fused update {}, atoms in cell order {}\n",
+                   toggle(s.fuseUpdate, s.fuseUpdateReason), toggle(s.sortAtoms, s.sortAtomsReason));
+    }
     if (s.pruneParts > 0) {
         fmt::print(out,
                    "     dynamic pruning: inner list rlist-inner {:.4g} nm, each part re-pruned every {} steps "
@@ -240,8 +247,10 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"device", o.device},
                      {"nvshmem_path", o.nvshmemPath},
                      {"nvshmem_launch", o.nvshmemLaunch},
-                     {"fuse_update", o.fuseUpdate},
-                     {"sort_atoms", o.sortAtoms},
+                     {"fuse_update", s.fuseUpdate},
+                     {"fuse_update_reason", s.fuseUpdateReason},
+                     {"sort_atoms", s.sortAtoms},
+                     {"sort_atoms_reason", s.sortAtomsReason},
                      {"gro", o.groFile},
                      {"until_step",
                       o.untilStep == kNoUntilStep ? nlohmann::json(nullptr) : nlohmann::json(o.untilStep)},

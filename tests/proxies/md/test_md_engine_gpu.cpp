@@ -156,8 +156,10 @@ TEST_P(MdEngineGpuFusedUpdate, FollowsTheUnfusedStep) {
     md::MdOptions o = shortRunWithSearches();
     o.cudaGraphs = GetParam();
     if (!GetParam()) o.thermostat = "v-rescale";
+    o.sortAtoms = md::Toggle::Off;
+    o.fuseUpdate = md::Toggle::Off;
     const auto unfused = runOnGpu(o, "device");
-    o.fuseUpdate = true;
+    o.fuseUpdate = md::Toggle::On;
     const auto fused = runOnGpu(o, "device");
     if (GetParam()) {
         // The normal step's graph: force kernel and update (2 kernels, no
@@ -192,9 +194,10 @@ class MdEngineGpuSortAtoms : public ::testing::TestWithParam<bool> {};
 TEST_P(MdEngineGpuSortAtoms, FollowsTheUnsortedRun) {
     if (!haveGpu()) GTEST_SKIP() << "no GPU visible: the GPU engine test needs one";
     md::MdOptions o = shortRunWithSearches();
-    o.fuseUpdate = GetParam();
+    o.fuseUpdate = GetParam() ? md::Toggle::On : md::Toggle::Off;
+    o.sortAtoms = md::Toggle::Off;
     const auto unsorted = runOnGpu(o, "device");
-    o.sortAtoms = true;
+    o.sortAtoms = md::Toggle::On;
     const auto sorted = runOnGpu(o, "device");
     EXPECT_EQ(unsorted.searchPhasesMs.count("cell order"), 0u);
     EXPECT_EQ(sorted.searchPhasesMs.count("cell order"), 1u);

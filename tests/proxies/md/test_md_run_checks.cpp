@@ -172,13 +172,13 @@ TEST(RunChecks, CudaGraphsForNcclOnlyWhenAskedFor) {
 // kernels) it is refused, naming why; one GPU rank takes it.
 TEST(RunChecks, TheFusedUpdateIsForOneGpuRank) {
     MdOptions o;
-    o.fuseUpdate = true;
+    o.fuseUpdate = Toggle::On;
     const std::string cpu = errorMessageOf([&] { resolveOptions(o, 1, false); });
     EXPECT_TRUE(contains(cpu, "--fuse-update 1 with the CPU reference")) << cpu;
     const std::string ranks = errorMessageOf([&] { resolveOptions(o, 2, true); });
     EXPECT_TRUE(contains(ranks, "--fuse-update 1 with 2 ranks")) << ranks;
     EXPECT_TRUE(contains(ranks, "use --fuse-update 0")) << ranks;
-    EXPECT_TRUE(resolveOptions(o, 1, true).fuseUpdate);
+    EXPECT_EQ(resolveOptions(o, 1, true).fuseUpdate, Toggle::On);
 }
 
 // --sort-atoms orders the GPU's device-resident atoms: the CPU reference
@@ -186,11 +186,11 @@ TEST(RunChecks, TheFusedUpdateIsForOneGpuRank) {
 // the host is refused by the engine: test_md_engine_gpu).
 TEST(RunChecks, CellOrderIsForTheGpu) {
     MdOptions o;
-    o.sortAtoms = true;
+    o.sortAtoms = Toggle::On;
     const std::string cpu = errorMessageOf([&] { resolveOptions(o, 1, false); });
     EXPECT_TRUE(contains(cpu, "--sort-atoms 1 with the CPU reference")) << cpu;
     EXPECT_TRUE(contains(cpu, "--sort-atoms 0")) << cpu;
-    EXPECT_TRUE(resolveOptions(o, 1, true).sortAtoms);
+    EXPECT_EQ(resolveOptions(o, 1, true).sortAtoms, Toggle::On);
     o.grid = "2x1x1";
-    EXPECT_TRUE(resolveOptions(o, 2, true).sortAtoms);
+    EXPECT_EQ(resolveOptions(o, 2, true).sortAtoms, Toggle::On);
 }

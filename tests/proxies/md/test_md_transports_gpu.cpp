@@ -94,7 +94,8 @@ struct GpuRun {
 GpuRun runOnGpu(runtime::World& world, Backend backend, bool graphs, bool sortAtoms, bool timelineParts) {
     md::MdOptions o = comparedOptions(world.size());
     o.transport = std::string(toString(backend));
-    o.sortAtoms = sortAtoms;
+    o.sortAtoms = sortAtoms ? md::Toggle::On : md::Toggle::Off;
+    o.fuseUpdate = md::Toggle::Off;  // one rank's own kernels: test_md_engine_gpu
     o.cudaGraphs = graphs;
     o.cudaGraphsGiven = graphs;  // as --cuda-graphs 1 (nccl captures only when given)
     const md::MdOptions resolved = md::resolveOptions(o, world.size(), true);

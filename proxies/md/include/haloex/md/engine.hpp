@@ -45,6 +45,10 @@ struct RunSummary {
     std::string backend;
     std::string search;     // where search steps ran: "device" or "host"
     bool onDevice = false;  // the GPU backend: the summary's device-only lines apply
+    // The step's kernels as set up (--fuse-update, --sort-atoms; auto decided
+    // by chooseStepKernels), each with why: "set" when given.
+    bool fuseUpdate = false, sortAtoms = false;
+    std::string fuseUpdateReason, sortAtomsReason;
     int ranks = 1;
     std::string grid;
     std::int64_t atoms = 0;

@@ -22,6 +22,9 @@ namespace haloex::md {
 // range of GPU prune intervals (4-10); --prune-parts changes it.
 inline constexpr int kDefaultPruneParts = 8;
 
+// An option the run may decide: auto (step_kernels.hpp says how), 0 or 1.
+enum class Toggle { Auto, Off, On };
+
 // Limits of the numeric options (resolveOptions refuses values outside them,
 // naming the option and the range). Step counts are 64-bit; 10^15 steps keep
 // step * dt exact in a double and every step sum far from overflowing.
@@ -109,14 +112,16 @@ struct MdOptions {
     bool allowSharedGpus = false;
     bool cudaGraphs = true;
     // GPU, one rank: the force scatter, the leapfrog and the next step's
-    // gather in one kernel (Nonbonded::updateLocal). Off until measured
-    // faster (issue 34 part 4); results are the same bit for bit.
-    bool fuseUpdate = false;
-    // GPU, device search: the home atoms put in the pair search's cell order
-    // at every search (gpu::CellOrder), so the permutations between atom and
-    // cluster order read and write in runs. Off until measured faster
-    // (issue 34 part 3); results agree within float rounding.
-    bool sortAtoms = false;
+    // gather in one kernel (Nonbonded::updateLocal); results are the same
+    // bit for bit. GPU, device search: the home atoms put in the pair
+    // search's cell order at every search (gpu::CellOrder), so the
+    // permutations between atom and cluster order read and write in runs;
+    // results agree within float rounding. Auto: decided at set-up where
+    // measured faster (chooseStepKernels), then On or Off, with the reason.
+    Toggle fuseUpdate = Toggle::Auto;
+    Toggle sortAtoms = Toggle::Auto;
+    std::string fuseUpdateReason;
+    std::string sortAtomsReason;
     // --cuda-graphs given on the command line: nccl captures only then (its
     // capture is not yet verified on hardware: cudaGraphsFor).
     bool cudaGraphsGiven = false;
