@@ -116,8 +116,9 @@ struct Row {
 };
 
 std::string censusJson(const ListCensus& c) {
-    return fmt::format("{{\"cluster_pairs\": {}, \"atom_pairs\": {}, \"pairs_within_rc\": {}}}", c.clusterPairs,
-                       c.atomPairs, c.pairsWithinCutoff);
+    return fmt::format("{{\"cluster_pairs\": {}, \"atom_pairs\": {}, \"pairs_within_rc\": {}, \"entries\": {}, "
+                       "\"empty_entries\": {}}}",
+                       c.clusterPairs, c.atomPairs, c.pairsWithinCutoff, c.entries, c.emptyEntries);
 }
 
 // Average time of `count` repetitions of `work` on `stream`, in us.

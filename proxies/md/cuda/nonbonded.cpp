@@ -296,7 +296,7 @@ Nonbonded::Nonbonded(const ForceField& ff, double rlist, NonbondedOptions option
     impl_->rlistInner2 = rlistSquared(options.rlistInner);
     impl_->energies.resize(kNumEnergies);
     cuda::fillBytesNow(impl_->energies.data(), 0, impl_->energies.bytes());
-    impl_->diagnosticCounter.resize(3);  // census(): within rc, cluster pairs, atom pairs
+    impl_->diagnosticCounter.resize(4);  // census(): within rc, cluster pairs, atom pairs, empty entries
     int device = 0, numSms = 1;
     HALOEX_CUDA_CHECK(cudaGetDevice(&device));
     HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&numSms, cudaDevAttrMultiProcessorCount, device));
@@ -477,10 +477,11 @@ ListCensus Nonbonded::census(ListKind kind, const Vec3f* dX, cudaStream_t stream
     m.diagnosticCounter.zeroAsync(stream);
     launchCountWithinCutoff(l, view == ListView::Outer, m.layout, local, boxLengthsF(m.settings.box), m.params.c.rc2,
                             m.diagnosticCounter.data(), stream);
-    std::array<unsigned long long, 3> n{};
+    std::array<unsigned long long, 4> n{};
     HALOEX_CUDA_CHECK(cudaMemcpyAsync(n.data(), m.diagnosticCounter.data(), sizeof(n), cudaMemcpyDeviceToHost, stream));
     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    return {static_cast<std::int64_t>(n[1]), static_cast<std::int64_t>(n[2]), static_cast<std::int64_t>(n[0])};
+    return {static_cast<std::int64_t>(n[1]), static_cast<std::int64_t>(n[2]), static_cast<std::int64_t>(n[0]),
+            l.numEntries, static_cast<std::int64_t>(n[3])};
 }
 
 std::int64_t Nonbonded::countPairsWithinCutoff(ListKind kind, const Vec3f* dX, cudaStream_t stream, ListView view) {

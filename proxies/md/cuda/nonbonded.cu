@@ -404,7 +404,8 @@ __global__ void __launch_bounds__(kThreads)
 // Diagnostic census of a list: count[0] its atom pairs closer than rc, with
 // the search's rounding (atomDistance2), i.e. exactly what
 // evaluateListReference counts; count[1] its cluster pairs; count[2] its
-// atom pairs (mask bits), what the force kernel evaluates.
+// atom pairs (mask bits), what the force kernel evaluates; count[3] its
+// entries with no pair (a pruned list's empty passes).
 __global__ void countWithinCutoffKernel(const ClusterEntry* __restrict__ entries, int numEntries,
                                         const ClusterPair* __restrict__ pairs, const float4* __restrict__ xq,
                                         Float3 boxLengths, float rc2, unsigned long long* __restrict__ count) {
@@ -429,6 +430,7 @@ __global__ void countWithinCutoffKernel(const ClusterEntry* __restrict__ entries
         atomicAdd(&count[0], n);
         atomicAdd(&count[1], static_cast<unsigned long long>(entry.jEnd - entry.jBegin));
         atomicAdd(&count[2], masked);
+        if (entry.jEnd == entry.jBegin) atomicAdd(&count[3], 1ull);
     }
 }
 

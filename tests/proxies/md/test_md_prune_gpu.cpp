@@ -342,6 +342,15 @@ TEST(PruneGpu, ForcesWithPruningEqualForcesWithout) {
                 EXPECT_LT(inner.atomPairs, outer.atomPairs);
                 EXPECT_EQ(inner.pairsWithinCutoff, outer.pairsWithinCutoff);
                 EXPECT_LE(inner.pairsWithinCutoff, inner.atomPairs);
+                // Both views walk the same entries; only the inner list's can be empty.
+                EXPECT_EQ(inner.entries, on.stats(ListKind::Local).entries);
+                EXPECT_EQ(outer.entries, inner.entries);
+                EXPECT_EQ(outer.emptyEntries, 0);
+                EXPECT_LE(inner.emptyEntries, inner.entries);
+                const auto hostInner = on.copyListToHost(ListKind::Local, ListView::Evaluated);
+                std::int64_t empty = 0;
+                for (const auto& entry : hostInner.entries) empty += entry.jEnd == entry.jBegin ? 1 : 0;
+                EXPECT_EQ(inner.emptyEntries, empty);
             }
         }
     }

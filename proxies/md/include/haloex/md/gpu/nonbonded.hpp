@@ -84,13 +84,16 @@ struct PairListStats {
     std::int64_t atomPairs = 0;  // set mask bits: atom pairs in the list (within rlist or not)
 };
 
-// What one list holds now (Nonbonded::census): the cluster pairs and atom
-// pairs (mask bits) the force kernel evaluates for it, and how many of those
-// atom pairs are closer than rc -- the useful ones.
+// What one list holds now (Nonbonded::census): its entries (and how many are
+// empty), the cluster pairs and atom pairs (mask bits) the force kernel
+// evaluates for it, and how many of those atom pairs are closer than rc --
+// the useful ones.
 struct ListCensus {
     std::int64_t clusterPairs = 0;
     std::int64_t atomPairs = 0;
     std::int64_t pairsWithinCutoff = 0;
+    std::int64_t entries = 0;       // the force kernel's passes (one warp each)
+    std::int64_t emptyEntries = 0;  // of them, with no pair left (pruned inner list)
 };
 
 // Which list a diagnostic reads: the one the force kernel evaluates (the
