@@ -9,11 +9,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "fused_agreement.hpp"
 #include "fused_args.hpp"
 #include "haloex/core/error.hpp"
 #include "haloex/detail/cuda/blocking_ops.hpp"
@@ -100,14 +100,8 @@ inline PulseRecord pulseRecordOf(const plan::Pulse& pulse, const int* indexMap) 
     return r;
 }
 
-// The most entries one pulse of this plan sends or receives (at least 1).
-inline int largestPulseWork(const plan::ParticleHaloPlan& plan) {
-    int work = 1;
-    for (const plan::Pulse& pulse : plan.pulses) work = std::max({work, pulse.sendCount(), pulse.recvCapacity});
-    return work;
-}
-
-// Collective: blocks per pulse of the fused launches. Every block spins while
+// Blocks per pulse of the fused launches, from what the ranks agreed
+// (FusedAgreement: the same on every rank). Every block spins while
 // it waits, so all must be resident at once: the grid is bounded by
 // occupancy (`maxResidentBlocks` of the kernels on this device), shared by
 // the ranks on this GPU, and kept small enough to leave the SMs to compute.
@@ -116,13 +110,11 @@ inline int largestPulseWork(const plan::ParticleHaloPlan& plan) {
 // several does them one after the other: at 11k atoms per GPU on 2 x H200,
 // 4 atoms per thread cost 1.3 us of the coordinate exchange and 3.7 us of
 // the force exchange. `transport` names it in the error.
-inline int fusedBlocksPerPulse(runtime::World& world, const plan::ParticleHaloPlan& plan, int maxResidentBlocks,
+inline int fusedBlocksPerPulse(const FusedAgreement& agreed, const runtime::World& world, int maxResidentBlocks,
                                const std::string& transport) {
-    const int numPulses = static_cast<int>(plan.pulses.size());
-    const int work =
-        static_cast<int>(world.allReduceValue<std::int64_t>(largestPulseWork(plan), runtime::ReduceOp::Max));
+    const int work = agreed.largestPulseWork;
     const int ranksPerGpu = std::max(1, world.localSize() / std::max(1, cuda::deviceCount()));
-    const int maxPulses = static_cast<int>(world.allReduceValue<std::int64_t>(numPulses, runtime::ReduceOp::Max));
+    const int maxPulses = agreed.maxPulses;
     const int resident = maxResidentBlocks / ranksPerGpu;
     int device = 0, sms = 0;
     HALOEX_CUDA_CHECK(cudaGetDevice(&device));
@@ -138,25 +130,12 @@ inline int fusedBlocksPerPulse(runtime::World& world, const plan::ParticleHaloPl
     return blocks;
 }
 
-// Collective: whether the coordinate pulses signal per sending block
-// (FusedArgs::coordBlockWords; docs/nvshmem.md, "Signals per block"). Asked
-// for by HALOEX_EXCHANGE_SIGNALS=block on every rank ("pulse", or unset: one
-// signal per pulse, the default); given where the blocks per pulse fit the
-// receivers' words. A value other than pulse or block on any rank throws
-// InvalidInput on every rank (after the collective, so none waits alone).
-inline bool agreeOnBlockSignals(runtime::World& world, int blocksPerPulse, const std::string& transport) {
-    const char* value = std::getenv("HALOEX_EXCHANGE_SIGNALS");
-    const std::string asked = value != nullptr ? value : "";
-    const std::int64_t mine = asked.empty() || asked == "pulse" ? 0 : asked == "block" ? 1 : -1;
-    const std::int64_t all = world.allReduceValue<std::int64_t>(mine, runtime::ReduceOp::Min);
-    if (all < 0) {
-        throwError(ErrorKind::InvalidInput,
-                   fmt::format("HALOEX_EXCHANGE_SIGNALS is neither pulse nor block on some rank (rank {} has "
-                               "'{}'): the {} transport takes pulse (one signal per pulse, the default) or block (one "
-                               "per sending block), the same on every rank",
-                               world.rank(), asked, transport));
-    }
-    return all == 1 && blocksPerPulse <= kMaxSignalBlocks;
+// Whether the coordinate pulses signal per sending block
+// (FusedArgs::coordBlockWords; docs/nvshmem.md, "Signals per block"): asked
+// for on every rank (FusedAgreement), and given where the blocks per pulse
+// fit the receivers' words.
+inline bool blockSignalsGiven(const FusedAgreement& agreed, int blocksPerPulse) {
+    return agreed.blockSignalsAsked && blocksPerPulse <= kMaxSignalBlocks;
 }
 
 // Whether a pulse of this rank sends or receives coordinates by the direct

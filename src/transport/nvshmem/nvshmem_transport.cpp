@@ -114,6 +114,10 @@ public:
             }
         }
         plan_ = plan;
+        // Everything the ranks must decide alike for this plan, in one reduction.
+        agreed_ =
+            agreeOnFusedSetup(world_, plan_, (std::max(plan_.maxSendCount(), plan_.maxRecvCapacity()) + 3) / 4 * 4,
+                              exchangeSignalsAsked(), "nvshmem");
         bool reallocated = ensureCapacity();
         if (coordinates.allocation != xAllocation_ || forces.allocation != fAllocation_) reallocated = true;
         x_ = static_cast<Vec3f*>(coordinates.data);
@@ -233,9 +237,7 @@ private:
     // allocate identically); grows collectively with headroom. Returns
     // whether it was (re)allocated.
     bool ensureCapacity() {
-        const std::int64_t need =
-            world_.allReduceValue<std::int64_t>((std::max(plan_.maxSendCount(), plan_.maxRecvCapacity()) + 3) / 4 * 4,
-                                                runtime::ReduceOp::Max);
+        const std::int64_t need = agreed_.stagingAtoms;
         initialise(0);
         if (heapSizeSetByUser() && stagingStride_ == 0 && bytesFor(need) > symmetricHeapBytes()) {
             throwError(ErrorKind::Nvshmem,
@@ -284,9 +286,9 @@ private:
         auto* coordSignals = signals_.as<std::uint64_t>();
         auto* forceSignals = coordSignals + kMaxPulses;
         auto* blockWords = coordSignals + kBlockWordsAt;
-        // Collective, before the records: whether the coordinates signal per block.
-        blocksPerPulse_ = fusedBlocksPerPulse(world_, plan_, maxResidentFusedBlocks(), "nvshmem");
-        blockSignals_ = agreeOnBlockSignals(world_, blocksPerPulse_, "nvshmem");
+        // Before the records: whether the coordinates signal per block.
+        blocksPerPulse_ = fusedBlocksPerPulse(agreed_, world_, maxResidentFusedBlocks(), "nvshmem");
+        blockSignals_ = blockSignalsGiven(agreed_, blocksPerPulse_);
         for (int p = 0; p < numPulses; ++p) {
             const plan::Pulse& pulse = plan_.pulses[p];
             PulseRecord& r = records[p];
@@ -451,7 +453,8 @@ private:
     WaitDiagnostics* diagnosticsDevice_ = nullptr;
     cuda::DeviceBuffer<int> abortFlag_;
     int blocksPerPulse_ = 1;
-    bool blockSignals_ = false;  // coordinates signal per sending block (agreeOnBlockSignals)
+    FusedAgreement agreed_;      // what the ranks agreed on for plan_ (agreeOnFusedSetup)
+    bool blockSignals_ = false;  // coordinates signal per sending block (blockSignalsGiven)
     std::unique_ptr<Watchdog> watchdog_;
 };
 

@@ -258,9 +258,11 @@ private:
 
     void uploadPulses() {
         const int numPulses = static_cast<int>(plan_.pulses.size());
-        // Collective, before the records: whether the coordinates signal per block.
-        blocksPerPulse_ = fusedBlocksPerPulse(world_, plan_, maxResidentLoadStoreBlocks(), name_);
-        blockSignals_ = agreeOnBlockSignals(world_, blocksPerPulse_, name_);
+        // Collective (one reduction), before the records: the blocks per
+        // pulse and whether the coordinates signal per block.
+        const FusedAgreement agreed = agreeOnFusedSetup(world_, plan_, 0, exchangeSignalsAsked(), name_);
+        blocksPerPulse_ = fusedBlocksPerPulse(agreed, world_, maxResidentLoadStoreBlocks(), name_);
+        blockSignals_ = blockSignalsGiven(agreed, blocksPerPulse_);
         std::vector<PulseRecord> records(numPulses);
         for (int p = 0; p < numPulses; ++p) {
             const plan::Pulse& pulse = plan_.pulses[p];
@@ -345,7 +347,7 @@ private:
     cuda::DeviceBuffer<int> abortFlag_;
     std::uint64_t timeoutNs_;
     int blocksPerPulse_ = 1;
-    bool blockSignals_ = false;  // coordinates signal per sending block (agreeOnBlockSignals)
+    bool blockSignals_ = false;  // coordinates signal per sending block (blockSignalsGiven)
     std::unique_ptr<Watchdog> watchdog_;
     BlockOps blockOps_{*this};
     SlottedBlockExchange<BlockOps> blocks_{world_, blockOps_};
