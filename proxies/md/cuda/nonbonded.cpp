@@ -40,14 +40,16 @@ using namespace detail;
 
 namespace {
 
-// Entry length for the automatic choice: the longest of 32, 16, 8 whose local
-// list still gives at least three waves of warps (about 66 j clusters per i
-// cluster at 100 atoms/nm^3 and rlist 1 nm; ~7.8 atoms per cluster).
+// Entry length for the automatic choice: the longest of 128, 64, 32, 16, 8
+// whose local list still gives at least three waves of warps (about 66 j
+// clusters per i cluster at 100 atoms/nm^3 and rlist 1 nm; ~7.8 atoms per
+// cluster). A pruned list keeps an entry's length: with entries of 32 its
+// i clusters' kept pairs spread over more, shorter items as rlist grows.
 int chooseEntryLength(int numHome, int residentWarps) {
     constexpr double kJClustersPerCluster = 66.0;
     constexpr double kAtomsPerCluster = 7.8;
     const double clusters = numHome / kAtomsPerCluster;
-    for (int maxJ : {32, 16}) {
+    for (int maxJ : {128, 64, 32, 16}) {
         const double entries = clusters * std::ceil(kJClustersPerCluster / maxJ);
         if (entries >= 3.0 * residentWarps) return maxJ;
     }
@@ -266,11 +268,10 @@ Nonbonded::Nonbonded(const ForceField& ff, double rlist, NonbondedOptions option
         throwError(ErrorKind::InvalidInput,
                    fmt::format("Nonbonded: rlist = {} nm must be finite and at least rc = {} nm", rlist, ff.rc));
     }
-    if (options.maxJClustersPerEntry < 0 || options.maxJClustersPerEntry > 32) {
+    if (options.maxJClustersPerEntry < 0 || options.maxJClustersPerEntry > kMaxJClustersPerEntry) {
         throwError(ErrorKind::InvalidInput,
-                   fmt::format("Nonbonded: maxJClustersPerEntry = {} must be in [1, 32] (one warp loads an entry's "
-                               "pair records at once), or 0 for automatic",
-                               options.maxJClustersPerEntry));
+                   fmt::format("Nonbonded: maxJClustersPerEntry = {} must be in [1, {}], or 0 for automatic",
+                               options.maxJClustersPerEntry, kMaxJClustersPerEntry));
     }
     if (!(options.growthFactor >= 1.0)) {
         throwError(ErrorKind::InvalidInput,

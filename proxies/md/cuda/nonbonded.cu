@@ -2,8 +2,8 @@
 // order, the LJ + reaction-field cluster-pair kernel, and the scatter of the
 // slot-ordered forces into the caller's array.
 //
-// Kernel layout: one warp per list entry (an i cluster and up to 32 j
-// clusters). Lane = 8 t + b computes i slots t and t + 4 against j slot b, so
+// Kernel layout: one warp per list entry (an i cluster and up to
+// kMaxJClustersPerEntry j clusters, taken 32 at a time). Lane = 8 t + b computes i slots t and t + 4 against j slot b, so
 // an 8x8 tile takes two pair evaluations per lane. i forces stay in registers
 // for the whole entry; j forces are summed over the four lanes of each j slot
 // with two xor-shuffles and added with one float4 atomic (sm_90) into a
@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
     const int ti = lane >> 3;  // i slots ti and ti + 4
     const int tj = lane & 7;   // j slot
     const unsigned laneBit = 1u << lane;
-    // The entry's pair records, staged once per entry (one coalesced load) and
+    // The entry's pair records, staged 32 at a time (one coalesced load) and
     // read back as shared-memory broadcasts: one instruction per j cluster.
     __shared__ StagedPair records[kNbWarps][32];
     double sumLj = 0.0, sumCoul = 0.0, sumVirial = 0.0;
@@ -192,27 +192,42 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
         float3 fi0 = make_float3(0.f, 0.f, 0.f);
         float3 fi1 = make_float3(0.f, 0.f, 0.f);
         float lj = 0.f, coul = 0.f, virial = 0.f;
-        const int numJ = entry.jEnd - entry.jBegin;  // <= 32 (NonbondedOptions)
-        __syncwarp();                                // the previous entry's reads of `records` are done
-        if (lane < numJ) {
-            const int4 record = reinterpret_cast<const int4*>(entryPairs)[entry.jBegin + lane];
-            const float3 sv = p.shifts[record.y];
-            records[warp][lane] = StagedPair{record, make_float4(sv.x, sv.y, sv.z, 0.f)};
-        }
-        __syncwarp();
-        unsigned keep = 0;  // kPrune: bit k = pair k has an atom pair within rlistInner
-
-        if constexpr (kPrune) {
-            // Two copies of the loop: entries not pruned now run exactly the
-            // plain kernel's (a run-time flag in the loop cost issue slots).
-            if (pruneEntry) {
-                keep = jLoop<kEnergies, true>(p, records[warp], numJ, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial,
-                                              prune.rlistInner2);
-            } else {
-                jLoop<kEnergies, false>(p, records[warp], numJ, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial, 0.f);
+        const int numJ = entry.jEnd - entry.jBegin;  // <= kMaxJClustersPerEntry (NonbondedOptions)
+        [[maybe_unused]] int keptSoFar = 0;          // kPrune: records of this entry kept so far (warp-uniform)
+        // The records 32 at a time: each chunk staged in shared memory by one
+        // coalesced load, then read back as broadcasts.
+        for (int chunk = 0; chunk < numJ; chunk += 32) {
+            const int n = min(32, numJ - chunk);
+            __syncwarp();  // the previous chunk's (or entry's) reads of `records` are done
+            if (lane < n) {
+                const int4 record = reinterpret_cast<const int4*>(entryPairs)[entry.jBegin + chunk + lane];
+                const float3 sv = p.shifts[record.y];
+                records[warp][lane] = StagedPair{record, make_float4(sv.x, sv.y, sv.z, 0.f)};
             }
-        } else {
-            jLoop<kEnergies, false>(p, records[warp], numJ, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial, 0.f);
+            __syncwarp();
+            if constexpr (kPrune) {
+                // Two copies of the loop: entries not pruned now run exactly the
+                // plain kernel's (a run-time flag in the loop cost issue slots).
+                if (pruneEntry) {
+                    // bit k = record k of this chunk has an atom pair within rlistInner
+                    const unsigned keep = jLoop<kEnergies, true>(p, records[warp], n, xq, f, xi0, xi1, fi0, fi1, lj,
+                                                                 coul, virial, prune.rlistInner2);
+                    // Kept records in their order, after the entry's kept ones
+                    // so far (popc of the kept bits below each lane's record);
+                    // read back from `records` before the next chunk's
+                    // __syncwarp lets them change.
+                    if (lane < n && ((keep >> lane) & 1u) != 0u) {
+                        reinterpret_cast<int4*>(
+                            prune.innerPairs)[entry.jBegin + keptSoFar + __popc(keep & (laneBit - 1u))] =
+                            records[warp][lane].pair;
+                    }
+                    keptSoFar += __popc(keep);
+                } else {
+                    jLoop<kEnergies, false>(p, records[warp], n, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial, 0.f);
+                }
+            } else {
+                jLoop<kEnergies, false>(p, records[warp], n, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial, 0.f);
+            }
         }
         // Sum over the eight lanes of i slots ti and ti + 4 (lanes 8 ti ..
         // 8 ti + 7) as a transposing reduction: each exchange halves what a
@@ -243,15 +258,8 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
             sumVirial += virial;
         }
         if constexpr (kPrune) {
-            // Kept records in their order at [jBegin, jBegin + kept) (popc of
-            // the kept bits below each lane's record); read back from
-            // `records` before the next entry's __syncwarp lets them change.
-            if (pruneEntry) {
-                if (lane < numJ && ((keep >> lane) & 1u) != 0u) {
-                    reinterpret_cast<int4*>(prune.innerPairs)[entry.jBegin + __popc(keep & (laneBit - 1u))] =
-                        records[warp][lane].pair;
-                }
-                if (lane == 0) prune.innerEntries[e] = ClusterEntry{ci, entry.jBegin, entry.jBegin + __popc(keep), 0};
+            if (pruneEntry && lane == 0) {
+                prune.innerEntries[e] = ClusterEntry{ci, entry.jBegin, entry.jBegin + keptSoFar, 0};
             }
         }
     }

@@ -311,7 +311,8 @@ struct DeviceSizes {
 // the dense list, and its entries (as the fill pass writes them). With
 // `innerEntries` (pruning), also the inner list as the prune kernel writes
 // it: per entry, the flagged records in their outer order, then the entry
-// with jEnd = jBegin + kept. An entry holds at most 32 pairs (maxJ <= 32).
+// with jEnd = jBegin + kept. An entry holds at most kMaxJClustersPerEntry
+// pairs, taken 32 at a time (one ballot each).
 __global__ void compactKernel(int numTasks, DeviceSizes sized, int scratchCapacity, int maxJ,
                               const ClusterPair* __restrict__ scratch, const int* __restrict__ pairCount,
                               const int* __restrict__ pairOffset, const int* __restrict__ entryOffset,
@@ -353,17 +354,22 @@ __global__ void compactKernel(int numTasks, DeviceSizes sized, int scratchCapaci
     for (int e = 0; e < numEntries; ++e) {
         const int jBegin = e * maxJ;
         const int numJ = min(count, jBegin + maxJ) - jBegin;
-        ClusterPair record{0, 0, 0u, 0u};
-        if (lane < numJ) record = slot[jBegin + lane];
-        const bool inner = lane < numJ && (record.shift & kInnerFlag) != 0;
-        record.shift &= ~kInnerFlag;
-        const unsigned keep = __ballot_sync(kFullWarp, inner);
-        if (lane < numJ) pairs[base + jBegin + lane] = record;
-        if (inner) innerPairs[base + jBegin + __popc(keep & ((1u << lane) - 1u))] = record;
+        int kept = 0;  // the entry's inner records so far, in their order
+        for (int chunk = 0; chunk < numJ; chunk += 32) {
+            const int n = min(32, numJ - chunk);
+            ClusterPair record{0, 0, 0u, 0u};
+            if (lane < n) record = slot[jBegin + chunk + lane];
+            const bool inner = lane < n && (record.shift & kInnerFlag) != 0;
+            record.shift &= ~kInnerFlag;
+            const unsigned keep = __ballot_sync(kFullWarp, inner);
+            if (lane < n) pairs[base + jBegin + chunk + lane] = record;
+            if (inner) innerPairs[base + jBegin + kept + __popc(keep & ((1u << lane) - 1u))] = record;
+            kept += __popc(keep);
+        }
         if (lane == 0) {
             const ClusterEntry entry{ci, base + jBegin, base + jBegin + numJ, 0};
             entries[first + e] = entry;
-            innerEntries[first + e] = ClusterEntry{ci, entry.jBegin, entry.jBegin + __popc(keep), 0};
+            innerEntries[first + e] = ClusterEntry{ci, entry.jBegin, entry.jBegin + kept, 0};
         }
     }
 }

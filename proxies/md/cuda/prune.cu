@@ -15,8 +15,8 @@
 // than the smaller list saved (docs/md-engine.md).
 //
 // One warp per entry, as in the force kernel: the entry's pair records are
-// fetched with one coalesced load (lane k holds record k) and handed out by
-// shuffles; for each j cluster, lane = 8 t + b tests i slots t and t + 4
+// fetched 32 at a time with one coalesced load (lane k holds record k of the
+// chunk) and handed out by shuffles; for each j cluster, lane = 8 t + b tests i slots t and t + 4
 // against j slot b with atomDistance2 -- the search's explicitly rounded
 // distance, so pruneReference() (cluster_reference.cpp) decides every pair
 // identically. A ballot gives the kept set, popc of the lower bits each kept
@@ -43,26 +43,31 @@ __global__ void __launch_bounds__(kPruneThreads)
         const ClusterEntry entry = entries[e];
         const Float3 xi0 = xyz(xq[entry.ci * kClusterSize + ti]);
         const Float3 xi1 = xyz(xq[entry.ci * kClusterSize + ti + 4]);
-        const int numJ = entry.jEnd - entry.jBegin;  // <= 32 (NonbondedOptions)
-        int4 record = make_int4(0, 0, 0, 0);         // {cj, shift, maskLo, maskHi} of pair `lane`
-        if (lane < numJ) record = reinterpret_cast<const int4*>(pairs)[entry.jBegin + lane];
-        unsigned keep = 0;  // bit k: pair k is kept (the same in every lane)
-        for (int k = 0; k < numJ; ++k) {
-            const int cj = __shfl_sync(kFullWarp, record.x, k);
-            const int shift = __shfl_sync(kFullWarp, record.y, k);
-            const unsigned maskLo = static_cast<unsigned>(__shfl_sync(kFullWarp, record.z, k));
-            const unsigned maskHi = static_cast<unsigned>(__shfl_sync(kFullWarp, record.w, k));
-            const Float3 xj = xyz(xq[cj * kClusterSize + tj]);
-            const Float3 sv = shiftVector(shift, boxLengths);
-            const bool near = (((maskLo >> lane) & 1u) != 0u && atomDistance2(xi0, xj, sv) < rlistInner2) ||
-                              (((maskHi >> lane) & 1u) != 0u && atomDistance2(xi1, xj, sv) < rlistInner2);
-            if (__any_sync(kFullWarp, near)) keep |= 1u << k;
+        const int numJ = entry.jEnd - entry.jBegin;  // <= kMaxJClustersPerEntry (NonbondedOptions)
+        int kept = 0;                                // records kept so far, in their order
+        for (int chunk = 0; chunk < numJ; chunk += 32) {
+            const int n = min(32, numJ - chunk);
+            int4 record = make_int4(0, 0, 0, 0);  // {cj, shift, maskLo, maskHi} of pair chunk + lane
+            if (lane < n) record = reinterpret_cast<const int4*>(pairs)[entry.jBegin + chunk + lane];
+            unsigned keep = 0;  // bit k: pair chunk + k is kept (the same in every lane)
+            for (int k = 0; k < n; ++k) {
+                const int cj = __shfl_sync(kFullWarp, record.x, k);
+                const int shift = __shfl_sync(kFullWarp, record.y, k);
+                const unsigned maskLo = static_cast<unsigned>(__shfl_sync(kFullWarp, record.z, k));
+                const unsigned maskHi = static_cast<unsigned>(__shfl_sync(kFullWarp, record.w, k));
+                const Float3 xj = xyz(xq[cj * kClusterSize + tj]);
+                const Float3 sv = shiftVector(shift, boxLengths);
+                const bool near = (((maskLo >> lane) & 1u) != 0u && atomDistance2(xi0, xj, sv) < rlistInner2) ||
+                                  (((maskHi >> lane) & 1u) != 0u && atomDistance2(xi1, xj, sv) < rlistInner2);
+                if (__any_sync(kFullWarp, near)) keep |= 1u << k;
+            }
+            if (lane < n && ((keep >> lane) & 1u) != 0u) {
+                const int place = kept + __popc(keep & ((1u << lane) - 1u));
+                reinterpret_cast<int4*>(innerPairs)[entry.jBegin + place] = record;
+            }
+            kept += __popc(keep);
         }
-        if (lane < numJ && ((keep >> lane) & 1u) != 0u) {
-            const int place = __popc(keep & ((1u << lane) - 1u));
-            reinterpret_cast<int4*>(innerPairs)[entry.jBegin + place] = record;
-        }
-        if (lane == 0) innerEntries[e] = ClusterEntry{entry.ci, entry.jBegin, entry.jBegin + __popc(keep), 0};
+        if (lane == 0) innerEntries[e] = ClusterEntry{entry.ci, entry.jBegin, entry.jBegin + kept, 0};
     }
 }
 

@@ -276,8 +276,9 @@ TEST(NonbondedGpu, Ref3000MatchesOracle) {
     const FloatSystem s = haloex::testing::loadRef3000(ff);
     const auto oracle = haloex::testing::oracleSingle(s, ff);
     checkSystem(inputsOf(s), oracle);
-    // Explicit entry lengths, including one that is not a power of two.
-    for (int maxJ : {32, 5, 1}) {
+    // Explicit entry lengths: several chunks of 32 (128, 45), one chunk, and
+    // lengths that are not powers of two.
+    for (int maxJ : {128, 45, 32, 5, 1}) {
         NonbondedOptions options;
         options.maxJClustersPerEntry = maxJ;
         SCOPED_TRACE(fmt::format("maxJClustersPerEntry {}", maxJ));

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "haloex/core/error.hpp"
@@ -112,12 +113,18 @@ void build(Nonbonded& nb, const Moving& m, Device& d, cudaStream_t stream) {
              m.box, m.periodic, stream);
 }
 
-NonbondedOptions pruning(double rlistInner = kRlistInner, int parts = kParts) {
+NonbondedOptions pruning(double rlistInner = kRlistInner, int parts = kParts, int maxJ = 0) {
     NonbondedOptions o;
     o.rlistInner = rlistInner;
     o.pruneParts = parts;
+    o.maxJClustersPerEntry = maxJ;
     return o;
 }
+
+// Entry lengths the prune tests run: the automatic one (short items at these
+// sizes), and entries of several chunks of 32 records (128, and 45: a last
+// chunk that is not full), whose kept pairs the kernels write in one run.
+constexpr int kEntryLengths[] = {0, 128, 45};
 
 std::string firstDifference(const PairListHost& gpu, const PairListHost& ref) {
     if (gpu.entries.size() != ref.entries.size()) {
@@ -224,8 +231,10 @@ TEST(PruneGpu, FullPruneAtBuildMatchesReference) {
     const md::ForceField ff;
     cuda::Stream stream;
     for (const Moving& m : cases()) {
-        for (double rlistInner : {ff.rc, kRlistInner}) {
-            Nonbonded nb(ff, kRlist, pruning(rlistInner));
+        for (const auto& [rlistInner, maxJ] : {std::pair{ff.rc, 0}, std::pair{kRlistInner, 0},
+                                               std::pair{kRlistInner, 128}, std::pair{kRlistInner, 45}}) {
+            SCOPED_TRACE(fmt::format("maxJClustersPerEntry {}", maxJ));
+            Nonbonded nb(ff, kRlist, pruning(rlistInner, kParts, maxJ));
             Device d(m);
             build(nb, m, d, stream);
             EXPECT_TRUE(nb.pruning());
@@ -258,23 +267,25 @@ TEST(PruneGpu, RollingPartsMatchReferenceAtThePositionsTheyWerePrunedWith) {
     const md::ForceField ff;
     cuda::Stream stream;
     for (const Moving& m : cases()) {
-        SCOPED_TRACE(m.name);
-        Nonbonded nb(ff, kRlist, pruning());
-        Device d(m);
-        build(nb, m, d, stream);
-        checkRolling(m, nb, d, stream, kSteps, [&](int) { computeBoth(nb, d, false, stream); });
+        for (int maxJ : kEntryLengths) {
+            SCOPED_TRACE(fmt::format("{}, maxJClustersPerEntry {}", m.name, maxJ));
+            Nonbonded nb(ff, kRlist, pruning(kRlistInner, kParts, maxJ));
+            Device d(m);
+            build(nb, m, d, stream);
+            checkRolling(m, nb, d, stream, kSteps, [&](int) { computeBoth(nb, d, false, stream); });
 
-        // A rebuild restarts at part 0; then one captured step, replayed.
-        build(nb, m, d, stream);
-        cudaGraph_t graph = nullptr;
-        HALOEX_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        computeBoth(nb, d, true, stream);
-        HALOEX_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-        cudaGraphExec_t exec = nullptr;
-        HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-        checkRolling(m, nb, d, stream, kSteps + 1, [&](int) { HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
-        HALOEX_CUDA_CHECK(cudaGraphExecDestroy(exec));
-        HALOEX_CUDA_CHECK(cudaGraphDestroy(graph));
+            // A rebuild restarts at part 0; then one captured step, replayed.
+            build(nb, m, d, stream);
+            cudaGraph_t graph = nullptr;
+            HALOEX_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+            computeBoth(nb, d, true, stream);
+            HALOEX_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+            cudaGraphExec_t exec = nullptr;
+            HALOEX_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+            checkRolling(m, nb, d, stream, kSteps + 1, [&](int) { HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, stream)); });
+            HALOEX_CUDA_CHECK(cudaGraphExecDestroy(exec));
+            HALOEX_CUDA_CHECK(cudaGraphDestroy(graph));
+        }
     }
 }
 

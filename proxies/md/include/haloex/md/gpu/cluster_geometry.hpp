@@ -17,6 +17,9 @@ namespace haloex::md::gpu {
 
 // Atoms per cluster (both i and j side): a warp computes an 8x8 tile.
 inline constexpr int kClusterSize = 8;
+// The longest list entry (NonbondedOptions::maxJClustersPerEntry): four
+// chunks of 32 records, one warp's load each.
+inline constexpr int kMaxJClustersPerEntry = 128;
 // Shift vectors: index = (sx+1) + 3 (sy+1) + 9 (sz+1), s in {-1,0,1}^3,
 // applied to the j cluster (x_j + s L). Only dims flagged periodic get s != 0.
 inline constexpr int kNumShifts = 27;

@@ -40,9 +40,12 @@ namespace haloex::md::gpu {
 
 struct NonbondedOptions {
     // Long i-cluster lists are split into warp work items of at most this
-    // many j clusters (1..32). 0: automatic -- 32, or 16 or 8 when the
-    // local list would otherwise give fewer than 3 waves of warps on this
-    // GPU (small systems balance better with more, shorter items).
+    // many j clusters (1..kMaxJClustersPerEntry; a warp takes them 32 at a
+    // time). 0: automatic -- the longest of 128, 64, 32 and 16 whose local
+    // list still gives 3 waves of warps on this GPU, else 8: long items
+    // carry an i cluster's load, reduction and atomics once for all its j
+    // clusters (and a pruned item keeps its pairs in one run), short ones
+    // balance small systems.
     int maxJClustersPerEntry = 0;
     // Buffers grow with this headroom so later searches rarely reallocate.
     double growthFactor = 1.25;
