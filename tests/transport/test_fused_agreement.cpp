@@ -39,7 +39,8 @@ TEST(FusedAgreement, EveryRankGetsTheMaximaOfThemAll) {
         const int r = world.rank();
         // Rank 2 has no pulse; rank 1 the largest send, rank 0 the largest receive.
         const plan::ParticleHaloPlan plan = r == 2 ? planOf(0, 0, 0) : planOf(r + 1, 100 * (r + 1), 350 - 100 * r);
-        got[static_cast<std::size_t>(r)] = agreeOnFusedSetup(world, plan, 1000 * (3 - r), "block", "test");
+        got[static_cast<std::size_t>(r)] =
+            agreeOnFusedSetup(world, plan, std::int64_t{1000} * (3 - r), "block", "test");
     });
     for (const FusedAgreement& a : got) {
         EXPECT_EQ(a.stagingAtoms, 3000);
