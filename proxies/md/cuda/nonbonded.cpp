@@ -40,16 +40,23 @@ using namespace detail;
 
 namespace {
 
-// Entry length for the automatic choice: the longest of 128, 64, 32, 16, 8
-// whose local list still gives at least three waves of warps (about 66 j
-// clusters per i cluster at 100 atoms/nm^3 and rlist 1 nm; ~7.8 atoms per
-// cluster). A pruned list keeps an entry's length: with entries of 32 its
-// i clusters' kept pairs spread over more, shorter items as rlist grows.
+// Entry length for the automatic choice (about 66 j clusters per i cluster
+// at 100 atoms/nm^3 and rlist 1 nm; ~7.8 atoms per cluster):
+// - 128, one entry for nearly every i cluster, where those give at least
+//   four waves of warps: a pruned list keeps an entry's length, and with
+//   entries of 32 an i cluster's kept pairs spread over more, shorter items
+//   as rlist grows (the force kernel at rlist 0.995 nm on an H200: 128
+//   against 32 took 675.55 / 714.48 us at 720 000 atoms and 171.67 / 178.25
+//   at 180 000, 4.8 waves);
+// - else the longest of 32, 16 whose entries give three waves, else 8
+//   (at 90 000 atoms entries of 64, 2.8 waves, took 100.54 us against 92.30
+//   with 32: too few items to balance).
 int chooseEntryLength(int numHome, int residentWarps) {
     constexpr double kJClustersPerCluster = 66.0;
     constexpr double kAtomsPerCluster = 7.8;
     const double clusters = numHome / kAtomsPerCluster;
-    for (int maxJ : {128, 64, 32, 16}) {
+    if (clusters >= 4.0 * residentWarps) return kMaxJClustersPerEntry;
+    for (int maxJ : {32, 16}) {
         const double entries = clusters * std::ceil(kJClustersPerCluster / maxJ);
         if (entries >= 3.0 * residentWarps) return maxJ;
     }

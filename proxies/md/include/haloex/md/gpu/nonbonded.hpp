@@ -41,11 +41,11 @@ namespace haloex::md::gpu {
 struct NonbondedOptions {
     // Long i-cluster lists are split into warp work items of at most this
     // many j clusters (1..kMaxJClustersPerEntry; a warp takes them 32 at a
-    // time). 0: automatic -- the longest of 128, 64, 32 and 16 whose local
-    // list still gives 3 waves of warps on this GPU, else 8: long items
-    // carry an i cluster's load, reduction and atomics once for all its j
-    // clusters (and a pruned item keeps its pairs in one run), short ones
-    // balance small systems.
+    // time). 0: automatic -- 128 where about one entry per i cluster still
+    // gives 4 waves of warps on this GPU, else the longest of 32 and 16
+    // that gives 3, else 8: long items carry an i cluster's load, reduction
+    // and atomics once for all its j clusters (and a pruned item keeps its
+    // pairs in one run), short ones balance small systems.
     int maxJClustersPerEntry = 0;
     // Buffers grow with this headroom so later searches rarely reallocate.
     double growthFactor = 1.25;
