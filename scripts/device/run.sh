@@ -74,6 +74,8 @@ stage_ctest_select() {
     ${CTEST_REPEAT:+--repeat until-fail:$CTEST_REPEAT} >"$out/ctest-select.log" 2>&1)
   local rc=$?
   grep -E 'tests passed|tests failed|\*\*\*Failed|Timeout|Not Run|Skipped' "$out/ctest-select.log" | tee -a "$summary"
+  # ctest exits 0 when nothing matches: say so (gtest cases are named Suite.Case, not by executable).
+  grep -q 'No tests were found' "$out/ctest-select.log" && note "  no test matched '$CTEST_R' (names: ctest -N)"
   [ $rc -eq 0 ] || grep -E -B5 -A30 'FAILED|Failure' "$out/ctest-select.log" | head -80
   stop_mps
 }
