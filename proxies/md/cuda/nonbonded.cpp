@@ -335,6 +335,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
                                                 : chooseEntryLength(numHome, m.residentWarps);
     m.settings = SearchSettings{box, periodic, m.rlist, m.maxJ};
     validateSearchSettings(m.settings, "Nonbonded::build");
+    for (DeviceList& l : m.lists) l.longEntries = m.maxJ > 32;
     const Float3 lengths = boxLengthsF(box);
     for (int s = 0; s < kNumShifts; ++s) {
         const Float3 v = shiftVector(s, lengths);
@@ -547,14 +548,17 @@ PairListHost Nonbonded::copyListToHost(ListKind kind, ListView view) const {
     return dense;
 }
 
-std::array<KernelResources, 6> nonbondedKernelResources() {
+std::array<KernelResources, 8> nonbondedKernelResources() {
     const auto pack = [](const char* name, const cudaFuncAttributes& a) {
         return KernelResources{name, a.numRegs, static_cast<int>(a.localSizeBytes), a.maxThreadsPerBlock};
     };
-    return {pack("nonbonded (forces)", nonbondedKernelAttributes(false, false)),
-            pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true, false)),
-            pack("nonbonded (forces, rolling prune)", nonbondedKernelAttributes(false, true)),
-            pack("nonbonded (forces + energies, rolling prune)", nonbondedKernelAttributes(true, true)),
+    return {pack("nonbonded (forces)", nonbondedKernelAttributes(false, false, false)),
+            pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true, false, false)),
+            pack("nonbonded (forces, rolling prune)", nonbondedKernelAttributes(false, true, false)),
+            pack("nonbonded (forces + energies, rolling prune)", nonbondedKernelAttributes(true, true, false)),
+            pack("nonbonded (forces, rolling prune, entries > 32)", nonbondedKernelAttributes(false, true, true)),
+            pack("nonbonded (forces + energies, rolling prune, entries > 32)",
+                 nonbondedKernelAttributes(true, true, true)),
             pack("pair search (one pass)", searchKernelAttributes()),
             pack("full prune (search steps)", pruneKernelAttributes())};
 }

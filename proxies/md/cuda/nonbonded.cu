@@ -161,7 +161,11 @@ __device__ __forceinline__ void advancePrunePart(int* state, int numEntries, int
 // (kPrune: entries / pairs are the inner list, which the kernel rewrites for
 // the entries it prunes; those it reads from the outer list instead, so no
 // location is both read through these pointers and written in one launch.)
-template <bool kEnergies, bool kPrune>
+// kLongEntries: entries of more than 32 j clusters, taken 32 at a time;
+// without it an entry is one chunk and the loop below runs once (the
+// kernel then keeps the registers -- and the 9 resident blocks per SM of
+// the rolling prune -- that entries of <= 32 had before long entries).
+template <bool kEnergies, bool kPrune, bool kLongEntries>
 __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
     nonbondedKernel(const KernelParams p, const ClusterEntry* __restrict__ entries, int numEntries,
                     const ClusterPair* __restrict__ pairs, const float4* __restrict__ xq, float4* __restrict__ f,
@@ -192,12 +196,12 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
         float3 fi0 = make_float3(0.f, 0.f, 0.f);
         float3 fi1 = make_float3(0.f, 0.f, 0.f);
         float lj = 0.f, coul = 0.f, virial = 0.f;
-        const int numJ = entry.jEnd - entry.jBegin;  // <= kMaxJClustersPerEntry (NonbondedOptions)
+        const int numJ = entry.jEnd - entry.jBegin;  // <= 32, or kMaxJClustersPerEntry with kLongEntries
         [[maybe_unused]] int keptSoFar = 0;          // kPrune: records of this entry kept so far (warp-uniform)
         // The records 32 at a time: each chunk staged in shared memory by one
         // coalesced load, then read back as broadcasts.
         for (int chunk = 0; chunk < numJ; chunk += 32) {
-            const int n = min(32, numJ - chunk);
+            const int n = kLongEntries ? min(32, numJ - chunk) : numJ;
             __syncwarp();  // the previous chunk's (or entry's) reads of `records` are done
             if (lane < n) {
                 const int4 record = reinterpret_cast<const int4*>(entryPairs)[entry.jBegin + chunk + lane];
@@ -228,6 +232,7 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
             } else {
                 jLoop<kEnergies, false>(p, records[warp], n, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial, 0.f);
             }
+            if constexpr (!kLongEntries) break;  // one chunk: the whole entry
         }
         // Sum over the eight lanes of i slots ti and ti + 4 (lanes 8 ti ..
         // 8 ti + 7) as a transposing reduction: each exchange halves what a
@@ -452,6 +457,14 @@ void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_
                           layout.atomOfSlot.data(), layout.chargeOfSlot.data(), set, xq);
 }
 
+// The force kernel for a list: entries longer than 32 or not, pruned or not, with energies or not.
+template <bool kLongEntries>
+auto kernelFor(bool pruned, bool energies) {
+    return pruned
+               ? (energies ? nonbondedKernel<true, true, kLongEntries> : nonbondedKernel<false, true, kLongEntries>)
+               : (energies ? nonbondedKernel<true, false, kLongEntries> : nonbondedKernel<false, false, kLongEntries>);
+}
+
 void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout& layout, bool local, bool energies,
                      int maxEnergyBlocks, double* dEnergies, cudaStream_t stream) {
     if (list.numEntries == 0) return;
@@ -467,8 +480,8 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
                                 ? PruneArgs{list.entries.data(),    list.pairs.data(),      list.innerEntries.data(),
                                             list.innerPairs.data(), list.pruneState.data(), list.rlistInner2}
                                 : PruneArgs{};
-    const auto kernel = list.pruned ? (energies ? nonbondedKernel<true, true> : nonbondedKernel<false, true>)
-                                    : (energies ? nonbondedKernel<true, false> : nonbondedKernel<false, false>);
+    const auto kernel =
+        list.longEntries ? kernelFor<true>(list.pruned, energies) : kernelFor<false>(list.pruned, energies);
     cuda::launchDependent(kernel, energies ? energyBlocks : blocks, kNbThreads, 0, stream, params, entries,
                           list.numEntries, pairs, xq, f, dEnergies, prune);
 }
@@ -512,26 +525,22 @@ int forceKernelBlocksPerSm() {
     static_assert(kForceKernelWarpsPerBlock == kNbWarps);
     int perSm = 1;
     HALOEX_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<false, false>, kNbThreads, 0));
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<false, false, false>, kNbThreads, 0));
     return std::max(perSm, 1);
 }
 
 int energyKernelBlocksPerSm() {
     int perSm = 1;
     HALOEX_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<true, false>, kNbThreads, 0));
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<true, false, false>, kNbThreads, 0));
     return std::max(perSm, 1);
 }
 
-cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune) {
+cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune, bool longEntries) {
     cudaFuncAttributes a{};
-    if (energies) {
-        HALOEX_CUDA_CHECK(
-            cudaFuncGetAttributes(&a, prune ? nonbondedKernel<true, true> : nonbondedKernel<true, false>));
-    } else {
-        HALOEX_CUDA_CHECK(
-            cudaFuncGetAttributes(&a, prune ? nonbondedKernel<false, true> : nonbondedKernel<false, false>));
-    }
+    HALOEX_CUDA_CHECK(
+        cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(longEntries ? kernelFor<true>(prune, energies)
+                                                                            : kernelFor<false>(prune, energies))));
     return a;
 }
 

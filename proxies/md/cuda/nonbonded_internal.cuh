@@ -219,6 +219,9 @@ struct DeviceList {
     bool fillPending = false;
     // Set by reserveSearch for the build: whether the list is searched at all.
     bool counted = false;
+    // Entries longer than 32 j clusters (the build's entry length): the
+    // force kernel then takes each entry's records 32 at a time.
+    bool longEntries = false;
 
     // Rolling pruning (NonbondedOptions::rlistInner > 0): the inner list the
     // force kernel reads. innerEntries[e] is entries[e] with jEnd = jBegin +
@@ -337,6 +340,6 @@ cudaFuncAttributes pruneKernelAttributes();
 int energyKernelBlocksPerSm();
 int forceKernelBlocksPerSm();
 inline constexpr int kForceKernelWarpsPerBlock = 4;
-cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune);
+cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune, bool longEntries);
 
 }  // namespace haloex::md::gpu::detail

@@ -213,8 +213,9 @@ struct KernelResources {
     int localBytes;  // > 0 means spills / local arrays
     int maxThreadsPerBlock;
 };
-// Forces, forces + energies, the same two with the fused rolling prune, the
-// search (fill pass), the search step's full prune.
-std::array<KernelResources, 6> nonbondedKernelResources();
+// Forces, forces + energies, the same two with the fused rolling prune, and
+// those two for entries of more than 32 j clusters; the search (fill pass),
+// the search step's full prune.
+std::array<KernelResources, 8> nonbondedKernelResources();
 
 }  // namespace haloex::md::gpu
