@@ -3,8 +3,9 @@
 // slot-ordered forces into the caller's array.
 //
 // Kernel layout: one warp per list entry (an i cluster and up to
-// kMaxJClustersPerEntry j clusters, taken 32 at a time). Lane = 8 t + b computes i slots t and t + 4 against j slot b, so
-// an 8x8 tile takes two pair evaluations per lane. i forces stay in registers
+// kMaxJClustersPerEntry j clusters, taken 32 at a time). Lane = 8 t + b
+// computes i slots t and t + 4 against j slot b, so an 8x8 tile takes two
+// pair evaluations per lane. i forces stay in registers
 // for the whole entry; j forces are summed over the four lanes of each j slot
 // with two xor-shuffles and added with one float4 atomic (sm_90) into a
 // slot-ordered buffer (eight consecutive float4 = one 128-byte line per j
