@@ -8,6 +8,7 @@
   rdc-cost ...                 the MD kernels with and without -rdc, one build (bench/rdc_cost.py)
   roofline ...                 the non-bonded kernel's roofline per size, with Nsight Compute (bench/roofline.py)
   kernel-ab --a EXE --b EXE    the MD kernels of two builds, alternating, medians and verdict (bench/kernel_ab.py)
+  outer-radius --bench EXE     the force kernel against the outer radius, inner list fixed (bench/outer_radius.py)
   sass-loops OBJECT            SASS instructions per loop of a kernel, from a compiled object (bench/sass_loops.py)
   plot RECORD [--out PNG]      the plot for the record's kind (every kind bench/results holds)
   headline [--out PNG]         the README's figure: haloex vs GROMACS and the CPU-orchestrated transports
@@ -72,6 +73,11 @@ def _kernel_ab(argv):
     return kernel_ab.main(argv)
 
 
+def _outer_radius(argv):
+    import outer_radius
+    return outer_radius.main(argv)
+
+
 def _sass_loops(argv):
     import sass_loops
     return sass_loops.main(argv)
@@ -133,6 +139,8 @@ def plot_kind(record):
         return "plot_rdc_cost"
     if tool == "bench/fit_nstlist.py":
         return "plot_nstlist_fit"
+    if tool == "bench/outer_radius.py" or str(tool).startswith("scripts/device/run.sh outer-radius"):
+        return "plot_outer_radius"
     runs = record.get("runs")
     if isinstance(runs, list) and any(isinstance(r, dict) and r.get("atoms") for r in runs) or \
             record.get("gromacs_runs"):
@@ -194,6 +202,8 @@ COMMANDS = {
                             "(roofline.py, Nsight Compute)"),
     "kernel-ab": (_kernel_ab, "the MD kernels of two builds on one host, alternating: medians, B / A, verdict "
                               "(kernel_ab.py)"),
+    "outer-radius": (_outer_radius, "the force kernel against the outer list's radius with the inner list fixed "
+                                    "(outer_radius.py)"),
     "sass-loops": (_sass_loops, "SASS instructions per loop of a kernel, from a compiled object (sass_loops.py)"),
     "plot": (_plot, "the plot of a record, by its kind"),
     "headline": (_headline, "the README's figure from the newest records, with their checksums (headline.py)"),

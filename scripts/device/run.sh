@@ -850,17 +850,8 @@ stage_short_list_radius() {
 # (~2 min on one H200).
 stage_outer_radius() {
   note "== the force kernel against the outer radius (inner 0.92 nm, 8 parts; inner 0: no pruning)"
-  local v r inner
-  for v in 0.96:0.92 0.975:0.92 0.995:0.92 1.03:0.92 0.92:0 0.995:0; do
-    r=${v%%:*} inner=${v#*:}
-    "$build/bin/haloex-bench-nonbonded" --sizes 180000,720000 --steps 100 --rlist "$r" --rlist-inner "$inner" \
-      --prune-parts 8 --json "$out/outer-radius-$r-$inner.json" >"$out/outer-radius-$r-$inner.log" 2>&1
-    note "  rlist $r inner $inner rc=$? $(python3 -c 'import json, sys
-for r in json.load(open(sys.argv[1]))["results"]:
-    print("%d: entries %d, outer %d, evaluated %d cluster pairs, local %.1f us;" % (r["atoms"], r["entries"],
-          r["outer_list"]["cluster_pairs"], r["evaluated_list"]["cluster_pairs"], r["local_us"]), end=" ")' \
-      "$out/outer-radius-$r-$inner.json" 2>&1)"
-  done
+  python3 "$root/bench/outer_radius.py" --bench "$build/bin/haloex-bench-nonbonded" --sizes 180000 720000 \
+    --out "$out/nonbonded-outer-radius.json" 2>&1 | sed "s/^/  /" | tee -a "$summary"
 }
 
 # The "no host synchronisation in a step" claim checked by CUPTI: host-blocking
