@@ -445,21 +445,10 @@ struct Engine::Impl {
         requireOption(o.sortAtoms != Toggle::On || deviceSearch,
                       "--sort-atoms 1 with the search on the host: the cell order is made where the atoms stay on the "
                       "GPU between searches; use --search device (or auto) with a device transport, or --sort-atoms 0");
-        {
-            // Auto decided now that the atoms and the search's place are known.
-            const StepKernelChoice kernels =
-                chooseStepKernels(o.fuseUpdate, o.sortAtoms, e.backend_.memorySpace() == transport::MemorySpace::Device,
-                                  e.world_.size(), deviceSearch, totalAtoms);
-            e.options_.fuseUpdate = kernels.fuseUpdate ? Toggle::On : Toggle::Off;
-            e.options_.sortAtoms = kernels.sortAtoms ? Toggle::On : Toggle::Off;
-            e.options_.fuseUpdateReason = kernels.fuseUpdateReason;
-            e.options_.sortAtomsReason = kernels.sortAtomsReason;
-            summary.fuseUpdate = kernels.fuseUpdate;
-            summary.sortAtoms = kernels.sortAtoms;
-            summary.fuseUpdateReason = kernels.fuseUpdateReason;
-            summary.sortAtomsReason = kernels.sortAtomsReason;
-        }
         summary.onDevice = e.backend_.memorySpace() == transport::MemorySpace::Device;
+        // Auto decided now that the atoms and the search's place are known.
+        summary.stepKernels =
+            chooseStepKernels(o.fuseUpdate, o.sortAtoms, summary.onDevice, e.world_.size(), deviceSearch, totalAtoms);
         summary.ranks = e.world_.size();
         summary.grid = grid.toString();
         summary.atoms = totalAtoms;
@@ -570,8 +559,8 @@ struct Engine::Impl {
         context.pruneParts = e.options_.pruneParts;
         context.dt = e.options_.dt;
         context.useGraphs = cudaGraphsFor(e.options_, e.transport_.name());
-        context.fuseUpdate = e.options_.fuseUpdate == Toggle::On;
-        context.sortAtoms = e.options_.sortAtoms == Toggle::On;
+        context.fuseUpdate = summary.stepKernels.fuseUpdate;
+        context.sortAtoms = summary.stepKernels.sortAtoms;
         return context;
     }
 
@@ -1017,7 +1006,7 @@ struct Engine::Impl {
         if (logEnabled(o)) {
             const LogContext context{e.backend_.description(), e.transport_.name(), summary.grid,
                                      summary.search,           e.world_.size(),     first,
-                                     restartFrom.has_value(),  totalAtoms};
+                                     restartFrom.has_value(),  totalAtoms,          summary.stepKernels};
             output.appendLog(e.world_, logHeader(o, context), first);
         }
         if (o.steps == 0) {

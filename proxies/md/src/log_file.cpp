@@ -84,11 +84,9 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
                                                          : "off");
     }
     if (o.device != "cpu") {
-        const auto toggle = [&](Toggle t, const std::string& why) {
-            return because(t == Toggle::On ? "on" : t == Toggle::Off ? "off" : "auto", why == "set" ? "set" : why);
-        };
-        row("fuse-update", toggle(o.fuseUpdate, o.fuseUpdateReason));
-        row("sort-atoms", toggle(o.sortAtoms, o.sortAtomsReason));
+        const StepKernelChoice& k = c.stepKernels;
+        row("fuse-update", describeStepKernel(k.fuseUpdate, k.fuseUpdateReason));
+        row("sort-atoms", describeStepKernel(k.sortAtoms, k.sortAtomsReason));
     }
     row("thermo-every", std::to_string(o.thermoEvery));
     if (o.driftFromPs > 0) row("drift-from", fmt::format("{} ps", o.driftFromPs));

@@ -41,11 +41,10 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
     if (!o.nstlistReason.empty()) fmt::print(out, "     nstlist: {}\n", o.nstlistReason);
     for (const auto& adjusted : o.adjustments) fmt::print(out, "     adjusted: {}\n", adjusted);
     if (s.onDevice) {
-        const auto toggle = [](bool on, const std::string& why) {
-            return fmt::format("{} ({})", on ? "on" : "off", why);
-        };
+        const StepKernelChoice& k = s.stepKernels;
         fmt::print(out, "     step: fused update {}, atoms in cell order {}\n",
-                   toggle(s.fuseUpdate, s.fuseUpdateReason), toggle(s.sortAtoms, s.sortAtomsReason));
+                   describeStepKernel(k.fuseUpdate, k.fuseUpdateReason),
+                   describeStepKernel(k.sortAtoms, k.sortAtomsReason));
     }
     if (s.pruneParts > 0) {
         fmt::print(out,
@@ -247,10 +246,10 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"device", o.device},
                      {"nvshmem_path", o.nvshmemPath},
                      {"nvshmem_launch", o.nvshmemLaunch},
-                     {"fuse_update", s.fuseUpdate},
-                     {"fuse_update_reason", s.fuseUpdateReason},
-                     {"sort_atoms", s.sortAtoms},
-                     {"sort_atoms_reason", s.sortAtomsReason},
+                     {"fuse_update", s.stepKernels.fuseUpdate},
+                     {"fuse_update_reason", s.stepKernels.fuseUpdateReason},
+                     {"sort_atoms", s.stepKernels.sortAtoms},
+                     {"sort_atoms_reason", s.stepKernels.sortAtomsReason},
                      {"gro", o.groFile},
                      {"until_step",
                       o.untilStep == kNoUntilStep ? nlohmann::json(nullptr) : nlohmann::json(o.untilStep)},

@@ -39,4 +39,8 @@ StepKernelChoice chooseStepKernels(Toggle fuseUpdate, Toggle sortAtoms, bool onG
     return c;
 }
 
+std::string describeStepKernel(bool on, const std::string& reason) {
+    return fmt::format("{} ({})", on ? "on" : "off", reason);
+}
+
 }  // namespace haloex::md

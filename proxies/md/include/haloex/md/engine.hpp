@@ -13,6 +13,7 @@
 #include "haloex/md/forcefield.hpp"
 #include "haloex/md/options.hpp"
 #include "haloex/md/run_stop.hpp"
+#include "haloex/md/step_kernels.hpp"
 #include "haloex/runtime/world.hpp"
 #include "haloex/halo/coordinate_force_halo.hpp"
 #include "haloex/transport/block_transport.hpp"
@@ -47,8 +48,7 @@ struct RunSummary {
     bool onDevice = false;  // the GPU backend: the summary's device-only lines apply
     // The step's kernels as set up (--fuse-update, --sort-atoms; auto decided
     // by chooseStepKernels), each with why: "set" when given.
-    bool fuseUpdate = false, sortAtoms = false;
-    std::string fuseUpdateReason, sortAtomsReason;
+    StepKernelChoice stepKernels;
     int ranks = 1;
     std::string grid;
     std::int64_t atoms = 0;

@@ -30,6 +30,7 @@ struct LogContext {
     bool restarted = false;
     // The system's atoms (MdOptions::atoms is 0 for a --gro start).
     std::int64_t atoms = 0;
+    StepKernelChoice stepKernels;  // as set up (RunSummary::stepKernels)
 };
 std::string logHeader(const MdOptions& o, const LogContext& context);
 std::string logEnergyBlock(const EnergySample& sample);

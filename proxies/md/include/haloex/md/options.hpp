@@ -117,11 +117,10 @@ struct MdOptions {
     // search's cell order at every search (gpu::CellOrder), so the
     // permutations between atom and cluster order read and write in runs;
     // results agree within float rounding. Auto: decided at set-up where
-    // measured faster (chooseStepKernels), then On or Off, with the reason.
+    // measured faster (chooseStepKernels; RunSummary::stepKernels holds the
+    // choice and why).
     Toggle fuseUpdate = Toggle::Auto;
     Toggle sortAtoms = Toggle::Auto;
-    std::string fuseUpdateReason;
-    std::string sortAtomsReason;
     // --cuda-graphs given on the command line: nccl captures only then (its
     // capture is not yet verified on hardware: cudaGraphsFor).
     bool cudaGraphsGiven = false;

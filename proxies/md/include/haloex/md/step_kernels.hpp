@@ -32,4 +32,7 @@ struct StepKernelChoice {
 StepKernelChoice chooseStepKernels(Toggle fuseUpdate, Toggle sortAtoms, bool onGpu, int numRanks, bool deviceSearch,
                                    std::int64_t atoms);
 
+// One choice as the summary and md.log print it: "on (why)" or "off (why)".
+std::string describeStepKernel(bool on, const std::string& reason);
+
 }  // namespace haloex::md
