@@ -3,15 +3,18 @@
 // slot-ordered forces into the caller's array.
 //
 // Kernel layout: one warp per list entry (an i cluster and up to
-// kMaxJClustersPerEntry j clusters, taken 32 at a time). Lane = 8 t + b
-// computes i slots t and t + 4 against j slot b, so an 8x8 tile takes two
-// pair evaluations per lane. i forces stay in registers
-// for the whole entry; j forces are summed over the four lanes of each j slot
-// with two xor-shuffles and added with one float4 atomic (sm_90) into a
+// kMaxJClustersPerEntry j clusters, taken 32 at a time), two j clusters at a
+// time: half h of the warp takes the entry's j clusters 2 m + h, and lane
+// 16 h + 8 u + b computes i slots u, u + 2, u + 4, u + 6 against j slot b --
+// four pair evaluations per lane for each j cluster it loads (a warp-wide
+// 8x8 tile took two, and spent as many instructions again on the j load and
+// the j-force sums). i forces stay in registers for the whole entry; j
+// forces are summed over the two lanes of each j slot with one xor-shuffle
+// per component and added with one float4 atomic (sm_90) into a
 // slot-ordered buffer (eight consecutive float4 = one 128-byte line per j
 // cluster, instead of 24 scattered scalar atomics into the caller's layout).
-// The entry's pair records are fetched by one coalesced load and handed out
-// by shuffles, so the only dependent load per j cluster is its positions.
+// The entry's pair records are fetched by one coalesced load and staged in
+// shared memory, so the only dependent load per j cluster is its positions.
 //
 // Why gather positions every step instead of reading through the permutation:
 // every j cluster is read by ~70 i clusters; gathered, each read is one
@@ -30,7 +33,12 @@ namespace {
 
 constexpr int kNbThreads = 128;
 constexpr int kNbWarps = kNbThreads / 32;
-constexpr int kNbMinBlocks = 8;  // 32 warps per SM: at most 64 registers per thread
+// Resident blocks per SM the force kernel is compiled for: 8 (32 warps, at
+// most 64 registers per thread) for the kernel of most steps; 7 (72
+// registers) where 64 would spill -- the energy steps' kernels and entries
+// of more than 32 j clusters.
+template <bool kEnergies, bool kLongEntries>
+constexpr int kNbMinBlocks = kEnergies || kLongEntries ? 7 : 8;
 constexpr int kThreads = 256;
 
 // One pair: i atom xi against (shifted) j atom xj, counted when `inList` (its
@@ -80,6 +88,22 @@ __device__ __forceinline__ void atomicAddForce(float4* address, float3 f) {
 #endif
 }
 
+// atomicAddForce where `add`: the reduction as a predicated instruction (the
+// compiler still branches around it, but with two instructions fewer per j
+// cluster than around atomicAdd).
+__device__ __forceinline__ void predicatedForceAdd(float4* address, float3 f, bool add) {
+#if __CUDA_ARCH__ >= 900
+    asm volatile(
+        "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\t"
+        "@p red.global.add.v4.f32 [%0], {%1, %2, %3, %5};\n\t}"
+        :
+        : "l"(address), "f"(f.x), "f"(f.y), "f"(f.z), "r"(static_cast<int>(add)), "f"(0.f)
+        : "memory");
+#else
+    if (add) atomicAddForce(address, f);
+#endif
+}
+
 // An entry's pair record as the force kernel stages it in shared memory,
 // with the shift vector its index names (zero for the central image).
 struct StagedPair {
@@ -87,48 +111,72 @@ struct StagedPair {
     float4 shift;
 };
 
-// The j clusters of one entry (records staged in shared memory): forces
-// into fi0 / fi1 (registers) and f (atomics), energies into lj / coul /
-// virial. kPruneEntry: returns bit k set when pair k has an atom pair within
+// The lane's four i atoms: i slots u, u + 2, u + 4 and u + 6 of the entry's
+// i cluster (u = bit 3 of the lane), as positions and as forces.
+struct LaneIAtoms {
+    float4 x[4];
+    float3 f[4];
+};
+
+// The j clusters of one entry (records staged in shared memory), two at a
+// time: half h of the warp (lanes 16 h .. 16 h + 15) takes records 2 m + h.
+// Lane 16 h + 8 u + b computes j slot b against its four i slots, so a lane
+// evaluates four pairs per j cluster it loads and the j force is summed over
+// two lanes (one shuffle per component; the warp-wide tile of two pairs per
+// lane needed two shuffles and a j load per two pairs). Forces into
+// i.f (registers) and f (atomics), energies into lj / coul / virial.
+// kPruneEntry: returns bit k set when pair k has an atom pair within
 // rlistInner (the rolling prune's decision, see pairInteraction).
 template <bool kEnergies, bool kPruneEntry>
 __device__ __forceinline__ unsigned jLoop(const KernelParams& p, const StagedPair* records, int numJ,
-                                          const float4* __restrict__ xq, float4* __restrict__ f, const float4& xi0,
-                                          const float4& xi1, float3& fi0, float3& fi1, float& lj, float& coul,
-                                          float& virial, float rlistInner2) {
+                                          const float4* __restrict__ xq, float4* __restrict__ f, LaneIAtoms& i,
+                                          float& lj, float& coul, float& virial, float rlistInner2) {
     const int lane = threadIdx.x & 31;
-    const int ti = lane >> 3;
+    const int half = lane >> 4;
+    const int u = (lane >> 3) & 1;
     const int tj = lane & 7;
-    const unsigned laneBit = 1u << lane;
+    // Mask bit of pair (i slot s, j slot b): bit 8 (s & 3) + b of maskLo
+    // (s < 4) or maskHi. Slots u and u + 4 test bitA, u + 2 and u + 6 bitB.
+    const unsigned bitA = 1u << (8 * u + tj);
+    const unsigned bitB = bitA << 16;
     unsigned keep = 0;
-    for (int k = 0; k < numJ; ++k) {
-        const int4 record = records[k].pair;  // {cj, shift, maskLo, maskHi}
+    // An odd count's last pass: the upper half reads the padding record the
+    // staging wrote after the last (no pair in its masks: no force, no keep;
+    // its atomic adds zero).
+    const StagedPair* const halfRecords = records + half;
+    for (int k0 = 0; k0 < numJ; k0 += 2) {
+        const int4 record = halfRecords[k0].pair;  // {cj, shift, maskLo, maskHi}
+        const unsigned maskLo = static_cast<unsigned>(record.z);
+        const unsigned maskHi = static_cast<unsigned>(record.w);
         const int cj = record.x;
         float4 xj = xq[cj * kClusterSize + tj];
         // Added even when zero (the central image): a branch on the shift
         // compiles to eight predicated instructions, this to four.
-        const float4 sv = records[k].shift;
+        const float4 sv = halfRecords[k0].shift;
         xj.x += sv.x;
         xj.y += sv.y;
         xj.z += sv.z;
         // -0 is the additive identity the compiler may fold (0 - t is not -t for t = 0).
         float3 fj = make_float3(-0.f, -0.f, -0.f);
         bool near = false;
-        pairInteraction<kEnergies, kPruneEntry>(p.c, xi0, xj, (static_cast<unsigned>(record.z) & laneBit) != 0u, fi0,
-                                                fj, lj, coul, virial, rlistInner2, near);
-        pairInteraction<kEnergies, kPruneEntry>(p.c, xi1, xj, (static_cast<unsigned>(record.w) & laneBit) != 0u, fi1,
-                                                fj, lj, coul, virial, rlistInner2, near);
+        pairInteraction<kEnergies, kPruneEntry>(p.c, i.x[0], xj, (maskLo & bitA) != 0u, i.f[0], fj, lj, coul, virial,
+                                                rlistInner2, near);
+        pairInteraction<kEnergies, kPruneEntry>(p.c, i.x[1], xj, (maskLo & bitB) != 0u, i.f[1], fj, lj, coul, virial,
+                                                rlistInner2, near);
+        pairInteraction<kEnergies, kPruneEntry>(p.c, i.x[2], xj, (maskHi & bitA) != 0u, i.f[2], fj, lj, coul, virial,
+                                                rlistInner2, near);
+        pairInteraction<kEnergies, kPruneEntry>(p.c, i.x[3], xj, (maskHi & bitB) != 0u, i.f[3], fj, lj, coul, virial,
+                                                rlistInner2, near);
         if constexpr (kPruneEntry) {
-            if (__any_sync(kFullWarp, near)) keep |= 1u << k;
+            const unsigned nearLanes = __ballot_sync(kFullWarp, near);
+            keep |= ((nearLanes & 0xffffu) != 0u ? 1u : 0u) << k0;
+            keep |= ((nearLanes >> 16) != 0u ? 1u : 0u) << (k0 + 1);  // never set past an odd count's end
         }
-        // Sum over the four lanes of j slot tj: lanes tj, tj + 8, tj + 16, tj + 24.
+        // Sum over the two lanes of j slot tj in this half: lanes 16 h + tj, 16 h + 8 + tj.
         fj.x += __shfl_xor_sync(kFullWarp, fj.x, 8);
         fj.y += __shfl_xor_sync(kFullWarp, fj.y, 8);
         fj.z += __shfl_xor_sync(kFullWarp, fj.z, 8);
-        fj.x += __shfl_xor_sync(kFullWarp, fj.x, 16);
-        fj.y += __shfl_xor_sync(kFullWarp, fj.y, 16);
-        fj.z += __shfl_xor_sync(kFullWarp, fj.z, 16);
-        if (ti == 0) atomicAddForce(&f[cj * kClusterSize + tj], fj);
+        predicatedForceAdd(&f[cj * kClusterSize + tj], fj, u == 0);
     }
     return keep;
 }
@@ -164,10 +212,10 @@ __device__ __forceinline__ void advancePrunePart(int* state, int numEntries, int
 // location is both read through these pointers and written in one launch.)
 // kLongEntries: entries of more than 32 j clusters, taken 32 at a time;
 // without it an entry is one chunk and the loop below runs once (the
-// kernel then keeps the registers -- and the 9 resident blocks per SM of
-// the rolling prune -- that entries of <= 32 had before long entries).
+// kernel then fits 64 registers without spilling: 8 resident blocks per SM,
+// where the chunked build needs 72 and gets 7).
 template <bool kEnergies, bool kPrune, bool kLongEntries>
-__global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
+__global__ void __launch_bounds__(kNbThreads, kNbMinBlocks<kEnergies, kLongEntries>)
     nonbondedKernel(const KernelParams p, const ClusterEntry* __restrict__ entries, int numEntries,
                     const ClusterPair* __restrict__ pairs, const float4* __restrict__ xq, float4* __restrict__ f,
                     double* __restrict__ energies, const PruneArgs prune) {
@@ -175,11 +223,12 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
     cuda::waitForPrerequisiteGrids();
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    const int ti = lane >> 3;  // i slots ti and ti + 4
-    const int tj = lane & 7;   // j slot
+    const int half = lane >> 4;   // takes the entry's records 2 m + half (jLoop)
+    const int u = (lane >> 3) & 1;  // i slots u, u + 2, u + 4, u + 6
+    const int tj = lane & 7;        // j slot
     const unsigned laneBit = 1u << lane;
     // The entry's pair records, staged 32 at a time (one coalesced load) and
-    // read back as shared-memory broadcasts: one instruction per j cluster.
+    // read back by each half warp (one address per half): one instruction per j cluster.
     __shared__ StagedPair records[kNbWarps][32];
     double sumLj = 0.0, sumCoul = 0.0, sumVirial = 0.0;
 
@@ -192,10 +241,12 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
         const ClusterEntry entry = pruneEntry ? prune.outerEntries[e] : entries[e];
         const ClusterPair* entryPairs = pruneEntry ? prune.outerPairs : pairs;
         const int ci = entry.ci;
-        const float4 xi0 = xq[ci * kClusterSize + ti];
-        const float4 xi1 = xq[ci * kClusterSize + ti + 4];
-        float3 fi0 = make_float3(0.f, 0.f, 0.f);
-        float3 fi1 = make_float3(0.f, 0.f, 0.f);
+        LaneIAtoms i;
+#pragma unroll
+        for (int a = 0; a < 4; ++a) {
+            i.x[a] = xq[ci * kClusterSize + u + 2 * a];
+            i.f[a] = make_float3(0.f, 0.f, 0.f);
+        }
         float lj = 0.f, coul = 0.f, virial = 0.f;
         const int numJ = entry.jEnd - entry.jBegin;  // <= 32, or kMaxJClustersPerEntry with kLongEntries
         [[maybe_unused]] int keptSoFar = 0;          // kPrune: records of this entry kept so far (warp-uniform)
@@ -208,6 +259,10 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
                 const int4 record = reinterpret_cast<const int4*>(entryPairs)[entry.jBegin + chunk + lane];
                 const float3 sv = p.shifts[record.y];
                 records[warp][lane] = StagedPair{record, make_float4(sv.x, sv.y, sv.z, 0.f)};
+            } else if (lane == n) {
+                // Padding for jLoop's upper half when n is odd: the i cluster
+                // itself (a valid index), central image, no pair.
+                records[warp][lane] = StagedPair{make_int4(ci, 0, 0, 0), make_float4(0.f, 0.f, 0.f, 0.f)};
             }
             __syncwarp();
             if constexpr (kPrune) {
@@ -215,8 +270,8 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
                 // plain kernel's (a run-time flag in the loop cost issue slots).
                 if (pruneEntry) {
                     // bit k = record k of this chunk has an atom pair within rlistInner
-                    const unsigned keep = jLoop<kEnergies, true>(p, records[warp], n, xq, f, xi0, xi1, fi0, fi1, lj,
-                                                                 coul, virial, prune.rlistInner2);
+                    const unsigned keep = jLoop<kEnergies, true>(p, records[warp], n, xq, f, i, lj, coul, virial,
+                                                                 prune.rlistInner2);
                     // Kept records in their order, after the entry's kept ones
                     // so far (popc of the kept bits below each lane's record);
                     // read back from `records` before the next chunk's
@@ -228,34 +283,45 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks)
                     }
                     keptSoFar += __popc(keep);
                 } else {
-                    jLoop<kEnergies, false>(p, records[warp], n, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial, 0.f);
+                    jLoop<kEnergies, false>(p, records[warp], n, xq, f, i, lj, coul, virial, 0.f);
                 }
             } else {
-                jLoop<kEnergies, false>(p, records[warp], n, xq, f, xi0, xi1, fi0, fi1, lj, coul, virial, 0.f);
+                jLoop<kEnergies, false>(p, records[warp], n, xq, f, i, lj, coul, virial, 0.f);
             }
             if constexpr (!kLongEntries) break;  // one chunk: the whole entry
         }
-        // Sum over the eight lanes of i slots ti and ti + 4 (lanes 8 ti ..
-        // 8 ti + 7) as a transposing reduction: each exchange halves what a
-        // lane holds (six values, three, two), so seven shuffles do what
-        // eighteen did, with the same sums (a butterfly over xor 1, 2, 4).
-        // Lane tj then holds, of i slot ti + 4 (tj & 1), component x or y
-        // (tj & 2) and component z: lanes with tj & 4 clear add x or y,
-        // the others with tj & 2 clear add z.
-        const bool upper = (tj & 1) != 0;  // keeps i slot ti + 4
-        float3 kept = upper ? fi1 : fi0;
-        const float3 sent = upper ? fi0 : fi1;
-        kept.x += __shfl_xor_sync(kFullWarp, sent.x, 1);
-        kept.y += __shfl_xor_sync(kFullWarp, sent.y, 1);
-        kept.z += __shfl_xor_sync(kFullWarp, sent.z, 1);
+        // Sum over the sixteen lanes of each i slot (the two halves, the
+        // eight j slots) as a transposing reduction: each exchange halves
+        // what a lane holds (twelve values, six, three), then x / y and z
+        // over the last two. Half h keeps slots u + 4 h and u + 4 h + 2
+        // (i.f[2 h], i.f[2 h + 1]); bit 0 of tj picks one of them; lane
+        // tj then holds, of that slot, component x or y (tj & 2) and z:
+        // lanes with tj & 4 clear add x or y, the others with tj & 2 clear add z.
+        const bool upperHalf = half != 0;
+        float3 kept[2];
+#pragma unroll
+        for (int a = 0; a < 2; ++a) {
+            kept[a] = upperHalf ? i.f[a + 2] : i.f[a];
+            const float3 sent = upperHalf ? i.f[a] : i.f[a + 2];
+            kept[a].x += __shfl_xor_sync(kFullWarp, sent.x, 16);
+            kept[a].y += __shfl_xor_sync(kFullWarp, sent.y, 16);
+            kept[a].z += __shfl_xor_sync(kFullWarp, sent.z, 16);
+        }
+        const bool second = (tj & 1) != 0;  // keeps slot u + 4 h + 2
+        float3 mine = second ? kept[1] : kept[0];
+        const float3 other = second ? kept[0] : kept[1];
+        mine.x += __shfl_xor_sync(kFullWarp, other.x, 1);
+        mine.y += __shfl_xor_sync(kFullWarp, other.y, 1);
+        mine.z += __shfl_xor_sync(kFullWarp, other.z, 1);
         const bool keepsY = (tj & 2) != 0;
-        float xy = (keepsY ? kept.y : kept.x) + __shfl_xor_sync(kFullWarp, keepsY ? kept.x : kept.y, 2);
-        float z = kept.z + __shfl_xor_sync(kFullWarp, kept.z, 2);
+        float xy = (keepsY ? mine.y : mine.x) + __shfl_xor_sync(kFullWarp, keepsY ? mine.x : mine.y, 2);
+        float z = mine.z + __shfl_xor_sync(kFullWarp, mine.z, 2);
         xy += __shfl_xor_sync(kFullWarp, xy, 4);
         z += __shfl_xor_sync(kFullWarp, z, 4);
         const bool addsXy = (tj & 4) == 0;
         if (addsXy || !keepsY) {
-            float* const fi = reinterpret_cast<float*>(&f[ci * kClusterSize + ti + (upper ? 4 : 0)]);
+            const int slot = u + 4 * half + (second ? 2 : 0);
+            float* const fi = reinterpret_cast<float*>(&f[ci * kClusterSize + slot]);
             atomicAdd(fi + (addsXy ? (keepsY ? 1 : 0) : 2), addsXy ? xy : z);
         }
         if constexpr (kEnergies) {

@@ -38,9 +38,9 @@ struct alignas(16) ClusterEntry {
 
 // One cluster pair: j cluster, shift index and the 64-bit interaction mask.
 // Bit (a * 8 + b) set = pair (i-slot a, j-slot b) is computed: maskLo holds
-// i-slots 0..3, maskHi i-slots 4..7. In the force kernel lane = 8 * t + b
-// handles i-slots t and t + 4 with j-slot b, so its bits are bit `lane` of
-// maskLo and of maskHi.
+// i-slots 0..3, maskHi i-slots 4..7. In the force kernel lane 16 h + 8 u + b
+// handles i-slots u, u + 2, u + 4, u + 6 with j-slot b, so its bits are bits
+// 8 u + b and 8 u + b + 16 of maskLo and of maskHi.
 struct alignas(16) ClusterPair {
     int cj;
     int shift;
