@@ -78,19 +78,9 @@ __device__ __forceinline__ void pairInteraction(const PairConstants& c, const fl
     }
 }
 
-__device__ __forceinline__ void atomicAddForce(float4* address, float3 f) {
-#if __CUDA_ARCH__ >= 900
-    atomicAdd(address, make_float4(f.x, f.y, f.z, 0.f));
-#else
-    atomicAdd(&address->x, f.x);
-    atomicAdd(&address->y, f.y);
-    atomicAdd(&address->z, f.z);
-#endif
-}
-
-// atomicAddForce where `add`: the reduction as a predicated instruction (the
-// compiler still branches around it, but with two instructions fewer per j
-// cluster than around atomicAdd).
+// f added to *address (x, y, z) where `add`: on sm_90 one float4 reduction,
+// written as a predicated instruction (the compiler still branches around
+// it, but with two instructions fewer per j cluster than around atomicAdd).
 __device__ __forceinline__ void predicatedForceAdd(float4* address, float3 f, bool add) {
 #if __CUDA_ARCH__ >= 900
     asm volatile(
@@ -100,7 +90,11 @@ __device__ __forceinline__ void predicatedForceAdd(float4* address, float3 f, bo
         : "l"(address), "f"(f.x), "f"(f.y), "f"(f.z), "r"(static_cast<int>(add)), "f"(0.f)
         : "memory");
 #else
-    if (add) atomicAddForce(address, f);
+    if (add) {
+        atomicAdd(&address->x, f.x);
+        atomicAdd(&address->y, f.y);
+        atomicAdd(&address->z, f.z);
+    }
 #endif
 }
 
