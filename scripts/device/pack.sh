@@ -11,7 +11,10 @@
 #     the difference HEAD..COMMIT as .devsrc/variants/NN-NAME.patch, in the
 #     order given (run.sh's stage kernel-variants builds each variant's
 #     haloex-bench-nonbonded and measures them all against HEAD's in one
-#     rotation: a stack of kernel changes in one allocation)
+#     rotation: a stack of kernel changes in one allocation);
+#     NAME=COMMIT:PATH limits it to PATH (a file or folder): HEAD with PATH as
+#     COMMIT has it, e.g. the kernel before a change as the variant
+#     (--variant old-tile=ea9358e:proxies/md/cuda/nonbonded.cu)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 cd "$root"
@@ -31,18 +34,25 @@ while [ $# -gt 0 ]; do
       echo "packed $other into .devsrc/other.tar.gz"
       shift 2 ;;
     --variant)
-      spec="${2:?--variant needs NAME=COMMIT}"
+      spec="${2:?--variant needs NAME=COMMIT[:PATH]}"
       name="${spec%%=*}"
-      [ "$name" != "$spec" ] && [ -n "$name" ] || { echo "pack.sh: --variant $spec: expected NAME=COMMIT" >&2; exit 2; }
-      commit=$(git rev-parse "${spec#*=}")
+      [ "$name" != "$spec" ] && [ -n "$name" ] || { echo "pack.sh: --variant $spec: expected NAME=COMMIT[:PATH]" >&2; exit 2; }
+      target="${spec#*=}"
+      paths=()
+      if [[ "$target" == *:* ]]; then
+        paths=(-- "${target#*:}")
+        target="${target%%:*}"
+      fi
+      commit=$(git rev-parse "$target")
       n=$((n + 1))
       mkdir -p .devsrc/variants
       patch=".devsrc/variants/$(printf '%02d' "$n")-$name.patch"
-      git diff --binary HEAD "$commit" >"$patch"
-      echo "$commit" >"${patch%.patch}.commit"
-      echo "packed variant $name ($commit, $(git diff --shortstat HEAD "$commit")) as $patch"
+      git diff --binary HEAD "$commit" "${paths[@]}" >"$patch"
+      [ -s "$patch" ] || { echo "pack.sh: --variant $spec: no difference from HEAD" >&2; exit 2; }
+      echo "$commit${paths[*]:+ ${paths[*]}}" >"${patch%.patch}.commit"
+      echo "packed variant $name ($commit${paths[*]:+ ${paths[*]}}, $(git diff --shortstat HEAD "$commit" "${paths[@]}")) as $patch"
       shift 2 ;;
-    *) echo "pack.sh: unknown argument $1 (--other COMMIT, --variant NAME=COMMIT)" >&2; exit 2 ;;
+    *) echo "pack.sh: unknown argument $1 (--other COMMIT, --variant NAME=COMMIT[:PATH])" >&2; exit 2 ;;
   esac
 done
 [ -z "$(git status --porcelain --untracked-files=no)" ] || echo "note: uncommitted changes are NOT in the pack" >&2
