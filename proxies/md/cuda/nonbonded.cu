@@ -36,9 +36,11 @@ constexpr int kNbWarps = kNbThreads / 32;
 // Resident blocks per SM the force kernel is compiled for: 8 (32 warps, at
 // most 64 registers per thread) for the kernel of most steps; 7 (72
 // registers) where 64 would spill -- the energy steps' kernels and entries
-// of more than 32 j clusters.
-template <bool kEnergies, bool kLongEntries>
-constexpr int kNbMinBlocks = kEnergies || kLongEntries ? 7 : 8;
+// of more than 32 j clusters -- and 6 (80) for long entries with the
+// rolling prune, which spilled 8 bytes at 72 (NonbondedGpu.ReportsKernelResources
+// asserts no spills).
+template <bool kEnergies, bool kPrune, bool kLongEntries>
+constexpr int kNbMinBlocks = kPrune && kLongEntries ? 6 : kEnergies || kLongEntries ? 7 : 8;
 constexpr int kThreads = 256;
 
 // One pair: i atom xi against (shifted) j atom xj, counted when `inList` (its
@@ -207,9 +209,9 @@ __device__ __forceinline__ void advancePrunePart(int* state, int numEntries, int
 // kLongEntries: entries of more than 32 j clusters, taken 32 at a time;
 // without it an entry is one chunk and the loop below runs once (the
 // kernel then fits 64 registers without spilling: 8 resident blocks per SM,
-// where the chunked build needs 72 and gets 7).
+// where the chunked build needs 72 and gets 7, or 80 and 6 with pruning).
 template <bool kEnergies, bool kPrune, bool kLongEntries>
-__global__ void __launch_bounds__(kNbThreads, kNbMinBlocks<kEnergies, kLongEntries>)
+__global__ void __launch_bounds__(kNbThreads, kNbMinBlocks<kEnergies, kPrune, kLongEntries>)
     nonbondedKernel(const KernelParams p, const ClusterEntry* __restrict__ entries, int numEntries,
                     const ClusterPair* __restrict__ pairs, const float4* __restrict__ xq, float4* __restrict__ f,
                     double* __restrict__ energies, const PruneArgs prune) {
@@ -224,7 +226,10 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks<kEnergies, kLongEntri
     // The entry's pair records, staged 32 at a time (one coalesced load) and
     // read back by each half warp (one address per half): one instruction per j cluster.
     __shared__ StagedPair records[kNbWarps][32];
-    double sumLj = 0.0, sumCoul = 0.0, sumVirial = 0.0;
+    // Energy steps: each lane's double sums over its entries, kept in shared
+    // memory (in registers they spilled: the four-atom tile leaves no room).
+    __shared__ double laneSums[kEnergies ? kNbThreads : 1][3];
+    if constexpr (kEnergies) laneSums[threadIdx.x][0] = laneSums[threadIdx.x][1] = laneSums[threadIdx.x][2] = 0.0;
 
     for (int e = blockIdx.x * kNbWarps + warp; e < numEntries; e += gridDim.x * kNbWarps) {
         bool pruneEntry = false;  // warp-uniform
@@ -319,9 +324,9 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks<kEnergies, kLongEntri
             atomicAdd(fi + (addsXy ? (keepsY ? 1 : 0) : 2), addsXy ? xy : z);
         }
         if constexpr (kEnergies) {
-            sumLj += lj;
-            sumCoul += coul;
-            sumVirial += virial;
+            laneSums[threadIdx.x][0] += lj;
+            laneSums[threadIdx.x][1] += coul;
+            laneSums[threadIdx.x][2] += virial;
         }
         if constexpr (kPrune) {
             if (pruneEntry && lane == 0) {
@@ -339,6 +344,8 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks<kEnergies, kLongEntri
     if constexpr (kEnergies) {
         // Warp, then block sums; three double atomics per block (the energy
         // launch caps its grid at what the device holds at once).
+        double sumLj = laneSums[threadIdx.x][0], sumCoul = laneSums[threadIdx.x][1];
+        double sumVirial = laneSums[threadIdx.x][2];
 #pragma unroll
         for (int offset = 16; offset > 0; offset >>= 1) {
             sumLj += __shfl_down_sync(kFullWarp, sumLj, offset);
@@ -363,9 +370,7 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks<kEnergies, kLongEntri
         }
     } else {
         (void)energies;
-        (void)sumLj;
-        (void)sumCoul;
-        (void)sumVirial;
+        (void)laneSums;
     }
 }
 
