@@ -176,13 +176,13 @@ def suite_nstlist(a):
     return {"runs": runs}
 
 
-class Variant(collections.namedtuple("Variant", "transport path graphs launch sort_atoms")):
+class Variant(collections.namedtuple("Variant", "transport path graphs launch sort_atoms fuse_update")):
     """One multi-rank series: transport, nvshmem path, CUDA graphs (None: the convention, on for nvshmem, off for
-    the baselines), the nvshmem launch (fused or per-pulse) and whether the home atoms are put in cell order
-    (haloex-md --sort-atoms 1)."""
+    the baselines), the nvshmem launch (fused or per-pulse), whether the home atoms are put in cell order
+    (haloex-md --sort-atoms 1) and whether the home atoms' update is fused (--fuse-update 1)."""
 
-    def __new__(cls, transport, path="auto", graphs=None, launch="fused", sort_atoms=False):
-        return super().__new__(cls, transport, path, graphs, launch, sort_atoms)
+    def __new__(cls, transport, path="auto", graphs=None, launch="fused", sort_atoms=False, fuse_update=False):
+        return super().__new__(cls, transport, path, graphs, launch, sort_atoms, fuse_update)
 
     @property
     def default_graphs(self):
@@ -201,6 +201,8 @@ class Variant(collections.namedtuple("Variant", "transport path graphs launch so
             out += f" {self.launch}"
         if self.sort_atoms:
             out += " sorted"
+        if self.fuse_update:
+            out += " fused-update"
         return out
 
     def args(self):
@@ -209,20 +211,23 @@ class Variant(collections.namedtuple("Variant", "transport path graphs launch so
             out += ["--nvshmem-launch", self.launch]
         if self.sort_atoms:
             out += ["--sort-atoms", "1"]
+        if self.fuse_update:
+            out += ["--fuse-update", "1"]
         return out
 
     def settings(self):
         """What the run record says it asked for."""
         return {"cuda_graphs_requested": self.use_graphs, "nvshmem_launch": self.launch,
-                "sort_atoms": self.sort_atoms}
+                "sort_atoms": self.sort_atoms, "fuse_update": self.fuse_update}
 
 
 def parse_variant(text):
-    """'transport[/path][+graphs=0|1][+per-pulse][+sorted]' (or the label's spaces instead of '+'), e.g.
-    nccl+graphs=1; sorted: the home atoms in cell order (--sort-atoms 1)."""
+    """'transport[/path][+graphs=0|1][+per-pulse][+sorted][+fused-update]' (or the label's spaces instead of
+    '+'), e.g. nccl+graphs=1; sorted: the home atoms in cell order (--sort-atoms 1); fused-update: the home
+    atoms' force sums, leapfrog and next gather in one kernel (--fuse-update 1)."""
     words = text.replace("+", " ").split()
     transport, _, path = words[0].partition("/")
-    graphs, launch, sort_atoms = None, "fused", False
+    graphs, launch, sort_atoms, fuse_update = None, "fused", False, False
     for w in words[1:]:
         if w in ("graphs=0", "graphs=1"):
             graphs = w.endswith("1")
@@ -230,12 +235,14 @@ def parse_variant(text):
             launch = w
         elif w == "sorted":
             sort_atoms = True
+        elif w == "fused-update":
+            fuse_update = True
         else:
-            sys.exit(f"--variants: '{w}' in '{text}': use graphs=0, graphs=1, per-pulse or sorted after "
-                     "transport/path")
+            sys.exit(f"--variants: '{w}' in '{text}': use graphs=0, graphs=1, per-pulse, sorted or fused-update "
+                     "after transport/path")
     if launch != "fused" and transport != "nvshmem":
         sys.exit(f"--variants '{text}': per-pulse launches exist for nvshmem only")
-    return Variant(transport, path or "auto", graphs, launch, sort_atoms)
+    return Variant(transport, path or "auto", graphs, launch, sort_atoms, fuse_update)
 
 
 def parse_variants(text):
@@ -411,8 +418,9 @@ def parser():
     p.add_argument("--quick", action="store_true")
     p.add_argument("--sizes", help="comma-separated atom counts, instead of the default series")
     p.add_argument("--variants", help="dd, scaling, estimate: comma-separated "
-                                      "transport[/path][+graphs=0|1][+per-pulse][+sorted], e.g. "
-                                      "nccl,nccl+graphs=1,nvshmem/tma,nvshmem/direct+per-pulse,nvshmem/direct+sorted "
+                                      "transport[/path][+graphs=0|1][+per-pulse][+sorted][+fused-update], e.g. "
+                                      "nccl,nccl+graphs=1,nvshmem/tma,nvshmem/direct+per-pulse,nvshmem/direct+sorted,"
+                                      "nvshmem/direct+sorted+fused-update "
                                       "(default dd: every path and the ablations; scaling: every path; estimate: "
                                       "nvshmem/direct,ipc)")
     p.add_argument("--nstlists", help="nstlist: comma-separated fixed nstlist values (default 40,50,80,100,150)")

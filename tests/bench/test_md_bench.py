@@ -143,7 +143,8 @@ class DdSuiteTest(unittest.TestCase):
         self.assertIn("--nvshmem-launch per-pulse", per_pulse)
         self.assertNotIn("--nvshmem-launch", " ".join(by["nvshmem/direct"].args()))
         self.assertEqual(by["nvshmem/direct per-pulse"].settings(),
-                         {"cuda_graphs_requested": True, "nvshmem_launch": "per-pulse", "sort_atoms": False})
+                         {"cuda_graphs_requested": True, "nvshmem_launch": "per-pulse", "sort_atoms": False,
+                          "fuse_update": False})
         # The scaling suite keeps the paths it always ran.
         self.assertEqual([v.label for v in md_bench.BASE_VARIANTS],
                          ["staged/auto", "ipc/auto", "nccl/auto", "nvshmem/direct", "nvshmem/tma", "nvshmem/put"])
@@ -155,12 +156,17 @@ class DdSuiteTest(unittest.TestCase):
                          ["nccl/auto", "nccl/auto graphs=1", "nvshmem/direct per-pulse", "nvshmem/tma graphs=0",
                           "nvshmem/put", "nvshmem/direct sorted"])
         # A label parses back to its variant (the estimate's records name variants by label).
-        for v in md_bench.parse_variants("ipc+sorted,nvshmem/direct graphs=0 sorted"):
+        for v in md_bench.parse_variants("ipc+sorted,nvshmem/direct graphs=0 sorted,nvshmem/direct+sorted+fused-update"):
             self.assertEqual(md_bench.parse_variant(v.label), v)
         sorted_args = " ".join(md_bench.parse_variant("nvshmem/direct+sorted").args())
         self.assertIn("--sort-atoms 1", sorted_args)
         self.assertNotIn("--sort-atoms", " ".join(md_bench.parse_variant("nvshmem/direct").args()))
-        for bad in ("nccl+per-pulse", "nvshmem/direct+graphs=2", "nvshmem/direct+sort"):
+        fused = md_bench.parse_variant("nvshmem/direct+fused-update")
+        self.assertEqual(fused.label, "nvshmem/direct fused-update")
+        self.assertIn("--fuse-update 1", " ".join(fused.args()))
+        self.assertTrue(fused.settings()["fuse_update"])
+        self.assertNotIn("--fuse-update", " ".join(md_bench.parse_variant("nvshmem/direct").args()))
+        for bad in ("nccl+per-pulse", "nvshmem/direct+graphs=2", "nvshmem/direct+sort", "ipc+fuse-update"):
             with self.assertRaises(SystemExit):
                 md_bench.parse_variants(bad)
 

@@ -167,9 +167,11 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
             ->default_str("auto");
     };
     addToggle("--fuse-update", o.fuseUpdate,
-              fmt::format("GPU, one rank: scatter the forces, move the atoms and gather their new positions for the "
-                          "next step in one kernel instead of three (the same results bit for bit); auto (on for one "
-                          "GPU rank searching on the device with at most {} atoms, where it measured faster), 0 or 1",
+              fmt::format("GPU: sum each home atom's forces, move the atoms and gather their new positions for the "
+                          "next step in one kernel instead of three (one rank: the same results bit for bit; with "
+                          "several ranks, within float rounding); auto (on for one GPU rank searching on the device "
+                          "with at most {} atoms, where it measured faster; off with several ranks, not yet "
+                          "measured there), 0 or 1",
                           md::kFuseUpdateMaxAtoms));
     addToggle("--sort-atoms", o.sortAtoms,
               "GPU, device search: at every search put the home atoms (velocities, types, ids with them) in the pair "

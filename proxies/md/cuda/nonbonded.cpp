@@ -448,10 +448,23 @@ void Nonbonded::updateLocal(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad,
     if (args.numAtoms != m.layout.numHome || m.layout.numHaloAtoms != 0) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("Nonbonded::updateLocal: {} atoms to update, the lists hold {} home and {} halo "
-                               "atoms; the fused update is for one rank without a halo, updating every home atom",
+                               "atoms; the fused update is for one rank without a halo, updating every home atom "
+                               "(with a halo: updateHome)",
                                args.numAtoms, m.layout.numHome, m.layout.numHaloAtoms));
     }
-    launchUpdateLocal(m.layout, m.list(ListKind::Local), args, dF, dFirstBad, stream);
+    launchUpdateLocal(m.layout, m.list(ListKind::Local), args, dF, /*dHaloForces=*/nullptr, dFirstBad, stream);
+}
+
+void Nonbonded::updateHome(const LeapfrogArgs& args, const Vec3f* dF, int* dFirstBad, cudaStream_t stream) {
+    Impl& m = *impl_;
+    m.requireBuilt("updateHome");
+    if (args.numAtoms != m.layout.numHome) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("Nonbonded::updateHome: {} atoms to update, the lists hold {} home atoms; the fused "
+                               "update moves every home atom",
+                               args.numAtoms, m.layout.numHome));
+    }
+    launchUpdateLocal(m.layout, m.list(ListKind::Local), args, /*dF=*/nullptr, dF, dFirstBad, stream);
 }
 
 void Nonbonded::clearEnergies(cudaStream_t stream) { impl_->energies.zeroAsync(stream); }

@@ -451,12 +451,17 @@ __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __re
 // next force kernel reads. Empty slots are not visited: nothing reads their
 // force, and their far-away position stays as the build wrote it. kEnergies: the
 // leapfrog-average kinetic energy and the non-finite check of the old
-// position and the force (an energy step's checkFinite).
-template <bool kEnergies>
+// position and the force (an energy step's checkFinite). kHaloForces (a
+// rank with a halo, Nonbonded::updateHome): the atom's force is its slot's
+// plus what `haloForces` holds for it -- the non-local kernel's scatter and
+// the reverse exchange add there -- and `forces` is not written (the caller
+// clears the halo's forces after, as its clearForces does).
+template <bool kEnergies, bool kHaloForces>
 __global__ void __launch_bounds__(kThreads)
     updateLocalKernel(float4* __restrict__ fSlots, const int* __restrict__ slotOfHomeAtom,
                       const float* __restrict__ chargeOfSlot, int numHome, float4* __restrict__ xq, LeapfrogArgs a,
-                      Vec3f* __restrict__ forces, int* firstBad, int* pruneState, int numEntries, int parts) {
+                      Vec3f* __restrict__ forces, const Vec3f* __restrict__ haloForces, int* firstBad,
+                      int* pruneState, int numEntries, int parts) {
     cuda::waitForPrerequisiteGrids();
     cuda::allowDependentGrids();
     if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
@@ -466,7 +471,13 @@ __global__ void __launch_bounds__(kThreads)
         const int slot = slotOfHomeAtom[atom];
         const float4 fv = fSlots[slot];
         fSlots[slot] = make_float4(0.f, 0.f, 0.f, 0.f);
-        const Vec3f f{fv.x, fv.y, fv.z};
+        Vec3f f{fv.x, fv.y, fv.z};
+        if constexpr (kHaloForces) {
+            const Vec3f g = haloForces[atom];
+            f.x += g.x;
+            f.y += g.y;
+            f.z += g.z;
+        }
         Vec3f x = a.x[atom];
         if constexpr (kEnergies) {
             if (!finite3(x) || !finite3(f)) {
@@ -474,7 +485,7 @@ __global__ void __launch_bounds__(kThreads)
             }
         }
         leapfrogAtom<kEnergies>(a, atom, f, x, lambda, ekin2);
-        forces[atom] = f;
+        if constexpr (!kHaloForces) forces[atom] = f;
         xq[slot] = make_float4(x.x, x.y, x.z, chargeOfSlot[slot]);
     }
     if constexpr (kEnergies) blockSumAtomicAdd<kThreads>(0.25 * ekin2, a.averageKineticEnergy);
@@ -561,8 +572,8 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
                           layout.atomOfSlot.data(), set, dF, pruneState, list.numEntries, list.pruneParts);
 }
 
-void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad,
-                       cudaStream_t stream) {
+void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF,
+                       const Vec3f* dHaloForces, int* dFirstBad, cudaStream_t stream) {
     const int numHome = layout.numHome;
     if (numHome == 0) return;
     int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
@@ -571,9 +582,13 @@ void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArg
     const bool energies = args.averageKineticEnergy != nullptr;
     const int blocks =
         energies ? std::min(blocksFor(numHome, kThreads), kMaxReductionBlocks) : blocksFor(numHome, kThreads);
-    cuda::launchDependent(energies ? updateLocalKernel<true> : updateLocalKernel<false>, blocks, kThreads, 0, stream,
+    const bool haloForces = dHaloForces != nullptr;
+    const auto kernel = haloForces ? (energies ? updateLocalKernel<true, true> : updateLocalKernel<false, true>)
+                                   : (energies ? updateLocalKernel<true, false> : updateLocalKernel<false, false>);
+    cuda::launchDependent(kernel, blocks, kThreads, 0, stream,
                           layout.fLocal.data(), layout.slotOfHomeAtom.data(), layout.chargeOfSlot.data(), numHome,
-                          layout.xqLocal.data(), args, dF, dFirstBad, pruneState, list.numEntries, list.pruneParts);
+                          layout.xqLocal.data(), args, dF, dHaloForces, dFirstBad, pruneState, list.numEntries,
+                          list.pruneParts);
 }
 
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

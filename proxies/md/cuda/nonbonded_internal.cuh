@@ -314,13 +314,15 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
 // Adds the list's slot-ordered forces into dF and clears them (the slots the
 // gather visits); a pruned list's rolling prune moves on to its next part.
 void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream);
-// One rank without a halo (Nonbonded::updateLocal): the local list's
-// scatter into dF (stored), the leapfrog update of args (x, v; args.f is not
-// read) and the gather of the new positions into the local slots, in one
-// kernel; with args.averageKineticEnergy also an energy step's kinetic
-// energy and the non-finite check into dFirstBad.
-void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad,
-                       cudaStream_t stream);
+// The home atoms' update in one kernel: each atom's force from its local
+// slot -- stored into dF for one rank without a halo (Nonbonded::updateLocal;
+// dHaloForces null), or, with dHaloForces, plus what that holds for the atom
+// and not stored (Nonbonded::updateHome; dF null) -- the leapfrog update of args (x, v; args.f is not
+// read) and the gather of the new positions into the local slots; with
+// args.averageKineticEnergy also an energy step's kinetic energy and the
+// non-finite check into dFirstBad.
+void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF,
+                       const Vec3f* dHaloForces, int* dFirstBad, cudaStream_t stream);
 // Adds to *dCount the atom pairs with atomDistance2 < rc2 of the list's
 // evaluated entries (outer = false) or of its outer list (diagnostic).
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

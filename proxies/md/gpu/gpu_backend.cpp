@@ -373,6 +373,10 @@ private:
             return;
         }
         haloInLastStep_ = true;
+        // --fuse-update with a halo: the local force kernel alone; the home
+        // atoms' update sums its slots with what the non-local scatter and
+        // the reverse exchange added (Nonbonded::updateHome).
+        const bool fused = context_.fuseUpdate;
         stepStart_.record(local);
         stepStart_.waitOn(nonlocal);
 
@@ -383,7 +387,11 @@ private:
         if (timing) events_.localStart.recordTimestamp(local);
         {
             const NvtxRange range("local non-bonded F");
-            nonbonded_->computeLocal(x, f, energies, local);
+            if (fused) {
+                nonbonded_->computeLocalForces(energies, local);
+            } else {
+                nonbonded_->computeLocal(x, f, energies, local);
+            }
         }
         if (timing) events_.localEnd.recordTimestamp(local);
 
@@ -406,7 +414,15 @@ private:
 
         // Update once all forces are home.
         nonlocalDone_.waitOn(local);
-        update(halo, energies, scaled);
+        if (fused) {
+            NvtxParts ranges;
+            ranges.next("force sum + leapfrog + gather");
+            nonbonded_->updateHome(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr, local);
+            ranges.next("clear forces");
+            halo.clearForces(local);
+        } else {
+            update(halo, energies, scaled);
+        }
         if (parts) events_.stepEnd.recordTimestamp(local);
     }
 

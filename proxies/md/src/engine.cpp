@@ -298,11 +298,9 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
         o.rlistTolerance = tolerance;
     }
     resolvePruning(o, onGpu);
-    requireOption(o.fuseUpdate != Toggle::On || (onGpu && numRanks == 1),
-                  fmt::format("--fuse-update 1 with {}: the fused update is for one GPU rank (a rank with a halo "
-                              "also gets forces from its non-local kernel and the reverse exchange); use "
-                              "--fuse-update 0",
-                              onGpu ? fmt::format("{} ranks", numRanks) : std::string("the CPU reference")));
+    requireOption(o.fuseUpdate != Toggle::On || onGpu,
+                  "--fuse-update 1 with the CPU reference: the fused update is one of the GPU step's kernels; use "
+                  "--device gpu, or --fuse-update 0");
     requireOption(o.sortAtoms != Toggle::On || onGpu,
                   "--sort-atoms 1 with the CPU reference: the cell order is that of the GPU's pair search; use "
                   "--device gpu, or --sort-atoms 0");

@@ -18,7 +18,7 @@ StepKernelChoice chooseStepKernels(Toggle fuseUpdate, Toggle sortAtoms, bool onG
     } else if (notHere != nullptr) {
         c.fuseUpdateReason = fmt::format("auto: off, {}", notHere);
     } else if (numRanks > 1) {
-        c.fuseUpdateReason = "auto: off, it is for one rank (a halo adds forces from other kernels)";
+        c.fuseUpdateReason = "auto: off with several ranks, where it has not been measured faster";
     } else if (atoms > kFuseUpdateMaxAtoms) {
         c.fuseUpdateReason = fmt::format("auto: off above {} atoms, where it measured slower", kFuseUpdateMaxAtoms);
     } else {

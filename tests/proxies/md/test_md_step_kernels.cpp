@@ -36,7 +36,7 @@ TEST(StepKernels, AutoIsOffWhereNeitherWasMeasuredFaster) {
     const StepKernelChoice ranks = chooseStepKernels(Toggle::Auto, Toggle::Auto, true, 2, true, 22500);
     EXPECT_FALSE(ranks.fuseUpdate);
     EXPECT_FALSE(ranks.sortAtoms);
-    EXPECT_TRUE(contains(ranks.fuseUpdateReason, "one rank")) << ranks.fuseUpdateReason;
+    EXPECT_TRUE(contains(ranks.fuseUpdateReason, "several ranks")) << ranks.fuseUpdateReason;
     EXPECT_TRUE(contains(ranks.sortAtomsReason, "several ranks")) << ranks.sortAtomsReason;
     const StepKernelChoice host = chooseStepKernels(Toggle::Auto, Toggle::Auto, true, 1, false, 22500);
     EXPECT_FALSE(host.fuseUpdate);

@@ -1,8 +1,11 @@
 // The MD engine over MPI ranks on GPUs, every device transport against the
 // CPU reference (labels gpu;mpi; np1, np2 and np4 under mpi_gpu_launch: one
 // GPU per rank, or ranks sharing one under MPS, else skipped with the reason).
-// Each transport runs 20 steps with and without CUDA graphs, and with graphs
-// and the home atoms in cell order (--sort-atoms), and its total,
+// Each transport runs 20 steps with and without CUDA graphs, with graphs
+// and the home atoms in cell order (--sort-atoms), and with the fused update
+// (--fuse-update: the home atoms' force sums, leapfrog and next gather in
+// one kernel: two kernels fewer in the captured normal step) with graphs, and
+// with cell order and without graphs, and its total,
 // potential and kinetic energy at every step must equal those of the CPU
 // reference backend on the same ranks and decomposition within 1e-6
 // relative (the bound's derivation is at kRelativeBound). staged, ipc and
@@ -91,11 +94,18 @@ struct GpuRun {
     bool capturable = false;  // the claim of the transport's coordinate/force fast path
 };
 
-GpuRun runOnGpu(runtime::World& world, Backend backend, bool graphs, bool sortAtoms, bool timelineParts) {
+struct StepKernels {
+    bool graphs = false;
+    bool sortAtoms = false;
+    bool fuseUpdate = false;
+};
+
+GpuRun runOnGpu(runtime::World& world, Backend backend, StepKernels k, bool timelineParts) {
+    const bool graphs = k.graphs;
     md::MdOptions o = comparedOptions(world.size());
     o.transport = std::string(toString(backend));
-    o.sortAtoms = sortAtoms ? md::Toggle::On : md::Toggle::Off;
-    o.fuseUpdate = md::Toggle::Off;  // one rank's own kernels: test_md_engine_gpu
+    o.sortAtoms = k.sortAtoms ? md::Toggle::On : md::Toggle::Off;
+    o.fuseUpdate = k.fuseUpdate ? md::Toggle::On : md::Toggle::Off;
     o.cudaGraphs = graphs;
     o.cudaGraphsGiven = graphs;  // as --cuda-graphs 1 (nccl captures only when given)
     const md::MdOptions resolved = md::resolveOptions(o, world.size(), true);
@@ -132,19 +142,32 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
     }
     const md::RunSummary* cpu = world.rank() == 0 ? &cpuReference(world.size()) : nullptr;
     world.barrier();  // the others wait here, not inside a transport's timed set-up
-    // With and without graphs; then with the home atoms in cell order (--sort-atoms).
-    for (const auto& [graphs, sortAtoms] : {std::pair{true, false}, std::pair{false, false}, std::pair{true, true}}) {
-        SCOPED_TRACE(fmt::format("{} on {} ranks, CUDA graphs {}, atoms in cell order {}", toString(backend),
-                                 world.size(), graphs, sortAtoms));
-        // The last run also records the timeline's parts (and timestamps inside the exchange kernels).
-        const GpuRun run = runOnGpu(world, backend, graphs, sortAtoms, /*timelineParts=*/sortAtoms);
+    // With and without graphs; with the home atoms in cell order (--sort-atoms);
+    // with the fused update (--fuse-update) with graphs, and with cell order
+    // and without graphs.
+    // Kernels of the captured normal step, unfused and fused (-1: no graph ran).
+    int graphKernelsUnfused = -1, graphKernelsFused = -1;
+    for (const StepKernels kernels : {StepKernels{true, false, false}, StepKernels{false, false, false},
+                                StepKernels{true, true, false}, StepKernels{true, false, true},
+                                StepKernels{false, true, true}}) {
+        const bool graphs = kernels.graphs, sortAtoms = kernels.sortAtoms;
+        SCOPED_TRACE(fmt::format("{} on {} ranks, CUDA graphs {}, atoms in cell order {}, fused update {}",
+                                 toString(backend), world.size(), graphs, sortAtoms, kernels.fuseUpdate));
+        // The cell-order run without the fused update also records the
+        // timeline's parts (and timestamps inside the exchange kernels).
+        const bool timelineParts = sortAtoms && !kernels.fuseUpdate;
+        const GpuRun run = runOnGpu(world, backend, kernels, timelineParts);
         const md::RunSummary& gpu = run.summary;
         EXPECT_EQ(gpu.steps, kSteps);
         EXPECT_EQ(gpu.transport, toString(backend));
         // The graph path ran wherever the exchange can be captured, and on
         // one rank with any transport (no halo, nothing is exchanged in a step).
         EXPECT_EQ(gpu.graphs, graphs && (run.capturable || world.size() == 1));
-        if (sortAtoms) {
+        if (gpu.graphs && !sortAtoms) {
+            const auto it = gpu.stepGraphNodes.find("kernel");
+            (kernels.fuseUpdate ? graphKernelsFused : graphKernelsUnfused) = it == gpu.stepGraphNodes.end() ? 0 : it->second;
+        }
+        if (timelineParts) {
             // The GPU-initiated transports time their kernels from inside
             // (--timeline-parts), the others do not; one rank exchanges nothing.
             const bool fused = backend == Backend::Nvshmem || backend == Backend::NcclDevice;
@@ -179,11 +202,19 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
             EXPECT_LE(relative(g.kinetic, c.kinetic), kRelativeBound)
                 << "step " << g.step << ": kinetic " << g.kinetic << " against the CPU's " << c.kinetic;
         }
-        std::printf("%s, %d ranks, graphs %s%s: %zu energy steps, largest relative difference from the CPU "
+        std::printf("%s, %d ranks, graphs %s%s%s: %zu energy steps, largest relative difference from the CPU "
                     "reference: total %.2e, potential %.2e, kinetic %.2e (bound %.0e)\n",
                     std::string(toString(backend)).c_str(), world.size(), gpu.graphs ? "on" : "off",
-                    sortAtoms ? ", atoms in cell order" : "", gpu.energies.size(), worstTotal, worstPotential,
-                    worstKinetic, kRelativeBound);
+                    sortAtoms ? ", atoms in cell order" : "", kernels.fuseUpdate ? ", fused update" : "",
+                    gpu.energies.size(), worstTotal, worstPotential, worstKinetic, kRelativeBound);
+    }
+    // The fused update replaces the local gather, the local scatter and the
+    // leapfrog by one kernel (with a halo its forces are still cleared by the
+    // transport's clearForces).
+    if (graphKernelsUnfused >= 0 && graphKernelsFused >= 0) {
+        EXPECT_EQ(graphKernelsFused, graphKernelsUnfused - 2)
+            << "kernels in the normal step's graph: " << graphKernelsUnfused << " unfused, " << graphKernelsFused
+            << " fused";
     }
 }
 

@@ -26,9 +26,10 @@ struct StepKernelChoice {
 // An explicit 0 or 1 is kept (resolveOptions and the engine refuse a 1 that
 // cannot run); auto is on only where it was measured faster: the fused
 // update for one GPU rank searching on the device with at most
-// kFuseUpdateMaxAtoms atoms, the cell order for one GPU rank searching on
-// the device (with several ranks it was neutral in the one-GPU estimate and
-// adds to the search step; two GPUs have not measured it).
+// kFuseUpdateMaxAtoms atoms (with several ranks it runs when asked for, but
+// has not been measured), the cell order for one GPU rank searching on the
+// device (with several ranks it was neutral in the one-GPU estimate and adds
+// to the search step; two GPUs have not measured it).
 StepKernelChoice chooseStepKernels(Toggle fuseUpdate, Toggle sortAtoms, bool onGpu, int numRanks, bool deviceSearch,
                                    std::int64_t atoms);
 
