@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab signals-ab step-tests fused-update-large short-list-radius outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab signals-ab step-tests fused-halo fused-update-large short-list-radius outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -184,7 +184,7 @@ strong_scaling_grids() {
 stage_strong_scaling() {
   note "== strong scaling at 11 250 atoms per GPU ($ngpu GPUs; bench/md_bench.py dd per grid)"
   [ "$ngpu" -ge 2 ] || { note "  needs two or more GPUs: $ngpu visible"; return 1; }
-  local essentials="nvshmem/direct,nccl+graphs=1,ipc,nvshmem/direct+sorted"
+  local essentials="nvshmem/direct,nccl+graphs=1,ipc,nvshmem/direct+sorted,nvshmem/direct+sorted+fused-update"
   local rest="nvshmem/tma,nvshmem/direct+graphs=0,nvshmem/direct+per-pulse,staged,nccl,nccl-device"
   local specs spec n grid sizes per dir pass variants first seen ran1=0
   mapfile -t specs < <(strong_scaling_grids)
@@ -818,6 +818,14 @@ stage_fused_update() {
   MDV_SIZES="5626 11250 22500 90000" MDV_REPEATS=3 MDV_STEPS=4000 MDV_VARIANTS=$variants stage_md_variants
   MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$variants stage_md_variants
   ESTIMATE_VARIANTS=nvshmem/direct,nvshmem/direct+sorted ESTIMATE_SIZES=11250,22500 stage_md_estimate
+}
+
+# The fused update with a halo (--fuse-update 1 on several ranks, not yet
+# measured): the one-GPU estimate (2 ranks under MPS, half the SMs each,
+# against one rank) at 11 250 and 22 500 atoms per rank, nvshmem direct
+# without it, with it, and with it and the cell order (~3 min).
+stage_fused_halo() {
+  ESTIMATE_VARIANTS=nvshmem/direct,nvshmem/direct+fused-update,nvshmem/direct+sorted+fused-update     ESTIMATE_SIZES=11250,22500 stage_md_estimate
 }
 
 # The sizes the lease of 2026-12-05 left out of fused-update, for the
