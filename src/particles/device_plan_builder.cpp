@@ -4,6 +4,7 @@
 #include "haloex/particles/device_plan_builder.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <fmt/format.h>
 #include <span>
@@ -17,10 +18,9 @@ namespace {
 
 using namespace detail;
 
-// World tags of the per-pulse counts and of the receive offsets returned to
+// World tag of the per-pulse counts and of the receive offsets returned to
 // the senders (apart from the other traffic of a search step).
-constexpr int kTagCounts = 32712;
-constexpr int kTagOffsets = 32713;
+constexpr int kTagCountsAndOffsets = 32712;
 
 int alignUp(int n, int alignment) { return (n + alignment - 1) / alignment * alignment; }
 
@@ -190,11 +190,16 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
         HALOEX_ASSERT(attributed == sendCount, "every selected atom is home or arrived through an earlier pulse");
         mapOffset[p + 1] = offset + static_cast<std::size_t>(sendCount);
 
-        // The receiver learns the count and places the slot, then the atoms travel.
-        pulse.recvCount =
-            static_cast<int>(exchangeValue(world, sendCount, pulse.sendRank, pulse.recvRank, kTagCounts, 0));
+        // The receiver places the slot and learns the count, the sender where
+        // its atoms will land (the slot's place does not depend on the
+        // count): both in one round trip. Then the atoms travel.
         pad(alignUp(size, alignment));
         pulse.recvOffset = size;
+        std::array<ValueExchange, 2> values{{{sendCount, pulse.sendRank, pulse.recvRank, 0},
+                                             {pulse.recvOffset, pulse.recvRank, pulse.sendRank, -1}}};
+        exchangeValues(world, values, kTagCountsAndOffsets);
+        pulse.recvCount = static_cast<int>(values[0].received);
+        pulse.remoteRecvOffset = static_cast<int>(values[1].received);
         pulse.recvCapacity = alignUp(pulse.recvCount, alignment);
         reserveLocal(pulse.recvOffset + pulse.recvCapacity, size, stream);
 
@@ -244,11 +249,6 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
     }
     plan_.numLocal = size;
 
-    // Tell each sender where its atoms landed here.
-    for (plan::Pulse& pulse : plan_.pulses) {
-        pulse.remoteRecvOffset =
-            static_cast<int>(exchangeValue(world, pulse.recvOffset, pulse.recvRank, pulse.sendRank, kTagOffsets, -1));
-    }
     for (const plan::Pulse& pulse : plan_.pulses) {
         for (int q : pulse.waitsForward) plan_.pulses[static_cast<std::size_t>(q)].waitsReverse.push_back(pulse.id);
     }

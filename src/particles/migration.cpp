@@ -3,6 +3,7 @@
 #include "haloex/particles/migration.hpp"
 
 #include <algorithm>
+#include <array>
 #include <climits>
 #include <fmt/format.h>
 
@@ -149,11 +150,14 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         const int down = statusHost_[kCountDown];
         const int up = statusHost_[kCountUp];
 
-        // Counts first (both sides size the blocks), then the blocks.
+        // Counts first (both sides size the blocks), both directions in one
+        // round trip, then the blocks.
         const int lower = grid.neighbour(rank, d, -1);
         const int upper = grid.neighbour(rank, d, +1);
-        const int fromUpper = static_cast<int>(exchangeValue(world, down, lower, upper, kTagCounts));
-        const int fromLower = static_cast<int>(exchangeValue(world, up, upper, lower, kTagCounts));
+        std::array<ValueExchange, 2> counts{{{down, lower, upper, 0}, {up, upper, lower, 0}}};
+        exchangeValues(world, counts, kTagCounts);
+        const int fromUpper = static_cast<int>(counts[0].received);
+        const int fromLower = static_cast<int>(counts[1].received);
 
         const int next = stay + fromUpper + fromLower;
         particles.reserveNext(next);
