@@ -106,8 +106,11 @@ CollectiveBytes& CollectiveBytes::operator=(CollectiveBytes&&) noexcept = defaul
 
 bool CollectiveBytes::reserve(std::size_t bytes) {
     // Every rank learns the largest request, so all decide alike.
-    const auto largest = static_cast<std::size_t>(
-        world_->allReduceValue<std::int64_t>(static_cast<std::int64_t>(bytes), runtime::ReduceOp::Max));
+    return reserveAgreed(static_cast<std::size_t>(
+        world_->allReduceValue<std::int64_t>(static_cast<std::int64_t>(bytes), runtime::ReduceOp::Max)));
+}
+
+bool CollectiveBytes::reserveAgreed(std::size_t largest) {
     if (largest <= capacity_ && data_ != nullptr) return false;
     const std::size_t capacity = std::max({largest, capacity_ + capacity_ / 2, std::size_t{1}});
     const std::size_t keep = capacity_;

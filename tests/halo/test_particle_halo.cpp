@@ -440,6 +440,41 @@ TEST(CollectiveBuffer, EveryRankGetsTheLargestRequestAndGrowthKeepsTheContents) 
     });
 }
 
+// resizeTogether sizes several buffers by one reduction as resize() each
+// would: every rank's capacity is the largest count (grown geometrically),
+// each rank keeps its own size and the contents.
+TEST(CollectiveBuffer, ResizedTogetherAsOneByOne) {
+    runtime::runInProcess(3, [](runtime::World& w) {
+        const auto rank = static_cast<std::size_t>(w.rank());
+        auto x = allocateCollective<double>(w, Backend::Reference, transport::MemorySpace::Host, 10, "test x");
+        auto f = allocateCollective<float>(w, Backend::Reference, transport::MemorySpace::Host, 10, "test f");
+        for (std::size_t i = 0; i < 10; ++i) {
+            x.data()[i] = static_cast<double>(100 * rank + i);
+            f.data()[i] = static_cast<float>(i);
+        }
+        const std::size_t mine = 40 + 25 * rank;  // rank 2 asks most: 90
+        resizeTogether(w, mine, x, f);
+        EXPECT_EQ(x.size(), mine);
+        EXPECT_EQ(f.size(), mine);
+        EXPECT_EQ(x.capacity(), 90u) << "rank " << rank;
+        EXPECT_EQ(f.capacity(), 90u) << "rank " << rank;
+        for (std::size_t i = 0; i < 10; ++i) {
+            ASSERT_EQ(x.data()[i], static_cast<double>(100 * rank + i)) << "rank " << rank;
+            ASSERT_EQ(f.data()[i], static_cast<float>(i)) << "rank " << rank;
+        }
+        // Within the capacity on every rank: nothing moves.
+        const double* before = x.data();
+        resizeTogether(w, rank == 0 ? 90 : 1, x, f);
+        EXPECT_EQ(x.data(), before);
+        EXPECT_EQ(x.size(), rank == 0 ? 90u : 1u);
+        // One rank needs more: both grow on every rank, contents kept.
+        resizeTogether(w, rank == 1 ? 91 : 5, x, f);
+        EXPECT_GE(x.capacity(), 90u + 45u) << "rank " << rank;
+        EXPECT_EQ(f.capacity(), x.capacity()) << "rank " << rank;
+        for (std::size_t i = 0; i < 5; ++i) ASSERT_EQ(x.data()[i], static_cast<double>(100 * rank + i));
+    });
+}
+
 TEST(CollectiveBuffer, RefusesMemoryTheBackendDoesNotUse) {
     EXPECT_EQ(collectiveMemoryFor(Backend::Staged, transport::MemorySpace::Host), CollectiveMemory::Host);
     for (auto [backend, space] : {std::pair{Backend::Reference, transport::MemorySpace::Device},

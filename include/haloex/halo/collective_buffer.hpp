@@ -46,6 +46,9 @@ CollectiveMemory collectiveMemoryFor(Backend backend, transport::MemorySpace spa
 /// The memory `transport`'s coordinate/force exchange needs the caller's arrays in.
 CollectiveMemory collectiveMemoryFor(const transport::BlockTransport& transport);
 
+template <class T>
+class CollectiveBuffer;
+
 /// Untyped bytes; CollectiveBuffer<T> is the typed face.
 class CollectiveBytes {
 public:
@@ -80,6 +83,13 @@ public:
                     transport::StreamHandle stream = nullptr) const;
 
 private:
+    template <class>
+    friend class CollectiveBuffer;
+    // reserve() without its reduction: `largest` is already the maximum over
+    // the ranks, the same on every rank (resizeTogether's one reduction for
+    // several buffers). Collective where it reallocates.
+    bool reserveAgreed(std::size_t largest);
+
     struct Storage;
     runtime::World* world_;
     CollectiveMemory memory_;
@@ -113,6 +123,7 @@ public:
     /// Collective: room for `count` elements on every rank, size unchanged.
     void reserve(std::size_t count) { bytes_.reserve(count * sizeof(T)); }
 
+
     T* data() const { return static_cast<T*>(bytes_.data()); }  ///< this rank's elements
     std::size_t size() const { return size_; }                  ///< elements in use on this rank
 
@@ -131,9 +142,29 @@ public:
     transport::SharedArray shared() const { return bytes_.shared(); }       ///< as a backend's exchange sees it
 
 private:
+    template <class... U>
+    friend void resizeTogether(runtime::World& world, std::size_t count, CollectiveBuffer<U>&... buffers);
+    // resize() where `largest` is the maximum of the ranks' counts, the same
+    // on every rank (resizeTogether): no reduction of its own.
+    void resizeAgreed(std::size_t count, std::size_t largest) {
+        bytes_.reserveAgreed(largest * sizeof(T));
+        size_ = count;
+    }
+
     CollectiveBytes bytes_;
     std::size_t size_ = 0;
 };
+
+/// Collective: buffers.resize(count) each, as the calls in turn would make
+/// them, with one reduction for all instead of one each (every rank passes
+/// its own count and the same buffers in the same order): e.g. the
+/// coordinates and forces resized at every search.
+template <class... U>
+void resizeTogether(runtime::World& world, std::size_t count, CollectiveBuffer<U>&... buffers) {
+    const auto largest = static_cast<std::size_t>(
+        world.allReduceValue<std::int64_t>(static_cast<std::int64_t>(count), runtime::ReduceOp::Max));
+    (buffers.resizeAgreed(count, largest), ...);
+}
 
 /// For arrays a backend (or a transport already made) exchanges; collective.
 template <class T>

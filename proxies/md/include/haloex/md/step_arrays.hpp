@@ -29,8 +29,7 @@ public:
     void adopt(CoordinateForceHalo& halo, runtime::World& world, const plan::ParticleHaloPlan& plan) {
         const auto n = static_cast<std::size_t>(plan.numLocal);
         allocateOnce(halo, world, n);
-        x_->resize(n);
-        f_->resize(n);
+        resizeTogether(world, n, *x_, *f_);  // one reduction for both
         halo.setPlan(plan, *x_, *f_);
     }
 
