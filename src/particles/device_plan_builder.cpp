@@ -195,8 +195,8 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
         // count): both in one round trip. Then the atoms travel.
         pad(alignUp(size, alignment));
         pulse.recvOffset = size;
-        std::array<ValueExchange, 2> values{{{sendCount, pulse.sendRank, pulse.recvRank, 0},
-                                             {pulse.recvOffset, pulse.recvRank, pulse.sendRank, -1}}};
+        std::array<ValueExchange, 2> values{
+            {{sendCount, pulse.sendRank, pulse.recvRank, 0}, {pulse.recvOffset, pulse.recvRank, pulse.sendRank, -1}}};
         exchangeValues(world, values, kTagCountsAndOffsets);
         pulse.recvCount = static_cast<int>(values[0].received);
         pulse.remoteRecvOffset = static_cast<int>(values[1].received);

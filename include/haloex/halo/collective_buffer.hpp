@@ -123,7 +123,6 @@ public:
     /// Collective: room for `count` elements on every rank, size unchanged.
     void reserve(std::size_t count) { bytes_.reserve(count * sizeof(T)); }
 
-
     T* data() const { return static_cast<T*>(bytes_.data()); }  ///< this rank's elements
     std::size_t size() const { return size_; }                  ///< elements in use on this rank
 

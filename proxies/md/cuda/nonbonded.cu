@@ -40,7 +40,10 @@ constexpr int kNbWarps = kNbThreads / 32;
 // rolling prune, which spilled 8 bytes at 72 (NonbondedGpu.ReportsKernelResources
 // asserts no spills).
 template <bool kEnergies, bool kPrune, bool kLongEntries>
-constexpr int kNbMinBlocks = kPrune && kLongEntries ? 6 : kEnergies || kLongEntries ? 7 : 8;
+constexpr int nbMinBlocks() {
+    if (kPrune && kLongEntries) return 6;
+    return kEnergies || kLongEntries ? 7 : 8;
+}
 constexpr int kThreads = 256;
 
 // One pair: i atom xi against (shifted) j atom xj, counted when `inList` (its
@@ -85,12 +88,11 @@ __device__ __forceinline__ void pairInteraction(const PairConstants& c, const fl
 // it, but with two instructions fewer per j cluster than around atomicAdd).
 __device__ __forceinline__ void predicatedForceAdd(float4* address, float3 f, bool add) {
 #if __CUDA_ARCH__ >= 900
-    asm volatile(
-        "{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\t"
-        "@p red.global.add.v4.f32 [%0], {%1, %2, %3, %5};\n\t}"
-        :
-        : "l"(address), "f"(f.x), "f"(f.y), "f"(f.z), "r"(static_cast<int>(add)), "f"(0.f)
-        : "memory");
+    asm volatile("{\n\t.reg .pred p;\n\tsetp.ne.b32 p, %4, 0;\n\t"
+                 "@p red.global.add.v4.f32 [%0], {%1, %2, %3, %5};\n\t}"
+                 :
+                 : "l"(address), "f"(f.x), "f"(f.y), "f"(f.z), "r"(static_cast<int>(add)), "f"(0.f)
+                 : "memory");
 #else
     if (add) {
         atomicAdd(&address->x, f.x);
@@ -211,7 +213,7 @@ __device__ __forceinline__ void advancePrunePart(int* state, int numEntries, int
 // kernel then fits 64 registers without spilling: 8 resident blocks per SM,
 // where the chunked build needs 72 and gets 7, or 80 and 6 with pruning).
 template <bool kEnergies, bool kPrune, bool kLongEntries>
-__global__ void __launch_bounds__(kNbThreads, kNbMinBlocks<kEnergies, kPrune, kLongEntries>)
+__global__ void __launch_bounds__(kNbThreads, (nbMinBlocks<kEnergies, kPrune, kLongEntries>()))
     nonbondedKernel(const KernelParams p, const ClusterEntry* __restrict__ entries, int numEntries,
                     const ClusterPair* __restrict__ pairs, const float4* __restrict__ xq, float4* __restrict__ f,
                     double* __restrict__ energies, const PruneArgs prune) {
@@ -219,7 +221,7 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks<kEnergies, kPrune, kL
     cuda::waitForPrerequisiteGrids();
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    const int half = lane >> 4;   // takes the entry's records 2 m + half (jLoop)
+    const int half = lane >> 4;     // takes the entry's records 2 m + half (jLoop)
     const int u = (lane >> 3) & 1;  // i slots u, u + 2, u + 4, u + 6
     const int tj = lane & 7;        // j slot
     const unsigned laneBit = 1u << lane;
@@ -269,8 +271,8 @@ __global__ void __launch_bounds__(kNbThreads, kNbMinBlocks<kEnergies, kPrune, kL
                 // plain kernel's (a run-time flag in the loop cost issue slots).
                 if (pruneEntry) {
                     // bit k = record k of this chunk has an atom pair within rlistInner
-                    const unsigned keep = jLoop<kEnergies, true>(p, records[warp], n, xq, f, i, lj, coul, virial,
-                                                                 prune.rlistInner2);
+                    const unsigned keep =
+                        jLoop<kEnergies, true>(p, records[warp], n, xq, f, i, lj, coul, virial, prune.rlistInner2);
                     // Kept records in their order, after the entry's kept ones
                     // so far (popc of the kept bits below each lane's record);
                     // read back from `records` before the next chunk's
@@ -460,8 +462,8 @@ template <bool kEnergies, bool kHaloForces>
 __global__ void __launch_bounds__(kThreads)
     updateLocalKernel(float4* __restrict__ fSlots, const int* __restrict__ slotOfHomeAtom,
                       const float* __restrict__ chargeOfSlot, int numHome, float4* __restrict__ xq, LeapfrogArgs a,
-                      Vec3f* __restrict__ forces, const Vec3f* __restrict__ haloForces, int* firstBad,
-                      int* pruneState, int numEntries, int parts) {
+                      Vec3f* __restrict__ forces, const Vec3f* __restrict__ haloForces, int* firstBad, int* pruneState,
+                      int numEntries, int parts) {
     cuda::waitForPrerequisiteGrids();
     cuda::allowDependentGrids();
     if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
@@ -585,10 +587,9 @@ void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArg
     const bool haloForces = dHaloForces != nullptr;
     const auto kernel = haloForces ? (energies ? updateLocalKernel<true, true> : updateLocalKernel<false, true>)
                                    : (energies ? updateLocalKernel<true, false> : updateLocalKernel<false, false>);
-    cuda::launchDependent(kernel, blocks, kThreads, 0, stream,
-                          layout.fLocal.data(), layout.slotOfHomeAtom.data(), layout.chargeOfSlot.data(), numHome,
-                          layout.xqLocal.data(), args, dF, dHaloForces, dFirstBad, pruneState, list.numEntries,
-                          list.pruneParts);
+    cuda::launchDependent(kernel, blocks, kThreads, 0, stream, layout.fLocal.data(), layout.slotOfHomeAtom.data(),
+                          layout.chargeOfSlot.data(), numHome, layout.xqLocal.data(), args, dF, dHaloForces, dFirstBad,
+                          pruneState, list.numEntries, list.pruneParts);
 }
 
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

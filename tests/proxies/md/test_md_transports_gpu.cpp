@@ -147,9 +147,9 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
     // and without graphs.
     // Kernels of the captured normal step, unfused and fused (-1: no graph ran).
     int graphKernelsUnfused = -1, graphKernelsFused = -1;
-    for (const StepKernels kernels : {StepKernels{true, false, false}, StepKernels{false, false, false},
-                                StepKernels{true, true, false}, StepKernels{true, false, true},
-                                StepKernels{false, true, true}}) {
+    for (const StepKernels kernels :
+         {StepKernels{true, false, false}, StepKernels{false, false, false}, StepKernels{true, true, false},
+          StepKernels{true, false, true}, StepKernels{false, true, true}}) {
         const bool graphs = kernels.graphs, sortAtoms = kernels.sortAtoms;
         SCOPED_TRACE(fmt::format("{} on {} ranks, CUDA graphs {}, atoms in cell order {}, fused update {}",
                                  toString(backend), world.size(), graphs, sortAtoms, kernels.fuseUpdate));
@@ -165,7 +165,8 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
         EXPECT_EQ(gpu.graphs, graphs && (run.capturable || world.size() == 1));
         if (gpu.graphs && !sortAtoms) {
             const auto it = gpu.stepGraphNodes.find("kernel");
-            (kernels.fuseUpdate ? graphKernelsFused : graphKernelsUnfused) = it == gpu.stepGraphNodes.end() ? 0 : it->second;
+            (kernels.fuseUpdate ? graphKernelsFused : graphKernelsUnfused) =
+                it == gpu.stepGraphNodes.end() ? 0 : it->second;
         }
         if (timelineParts) {
             // The GPU-initiated transports time their kernels from inside
