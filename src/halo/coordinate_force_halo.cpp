@@ -92,6 +92,11 @@ void CoordinateForceHalo::clearForces(transport::StreamHandle stream) {
     exchange_->clearForces(stream);
 }
 
+void CoordinateForceHalo::clearHaloForces(transport::StreamHandle stream) {
+    requireBound("clearHaloForces");
+    exchange_->clearHaloForces(stream);
+}
+
 bool CoordinateForceHalo::graphCapturable() const { return bound_ && exchange_->graphCapturable(); }
 
 const transport::TransportCounters& CoordinateForceHalo::counters() const { return exchange_->counters(); }

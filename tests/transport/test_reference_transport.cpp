@@ -82,7 +82,7 @@ Vec3f forceOf(int id) { return {1.0f + static_cast<float>(id % 5), -2.0f, 0.5f *
 void checkCoordinatesAndForces(Scenario& s, const std::vector<int>& images, Path path) {
     const Vec3d L = s.dd.box().length;
     const int n = s.numRanks();
-    std::vector<std::vector<Vec3f>> x(n), f(n), cleared(n);
+    std::vector<std::vector<Vec3f>> x(n), f(n), cleared(n), haloCleared(n);
     std::vector<transport::TransportCounters> counters(n);
     std::vector<bool> fastPath(n);
     runtime::runInProcess(n, [&](runtime::World& world) {
@@ -107,6 +107,10 @@ void checkCoordinatesAndForces(Scenario& s, const std::vector<int>& images, Path
         f[r].assign(fs.data(), fs.data() + plan.numLocal);
         halo.clearForces(nullptr);
         cleared[r].assign(fs.data(), fs.data() + plan.numLocal);
+        // clearHaloForces: these exchanges clear every entry, as clearForces.
+        for (int i = 0; i < plan.numLocal; ++i) fs.data()[i] = forceOf(i);
+        halo.clearHaloForces(nullptr);
+        haloCleared[r].assign(fs.data(), fs.data() + plan.numLocal);
         counters[r] = halo.counters();
     });
     for (int r = 0; r < n; ++r) {
@@ -118,6 +122,7 @@ void checkCoordinatesAndForces(Scenario& s, const std::vector<int>& images, Path
         for (int i = 0; i < plan.numLocal; ++i) {
             const int id = s.localIds[r][i];
             EXPECT_EQ(cleared[r][i], Vec3f{});
+            EXPECT_EQ(haloCleared[r][i], Vec3f{}) << "local atom " << i << " after clearHaloForces";
             if (id < 0) continue;
             const plan::Int3 k = imageShift(s.local(r)[i], s.positions[id], L);
             Vec3f expected(s.positions[id]);

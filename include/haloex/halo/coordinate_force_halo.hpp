@@ -71,6 +71,11 @@ public:
     void scatterAddForces(transport::StreamHandle stream);
     /// Zeroes the forces for the next step, ordered after any peer's reads.
     void clearForces(transport::StreamHandle stream);
+    /// clearForces where the caller already zeroed the home entries (the
+    /// first plan().numHome) itself, e.g. in the update kernel that read them
+    /// last: only what else the backend needs zero (nothing for nvshmem and
+    /// nccl-device, whose next forward clears the halo slots).
+    void clearHaloForces(transport::StreamHandle stream);
 
     /// Whether gather/scatterAdd/clear may be captured in a CUDA graph.
     bool graphCapturable() const;

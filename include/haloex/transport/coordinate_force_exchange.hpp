@@ -66,6 +66,11 @@ public:
     virtual void reverseForces(StreamHandle stream) = 0;
     /// Zeroes the forces for the next step, ordered after any peer's reads of them.
     virtual void clearForces(StreamHandle stream) = 0;
+    /// clearForces for a caller that zeroed the home entries itself (e.g. in
+    /// the kernel that read them last): whatever else must be zero before
+    /// the next step. By default everything, as clearForces; an exchange
+    /// whose halo slots are cleared by its next forward clears nothing.
+    virtual void clearHaloForces(StreamHandle stream) { clearForces(stream); }
     /// Whether forward/reverse/clearForces may be captured in a CUDA graph (no
     /// host synchronisation, no host-side state that changes per call).
     virtual bool graphCapturable() const = 0;

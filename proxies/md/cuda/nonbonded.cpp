@@ -455,7 +455,7 @@ void Nonbonded::updateLocal(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad,
     launchUpdateLocal(m.layout, m.list(ListKind::Local), args, dF, /*dHaloForces=*/nullptr, dFirstBad, stream);
 }
 
-void Nonbonded::updateHome(const LeapfrogArgs& args, const Vec3f* dF, int* dFirstBad, cudaStream_t stream) {
+void Nonbonded::updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream) {
     Impl& m = *impl_;
     m.requireBuilt("updateHome");
     if (args.numAtoms != m.layout.numHome) {

@@ -456,13 +456,14 @@ __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __re
 // position and the force (an energy step's checkFinite). kHaloForces (a
 // rank with a halo, Nonbonded::updateHome): the atom's force is its slot's
 // plus what `haloForces` holds for it -- the non-local kernel's scatter and
-// the reverse exchange add there -- and `forces` is not written (the caller
-// clears the halo's forces after, as its clearForces does).
+// the reverse exchange add there -- which is then zeroed for the next step
+// (the caller clears the rest: CoordinateForceHalo::clearHaloForces), and
+// `forces` is not written.
 template <bool kEnergies, bool kHaloForces>
 __global__ void __launch_bounds__(kThreads)
     updateLocalKernel(float4* __restrict__ fSlots, const int* __restrict__ slotOfHomeAtom,
                       const float* __restrict__ chargeOfSlot, int numHome, float4* __restrict__ xq, LeapfrogArgs a,
-                      Vec3f* __restrict__ forces, const Vec3f* __restrict__ haloForces, int* firstBad, int* pruneState,
+                      Vec3f* __restrict__ forces, Vec3f* __restrict__ haloForces, int* firstBad, int* pruneState,
                       int numEntries, int parts) {
     cuda::waitForPrerequisiteGrids();
     cuda::allowDependentGrids();
@@ -476,6 +477,7 @@ __global__ void __launch_bounds__(kThreads)
         Vec3f f{fv.x, fv.y, fv.z};
         if constexpr (kHaloForces) {
             const Vec3f g = haloForces[atom];
+            haloForces[atom] = Vec3f{0.f, 0.f, 0.f};
             f.x += g.x;
             f.y += g.y;
             f.z += g.z;
@@ -574,8 +576,8 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
                           layout.atomOfSlot.data(), set, dF, pruneState, list.numEntries, list.pruneParts);
 }
 
-void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF,
-                       const Vec3f* dHaloForces, int* dFirstBad, cudaStream_t stream) {
+void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, Vec3f* dHaloForces,
+                       int* dFirstBad, cudaStream_t stream) {
     const int numHome = layout.numHome;
     if (numHome == 0) return;
     int* pruneState = list.pruned ? list.pruneState.data() : nullptr;

@@ -316,13 +316,13 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
 void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream);
 // The home atoms' update in one kernel: each atom's force from its local
 // slot -- stored into dF for one rank without a halo (Nonbonded::updateLocal;
-// dHaloForces null), or, with dHaloForces, plus what that holds for the atom
-// and not stored (Nonbonded::updateHome; dF null) -- the leapfrog update of args (x, v; args.f is not
+// dHaloForces null), or, with dHaloForces, plus what that holds for the atom,
+// which is then zeroed (Nonbonded::updateHome; dF null) -- the leapfrog update of args (x, v; args.f is not
 // read) and the gather of the new positions into the local slots; with
 // args.averageKineticEnergy also an energy step's kinetic energy and the
 // non-finite check into dFirstBad.
-void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF,
-                       const Vec3f* dHaloForces, int* dFirstBad, cudaStream_t stream);
+void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, Vec3f* dHaloForces,
+                       int* dFirstBad, cudaStream_t stream);
 // Adds to *dCount the atom pairs with atomDistance2 < rc2 of the list's
 // evaluated entries (outer = false) or of its outer list (diagnostic).
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

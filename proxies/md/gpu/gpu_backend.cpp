@@ -418,8 +418,10 @@ private:
             NvtxParts ranges;
             ranges.next("force sum + leapfrog + gather");
             nonbonded_->updateHome(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr, local);
-            ranges.next("clear forces");
-            halo.clearForces(local);
+            // The update zeroed the home forces; the halo's, where the
+            // transport needs them cleared here (not nvshmem, nccl-device).
+            ranges.next("clear halo forces");
+            halo.clearHaloForces(local);
         } else {
             update(halo, energies, scaled);
         }

@@ -3,8 +3,8 @@
 // state itself (ipc, nvshmem, nccl-device share mappings, watchdogs and
 // signals between their blocks and their MD exchange): it forwards each call
 // to the transport's bindArrays, forwardCoordinates, reverseForces,
-// clearForces and counters, and to its recordTimestamps and lastTimestamps
-// where it has them. Internal.
+// clearForces and counters, and to its clearHaloForces, recordTimestamps and
+// lastTimestamps where it has them. Internal.
 #include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::transport {
@@ -21,6 +21,13 @@ public:
     }
     void reverseForces(StreamHandle stream) override { transport_.reverseForces(stream); }
     void clearForces(StreamHandle stream) override { transport_.clearForces(stream); }
+    void clearHaloForces(StreamHandle stream) override {
+        if constexpr (requires { transport_.clearHaloForces(stream); }) {
+            transport_.clearHaloForces(stream);
+        } else {
+            transport_.clearForces(stream);
+        }
+    }
     bool graphCapturable() const override { return kGraphCapturable; }
     const TransportCounters& counters() const override { return transport_.counters(); }
     bool recordTimestamps(bool on) override {

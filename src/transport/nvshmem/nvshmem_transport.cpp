@@ -195,6 +195,8 @@ public:
             HALOEX_CUDA_CHECK(cudaMemsetAsync(f_, 0, upTo * sizeof(Vec3f), static_cast<cudaStream_t>(stream)));
         }
     }
+    // The caller zeroed the home forces: nothing is left (see clearForces).
+    void clearHaloForces(StreamHandle) {}
 
 private:
     // The symmetric arrays of the fused exchange beside the caller's: the

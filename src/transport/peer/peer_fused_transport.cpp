@@ -151,6 +151,9 @@ public:
         return readFusedTimestamps(coordState_, forceState_, static_cast<int>(plan_.pulses.size()));
     }
 
+    // The caller zeroed the home forces: nothing is left (see clearForces).
+    void clearHaloForces(StreamHandle) {}
+
     void clearForces(StreamHandle stream) {
         // Home atoms (and the padding before the first slot); the halo slots
         // are cleared by the next forward, after the peers pulled them.

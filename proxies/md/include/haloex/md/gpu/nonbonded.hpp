@@ -155,11 +155,12 @@ public:
     // A rank with a halo, the same fused update after computeLocalForces:
     // each home atom's force is its local slot's plus what dF already holds
     // for it (computeNonlocal's scatter and the reverse halo exchange add
-    // there; enqueue this after both). dF is read, not written: clear it
-    // after (CoordinateForceHalo::clearForces), as after gpu::leapfrog. The
-    // results are computeLocal + gpu::leapfrog's up to the order of the
-    // float additions into each atom's force.
-    void updateHome(const LeapfrogArgs& args, const Vec3f* dF, int* dFirstBad, cudaStream_t stream);
+    // there; enqueue this after both), and zeroes the home atoms' entries
+    // of dF for the next step: clear the rest after it
+    // (CoordinateForceHalo::clearHaloForces). The results are computeLocal +
+    // gpu::leapfrog's up to the order of the float additions into each
+    // atom's force.
+    void updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream);
 
     // Zeroes the energy accumulators (enqueued on `stream`).
     void clearEnergies(cudaStream_t stream);
