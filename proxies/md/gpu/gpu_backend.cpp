@@ -346,21 +346,12 @@ private:
         }
         Vec3f* x = arrays_.coordinates();
         Vec3f* f = arrays_.forces();
+        // --fuse-update: the local force kernel alone, then one kernel for the
+        // home atoms' forces, leapfrog and the next step's gather.
+        const bool fused = context_.fuseUpdate;
         if (halo.plan().pulses.empty()) {
             // One rank: no halo, so no non-local work and no second stream.
-            // --fuse-update: the force kernel alone, then scatter, leapfrog and
-            // the next step's gather in one kernel.
-            const bool fused = context_.fuseUpdate;
-            if (timing) events_.localStart.recordTimestamp(local);
-            {
-                const NvtxRange range("local non-bonded F");
-                if (fused) {
-                    nonbonded_->computeLocalForces(energies, local);
-                } else {
-                    nonbonded_->computeLocal(x, f, energies, local);
-                }
-            }
-            if (timing) events_.localEnd.recordTimestamp(local);
+            enqueueLocalForces(x, f, energies, fused, local);
             if (fused) {
                 const NvtxRange range("scatter + leapfrog + gather");
                 nonbonded_->updateLocal(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr,
@@ -373,10 +364,6 @@ private:
             return;
         }
         haloInLastStep_ = true;
-        // --fuse-update with a halo: the local force kernel alone; the home
-        // atoms' update sums its slots with what the non-local scatter and
-        // the reverse exchange added (Nonbonded::updateHome).
-        const bool fused = context_.fuseUpdate;
         stepStart_.record(local);
         stepStart_.waitOn(nonlocal);
 
@@ -384,16 +371,7 @@ private:
         // before the exchange so that a transport which blocks the host (ipc,
         // staged wait for their pack kernels) cannot delay the local kernel's
         // launch -- the order GROMACS and the paper use.
-        if (timing) events_.localStart.recordTimestamp(local);
-        {
-            const NvtxRange range("local non-bonded F");
-            if (fused) {
-                nonbonded_->computeLocalForces(energies, local);
-            } else {
-                nonbonded_->computeLocal(x, f, energies, local);
-            }
-        }
-        if (timing) events_.localEnd.recordTimestamp(local);
+        enqueueLocalForces(x, f, energies, fused, local);
 
         // Non-local, overlapping the above on the high-priority stream: halo
         // coordinates in, non-local forces, halo forces out.
@@ -415,6 +393,8 @@ private:
         // Update once all forces are home.
         nonlocalDone_.waitOn(local);
         if (fused) {
+            // With a halo the fused update also sums what the non-local
+            // scatter and the reverse exchange added (Nonbonded::updateHome).
             NvtxParts ranges;
             ranges.next("force sum + leapfrog + gather");
             nonbonded_->updateHome(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr, local);
@@ -426,6 +406,22 @@ private:
             update(halo, energies, scaled);
         }
         if (parts) events_.stepEnd.recordTimestamp(local);
+    }
+
+    // The local list's forces, timed and named as the step's local part:
+    // with the fused update the force kernel alone (the positions are in slot
+    // order already), else gather, kernel and scatter into f.
+    void enqueueLocalForces(const Vec3f* x, Vec3f* f, bool energies, bool fused, cudaStream_t local) {
+        if (options_.timing) events_.localStart.recordTimestamp(local);
+        {
+            const NvtxRange range("local non-bonded F");
+            if (fused) {
+                nonbonded_->computeLocalForces(energies, local);
+            } else {
+                nonbonded_->computeLocal(x, f, energies, local);
+            }
+        }
+        if (options_.timing) events_.localEnd.recordTimestamp(local);
     }
 
     void update(CoordinateForceHalo& halo, bool energies, bool scaled) {
