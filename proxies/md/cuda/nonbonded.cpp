@@ -259,14 +259,16 @@ struct Nonbonded::Impl {
     }
 
     // Gather, kernel, scatter for one list. With pruning the kernel also
-    // re-prunes the next part of the list (fused). Enqueue only.
-    void compute(ListKind kind, const Vec3f* dX, Vec3f* dF, bool withEnergies, cudaStream_t stream) {
+    // re-prunes the next part of the list (fused). haloOnly: the non-local
+    // list's halo slots alone (computeNonlocalHalo). Enqueue only.
+    void compute(ListKind kind, const Vec3f* dX, Vec3f* dF, bool withEnergies, cudaStream_t stream,
+                 bool haloOnly = false) {
         DeviceList& l = list(kind);
         if (l.numEntries == 0) return;
         const bool local = kind == ListKind::Local;
-        launchGather(dX, layout, local, stream);
+        launchGather(dX, layout, local, stream, haloOnly);
         launchNonbonded(params, l, layout, local, withEnergies, energyBlocks, energies.data(), stream);
-        launchScatter(layout, l, local, dF, stream);
+        launchScatter(layout, l, local, dF, stream, haloOnly);
     }
 };
 
@@ -429,6 +431,11 @@ void Nonbonded::computeLocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStre
 void Nonbonded::computeNonlocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream) {
     impl_->requireBuilt("computeNonlocal");
     impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream);
+}
+
+void Nonbonded::computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream) {
+    impl_->requireBuilt("computeNonlocalHalo");
+    impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream, /*haloOnly=*/true);
 }
 
 void Nonbonded::computeLocalForces(bool energies, cudaStream_t stream) {

@@ -393,10 +393,15 @@ struct SlotSet {
     }
 };
 
-SlotSet slotSet(const DeviceLayout& layout, bool local) {
+// haloOnly (the non-local list beside the fused update with a halo): the
+// halo slots alone; updateHome keeps the home clusters' slots.
+SlotSet slotSet(const DeviceLayout& layout, bool local, bool haloOnly) {
     SlotSet s;
     if (local) {
         s.count = layout.numHomeSlots();
+    } else if (haloOnly) {
+        s.tailBegin = layout.numHomeSlots();
+        s.count = layout.numSlots() - layout.numHomeSlots();
     } else {
         s.listedClusters = layout.nonlocalHomeClusters.data();
         s.listedSlots = static_cast<long long>(layout.numNonlocalHomeClusters) * kClusterSize;
@@ -457,14 +462,17 @@ __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __re
 // rank with a halo, Nonbonded::updateHome): the atom's force is its slot's
 // plus what `haloForces` holds for it -- the non-local kernel's scatter and
 // the reverse exchange add there -- which is then zeroed for the next step
-// (the caller clears the rest: CoordinateForceHalo::clearHaloForces), and
-// `forces` is not written.
+// (the caller clears the rest: CoordinateForceHalo::clearHaloForces), plus
+// its non-local slot's (left there by the non-local list's halo-only
+// scatter, zero otherwise); `forces` is not written, and the new position
+// also goes to the non-local slot order, so that the non-local gather visits
+// the halo slots alone.
 template <bool kEnergies, bool kHaloForces>
 __global__ void __launch_bounds__(kThreads)
     updateLocalKernel(float4* __restrict__ fSlots, const int* __restrict__ slotOfHomeAtom,
                       const float* __restrict__ chargeOfSlot, int numHome, float4* __restrict__ xq, LeapfrogArgs a,
-                      Vec3f* __restrict__ forces, Vec3f* __restrict__ haloForces, int* firstBad, int* pruneState,
-                      int numEntries, int parts) {
+                      Vec3f* __restrict__ forces, Vec3f* __restrict__ haloForces, float4* __restrict__ fNonlocalSlots,
+                      float4* __restrict__ xqNonlocal, int* firstBad, int* pruneState, int numEntries, int parts) {
     cuda::waitForPrerequisiteGrids();
     cuda::allowDependentGrids();
     if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
@@ -478,9 +486,11 @@ __global__ void __launch_bounds__(kThreads)
         if constexpr (kHaloForces) {
             const Vec3f g = haloForces[atom];
             haloForces[atom] = Vec3f{0.f, 0.f, 0.f};
-            f.x += g.x;
-            f.y += g.y;
-            f.z += g.z;
+            const float4 n = fNonlocalSlots[slot];
+            fNonlocalSlots[slot] = make_float4(0.f, 0.f, 0.f, 0.f);
+            f.x += g.x + n.x;
+            f.y += g.y + n.y;
+            f.z += g.z + n.z;
         }
         Vec3f x = a.x[atom];
         if constexpr (kEnergies) {
@@ -489,8 +499,13 @@ __global__ void __launch_bounds__(kThreads)
             }
         }
         leapfrogAtom<kEnergies>(a, atom, f, x, lambda, ekin2);
-        if constexpr (!kHaloForces) forces[atom] = f;
-        xq[slot] = make_float4(x.x, x.y, x.z, chargeOfSlot[slot]);
+        const float4 next = make_float4(x.x, x.y, x.z, chargeOfSlot[slot]);
+        xq[slot] = next;
+        if constexpr (kHaloForces) {
+            xqNonlocal[slot] = next;
+        } else {
+            forces[atom] = f;
+        }
     }
     if constexpr (kEnergies) blockSumAtomicAdd<kThreads>(0.25 * ekin2, a.averageKineticEnergy);
 }
@@ -530,8 +545,8 @@ __global__ void countWithinCutoffKernel(const ClusterEntry* __restrict__ entries
 
 }  // namespace
 
-void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream) {
-    const SlotSet set = slotSet(layout, local);
+void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream, bool haloOnly) {
+    const SlotSet set = slotSet(layout, local, haloOnly);
     if (set.count == 0) return;
     float4* xq = local ? layout.xqLocal.data() : layout.xqNonlocal.data();
     cuda::launchDependent(gatherKernel, blocksFor(set.count, kThreads), kThreads, 0, stream, dX,
@@ -567,8 +582,9 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
                           list.numEntries, pairs, xq, f, dEnergies, prune);
 }
 
-void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream) {
-    const SlotSet set = slotSet(layout, local);
+void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream,
+                   bool haloOnly) {
+    const SlotSet set = slotSet(layout, local, haloOnly);
     if (set.count == 0) return;
     float4* f = local ? layout.fLocal.data() : layout.fNonlocal.data();
     int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
@@ -590,8 +606,9 @@ void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArg
     const auto kernel = haloForces ? (energies ? updateLocalKernel<true, true> : updateLocalKernel<false, true>)
                                    : (energies ? updateLocalKernel<true, false> : updateLocalKernel<false, false>);
     cuda::launchDependent(kernel, blocks, kThreads, 0, stream, layout.fLocal.data(), layout.slotOfHomeAtom.data(),
-                          layout.chargeOfSlot.data(), numHome, layout.xqLocal.data(), args, dF, dHaloForces, dFirstBad,
-                          pruneState, list.numEntries, list.pruneParts);
+                          layout.chargeOfSlot.data(), numHome, layout.xqLocal.data(), args, dF, dHaloForces,
+                          layout.fNonlocal.data(), layout.xqNonlocal.data(), dFirstBad, pruneState, list.numEntries,
+                          list.pruneParts);
 }
 
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

@@ -300,8 +300,9 @@ struct KernelParams {
 };
 
 // Gathers positions of the local list's slots (home) or the non-local list's
-// (its home clusters and the halo) into the matching xq copy.
-void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream);
+// (its home clusters and the halo; haloOnly: the halo alone, where the fused
+// update with a halo keeps the home clusters' slots) into the matching xq copy.
+void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream, bool haloOnly = false);
 // The pair kernel over one list (list.evaluated*: the inner list when
 // pruned) into the list's slot-ordered force buffer.
 // With energies, the grid is capped at maxEnergyBlocks. When the list is
@@ -312,13 +313,18 @@ void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_
 void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout& layout, bool local, bool energies,
                      int maxEnergyBlocks, double* dEnergies, cudaStream_t stream);
 // Adds the list's slot-ordered forces into dF and clears them (the slots the
-// gather visits); a pruned list's rolling prune moves on to its next part.
-void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream);
+// gather visits: haloOnly as there, the home clusters' forces then stay in
+// their slots for the fused update); a pruned list's rolling prune moves on
+// to its next part.
+void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream,
+                   bool haloOnly = false);
 // The home atoms' update in one kernel: each atom's force from its local
 // slot -- stored into dF for one rank without a halo (Nonbonded::updateLocal;
-// dHaloForces null), or, with dHaloForces, plus what that holds for the atom,
-// which is then zeroed (Nonbonded::updateHome; dF null) -- the leapfrog update of args (x, v; args.f is not
-// read) and the gather of the new positions into the local slots; with
+// dHaloForces null), or, with dHaloForces, plus what that holds for the atom
+// and what its non-local slot holds, both then zeroed (Nonbonded::updateHome;
+// dF null) -- the leapfrog update of args (x, v; args.f is not read) and the
+// gather of the new positions into the local slots (with dHaloForces also the
+// non-local ones); with
 // args.averageKineticEnergy also an energy step's kinetic energy and the
 // non-finite check into dFirstBad.
 void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, Vec3f* dHaloForces,

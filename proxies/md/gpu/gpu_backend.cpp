@@ -382,7 +382,13 @@ private:
             halo.gatherCoordinates(context_.box, nonlocal);
             if (parts) events_.forwardEnd.recordTimestamp(nonlocal);
             ranges.next("non-local non-bonded F");
-            nonbonded_->computeNonlocal(x, f, energies, nonlocal);
+            if (fused) {
+                // The home clusters' positions and forces stay in slot
+                // order for updateHome: the halo's alone move here.
+                nonbonded_->computeNonlocalHalo(x, f, energies, nonlocal);
+            } else {
+                nonbonded_->computeNonlocal(x, f, energies, nonlocal);
+            }
             if (parts) events_.nonlocalForceEnd.recordTimestamp(nonlocal);
             ranges.next("reverse f (halo)");
             halo.scatterAddForces(nonlocal);

@@ -19,6 +19,7 @@
 #include "gpu_test_support.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/md/gpu/cluster_reference.hpp"
+#include "haloex/md/gpu/integrate.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
 #include "md_test_support.hpp"
 
@@ -615,6 +616,91 @@ TEST(NonbondedGpu, TheFusedUpdateTakesPaddingButNoHaloAtom) {
             EXPECT_NE(std::string(e.what()).find("halo atoms; the fused update is for one rank"), std::string::npos)
                 << e.what();
         }
+    }
+}
+
+// The fused update with a halo (updateHome) after computeNonlocalHalo -- the
+// non-local list's home clusters kept in slot order, only the halo gathered
+// and scattered -- and after the full computeNonlocal moves the home atoms
+// as computeLocal + computeNonlocal + leapfrog do, up to the order of the
+// float additions, over several steps (the halo atoms stay where they are:
+// no exchange here). A rank of a 2x2x1 grid: its non-local list has home
+// clusters and two zones of halo.
+TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
+    HALOEX_REQUIRE_GPU();
+    const md::ForceField ff;
+    cuda::Stream stream;
+    const FloatSystem s = haloex::testing::latticeSystem(6000, 5, 0.02, ff);
+    Inputs in = inputsOf(haloex::testing::decompose(s, {2, 2, 1}, ff.rc, kRlist, 4).front(), "2x2x1");
+    ASSERT_GT(in.numLocal(), in.numHome) << "the rank needs a halo";
+    std::vector<Vec3f> v0(static_cast<std::size_t>(in.numHome));
+    for (std::size_t i = 0; i < v0.size(); ++i) {
+        const auto k = static_cast<float>(i);
+        v0[i] = Vec3f{0.3f * std::sin(k), 0.3f * std::cos(1.3f * k), 0.3f * std::sin(0.7f * k + 1.f)};
+    }
+    enum class Path { Unfused, FusedHaloOnly, FusedFullNonlocal };
+    constexpr int kSteps = 4;
+    struct Result {
+        std::vector<Vec3f> x, v;
+    };
+    const auto run = [&](Path path) {
+        Inputs mine = in;
+        DeviceInputs d(mine);
+        cuda::DeviceBuffer<Vec3f> v = upload(v0);
+        d.f.zeroAsync(stream);
+        Nonbonded nb(ff, kRlist);
+        build(nb, mine, d, stream);
+        LeapfrogArgs args;
+        args.x = d.x.data();
+        args.v = v.data();
+        args.f = d.f.data();
+        args.numAtoms = mine.numHome;
+        const std::size_t haloBytes = (d.f.size() - static_cast<std::size_t>(mine.numHome)) * sizeof(Vec3f);
+        for (int step = 0; step < kSteps; ++step) {
+            if (path == Path::Unfused) {
+                d.f.zeroAsync(stream);
+                nb.computeLocal(d.x.data(), d.f.data(), false, stream);
+                nb.computeNonlocal(d.x.data(), d.f.data(), false, stream);
+                leapfrog(args, stream);
+            } else {
+                nb.computeLocalForces(false, stream);
+                if (path == Path::FusedHaloOnly) {
+                    nb.computeNonlocalHalo(d.x.data(), d.f.data(), false, stream);
+                } else {
+                    nb.computeNonlocal(d.x.data(), d.f.data(), false, stream);
+                }
+                nb.updateHome(args, d.f.data(), nullptr, stream);
+                // What clearHaloForces does for a transport that needs it.
+                HALOEX_CUDA_CHECK(cudaMemsetAsync(d.f.data() + mine.numHome, 0, haloBytes, stream));
+            }
+        }
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        Result r;
+        r.x = download(d.x, static_cast<std::size_t>(mine.numHome));
+        r.v = download(v, v0.size());
+        return r;
+    };
+    const Result unfused = run(Path::Unfused);
+    // Relative norm of the difference of what moved: displacements, velocities.
+    const auto relative = [&](const std::vector<Vec3f>& a, const std::vector<Vec3f>& b, bool displacement) {
+        double diff = 0.0, norm = 0.0;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            const Vec3f base = displacement ? in.x[i] : Vec3f{0.f, 0.f, 0.f};
+            const double dx = double(a[i].x) - b[i].x, dy = double(a[i].y) - b[i].y, dz = double(a[i].z) - b[i].z;
+            const double mx = double(b[i].x) - base.x, my = double(b[i].y) - base.y, mz = double(b[i].z) - base.z;
+            diff += dx * dx + dy * dy + dz * dz;
+            norm += mx * mx + my * my + mz * mz;
+        }
+        return std::sqrt(diff / norm);
+    };
+    for (Path path : {Path::FusedHaloOnly, Path::FusedFullNonlocal}) {
+        const char* name = path == Path::FusedHaloOnly ? "computeNonlocalHalo" : "computeNonlocal";
+        const Result fused = run(path);
+        EXPECT_LE(relative(fused.v, unfused.v, false), 1e-5)
+            << "updateHome after " << name << ": velocities after " << kSteps << " steps differ from the unfused step's";
+        EXPECT_LE(relative(fused.x, unfused.x, true), 1e-5)
+            << "updateHome after " << name << ": displacements after " << kSteps
+            << " steps differ from the unfused step's";
     }
 }
 

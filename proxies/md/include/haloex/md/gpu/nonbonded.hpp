@@ -153,14 +153,23 @@ public:
     void computeLocalForces(bool energies, cudaStream_t stream);
     void updateLocal(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream);
     // A rank with a halo, the same fused update after computeLocalForces:
-    // each home atom's force is its local slot's plus what dF already holds
-    // for it (computeNonlocal's scatter and the reverse halo exchange add
-    // there; enqueue this after both), and zeroes the home atoms' entries
-    // of dF for the next step: clear the rest after it
-    // (CoordinateForceHalo::clearHaloForces). The results are computeLocal +
-    // gpu::leapfrog's up to the order of the float additions into each
-    // atom's force.
+    // each home atom's force is its local slot's plus its non-local slot's
+    // (where computeNonlocalHalo leaves it; zero after computeNonlocal) plus
+    // what dF already holds for it (the non-local scatter and the reverse
+    // halo exchange add there; enqueue this after both), and zeroes the home
+    // atoms' entries of dF for the next step: clear the rest after it
+    // (CoordinateForceHalo::clearHaloForces). The new positions go to both
+    // the local and the non-local slot order. The results are computeLocal +
+    // computeNonlocal + gpu::leapfrog's up to the order of the float
+    // additions into each atom's force.
     void updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream);
+    // computeNonlocal for a step that ends in updateHome: the non-local
+    // list's home clusters read the positions build() or the last updateHome
+    // put in slot order and leave their forces in their slots for updateHome;
+    // only the halo slots are gathered from dX and scattered into dF (after
+    // gpu::leapfrog, use computeNonlocal). Two kernels of the non-local path
+    // visit the halo alone.
+    void computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream);
 
     // Zeroes the energy accumulators (enqueued on `stream`).
     void clearEnergies(cudaStream_t stream);
