@@ -582,8 +582,7 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
                           list.numEntries, pairs, xq, f, dEnergies, prune);
 }
 
-void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream,
-                   bool haloOnly) {
+void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream, bool haloOnly) {
     const SlotSet set = slotSet(layout, local, haloOnly);
     if (set.count == 0) return;
     float4* f = local ? layout.fLocal.data() : layout.fNonlocal.data();

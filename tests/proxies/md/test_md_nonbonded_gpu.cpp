@@ -696,11 +696,10 @@ TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
     for (Path path : {Path::FusedHaloOnly, Path::FusedFullNonlocal}) {
         const char* name = path == Path::FusedHaloOnly ? "computeNonlocalHalo" : "computeNonlocal";
         const Result fused = run(path);
-        EXPECT_LE(relative(fused.v, unfused.v, false), 1e-5)
-            << "updateHome after " << name << ": velocities after " << kSteps << " steps differ from the unfused step's";
-        EXPECT_LE(relative(fused.x, unfused.x, true), 1e-5)
-            << "updateHome after " << name << ": displacements after " << kSteps
-            << " steps differ from the unfused step's";
+        EXPECT_LE(relative(fused.v, unfused.v, false), 1e-5) << "updateHome after " << name << ": velocities after "
+                                                             << kSteps << " steps differ from the unfused step's";
+        EXPECT_LE(relative(fused.x, unfused.x, true), 1e-5) << "updateHome after " << name << ": displacements after "
+                                                            << kSteps << " steps differ from the unfused step's";
     }
 }
 
