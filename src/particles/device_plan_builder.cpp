@@ -18,10 +18,6 @@ namespace {
 
 using namespace detail;
 
-// World tag of the per-pulse counts and of the receive offsets returned to
-// the senders (apart from the other traffic of a search step).
-constexpr int kTagCountsAndOffsets = 32712;
-
 int alignUp(int n, int alignment) { return (n + alignment - 1) / alignment * alignment; }
 
 // Grows `buffer` to `count` elements keeping the first `keep`.
@@ -192,12 +188,15 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
 
         // The receiver places the slot and learns the count, the sender where
         // its atoms will land (the slot's place does not depend on the
-        // count): both in one round trip. Then the atoms travel.
+        // count), and every rank the largest block: one collective, after
+        // the synchronisation above (the blocks' call then makes none of
+        // its own). Then the atoms travel.
         pad(alignUp(size, alignment));
         pulse.recvOffset = size;
         std::array<ValueExchange, 2> values{
             {{sendCount, pulse.sendRank, pulse.recvRank, 0}, {pulse.recvOffset, pulse.recvRank, pulse.sendRank, -1}}};
-        exchangeValues(world, values, kTagCountsAndOffsets);
+        const auto agreedBlockBytes = static_cast<std::size_t>(
+            exchangeValuesAgreeing(world, values, static_cast<std::int64_t>(blockBytes(sendCount))));
         pulse.recvCount = static_cast<int>(values[0].received);
         pulse.remoteRecvOffset = static_cast<int>(values[1].received);
         pulse.recvCapacity = alignUp(pulse.recvCount, alignment);
@@ -227,7 +226,7 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
         const transport::BlockExchange block{sendBlock_.data(), sendBytes, pulse.sendRank,
                                              recvBlock_.data(), recvBytes, pulse.recvRank};
         const void* landed = nullptr;
-        transport.exchangeBlocksInPlace(std::span(&block, 1), std::span(&landed, 1), stream);
+        transport.exchangeAgreedBlocksInPlace(std::span(&block, 1), std::span(&landed, 1), agreedBlockBytes, stream);
         // What arrived, every section into its local array by one kernel,
         // read where the transport left it (no copy out of its staging).
         const auto n = static_cast<std::size_t>(pulse.recvCount);

@@ -16,10 +16,6 @@ namespace {
 
 using namespace detail;
 
-// World tag of the per-direction particle counts (apart from the other
-// traffic of a search step).
-constexpr int kTagCounts = 32711;
-
 }  // namespace
 
 MigrationStats Migrator::migrate(ParticleStore& particles, const plan::Decomposition& decomposition,
@@ -150,12 +146,22 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         const int down = statusHost_[kCountDown];
         const int up = statusHost_[kCountUp];
 
+        const auto blockBytes = [&](int count) {
+            std::size_t total = 0;
+            for (int k = 0; k < particles.numFields(); ++k) {
+                total += alignedSection(static_cast<std::size_t>(count) * particles.elementBytes(k));
+            }
+            return total;
+        };
         // Counts first (both sides size the blocks), both directions in one
-        // round trip, then the blocks.
+        // collective that also agrees on the largest block of any rank
+        // (after readStatus's synchronisation: the blocks' call then makes
+        // no collective of its own), then the blocks.
         const int lower = grid.neighbour(rank, d, -1);
         const int upper = grid.neighbour(rank, d, +1);
         std::array<ValueExchange, 2> counts{{{down, lower, upper, 0}, {up, upper, lower, 0}}};
-        exchangeValues(world, counts, kTagCounts);
+        const auto agreedBlockBytes = static_cast<std::size_t>(exchangeValuesAgreeing(
+            world, counts, static_cast<std::int64_t>(std::max(blockBytes(down), blockBytes(up)))));
         const int fromUpper = static_cast<int>(counts[0].received);
         const int fromLower = static_cast<int>(counts[1].received);
 
@@ -170,13 +176,6 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         // the particles that stayed. Both blocks travel in one
         // exchangeBlocksInPlace call (one round of the transport's
         // synchronisation, not two), each half of sendBlock_/recvBlock_.
-        const auto blockBytes = [&](int count) {
-            std::size_t total = 0;
-            for (int k = 0; k < particles.numFields(); ++k) {
-                total += alignedSection(static_cast<std::size_t>(count) * particles.elementBytes(k));
-            }
-            return total;
-        };
         const std::size_t sendDownBytes = blockBytes(down), sendUpBytes = blockBytes(up);
         const std::size_t recvUpperBytes = blockBytes(fromUpper), recvLowerBytes = blockBytes(fromLower);
         // Growing frees a buffer that a queued put may still read: the
@@ -201,7 +200,7 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         pack(downList, down, sendBlock_.data());
         pack(upList, up, sendBlock_.data() + sendDownBytes);
         const void* landed[2] = {nullptr, nullptr};
-        transport.exchangeBlocksInPlace(blocks, landed, stream);
+        transport.exchangeAgreedBlocksInPlace(blocks, landed, agreedBlockBytes, stream);
         // ... and unpacked by one kernel per direction, from where it landed.
         const auto unpack = [&](const void* block, int arriving, int at) {
             FieldCopyBatch batch;

@@ -7,6 +7,7 @@
 // kernels; their conformance is test_transport_device's ExchangesSearchStepBlocks.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -43,9 +44,10 @@ struct HostOps {
     std::chrono::milliseconds timeout{5000};
     bool withholdSends = false;  // a rank that never delivers (the timeout test)
     int grows = 0;
+    int syncs = 0;
 
     std::size_t me() const { return static_cast<std::size_t>(world.rank()); }
-    void synchronize(transport::StreamHandle) {}
+    void synchronize(transport::StreamHandle) { ++syncs; }
     void growStaging(std::size_t bytes) {
         board.staging[me()].assign(bytes, std::byte{0});
         ++grows;
@@ -146,6 +148,90 @@ TEST(SlottedBlocks, DeliverEveryByteFromTheRightPeerWhileTheStagingGrowsAndShrin
         // The first call allocates (with 4 KiB of headroom, which the 1000-byte
         // blocks fit), the 3 MiB blocks grow it once more: alike everywhere.
         EXPECT_EQ(grows[static_cast<std::size_t>(r)], 2) << "rank " << r;
+    }
+}
+
+TEST(SlottedBlocks, AgreedCallsDeliverAlikeWithoutTheirOwnSynchronisation) {
+    // The same ring, every call agreed beforehand by the caller (a reduction
+    // of the largest block, as the search step's count exchange does after
+    // reading what arrived): every byte from the right peer, the staging
+    // grown alike on every rank, and no synchronisation of the exchange's own.
+    constexpr int kRanks = 3, kCalls = 6;
+    const auto bytesOf = [](int from, int b, int k) -> std::size_t {
+        static constexpr std::size_t kSizes[] = {48, 1000, 0, 3u << 20, 24, 7};
+        const std::size_t n = kSizes[static_cast<std::size_t>(k) % std::size(kSizes)];
+        return n == 0 ? 0 : n + static_cast<std::size_t>(from * 16 + b * 8);
+    };
+    HostBoard board(kRanks);
+    std::vector<std::string> problems(kRanks);
+    std::vector<int> grows(kRanks), syncs(kRanks);
+    runtime::runInProcess(kRanks, [&](runtime::World& w) {
+        HostOps ops{board, w};
+        SlottedBlockExchange<HostOps> exchange(w, ops);
+        const int me = w.rank(), lower = (me + kRanks - 1) % kRanks, upper = (me + 1) % kRanks;
+        std::string& out = problems[static_cast<std::size_t>(me)];
+        for (int k = 0; k < kCalls; ++k) {
+            const int dest[2] = {lower, upper}, src[2] = {upper, lower};
+            std::vector<unsigned char> send[2], recv[2];
+            BlockExchange blocks[2];
+            for (int b = 0; b < 2; ++b) {
+                send[b].resize(bytesOf(me, b, k));
+                for (std::size_t i = 0; i < send[b].size(); ++i) send[b][i] = byteOf(me, b, k, i);
+                recv[b].assign(bytesOf(src[b], b, k), 0);
+                blocks[b] = {send[b].data(), send[b].size(), dest[b], recv[b].data(), recv[b].size(), src[b]};
+            }
+            const auto agreed = static_cast<std::size_t>(w.allReduceValue<std::int64_t>(
+                static_cast<std::int64_t>(std::max(send[0].size(), send[1].size())), runtime::ReduceOp::Max));
+            const void* landed[2] = {nullptr, nullptr};
+            exchange.exchangeAgreedBlocksInPlace(blocks, landed, agreed, nullptr);
+            for (int b = 0; b < 2; ++b) {
+                const auto* got = static_cast<const unsigned char*>(landed[b]);
+                for (std::size_t i = 0; i < blocks[b].recvBytes; ++i) {
+                    if (got[i] != byteOf(src[b], b, k, i)) {
+                        out += fmt::format("call {} block {} from rank {}: byte {} of {} is {}, expected {}; ", k, b,
+                                           src[b], i, blocks[b].recvBytes, got[i], byteOf(src[b], b, k, i));
+                        break;
+                    }
+                }
+            }
+        }
+        grows[static_cast<std::size_t>(me)] = ops.grows;
+        syncs[static_cast<std::size_t>(me)] = ops.syncs;
+        if (exchange.sequence() != static_cast<std::uint64_t>(kCalls)) {
+            out += fmt::format("{} calls made, sequence {}; ", kCalls, exchange.sequence());
+        }
+    });
+    for (int r = 0; r < kRanks; ++r) {
+        EXPECT_EQ(problems[static_cast<std::size_t>(r)], "") << "rank " << r;
+        EXPECT_EQ(grows[static_cast<std::size_t>(r)], 2) << "rank " << r << ": first call, then the 3 MiB blocks";
+        EXPECT_EQ(syncs[static_cast<std::size_t>(r)], 0) << "rank " << r << ": an agreed call synchronised";
+    }
+}
+
+TEST(SlottedBlocks, AnAgreementSmallerThanABlockIsRefusedBeforeAnythingMoves) {
+    constexpr int kRanks = 2;
+    HostBoard board(kRanks);
+    std::vector<std::string> messages(kRanks);
+    runtime::runInProcess(kRanks, [&](runtime::World& w) {
+        HostOps ops{board, w};
+        SlottedBlockExchange<HostOps> exchange(w, ops);
+        const int peer = 1 - w.rank();
+        std::vector<unsigned char> send(64, 1), recv(64, 0);
+        const BlockExchange block{send.data(), send.size(), peer, recv.data(), recv.size(), peer};
+        const void* landed = nullptr;
+        try {
+            exchange.exchangeAgreedBlocksInPlace(std::span(&block, 1), std::span(&landed, 1), 48, nullptr);
+        } catch (const Error& e) {
+            if (e.kind() == ErrorKind::InvalidInput) messages[static_cast<std::size_t>(w.rank())] = e.what();
+        }
+        if (exchange.sequence() != 0) messages[static_cast<std::size_t>(w.rank())] += " (and it moved blocks)";
+    });
+    for (int r = 0; r < kRanks; ++r) {
+        EXPECT_NE(messages[static_cast<std::size_t>(r)].find(
+                      fmt::format("block 0 sends 64 bytes to rank {}, more than the 48 bytes agreed", 1 - r)),
+                  std::string::npos)
+            << "rank " << r << ": " << messages[static_cast<std::size_t>(r)];
+        EXPECT_EQ(messages[static_cast<std::size_t>(r)].find("moved"), std::string::npos) << "rank " << r;
     }
 }
 

@@ -26,6 +26,10 @@
 
 namespace haloex::transport {
 
+/// Throws InvalidInput naming the first block that sends more than
+/// `agreedMaxSendBytes` (BlockTransport::exchangeAgreedBlocksInPlace).
+void requireWithinAgreement(std::span<const BlockExchange> blocks, std::size_t agreedMaxSendBytes);
+
 /// A halo backend: moves blocks of bytes between the ranks of a plan (see
 /// the file's description). Made by the registry (registry.hpp).
 class BlockTransport {
@@ -62,6 +66,23 @@ public:
                                        StreamHandle stream) {
         exchangeBlocks(blocks, stream);
         for (std::size_t i = 0; i < blocks.size() && i < landed.size(); ++i) landed[i] = blocks[i].recv;
+    }
+    /// exchangeBlocksInPlace where the caller has already agreed, in a
+    /// collective of its own, on what a transport would otherwise agree on
+    /// in one: `agreedMaxSendBytes` is the same on every rank and at least
+    /// every rank's largest sendBytes in this call, and every rank had
+    /// synchronised the streams that read what its previous call delivered
+    /// before it entered that collective (a search step reads its counts
+    /// from the device and exchanges them: that exchange, made a collective,
+    /// is the agreement). A transport that sizes its receive slots
+    /// collectively (nvshmem, nccl-device) then skips its own stream
+    /// synchronisation and reduction. Throws InvalidInput, before moving
+    /// anything, for a block larger than agreed. The default checks that and
+    /// is exchangeBlocksInPlace.
+    virtual void exchangeAgreedBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                                             std::size_t agreedMaxSendBytes, StreamHandle stream) {
+        requireWithinAgreement(blocks, agreedMaxSendBytes);
+        exchangeBlocksInPlace(blocks, landed, stream);
     }
     /// A repeating exchange (a halo gather: the same blocks call after call,
     /// only their bytes and addresses changing) may be bound once, so that the

@@ -4,6 +4,8 @@
 // call lands in slot b of the receiver's staging and raises the receiver's
 // signal b to the call's sequence number; each rank waits for the blocks it
 // receives and reads them where they landed (in place) or copies them out.
+// exchangeAgreedBlocksInPlace takes the slot size from a collective of the
+// caller's and makes neither the synchronisation nor the reduction.
 // What differs between transports -- how bytes and signals reach a peer, how
 // the staging is allocated, how a rank waits -- is the PeerOps policy:
 //
@@ -33,6 +35,7 @@
 
 #include "haloex/core/error.hpp"
 #include "haloex/runtime/world.hpp"
+#include "haloex/transport/block_transport.hpp"
 #include "haloex/transport/types.hpp"
 
 namespace haloex::transport {
@@ -77,23 +80,56 @@ public:
                                StreamHandle stream) {
         HALOEX_ASSERT(landed.size() == blocks.size(), "exchangeBlocksInPlace: one landed entry per block");
         if (blocks.size() > static_cast<std::size_t>(kMaxSlottedBlocks)) {
-            // More blocks than signals: one call each, delivered to recv (a
-            // later call would overwrite the staging an earlier one landed in).
-            for (std::size_t b = 0; b < blocks.size(); ++b) {
-                exchangeBlocks(blocks.subspan(b, 1), stream);
-                landed[b] = blocks[b].recv;
-            }
+            oneCallPerBlock(blocks, landed, stream);
             return;
         }
         // This rank has read its previous blocks; the reduction that sizes the
         // slots then orders the calls: no rank stores the next blocks before
         // every rank has read its previous ones.
         ops_.synchronize(stream);
-        std::int64_t mySlot = 0;
+        std::size_t mySlot = 0;
         for (const BlockExchange& b : blocks) {
-            if (b.dest >= 0) mySlot = std::max(mySlot, static_cast<std::int64_t>((b.sendBytes + 15) / 16 * 16));
+            if (b.dest >= 0) mySlot = std::max(mySlot, b.sendBytes);
         }
-        const std::int64_t slot = world_.allReduceValue<std::int64_t>(mySlot, runtime::ReduceOp::Max);
+        const auto slot = world_.allReduceValue<std::int64_t>(slotBytes(mySlot), runtime::ReduceOp::Max);
+        deliverInSlots(blocks, landed, slot, stream);
+    }
+
+    // BlockTransport::exchangeAgreedBlocksInPlace: the caller's collective
+    // has sized the slots and ordered the calls (every rank synchronised
+    // before it), so neither the synchronisation nor the reduction above.
+    void exchangeAgreedBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                                     std::size_t agreedMaxSendBytes, StreamHandle stream) {
+        HALOEX_ASSERT(landed.size() == blocks.size(), "exchangeAgreedBlocksInPlace: one landed entry per block");
+        requireWithinAgreement(blocks, agreedMaxSendBytes);
+        if (blocks.size() > static_cast<std::size_t>(kMaxSlottedBlocks)) {
+            oneCallPerBlock(blocks, landed, stream);  // the same block count on every rank: all go this way
+            return;
+        }
+        deliverInSlots(blocks, landed, slotBytes(agreedMaxSendBytes), stream);
+    }
+
+    // The signals' current value: calls made so far.
+    std::uint64_t sequence() const { return sequence_; }
+    std::size_t stagingBytes() const { return static_cast<std::size_t>(capacity_); }
+
+private:
+    static std::int64_t slotBytes(std::size_t sendBytes) {
+        return static_cast<std::int64_t>((sendBytes + 15) / 16 * 16);
+    }
+
+    // More blocks than signals: one call each, delivered to recv (a later
+    // call would overwrite the staging an earlier one landed in).
+    void oneCallPerBlock(std::span<const BlockExchange> blocks, std::span<const void*> landed, StreamHandle stream) {
+        for (std::size_t b = 0; b < blocks.size(); ++b) {
+            exchangeBlocks(blocks.subspan(b, 1), stream);
+            landed[b] = blocks[b].recv;
+        }
+    }
+
+    // Slot b of every receiver at b * slot (the same slot on every rank).
+    void deliverInSlots(std::span<const BlockExchange> blocks, std::span<const void*> landed, std::int64_t slot,
+                        StreamHandle stream) {
         const std::int64_t need = std::max<std::int64_t>(slot * static_cast<std::int64_t>(blocks.size()), 16);
         if (need > capacity_) {
             // Every rank grows alike (the same need), with headroom.
@@ -121,11 +157,6 @@ public:
         ops_.deliver(sends_, wait, sequence_, stream);
     }
 
-    // The signals' current value: calls made so far.
-    std::uint64_t sequence() const { return sequence_; }
-    std::size_t stagingBytes() const { return static_cast<std::size_t>(capacity_); }
-
-private:
     runtime::World& world_;
     PeerOps& ops_;
     std::int64_t capacity_ = 0;

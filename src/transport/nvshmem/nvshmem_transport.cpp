@@ -153,6 +153,11 @@ public:
         throwIfTimedOut();
         blocks_.exchangeBlocksInPlace(blocks, landed, stream);
     }
+    void exchangeAgreedBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                                     std::size_t agreedMaxSendBytes, StreamHandle stream) override {
+        throwIfTimedOut();
+        blocks_.exchangeAgreedBlocksInPlace(blocks, landed, agreedMaxSendBytes, stream);
+    }
 
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) {
         throwIfTimedOut();

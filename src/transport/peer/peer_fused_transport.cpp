@@ -179,6 +179,11 @@ public:
         throwIfTimedOut();
         blocks_.exchangeBlocksInPlace(blocks, landed, stream);
     }
+    void exchangeAgreedBlocksInPlace(std::span<const BlockExchange> blocks, std::span<const void*> landed,
+                                     std::size_t agreedMaxSendBytes, StreamHandle stream) override {
+        throwIfTimedOut();
+        blocks_.exchangeAgreedBlocksInPlace(blocks, landed, agreedMaxSendBytes, stream);
+    }
 
     void checkForFailure() const override { throwIfTimedOut(); }
 
