@@ -798,7 +798,7 @@ stage_short_lists() {
 # them (2, 4 and 8 ranks under MPS included); memcheck and racecheck on the
 # MD tests (~8 min on one H200). Then fused-update and signals-ab measure them.
 stage_step_tests() {
-  CTEST_R='MdEngineGpu|DeviceMigration|ParticleStoreReorder|CellOrderGpu|test_md_cell_order_gpu|test_md_transports_gpu|NonbondedGpu|test_md_exchange_parts|FusedExchangeLoadStore|test_transport_device_np' \
+  CTEST_R='MdEngineGpu|DeviceMigration|DevicePlanBuilder|ParticleStoreReorder|CellOrderGpu|test_md_cell_order_gpu|test_md_transports_gpu|NonbondedGpu|test_md_exchange_parts|FusedExchangeLoadStore|test_transport_device_np' \
     stage_ctest_select
   local t
   for t in memcheck racecheck; do

@@ -309,8 +309,10 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
 }
 
 // The search step's blocks (migration, the device plan builder, the halo
-// API's batches): exchangeBlock, exchangeBlocks and exchangeBlocksInPlace
-// deliver every byte from the right peer, call after call, while the sizes
+// API's batches): exchangeBlock, exchangeBlocks, exchangeBlocksInPlace and
+// exchangeAgreedBlocksInPlace (the largest block agreed by a reduction after
+// the previous call's blocks were read, as the search step's count
+// exchange does) deliver every byte from the right peer, call after call, while the sizes
 // grow (the transport's staging grows with them) and shrink, with empty
 // blocks among them. Ranks form a ring; block 0 goes down, block 1 up.
 TEST_P(DeviceTransport, ExchangesSearchStepBlocks) {
@@ -329,7 +331,7 @@ TEST_P(DeviceTransport, ExchangesSearchStepBlocks) {
         const std::size_t n = kSizes[static_cast<std::size_t>(k) % std::size(kSizes)];
         return n == 0 ? 0 : n + static_cast<std::size_t>(from * 16 + b * 8);
     };
-    constexpr int kCalls = 6;
+    constexpr int kCalls = 8;
     std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
     const auto body = [&](runtime::World& w) {
 #if HALOEX_HAVE_CUDA
@@ -356,14 +358,21 @@ TEST_P(DeviceTransport, ExchangesSearchStepBlocks) {
                 blocks[b] = {send[b].data(), sendBytes, dest[b], recv[b].data(), recvBytes, src[b]};
             }
             const void* landed[2] = {recv[0].data(), recv[1].data()};
-            const char* form = k % 3 == 0 ? "exchangeBlock" : k % 3 == 1 ? "exchangeBlocks" : "exchangeBlocksInPlace";
-            if (k % 3 == 0) {
+            static constexpr const char* kForms[] = {"exchangeBlock", "exchangeBlocks", "exchangeBlocksInPlace",
+                                                     "exchangeAgreedBlocksInPlace"};
+            const char* form = kForms[k % 4];
+            if (k % 4 == 0) {
                 for (const auto& x : blocks)
                     t->exchangeBlock(x.send, x.sendBytes, x.dest, x.recv, x.recvBytes, x.src, stream);
-            } else if (k % 3 == 1) {
+            } else if (k % 4 == 1) {
                 t->exchangeBlocks(blocks, stream);
-            } else {
+            } else if (k % 4 == 2) {
                 t->exchangeBlocksInPlace(blocks, landed, stream);
+            } else {
+                const auto agreed = w.allReduceValue<std::int64_t>(
+                    static_cast<std::int64_t>(std::max(blocks[0].sendBytes, blocks[1].sendBytes)),
+                    runtime::ReduceOp::Max);
+                t->exchangeAgreedBlocksInPlace(blocks, landed, static_cast<std::size_t>(agreed), stream);
             }
             // Read before the transport's next call (what landed in place
             // stays only until then).
