@@ -801,6 +801,8 @@ stage_step_tests() {
   CTEST_R='MdEngineGpu|DeviceMigration|DevicePlanBuilder|ParticleStoreReorder|CellOrderGpu|test_md_cell_order_gpu|test_md_transports_gpu|NonbondedGpu|test_md_exchange_parts|FusedExchangeLoadStore|test_transport_device_np' \
     stage_ctest_select
   local t
+  # STEP_SANITIZE=0: the tests alone (a short lease runs the sanitizers later).
+  [ "${STEP_SANITIZE:-1}" = 0 ] && return 0
   for t in memcheck racecheck; do
     sanitize_test $t test_md_engine_gpu '*FusedUpdate*:*SortAtoms*' fused "fused update, cell order"
     sanitize_test $t test_md_cell_order_gpu '*' cellorder "cell order and build"
