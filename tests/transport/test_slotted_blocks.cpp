@@ -90,56 +90,89 @@ unsigned char byteOf(int from, int b, int k, std::size_t i) {
     return static_cast<unsigned char>((from * 37 + b * 101 + k * 13 + static_cast<int>(i % 251)) & 0xff);
 }
 
+// Bytes of block b from rank `from` in call k: they grow (one call large
+// enough to grow the staging again), shrink, and are empty.
+std::size_t ringBytes(int from, int b, int k) {
+    static constexpr std::size_t kSizes[] = {48, 0, 1000, 3u << 20, 24, 7};
+    const std::size_t n = kSizes[static_cast<std::size_t>(k) % std::size(kSizes)];
+    return n == 0 ? 0 : n + static_cast<std::size_t>(from * 16 + b * 8);
+}
+
+// Call k of a ring of n ranks as rank `me` makes it: block 0 goes to the
+// lower neighbour (and comes from the upper one), block 1 the other way.
+struct RingCall {
+    int k;
+    int src[2];
+    std::vector<unsigned char> send[2], recv[2];
+    BlockExchange blocks[2];
+    const void* landed[2];
+
+    RingCall(int me, int n, int call) : k(call) {
+        const int lower = (me + n - 1) % n, upper = (me + 1) % n;
+        const int dest[2] = {lower, upper};
+        src[0] = upper;
+        src[1] = lower;
+        for (int b = 0; b < 2; ++b) {
+            send[b].resize(ringBytes(me, b, k));
+            for (std::size_t i = 0; i < send[b].size(); ++i) send[b][i] = byteOf(me, b, k, i);
+            recv[b].assign(ringBytes(src[b], b, k), 0);
+            blocks[b] = {send[b].data(), send[b].size(), dest[b], recv[b].data(), recv[b].size(), src[b]};
+            landed[b] = recv[b].data();
+        }
+    }
+    RingCall(const RingCall&) = delete;
+    RingCall& operator=(const RingCall&) = delete;
+
+    std::size_t largestSend() const { return std::max(send[0].size(), send[1].size()); }
+
+    // Appends the first wrong byte of each block, read where it landed, to `out`.
+    void check(std::string& out) const {
+        for (int b = 0; b < 2; ++b) {
+            const auto* got = static_cast<const unsigned char*>(landed[b]);
+            for (std::size_t i = 0; i < blocks[b].recvBytes; ++i) {
+                if (got[i] != byteOf(src[b], b, k, i)) {
+                    out += fmt::format("call {} block {} from rank {}: byte {} of {} is {}, expected {}; ", k, b,
+                                       src[b], i, blocks[b].recvBytes, got[i], byteOf(src[b], b, k, i));
+                    break;
+                }
+            }
+        }
+    }
+};
+
 TEST(SlottedBlocks, DeliverEveryByteFromTheRightPeerWhileTheStagingGrowsAndShrinks) {
-    // A ring of 3: block 0 goes down, block 1 up; sizes per call grow (one
-    // call large enough to grow the staging again), shrink, and are empty;
-    // the three forms in turn.
-    constexpr int kRanks = 3, kCalls = 9;
-    const auto bytesOf = [](int from, int b, int k) -> std::size_t {
-        static constexpr std::size_t kSizes[] = {48, 0, 1000, 3u << 20, 24, 7};
-        const std::size_t n = kSizes[static_cast<std::size_t>(k) % std::size(kSizes)];
-        return n == 0 ? 0 : n + static_cast<std::size_t>(from * 16 + b * 8);
-    };
+    // A ring of 3 (RingCall), the four forms in turn; the agreed one after a
+    // reduction of the largest block (as the search step's count exchange
+    // does once it has read what arrived) makes no synchronisation of its own.
+    constexpr int kRanks = 3, kCalls = 12;
     HostBoard board(kRanks);
     std::vector<std::string> problems(kRanks);
     std::vector<int> grows(kRanks);
     runtime::runInProcess(kRanks, [&](runtime::World& w) {
         HostOps ops{board, w};
         SlottedBlockExchange<HostOps> exchange(w, ops);
-        const int me = w.rank(), lower = (me + kRanks - 1) % kRanks, upper = (me + 1) % kRanks;
+        const int me = w.rank();
         std::string& out = problems[static_cast<std::size_t>(me)];
         for (int k = 0; k < kCalls; ++k) {
-            const int dest[2] = {lower, upper}, src[2] = {upper, lower};
-            std::vector<unsigned char> send[2], recv[2];
-            BlockExchange blocks[2];
-            for (int b = 0; b < 2; ++b) {
-                send[b].resize(bytesOf(me, b, k));
-                for (std::size_t i = 0; i < send[b].size(); ++i) send[b][i] = byteOf(me, b, k, i);
-                recv[b].assign(bytesOf(src[b], b, k), 0);
-                blocks[b] = {send[b].data(), send[b].size(), dest[b], recv[b].data(), recv[b].size(), src[b]};
-            }
-            const void* landed[2] = {recv[0].data(), recv[1].data()};
-            if (k % 3 == 0) {
-                for (const auto& x : blocks) exchange.exchangeBlocks(std::span(&x, 1), nullptr);
-            } else if (k % 3 == 1) {
-                exchange.exchangeBlocks(blocks, nullptr);
+            RingCall call(me, kRanks, k);
+            if (k % 4 == 0) {
+                for (const auto& x : call.blocks) exchange.exchangeBlocks(std::span(&x, 1), nullptr);
+            } else if (k % 4 == 1) {
+                exchange.exchangeBlocks(call.blocks, nullptr);
+            } else if (k % 4 == 2) {
+                exchange.exchangeBlocksInPlace(call.blocks, call.landed, nullptr);
             } else {
-                exchange.exchangeBlocksInPlace(blocks, landed, nullptr);
+                const auto agreed = static_cast<std::size_t>(w.allReduceValue<std::int64_t>(
+                    static_cast<std::int64_t>(call.largestSend()), runtime::ReduceOp::Max));
+                const int syncs = ops.syncs;
+                exchange.exchangeAgreedBlocksInPlace(call.blocks, call.landed, agreed, nullptr);
+                if (ops.syncs != syncs) out += fmt::format("call {}: the agreed call synchronised; ", k);
             }
-            for (int b = 0; b < 2; ++b) {
-                const auto* got = static_cast<const unsigned char*>(landed[b]);
-                for (std::size_t i = 0; i < blocks[b].recvBytes; ++i) {
-                    if (got[i] != byteOf(src[b], b, k, i)) {
-                        out += fmt::format("call {} block {} from rank {}: byte {} of {} is {}, expected {}; ", k, b,
-                                           src[b], i, blocks[b].recvBytes, got[i], byteOf(src[b], b, k, i));
-                        break;
-                    }
-                }
-            }
+            call.check(out);
         }
         grows[static_cast<std::size_t>(me)] = ops.grows;
-        // One call each, two for the calls that go block by block (k % 3 == 0).
-        if (exchange.sequence() != static_cast<std::uint64_t>(kCalls) + static_cast<std::uint64_t>((kCalls + 2) / 3)) {
+        // One call each, two for the calls that go block by block (k % 4 == 0).
+        if (exchange.sequence() != static_cast<std::uint64_t>(kCalls) + static_cast<std::uint64_t>((kCalls + 3) / 4)) {
             out += fmt::format("{} calls made, sequence {}; ", kCalls, exchange.sequence());
         }
     });
@@ -148,63 +181,6 @@ TEST(SlottedBlocks, DeliverEveryByteFromTheRightPeerWhileTheStagingGrowsAndShrin
         // The first call allocates (with 4 KiB of headroom, which the 1000-byte
         // blocks fit), the 3 MiB blocks grow it once more: alike everywhere.
         EXPECT_EQ(grows[static_cast<std::size_t>(r)], 2) << "rank " << r;
-    }
-}
-
-TEST(SlottedBlocks, AgreedCallsDeliverAlikeWithoutTheirOwnSynchronisation) {
-    // The same ring, every call agreed beforehand by the caller (a reduction
-    // of the largest block, as the search step's count exchange does after
-    // reading what arrived): every byte from the right peer, the staging
-    // grown alike on every rank, and no synchronisation of the exchange's own.
-    constexpr int kRanks = 3, kCalls = 6;
-    const auto bytesOf = [](int from, int b, int k) -> std::size_t {
-        static constexpr std::size_t kSizes[] = {48, 1000, 0, 3u << 20, 24, 7};
-        const std::size_t n = kSizes[static_cast<std::size_t>(k) % std::size(kSizes)];
-        return n == 0 ? 0 : n + static_cast<std::size_t>(from * 16 + b * 8);
-    };
-    HostBoard board(kRanks);
-    std::vector<std::string> problems(kRanks);
-    std::vector<int> grows(kRanks), syncs(kRanks);
-    runtime::runInProcess(kRanks, [&](runtime::World& w) {
-        HostOps ops{board, w};
-        SlottedBlockExchange<HostOps> exchange(w, ops);
-        const int me = w.rank(), lower = (me + kRanks - 1) % kRanks, upper = (me + 1) % kRanks;
-        std::string& out = problems[static_cast<std::size_t>(me)];
-        for (int k = 0; k < kCalls; ++k) {
-            const int dest[2] = {lower, upper}, src[2] = {upper, lower};
-            std::vector<unsigned char> send[2], recv[2];
-            BlockExchange blocks[2];
-            for (int b = 0; b < 2; ++b) {
-                send[b].resize(bytesOf(me, b, k));
-                for (std::size_t i = 0; i < send[b].size(); ++i) send[b][i] = byteOf(me, b, k, i);
-                recv[b].assign(bytesOf(src[b], b, k), 0);
-                blocks[b] = {send[b].data(), send[b].size(), dest[b], recv[b].data(), recv[b].size(), src[b]};
-            }
-            const auto agreed = static_cast<std::size_t>(w.allReduceValue<std::int64_t>(
-                static_cast<std::int64_t>(std::max(send[0].size(), send[1].size())), runtime::ReduceOp::Max));
-            const void* landed[2] = {nullptr, nullptr};
-            exchange.exchangeAgreedBlocksInPlace(blocks, landed, agreed, nullptr);
-            for (int b = 0; b < 2; ++b) {
-                const auto* got = static_cast<const unsigned char*>(landed[b]);
-                for (std::size_t i = 0; i < blocks[b].recvBytes; ++i) {
-                    if (got[i] != byteOf(src[b], b, k, i)) {
-                        out += fmt::format("call {} block {} from rank {}: byte {} of {} is {}, expected {}; ", k, b,
-                                           src[b], i, blocks[b].recvBytes, got[i], byteOf(src[b], b, k, i));
-                        break;
-                    }
-                }
-            }
-        }
-        grows[static_cast<std::size_t>(me)] = ops.grows;
-        syncs[static_cast<std::size_t>(me)] = ops.syncs;
-        if (exchange.sequence() != static_cast<std::uint64_t>(kCalls)) {
-            out += fmt::format("{} calls made, sequence {}; ", kCalls, exchange.sequence());
-        }
-    });
-    for (int r = 0; r < kRanks; ++r) {
-        EXPECT_EQ(problems[static_cast<std::size_t>(r)], "") << "rank " << r;
-        EXPECT_EQ(grows[static_cast<std::size_t>(r)], 2) << "rank " << r << ": first call, then the 3 MiB blocks";
-        EXPECT_EQ(syncs[static_cast<std::size_t>(r)], 0) << "rank " << r << ": an agreed call synchronised";
     }
 }
 
