@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab signals-ab step-tests fused-halo fused-update-large short-list-radius outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab signals-ab step-tests fused-halo fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -858,6 +858,34 @@ stage_short_list_radius() {
 # 1.03 nm, 180 000 and 720 000 atoms; beside them the kernel without pruning
 # on lists of 0.92 and 0.995 nm, the cost of each list evaluated whole
 # (~2 min on one H200).
+# Issue 34: the entry length at small sizes with the four-pair tile (a warp
+# takes an entry two j clusters at a time, then one transposing reduction):
+# haloex-bench-nonbonded --as-md at each --max-j (0: the automatic choice),
+# ENTRY_REPEATS rounds in alternating order, each run's JSON kept and the
+# local kernel's median per size and length printed (~2 min).
+stage_entry_length() {
+  local sizes=${ENTRY_SIZES:-11250,22500,45000} lengths=${ENTRY_LENGTHS:-0 8 16 32 64 128} r j
+  note "== entry length: haloex-bench-nonbonded --as-md --max-j {$lengths} at $sizes atoms, ${ENTRY_REPEATS:-3} rounds"
+  mkdir -p "$out/entry-length"
+  for r in $(seq "${ENTRY_REPEATS:-3}"); do
+    for j in $lengths; do
+      "$build/bin/haloex-bench-nonbonded" --as-md --max-j "$j" --sizes "$sizes" --steps 200 \
+        --json "$out/entry-length/r$r-j$j.json" >"$out/entry-length/r$r-j$j.log" 2>&1 || note "  --max-j $j round $r FAILED"
+    done
+  done
+  python3 - "$out/entry-length" <<'PY' | tee -a "$summary"
+import glob, json, statistics, sys
+runs = {}
+for path in glob.glob(sys.argv[1] + "/r*-j*.json"):
+    j = int(path.rsplit("-j", 1)[1][:-5])
+    for row in json.load(open(path))["results"]:
+        runs.setdefault((row["atoms"], j), []).append((row["local_us"], row["max_j_per_entry"], row["entries"]))
+for (atoms, j), v in sorted(runs.items()):
+    print(f"  {atoms} atoms, --max-j {j}: local {statistics.median(x[0] for x in v):.2f} us "
+          f"(runs {', '.join(f'{x[0]:.2f}' for x in v)}; entries of {v[0][1]}: {v[0][2]})")
+PY
+}
+
 stage_outer_radius() {
   note "== the force kernel against the outer radius (inner 0.92 nm, 8 parts; inner 0: no pruning)"
   python3 "$root/bench/outer_radius.py" --bench "$build/bin/haloex-bench-nonbonded" --sizes 180000 720000 \

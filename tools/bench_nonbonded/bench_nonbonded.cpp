@@ -48,6 +48,7 @@ struct Options {
     double rlistInner = 0.0;  // 0: no rolling prune (without --as-md)
     int pruneParts = 8;
     bool asMd = false;
+    int maxJ = 0;  // entry length; 0: Nonbonded's automatic choice
     std::string json;
     unsigned long long seed = 2026;
 };
@@ -78,6 +79,11 @@ Options parse(int argc, char** argv) {
     app.add_flag("--as-md", o.asMd,
                  "haloex-md's pair-list settings for one GPU at each size (rlist, nstlist, rolling prune) instead of "
                  "--rlist");
+    app.add_option("--max-j", o.maxJ,
+                   "j clusters per pair-list entry (1-128; entries over 32 take the long-entry kernel), 0 for the "
+                   "automatic choice")
+        ->check(CLI::Range(0, md::gpu::kMaxJClustersPerEntry))
+        ->capture_default_str();
     app.add_option("--json", o.json, "Also write the JSON to this file");
     app.add_option("--seed", o.seed, "Seed of the lattice's velocities")->capture_default_str();
     try {
@@ -162,6 +168,7 @@ Row run(int numAtoms, const Options& o) {
     row.atoms = numAtoms;
     row.rlist = o.rlist;
     NonbondedOptions nbOptions;
+    nbOptions.maxJClustersPerEntry = o.maxJ;
     if (o.asMd) {
         md::MdOptions mdOptions;
         mdOptions.atoms = numAtoms;
@@ -272,8 +279,8 @@ int main(int argc, char** argv) {
         }
         std::string json =
             fmt::format("{{\"device\": \"{}\", \"device_code\": \"{}\", \"sms\": {}, \"rlist_nm\": {}, \"as_md\": {}, "
-                        "\"repetitions\": {}, \"kernels\": [",
-                        prop.name, kDeviceCode, prop.multiProcessorCount, o.rlist, o.asMd, o.steps);
+                        "\"max_j_requested\": {}, \"repetitions\": {}, \"kernels\": [",
+                        prop.name, kDeviceCode, prop.multiProcessorCount, o.rlist, o.asMd, o.maxJ, o.steps);
         bool firstKernel = true;
         for (const KernelResources& k : nonbondedKernelResources()) {
             json += fmt::format("{}\n  {{\"name\": \"{}\", \"registers\": {}, \"local_bytes\": {}}}",
