@@ -195,14 +195,15 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
         pulse.recvOffset = size;
         std::array<ValueExchange, 2> values{
             {{sendCount, pulse.sendRank, pulse.recvRank, 0}, {pulse.recvOffset, pulse.recvRank, pulse.sendRank, -1}}};
-        const auto agreedBlockBytes = static_cast<std::size_t>(
-            exchangeValuesAgreeing(world, values, static_cast<std::int64_t>(blockBytes(sendCount))));
+        const std::size_t sendBytes = blockBytes(sendCount);
+        const auto agreedBlockBytes =
+            static_cast<std::size_t>(exchangeValuesAgreeing(world, values, static_cast<std::int64_t>(sendBytes)));
         pulse.recvCount = static_cast<int>(values[0].received);
         pulse.remoteRecvOffset = static_cast<int>(values[1].received);
         pulse.recvCapacity = alignUp(pulse.recvCount, alignment);
         reserveLocal(pulse.recvOffset + pulse.recvCapacity, size, stream);
 
-        const std::size_t sendBytes = blockBytes(sendCount), recvBytes = blockBytes(pulse.recvCount);
+        const std::size_t recvBytes = blockBytes(pulse.recvCount);
         if (sendBlock_.capacity() < sendBytes || recvBlock_.capacity() < recvBytes) {
             HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));  // queued puts may read the old blocks
             sendBlock_.reserve(std::max<std::size_t>(sendBytes, 16));

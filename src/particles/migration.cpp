@@ -160,8 +160,9 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         const int lower = grid.neighbour(rank, d, -1);
         const int upper = grid.neighbour(rank, d, +1);
         std::array<ValueExchange, 2> counts{{{down, lower, upper, 0}, {up, upper, lower, 0}}};
-        const auto agreedBlockBytes = static_cast<std::size_t>(exchangeValuesAgreeing(
-            world, counts, static_cast<std::int64_t>(std::max(blockBytes(down), blockBytes(up)))));
+        const std::size_t sendDownBytes = blockBytes(down), sendUpBytes = blockBytes(up);
+        const auto agreedBlockBytes = static_cast<std::size_t>(
+            exchangeValuesAgreeing(world, counts, static_cast<std::int64_t>(std::max(sendDownBytes, sendUpBytes))));
         const int fromUpper = static_cast<int>(counts[0].received);
         const int fromLower = static_cast<int>(counts[1].received);
 
@@ -174,9 +175,9 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         stayers.gather(stayList, stay, stream);
         // One block per direction, a section per field; arrivals go after
         // the particles that stayed. Both blocks travel in one
-        // exchangeBlocksInPlace call (one round of the transport's
-        // synchronisation, not two), each half of sendBlock_/recvBlock_.
-        const std::size_t sendDownBytes = blockBytes(down), sendUpBytes = blockBytes(up);
+        // exchangeAgreedBlocksInPlace call (no synchronisation or reduction
+        // of the transport's own: the counts' collective agreed the sizes),
+        // each half of sendBlock_/recvBlock_.
         const std::size_t recvUpperBytes = blockBytes(fromUpper), recvLowerBytes = blockBytes(fromLower);
         // Growing frees a buffer that a queued put may still read: the
         // reservation covers both halves before anything is queued.
