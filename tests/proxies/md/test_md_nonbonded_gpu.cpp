@@ -681,25 +681,31 @@ TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
         return r;
     };
     const Result unfused = run(Path::Unfused);
-    // Relative norm of the difference of what moved: displacements, velocities.
-    const auto relative = [&](const std::vector<Vec3f>& a, const std::vector<Vec3f>& b, bool displacement) {
-        double diff = 0.0, norm = 0.0;
-        for (std::size_t i = 0; i < a.size(); ++i) {
-            const Vec3f base = displacement ? in.x[i] : Vec3f{0.f, 0.f, 0.f};
-            const double dx = double(a[i].x) - b[i].x, dy = double(a[i].y) - b[i].y, dz = double(a[i].z) - b[i].z;
-            const double mx = double(b[i].x) - base.x, my = double(b[i].y) - base.y, mz = double(b[i].z) - base.z;
-            diff += dx * dx + dy * dy + dz * dz;
-            norm += mx * mx + my * my + mz * mz;
+    // What moved, in the unfused step as the reference of compareForces (its
+    // relative norm, the worst atoms in its report): velocities, and
+    // displacements from the start (differences of nearby floats: exact).
+    const auto displacements = [&](const std::vector<Vec3f>& x) {
+        std::vector<Vec3f> d(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            d[i] = Vec3f{x[i].x - in.x[i].x, x[i].y - in.x[i].y, x[i].z - in.x[i].z};
         }
-        return std::sqrt(diff / norm);
+        return d;
     };
+    const auto asReference = [](const std::vector<Vec3f>& a) {
+        std::vector<Vec3d> r(a.size());
+        for (std::size_t i = 0; i < a.size(); ++i) r[i] = Vec3d(a[i]);
+        return r;
+    };
+    const std::vector<Vec3d> unfusedV = asReference(unfused.v), unfusedDx = asReference(displacements(unfused.x));
     for (Path path : {Path::FusedHaloOnly, Path::FusedFullNonlocal}) {
         const char* name = path == Path::FusedHaloOnly ? "computeNonlocalHalo" : "computeNonlocal";
         const Result fused = run(path);
-        EXPECT_LE(relative(fused.v, unfused.v, false), 1e-5) << "updateHome after " << name << ": velocities after "
-                                                             << kSteps << " steps differ from the unfused step's";
-        EXPECT_LE(relative(fused.x, unfused.x, true), 1e-5) << "updateHome after " << name << ": displacements after "
-                                                            << kSteps << " steps differ from the unfused step's";
+        const auto dv = haloex::testing::compareForces(fused.v, unfusedV);
+        EXPECT_LE(dv.relativeNorm, 1e-5) << "updateHome after " << name << ": velocities after " << kSteps
+                                         << " steps differ from the unfused step's: " << dv.report;
+        const auto dx = haloex::testing::compareForces(displacements(fused.x), unfusedDx);
+        EXPECT_LE(dx.relativeNorm, 1e-5) << "updateHome after " << name << ": displacements after " << kSteps
+                                         << " steps differ from the unfused step's: " << dx.report;
     }
 }
 
