@@ -852,12 +852,6 @@ stage_short_list_radius() {
     MDV_VARIANTS=$'\n--nstlist 40 --rlist 0.975\n--nstlist 40 --rlist 0.96' stage_md_variants
 }
 
-# Issue 34 part 5: what the outer list's radius costs the force kernel with
-# the rolling prune's inner list held at 0.92 nm (8 parts), and what each
-# list holds (haloex-bench-nonbonded's census): at 0.96, 0.975, 0.995 and
-# 1.03 nm, 180 000 and 720 000 atoms; beside them the kernel without pruning
-# on lists of 0.92 and 0.995 nm, the cost of each list evaluated whole
-# (~2 min on one H200).
 # Issue 34: the entry length at small sizes with the four-pair tile (a warp
 # takes an entry two j clusters at a time, then one transposing reduction):
 # haloex-bench-nonbonded --as-md at each --max-j (0: the automatic choice),
@@ -886,6 +880,12 @@ for (atoms, j), v in sorted(runs.items()):
 PY
 }
 
+# Issue 34 part 5: what the outer list's radius costs the force kernel with
+# the rolling prune's inner list held at 0.92 nm (8 parts), and what each
+# list holds (haloex-bench-nonbonded's census): at 0.96, 0.975, 0.995 and
+# 1.03 nm, 180 000 and 720 000 atoms; beside them the kernel without pruning
+# on lists of 0.92 and 0.995 nm, the cost of each list evaluated whole
+# (~2 min on one H200).
 stage_outer_radius() {
   note "== the force kernel against the outer radius (inner 0.92 nm, 8 parts; inner 0: no pruning)"
   python3 "$root/bench/outer_radius.py" --bench "$build/bin/haloex-bench-nonbonded" --sizes 180000 720000 \
