@@ -176,13 +176,15 @@ def suite_nstlist(a):
     return {"runs": runs}
 
 
-class Variant(collections.namedtuple("Variant", "transport path graphs launch sort_atoms fuse_update")):
+class Variant(collections.namedtuple("Variant", "transport path graphs launch sort_atoms fuse_update nstlist")):
     """One multi-rank series: transport, nvshmem path, CUDA graphs (None: the convention, on for nvshmem, off for
     the baselines), the nvshmem launch (fused or per-pulse), whether the home atoms are put in cell order
-    (haloex-md --sort-atoms 1) and whether the home atoms' update is fused (--fuse-update 1)."""
+    (haloex-md --sort-atoms 1), whether the home atoms' update is fused (--fuse-update 1) and the pair list's
+    lifetime (None: haloex-md's automatic choice; N: --nstlist N, rlist still from the buffer estimate)."""
 
-    def __new__(cls, transport, path="auto", graphs=None, launch="fused", sort_atoms=False, fuse_update=False):
-        return super().__new__(cls, transport, path, graphs, launch, sort_atoms, fuse_update)
+    def __new__(cls, transport, path="auto", graphs=None, launch="fused", sort_atoms=False, fuse_update=False,
+                nstlist=None):
+        return super().__new__(cls, transport, path, graphs, launch, sort_atoms, fuse_update, nstlist)
 
     @property
     def default_graphs(self):
@@ -203,6 +205,8 @@ class Variant(collections.namedtuple("Variant", "transport path graphs launch so
             out += " sorted"
         if self.fuse_update:
             out += " fused-update"
+        if self.nstlist is not None:
+            out += f" nstlist={self.nstlist}"
         return out
 
     def args(self):
@@ -213,21 +217,23 @@ class Variant(collections.namedtuple("Variant", "transport path graphs launch so
             out += ["--sort-atoms", "1"]
         if self.fuse_update:
             out += ["--fuse-update", "1"]
+        if self.nstlist is not None:
+            out += ["--nstlist", str(self.nstlist)]
         return out
 
     def settings(self):
         """What the run record says it asked for."""
         return {"cuda_graphs_requested": self.use_graphs, "nvshmem_launch": self.launch,
-                "sort_atoms": self.sort_atoms, "fuse_update": self.fuse_update}
+                "sort_atoms": self.sort_atoms, "fuse_update": self.fuse_update, "nstlist_requested": self.nstlist}
 
 
 def parse_variant(text):
-    """'transport[/path][+graphs=0|1][+per-pulse][+sorted][+fused-update]' (or the label's spaces instead of
-    '+'), e.g. nccl+graphs=1; sorted: the home atoms in cell order (--sort-atoms 1); fused-update: the home
-    atoms' force sums, leapfrog and next gather in one kernel (--fuse-update 1)."""
+    """'transport[/path][+graphs=0|1][+per-pulse][+sorted][+fused-update][+nstlist=N]' (or the label's spaces
+    instead of '+'), e.g. nccl+graphs=1; sorted: the home atoms in cell order (--sort-atoms 1); fused-update: the
+    home atoms' force sums, leapfrog and next gather in one kernel (--fuse-update 1); nstlist=N: --nstlist N."""
     words = text.replace("+", " ").split()
     transport, _, path = words[0].partition("/")
-    graphs, launch, sort_atoms, fuse_update = None, "fused", False, False
+    graphs, launch, sort_atoms, fuse_update, nstlist = None, "fused", False, False, None
     for w in words[1:]:
         if w in ("graphs=0", "graphs=1"):
             graphs = w.endswith("1")
@@ -237,12 +243,14 @@ def parse_variant(text):
             sort_atoms = True
         elif w == "fused-update":
             fuse_update = True
+        elif w.startswith("nstlist=") and w[len("nstlist="):].isdigit() and int(w[len("nstlist="):]) > 0:
+            nstlist = int(w[len("nstlist="):])
         else:
-            sys.exit(f"--variants: '{w}' in '{text}': use graphs=0, graphs=1, per-pulse, sorted or fused-update "
-                     "after transport/path")
+            sys.exit(f"--variants: '{w}' in '{text}': use graphs=0, graphs=1, per-pulse, sorted, fused-update or "
+                     "nstlist=N (N > 0) after transport/path")
     if launch != "fused" and transport != "nvshmem":
         sys.exit(f"--variants '{text}': per-pulse launches exist for nvshmem only")
-    return Variant(transport, path or "auto", graphs, launch, sort_atoms, fuse_update)
+    return Variant(transport, path or "auto", graphs, launch, sort_atoms, fuse_update, nstlist)
 
 
 def parse_variants(text):

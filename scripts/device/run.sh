@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab signals-ab step-tests fused-halo fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab signals-ab step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -828,6 +828,16 @@ stage_fused_update() {
 # without it, with it, and with it and the cell order (~3 min).
 stage_fused_halo() {
   ESTIMATE_VARIANTS=nvshmem/direct,nvshmem/direct+fused-update,nvshmem/direct+sorted+fused-update     ESTIMATE_SIZES=11250,22500 stage_md_estimate
+}
+
+# The pair list's lifetime with several ranks (issue 33): the automatic
+# nstlist is fitted to one rank (at 11 250 atoms it picks 150 steps and
+# rlist 1.13 nm), but a longer list also widens every halo and the non-local
+# kernel's work, and a multi-rank search step costs twice one rank's. The
+# one-GPU estimate at nstlist auto, 40 and 80 (~4 min).
+stage_multi_rank_nstlist() {
+  ESTIMATE_VARIANTS=nvshmem/direct,nvshmem/direct+nstlist=40,nvshmem/direct+nstlist=80 ESTIMATE_SIZES=11250,22500 \
+    stage_md_estimate
 }
 
 # The sizes the lease of 2026-12-05 left out of fused-update, for the

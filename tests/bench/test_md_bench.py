@@ -144,7 +144,7 @@ class DdSuiteTest(unittest.TestCase):
         self.assertNotIn("--nvshmem-launch", " ".join(by["nvshmem/direct"].args()))
         self.assertEqual(by["nvshmem/direct per-pulse"].settings(),
                          {"cuda_graphs_requested": True, "nvshmem_launch": "per-pulse", "sort_atoms": False,
-                          "fuse_update": False})
+                          "fuse_update": False, "nstlist_requested": None})
         # The scaling suite keeps the paths it always ran.
         self.assertEqual([v.label for v in md_bench.BASE_VARIANTS],
                          ["staged/auto", "ipc/auto", "nccl/auto", "nvshmem/direct", "nvshmem/tma", "nvshmem/put"])
@@ -166,7 +166,14 @@ class DdSuiteTest(unittest.TestCase):
         self.assertIn("--fuse-update 1", " ".join(fused.args()))
         self.assertTrue(fused.settings()["fuse_update"])
         self.assertNotIn("--fuse-update", " ".join(md_bench.parse_variant("nvshmem/direct").args()))
-        for bad in ("nccl+per-pulse", "nvshmem/direct+graphs=2", "nvshmem/direct+sort", "ipc+fuse-update"):
+        listed = md_bench.parse_variant("nvshmem/direct+sorted+nstlist=40")
+        self.assertEqual(listed.label, "nvshmem/direct sorted nstlist=40")
+        self.assertEqual(md_bench.parse_variant(listed.label), listed)
+        self.assertIn("--nstlist 40", " ".join(listed.args()))
+        self.assertEqual(listed.settings()["nstlist_requested"], 40)
+        self.assertNotIn("--nstlist", " ".join(md_bench.parse_variant("nvshmem/direct").args()))
+        for bad in ("nccl+per-pulse", "nvshmem/direct+graphs=2", "nvshmem/direct+sort", "ipc+fuse-update",
+                    "nvshmem/direct+nstlist=0", "nvshmem/direct+nstlist=x", "nvshmem/direct+nstlist"):
             with self.assertRaises(SystemExit):
                 md_bench.parse_variants(bad)
 
