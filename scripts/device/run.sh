@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab signals-ab step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -254,6 +254,16 @@ stage_exchange_ab() {
     MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" stage_md_ab_bins
   MD_AB_OTHER=/tmp/haloex-md-A MD_AB_TRANSPORTS="nvshmem:direct nvshmem:tma" MD_AB_REPEATS=3 \
     MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS="45000 90000" stage_md_ab_bins
+}
+
+# Issue 33 part 3: the search step of two ranks against the other commit's
+# (pack.sh --other COMMIT, e.g. one before a search-step change), nvshmem
+# direct on 2x1x1 under MPS at 11 250 and 22 500 atoms per rank, nstlist 50
+# (40 search steps a run), alternating, 3 repeats (~3 min).
+stage_search_ab() {
+  stage_build_other || return 1
+  MD_AB_OTHER=/tmp/haloex-md-A MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_REPEATS=3 MD_AB_NSTLIST=50 \
+    MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" stage_md_ab_bins
 }
 
 # Issue 33: signals per block (HALOEX_EXCHANGE_SIGNALS=block, B) against one
