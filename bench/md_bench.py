@@ -426,7 +426,7 @@ def parser():
     p.add_argument("--quick", action="store_true")
     p.add_argument("--sizes", help="comma-separated atom counts, instead of the default series")
     p.add_argument("--variants", help="dd, scaling, estimate: comma-separated "
-                                      "transport[/path][+graphs=0|1][+per-pulse][+sorted][+fused-update], e.g. "
+                                      "transport[/path][+graphs=0|1][+per-pulse][+sorted][+fused-update][+nstlist=N], e.g. "
                                       "nccl,nccl+graphs=1,nvshmem/tma,nvshmem/direct+per-pulse,nvshmem/direct+sorted,"
                                       "nvshmem/direct+sorted+fused-update "
                                       "(default dd: every path and the ablations; scaling: every path; estimate: "
