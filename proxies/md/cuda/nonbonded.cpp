@@ -48,9 +48,11 @@ namespace {
 //   as rlist grows (the force kernel at rlist 0.995 nm on an H200: 128
 //   against 32 took 675.55 / 714.48 us at 720 000 atoms and 171.67 / 178.25
 //   at 180 000, 4.8 waves);
-// - else the longest of 32, 16 whose entries give three waves, else 8
-//   (at 90 000 atoms entries of 64, 2.8 waves, took 100.54 us against 92.30
-//   with 32: too few items to balance).
+// - else the longest of 32, 16 whose entries give one and a half waves,
+//   else 8 (at 90 000 atoms entries of 64, 2.8 waves, took 100.54 us
+//   against 92.30 with 32: too few items to balance; with the four-pair
+//   tile, 16 against 8 at 11 250 atoms took 18.04 / 19.60 us and 32
+//   against 16 at 22 500 27.49 / 28.91, bench/results/entry-length-NVIDIA-H100-2026-12-05.json).
 int chooseEntryLength(int numHome, int residentWarps) {
     constexpr double kJClustersPerCluster = 66.0;
     constexpr double kAtomsPerCluster = 7.8;
@@ -58,7 +60,7 @@ int chooseEntryLength(int numHome, int residentWarps) {
     if (clusters >= 4.0 * residentWarps) return kMaxJClustersPerEntry;
     for (int maxJ : {32, 16}) {
         const double entries = clusters * std::ceil(kJClustersPerCluster / maxJ);
-        if (entries >= 3.0 * residentWarps) return maxJ;
+        if (entries >= 1.5 * residentWarps) return maxJ;
     }
     return 8;
 }
@@ -569,16 +571,22 @@ PairListHost Nonbonded::copyListToHost(ListKind kind, ListView view) const {
 }
 
 std::array<KernelResources, 8> nonbondedKernelResources() {
-    const auto pack = [](const char* name, const cudaFuncAttributes& a) {
-        return KernelResources{name, a.numRegs, static_cast<int>(a.localSizeBytes), a.maxThreadsPerBlock};
+    const auto pack = [](const char* name, const cudaFuncAttributes& a, int localBytesAllowed = 0) {
+        return KernelResources{name, a.numRegs, static_cast<int>(a.localSizeBytes), a.maxThreadsPerBlock,
+                               localBytesAllowed};
     };
+    // The long entries' pruning builds run 7 blocks per SM (72 registers) and
+    // spill 8 bytes: 3-4 % faster at 180 000-720 000 atoms than 6 blocks
+    // without a spill (bench/results/kernel-variants-NVIDIA-H100-2026-12-05.json).
+    constexpr int kLongPruneSpill = 8;
     return {pack("nonbonded (forces)", nonbondedKernelAttributes(false, false, false)),
             pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true, false, false)),
             pack("nonbonded (forces, rolling prune)", nonbondedKernelAttributes(false, true, false)),
             pack("nonbonded (forces + energies, rolling prune)", nonbondedKernelAttributes(true, true, false)),
-            pack("nonbonded (forces, rolling prune, entries > 32)", nonbondedKernelAttributes(false, true, true)),
+            pack("nonbonded (forces, rolling prune, entries > 32)", nonbondedKernelAttributes(false, true, true),
+                 kLongPruneSpill),
             pack("nonbonded (forces + energies, rolling prune, entries > 32)",
-                 nonbondedKernelAttributes(true, true, true)),
+                 nonbondedKernelAttributes(true, true, true), kLongPruneSpill),
             pack("pair search (one pass)", searchKernelAttributes()),
             pack("full prune (search steps)", pruneKernelAttributes())};
 }

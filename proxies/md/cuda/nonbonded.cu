@@ -36,12 +36,12 @@ constexpr int kNbWarps = kNbThreads / 32;
 // Resident blocks per SM the force kernel is compiled for: 8 (32 warps, at
 // most 64 registers per thread) for the kernel of most steps; 7 (72
 // registers) where 64 would spill -- the energy steps' kernels and entries
-// of more than 32 j clusters -- and 6 (80) for long entries with the
-// rolling prune, which spilled 8 bytes at 72 (NonbondedGpu.ReportsKernelResources
-// asserts no spills).
+// of more than 32 j clusters. Long entries with the rolling prune spill 8
+// bytes at 72 registers and still run 3-4 % faster than at 6 blocks and 80
+// (kernel-variants-NVIDIA-H100-2026-12-05.json; NonbondedGpu.ReportsKernelResources
+// holds every kernel to its spill allowance, nonbondedKernelResources).
 template <bool kEnergies, bool kPrune, bool kLongEntries>
 constexpr int nbMinBlocks() {
-    if (kPrune && kLongEntries) return 6;
     return kEnergies || kLongEntries ? 7 : 8;
 }
 constexpr int kThreads = 256;

@@ -713,7 +713,9 @@ TEST(NonbondedGpu, ReportsKernelResources) {
     HALOEX_REQUIRE_GPU();
     for (const KernelResources& k : nonbondedKernelResources()) {
         fmt::print("{}: {} registers, {} bytes local memory\n", k.name, k.registers, k.localBytes);
-        EXPECT_EQ(k.localBytes, 0) << k.name << " spills to local memory";
+        EXPECT_LE(k.localBytes, k.localBytesAllowed)
+            << k.name << " spills more to local memory than its measured allowance (" << k.localBytesAllowed
+            << " bytes): re-measure the launch bounds (run.sh stage kernel-variants)";
         EXPECT_GE(k.maxThreadsPerBlock, 128) << k.name;
     }
 }

@@ -230,6 +230,7 @@ struct KernelResources {
     int registers;
     int localBytes;  // > 0 means spills / local arrays
     int maxThreadsPerBlock;
+    int localBytesAllowed = 0;  // a spill measured cheaper than the occupancy it buys back
 };
 // Forces, forces + energies, the same two with the fused rolling prune, and
 // those two for entries of more than 32 j clusters; the search (fill pass),
