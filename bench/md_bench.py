@@ -6,7 +6,7 @@ steps included, one-time start-up apart), the steady state (steps without
 search) beside it, named so, and the mean wall time of a search step.
 
 Suites (all transports of a suite in one run, results in one JSON file):
-  single   1 GPU, sizes 11.25k..720k atoms, CUDA graphs on and off, plus the
+  single   1 GPU, sizes 5.6k..720k atoms, CUDA graphs on and off, plus the
            non-bonded kernel times of haloex-bench-nonbonded.
   dd       N ranks (one per GPU): 1-GPU reference, staged, ipc, nccl and every
            nvshmem path (direct, tma, put), sizes 22.5k..720k atoms; and the
@@ -124,7 +124,7 @@ SINGLE_VARIANTS = [
 
 
 def suite_single(a):
-    sizes = [11250, 22500, 45000, 90000, 180000, 360000, 720000]
+    sizes = [5626, 11250, 22500, 45000, 90000, 180000, 360000, 720000]
     if a.quick:
         sizes = [22500, 90000, 720000]
     if a.sizes:

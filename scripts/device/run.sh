@@ -694,13 +694,13 @@ stage_gromacs() {
   mkdir -p /root/gmx && tar -xJf "$tarball" -C /root/gmx
   local gmx=/root/gmx/bin/gmx steps=${GMX_STEPS:-10000} n k
   "$gmx" --version 2>&1 | grep -E '^GROMACS version' | tee -a "$summary"
-  for n in ${GMX_SIZES:-22500 45000 90000 180000 360000 720000}; do
+  for n in ${GMX_SIZES:-5626 11250 22500 45000 90000 180000 360000 720000}; do
     timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps $steps --thermostat v-rescale --quiet \
       --json "$out/hx-$n-auto.json" >"$out/hx-$n-auto.log" 2>&1
     note "  haloex $n auto: rc=$? $(grep -E 'Performance:' "$out/hx-$n-auto.log" | sed 's/^ *//')"
   done
   timeout 480 python3 "$root/bench/gromacs_bench.py" --gmx "$gmx" --haloex-md "$build/bin/haloex-md" \
-    --atoms ${GMX_SIZES:-22500 45000 90000 180000 360000 720000} --steps $steps --nstlist auto \
+    --atoms ${GMX_SIZES:-5626 11250 22500 45000 90000 180000 360000 720000} --steps $steps --nstlist auto \
     --thermostat v-rescale --workdir /tmp/gmxbench --out "$out/gromacs-auto.json" >"$out/gromacs-auto.log" 2>&1
   note "  gromacs auto: rc=$?"
   for n in ${GMX_TUNE_SIZES:-22500 720000}; do
@@ -1087,7 +1087,7 @@ stage_md_estimate() {
 }
 
 stage_md_single() {
-  note "== haloex-md on one GPU: sizes 11.25k..720k (bench/md_bench.py single)"
+  note "== haloex-md on one GPU: sizes 5.6k..720k (bench/md_bench.py single)"
   python3 "$root/bench/md_bench.py" single --build "$build" --out "$out" ${QUICK:+--quick} 2>&1 | tee -a "$summary"
 }
 
