@@ -55,4 +55,8 @@ while [ $# -gt 0 ]; do
     *) echo "pack.sh: unknown argument $1 (--other COMMIT, --variant NAME=COMMIT[:PATH])" >&2; exit 2 ;;
   esac
 done
+# Written last: a pack cut short (e.g. its output piped into head, which
+# ends it at the first closed write) has no count, and run.sh's
+# kernel-variants refuses it instead of measuring fewer variants than asked.
+[ "$n" -gt 0 ] && echo "$n" >.devsrc/variants/count
 [ -z "$(git status --porcelain --untracked-files=no)" ] || echo "note: uncommitted changes are NOT in the pack" >&2

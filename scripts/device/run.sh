@@ -1045,6 +1045,12 @@ apply_patch() {  # PATCH [-R]: git apply where git is, else patch(1)
 stage_kernel_variants() {
   local patches=("$root"/.devsrc/variants/*.patch) patch name labels=() t0=$SECONDS
   [ -f "${patches[0]}" ] || { note "kernel-variants: no .devsrc/variants/*.patch (pack.sh --variant NAME=COMMIT[:PATH])"; return 1; }
+  local packed
+  packed=$(cat "$root/.devsrc/variants/count" 2>/dev/null || echo none)
+  [ "$packed" = "${#patches[@]}" ] || {
+    note "kernel-variants: pack.sh recorded $packed variant(s), ${#patches[@]} patch(es) found: the pack was cut short; run pack.sh again"
+    return 1
+  }
   note "== kernel variants: A = $(cat "$root/.commit" 2>/dev/null || echo HEAD); ${#patches[@]} variant(s)"
   cmake --build "$build" --target haloex-bench-nonbonded >"$out/kernel-variants-build.log" 2>&1 || { note "  A's build FAILED"; return 1; }
   cp "$build/bin/haloex-bench-nonbonded" /tmp/haloex-bench-nonbonded-base
