@@ -682,13 +682,18 @@ stage_sanitize_search() {
 # with the v-rescale thermostat (GROMACS tunes nstlist and prunes only with a
 # thermostat): every size at each code's automatic settings, then both codes'
 # nstlist tuned by hand at the smallest and largest size. GROMACS comes as a
-# carried package (GMX_TARBALL; built apart by scripts/device/gromacs_package.sh,
+# carried package (GMX_TARBALL, else the first .devsrc/gromacs-*.tar.xz, which
+# the carry brings along; built apart by scripts/device/gromacs_package.sh,
 # not part of the repository).
 stage_gromacs() {
   note "== haloex-md and GROMACS side by side (bench/gromacs_bench.py), one GPU"
-  local tarball=${GMX_TARBALL:-}
+  local tarball=${GMX_TARBALL:-} found
+  if [ -z "$tarball" ]; then
+    found=("$root"/.devsrc/gromacs-*.tar.xz)
+    [ -f "${found[0]}" ] && tarball=${found[0]}
+  fi
   if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
-    note "gromacs: SKIPPED, no GROMACS package (set GMX_TARBALL to the carried gromacs-*.tar.xz)"
+    note "gromacs: SKIPPED, no GROMACS package (set GMX_TARBALL, or put gromacs-*.tar.xz in .devsrc/ before the carry)"
     return 0
   fi
   mkdir -p /root/gmx && tar -xJf "$tarball" -C /root/gmx
