@@ -6,8 +6,11 @@ For each atom count N, each requested nstlist and each --cuda-graph setting it
      --thermo-every T [--thermostat X] --write-gromacs DIR (conf.gro, topol.top, md.mdp);
   2. edits md.mdp into run.mdp (pair-list policy below; nsteps = S; --mdp-set) and
      runs gmx grompp (-maxwarn 0 unless --maxwarn);
-  3. runs  gmx mdrun -nb gpu -update gpu -pin on -ntmpi 1 -ntomp C -nsteps S
-     -resethway -noconfout [-nstlist K]  (GMX_CUDA_GRAPH=1 with --cuda-graph on);
+  3. runs  gmx mdrun -nb gpu -update gpu -pin on -ntmpi R -ntomp C -nsteps S
+     -resethway -noconfout [-nstlist K] [-dd X Y Z]  (GMX_CUDA_GRAPH=1 with
+     --cuda-graph on); R = --ntmpi (1: one GPU; R > 1: R thread-MPI ranks,
+     one per GPU, domain decomposition with GROMACS's GPU direct
+     communication, on by default for thread-MPI; C = the CPUs / R);
   4. parses md.log and prints (and with --out writes) one JSON record per run:
      {tool: "gromacs", version, atoms, nstlist, rlist, nstlist_auto, steps,
       us_per_step, ns_per_day, drift, command, ...}
@@ -19,7 +22,9 @@ For each atom count N, each requested nstlist and each --cuda-graph setting it
      "Domain decomp." and "Neighbor search" rows (GROMACS searches on the CPU;
      cycle_wall_s holds every row); drift: GROMACS's
      "Conserved energy drift" (kJ/mol/ps per atom, over the whole run);
-     gpu_update/gpu_nonbonded/cuda_graph: what the log says mdrun did.
+     gpu_update/gpu_nonbonded/cuda_graph: what the log says mdrun did;
+     ntmpi, dd_grid ([X, Y, Z] the log reports) and gpu_direct_comm (the
+     log's "GPU direct communication will be used") for several ranks.
 
 Pair-list policy (--rlist-policy):
   gromacs (default)  verlet-buffer-tolerance = haloex's --buffer-tolerance (0.005
@@ -95,6 +100,8 @@ def parse_md_log(text):
         "gpu_update": False,
         "gpu_nonbonded": False,
         "cuda_graph": False,
+        "dd_grid": None,
+        "gpu_direct_comm": False,
         "notes": [],
         "finished": False,
         "cycle_wall_s": {},
@@ -180,6 +187,11 @@ def parse_md_log(text):
                        or "Updating coordinates and applying constraints on the GPU." in text)
     r["gpu_nonbonded"] = bool(re.search(r"^PP tasks will do .*short-ranged.* interactions on the GPU", text, re.M))
     r["cuda_graph"] = "CUDA Graphs will be used" in text
+    # domdec.cpp: "Domain decomposition grid 2 x 1 x 1, separate PME ranks 0"
+    m = re.search(r"Domain decomposition grid (\d+) x (\d+) x (\d+)", text)
+    if m:
+        r["dd_grid"] = [int(m.group(k)) for k in (1, 2, 3)]
+    r["gpu_direct_comm"] = "GPU direct communication will be used" in text
     r["finished"] = bool(re.search(r"^Finished mdrun on rank 0", text, re.M))
     r["cycle_wall_s"] = cycle_accounting(text)
     return r
@@ -375,9 +387,12 @@ def grompp_command(args, d):
 def mdrun_command(args, d, nstlist):
     cmd = [args.gmx, "mdrun", "-s", os.path.join(d, "topol.tpr"), "-deffnm", os.path.join(d, "md"),
            "-g", os.path.join(d, "md.log"), "-nb", args.nb, "-update", args.update, "-pin", args.pin,
-           "-ntmpi", "1", "-ntomp", str(args.ntomp), "-nsteps", str(args.steps), "-resethway", "-noconfout"]
+           "-ntmpi", str(args.ntmpi), "-ntomp", str(args.ntomp), "-nsteps", str(args.steps), "-resethway",
+           "-noconfout"]
     if args.rlist_policy == "gromacs" and nstlist != "auto":
         cmd += ["-nstlist", str(nstlist)]
+    if args.dd:
+        cmd += ["-dd"] + [str(n) for n in args.dd]
     cmd += args.mdrun_arg
     return cmd
 
@@ -393,12 +408,13 @@ def run(cmd, env, timeout, log_path=None):
 
 def bench_one(args, atoms, nstlist, env, version, graph="off"):
     d = os.path.join(args.workdir, f"n{atoms}-nstlist-{nstlist}-{args.rlist_policy}"
-                     + ("-graph" if graph == "on" else ""))
+                     + ("-graph" if graph == "on" else "") + (f"-ntmpi{args.ntmpi}" if args.ntmpi > 1 else ""))
     exp, gpp, mdr = export_command(args, atoms, nstlist), grompp_command(args, d), mdrun_command(args, d, nstlist)
     exp_full = exp + ["--write-gromacs", d]
     rec = {"tool": "gromacs", "version": version, "atoms": atoms, "nstlist_requested": nstlist,
            "nstlist_auto": args.rlist_policy == "gromacs" and nstlist == "auto",
            "rlist_policy": args.rlist_policy, "nsteps": args.steps, "cuda_graph_requested": graph == "on",
+           "ntmpi": args.ntmpi, "ntomp": args.ntomp, "dd_requested": args.dd,
            "command": ("GMX_CUDA_GRAPH=1 " if graph == "on" else "") + shlex.join(mdr)}
     if args.dry_run:
         print(shlex.join(exp_full))
@@ -478,6 +494,8 @@ def bench_one(args, atoms, nstlist, env, version, graph="off"):
         "gpu_update": p["gpu_update"],
         "gpu_nonbonded": p["gpu_nonbonded"],
         "cuda_graph": p["cuda_graph"],
+        "dd_grid": p["dd_grid"],
+        "gpu_direct_comm": p["gpu_direct_comm"],
         "notes": p["notes"],
         "cufft": getattr(args, "cufft", None),
         "log": log,
@@ -504,7 +522,12 @@ def main(argv=None):
                     help="nstcalcenergy/nstenergy/nstlog (haloex --thermo-every); default steps/10 as haloex-md")
     ap.add_argument("--cuda-graph", nargs="+", choices=["off", "on"], default=["off"],
                     help="run with GMX_CUDA_GRAPH=1 (experimental CUDA graphs; GPU update only): off, on or both")
-    ap.add_argument("--ntomp", type=int, default=os.cpu_count())
+    ap.add_argument("--ntmpi", type=int, default=1,
+                    help="thread-MPI ranks, one per GPU (default 1; > 1: domain decomposition, GPU direct "
+                         "communication)")
+    ap.add_argument("--dd", type=int, nargs=3, metavar=("X", "Y", "Z"), default=None,
+                    help="mdrun -dd X Y Z: the domain grid (default: mdrun's choice); X*Y*Z must equal --ntmpi")
+    ap.add_argument("--ntomp", type=int, default=None, help="OpenMP threads per rank (default: the CPUs / --ntmpi)")
     ap.add_argument("--nb", default="gpu")
     ap.add_argument("--update", default="gpu")
     ap.add_argument("--pin", default="on")
@@ -520,6 +543,13 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=1800.0, help="per command, seconds")
     ap.add_argument("--dry-run", action="store_true", help="print the commands and exit")
     args = ap.parse_args(argv)
+    if args.ntmpi < 1:
+        ap.error(f"--ntmpi {args.ntmpi}: use 1 or more ranks")
+    if args.dd and args.dd[0] * args.dd[1] * args.dd[2] != args.ntmpi:
+        ap.error(f"--dd {' '.join(map(str, args.dd))}: {args.dd[0] * args.dd[1] * args.dd[2]} domains for "
+                 f"--ntmpi {args.ntmpi} ranks; give as many domains as ranks")
+    if args.ntomp is None:
+        args.ntomp = max(1, (os.cpu_count() or 1) // args.ntmpi)
     for k in args.nstlist:
         if k != "auto" and not k.isdigit():
             ap.error(f"--nstlist {k}: use 'auto' or a positive integer")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -282,7 +282,7 @@ stage_signals_ab() {
 # cannot share), the micro-benchmarks, Jacobi and GROMACS where its package
 # was carried (GMX_TARBALL). Run as: run.sh build multi-gpu
 stage_multi_gpu() {
-  note "== multi-GPU ($ngpu GPUs): strong-scaling essentials, exchange-account, strong-scaling rest, test-gpu, commbench, jacobi, md-dd (all sizes), gromacs"
+  note "== multi-GPU ($ngpu GPUs): strong-scaling essentials, exchange-account, strong-scaling rest, test-gpu, commbench, jacobi, md-dd (all sizes), gromacs-dd, gromacs"
   SS_PASSES=1 stage_strong_scaling || note "stage strong-scaling (essentials) FAILED"
   stage_exchange_account || note "stage exchange-account FAILED"
   SS_PASSES=2 SS_RAN1=1 stage_strong_scaling || note "stage strong-scaling (the rest) FAILED"
@@ -290,6 +290,7 @@ stage_multi_gpu() {
   stage_commbench || note "stage commbench FAILED"
   JACOBI_NP=$ngpu stage_jacobi || note "stage jacobi FAILED"
   DD_RANKS=2 stage_md_dd || note "stage md-dd FAILED"
+  stage_gromacs_dd || note "stage gromacs-dd FAILED"
   stage_gromacs || note "stage gromacs FAILED"
 }
 
@@ -685,8 +686,10 @@ stage_sanitize_search() {
 # carried package (GMX_TARBALL, else the first .devsrc/gromacs-*.tar.xz, which
 # the carry brings along; built apart by scripts/device/gromacs_package.sh,
 # not part of the repository).
-stage_gromacs() {
-  note "== haloex-md and GROMACS side by side (bench/gromacs_bench.py), one GPU"
+# The carried GROMACS package unpacked once into /root/gmx; 1 (and a note)
+# when there is none.
+unpack_gromacs() {
+  [ -x /root/gmx/bin/gmx ] && return 0
   local tarball=${GMX_TARBALL:-} found
   if [ -z "$tarball" ]; then
     found=("$root"/.devsrc/gromacs-*.tar.xz)
@@ -694,11 +697,16 @@ stage_gromacs() {
   fi
   if [ -z "$tarball" ] || [ ! -f "$tarball" ]; then
     note "gromacs: SKIPPED, no GROMACS package (set GMX_TARBALL, or put gromacs-*.tar.xz in .devsrc/ before the carry)"
-    return 0
+    return 1
   fi
   mkdir -p /root/gmx && tar -xJf "$tarball" -C /root/gmx
+  /root/gmx/bin/gmx --version 2>&1 | grep -E '^GROMACS version' | tee -a "$summary"
+}
+
+stage_gromacs() {
+  note "== haloex-md and GROMACS side by side (bench/gromacs_bench.py), one GPU"
+  unpack_gromacs || return 0
   local gmx=/root/gmx/bin/gmx steps=${GMX_STEPS:-10000} n k
-  "$gmx" --version 2>&1 | grep -E '^GROMACS version' | tee -a "$summary"
   for n in ${GMX_SIZES:-5626 11250 22500 45000 90000 180000 360000 720000}; do
     timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps $steps --thermostat v-rescale --quiet \
       --json "$out/hx-$n-auto.json" >"$out/hx-$n-auto.log" 2>&1
@@ -738,6 +746,49 @@ for p in sorted(glob.glob(os.path.join(out, "hx-*.json"))):
           f"{r['us_per_step']:.1f} us/step all steps ({r['us_per_step_steady']:.1f} steady), drift "
           f"{r.get('conserved_drift_per_atom'):.2g}")
 PY
+}
+
+# Issue 33 part 4: GROMACS 2026.3 on the same GPUs as haloex-md, one
+# thread-MPI rank per GPU (-nb gpu -update gpu; GPU direct communication,
+# GROMACS's default for thread-MPI), both with v-rescale (GROMACS tunes
+# nstlist only with a thermostat), at 11 250 and 22 500 atoms per GPU
+# (GMXDD_SIZES), on every grid of strong_scaling_grids: GROMACS at its
+# automatic nstlist and at 100 (its best on one GPU), haloex-md nvshmem
+# direct at its automatic settings. Records gromacs-dd-<grid>.json and
+# hxdd-<grid>-<atoms>.json, each written as its runs end (~3 min per grid).
+stage_gromacs_dd() {
+  note "== GROMACS and haloex-md on $ngpu GPUs, one rank per GPU (bench/gromacs_bench.py --ntmpi)"
+  [ "$ngpu" -ge 2 ] || { note "  needs two or more GPUs: $ngpu visible"; return 1; }
+  unpack_gromacs || return 0
+  local specs spec n grid per a atoms dd steps=${GMX_STEPS:-10000}
+  mapfile -t specs < <(strong_scaling_grids)
+  for spec in "${specs[@]}"; do
+    n=${spec%%:*}; grid=${spec#*:}; atoms=()
+    IFS=x read -r -a dd <<<"$grid"
+    for per in ${GMXDD_SIZES:-11250 22500}; do atoms+=($((per * n))); done
+    for a in "${atoms[@]}"; do
+      timeout 300 "${mpirun_np[@]}" "$n" "$build/bin/haloex-md" --transport nvshmem --nvshmem-path direct \
+        --grid "$grid" --atoms "$a" --steps "$steps" --thermostat v-rescale --quiet \
+        --json "$out/hxdd-$grid-$a.json" >"$out/hxdd-$grid-$a.log" 2>&1
+      note "  haloex $grid $a atoms: rc=$? $(grep -E 'Performance:|Steady state:' "$out/hxdd-$grid-$a.log" | sed 's/^ *//' | tr '\n' ' ')"
+    done
+    timeout 500 python3 "$root/bench/gromacs_bench.py" --gmx /root/gmx/bin/gmx --haloex-md "$build/bin/haloex-md" \
+      --ntmpi "$n" --dd "${dd[@]}" --atoms "${atoms[@]}" --steps "$steps" --nstlist auto 100 \
+      --thermostat v-rescale --workdir "/tmp/gmxdd-$grid" --out "$out/gromacs-dd-$grid.json" \
+      >"$out/gromacs-dd-$grid.log" 2>&1
+    note "  gromacs $grid: rc=$?"
+    python3 - "$out/gromacs-dd-$grid.json" <<'PY' | tee -a "$summary"
+import json, sys
+try:
+    records = json.load(open(sys.argv[1]))
+except (OSError, ValueError) as e:
+    sys.exit(f"    no record: {e}")
+for r in records:
+    print(f"    gromacs {r.get('atoms')} atoms nstlist {r.get('nstlist')} ({r.get('nstlist_requested')}), dd "
+          f"{r.get('dd_grid')}, direct comm {r.get('gpu_direct_comm')}: {r.get('us_per_step')} us/step "
+          f"({r.get('us_per_step_without_search_and_dd')} without search and DD) {r.get('error', '')[:200]}")
+PY
+  done
 }
 
 # Conserved-energy drift of NVE runs on one GPU under the settings that

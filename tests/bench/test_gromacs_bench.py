@@ -8,6 +8,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import gromacs_bench  # noqa: E402
 from gromacs_bench import (adapt_mdp, export_command, get_mdp_option, mdrun_command, parse_md_log,  # noqa: E402
                            steps_counted, us_per_step, us_per_step_without_search_and_dd)
 
@@ -134,7 +135,7 @@ class CommandTest(unittest.TestCase):
     def _args(self, *extra):
         ns = argparse.Namespace(gmx="gmx", haloex_md="hx", steps=1000, thermo_every=100, thermostat=None,
                                 rlist_policy="gromacs", hx_arg=[], mdrun_arg=[], nb="gpu", update="gpu",
-                                pin="on", ntomp=16, maxwarn=0)
+                                pin="on", ntomp=16, maxwarn=0, ntmpi=1, dd=None)
         for k, v in extra:
             setattr(ns, k, v)
         return ns
@@ -146,6 +147,24 @@ class CommandTest(unittest.TestCase):
         self.assertNotIn("-nstlist", s)
         self.assertIn("-nstlist 80", " ".join(mdrun_command(self._args(), "/w", "80")))
         self.assertNotIn("-nstlist", " ".join(mdrun_command(self._args(("rlist_policy", "haloex")), "/w", "80")))
+        self.assertNotIn("-dd", s)
+        two = " ".join(mdrun_command(self._args(("ntmpi", 2), ("ntomp", 8), ("dd", [2, 1, 1])), "/w", "auto"))
+        self.assertIn("-ntmpi 2 -ntomp 8", two)
+        self.assertIn("-dd 2 1 1", two)
+
+    def test_several_ranks_checked_and_logged(self):
+        with self.assertRaises(SystemExit):  # 4 domains for 2 ranks
+            gromacs_bench.main(["--gmx", "gmx", "--haloex-md", "hx", "--atoms", "100", "--ntmpi", "2",
+                                "--dd", "2", "2", "1", "--dry-run"])
+        with self.assertRaises(SystemExit):
+            gromacs_bench.main(["--gmx", "gmx", "--haloex-md", "hx", "--atoms", "100", "--ntmpi", "0", "--dry-run"])
+        log = ("Domain decomposition grid 2 x 1 x 1, separate PME ranks 0\n"
+               "GPU direct communication will be used between MPI ranks.\n")
+        parsed = parse_md_log(log)
+        self.assertEqual(parsed["dd_grid"], [2, 1, 1])
+        self.assertTrue(parsed["gpu_direct_comm"])
+        self.assertIsNone(parse_md_log("")["dd_grid"])
+        self.assertFalse(parse_md_log("")["gpu_direct_comm"])
 
     def test_export_command(self):
         s = " ".join(export_command(self._args(("rlist_policy", "haloex")), 3000, "80"))
