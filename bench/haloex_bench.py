@@ -9,6 +9,7 @@
   roofline ...                 the non-bonded kernel's roofline per size, with Nsight Compute (bench/roofline.py)
   kernel-ab --a EXE --b EXE    the MD kernels of two builds, alternating, medians and verdict (bench/kernel_ab.py)
   outer-radius --bench EXE     the force kernel against the outer radius, inner list fixed (bench/outer_radius.py)
+  entry-length --bench EXE     the force kernel at each entry length (--max-j), medians per size (bench/entry_length.py)
   sass-loops OBJECT            SASS instructions per loop of a kernel, from a compiled object (bench/sass_loops.py)
   plot RECORD [--out PNG]      the plot for the record's kind (every kind bench/results holds)
   headline [--out PNG]         the README's figure: haloex vs GROMACS and the CPU-orchestrated transports
@@ -78,6 +79,11 @@ def _outer_radius(argv):
     return outer_radius.main(argv)
 
 
+def _entry_length(argv):
+    import entry_length
+    return entry_length.main(argv)
+
+
 def _sass_loops(argv):
     import sass_loops
     return sass_loops.main(argv)
@@ -141,6 +147,8 @@ def plot_kind(record):
         return "plot_nstlist_fit"
     if tool == "bench/outer_radius.py" or str(tool).startswith("scripts/device/run.sh outer-radius"):
         return "plot_outer_radius"
+    if tool == "bench/entry_length.py" or str(tool).startswith("scripts/device/run.sh stage entry-length"):
+        return "plot_entry_length"
     runs = record.get("runs")
     if isinstance(runs, list) and any(isinstance(r, dict) and r.get("atoms") for r in runs) or \
             record.get("gromacs_runs"):
@@ -204,6 +212,7 @@ COMMANDS = {
                               "(kernel_ab.py)"),
     "outer-radius": (_outer_radius, "the force kernel against the outer list's radius with the inner list fixed "
                                     "(outer_radius.py)"),
+    "entry-length": (_entry_length, "the force kernel at each entry length, rounds alternating (entry_length.py)"),
     "sass-loops": (_sass_loops, "SASS instructions per loop of a kernel, from a compiled object (sass_loops.py)"),
     "plot": (_plot, "the plot of a record, by its kind"),
     "headline": (_headline, "the README's figure from the newest records, with their checksums (headline.py)"),

@@ -931,29 +931,14 @@ stage_short_list_radius() {
 # Issue 34: the entry length at small sizes with the four-pair tile (a warp
 # takes an entry two j clusters at a time, then one transposing reduction):
 # haloex-bench-nonbonded --as-md at each --max-j (0: the automatic choice),
-# ENTRY_REPEATS rounds in alternating order, each run's JSON kept and the
-# local kernel's median per size and length printed (~2 min).
+# ENTRY_REPEATS rounds over the lengths, one record (entry-length.json) with
+# every run and the local kernel's median per size and length (~2 min).
 stage_entry_length() {
-  local sizes=${ENTRY_SIZES:-11250,22500,45000} lengths=${ENTRY_LENGTHS:-0 8 16 32 64 128} r j
-  note "== entry length: haloex-bench-nonbonded --as-md --max-j {$lengths} at $sizes atoms, ${ENTRY_REPEATS:-3} rounds"
-  mkdir -p "$out/entry-length"
-  for r in $(seq "${ENTRY_REPEATS:-3}"); do
-    for j in $lengths; do
-      "$build/bin/haloex-bench-nonbonded" --as-md --max-j "$j" --sizes "$sizes" --steps 200 \
-        --json "$out/entry-length/r$r-j$j.json" >"$out/entry-length/r$r-j$j.log" 2>&1 || note "  --max-j $j round $r FAILED"
-    done
-  done
-  python3 - "$out/entry-length" <<'PY' | tee -a "$summary"
-import glob, json, statistics, sys
-runs = {}
-for path in glob.glob(sys.argv[1] + "/r*-j*.json"):
-    j = int(path.rsplit("-j", 1)[1][:-5])
-    for row in json.load(open(path))["results"]:
-        runs.setdefault((row["atoms"], j), []).append((row["local_us"], row["max_j_per_entry"], row["entries"]))
-for (atoms, j), v in sorted(runs.items()):
-    print(f"  {atoms} atoms, --max-j {j}: local {statistics.median(x[0] for x in v):.2f} us "
-          f"(runs {', '.join(f'{x[0]:.2f}' for x in v)}; entries of {v[0][1]}: {v[0][2]})")
-PY
+  note "== entry length: haloex-bench-nonbonded --as-md --max-j at each length (bench/entry_length.py)"
+  # shellcheck disable=SC2086
+  python3 "$root/bench/entry_length.py" --bench "$build/bin/haloex-bench-nonbonded" \
+    --sizes ${ENTRY_SIZES:-11250 22500 45000} --lengths ${ENTRY_LENGTHS:-0 8 16 32 64 128} \
+    --repeats "${ENTRY_REPEATS:-3}" --out "$out/entry-length.json" 2>&1 | sed "s/^/  /" | tee -a "$summary"
 }
 
 # Issue 34 part 5: what the outer list's radius costs the force kernel with
