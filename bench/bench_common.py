@@ -554,6 +554,16 @@ def record_header(tool, settings=None, launcher=None, cuda_graphs=None, build=No
     }
 
 
+def write_record(record, out, stem, machine_name):
+    """Writes `record` to `out`, or by default to bench/results/<stem>-<machine_name>-<the header's date>.json;
+    says where and returns the path."""
+    path = out or os.path.join(REPO, "bench", "results", f"{stem}-{machine_name}-{record['date'][:10]}.json")
+    with open(path, "w") as f:
+        json.dump(record, f, indent=1)
+    print(f"wrote {path}")
+    return path
+
+
 # ---- haloex-bench-nonbonded ---------------------------------------------------------------------------------------
 
 def run_bench_nonbonded(exe, sizes, steps, extra=()):

@@ -12,13 +12,11 @@ Examples:
     python3 bench/entry_length.py --bench B --sizes 11250 22500 --lengths 0 16 32 --repeats 3 --out r.json
 """
 import argparse
-import json
-import os
 import socket
 import statistics
 import sys
 
-from bench_common import REPO, record_header, run_bench_nonbonded
+from bench_common import record_header, run_bench_nonbonded, write_record
 
 TOOL = "bench/entry_length.py"
 
@@ -63,10 +61,7 @@ def main(argv=None, run=run_bench_nonbonded):
         print(f"{row['atoms']} atoms, --max-j {row['max_j_requested']}: local {row['local_us_median']:.2f} us "
               f"(runs {', '.join(f'{x:.2f}' for x in row['local_us_runs'])}; entries of {row['max_j_per_entry']}: "
               f"{row['entries']})", flush=True)
-    path = args.out or os.path.join(REPO, "bench", "results", f"entry-length-{args.machine}-{header['date'][:10]}.json")
-    with open(path, "w") as f:
-        json.dump(record, f, indent=1)
-    print(f"wrote {path}")
+    write_record(record, args.out, "entry-length", args.machine)
     return 0
 
 

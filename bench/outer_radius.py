@@ -14,12 +14,10 @@ Examples:
     python3 bench/outer_radius.py --bench B --sizes 180000 720000 --pairs 0.96:0.92 0.995:0.92 0.92:0 --out r.json
 """
 import argparse
-import json
-import os
 import socket
 import sys
 
-from bench_common import REPO, record_header, run_bench_nonbonded
+from bench_common import record_header, run_bench_nonbonded, write_record
 
 TOOL = "bench/outer_radius.py"
 DEFAULT_PAIRS = ("0.96:0.92", "0.975:0.92", "0.995:0.92", "1.03:0.92", "0.92:0", "0.995:0")
@@ -64,11 +62,7 @@ def main(argv=None):
             print(f"rlist {rlist} inner {inner}: {r['atoms']} atoms, entries {listed.get('entries')} "
                   f"({listed.get('empty_entries')} empty), evaluated {listed.get('cluster_pairs')} cluster pairs, "
                   f"local {r['local_us']:.1f} us", flush=True)
-    path = args.out or os.path.join(REPO, "bench", "results",
-                                    f"nonbonded-outer-radius-{args.machine}-{header['date'][:10]}.json")
-    with open(path, "w") as f:
-        json.dump(record, f, indent=1)
-    print(f"wrote {path}")
+    write_record(record, args.out, "nonbonded-outer-radius", args.machine)
     return 0
 
 
