@@ -38,7 +38,7 @@ def main(argv=None, run=run_bench_nonbonded):
     p = argparse.ArgumentParser(prog="entry_length.py", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--bench", required=True, help="haloex-bench-nonbonded to run")
-    p.add_argument("--sizes", type=int, nargs="+", default=[11250, 22500, 45000], help="atom counts")
+    p.add_argument("--sizes", type=int, nargs="+", default=[5626, 11250, 22500, 45000], help="atom counts")
     p.add_argument("--lengths", type=int, nargs="+", default=[0, 8, 16, 32, 64, 128],
                    help="--max-j values (0: the build's automatic choice)")
     p.add_argument("--repeats", type=int, default=3, help="rounds over all lengths")

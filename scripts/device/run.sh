@@ -937,7 +937,7 @@ stage_entry_length() {
   note "== entry length: haloex-bench-nonbonded --as-md --max-j at each length (bench/entry_length.py)"
   # shellcheck disable=SC2086
   python3 "$root/bench/entry_length.py" --bench "$build/bin/haloex-bench-nonbonded" \
-    --sizes ${ENTRY_SIZES:-11250 22500 45000} --lengths ${ENTRY_LENGTHS:-0 8 16 32 64 128} \
+    --sizes ${ENTRY_SIZES:-5626 11250 22500 45000} --lengths ${ENTRY_LENGTHS:-0 8 16 32 64 128} \
     --repeats "${ENTRY_REPEATS:-3}" --out "$out/entry-length.json" 2>&1 | sed "s/^/  /" | tee -a "$summary"
 }
 
