@@ -10,6 +10,7 @@
   kernel-ab --a EXE --b EXE    the MD kernels of two builds, alternating, medians and verdict (bench/kernel_ab.py)
   outer-radius --bench EXE     the force kernel against the outer radius, inner list fixed (bench/outer_radius.py)
   entry-length --bench EXE     the force kernel at each entry length (--max-j), medians per size (bench/entry_length.py)
+  gromacs-record --haloex ... --gromacs ...   haloex-md beside GROMACS as one record (bench/gromacs_record.py)
   sass-loops OBJECT            SASS instructions per loop of a kernel, from a compiled object (bench/sass_loops.py)
   plot RECORD [--out PNG]      the plot for the record's kind (every kind bench/results holds)
   headline [--out PNG]         the README's figure: haloex vs GROMACS and the CPU-orchestrated transports
@@ -82,6 +83,11 @@ def _outer_radius(argv):
 def _entry_length(argv):
     import entry_length
     return entry_length.main(argv)
+
+
+def _gromacs_record(argv):
+    import gromacs_record
+    return gromacs_record.main(argv)
 
 
 def _sass_loops(argv):
@@ -213,6 +219,8 @@ COMMANDS = {
     "outer-radius": (_outer_radius, "the force kernel against the outer list's radius with the inner list fixed "
                                     "(outer_radius.py)"),
     "entry-length": (_entry_length, "the force kernel at each entry length, rounds alternating (entry_length.py)"),
+    "gromacs-record": (_gromacs_record, "haloex-md and GROMACS runs of one call as one record with this machine's "
+                                        "header (gromacs_record.py)"),
     "sass-loops": (_sass_loops, "SASS instructions per loop of a kernel, from a compiled object (sass_loops.py)"),
     "plot": (_plot, "the plot of a record, by its kind"),
     "headline": (_headline, "the README's figure from the newest records, with their checksums (headline.py)"),

@@ -746,6 +746,11 @@ for p in sorted(glob.glob(os.path.join(out, "hx-*.json"))):
           f"{r['us_per_step']:.1f} us/step all steps ({r['us_per_step_steady']:.1f} steady), drift "
           f"{r.get('conserved_drift_per_atom'):.2g}")
 PY
+  # One committable record of both codes, with this machine's header.
+  python3 "$root/bench/gromacs_record.py" --haloex "$out"/hx-*.json \
+    --gromacs "$out/gromacs-auto.json" "$out/gromacs-tuned.json" --setting thermostat=v-rescale \
+    --setting steps="$steps" --benchmark "haloex-md vs GROMACS 2026.3, one GPU, both codes in one call (run.sh stage gromacs)" \
+    --out "$out/md-vs-gromacs.json" 2>&1 | sed "s/^/  /" | tee -a "$summary"
 }
 
 # Issue 33 part 4: GROMACS 2026.3 on the same GPUs as haloex-md, one
@@ -755,7 +760,8 @@ PY
 # (GMXDD_SIZES), on every grid of strong_scaling_grids: GROMACS at its
 # automatic nstlist and at 100 (its best on one GPU), haloex-md nvshmem
 # direct at its automatic settings. Records gromacs-dd-<grid>.json and
-# hxdd-<grid>-<atoms>.json, each written as its runs end (~3 min per grid).
+# hxdd-<grid>-<atoms>.json, each written as its runs end, and both codes of
+# a grid as md-vs-gromacs-<grid>.json (~3 min per grid).
 stage_gromacs_dd() {
   note "== GROMACS and haloex-md on $ngpu GPUs, one rank per GPU (bench/gromacs_bench.py --ntmpi)"
   [ "$ngpu" -ge 2 ] || { note "  needs two or more GPUs: $ngpu visible"; return 1; }
@@ -788,6 +794,10 @@ for r in records:
           f"{r.get('dd_grid')}, direct comm {r.get('gpu_direct_comm')}: {r.get('us_per_step')} us/step "
           f"({r.get('us_per_step_without_search_and_dd')} without search and DD) {r.get('error', '')[:200]}")
 PY
+    python3 "$root/bench/gromacs_record.py" --haloex "$out"/hxdd-"$grid"-*.json --gromacs "$out/gromacs-dd-$grid.json" \
+      --setting thermostat=v-rescale --setting steps="$steps" --setting grid="$grid" \
+      --benchmark "haloex-md (nvshmem direct) vs GROMACS 2026.3 (thread-MPI, GPU direct communication), $n GPUs, grid $grid" \
+      --out "$out/md-vs-gromacs-$grid.json" 2>&1 | sed "s/^/  /" | tee -a "$summary"
   done
 }
 
