@@ -9,8 +9,10 @@ import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # stand_in.py beside this file
 import entry_length  # noqa: E402
 import haloex_bench  # noqa: E402
+from stand_in import write_stand_in  # noqa: E402
 
 # Echoes --max-j (0: "automatic", 16 here) into the JSON it prints last, as haloex-bench-nonbonded does; the
 # kernel time grows with the length and with each call (a counter file), so rounds differ.
@@ -35,10 +37,7 @@ echo "{\"device\": \"test\", \"results\": [{\"atoms\": 7, \"local_us\": $((used 
 class EntryLength(unittest.TestCase):
     def test_every_length_every_round_in_one_record_that_plots(self):
         with tempfile.TemporaryDirectory() as tmp:
-            exe = os.path.join(tmp, "bench")
-            with open(exe, "w") as f:
-                f.write(STAND_IN)
-            os.chmod(exe, 0o755)
+            exe = write_stand_in(os.path.join(tmp, "bench"), STAND_IN)
             out = os.path.join(tmp, "r.json")
             self.assertEqual(entry_length.main(["--bench", exe, "--sizes", "7", "--lengths", "0", "8", "32",
                                                 "--repeats", "3", "--out", out]), 0)

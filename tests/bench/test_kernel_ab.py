@@ -8,8 +8,10 @@ import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # stand_in.py beside this file
 import haloex_bench  # noqa: E402
 import kernel_ab  # noqa: E402
+from stand_in import write_stand_in  # noqa: E402
 
 
 def run(local_by_size):
@@ -38,13 +40,11 @@ class Summary(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             exes = {}
             for v, local in (("A", 10.0), ("B", 8.0)):
-                exe = os.path.join(tmp, f"bench-{v}")
-                with open(exe, "w") as f:
-                    f.write('#!/bin/sh\ncase "$*" in *--as-md*) ;; *) echo "no --as-md" >&2; exit 3;; esac\n'
-                            f'echo "device: test"\necho \'{{"device": "test", "results": '
-                            f'[{{"atoms": 5, "local_us": {local}, "step_us": 20}}]}}\'\n')
-                os.chmod(exe, 0o755)
-                exes[v] = exe
+                exes[v] = write_stand_in(
+                    os.path.join(tmp, f"bench-{v}"),
+                    '#!/bin/sh\ncase "$*" in *--as-md*) ;; *) echo "no --as-md" >&2; exit 3;; esac\n'
+                    f'echo "device: test"\necho \'{{"device": "test", "results": '
+                    f'[{{"atoms": 5, "local_us": {local}, "step_us": 20}}]}}\'\n')
             out = os.path.join(tmp, "ab.json")
             self.assertEqual(kernel_ab.main(["--a", exes["A"], "--b", exes["B"], "--sizes", "5", "--steps", "3",
                                              "--out", out]), 0)
@@ -60,12 +60,10 @@ class Summary(unittest.TestCase):
         with tempfile.TemporaryDirectory() as tmp:
             exes = {}
             for v, local in (("A", 10.0), ("B", 8.0), ("ftz", 9.0)):
-                exe = os.path.join(tmp, f"bench-{v}")
-                with open(exe, "w") as f:
-                    f.write(f'#!/bin/sh\necho {v} >>{tmp}/order\necho \'{{"device": "test", "results": '
-                            f'[{{"atoms": 5, "local_us": {local}, "step_us": 20}}]}}\'\n')
-                os.chmod(exe, 0o755)
-                exes[v] = exe
+                exes[v] = write_stand_in(
+                    os.path.join(tmp, f"bench-{v}"),
+                    f'#!/bin/sh\necho {v} >>{tmp}/order\necho \'{{"device": "test", "results": '
+                    f'[{{"atoms": 5, "local_us": {local}, "step_us": 20}}]}}\'\n')
             out = os.path.join(tmp, "ab.json")
             self.assertEqual(kernel_ab.main(["--a", exes["A"], "--b", exes["B"], "--variant", f"ftz={exes['ftz']}",
                                              "--sizes", "5", "--steps", "3", "--out", out]), 0)

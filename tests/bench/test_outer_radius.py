@@ -10,7 +10,9 @@ import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # stand_in.py beside this file
 import haloex_bench  # noqa: E402
+from stand_in import write_stand_in  # noqa: E402
 import outer_radius  # noqa: E402
 
 # Echoes its options into the JSON it prints last, as haloex-bench-nonbonded does with its results.
@@ -34,10 +36,7 @@ echo "{\"device\": \"test\", \"kernels\": [], \"results\": [{\"atoms\": 7, \"loc
 class OuterRadius(unittest.TestCase):
     def test_one_run_per_pair_in_one_record_that_plots(self):
         with tempfile.TemporaryDirectory() as tmp:
-            exe = os.path.join(tmp, "bench")
-            with open(exe, "w") as f:
-                f.write(STAND_IN)
-            os.chmod(exe, 0o755)
+            exe = write_stand_in(os.path.join(tmp, "bench"), STAND_IN)
             out = os.path.join(tmp, "r.json")
             self.assertEqual(outer_radius.main(["--bench", exe, "--sizes", "7", "--pairs", "0.96:0.92", "0.995:0",
                                                 "--parts", "4", "--out", out]), 0)

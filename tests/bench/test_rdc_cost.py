@@ -7,7 +7,9 @@ import unittest
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "bench"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # stand_in.py beside this file
 import rdc_cost  # noqa: E402
+from stand_in import write_stand_in  # noqa: E402
 
 
 def run(local_by_size):
@@ -35,11 +37,10 @@ class SummaryTest(unittest.TestCase):
     def test_the_json_is_read_after_the_table(self):
         # A stand-in for the bench program: its table, then its JSON, as haloex-bench-nonbonded prints them.
         with tempfile.TemporaryDirectory() as tmp:
-            exe = os.path.join(tmp, "fake-bench")
-            with open(exe, "w") as f:
-                f.write('#!/bin/sh\necho "device: test (1 SMs) $*"\necho "   atoms clusters"\n'
-                        'echo \'{"device": "test", "device_code": "x", "results": [{"atoms": 5, "local_us": 2.5}]}\'\n')
-            os.chmod(exe, 0o755)
+            exe = write_stand_in(
+                os.path.join(tmp, "fake-bench"),
+                '#!/bin/sh\necho "device: test (1 SMs) $*"\necho "   atoms clusters"\n'
+                'echo \'{"device": "test", "device_code": "x", "results": [{"atoms": 5, "local_us": 2.5}]}\'\n')
             got = rdc_cost.run_once(exe, [5], 7)
         self.assertEqual(got["device_code"], "x")
         self.assertEqual(got["results"][0]["local_us"], 2.5)
