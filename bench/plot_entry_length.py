@@ -10,17 +10,18 @@ from bench_common import finish_plot, plot_command_line, pyplot, record_title
 
 
 def series(record):
-    """{atoms: ([(length, median us)] of the fixed lengths, (length, median us) of the automatic choice or None)}."""
+    """{atoms: {"fixed": [(length, median us)] sorted, "auto": (length, median us) of the automatic choice or
+    None}}."""
     out = {}
     for row in record.get("summary", []):
-        fixed, auto = out.setdefault(row["atoms"], ([], None))
+        entry = out.setdefault(row["atoms"], {"fixed": [], "auto": None})
         point = (row["max_j_per_entry"], row["local_us_median"])
         if row["max_j_requested"] == 0:
-            out[row["atoms"]] = (fixed, point)
+            entry["auto"] = point
         else:
-            fixed.append(point)
-    for atoms, (fixed, auto) in out.items():
-        fixed.sort()
+            entry["fixed"].append(point)
+    for entry in out.values():
+        entry["fixed"].sort()
     return out
 
 
@@ -31,7 +32,8 @@ def main(argv=None):
         sys.exit(f"{a.record} holds no summary (atoms, max_j_requested, local_us_median) to plot")
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(8, 5))
-    for atoms, (fixed, auto) in sorted(data.items()):
+    for atoms, entry in sorted(data.items()):
+        fixed, auto = entry["fixed"], entry["auto"]
         line, = ax.plot([p[0] for p in fixed], [p[1] for p in fixed], marker="o", label=f"{atoms} atoms")
         if auto:
             ax.plot([auto[0]], [auto[1]], marker="*", markersize=14, color=line.get_color(), linestyle="none",
