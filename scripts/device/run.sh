@@ -184,7 +184,7 @@ strong_scaling_grids() {
 stage_strong_scaling() {
   note "== strong scaling at 11 250 atoms per GPU ($ngpu GPUs; bench/md_bench.py dd per grid)"
   [ "$ngpu" -ge 2 ] || { note "  needs two or more GPUs: $ngpu visible"; return 1; }
-  local essentials="nvshmem/direct,nccl+graphs=1,ipc,nvshmem/direct+sorted,nvshmem/direct+sorted+fused-update"
+  local essentials="nvshmem/direct,nccl+graphs=1,ipc,nvshmem/direct+unsorted+unfused-update"
   local rest="nvshmem/tma,nvshmem/direct+graphs=0,nvshmem/direct+per-pulse,staged,nccl,nccl-device"
   local specs spec n grid sizes per dir pass variants first seen ran1=0
   mapfile -t specs < <(strong_scaling_grids)
@@ -236,7 +236,7 @@ stage_exchange_account() {
     if [ "$ngpu" -lt "$ranks" ]; then shared=(--shared-gpus); mps=1; start_mps; fi
     note "== the multi-rank step's account (--timeline-parts), $ranks ranks $grid on $([ $mps = 1 ] && echo "one GPU under MPS" || echo "$ranks GPUs")"
     python3 "$root/bench/md_bench.py" dd --build "$build" --ranks "$ranks" --grid "$grid" --sizes "$sizes" \
-      --variants nvshmem/direct,nvshmem/direct+sorted --timeline-parts "${shared[@]}" \
+      --variants nvshmem/direct+unsorted+unfused-update,nvshmem/direct --timeline-parts "${shared[@]}" \
       --out "$out/exchange-account-$grid" ${QUICK:+--quick} 2>&1 | tee -a "$summary"
     [ $mps = 1 ] && stop_mps
   done
@@ -724,7 +724,7 @@ stage_gromacs() {
     done
   done
   timeout 400 python3 "$root/bench/gromacs_bench.py" --gmx "$gmx" --haloex-md "$build/bin/haloex-md" \
-    --atoms ${GMX_TUNE_SIZES:-22500 720000} --steps $steps --nstlist ${GMX_TUNE_NSTLIST:-100 200} \
+    --atoms ${GMX_TUNE_SIZES:-22500 720000} --steps $steps --nstlist ${GMX_TUNE_NSTLIST:-100 200} --cuda-graph off on \
     --thermostat v-rescale --workdir /tmp/gmxbench-tuned --out "$out/gromacs-tuned.json" \
     >"$out/gromacs-tuned.log" 2>&1
   note "  gromacs tuned: rc=$?"
@@ -738,7 +738,8 @@ for f in ("gromacs-auto.json", "gromacs-tuned.json"):
         gmx += json.load(open(p))
 for r in gmx:
     print(f"  gromacs {r.get('atoms')} nstlist {r.get('nstlist')} ({'auto' if r.get('nstlist_auto') else 'set'}) "
-          f"rlist {r.get('rlist')}: {r.get('us_per_step')} us/step, drift {r.get('drift')}, gpu update "
+          f"rlist {r.get('rlist')}{', CUDA graphs' if r.get('cuda_graph') else ''}: {r.get('us_per_step')} us/step, "
+          f"drift {r.get('drift')}, gpu update "
           f"{r.get('gpu_update')} {r.get('error', '')}")
 for p in sorted(glob.glob(os.path.join(out, "hx-*.json"))):
     r = json.load(open(p))
@@ -895,15 +896,18 @@ stage_fused_update() {
   local variants=$'--fuse-update 0 --sort-atoms 0\n--fuse-update 1 --sort-atoms 0\n--fuse-update 0 --sort-atoms 1\n--fuse-update 1 --sort-atoms 1'
   MDV_SIZES="5626 11250 22500 90000" MDV_REPEATS=3 MDV_STEPS=4000 MDV_VARIANTS=$variants stage_md_variants
   MDV_SIZES="720000" MDV_REPEATS=3 MDV_STEPS=2000 MDV_VARIANTS=$variants stage_md_variants
-  ESTIMATE_VARIANTS=nvshmem/direct,nvshmem/direct+sorted ESTIMATE_SIZES=11250,22500 stage_md_estimate
+  ESTIMATE_VARIANTS=nvshmem/direct+unsorted+unfused-update,nvshmem/direct+sorted+unfused-update ESTIMATE_SIZES=11250,22500 \
+    stage_md_estimate
 }
 
-# The fused update with a halo (--fuse-update 1 on several ranks, not yet
-# measured): the one-GPU estimate (2 ranks under MPS, half the SMs each,
-# against one rank) at 11 250 and 22 500 atoms per rank, nvshmem direct
-# without it, with it, and with it and the cell order (~3 min).
+# The fused update with a halo (--fuse-update with several ranks): the
+# one-GPU estimate (2 ranks under MPS, half the SMs each, against one rank)
+# at 11 250 and 22 500 atoms per rank, nvshmem direct without it and the
+# cell order, with it alone, and at auto (both, since the two together
+# measured faster) (~3 min).
 stage_fused_halo() {
-  ESTIMATE_VARIANTS=nvshmem/direct,nvshmem/direct+fused-update,nvshmem/direct+sorted+fused-update     ESTIMATE_SIZES=11250,22500 stage_md_estimate
+  ESTIMATE_VARIANTS=nvshmem/direct+unsorted+unfused-update,nvshmem/direct+unsorted+fused-update,nvshmem/direct \
+    ESTIMATE_SIZES=11250,22500 stage_md_estimate
 }
 
 # The pair list's lifetime with several ranks (issue 33): the automatic
