@@ -179,10 +179,11 @@ def suite_nstlist(a):
 class Variant(collections.namedtuple("Variant", "transport path graphs launch sort_atoms fuse_update nstlist")):
     """One multi-rank series: transport, nvshmem path, CUDA graphs (None: the convention, on for nvshmem, off for
     the baselines), the nvshmem launch (fused or per-pulse), whether the home atoms are put in cell order
-    (haloex-md --sort-atoms 1), whether the home atoms' update is fused (--fuse-update 1) and the pair list's
-    lifetime (None: haloex-md's automatic choice; N: --nstlist N, rlist still from the buffer estimate)."""
+    (True: --sort-atoms 1, False: --sort-atoms 0, None: haloex-md's auto), whether the home atoms' update is
+    fused (--fuse-update, likewise) and the pair list's lifetime (None: haloex-md's automatic choice; N: --nstlist
+    N, rlist still from the buffer estimate)."""
 
-    def __new__(cls, transport, path="auto", graphs=None, launch="fused", sort_atoms=False, fuse_update=False,
+    def __new__(cls, transport, path="auto", graphs=None, launch="fused", sort_atoms=None, fuse_update=None,
                 nstlist=None):
         return super().__new__(cls, transport, path, graphs, launch, sort_atoms, fuse_update, nstlist)
 
@@ -201,10 +202,10 @@ class Variant(collections.namedtuple("Variant", "transport path graphs launch so
             out += f" graphs={int(self.use_graphs)}"
         if self.launch != "fused":
             out += f" {self.launch}"
-        if self.sort_atoms:
-            out += " sorted"
-        if self.fuse_update:
-            out += " fused-update"
+        if self.sort_atoms is not None:
+            out += " sorted" if self.sort_atoms else " unsorted"
+        if self.fuse_update is not None:
+            out += " fused-update" if self.fuse_update else " unfused-update"
         if self.nstlist is not None:
             out += f" nstlist={self.nstlist}"
         return out
@@ -213,10 +214,10 @@ class Variant(collections.namedtuple("Variant", "transport path graphs launch so
         out = ["--transport", self.transport, "--nvshmem-path", self.path, "--cuda-graphs", str(int(self.use_graphs))]
         if self.launch != "fused":
             out += ["--nvshmem-launch", self.launch]
-        if self.sort_atoms:
-            out += ["--sort-atoms", "1"]
-        if self.fuse_update:
-            out += ["--fuse-update", "1"]
+        if self.sort_atoms is not None:
+            out += ["--sort-atoms", str(int(self.sort_atoms))]
+        if self.fuse_update is not None:
+            out += ["--fuse-update", str(int(self.fuse_update))]
         if self.nstlist is not None:
             out += ["--nstlist", str(self.nstlist)]
         return out
@@ -228,26 +229,27 @@ class Variant(collections.namedtuple("Variant", "transport path graphs launch so
 
 
 def parse_variant(text):
-    """'transport[/path][+graphs=0|1][+per-pulse][+sorted][+fused-update][+nstlist=N]' (or the label's spaces
-    instead of '+'), e.g. nccl+graphs=1; sorted: the home atoms in cell order (--sort-atoms 1); fused-update: the
-    home atoms' force sums, leapfrog and next gather in one kernel (--fuse-update 1); nstlist=N: --nstlist N."""
+    """'transport[/path][+graphs=0|1][+per-pulse][+sorted|unsorted][+fused-update|unfused-update][+nstlist=N]'
+    (or the label's spaces instead of '+'), e.g. nccl+graphs=1; sorted: the home atoms in cell order (--sort-atoms
+    1; unsorted: 0); fused-update: the home atoms' force sums, leapfrog and next gather in one kernel (--fuse-update
+    1; unfused-update: 0); neither word: haloex-md's auto; nstlist=N: --nstlist N."""
     words = text.replace("+", " ").split()
     transport, _, path = words[0].partition("/")
-    graphs, launch, sort_atoms, fuse_update, nstlist = None, "fused", False, False, None
+    graphs, launch, sort_atoms, fuse_update, nstlist = None, "fused", None, None, None
     for w in words[1:]:
         if w in ("graphs=0", "graphs=1"):
             graphs = w.endswith("1")
         elif w in ("per-pulse", "fused"):
             launch = w
-        elif w == "sorted":
-            sort_atoms = True
-        elif w == "fused-update":
-            fuse_update = True
+        elif w in ("sorted", "unsorted"):
+            sort_atoms = w == "sorted"
+        elif w in ("fused-update", "unfused-update"):
+            fuse_update = w == "fused-update"
         elif w.startswith("nstlist=") and w[len("nstlist="):].isdigit() and int(w[len("nstlist="):]) > 0:
             nstlist = int(w[len("nstlist="):])
         else:
-            sys.exit(f"--variants: '{w}' in '{text}': use graphs=0, graphs=1, per-pulse, sorted, fused-update or "
-                     "nstlist=N (N > 0) after transport/path")
+            sys.exit(f"--variants: '{w}' in '{text}': use graphs=0, graphs=1, per-pulse, sorted, unsorted, "
+                     "fused-update, unfused-update or nstlist=N (N > 0) after transport/path")
     if launch != "fused" and transport != "nvshmem":
         sys.exit(f"--variants '{text}': per-pulse launches exist for nvshmem only")
     return Variant(transport, path or "auto", graphs, launch, sort_atoms, fuse_update, nstlist)
@@ -426,7 +428,8 @@ def parser():
     p.add_argument("--quick", action="store_true")
     p.add_argument("--sizes", help="comma-separated atom counts, instead of the default series")
     p.add_argument("--variants", help="dd, scaling, estimate: comma-separated "
-                                      "transport[/path][+graphs=0|1][+per-pulse][+sorted][+fused-update][+nstlist=N], e.g. "
+                                      "transport[/path][+graphs=0|1][+per-pulse][+sorted|unsorted][+fused-update|unfused-update][+nstlist=N] "
+                                      "(neither sorted word: haloex-md's auto, likewise for the update), e.g. "
                                       "nccl,nccl+graphs=1,nvshmem/tma,nvshmem/direct+per-pulse,nvshmem/direct+sorted,"
                                       "nvshmem/direct+sorted+fused-update "
                                       "(default dd: every path and the ablations; scaling: every path; estimate: "

@@ -143,8 +143,8 @@ class DdSuiteTest(unittest.TestCase):
         self.assertIn("--nvshmem-launch per-pulse", per_pulse)
         self.assertNotIn("--nvshmem-launch", " ".join(by["nvshmem/direct"].args()))
         self.assertEqual(by["nvshmem/direct per-pulse"].settings(),
-                         {"cuda_graphs_requested": True, "nvshmem_launch": "per-pulse", "sort_atoms": False,
-                          "fuse_update": False, "nstlist_requested": None})
+                         {"cuda_graphs_requested": True, "nvshmem_launch": "per-pulse", "sort_atoms": None,
+                          "fuse_update": None, "nstlist_requested": None})
         # The scaling suite keeps the paths it always ran.
         self.assertEqual([v.label for v in md_bench.BASE_VARIANTS],
                          ["staged/auto", "ipc/auto", "nccl/auto", "nvshmem/direct", "nvshmem/tma", "nvshmem/put"])
@@ -156,7 +156,8 @@ class DdSuiteTest(unittest.TestCase):
                          ["nccl/auto", "nccl/auto graphs=1", "nvshmem/direct per-pulse", "nvshmem/tma graphs=0",
                           "nvshmem/put", "nvshmem/direct sorted"])
         # A label parses back to its variant (the estimate's records name variants by label).
-        for v in md_bench.parse_variants("ipc+sorted,nvshmem/direct graphs=0 sorted,nvshmem/direct+sorted+fused-update"):
+        for v in md_bench.parse_variants("ipc+sorted,nvshmem/direct graphs=0 sorted,nvshmem/direct+sorted+fused-update,"
+                                         "nvshmem/direct+unsorted+unfused-update"):
             self.assertEqual(md_bench.parse_variant(v.label), v)
         sorted_args = " ".join(md_bench.parse_variant("nvshmem/direct+sorted").args())
         self.assertIn("--sort-atoms 1", sorted_args)
@@ -166,6 +167,15 @@ class DdSuiteTest(unittest.TestCase):
         self.assertIn("--fuse-update 1", " ".join(fused.args()))
         self.assertTrue(fused.settings()["fuse_update"])
         self.assertNotIn("--fuse-update", " ".join(md_bench.parse_variant("nvshmem/direct").args()))
+        # No word: haloex-md's auto (None in the record); the un- words ask for 0.
+        plain = md_bench.parse_variant("nvshmem/direct")
+        self.assertIsNone(plain.settings()["sort_atoms"])
+        self.assertIsNone(plain.settings()["fuse_update"])
+        neither = md_bench.parse_variant("nvshmem/direct+unsorted+unfused-update")
+        self.assertEqual(neither.label, "nvshmem/direct unsorted unfused-update")
+        self.assertIn("--sort-atoms 0", " ".join(neither.args()))
+        self.assertIn("--fuse-update 0", " ".join(neither.args()))
+        self.assertFalse(neither.settings()["sort_atoms"])
         listed = md_bench.parse_variant("nvshmem/direct+sorted+nstlist=40")
         self.assertEqual(listed.label, "nvshmem/direct sorted nstlist=40")
         self.assertEqual(md_bench.parse_variant(listed.label), listed)

@@ -169,15 +169,15 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
     addToggle("--fuse-update", o.fuseUpdate,
               fmt::format("GPU: sum each home atom's forces, move the atoms and gather their new positions for the "
                           "next step in one kernel instead of three (one rank: the same results bit for bit; with "
-                          "several ranks, within float rounding); auto (on for one GPU rank searching on the device "
-                          "with at most {} atoms, where it measured faster; off with several ranks, not yet "
-                          "measured there), 0 or 1",
+                          "several ranks, within float rounding); auto (on for GPU ranks searching on the device "
+                          "with at most {} atoms per rank, where it measured faster; with several ranks only "
+                          "together with --sort-atoms), 0 or 1",
                           md::kFuseUpdateMaxAtoms));
     addToggle("--sort-atoms", o.sortAtoms,
               "GPU, device search: at every search put the home atoms (velocities, types, ids with them) in the pair "
               "search's cell order, so that the step's moves between atom and cluster order, and the halo packing, "
-              "read and write in runs (results agree within float rounding); auto (on for one GPU rank searching on "
-              "the device, where it measured faster), 0 or 1");
+              "read and write in runs (results agree within float rounding); auto (on for GPU ranks searching on "
+              "the device, where it measured faster; with several ranks only together with --fuse-update), 0 or 1");
     app.add_flag("--count-api-syncs", o.countApiSyncs,
                  "GPU: count with CUPTI the CUDA calls that block the host inside the steps without search "
                  "(every library's; reported in the summary and the JSON)");

@@ -24,12 +24,13 @@ struct StepKernelChoice {
 };
 
 // An explicit 0 or 1 is kept (resolveOptions and the engine refuse a 1 that
-// cannot run); auto is on only where it was measured faster: the fused
-// update for one GPU rank searching on the device with at most
-// kFuseUpdateMaxAtoms atoms (with several ranks it runs when asked for, but
-// has not been measured), the cell order for one GPU rank searching on the
-// device (with several ranks it was neutral in the one-GPU estimate and adds
-// to the search step; two GPUs have not measured it).
+// cannot run); auto is on only where it was measured faster, on GPU ranks
+// searching on the device: for one rank the fused update up to
+// kFuseUpdateMaxAtoms atoms and the cell order; for several ranks the two
+// together (on ranks sharing one GPU under MPS the pair was 3-5 % faster
+// all steps counted, the fused update alone slower and the cell order alone
+// no faster: docs/md-engine.md), so an explicit 0 for one turns the other's
+// auto off too. atoms: the whole system's (the bound holds per rank).
 StepKernelChoice chooseStepKernels(Toggle fuseUpdate, Toggle sortAtoms, bool onGpu, int numRanks, bool deviceSearch,
                                    std::int64_t atoms);
 
