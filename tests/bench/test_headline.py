@@ -62,13 +62,23 @@ class PanelsTest(unittest.TestCase):
     def test_one_gpu_against_gromacs_of_the_same_allocation(self):
         p = self.panels[1]
         self.assertEqual(sorted(p["haloex"]), [5626, 11250, 22500, 45000, 90000, 180000, 360000, 720000])
-        self.assertEqual(p["haloex"][22500][0], 43.7)  # every step counted, automatic nstlist (not the sweep's)
-        self.assertEqual(p["gromacs"][22500][0], 62.4)  # automatic, without CUDA graphs
-        self.assertAlmostEqual(p["ratios"]["gromacs"][22500], 62.4 / 43.7)
+        # Every step counted, the automatic nstlist alone: the record also holds nstlist 100 and 200 at 22 500.
+        self.assertEqual(p["haloex"][22500][0], 34.1215205)
+        self.assertEqual(p["haloex"][22500][3], 1)
+        self.assertAlmostEqual(p["gromacs"][22500][0], 75.18496300739852)  # automatic, without CUDA graphs
+        self.assertAlmostEqual(p["ratios"]["gromacs"][22500], 75.18496300739852 / 34.1215205)
         self.assertEqual(p["cpu"], {})  # one GPU: no exchange, no transport to compare
         bar = dict(p["bars"])["haloex\n22,500"]
-        self.assertAlmostEqual(sum(bar.values()), 43.7)
-        self.assertAlmostEqual(bar["search, per step"], 43.7 - 42.0)
+        self.assertAlmostEqual(sum(bar.values()), 34.1215205)
+        steady = [r for r in headline.load(headline.SOURCES[1])["runs"] if r["atoms"] == 22500
+                  and headline.automatic_nstlist(r)][0]["us_per_step_steady"]
+        self.assertAlmostEqual(bar["search, per step"], 34.1215205 - steady)
+
+    def test_a_set_nstlist_is_not_automatic(self):
+        self.assertFalse(headline.automatic_nstlist({"settings": {"nstlist_reason": "set by --nstlist"}}))
+        self.assertTrue(headline.automatic_nstlist({"settings": {"nstlist_reason": "nstlist 150 of 9 candidates"}}))
+        self.assertFalse(headline.automatic_nstlist({"settings": {"nstlist_requested": 100,
+                                                                  "nstlist_reason": "anything"}}))
 
     def test_two_gpus_nvshmem_against_the_best_cpu_orchestrated(self):
         p = self.panels[2]
