@@ -246,8 +246,10 @@ public:
     }
 
     std::int64_t stepsRun() const override { return stepsRun_; }
+    std::int64_t stepsInMultiStepGraphs() const override { return stepsInMultiStepGraphs_; }
 
     void runSteps(CoordinateForceHalo& halo, int count, bool energiesOnLast) override {
+        int launchedHere = 0;  // steps this call has queued (the GPU is busy with them)
         for (int s = 0; s < count; ++s) {
             const bool energies = energiesOnLast && s == count - 1;
             const bool scaled = pendingScale_.has_value();
@@ -268,6 +270,16 @@ public:
                 // On the other stream, so that the upload runs beside this
                 // step (the next launch on local_ waits for it).
                 HALOEX_CUDA_CHECK(cudaGraphUpload(normalGraph_.exec, nonlocal_.get()));
+            } else if (const int run = multiStepRun(count - s - (energiesOnLast ? 1 : 0), launchedHere);
+                       useGraphs_ && !scaled && !energies && run > 1) {
+                // --steps-per-graph: `run` normal steps in one launch.
+                if (multiGraph_.stale) refreshGraph(multiGraph_, halo, false, run);
+                const NvtxRange range("MD steps (CUDA graph of several)");
+                HALOEX_CUDA_CHECK(cudaGraphLaunch(multiGraph_.exec, local_.get()));
+                s += run - 1;
+                stepsRun_ += run - 1;
+                launchedHere += run - 1;
+                stepsInMultiStepGraphs_ += run;
             } else if (useGraphs_ && !scaled) {
                 StepGraph& graph = energies ? energyGraph_ : normalGraph_;
                 if (graph.stale) refreshGraph(graph, halo, energies);
@@ -280,8 +292,20 @@ public:
                 enqueueStep(halo, energies, scaled);
             }
             ++stepsRun_;
+            ++launchedHere;
             timelinePending_ = true;
         }
+    }
+
+    // How many normal steps the next launch may take as one graph of
+    // several (--steps-per-graph): stepsPerGraph_ when that many normal steps
+    // remain and the graph is current or may be captured now, else 1. After
+    // a search the graph is captured again, but only once kMultiGraphLead
+    // steps are queued: the GPU runs them while the host captures.
+    int multiStepRun(int normalStepsLeft, int launchedHere) const {
+        if (stepsPerGraph_ <= 1 || normalStepsLeft < stepsPerGraph_) return 1;
+        if (multiGraph_.stale && (launchedHere < kMultiGraphLead || refreshBehindStep_)) return 1;
+        return stepsPerGraph_;
     }
 
     EnergyTerms energies() override {
@@ -485,12 +509,13 @@ private:
         bool stale = true;
     };
 
-    void refreshGraph(StepGraph& step, CoordinateForceHalo& halo, bool energies) {
+    // `steps` normal steps in one graph (--steps-per-graph), else one step.
+    void refreshGraph(StepGraph& step, CoordinateForceHalo& halo, bool energies, int steps = 1) {
         cudaGraph_t graph = nullptr;
         HALOEX_CUDA_CHECK(cudaStreamBeginCapture(local_.get(), cudaStreamCaptureModeThreadLocal));
-        enqueueStep(halo, energies, false);
+        for (int k = 0; k < steps; ++k) enqueueStep(halo, energies, false);
         HALOEX_CUDA_CHECK(cudaStreamEndCapture(local_.get(), &graph));
-        if (!energies) normalGraphNodes_ = nodesByType(graph);
+        if (!energies && steps == 1) normalGraphNodes_ = nodesByType(graph);
         bool updated = false;
         if (step.exec) {
             cudaGraphExecUpdateResultInfo info{};
@@ -521,7 +546,7 @@ private:
     // behind the next step (which runs without a graph), the energy step's
     // when it is needed.
     void markGraphsStale(CoordinateForceHalo& halo) {
-        normalGraph_.stale = energyGraph_.stale = true;
+        normalGraph_.stale = energyGraph_.stale = multiGraph_.stale = true;
         if (!useGraphs_) return;
         if (normalGraph_.exec == nullptr) {
             refreshGraph(normalGraph_, halo, false);
@@ -532,7 +557,7 @@ private:
     }
 
     void destroyGraphs() {
-        for (StepGraph* g : {&normalGraph_, &energyGraph_}) {
+        for (StepGraph* g : {&normalGraph_, &energyGraph_, &multiGraph_}) {
             if (g->exec) cudaGraphExecDestroy(g->exec);
             g->exec = nullptr;
             g->stale = true;
@@ -579,6 +604,7 @@ private:
         halo.clearForces(local_.get());
         // Without pulses the exchange does nothing in a step, so any step can be captured.
         useGraphs_ = context.useGraphs && (halo.graphCapturable() || plan.pulses.empty());
+        stepsPerGraph_ = context.stepsPerGraph;
         // --timeline-parts: timestamps inside the exchange kernels too, where
         // they record them (before the step graphs are captured).
         if (options_.timelineParts && !plan.pulses.empty() && timestampedHalo_ == nullptr &&
@@ -666,6 +692,11 @@ private:
     bool timelinePending_ = false;
     bool haloInLastStep_ = false;
     StepGraph normalGraph_, energyGraph_;
+    // --steps-per-graph: stepsPerGraph_ normal steps per launch (multiGraph_).
+    StepGraph multiGraph_;
+    int stepsPerGraph_ = 1;
+    std::int64_t stepsInMultiStepGraphs_ = 0;
+    static constexpr int kMultiGraphLead = 4;
     bool refreshBehindStep_ = false;  // a search changed the lists: see runSteps
     std::int64_t graphInstantiations_ = 0, graphUpdates_ = 0;
     std::map<std::string, int> normalGraphNodes_;
