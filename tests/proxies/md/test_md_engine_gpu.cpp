@@ -186,12 +186,10 @@ TEST_P(MdEngineGpuFusedUpdate, FollowsTheUnfusedStep) {
 // then three graphs of three.
 TEST(MdEngineGpu, StepsPerGraphFollowsOneGraphPerStep) {
     if (!haveGpu()) GTEST_SKIP() << "no GPU visible: the GPU engine test needs one";
-    md::MdOptions o;
-    o.atoms = 6002;
+    md::MdOptions o = shortRunWithSearches();
     o.steps = 150;
     o.nstlist = 50;
     o.thermoEvery = 15;
-    o.quiet = true;
     const auto single = runOnGpu(o, "device");
     o.stepsPerGraph = 3;
     const auto multi = runOnGpu(o, "device");
