@@ -180,6 +180,15 @@ def md_figures(run, where="run"):
                      _number(run.get("search_step_ms")), _number(run.get("startup_seconds")))
 
 
+def automatic_nstlist(run):
+    """Whether a haloex-md run chose its own nstlist: the record's request where it kept one (raw_log_record.py),
+    else haloex-md's own reason (a set one reads "set by ...")."""
+    settings = run.get("settings", {})
+    if "nstlist_requested" in settings:
+        return str(settings["nstlist_requested"]) == "auto"
+    return not str(settings.get("nstlist_reason", "")).startswith("set by")
+
+
 def record_runs(record):
     """A record's runs (dicts). A run a record took from a summary line (from_summary_line: its JSON did not come
     back) has no schema_version of its own: it inherits the record's, whose schema_note says what its figures mean."""

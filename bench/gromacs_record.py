@@ -16,16 +16,14 @@ import json
 import socket
 import sys
 
-from bench_common import record_header, write_record
+from bench_common import automatic_nstlist, record_header, write_record
 
 TOOL = "bench/gromacs_record.py"
 
 
 def label_of(run):
     """What a haloex-md run ran, in the words plot_runs.py pairs with GROMACS's requested nstlist."""
-    settings = run.get("settings", {})
-    automatic = not str(settings.get("nstlist_reason", "")).startswith("set by")
-    nstlist = "auto" if automatic else settings.get("nstlist", "auto")
+    nstlist = "auto" if automatic_nstlist(run) else run.get("settings", {}).get("nstlist", "auto")
     where = f" {run.get('grid')} {run.get('transport')}" if (run.get("ranks") or 1) > 1 else ""
     return f"haloex{where} nstlist={nstlist}"
 

@@ -28,7 +28,7 @@ import struct
 import sys
 import zlib
 
-from bench_common import PLOT_DIR, REPO, md_figures, pyplot, record_runs, save_png
+from bench_common import PLOT_DIR, REPO, automatic_nstlist, md_figures, pyplot, record_runs, save_png
 
 FIGURE = "docs/figures/headline.png"
 METADATA_KEY = "haloex-records"
@@ -70,15 +70,6 @@ def _points(values):
 def transport_of(run):
     t = str(run.get("transport") or "")
     return t if t else ("none" if run.get("ranks", 1) == 1 else "?")
-
-
-def automatic_nstlist(run):
-    """Whether a haloex-md run chose its own nstlist: the record's request where it kept one (md_bench.py), else
-    haloex-md's own reason (a set one reads "set by ...", as gromacs_record.py labels it)."""
-    settings = run.get("settings", {})
-    if "nstlist_requested" in settings:
-        return str(settings["nstlist_requested"]) == "auto"
-    return not str(settings.get("nstlist_reason", "")).startswith("set by")
 
 
 def panel(record, gpus):

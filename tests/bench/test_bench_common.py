@@ -64,6 +64,14 @@ class MdFiguresTest(unittest.TestCase):
         self.assertEqual(metric, bc.METRIC_STEADY_SCHEMA1)
 
 
+class AutomaticNstlistTest(unittest.TestCase):
+    def test_a_set_nstlist_is_not_automatic(self):
+        self.assertFalse(bc.automatic_nstlist({"settings": {"nstlist_reason": "set by --nstlist"}}))
+        self.assertTrue(bc.automatic_nstlist({"settings": {"nstlist_reason": "nstlist 150 of 9 candidates"}}))
+        self.assertFalse(bc.automatic_nstlist({"settings": {"nstlist_requested": 100,
+                                                                  "nstlist_reason": "anything"}}))
+
+
 class CheckRecordTest(unittest.TestCase):
     def test_versions(self):
         self.assertEqual(bc.check_record({"runs": []}), 1)

@@ -74,12 +74,6 @@ class PanelsTest(unittest.TestCase):
                   and headline.automatic_nstlist(r)][0]["us_per_step_steady"]
         self.assertAlmostEqual(bar["search, per step"], 34.1215205 - steady)
 
-    def test_a_set_nstlist_is_not_automatic(self):
-        self.assertFalse(headline.automatic_nstlist({"settings": {"nstlist_reason": "set by --nstlist"}}))
-        self.assertTrue(headline.automatic_nstlist({"settings": {"nstlist_reason": "nstlist 150 of 9 candidates"}}))
-        self.assertFalse(headline.automatic_nstlist({"settings": {"nstlist_requested": 100,
-                                                                  "nstlist_reason": "anything"}}))
-
     def test_two_gpus_nvshmem_against_the_best_cpu_orchestrated(self):
         p = self.panels[2]
         self.assertEqual(len(p["haloex"]), 6)
