@@ -40,7 +40,7 @@ constexpr int kNbWarps = kNbThreads / 32;
 // bytes at 72 registers and still run 3-4 % faster than at 6 blocks and 80
 // (kernel-variants-NVIDIA-H100-2026-12-05.json; NonbondedGpu.ReportsKernelResources
 // holds every kernel to its spill allowance, nonbondedKernelResources).
-template <bool kEnergies, bool kPrune, bool kLongEntries>
+template <bool kEnergies, bool kLongEntries>
 constexpr int nbMinBlocks() {
     return kEnergies || kLongEntries ? 7 : 8;
 }
@@ -213,7 +213,7 @@ __device__ __forceinline__ void advancePrunePart(int* state, int numEntries, int
 // kernel then fits 64 registers without spilling: 8 resident blocks per SM,
 // where the chunked build needs 72 and gets 7, or 80 and 6 with pruning).
 template <bool kEnergies, bool kPrune, bool kLongEntries>
-__global__ void __launch_bounds__(kNbThreads, (nbMinBlocks<kEnergies, kPrune, kLongEntries>()))
+__global__ void __launch_bounds__(kNbThreads, (nbMinBlocks<kEnergies, kLongEntries>()))
     nonbondedKernel(const KernelParams p, const ClusterEntry* __restrict__ entries, int numEntries,
                     const ClusterPair* __restrict__ pairs, const float4* __restrict__ xq, float4* __restrict__ f,
                     double* __restrict__ energies, const PruneArgs prune) {
