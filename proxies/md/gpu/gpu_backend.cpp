@@ -301,10 +301,11 @@ public:
     // several (--steps-per-graph): stepsPerGraph_ when that many normal steps
     // remain and the graph is current or may be captured now, else 1. After
     // a search the graph is captured again, but only once kMultiGraphLead
-    // steps are queued: the GPU runs them while the host captures.
+    // steps are queued: the GPU runs them while the host captures. (The
+    // first step after a search is runSteps' branch before this one.)
     int multiStepRun(int normalStepsLeft, int launchedHere) const {
         if (stepsPerGraph_ <= 1 || normalStepsLeft < stepsPerGraph_) return 1;
-        if (multiGraph_.stale && (launchedHere < kMultiGraphLead || refreshBehindStep_)) return 1;
+        if (multiGraph_.stale && launchedHere < kMultiGraphLead) return 1;
         return stepsPerGraph_;
     }
 
