@@ -70,6 +70,7 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
     const plan::RankGrid& grid = decomposition.grid();
     plan::requireGridMatchesRanks(grid, world.size());
     const int rank = world.rank();
+    PartClock clock(parts_);
     if (alignment < 1) {
         throwError(ErrorKind::InvalidInput, fmt::format("receive alignment {} must be at least 1 atom", alignment));
     }
@@ -115,6 +116,7 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
                         prefix, stream);
     }
     int size = homeEnd;  // local atoms so far
+    clock.mark("home");
     const auto pad = [&](int upTo) {
         if (upTo <= size) return;
         reserveLocal(upTo, size, stream);
@@ -185,6 +187,7 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
         }
         HALOEX_ASSERT(attributed == sendCount, "every selected atom is home or arrived through an earlier pulse");
         mapOffset[p + 1] = offset + static_cast<std::size_t>(sendCount);
+        clock.mark("select");
 
         // The receiver places the slot and learns the count, the sender where
         // its atoms will land (the slot's place does not depend on the
@@ -201,6 +204,7 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
         pulse.recvCount = static_cast<int>(values[0].received);
         pulse.remoteRecvOffset = static_cast<int>(values[1].received);
         pulse.recvCapacity = alignUp(pulse.recvCount, alignment);
+        clock.mark("counts");
         reserveLocal(pulse.recvOffset + pulse.recvCapacity, size, stream);
 
         const std::size_t recvBytes = blockBytes(pulse.recvCount);
@@ -246,6 +250,7 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
         size = pulse.recvOffset + pulse.recvCount;
         pad(pulse.recvOffset + pulse.recvCapacity);
         plan_.pulses.push_back(std::move(pulse));
+        clock.mark("blocks");
     }
     plan_.numLocal = size;
 
@@ -256,6 +261,7 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
     for (int p = 0; p < numPulses; ++p) plan_.pulses[p].deviceSendIndices = indices_.data() + mapOffset[p];
     plan_.deviceZoneMask = masks_.data();
     if (numPulses > 0) HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+    clock.mark("synchronise");
     return plan_;
 }
 

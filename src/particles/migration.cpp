@@ -87,6 +87,7 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
                                         runtime::World& world, transport::BlockTransport& transport,
                                         cudaStream_t stream) {
     HALOEX_ASSERT(!pending_, "beginMigration before the last one's completeMigration");
+    PartClock clock(parts_);
     const plan::RankGrid& grid = decomposition.grid();
     plan::requireGridMatchesRanks(grid, world.size());
     const int rank = world.rank();
@@ -107,6 +108,7 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
     int n = particles.size();
     if (!grid.decomposed(0) && !grid.decomposed(1) && !grid.decomposed(2)) {
         beginWrapOnly(particles, lengths, stream);
+        clock.mark("wrap");
         stats.particles = n;
         return stats;
     }
@@ -142,6 +144,7 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
                                    nameOf(particles, statusHost_[kFirstTooFar]), rank, decomposition.cellWidth(d),
                                    "xyz"[d], "xyz"[d]));
         }
+        clock.mark("classify");
         const int stay = statusHost_[kCountStay];
         const int down = statusHost_[kCountDown];
         const int up = statusHost_[kCountUp];
@@ -165,6 +168,7 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
             exchangeValuesAgreeing(world, counts, static_cast<std::int64_t>(std::max(sendDownBytes, sendUpBytes))));
         const int fromUpper = static_cast<int>(counts[0].received);
         const int fromLower = static_cast<int>(counts[1].received);
+        clock.mark("counts");
 
         const int next = stay + fromUpper + fromLower;
         particles.reserveNext(next);
@@ -219,6 +223,7 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         unpack(landed[1], fromLower, stay + fromUpper);
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
         particles.swapNext(next, stream);
+        clock.mark("blocks");
         stats.sent += down + up;
         stats.received += fromUpper + fromLower;
         n = next;
@@ -235,6 +240,7 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
     HALOEX_CUDA_CHECK(cudaMemcpyAsync(statusHost_.data(), status_.data(), kMigrationStatus * sizeof(int),
                                       cudaMemcpyDeviceToHost, stream));
     copied_.record(stream);
+    clock.mark("fingerprint");
     pending_ = true;
     return stats;
 }

@@ -29,6 +29,7 @@
 #include <span>
 #include <vector>
 
+#include "haloex/core/part_times.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/plan/decomposition.hpp"
 #include "haloex/plan/particle_plan.hpp"
@@ -70,6 +71,13 @@ public:
     const plan::ZoneMask* localZoneMasks() const;  ///< the plan's zone masks
     const void* localField(int k) const;           ///< carried field `k` of every local atom
 
+    /// Host wall time of the last build by part: "home" (the home atoms
+    /// written), then per pulse "select" (the selection and the host's read
+    /// of its counts), "counts" (the collective that exchanges them: it waits
+    /// for the neighbours) and "blocks" (pack, exchange, unpack queued), and
+    /// "synchronise" (the wait for the last pulse's atoms).
+    const PartTimes& partsMs() const { return parts_; }
+
 private:
     /// Room for `atoms` local atoms in every local array, keeping the first
     /// `keep` atoms' contents.
@@ -77,6 +85,7 @@ private:
     void reserveIndices(std::size_t entries, std::size_t keep, cudaStream_t stream);
 
     plan::ParticleHaloPlan plan_;
+    PartTimes parts_;
     std::vector<std::size_t> fieldBytes_;
     int capacity_ = 0;
     cuda::DeviceBuffer<Vec3f> positions_;

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <string>
 
+#include "haloex/core/part_times.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/particles/particle_store.hpp"
 #include "haloex/detail/particles/wrap_summary.hpp"
@@ -76,6 +77,14 @@ public:
     /// The second half of a migration begun by beginMigration (see there).
     void completeMigration(MigrationStats& stats, const ParticleStore& particles, int rank);
 
+    /// Host wall time of the last beginMigration by part: "wrap" (no
+    /// decomposed dimension), else per decomposed dimension "classify" (the
+    /// classification and the host's read of its counts), "counts" (the
+    /// collective that exchanges them: it waits for the neighbours) and
+    /// "blocks" (pack, exchange, unpack and the wait for them), then
+    /// "fingerprint" (the id sums and the last checks queued).
+    const PartTimes& partsMs() const { return parts_; }
+
 private:
     /// Global id (or local index) of particle i, for messages (reads the device).
     std::string nameOf(const ParticleStore& particles, int i) const;
@@ -84,6 +93,7 @@ private:
     void beginWrapOnly(ParticleStore& particles, const double lengths[3], cudaStream_t stream);
 
     int idField_;
+    PartTimes parts_;
     bool pending_ = false;                        ///< a beginMigration awaits its completeMigration
     cuda::DeviceBuffer<std::uint8_t> direction_;  ///< per particle: stay, down, up, invalid
     cuda::DeviceBuffer<int> selected_;            ///< stayers, then leavers down, then up

@@ -642,7 +642,9 @@ struct Engine::Impl {
             e.backend_.searchOnDevice(e.halo_, dd, e.world_, backendContext());
         for (const auto& [name, ms] : report.phasesMs) (*phases)[name] += ms;
         if (kind != SearchKind::Warmup && kind != SearchKind::Final) {
-            for (const auto& [name, ms] : report.pairSearchPartsMs) summary.pairSearchPartsMs[name] += ms;
+            for (const auto& [phase, parts] : report.phasePartsMs) {
+                for (const auto& [name, ms] : parts) addPart(summary.searchPhasePartsMs[phase], name, ms);
+            }
         }
         t = Clock::now();
         ranges.next("count check");

@@ -126,9 +126,15 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
         fmt::print(out, "Search step: {:.3g} ms (rank 0, mean of {}:{})\n", s.searchStepMs, s.searchSteps,
                    parts(s.searchPhasesMs, static_cast<double>(s.searchSteps)));
     }
-    if (!s.pairSearchPartsMs.empty() && s.searchSteps > 0) {
-        fmt::print(out, "             of its pair search (ms):{}\n",
-                   parts(s.pairSearchPartsMs, static_cast<double>(s.searchSteps)));
+    // The phases' own parts, where a phase has several (one rank's migrate
+    // and plan have one each).
+    for (const auto& phaseTotal : inStepOrder(s.searchPhasesMs)) {
+        const auto it = s.searchPhasePartsMs.find(phaseTotal.first);
+        if (it == s.searchPhasePartsMs.end() || it->second.size() < 2 || s.searchSteps == 0) continue;
+        std::string text;
+        for (const auto& [name, ms] : it->second) text += fmt::format(" {} {:.3f},", name, ms / s.searchSteps);
+        text.pop_back();
+        fmt::print(out, "             of its {} (ms):{}\n", phaseTotal.first, text);
     }
     if (!s.startupPhasesMs.empty()) {
         fmt::print(out, "Start-up parts (ms, rank 0):{}\n", parts(s.startupPhasesMs, 1.0));
@@ -310,9 +316,16 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     for (const auto& [name, ms] : s.searchPhasesMs) perSearch[name] = s.searchSteps > 0 ? ms / s.searchSteps : 0.0;
     j["search_phases_ms"] = perSearch;
     j["startup_phases_ms"] = s.startupPhasesMs;
-    nlohmann::json pairParts = nlohmann::json::object();
-    for (const auto& [name, ms] : s.pairSearchPartsMs) pairParts[name] = s.searchSteps > 0 ? ms / s.searchSteps : 0.0;
-    j["pair_search_parts_ms"] = pairParts;
+    // "pair_search_parts_ms", "migrate_parts_ms", "plan_parts_ms" (the pair
+    // search's always, as before the others were kept).
+    j["pair_search_parts_ms"] = nlohmann::json::object();
+    for (const auto& [phase, parts] : s.searchPhasePartsMs) {
+        nlohmann::json perSearchParts = nlohmann::json::object();
+        for (const auto& [name, ms] : parts) perSearchParts[name] = s.searchSteps > 0 ? ms / s.searchSteps : 0.0;
+        std::string key = phase;
+        std::replace(key.begin(), key.end(), ' ', '_');
+        j[key + "_parts_ms"] = perSearchParts;
+    }
     if (!s.bufferSamples.empty()) {
         nlohmann::json samples = nlohmann::json::array();
         for (const auto& b : s.bufferSamples) {

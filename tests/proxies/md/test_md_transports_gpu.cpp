@@ -124,6 +124,40 @@ GpuRun runOnGpu(runtime::World& world, Backend backend, StepKernels k, bool time
     return run;
 }
 
+// The search step's account: migrate's and plan's own parts, in the order
+// they ran (with several ranks the counts, collectives and blocks of the
+// decomposed dimension and its pulse; one rank exchanges nothing), their
+// sum within the phase's wall time.
+void expectSearchAccount(const md::RunSummary& s, int ranks) {
+    const auto partsOf = [&](const std::string& phase) {
+        std::vector<std::string> names;
+        double sum = 0.0;
+        if (const auto it = s.searchPhasePartsMs.find(phase); it != s.searchPhasePartsMs.end()) {
+            for (const auto& [name, ms] : it->second) {
+                names.push_back(name);
+                sum += ms;
+                EXPECT_GE(ms, 0.0) << phase << ": " << name;
+            }
+        }
+        const auto total = s.searchPhasesMs.find(phase);
+        EXPECT_NE(total, s.searchPhasesMs.end()) << phase;
+        if (total != s.searchPhasesMs.end()) {
+            EXPECT_LE(sum, total->second * 1.0001 + 1e-6) << phase;
+        }
+        return names;
+    };
+    using Names = std::vector<std::string>;
+    if (ranks == 1) {
+        EXPECT_EQ(partsOf("migrate"), (Names{"wrap"}));
+        EXPECT_EQ(partsOf("plan"), (Names{"home"}));
+    } else {
+        EXPECT_EQ(partsOf("migrate"), (Names{"classify", "counts", "blocks", "fingerprint"}));
+        EXPECT_EQ(partsOf("plan"), (Names{"home", "select", "counts", "blocks", "synchronise"}));
+    }
+    const Names pairSearch = partsOf("pair search");
+    EXPECT_TRUE(!pairSearch.empty() && pairSearch.front() == "grid and counts") << pairSearch.size() << " parts";
+}
+
 double relative(double got, double want) { return std::abs(got - want) / std::max(std::abs(want), 1e-300); }
 
 class MdTransportsGpu : public ::testing::TestWithParam<Backend> {};
@@ -160,6 +194,7 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
         const md::RunSummary& gpu = run.summary;
         EXPECT_EQ(gpu.steps, kSteps);
         EXPECT_EQ(gpu.transport, toString(backend));
+        expectSearchAccount(gpu, world.size());
         // The graph path ran wherever the exchange can be captured, and on
         // one rank with any transport (no halo, nothing is exchanged in a step).
         EXPECT_EQ(gpu.graphs, graphs && (run.capturable || world.size() == 1));

@@ -23,6 +23,21 @@
 
 namespace haloex::md {
 
+// Search phases' own parts and their host wall time (ms), each phase's in
+// the order they ran (on the GPU: "migrate", "plan" and "pair search").
+using PhaseParts = std::map<std::string, std::vector<std::pair<std::string, double>>>;
+
+// Adds `ms` to part `name` of `parts`, appending a part not seen before.
+inline void addPart(std::vector<std::pair<std::string, double>>& parts, const std::string& name, double ms) {
+    for (auto& [part, total] : parts) {
+        if (part == name) {
+            total += ms;
+            return;
+        }
+    }
+    parts.emplace_back(name, ms);
+}
+
 // Per-local-atom static data, valid from one search step to the next.
 struct LocalStatics {
     std::vector<float> charges;  // e
@@ -140,10 +155,10 @@ public:
     }
     virtual void loadHome(std::span<const AtomRecord> home) { (void)home; }
     struct DeviceSearchReport {
-        int numHome = 0;                                  // home atoms after migration
-        std::uint64_t idSum = 0, idSquareSum = 0;         // fingerprint of their global ids (particles::MigrationStats)
-        std::map<std::string, double> phasesMs;           // wall time of each part
-        std::map<std::string, double> pairSearchPartsMs;  // the "pair search" part's own parts
+        int numHome = 0;                           // home atoms after migration
+        std::uint64_t idSum = 0, idSquareSum = 0;  // fingerprint of their global ids (particles::MigrationStats)
+        std::map<std::string, double> phasesMs;    // wall time of each part
+        PhaseParts phasePartsMs;                   // the phases' own parts
     };
     virtual DeviceSearchReport searchOnDevice(CoordinateForceHalo& halo, const plan::Decomposition& decomposition,
                                               runtime::World& world, const BackendContext& context);

@@ -120,8 +120,9 @@ struct RunSummary {
     // step it runs). startupPhasesMs: the same for the start-up.
     std::map<std::string, double> searchPhasesMs;
     std::map<std::string, double> startupPhasesMs;
-    // Search on the device: the "pair search" part's own parts (ms, summed).
-    std::map<std::string, double> pairSearchPartsMs;
+    // Search on the device: the parts of its phases "migrate", "plan" and
+    // "pair search" (ms, summed over the search steps; rank 0's).
+    PhaseParts searchPhasePartsMs;
     // --measure-buffer: pairs the lists missed (exact recount at each search).
     // With pruning also the pairs the outer list held but the inner list
     // (at the end of its life) did not: countMissedByPruning.
