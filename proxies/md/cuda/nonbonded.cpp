@@ -339,7 +339,10 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
                                                 : chooseEntryLength(numHome, m.residentWarps);
     m.settings = SearchSettings{box, periodic, m.rlist, m.maxJ};
     validateSearchSettings(m.settings, "Nonbonded::build");
-    for (DeviceList& l : m.lists) l.longEntries = m.maxJ > 32;
+    for (DeviceList& l : m.lists) {
+        l.longEntries = m.maxJ > 32;
+        l.quarterTile = m.maxJ >= 32;
+    }
     const Float3 lengths = boxLengthsF(box);
     for (int s = 0; s < kNumShifts; ++s) {
         const Float3 v = shiftVector(s, lengths);
@@ -579,12 +582,15 @@ std::array<KernelResources, 8> nonbondedKernelResources() {
     // spill 8 bytes: 3-4 % faster at 180 000-720 000 atoms than 6 blocks
     // without a spill (bench/results/kernel-variants-NVIDIA-H100-2026-12-05.json).
     constexpr int kLongPruneSpill = 8;
+    // wip/tile-by-length: the long entries run the quarter tile, whose
+    // pruning build spills 24 bytes at 6 blocks (80 registers) as on its branch.
+    constexpr int kQuarterLongPruneSpill = 24;
     return {pack("nonbonded (forces)", nonbondedKernelAttributes(false, false, false)),
             pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true, false, false)),
             pack("nonbonded (forces, rolling prune)", nonbondedKernelAttributes(false, true, false)),
             pack("nonbonded (forces + energies, rolling prune)", nonbondedKernelAttributes(true, true, false)),
             pack("nonbonded (forces, rolling prune, entries > 32)", nonbondedKernelAttributes(false, true, true),
-                 kLongPruneSpill),
+                 kQuarterLongPruneSpill),
             pack("nonbonded (forces + energies, rolling prune, entries > 32)",
                  nonbondedKernelAttributes(true, true, true), kLongPruneSpill),
             pack("pair search (one pass)", searchKernelAttributes()),

@@ -21,6 +21,7 @@
 // 128-byte line (float4 x, y, z, q for 8 atoms) instead of 8 scattered 12-byte
 // loads plus a separate charge load. The gather is one pass over the atoms.
 #include <algorithm>
+#include <type_traits>
 
 #include "haloex/md/gpu/nonbonded.hpp"
 #include "haloex/detail/cuda/dependent_launch.cuh"
@@ -40,8 +41,12 @@ constexpr int kNbWarps = kNbThreads / 32;
 // bytes at 72 registers and still run 3-4 % faster than at 6 blocks and 80
 // (kernel-variants-NVIDIA-H100-2026-12-05.json; NonbondedGpu.ReportsKernelResources
 // holds every kernel to its spill allowance, nonbondedKernelResources).
-template <bool kEnergies, bool kLongEntries>
+// The quarter tile (kQuarter) as its branch measured it: 6 blocks for long
+// entries with the rolling prune, 7 where energies, long entries or the
+// prune are on, else 8.
+template <bool kEnergies, bool kPrune, bool kLongEntries, bool kQuarter>
 constexpr int nbMinBlocks() {
+    if constexpr (kQuarter) return kPrune && kLongEntries ? 6 : kEnergies || kLongEntries || kPrune ? 7 : 8;
     return kEnergies || kLongEntries ? 7 : 8;
 }
 constexpr int kThreads = 256;
@@ -179,6 +184,80 @@ __device__ __forceinline__ unsigned jLoop(const KernelParams& p, const StagedPai
     return keep;
 }
 
+// The quarter tile (kQuarter, entries of 32 j clusters or more): the lane's i atoms, all eight slots of the entry's i cluster, positions
+// staged in shared memory (read back as broadcasts) and forces in registers.
+struct LaneIAtomsQuarter {
+    const float4* x;
+    float3 f[8];
+};
+
+// The j clusters of one entry (records staged in shared memory), four at a
+// time: quarter q of the warp (lanes 8 q .. 8 q + 7) takes records 4 m + q,
+// and lane 8 q + b computes j slot b against all eight i slots -- eight
+// pairs for each j cluster it loads, its j force summed in the lane (no
+// shuffle) and added by one float4 atomic. Forces into i.f (registers) and
+// f (atomics), energies into lj / coul / virial. kPruneEntry: returns bit k
+// set when pair k has an atom pair within rlistInner (the rolling prune's
+// decision, see pairInteraction).
+template <bool kEnergies, bool kPruneEntry>
+__device__ __forceinline__ unsigned jLoopQuarter(const KernelParams& p, const StagedPair* records, int numJ,
+                                                 const float4* __restrict__ xq, float4* __restrict__ f,
+                                                 LaneIAtomsQuarter& i, float& lj, float& coul, float& virial,
+                                                 float rlistInner2) {
+    const int lane = threadIdx.x & 31;
+    const int quarter = lane >> 3;
+    const int tj = lane & 7;
+    unsigned keep = 0;
+    // A count that is not a multiple of four: the idle quarters of the last
+    // pass read the padding records the staging wrote after the last (no
+    // pair in their masks: no force, no keep; their atomics add zero).
+    const StagedPair* const quarterRecords = records + quarter;
+    for (int k0 = 0; k0 < numJ; k0 += 4) {
+        const int4 record = quarterRecords[k0].pair;  // {cj, shift, maskLo, maskHi}
+        // Pair (i slot s, j slot b) is bit 8 (s & 3) + b of maskLo (s < 4) or maskHi.
+        const unsigned maskLo = static_cast<unsigned>(record.z) >> tj;
+        const unsigned maskHi = static_cast<unsigned>(record.w) >> tj;
+        const int cj = record.x;
+        float4 xj = xq[cj * kClusterSize + tj];
+        // Added even when zero (the central image): a branch on the shift
+        // compiles to eight predicated instructions, this to four.
+        const float4 sv = quarterRecords[k0].shift;
+        xj.x += sv.x;
+        xj.y += sv.y;
+        xj.z += sv.z;
+        // -0 is the additive identity the compiler may fold (0 - t is not -t for t = 0).
+        float3 fj = make_float3(-0.f, -0.f, -0.f);
+        bool near = false;
+#pragma unroll
+        for (int s = 0; s < 8; ++s) {
+            const unsigned bits = s < 4 ? maskLo : maskHi;
+            pairInteraction<kEnergies, kPruneEntry>(p.c, i.x[s], xj, (bits & (1u << (8 * (s & 3)))) != 0u, i.f[s], fj,
+                                                    lj, coul, virial, rlistInner2, near);
+        }
+        if constexpr (kPruneEntry) {
+            const unsigned nearLanes = __ballot_sync(kFullWarp, near);
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                keep |= (((nearLanes >> (8 * q)) & 0xffu) != 0u ? 1u : 0u) << (k0 + q);  // none past the end
+            }
+        }
+        predicatedForceAdd(&f[cj * kClusterSize + tj], fj, true);
+    }
+    return keep;
+}
+
+// The entry's j loop in the kernel's tile.
+template <bool kEnergies, bool kPruneEntry, bool kQuarter, class IAtoms>
+__device__ __forceinline__ unsigned tileLoop(const KernelParams& p, const StagedPair* records, int numJ,
+                                             const float4* __restrict__ xq, float4* __restrict__ f, IAtoms& i,
+                                             float& lj, float& coul, float& virial, float rlistInner2) {
+    if constexpr (kQuarter) {
+        return jLoopQuarter<kEnergies, kPruneEntry>(p, records, numJ, xq, f, i, lj, coul, virial, rlistInner2);
+    } else {
+        return jLoop<kEnergies, kPruneEntry>(p, records, numJ, xq, f, i, lj, coul, virial, rlistInner2);
+    }
+}
+
 // Rolling pruning fused into the force kernel (kPrune): the entries of the
 // part the device state names are evaluated from the outer list -- the same
 // forces, as pairs beyond rc add nothing -- and, from the distances the
@@ -212,8 +291,11 @@ __device__ __forceinline__ void advancePrunePart(int* state, int numEntries, int
 // without it an entry is one chunk and the loop below runs once (the
 // kernel then fits 64 registers without spilling: 8 resident blocks per SM,
 // where the chunked build needs 72 and gets 7, or 80 and 6 with pruning).
-template <bool kEnergies, bool kPrune, bool kLongEntries>
-__global__ void __launch_bounds__(kNbThreads, (nbMinBlocks<kEnergies, kLongEntries>()))
+// kQuarter: the quarter tile (jLoopQuarter) for entries of 32 j clusters or
+// more, where it measured 2.5-3.4 % faster; the four-pair tile for shorter
+// ones (kernel-variants-NVIDIA-H200-2026-12-05-c.json).
+template <bool kEnergies, bool kPrune, bool kLongEntries, bool kQuarter>
+__global__ void __launch_bounds__(kNbThreads, (nbMinBlocks<kEnergies, kPrune, kLongEntries, kQuarter>()))
     nonbondedKernel(const KernelParams p, const ClusterEntry* __restrict__ entries, int numEntries,
                     const ClusterPair* __restrict__ pairs, const float4* __restrict__ xq, float4* __restrict__ f,
                     double* __restrict__ energies, const PruneArgs prune) {
@@ -221,13 +303,15 @@ __global__ void __launch_bounds__(kNbThreads, (nbMinBlocks<kEnergies, kLongEntri
     cuda::waitForPrerequisiteGrids();
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    const int half = lane >> 4;     // takes the entry's records 2 m + half (jLoop)
-    const int u = (lane >> 3) & 1;  // i slots u, u + 2, u + 4, u + 6
-    const int tj = lane & 7;        // j slot
+    // The four-pair tile's lane roles (unused by the quarter tile):
+    [[maybe_unused]] const int half = lane >> 4;     // takes the entry's records 2 m + half (jLoop)
+    [[maybe_unused]] const int u = (lane >> 3) & 1;  // i slots u, u + 2, u + 4, u + 6
+    [[maybe_unused]] const int tj = lane & 7;        // j slot
     const unsigned laneBit = 1u << lane;
     // The entry's pair records, staged 32 at a time (one coalesced load) and
     // read back by each half warp (one address per half): one instruction per j cluster.
     __shared__ StagedPair records[kNbWarps][32];
+    __shared__ float4 xiStaged[kNbWarps][kQuarter ? kClusterSize : 1];  // kQuarter: the entry's i positions
     // Energy steps: each lane's double sums over its entries, kept in shared
     // memory (in registers they spilled: the four-atom tile leaves no room).
     __shared__ double laneSums[kEnergies ? kNbThreads : 1][3];
@@ -242,11 +326,20 @@ __global__ void __launch_bounds__(kNbThreads, (nbMinBlocks<kEnergies, kLongEntri
         const ClusterEntry entry = pruneEntry ? prune.outerEntries[e] : entries[e];
         const ClusterPair* entryPairs = pruneEntry ? prune.outerPairs : pairs;
         const int ci = entry.ci;
-        LaneIAtoms i;
+        std::conditional_t<kQuarter, LaneIAtomsQuarter, LaneIAtoms> i;
+        if constexpr (kQuarter) {
+            __syncwarp();  // the previous entry's reads of xiStaged are done
+            if (lane < kClusterSize) xiStaged[warp][lane] = xq[ci * kClusterSize + lane];
+            __syncwarp();
+            i.x = xiStaged[warp];
 #pragma unroll
-        for (int a = 0; a < 4; ++a) {
-            i.x[a] = xq[ci * kClusterSize + u + 2 * a];
-            i.f[a] = make_float3(0.f, 0.f, 0.f);
+            for (int s = 0; s < 8; ++s) i.f[s] = make_float3(0.f, 0.f, 0.f);
+        } else {
+#pragma unroll
+            for (int a = 0; a < 4; ++a) {
+                i.x[a] = xq[ci * kClusterSize + u + 2 * a];
+                i.f[a] = make_float3(0.f, 0.f, 0.f);
+            }
         }
         float lj = 0.f, coul = 0.f, virial = 0.f;
         const int numJ = entry.jEnd - entry.jBegin;  // <= 32, or kMaxJClustersPerEntry with kLongEntries
@@ -260,9 +353,10 @@ __global__ void __launch_bounds__(kNbThreads, (nbMinBlocks<kEnergies, kLongEntri
                 const int4 record = reinterpret_cast<const int4*>(entryPairs)[entry.jBegin + chunk + lane];
                 const float3 sv = p.shifts[record.y];
                 records[warp][lane] = StagedPair{record, make_float4(sv.x, sv.y, sv.z, 0.f)};
-            } else if (lane == n) {
-                // Padding for jLoop's upper half when n is odd: the i cluster
-                // itself (a valid index), central image, no pair.
+            } else if (kQuarter ? lane < ((n + 3) & ~3) : lane == n) {
+                // Padding for jLoop's upper half when n is odd (jLoopQuarter's
+                // idle quarters when n is not a multiple of four): the i
+                // cluster itself (a valid index), central image, no pair.
                 records[warp][lane] = StagedPair{make_int4(ci, 0, 0, 0), make_float4(0.f, 0.f, 0.f, 0.f)};
             }
             __syncwarp();
@@ -271,8 +365,8 @@ __global__ void __launch_bounds__(kNbThreads, (nbMinBlocks<kEnergies, kLongEntri
                 // plain kernel's (a run-time flag in the loop cost issue slots).
                 if (pruneEntry) {
                     // bit k = record k of this chunk has an atom pair within rlistInner
-                    const unsigned keep =
-                        jLoop<kEnergies, true>(p, records[warp], n, xq, f, i, lj, coul, virial, prune.rlistInner2);
+                    const unsigned keep = tileLoop<kEnergies, true, kQuarter>(p, records[warp], n, xq, f, i, lj, coul,
+                                                                              virial, prune.rlistInner2);
                     // Kept records in their order, after the entry's kept ones
                     // so far (popc of the kept bits below each lane's record);
                     // read back from `records` before the next chunk's
@@ -284,46 +378,91 @@ __global__ void __launch_bounds__(kNbThreads, (nbMinBlocks<kEnergies, kLongEntri
                     }
                     keptSoFar += __popc(keep);
                 } else {
-                    jLoop<kEnergies, false>(p, records[warp], n, xq, f, i, lj, coul, virial, 0.f);
+                    tileLoop<kEnergies, false, kQuarter>(p, records[warp], n, xq, f, i, lj, coul, virial, 0.f);
                 }
             } else {
-                jLoop<kEnergies, false>(p, records[warp], n, xq, f, i, lj, coul, virial, 0.f);
+                tileLoop<kEnergies, false, kQuarter>(p, records[warp], n, xq, f, i, lj, coul, virial, 0.f);
             }
             if constexpr (!kLongEntries) break;  // one chunk: the whole entry
         }
-        // Sum over the sixteen lanes of each i slot (the two halves, the
-        // eight j slots) as a transposing reduction: each exchange halves
-        // what a lane holds (twelve values, six, three), then x / y and z
-        // over the last two. Half h keeps slots u + 4 h and u + 4 h + 2
-        // (i.f[2 h], i.f[2 h + 1]); bit 0 of tj picks one of them; lane
-        // tj then holds, of that slot, component x or y (tj & 2) and z:
-        // lanes with tj & 4 clear add x or y, the others with tj & 2 clear add z.
-        const bool upperHalf = half != 0;
-        float3 kept[2];
+        if constexpr (kQuarter) {
+            // Sum over all 32 lanes of each i slot as a transposing reduction:
+            // each exchange halves what a lane holds (24 values, 12, 6, 3), then
+            // x / y and z over the last two. Bits 4, 3 and 2 of the lane pick
+            // the slot it keeps (4 b4 + 2 b3 + b2); bit 1 picks x or y, and
+            // lanes with bit 0 clear add x or y, the others with bit 1 clear z.
+            float3 f4[4];
+            const bool b4 = (lane & 16) != 0;
 #pragma unroll
-        for (int a = 0; a < 2; ++a) {
-            kept[a] = upperHalf ? i.f[a + 2] : i.f[a];
-            const float3 sent = upperHalf ? i.f[a] : i.f[a + 2];
-            kept[a].x += __shfl_xor_sync(kFullWarp, sent.x, 16);
-            kept[a].y += __shfl_xor_sync(kFullWarp, sent.y, 16);
-            kept[a].z += __shfl_xor_sync(kFullWarp, sent.z, 16);
-        }
-        const bool second = (tj & 1) != 0;  // keeps slot u + 4 h + 2
-        float3 mine = second ? kept[1] : kept[0];
-        const float3 other = second ? kept[0] : kept[1];
-        mine.x += __shfl_xor_sync(kFullWarp, other.x, 1);
-        mine.y += __shfl_xor_sync(kFullWarp, other.y, 1);
-        mine.z += __shfl_xor_sync(kFullWarp, other.z, 1);
-        const bool keepsY = (tj & 2) != 0;
-        float xy = (keepsY ? mine.y : mine.x) + __shfl_xor_sync(kFullWarp, keepsY ? mine.x : mine.y, 2);
-        float z = mine.z + __shfl_xor_sync(kFullWarp, mine.z, 2);
-        xy += __shfl_xor_sync(kFullWarp, xy, 4);
-        z += __shfl_xor_sync(kFullWarp, z, 4);
-        const bool addsXy = (tj & 4) == 0;
-        if (addsXy || !keepsY) {
-            const int slot = u + 4 * half + (second ? 2 : 0);
-            float* const fi = reinterpret_cast<float*>(&f[ci * kClusterSize + slot]);
-            atomicAdd(fi + (addsXy ? (keepsY ? 1 : 0) : 2), addsXy ? xy : z);
+            for (int a = 0; a < 4; ++a) {
+                f4[a] = b4 ? i.f[a + 4] : i.f[a];
+                const float3 sent = b4 ? i.f[a] : i.f[a + 4];
+                f4[a].x += __shfl_xor_sync(kFullWarp, sent.x, 16);
+                f4[a].y += __shfl_xor_sync(kFullWarp, sent.y, 16);
+                f4[a].z += __shfl_xor_sync(kFullWarp, sent.z, 16);
+            }
+            float3 f2[2];
+            const bool b3 = (lane & 8) != 0;
+#pragma unroll
+            for (int a = 0; a < 2; ++a) {
+                f2[a] = b3 ? f4[a + 2] : f4[a];
+                const float3 sent = b3 ? f4[a] : f4[a + 2];
+                f2[a].x += __shfl_xor_sync(kFullWarp, sent.x, 8);
+                f2[a].y += __shfl_xor_sync(kFullWarp, sent.y, 8);
+                f2[a].z += __shfl_xor_sync(kFullWarp, sent.z, 8);
+            }
+            const bool b2 = (lane & 4) != 0;
+            float3 mine = b2 ? f2[1] : f2[0];
+            const float3 other = b2 ? f2[0] : f2[1];
+            mine.x += __shfl_xor_sync(kFullWarp, other.x, 4);
+            mine.y += __shfl_xor_sync(kFullWarp, other.y, 4);
+            mine.z += __shfl_xor_sync(kFullWarp, other.z, 4);
+            const bool keepsY = (lane & 2) != 0;
+            float xy = (keepsY ? mine.y : mine.x) + __shfl_xor_sync(kFullWarp, keepsY ? mine.x : mine.y, 2);
+            float z = mine.z + __shfl_xor_sync(kFullWarp, mine.z, 2);
+            xy += __shfl_xor_sync(kFullWarp, xy, 1);
+            z += __shfl_xor_sync(kFullWarp, z, 1);
+            const bool addsXy = (lane & 1) == 0;
+            if (addsXy || !keepsY) {
+                const int slot = (b4 ? 4 : 0) + (b3 ? 2 : 0) + (b2 ? 1 : 0);
+                float* const fi = reinterpret_cast<float*>(&f[ci * kClusterSize + slot]);
+                atomicAdd(fi + (addsXy ? (keepsY ? 1 : 0) : 2), addsXy ? xy : z);
+            }
+        } else {
+            // Sum over the sixteen lanes of each i slot (the two halves, the
+            // eight j slots) as a transposing reduction: each exchange halves
+            // what a lane holds (twelve values, six, three), then x / y and z
+            // over the last two. Half h keeps slots u + 4 h and u + 4 h + 2
+            // (i.f[2 h], i.f[2 h + 1]); bit 0 of tj picks one of them; lane
+            // tj then holds, of that slot, component x or y (tj & 2) and z:
+            // lanes with tj & 4 clear add x or y, the others with tj & 2 clear add z.
+            const bool upperHalf = half != 0;
+            float3 kept[2];
+#pragma unroll
+            for (int a = 0; a < 2; ++a) {
+                kept[a] = upperHalf ? i.f[a + 2] : i.f[a];
+                const float3 sent = upperHalf ? i.f[a] : i.f[a + 2];
+                kept[a].x += __shfl_xor_sync(kFullWarp, sent.x, 16);
+                kept[a].y += __shfl_xor_sync(kFullWarp, sent.y, 16);
+                kept[a].z += __shfl_xor_sync(kFullWarp, sent.z, 16);
+            }
+            const bool second = (tj & 1) != 0;  // keeps slot u + 4 h + 2
+            float3 mine = second ? kept[1] : kept[0];
+            const float3 other = second ? kept[0] : kept[1];
+            mine.x += __shfl_xor_sync(kFullWarp, other.x, 1);
+            mine.y += __shfl_xor_sync(kFullWarp, other.y, 1);
+            mine.z += __shfl_xor_sync(kFullWarp, other.z, 1);
+            const bool keepsY = (tj & 2) != 0;
+            float xy = (keepsY ? mine.y : mine.x) + __shfl_xor_sync(kFullWarp, keepsY ? mine.x : mine.y, 2);
+            float z = mine.z + __shfl_xor_sync(kFullWarp, mine.z, 2);
+            xy += __shfl_xor_sync(kFullWarp, xy, 4);
+            z += __shfl_xor_sync(kFullWarp, z, 4);
+            const bool addsXy = (tj & 4) == 0;
+            if (addsXy || !keepsY) {
+                const int slot = u + 4 * half + (second ? 2 : 0);
+                float* const fi = reinterpret_cast<float*>(&f[ci * kClusterSize + slot]);
+                atomicAdd(fi + (addsXy ? (keepsY ? 1 : 0) : 2), addsXy ? xy : z);
+            }
         }
         if constexpr (kEnergies) {
             laneSums[threadIdx.x][0] += lj;
@@ -554,11 +693,12 @@ void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_
 }
 
 // The force kernel for a list: entries longer than 32 or not, pruned or not, with energies or not.
-template <bool kLongEntries>
+template <bool kLongEntries, bool kQuarter>
 auto kernelFor(bool pruned, bool energies) {
-    return pruned
-               ? (energies ? nonbondedKernel<true, true, kLongEntries> : nonbondedKernel<false, true, kLongEntries>)
-               : (energies ? nonbondedKernel<true, false, kLongEntries> : nonbondedKernel<false, false, kLongEntries>);
+    return pruned ? (energies ? nonbondedKernel<true, true, kLongEntries, kQuarter>
+                              : nonbondedKernel<false, true, kLongEntries, kQuarter>)
+                  : (energies ? nonbondedKernel<true, false, kLongEntries, kQuarter>
+                              : nonbondedKernel<false, false, kLongEntries, kQuarter>);
 }
 
 void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout& layout, bool local, bool energies,
@@ -576,8 +716,10 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
                                 ? PruneArgs{list.entries.data(),    list.pairs.data(),      list.innerEntries.data(),
                                             list.innerPairs.data(), list.pruneState.data(), list.rlistInner2}
                                 : PruneArgs{};
-    const auto kernel =
-        list.longEntries ? kernelFor<true>(list.pruned, energies) : kernelFor<false>(list.pruned, energies);
+    // Long entries are always 32 j clusters or more: the quarter tile.
+    const auto kernel = list.longEntries   ? kernelFor<true, true>(list.pruned, energies)
+                        : list.quarterTile ? kernelFor<false, true>(list.pruned, energies)
+                                           : kernelFor<false, false>(list.pruned, energies);
     cuda::launchDependent(kernel, energies ? energyBlocks : blocks, kNbThreads, 0, stream, params, entries,
                           list.numEntries, pairs, xq, f, dEnergies, prune);
 }
@@ -624,23 +766,23 @@ void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& l
 int forceKernelBlocksPerSm() {
     static_assert(kForceKernelWarpsPerBlock == kNbWarps);
     int perSm = 1;
-    HALOEX_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<false, false, false>, kNbThreads, 0));
+    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<false, false, false, false>,
+                                                                    kNbThreads, 0));
     return std::max(perSm, 1);
 }
 
 int energyKernelBlocksPerSm() {
     int perSm = 1;
-    HALOEX_CUDA_CHECK(
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<true, false, false>, kNbThreads, 0));
+    HALOEX_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&perSm, nonbondedKernel<true, false, false, false>,
+                                                                    kNbThreads, 0));
     return std::max(perSm, 1);
 }
 
 cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune, bool longEntries) {
     cudaFuncAttributes a{};
-    HALOEX_CUDA_CHECK(
-        cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(longEntries ? kernelFor<true>(prune, energies)
-                                                                            : kernelFor<false>(prune, energies))));
+    HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(
+                                                    longEntries ? kernelFor<true, true>(prune, energies)
+                                                                : kernelFor<false, false>(prune, energies))));
     return a;
 }
 

@@ -222,6 +222,7 @@ struct DeviceList {
     // Entries longer than 32 j clusters (the build's entry length): the
     // force kernel then takes each entry's records 32 at a time.
     bool longEntries = false;
+    bool quarterTile = false;  // entries of 32 j clusters or more: the force kernel's quarter tile
 
     // Rolling pruning (NonbondedOptions::rlistInner > 0): the inner list the
     // force kernel reads. innerEntries[e] is entries[e] with jEnd = jBegin +
