@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab step-tests fused-halo steps-per-graph multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -918,15 +918,6 @@ stage_fused_halo() {
 stage_multi_rank_nstlist() {
   ESTIMATE_VARIANTS=nvshmem/direct,nvshmem/direct+nstlist=40,nvshmem/direct+nstlist=80 ESTIMATE_SIZES=11250,22500 \
     stage_md_estimate
-}
-
-# Issue 34 part 4 (fewer launches at small sizes): the normal steps as
-# graphs of several steps (--steps-per-graph 4 and 16) against a graph per
-# step, at the three sizes whose steady goals are missed, 3 alternating
-# repeats (~3 min on one H200).
-stage_steps_per_graph() {
-  MDV_SIZES="5626 11250 22500" MDV_REPEATS=3 MDV_STEPS=4000 \
-    MDV_VARIANTS=$'--steps-per-graph 1\n--steps-per-graph 4\n--steps-per-graph 16' stage_md_variants
 }
 
 # The sizes the lease of 2026-12-05 left out of fused-update, for the
