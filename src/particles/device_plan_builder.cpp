@@ -260,8 +260,10 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
     // The index maps and masks stay where they are until the next build.
     for (int p = 0; p < numPulses; ++p) plan_.pulses[p].deviceSendIndices = indices_.data() + mapOffset[p];
     plan_.deviceZoneMask = masks_.data();
-    if (numPulses > 0) HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-    clock.mark("synchronise");
+    if (numPulses > 0) {
+        HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+        clock.mark("synchronise");
+    }
     return plan_;
 }
 
