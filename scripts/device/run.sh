@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -859,6 +859,16 @@ stage_md_variants() {
 # drift at the automatic settings (target |drift| <= 1e-5 kJ/mol/ps per atom,
 # 20 000 steps fitted from 10 ps), then the step against the old choice given
 # explicitly, alternating (~4 min on one H200).
+# Issue 34 part 5 after a kernel change: the NVE drift at the automatic
+# settings at every size (NVE_SIZES), 20 000 steps fitted from 10 ps, one
+# run each (~2 min on one H200).
+stage_nve_sizes() {
+  local n
+  for n in ${NVE_SIZES:-5626 11250 22500 45000 90000 180000 360000 720000}; do
+    NVE_ATOMS=$n NVE_STEPS=20000 NVE_FROM_PS=10 NVE_REPEATS=1 NVE_VARIANTS="--search device" stage_nve_drift
+  done
+}
+
 stage_short_lists() {
   NVE_ATOMS=180000 NVE_STEPS=20000 NVE_FROM_PS=10 NVE_REPEATS=2 NVE_VARIANTS="--search device" stage_nve_drift
   NVE_ATOMS=720000 NVE_STEPS=20000 NVE_FROM_PS=10 NVE_REPEATS=1 NVE_VARIANTS="--search device" stage_nve_drift
