@@ -31,7 +31,8 @@ TEST(SearchStepParts, SummaryLinesPerSearchStepInTheStepsOrder) {
     std::ostringstream out;
     printPerformanceSummary(out, twoSearchSteps(), MdOptions{});
     const std::string text = out.str();
-    const auto migrate = text.find("of its migrate (ms): classify 0.100, counts 0.020, blocks 0.060, fingerprint 0.020");
+    const auto migrate =
+        text.find("of its migrate (ms): classify 0.100, counts 0.020, blocks 0.060, fingerprint 0.020");
     const auto pairSearch = text.find("of its pair search (ms): grid and counts 0.250, lists 0.050");
     ASSERT_NE(migrate, std::string::npos) << text;
     ASSERT_NE(pairSearch, std::string::npos) << text;
