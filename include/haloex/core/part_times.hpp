@@ -15,6 +15,18 @@ namespace haloex {
 /// before it and the time the peers took to get there.
 using PartTimes = std::vector<std::pair<const char*, double>>;
 
+/// Adds `ms` to part `name` of `parts` (parts are told apart by their text),
+/// appending a part not seen before; `name` must outlive `parts`.
+inline void addPartTime(PartTimes& parts, const char* name, double ms) {
+    for (auto& [part, total] : parts) {
+        if (std::string_view(part) == name) {
+            total += ms;
+            return;
+        }
+    }
+    parts.emplace_back(name, ms);
+}
+
 /// Times consecutive parts into a PartTimes, which it empties first.
 class PartClock {
 public:
@@ -27,13 +39,7 @@ public:
         const Clock::time_point now = Clock::now();
         const double ms = std::chrono::duration<double, std::milli>(now - last_).count();
         last_ = now;
-        for (auto& [part, total] : parts_) {
-            if (std::string_view(part) == name) {
-                total += ms;
-                return;
-            }
-        }
-        parts_.emplace_back(name, ms);
+        addPartTime(parts_, name, ms);
     }
 
 private:

@@ -205,9 +205,9 @@ public:
         report.idSum = migrated.idSum;
         report.idSquareSum = migrated.idSquareSum;
         phase("pair search");
-        for (const auto& [name, ms] : migrator_.partsMs()) addPart(report.phasePartsMs["migrate"], name, ms);
-        for (const auto& [name, ms] : planBuilder_.partsMs()) addPart(report.phasePartsMs["plan"], name, ms);
-        for (const auto& [name, ms] : nonbonded_->buildPartsMs()) addPart(report.phasePartsMs["pair search"], name, ms);
+        report.phasePartsMs = {{"migrate", migrator_.partsMs()},
+                               {"plan", planBuilder_.partsMs()},
+                               {"pair search", nonbonded_->buildPartsMs()}};
         markGraphsStale(halo);
         report.numHome = numHome_;
         return report;

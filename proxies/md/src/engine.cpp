@@ -638,7 +638,7 @@ struct Engine::Impl {
         for (const auto& [name, ms] : report.phasesMs) (*phases)[name] += ms;
         if (kind != SearchKind::Warmup && kind != SearchKind::Final) {
             for (const auto& [phase, parts] : report.phasePartsMs) {
-                for (const auto& [name, ms] : parts) addPart(summary.searchPhasePartsMs[phase], name, ms);
+                for (const auto& [name, ms] : parts) addPartTime(summary.searchPhasePartsMs[phase], name, ms);
             }
         }
         t = Clock::now();

@@ -112,11 +112,14 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
                    s.driftSamples == 1 ? "" : "s", driftWindow);
     }
     // In the order a search step runs them, in ms to the microsecond.
-    const auto parts = [](const std::map<std::string, double>& phases, double divisor) {
+    const auto joined = [](const auto& ordered, double divisor) {
         std::string text;
-        for (const auto& [name, ms] : inStepOrder(phases)) text += fmt::format(" {} {:.3f},", name, ms / divisor);
+        for (const auto& [name, ms] : ordered) text += fmt::format(" {} {:.3f},", name, ms / divisor);
         if (!text.empty()) text.pop_back();
         return text;
+    };
+    const auto parts = [&](const std::map<std::string, double>& phases, double divisor) {
+        return joined(inStepOrder(phases), divisor);
     };
     if (s.searchSteps > 0) {
         fmt::print(out, "Search step: {:.3g} ms (rank 0, mean of {}:{})\n", s.searchStepMs, s.searchSteps,
@@ -127,10 +130,8 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
     for (const auto& phaseTotal : inStepOrder(s.searchPhasesMs)) {
         const auto it = s.searchPhasePartsMs.find(phaseTotal.first);
         if (it == s.searchPhasePartsMs.end() || it->second.size() < 2 || s.searchSteps == 0) continue;
-        std::string text;
-        for (const auto& [name, ms] : it->second) text += fmt::format(" {} {:.3f},", name, ms / s.searchSteps);
-        text.pop_back();
-        fmt::print(out, "             of its {} (ms):{}\n", phaseTotal.first, text);
+        fmt::print(out, "             of its {} (ms):{}\n", phaseTotal.first,
+                   joined(it->second, static_cast<double>(s.searchSteps)));
     }
     if (!s.startupPhasesMs.empty()) {
         fmt::print(out, "Start-up parts (ms, rank 0):{}\n", parts(s.startupPhasesMs, 1.0));

@@ -47,7 +47,8 @@ TEST(SearchStepParts, JsonPerSearchStep) {
     EXPECT_DOUBLE_EQ(j.at("plan_parts_ms").at("home").get<double>(), 0.15);
     EXPECT_DOUBLE_EQ(j.at("pair_search_parts_ms").at("lists").get<double>(), 0.05);
     // Without a search on the device: the pair search's object is there, empty, and no other.
-    const auto none = nlohmann::json::parse(summaryToJson(RunSummary{}, MdOptions{}));
+    const RunSummary noDeviceSearch;
+    const auto none = nlohmann::json::parse(summaryToJson(noDeviceSearch, MdOptions{}));
     EXPECT_TRUE(none.at("pair_search_parts_ms").empty());
     EXPECT_FALSE(none.contains("migrate_parts_ms"));
     EXPECT_FALSE(none.contains("plan_parts_ms"));

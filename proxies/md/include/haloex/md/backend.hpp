@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/core/part_times.hpp"
 #include "haloex/md/forcefield.hpp"
 #include "haloex/md/home_atoms.hpp"
 #include "haloex/plan/decomposition.hpp"
@@ -24,19 +25,9 @@
 namespace haloex::md {
 
 // Search phases' own parts and their host wall time (ms), each phase's in
-// the order they ran (on the GPU: "migrate", "plan" and "pair search").
-using PhaseParts = std::map<std::string, std::vector<std::pair<std::string, double>>>;
-
-// Adds `ms` to part `name` of `parts`, appending a part not seen before.
-inline void addPart(std::vector<std::pair<std::string, double>>& parts, const std::string& name, double ms) {
-    for (auto& [part, total] : parts) {
-        if (part == name) {
-            total += ms;
-            return;
-        }
-    }
-    parts.emplace_back(name, ms);
-}
+// the order they ran (on the GPU: "migrate", "plan" and "pair search"; the
+// part names are the libraries' string literals).
+using PhaseParts = std::map<std::string, PartTimes>;
 
 // Per-local-atom static data, valid from one search step to the next.
 struct LocalStatics {
