@@ -853,12 +853,6 @@ stage_md_variants() {
   done
 }
 
-# Issue 34 part 5 (docs/results.md, "The NVE drift at 180 000 atoms"): the
-# short-list rule (a GPU list living under 0.12 ps held to a fifth of
-# --buffer-tolerance) at the sizes whose automatic choice it changed: the NVE
-# drift at the automatic settings (target |drift| <= 1e-5 kJ/mol/ps per atom,
-# 20 000 steps fitted from 10 ps), then the step against the old choice given
-# explicitly, alternating (~4 min on one H200).
 # Issue 34 part 5 after a kernel change: the NVE drift at the automatic
 # settings at every size (NVE_SIZES), 20 000 steps fitted from 10 ps, one
 # run each (~2 min on one H200).
@@ -869,6 +863,12 @@ stage_nve_sizes() {
   done
 }
 
+# Issue 34 part 5 (docs/results.md, "The NVE drift at 180 000 atoms"): the
+# short-list rule (a GPU list living under 0.12 ps held to a fifth of
+# --buffer-tolerance) at the sizes whose automatic choice it changed: the NVE
+# drift at the automatic settings (target |drift| <= 1e-5 kJ/mol/ps per atom,
+# 20 000 steps fitted from 10 ps), then the step against the old choice given
+# explicitly, alternating (~4 min on one H200).
 stage_short_lists() {
   NVE_ATOMS=180000 NVE_STEPS=20000 NVE_FROM_PS=10 NVE_REPEATS=2 NVE_VARIANTS="--search device" stage_nve_drift
   NVE_ATOMS=720000 NVE_STEPS=20000 NVE_FROM_PS=10 NVE_REPEATS=1 NVE_VARIANTS="--search device" stage_nve_drift

@@ -582,8 +582,10 @@ std::array<KernelResources, 8> nonbondedKernelResources() {
     // spill 8 bytes: 3-4 % faster at 180 000-720 000 atoms than 6 blocks
     // without a spill (bench/results/kernel-variants-NVIDIA-H100-2026-12-05.json).
     constexpr int kLongPruneSpill = 8;
-    // wip/tile-by-length: the long entries run the quarter tile, whose
-    // pruning build spills 24 bytes at 6 blocks (80 registers) as on its branch.
+    // Entries of more than 32 run the quarter tile, whose pruning build
+    // spills 24 bytes at 6 blocks (80 registers); with the quarter tile the
+    // local kernel ran 3.4 % faster at 720 000 atoms
+    // (bench/results/kernel-variants-NVIDIA-H200-2026-12-05-d.json).
     constexpr int kQuarterLongPruneSpill = 24;
     return {pack("nonbonded (forces)", nonbondedKernelAttributes(false, false, false)),
             pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true, false, false)),
