@@ -531,7 +531,8 @@ stage_search_timeline() {
 }
 
 # An nsys timeline of search steps (kernels, copies, API calls, NVTX
-# ranges) as CSV, to see where a search step's time goes between kernels.
+# ranges) as CSV, to see where a search step's time goes between kernels;
+# TRACE_RANKS=2 adds two ranks under MPS (a report per rank).
 stage_search_trace() {
   local nsys; nsys=$(command -v nsys || ls /usr/local/cuda/bin/nsys /opt/nvidia/nsight-systems/*/bin/nsys 2>/dev/null | head -1)
   [ -n "$nsys" ] || { note "search-trace: no nsys"; return 1; }
@@ -545,6 +546,26 @@ stage_search_trace() {
       >>"$out/trace-$n.log" 2>&1
     note "  stats rc=$? $(find "$out" -maxdepth 1 -name "trace-$n*" | wc -l) files"
   done
+  # TRACE_RANKS=2: the same for the search steps of two ranks sharing GPU 0
+  # under MPS (nvshmem direct, 2x1x1, TRACE_RANK_SIZES atoms in all), a
+  # report per rank: what the multi-rank search step waits on.
+  local ranks=${TRACE_RANKS:-1} r
+  [ "$ranks" -gt 1 ] || return 0
+  start_mps
+  for n in ${TRACE_RANK_SIZES:-22500}; do
+    note "== nsys trace of search steps, $ranks ranks under MPS, $n atoms"
+    timeout 300 "${mpirun_np[@]}" "$ranks" "$nsys" profile -o "/tmp/trace-${ranks}r-$n-%q{OMPI_COMM_WORLD_RANK}" \
+      --force-overwrite true --trace cuda,nvtx,osrt "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none \
+      --transport nvshmem --nvshmem-path direct --grid "${ranks}x1x1" --atoms $n --steps 300 --nstlist 50 \
+      >"$out/trace-${ranks}r-$n.log" 2>&1
+    note "  profile rc=$?"
+    for r in $(seq 0 $((ranks - 1))); do
+      "$nsys" stats -q -r cuda_gpu_trace,cuda_api_trace,nvtx_pushpop_trace -f csv -o "$out/trace-${ranks}r-$n-r$r" \
+        "/tmp/trace-${ranks}r-$n-$r.nsys-rep" >>"$out/trace-${ranks}r-$n.log" 2>&1
+      note "  stats of rank $r: rc=$?"
+    done
+  done
+  stop_mps
 }
 
 # Nsight Compute on the search step's kernels: each kernel's duration per
