@@ -114,10 +114,8 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
     }
     wrapOnly_ = false;
     resetMigrationStatus(status_.data(), stream);
-    wrapPositions(particles.positions(), n, lengths, status_.data(), stream);
-    // The wrap's non-finite check is read with the first cut's counts (a
-    // non-finite particle is classified, harmlessly, before the throw), or
-    // by completeMigration where no dimension is cut.
+    // The first cut wraps and classifies in one kernel; its non-finite check
+    // is read with the cut's counts.
     bool wrapChecked = false;
 
     for (int d = 0; d < 3; ++d) {
@@ -128,9 +126,14 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         const int* stayList = selected_.data();
         const int* downList = stayList + n;
         const int* upList = downList + n;
-        resetMigrationStatus(status_.data(), stream, /*keepFirstNonFinite=*/!wrapChecked);
-        classifyAndSelect(particles.positions(), n, cut, direction_.data(), selected_.data(), status_.data(), cubTemp_,
-                          stream);
+        if (wrapChecked) {
+            resetMigrationStatus(status_.data(), stream);
+            classifyAndSelect(particles.positions(), n, cut, direction_.data(), selected_.data(), status_.data(),
+                              cubTemp_, stream);
+        } else {  // the status is fresh from the reset above
+            wrapClassifyAndSelect(particles.positions(), n, lengths, cut, direction_.data(), selected_.data(),
+                                  status_.data(), cubTemp_, stream);
+        }
         readStatus();
         if (!wrapChecked && statusHost_[kFirstNonFinite] != INT_MAX) {
             throwNonFinite(particles, statusHost_[kFirstNonFinite], rank);

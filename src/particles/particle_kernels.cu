@@ -59,17 +59,6 @@ __device__ inline bool wrapOne(Vec3f& p, const Lengths& box) {
     return true;
 }
 
-__global__ void wrapKernel(Vec3f* __restrict__ x, int n, Lengths box, int* __restrict__ status) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    Vec3f p = x[i];
-    if (!wrapOne(p, box)) {
-        atomicMin(&status[kFirstNonFinite], i);
-        return;
-    }
-    x[i] = p;
-}
-
 // The merge's identity: no particle, nothing non-finite.
 __host__ __device__ inline WrapSummary noParticles() { return WrapSummary{0, 0, INT_MAX, 0}; }
 
@@ -114,11 +103,9 @@ __global__ void __launch_bounds__(kThreads)
     }
 }
 
-__global__ void classifyKernel(const Vec3f* __restrict__ x, int n, DimensionCut cut,
-                               std::uint8_t* __restrict__ direction, int* __restrict__ status) {
-    const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    const int k = cellIndex(static_cast<double>(x[i][cut.dim]), cut.cells, cut.length);
+__device__ inline void classifyOne(float position, int i, const DimensionCut& cut, std::uint8_t* __restrict__ direction,
+                                   int* __restrict__ status) {
+    const int k = cellIndex(static_cast<double>(position), cut.cells, cut.length);
     std::uint8_t dir = kStay;
     if (k != cut.mine) {
         if (k == (cut.mine - 1 + cut.cells) % cut.cells) {
@@ -131,6 +118,32 @@ __global__ void classifyKernel(const Vec3f* __restrict__ x, int n, DimensionCut 
         }
     }
     direction[i] = dir;
+}
+
+__global__ void classifyKernel(const Vec3f* __restrict__ x, int n, DimensionCut cut,
+                               std::uint8_t* __restrict__ direction, int* __restrict__ status) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    classifyOne(x[i][cut.dim], i, cut, direction, status);
+}
+
+// The wrap (as wrapAndSummariseKernel) and classifyKernel in one pass (a
+// migration's first cut).
+// A non-finite particle is reported and left as it is, its direction
+// kTooFar without a report of its own: the host refuses the non-finite
+// position first.
+__global__ void wrapAndClassifyKernel(Vec3f* __restrict__ x, int n, Lengths box, DimensionCut cut,
+                                      std::uint8_t* __restrict__ direction, int* __restrict__ status) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    Vec3f p = x[i];
+    if (!wrapOne(p, box)) {
+        atomicMin(&status[kFirstNonFinite], i);
+        direction[i] = kTooFar;
+        return;
+    }
+    x[i] = p;
+    classifyOne(p[cut.dim], i, cut, direction, status);
 }
 
 struct HasDirection {
@@ -300,13 +313,6 @@ void resetMigrationStatus(int* status, cudaStream_t stream, bool keepFirstNonFin
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void wrapPositions(Vec3f* x, int n, const double boxLength[3], int* status, cudaStream_t stream) {
-    if (n <= 0) return;
-    wrapKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, Lengths{{boxLength[0], boxLength[1], boxLength[2]}},
-                                                      status);
-    HALOEX_CUDA_CHECK_LAUNCH();
-}
-
 WrapSummary emptyWrapSummary() { return noParticles(); }
 
 void wrapAndSummarise(Vec3f* x, int n, const double boxLength[3], const std::int64_t* ids, WrapSummary* slots,
@@ -318,11 +324,11 @@ void wrapAndSummarise(Vec3f* x, int n, const double boxLength[3], const std::int
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint8_t* direction, int* lists, int* status,
+namespace {
+
+// The stable lists of classifyAndSelect from the directions.
+void selectByDirection(const std::uint8_t* direction, int n, int* lists, int* status,
                        cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream) {
-    if (n <= 0) return;
-    classifyKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, cut, direction, status);
-    HALOEX_CUDA_CHECK_LAUNCH();
     // Stayers and leavers down in one stable pass (their counts land in
     // kCountStay and kCountDown, which are adjacent), leavers up in another:
     // the three-way partition's third part is not documented as stable, so
@@ -342,6 +348,26 @@ void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint
                                                thrust::make_discard_iterator(), status + kCountStay, n, stays, goesDown,
                                                stream));
     selectIndices(0, n, HasDirection{direction, kUp}, lists + 2LL * n, status + kCountUp, temp, stream);
+}
+
+}  // namespace
+
+void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint8_t* direction, int* lists, int* status,
+                       cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream) {
+    if (n <= 0) return;
+    classifyKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n, cut, direction, status);
+    HALOEX_CUDA_CHECK_LAUNCH();
+    selectByDirection(direction, n, lists, status, temp, stream);
+}
+
+void wrapClassifyAndSelect(Vec3f* x, int n, const double boxLength[3], const DimensionCut& cut, std::uint8_t* direction,
+                           int* lists, int* status, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream) {
+    if (n <= 0) return;
+    wrapAndClassifyKernel<<<blocksFor(n), kThreads, 0, stream>>>(x, n,
+                                                                 Lengths{{boxLength[0], boxLength[1], boxLength[2]}},
+                                                                 cut, direction, status);
+    HALOEX_CUDA_CHECK_LAUNCH();
+    selectByDirection(direction, n, lists, status, temp, stream);
 }
 
 void selectHaloCandidates(const HaloSelection& selection, int first, int count, int numHome, const SourceSlots& slots,

@@ -56,14 +56,12 @@ enum MigrationStatus : int {
 // Resets the status (the "first" slots to INT_MAX, the counts to 0); with
 // keepFirstNonFinite, the wrap's kFirstNonFinite slot stays (checked later).
 void resetMigrationStatus(int* status, cudaStream_t stream, bool keepFirstNonFinite = false);
-// Wraps positions into [0, L) as plan::wrapIntoBox does (double precision,
-// then rounded to float; a value rounding up to L becomes 0). Non-finite
-// positions are left as they are and reported in status[kFirstNonFinite].
-void wrapPositions(Vec3f* x, int n, const double boxLength[3], int* status, cudaStream_t stream);
 
 // The identity every slot starts from.
 WrapSummary emptyWrapSummary();
-// wrapPositions and accumulateIdSums (ids may be null) in one kernel, into
+// The wrap (into [0, L) as plan::wrapIntoBox does: double precision, then
+// rounded to float, a value rounding up to L becomes 0; non-finite positions
+// left as they are and reported) and accumulateIdSums (ids may be null) in one kernel, into
 // slots[parity], which must hold the identity; the same kernel resets
 // slots[1 - parity] for the next call. The caller alternates the parity and
 // has read slots[1 - parity] before (stream order, or a wait on the host).
@@ -82,6 +80,11 @@ struct DimensionCut {
 // status[kCountStay..kCountUp]. temp grows as CUB needs.
 void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint8_t* direction, int* lists, int* status,
                        cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream);
+// The wrap (as wrapAndSummarise's) and classifyAndSelect with one kernel for both (a
+// migration's first cut: two launches fewer); a non-finite particle is
+// reported in status[kFirstNonFinite] and gets no direction of its own.
+void wrapClassifyAndSelect(Vec3f* x, int n, const double boxLength[3], const DimensionCut& cut, std::uint8_t* direction,
+                           int* lists, int* status, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream);
 
 // sums[0] += sum of ids, sums[1] += sum of squared ids (both modulo 2^64)
 // over n int64 ids: a fingerprint of the id set (conservation checks).
