@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -528,6 +528,41 @@ stage_search_timeline() {
     HALOEX_SEARCH_TIMELINE=1 timeout 300 "$build/bin/haloex-md" --device gpu --atoms $n --steps 200 --nstlist 50 \
       --quiet --log none 2>&1 | grep 'search timeline' | tail -2 | cut -c1-600 | tee -a "$summary"
   done
+}
+
+# The search steps' GPU timeline without nsys (the image has none):
+# haloex-kernel-trace (tools/kernel_trace, CUPTI injected through
+# CUDA_INJECTION64_PATH, the NVTX ranges through libcupti) on one rank at
+# TRACE_SIZES and on two ranks sharing the GPU under MPS at TRACE_RANK_SIZES
+# atoms in all (nvshmem direct, 2x1x1), nstlist 50; a CSV per rank and
+# bench/kernel_trace.py's account of each phase (wall, GPU busy, blocking,
+# launches). ~1 min.
+stage_kernel_trace() {
+  local lib="$build/lib/libhaloex-kernel-trace.so" cupti n r
+  [ -f "$lib" ] || { note "kernel-trace: no $lib (built only where the toolkit has CUPTI)"; return 1; }
+  cupti=$(ldd "$lib" | awk '/libcupti/ {print $3; exit}')
+  for n in ${TRACE_SIZES:-11250 90000}; do
+    note "== kernel trace of search steps, one rank, $n atoms"
+    CUDA_INJECTION64_PATH="$lib" NVTX_INJECTION64_PATH="$cupti" HALOEX_KERNEL_TRACE="$out/ktrace-1r-$n" \
+      timeout 300 "$build/bin/haloex-md" --device gpu --atoms "$n" --steps 600 --nstlist 50 --quiet --log none \
+      >"$out/ktrace-1r-$n.log" 2>&1
+    note "  rc=$? $(grep -m1 'haloex-kernel-trace' "$out/ktrace-1r-$n.log")"
+    python3 "$root/bench/kernel_trace.py" "$out/ktrace-1r-$n.csv" --json "$out/ktrace-1r-$n.json" 2>&1 | tee -a "$summary"
+  done
+  start_mps
+  for n in ${TRACE_RANK_SIZES:-22500}; do
+    note "== kernel trace of search steps, two ranks under MPS, $n atoms"
+    timeout 300 "${mpirun_np[@]}" 2 -x CUDA_INJECTION64_PATH="$lib" -x NVTX_INJECTION64_PATH="$cupti" \
+      -x HALOEX_KERNEL_TRACE="$out/ktrace-2r-$n" "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none \
+      --transport nvshmem --nvshmem-path direct --grid 2x1x1 --atoms "$n" --steps 600 --nstlist 50 \
+      >"$out/ktrace-2r-$n.log" 2>&1
+    note "  rc=$?"
+    for r in 0 1; do
+      python3 "$root/bench/kernel_trace.py" "$out/ktrace-2r-$n.rank$r.csv" --json "$out/ktrace-2r-$n.rank$r.json" 2>&1 \
+        | tee -a "$summary"
+    done
+  done
+  stop_mps
 }
 
 # An nsys timeline of search steps (kernels, copies, API calls, NVTX

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Where a search step's time goes, from haloex-kernel-trace's CSV (tools/kernel_trace: kernels, copies and memsets
+with device timestamps, CUDA runtime calls and NVTX ranges with host ones, one clock):
+
+    python3 bench/kernel_trace.py trace.rank0.csv [trace.rank1.csv ...] [--json out.json]
+
+For every "search step" range of a file, and for each of its phases (the ranges directly inside it: migrate, cell
+order, plan, ..., pair search) and their parts (the ranges inside those), the wall time, the time the GPU was busy
+(the union of kernels, copies and memsets within the range), the kernels and copies the range launched (by their
+launch calls' correlation), and the host's time in blocking calls (stream, event and device synchronisations,
+blocking copies). Means over the search steps of a file, a file per rank. Wall time the GPU was not busy and the
+host did not wait is launch overhead, host work or collectives (MPI)."""
+import argparse
+import csv
+import json
+import statistics
+import sys
+
+GPU_KINDS = ("kernel", "memcpy", "memset")
+BLOCKING = ("cudaStreamSynchronize", "cudaEventSynchronize", "cudaDeviceSynchronize", "cudaMemcpy")
+LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync",
+            "cudaLaunchCooperativeKernel", "cudaMemcpy", "cudaMemset")
+
+
+def base_name(name):
+    """cudaStreamSynchronize_v3020 -> cudaStreamSynchronize."""
+    return name.split("_v")[0].split("_pt")[0]
+
+
+def read_trace(path):
+    rows = []
+    with open(path, newline="") as f:
+        for row in csv.DictReader(f):
+            row["start"] = int(row.pop("start_ns"))
+            row["end"] = int(row.pop("end_ns"))
+            row["correlation"] = int(row["correlation"])
+            rows.append(row)
+    return rows
+
+
+def union_within(intervals, lo, hi):
+    """Length of the union of [s, e) intervals clipped to [lo, hi)."""
+    clipped = sorted((max(s, lo), min(e, hi)) for s, e in intervals if e > lo and s < hi)
+    total, cur_s, cur_e = 0, None, None
+    for s, e in clipped:
+        if cur_e is None or s > cur_e:
+            if cur_e is not None:
+                total += cur_e - cur_s
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    if cur_e is not None:
+        total += cur_e - cur_s
+    return total
+
+
+def account(rows, lo, hi):
+    """The figures of one range [lo, hi): wall, GPU busy, launches, blocking host time (µs)."""
+    gpu = [(r["start"], r["end"]) for r in rows if r["kind"] in GPU_KINDS]
+    runtime = [r for r in rows if r["kind"] == "runtime" and lo <= r["start"] < hi]
+    launched = {r["correlation"] for r in runtime if base_name(r["name"]) in LAUNCHES}
+    blocking = sum(r["end"] - r["start"] for r in runtime if base_name(r["name"]) in BLOCKING)
+    gpu_rows = [r for r in rows if r["kind"] in GPU_KINDS and r["correlation"] in launched]
+    return {
+        "wall_us": (hi - lo) / 1e3,
+        "gpu_busy_us": union_within(gpu, lo, hi) / 1e3,
+        "kernels": sum(1 for r in gpu_rows if r["kind"] == "kernel"),
+        "copies_and_memsets": sum(1 for r in gpu_rows if r["kind"] != "kernel"),
+        "blocking_us": blocking / 1e3,
+    }
+
+
+def search_steps(rows):
+    """Per "search step" range: its account, its phases' and their parts' (ranges nested inside, by name)."""
+    ranges = sorted((r for r in rows if r["kind"] == "range" and r["end"] > r["start"]), key=lambda r: r["start"])
+    steps = []
+    for step in (r for r in ranges if r["name"] == "search step"):
+        inside = [r for r in ranges if r is not step and step["start"] <= r["start"] and r["end"] <= step["end"]]
+        phases = [r for r in inside if not any(o is not r and o["start"] <= r["start"] and r["end"] <= o["end"]
+                                               for o in inside)]
+        entry = {"total": account(rows, step["start"], step["end"]), "phases": {}}
+        for phase in phases:
+            parts = [r for r in inside if r is not phase and phase["start"] <= r["start"] and r["end"] <= phase["end"]]
+            entry["phases"][phase["name"]] = {
+                "account": account(rows, phase["start"], phase["end"]),
+                "parts": {p["name"]: account(rows, p["start"], p["end"]) for p in parts},
+            }
+        steps.append(entry)
+    return steps
+
+
+def mean_accounts(accounts):
+    keys = accounts[0].keys() if accounts else []
+    return {k: statistics.fmean(a[k] for a in accounts) for k in keys}
+
+
+def summarize(rows, skip_first=1):
+    """Means over the search steps after the first `skip_first` (the first builds allocate and capture)."""
+    steps = search_steps(rows)[skip_first:]
+    if not steps:
+        return {"search_steps": 0}
+    out = {"search_steps": len(steps), "total": mean_accounts([s["total"] for s in steps]), "phases": {}}
+    for name in steps[0]["phases"]:
+        present = [s["phases"][name] for s in steps if name in s["phases"]]
+        parts = {}
+        for part in present[0]["parts"]:
+            parts[part] = mean_accounts([p["parts"][part] for p in present if part in p["parts"]])
+        out["phases"][name] = {"account": mean_accounts([p["account"] for p in present]), "parts": parts}
+    kernels = {}  # kernel time by name within the search steps' windows
+    ranges = [r for r in rows if r["kind"] == "range" and r["name"] == "search step"][skip_first:]
+    for step in ranges:
+        for r in rows:
+            if r["kind"] == "kernel" and step["start"] <= r["start"] < step["end"]:
+                kernels[r["name"]] = kernels.get(r["name"], 0.0) + (r["end"] - r["start"]) / 1e3
+    out["kernel_us_per_search_step"] = {k: v / len(ranges) for k, v in
+                                        sorted(kernels.items(), key=lambda kv: -kv[1])} if ranges else {}
+    return out
+
+
+def line(name, a, indent):
+    return (f"{' ' * indent}{name:<28} wall {a['wall_us']:8.1f}  gpu busy {a['gpu_busy_us']:8.1f}  "
+            f"blocking {a['blocking_us']:7.1f}  kernels {a['kernels']:5.1f}  copies {a['copies_and_memsets']:4.1f}")
+
+
+def report(path, summary, top=12):
+    out = [f"{path}: {summary['search_steps']} search steps (means, µs; the first left out)"]
+    if summary["search_steps"] == 0:
+        return "\n".join(out + ["  no \"search step\" range: was NVTX_INJECTION64_PATH set to libcupti?"])
+    out.append(line("search step", summary["total"], 2))
+    for name, phase in summary["phases"].items():
+        out.append(line(name, phase["account"], 4))
+        for part, a in phase["parts"].items():
+            out.append(line(part, a, 6))
+    out.append("  kernels by time per search step:")
+    for name, us in list(summary["kernel_us_per_search_step"].items())[:top]:
+        out.append(f"    {us:8.1f}  {name[:110]}")
+    return "\n".join(out)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("traces", nargs="+", help="haloex-kernel-trace CSV files (a file per rank)")
+    parser.add_argument("--json", help="write the summaries here as JSON")
+    parser.add_argument("--skip", type=int, default=1, help="search steps left out at the start (default 1)")
+    args = parser.parse_args(argv)
+    summaries = {}
+    for path in args.traces:
+        try:
+            rows = read_trace(path)
+        except (OSError, KeyError, ValueError) as e:
+            sys.exit(f"kernel_trace.py: {path}: not a haloex-kernel-trace CSV ({e})")
+        summaries[path] = summarize(rows, args.skip)
+        print(report(path, summaries[path]))
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(summaries, f, indent=1)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,97 @@
+"""bench/kernel_trace.py: the account of a search step's phases and parts from a haloex-kernel-trace CSV of known
+timestamps (run by ctest: python3 -m unittest)."""
+import csv
+import os
+import sys
+import tempfile
+import unittest
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(REPO, "bench"))
+import kernel_trace  # noqa: E402
+
+
+def search_step(t0, correlation):
+    """One search step at t0 (ns): migrate (a kernel, then a 90 µs synchronisation) and pair search (a kernel and a
+    copy, a 540 µs synchronisation) with its part "grid and counts"; the kernels and copy carry the correlation of
+    the launch calls inside their phase."""
+    c = correlation
+    return [
+        ("range", "search step", t0, t0 + 1_000_000, 0, c),
+        ("range", "migrate", t0, t0 + 300_000, 0, c + 1),
+        ("range", "pair search", t0 + 300_000, t0 + 1_000_000, 0, c + 2),
+        ("range", "grid and counts", t0 + 300_000, t0 + 900_000, 0, c + 3),
+        ("runtime", "cudaLaunchKernel_v7000", t0 + 10_000, t0 + 15_000, 1, c + 10),
+        ("kernel", "wrapAndClassifyKernel", t0 + 50_000, t0 + 150_000, 7, c + 10),
+        ("runtime", "cudaStreamSynchronize_v3020", t0 + 160_000, t0 + 250_000, 1, c + 11),
+        ("runtime", "cudaGraphLaunch_v10000", t0 + 310_000, t0 + 320_000, 1, c + 12),
+        ("kernel", "searchKernel<2>", t0 + 320_000, t0 + 520_000, 7, c + 12),
+        ("runtime", "cudaMemcpyAsync_v3020", t0 + 330_000, t0 + 331_000, 1, c + 13),
+        ("memcpy", "copy kind 2 16 B", t0 + 530_000, t0 + 540_000, 7, c + 13),
+        ("runtime", "cudaStreamSynchronize_v3020", t0 + 340_000, t0 + 880_000, 1, c + 14),
+    ]
+
+
+def write(path, rows):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["kind", "name", "start_ns", "end_ns", "stream", "correlation"])
+        w.writerows(rows)
+
+
+class AccountTest(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.path = os.path.join(self.tmp.name, "trace.rank0.csv")
+        # The first search step (left out) has a longer kernel: a mean over both would show it.
+        first = search_step(0, 100)
+        first[5] = ("kernel", "wrapAndClassifyKernel", 50_000, 290_000, 7, 110)
+        write(self.path, first + search_step(5_000_000, 200))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def test_phases_and_parts_of_the_search_steps_after_the_first(self):
+        s = kernel_trace.summarize(kernel_trace.read_trace(self.path))
+        self.assertEqual(s["search_steps"], 1)
+        total = s["total"]
+        self.assertAlmostEqual(total["wall_us"], 1000.0)
+        self.assertAlmostEqual(total["gpu_busy_us"], 100.0 + 200.0 + 10.0)
+        self.assertAlmostEqual(total["blocking_us"], 90.0 + 540.0)
+        self.assertEqual((total["kernels"], total["copies_and_memsets"]), (2, 1))
+        self.assertEqual(list(s["phases"]), ["migrate", "pair search"])
+        migrate = s["phases"]["migrate"]["account"]
+        self.assertAlmostEqual(migrate["gpu_busy_us"], 100.0)
+        self.assertAlmostEqual(migrate["blocking_us"], 90.0)
+        self.assertEqual(migrate["kernels"], 1)
+        pair = s["phases"]["pair search"]
+        self.assertAlmostEqual(pair["account"]["wall_us"], 700.0)
+        self.assertEqual((pair["account"]["kernels"], pair["account"]["copies_and_memsets"]), (1, 1))
+        part = pair["parts"]["grid and counts"]
+        self.assertAlmostEqual(part["wall_us"], 600.0)
+        self.assertAlmostEqual(part["gpu_busy_us"], 210.0)
+        self.assertAlmostEqual(part["blocking_us"], 540.0)
+        self.assertEqual(s["kernel_us_per_search_step"], {"searchKernel<2>": 200.0, "wrapAndClassifyKernel": 100.0})
+
+    def test_busy_time_is_a_union_clipped_to_the_range(self):
+        self.assertEqual(kernel_trace.union_within([(0, 10), (5, 20), (30, 40)], 8, 35), 12 + 5)
+        self.assertEqual(kernel_trace.union_within([], 0, 10), 0)
+
+    def test_a_trace_without_ranges_says_what_to_set(self):
+        path = os.path.join(self.tmp.name, "bare.csv")
+        write(path, [row for row in search_step(0, 1) if row[0] != "range"])
+        s = kernel_trace.summarize(kernel_trace.read_trace(path))
+        self.assertEqual(s["search_steps"], 0)
+        self.assertIn("NVTX_INJECTION64_PATH", kernel_trace.report(path, s))
+
+    def test_a_file_that_is_not_a_trace_is_refused(self):
+        path = os.path.join(self.tmp.name, "other.csv")
+        with open(path, "w") as f:
+            f.write("a,b\n1,2\n")
+        with self.assertRaises(SystemExit) as e:
+            kernel_trace.main([path])
+        self.assertIn("not a haloex-kernel-trace CSV", str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()
