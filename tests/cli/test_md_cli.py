@@ -1151,6 +1151,41 @@ class MdConventions(MdCli):
         self.assertIn("MD step (CUDA graph)", ranges)
         self.assertEqual(ranges.get("MD step", 0) + ranges.get("MD step, energies", 0), 3, ranges)
 
+    def test_kernel_trace_accounts_the_search_steps_on_gpu(self):
+        """haloex-kernel-trace (tools/kernel_trace) injected into a GPU run, as docs/running.md shows: its CSV
+        holds the search steps' ranges and their kernels (a graph's one by one), and bench/kernel_trace.py
+        accounts them."""
+        if not gpu_visible():
+            self.skipTest("no GPU: nvidia-smi is missing or lists none")
+        lib = os.environ.get("HALOEX_KERNEL_TRACE_LIB")
+        if not lib:
+            self.skipTest("this build has no haloex-kernel-trace (a toolkit without CUPTI): "
+                          "no HALOEX_KERNEL_TRACE_LIB")
+        ldd = subprocess.run(["ldd", lib], capture_output=True, text=True).stdout
+        cupti = next((line.split("=>")[1].split()[0] for line in ldd.splitlines()
+                      if "libcupti" in line and "=>" in line), None)
+        self.assertIsNotNone(cupti, f"ldd {lib} names no libcupti:\n{ldd}")
+        base = self.path("trace")
+        status, _, err = self.run_md(["--device", "gpu", "--atoms", "11250", "--steps", "60", "--nstlist", "20",
+                                      "--quiet", "--log", "none"],
+                                     env_extra={"CUDA_INJECTION64_PATH": lib, "NVTX_INJECTION64_PATH": cupti,
+                                                "HALOEX_KERNEL_TRACE": base})
+        self.assertEqual(status, 0, err)
+        self.assertIn("haloex-kernel-trace:", err)
+        self.assertNotIn("dropped", err)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+        import kernel_trace
+        summary = kernel_trace.summarize(kernel_trace.read_trace(base + ".csv"))
+        self.assertGreaterEqual(summary["search_steps"], 2, summary)  # steps 20, 40 and 60, after the first
+        total = summary["total"]
+        self.assertGreater(total["kernels"], 0, total)
+        self.assertGreater(total["gpu_busy_us"], 0, total)
+        self.assertLessEqual(total["gpu_busy_us"], total["wall_us"], total)
+        self.assertIn("pair search", summary["phases"])
+        self.assertIn("grid and counts", summary["phases"]["pair search"]["parts"])
+        self.assertTrue(any("searchKernel" in name for name in summary["kernel_us_per_search_step"]),
+                        list(summary["kernel_us_per_search_step"])[:20])
+
 
 class MdAutoTransport(CliCase):
     """--transport auto (issue 15): the Auto that measures, its options and what the run says about the choice.
