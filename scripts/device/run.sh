@@ -282,9 +282,10 @@ stage_signals_ab() {
 # cannot share), the micro-benchmarks, Jacobi and GROMACS where its package
 # was carried (GMX_TARBALL). Run as: run.sh build multi-gpu
 stage_multi_gpu() {
-  note "== multi-GPU ($ngpu GPUs): strong-scaling essentials, exchange-account, strong-scaling rest, test-gpu, commbench, jacobi, md-dd (all sizes), gromacs-dd, gromacs"
+  note "== multi-GPU ($ngpu GPUs): strong-scaling essentials, exchange-account, kernel-trace, strong-scaling rest, test-gpu, commbench, jacobi, md-dd (all sizes), gromacs-dd, gromacs"
   SS_PASSES=1 stage_strong_scaling || note "stage strong-scaling (essentials) FAILED"
   stage_exchange_account || note "stage exchange-account FAILED"
+  TRACE_SIZES=11250 stage_kernel_trace || note "stage kernel-trace FAILED"
   SS_PASSES=2 SS_RAN1=1 stage_strong_scaling || note "stage strong-scaling (the rest) FAILED"
   stage_test_gpu || note "stage test-gpu FAILED"
   stage_commbench || note "stage commbench FAILED"
@@ -533,8 +534,9 @@ stage_search_timeline() {
 # The search steps' GPU timeline without nsys (the image has none):
 # haloex-kernel-trace (tools/kernel_trace, CUPTI injected through
 # CUDA_INJECTION64_PATH, the NVTX ranges through libcupti) on one rank at
-# TRACE_SIZES and on two ranks sharing the GPU under MPS at TRACE_RANK_SIZES
-# atoms in all (nvshmem direct, 2x1x1), nstlist 50; a CSV per rank and
+# TRACE_SIZES and on two ranks (one per GPU where two are visible, else
+# sharing GPU 0 under MPS) at TRACE_RANK_SIZES atoms in all (nvshmem direct,
+# 2x1x1), nstlist 50; a CSV per rank and
 # bench/kernel_trace.py's account of each phase (wall, GPU busy, blocking,
 # launches). ~1 min.
 stage_kernel_trace() {
@@ -549,11 +551,16 @@ stage_kernel_trace() {
     note "  rc=$? $(grep -m1 'haloex-kernel-trace' "$out/ktrace-1r-$n.log")"
     python3 "$root/bench/kernel_trace.py" "$out/ktrace-1r-$n.csv" --json "$out/ktrace-1r-$n.json" 2>&1 | tee -a "$summary"
   done
-  start_mps
+  # Two ranks: one per GPU where there are two, else sharing GPU 0 under MPS.
+  local where="two GPUs" shared=()
+  if [ "$ngpu" -lt 2 ]; then
+    where="two ranks under MPS"; shared=(--allow-shared-gpus)
+    start_mps
+  fi
   for n in ${TRACE_RANK_SIZES:-22500}; do
-    note "== kernel trace of search steps, two ranks under MPS, $n atoms"
+    note "== kernel trace of search steps, $where, $n atoms"
     timeout 300 "${mpirun_np[@]}" 2 -x CUDA_INJECTION64_PATH="$lib" -x NVTX_INJECTION64_PATH="$cupti" \
-      -x HALOEX_KERNEL_TRACE="$out/ktrace-2r-$n" "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none \
+      -x HALOEX_KERNEL_TRACE="$out/ktrace-2r-$n" "$build/bin/haloex-md" "${shared[@]}" --quiet --log none \
       --transport nvshmem --nvshmem-path direct --grid 2x1x1 --atoms "$n" --steps 600 --nstlist 50 \
       >"$out/ktrace-2r-$n.log" 2>&1
     note "  rc=$?"
@@ -562,7 +569,8 @@ stage_kernel_trace() {
         | tee -a "$summary"
     done
   done
-  stop_mps
+  [ "$ngpu" -lt 2 ] && stop_mps
+  return 0
 }
 
 # An nsys timeline of search steps (kernels, copies, API calls, NVTX
