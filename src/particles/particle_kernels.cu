@@ -39,8 +39,8 @@ __device__ inline int cellIndex(double x, int n, double L) {
     return k;
 }
 
-__global__ void resetStatusKernel(int* status, bool keepFirstNonFinite) {
-    if (!keepFirstNonFinite) status[kFirstNonFinite] = INT_MAX;
+__global__ void resetStatusKernel(int* status) {
+    status[kFirstNonFinite] = INT_MAX;
     status[kFirstTooFar] = INT_MAX;
     status[kCountStay] = status[kCountDown] = status[kCountUp] = 0;
 }
@@ -308,8 +308,8 @@ void accumulateIdSums(const std::int64_t* ids, int n, unsigned long long* sums, 
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void resetMigrationStatus(int* status, cudaStream_t stream, bool keepFirstNonFinite) {
-    resetStatusKernel<<<1, 1, 0, stream>>>(status, keepFirstNonFinite);
+void resetMigrationStatus(int* status, cudaStream_t stream) {
+    resetStatusKernel<<<1, 1, 0, stream>>>(status);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

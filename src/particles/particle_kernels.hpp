@@ -53,9 +53,8 @@ enum MigrationStatus : int {
     kMigrationStatus = 5
 };
 
-// Resets the status (the "first" slots to INT_MAX, the counts to 0); with
-// keepFirstNonFinite, the wrap's kFirstNonFinite slot stays (checked later).
-void resetMigrationStatus(int* status, cudaStream_t stream, bool keepFirstNonFinite = false);
+// Resets the status (the "first" slots to INT_MAX, the counts to 0).
+void resetMigrationStatus(int* status, cudaStream_t stream);
 
 // The identity every slot starts from.
 WrapSummary emptyWrapSummary();
