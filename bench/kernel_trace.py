@@ -9,8 +9,14 @@ order, plan, ..., pair search) and their parts (the ranges inside those), the wa
 (the union of kernels, copies and memsets within the range), the kernels and copies the range launched (by their
 launch calls' correlation), and the host's time in blocking calls (stream, event and device synchronisations,
 blocking copies). Means over the search steps of a file, a file per rank. Wall time the GPU was not busy and the
-host did not wait is launch overhead, host work or collectives (MPI)."""
+host did not wait is launch overhead, host work or collectives (MPI).
+
+And the normal steps: for every kind of "MD step" range (with or without a CUDA graph, with or without energies),
+the kernels and copies its launch calls started (a graph's nodes one by one), the span from the first one's start to
+the last one's end, the time the GPU was busy with them within it and the idle rest (launch and tail latency between
+kernels), and each kernel's mean duration."""
 import argparse
+import bisect
 import csv
 import json
 import statistics
@@ -117,6 +123,50 @@ def summarize(rows, skip_first=1):
     return out
 
 
+def normal_steps(rows, skip_first=10):
+    """Per kind of "MD step" range (its name), means over its steps after the first `skip_first` of that kind
+    (the first steps warm up): kernels, copies, span, busy and idle time of the work the step launched (µs), and
+    each kernel's mean duration by name."""
+    by_correlation = {}
+    for r in rows:
+        if r["kind"] in GPU_KINDS:
+            by_correlation.setdefault(r["correlation"], []).append(r)
+    runtime = sorted((r for r in rows if r["kind"] == "runtime"), key=lambda r: r["start"])
+    starts = [r["start"] for r in runtime]
+    kinds = {}
+    for step in sorted((r for r in rows if r["kind"] == "range" and r["name"].startswith("MD step")
+                        and r["end"] > r["start"]), key=lambda r: r["start"]):
+        kinds.setdefault(step["name"], []).append(step)
+    out = {}
+    for name, steps in kinds.items():
+        samples = []
+        for step in steps[skip_first:]:
+            lo = bisect.bisect_left(starts, step["start"])
+            hi = bisect.bisect_left(starts, step["end"])
+            work = [g for call in runtime[lo:hi] if base_name(call["name"]) in LAUNCHES
+                    for g in by_correlation.get(call["correlation"], [])]
+            if not work:
+                continue
+            first = min(g["start"] for g in work)
+            last = max(g["end"] for g in work)
+            busy = union_within([(g["start"], g["end"]) for g in work], first, last)
+            samples.append({"kernels": sum(1 for g in work if g["kind"] == "kernel"),
+                            "copies_and_memsets": sum(1 for g in work if g["kind"] != "kernel"),
+                            "span_us": (last - first) / 1e3, "busy_us": busy / 1e3,
+                            "idle_us": (last - first - busy) / 1e3,
+                            "kernel_us": {g["name"]: (g["end"] - g["start"]) / 1e3 for g in work
+                                          if g["kind"] == "kernel"}})
+        if not samples:
+            continue
+        names = sorted({k for sample in samples for k in sample["kernel_us"]})
+        kernel_us = {k: statistics.fmean(sample["kernel_us"][k] for sample in samples if k in sample["kernel_us"])
+                     for k in names}
+        out[name] = {"steps": len(samples),
+                     **mean_accounts([{k: v for k, v in sample.items() if k != "kernel_us"} for sample in samples]),
+                     "kernel_us": dict(sorted(kernel_us.items(), key=lambda kv: -kv[1]))}
+    return out
+
+
 def line(name, a, indent):
     return (f"{' ' * indent}{name:<28} wall {a['wall_us']:8.1f}  gpu busy {a['gpu_busy_us']:8.1f}  "
             f"blocking {a['blocking_us']:7.1f}  kernels {a['kernels']:5.1f}  copies {a['copies_and_memsets']:4.1f}")
@@ -137,6 +187,20 @@ def report(path, summary, top=12):
     return "\n".join(out)
 
 
+def steps_report(steps, top=8):
+    out = ["  normal steps (means per step after the first 10 of each kind, µs): span of the work each launched, "
+           "GPU busy within it, idle (launch and tail latency)"]
+    if not steps:
+        out.append("    no \"MD step\" range with launched work")
+    for name, s in steps.items():
+        out.append(f"    {name:<32} {s['steps']:5d} steps  kernels {s['kernels']:5.1f}  "
+                   f"copies {s['copies_and_memsets']:4.1f}  span {s['span_us']:7.2f}  busy {s['busy_us']:7.2f}  "
+                   f"idle {s['idle_us']:6.2f}")
+        for kernel, us in list(s["kernel_us"].items())[:top]:
+            out.append(f"      {us:8.2f}  {kernel[:110]}")
+    return "\n".join(out)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("traces", nargs="+", help="haloex-kernel-trace CSV files (a file per rank)")
@@ -150,7 +214,9 @@ def main(argv=None):
         except (OSError, KeyError, ValueError) as e:
             sys.exit(f"kernel_trace.py: {path}: not a haloex-kernel-trace CSV ({e})")
         summaries[path] = summarize(rows, args.skip)
+        summaries[path]["normal_steps"] = normal_steps(rows)
         print(report(path, summaries[path]))
+        print(steps_report(summaries[path]["normal_steps"]))
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summaries, f, indent=1)

@@ -73,6 +73,38 @@ class AccountTest(unittest.TestCase):
         self.assertAlmostEqual(part["blocking_us"], 540.0)
         self.assertEqual(s["kernel_us_per_search_step"], {"searchKernel<2>": 200.0, "wrapAndClassifyKernel": 100.0})
 
+    def test_normal_steps_by_kind_after_the_first_ten(self):
+        # Twelve graph steps 100 µs apart (the first ten left out): a graph launch whose two kernels run 3-8 and
+        # 10-14 µs after the step's start, and one step without a graph whose kernel its launch call started.
+        rows = []
+        for k in range(12):
+            t0, c = 1_000_000 + 100_000 * k, 1000 + k
+            first = 5_000 if k < 11 else 7_000  # the last step's first kernel is longer
+            rows += [("range", "MD step (CUDA graph)", t0, t0 + 2_000, 0, c),
+                     ("runtime", "cudaGraphLaunch_v10000", t0 + 500, t0 + 1_500, 1, c),
+                     ("kernel", "forceKernel", t0 + 3_000, t0 + 3_000 + first, 7, c),
+                     ("kernel", "updateKernel", t0 + 10_000, t0 + 14_000, 7, c)]
+        rows += [("range", "MD step", 5_000_000 + 100_000 * k, 5_000_000 + 100_000 * k + 9_000, 0, 3000 + k)
+                 for k in range(11)]
+        rows += [("runtime", "cudaLaunchKernel_v7000", 5_000_000 + 100_000 * k + 100, 5_000_000 + 100_000 * k + 900,
+                  1, 3000 + k) for k in range(11)]
+        rows += [("kernel", "leapfrogKernel", 5_000_000 + 100_000 * k + 2_000, 5_000_000 + 100_000 * k + 4_000, 7,
+                  3000 + k) for k in range(11)]
+        path = os.path.join(self.tmp.name, "steps.csv")
+        write(path, rows)
+        steps = kernel_trace.normal_steps(kernel_trace.read_trace(path))
+        graph = steps["MD step (CUDA graph)"]
+        self.assertEqual((graph["steps"], graph["kernels"], graph["copies_and_memsets"]), (2, 2, 0))
+        self.assertAlmostEqual(graph["span_us"], 11.0)
+        self.assertAlmostEqual(graph["busy_us"], (5.0 + 7.0) / 2 + 4.0)
+        self.assertAlmostEqual(graph["idle_us"], 11.0 - ((5.0 + 7.0) / 2 + 4.0))
+        self.assertEqual(graph["kernel_us"], {"forceKernel": 6.0, "updateKernel": 4.0})
+        plain = steps["MD step"]
+        self.assertEqual((plain["steps"], plain["kernels"]), (1, 1))
+        self.assertAlmostEqual(plain["span_us"], 2.0)
+        self.assertAlmostEqual(plain["idle_us"], 0.0)
+        self.assertIn("MD step (CUDA graph)", kernel_trace.steps_report(steps))
+
     def test_busy_time_is_a_union_clipped_to_the_range(self):
         self.assertEqual(kernel_trace.union_within([(0, 10), (5, 20), (30, 40)], 8, 35), 12 + 5)
         self.assertEqual(kernel_trace.union_within([], 0, 10), 0)

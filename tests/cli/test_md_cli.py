@@ -1185,6 +1185,11 @@ class MdConventions(MdCli):
         self.assertIn("grid and counts", summary["phases"]["pair search"]["parts"])
         self.assertTrue(any("searchKernel" in name for name in summary["kernel_us_per_search_step"]),
                         list(summary["kernel_us_per_search_step"])[:20])
+        # The normal steps run as graphs (the default): their nodes, one by one.
+        graph = kernel_trace.normal_steps(kernel_trace.read_trace(base + ".csv")).get("MD step (CUDA graph)")
+        self.assertIsNotNone(graph, "no graph step with launched work")
+        self.assertGreaterEqual(graph["kernels"], 1, graph)
+        self.assertLessEqual(graph["busy_us"], graph["span_us"] + 1e-6, graph)
 
 
 class MdAutoTransport(CliCase):
