@@ -60,36 +60,63 @@ def union_within(intervals, lo, hi):
     return total
 
 
-def account(rows, lo, hi):
+class Trace:
+    """A trace's rows indexed once for the accounts below: the GPU work and its intervals, the GPU work by the
+    correlation of the call that launched it, the runtime calls and the closed ranges sorted by start."""
+
+    def __init__(self, rows):
+        self.gpu = [r for r in rows if r["kind"] in GPU_KINDS]
+        self.gpu_intervals = [(r["start"], r["end"]) for r in self.gpu]
+        self.by_correlation = {}
+        for r in self.gpu:
+            self.by_correlation.setdefault(r["correlation"], []).append(r)
+        self.runtime = sorted((r for r in rows if r["kind"] == "runtime"), key=lambda r: r["start"])
+        self.runtime_starts = [r["start"] for r in self.runtime]
+        self.ranges = sorted((r for r in rows if r["kind"] == "range" and r["end"] > r["start"]),
+                             key=lambda r: r["start"])
+
+    def calls_within(self, lo, hi):
+        """The runtime calls that started in [lo, hi)."""
+        return self.runtime[bisect.bisect_left(self.runtime_starts, lo):bisect.bisect_left(self.runtime_starts, hi)]
+
+    def launched_by(self, calls):
+        """The GPU work the launch calls among `calls` started (a graph launch: every node)."""
+        return [g for call in calls if base_name(call["name"]) in LAUNCHES
+                for g in self.by_correlation.get(call["correlation"], [])]
+
+
+def indexed(trace_or_rows):
+    return trace_or_rows if isinstance(trace_or_rows, Trace) else Trace(trace_or_rows)
+
+
+def account(trace, lo, hi):
     """The figures of one range [lo, hi): wall, GPU busy, launches, blocking host time (µs)."""
-    gpu = [(r["start"], r["end"]) for r in rows if r["kind"] in GPU_KINDS]
-    runtime = [r for r in rows if r["kind"] == "runtime" and lo <= r["start"] < hi]
-    launched = {r["correlation"] for r in runtime if base_name(r["name"]) in LAUNCHES}
-    blocking = sum(r["end"] - r["start"] for r in runtime if base_name(r["name"]) in BLOCKING)
-    gpu_rows = [r for r in rows if r["kind"] in GPU_KINDS and r["correlation"] in launched]
+    calls = trace.calls_within(lo, hi)
+    work = trace.launched_by(calls)
     return {
         "wall_us": (hi - lo) / 1e3,
-        "gpu_busy_us": union_within(gpu, lo, hi) / 1e3,
-        "kernels": sum(1 for r in gpu_rows if r["kind"] == "kernel"),
-        "copies_and_memsets": sum(1 for r in gpu_rows if r["kind"] != "kernel"),
-        "blocking_us": blocking / 1e3,
+        "gpu_busy_us": union_within(trace.gpu_intervals, lo, hi) / 1e3,
+        "kernels": sum(1 for r in work if r["kind"] == "kernel"),
+        "copies_and_memsets": sum(1 for r in work if r["kind"] != "kernel"),
+        "blocking_us": sum(r["end"] - r["start"] for r in calls if base_name(r["name"]) in BLOCKING) / 1e3,
     }
 
 
-def search_steps(rows):
-    """Per "search step" range: its account, its phases' and their parts' (ranges nested inside, by name)."""
-    ranges = sorted((r for r in rows if r["kind"] == "range" and r["end"] > r["start"]), key=lambda r: r["start"])
+def search_steps(trace):
+    """Per "search step" range: the range, its account, its phases' and their parts' (ranges nested inside, by
+    name)."""
     steps = []
-    for step in (r for r in ranges if r["name"] == "search step"):
-        inside = [r for r in ranges if r is not step and step["start"] <= r["start"] and r["end"] <= step["end"]]
+    for step in (r for r in trace.ranges if r["name"] == "search step"):
+        inside = [r for r in trace.ranges
+                  if r is not step and step["start"] <= r["start"] and r["end"] <= step["end"]]
         phases = [r for r in inside if not any(o is not r and o["start"] <= r["start"] and r["end"] <= o["end"]
                                                for o in inside)]
-        entry = {"total": account(rows, step["start"], step["end"]), "phases": {}}
+        entry = {"range": step, "total": account(trace, step["start"], step["end"]), "phases": {}}
         for phase in phases:
             parts = [r for r in inside if r is not phase and phase["start"] <= r["start"] and r["end"] <= phase["end"]]
             entry["phases"][phase["name"]] = {
-                "account": account(rows, phase["start"], phase["end"]),
-                "parts": {p["name"]: account(rows, p["start"], p["end"]) for p in parts},
+                "account": account(trace, phase["start"], phase["end"]),
+                "parts": {p["name"]: account(trace, p["start"], p["end"]) for p in parts},
             }
         steps.append(entry)
     return steps
@@ -100,9 +127,10 @@ def mean_accounts(accounts):
     return {k: statistics.fmean(a[k] for a in accounts) for k in keys}
 
 
-def summarize(rows, skip_first=1):
+def summarize(trace_or_rows, skip_first=1):
     """Means over the search steps after the first `skip_first` (the first builds allocate and capture)."""
-    steps = search_steps(rows)[skip_first:]
+    trace = indexed(trace_or_rows)
+    steps = search_steps(trace)[skip_first:]
     if not steps:
         return {"search_steps": 0}
     out = {"search_steps": len(steps), "total": mean_accounts([s["total"] for s in steps]), "phases": {}}
@@ -112,39 +140,28 @@ def summarize(rows, skip_first=1):
         for part in present[0]["parts"]:
             parts[part] = mean_accounts([p["parts"][part] for p in present if part in p["parts"]])
         out["phases"][name] = {"account": mean_accounts([p["account"] for p in present]), "parts": parts}
-    kernels = {}  # kernel time by name within the search steps' windows
-    ranges = [r for r in rows if r["kind"] == "range" and r["name"] == "search step"][skip_first:]
-    for step in ranges:
-        for r in rows:
+    kernels = {}  # kernel time by name within the same search steps' windows
+    for step in (s["range"] for s in steps):
+        for r in trace.gpu:
             if r["kind"] == "kernel" and step["start"] <= r["start"] < step["end"]:
                 kernels[r["name"]] = kernels.get(r["name"], 0.0) + (r["end"] - r["start"]) / 1e3
-    out["kernel_us_per_search_step"] = {k: v / len(ranges) for k, v in
-                                        sorted(kernels.items(), key=lambda kv: -kv[1])} if ranges else {}
+    out["kernel_us_per_search_step"] = {k: v / len(steps) for k, v in sorted(kernels.items(), key=lambda kv: -kv[1])}
     return out
 
 
-def normal_steps(rows, skip_first=10):
+def normal_steps(trace_or_rows, skip_first=10):
     """Per kind of "MD step" range (its name), means over its steps after the first `skip_first` of that kind
     (the first steps warm up): kernels, copies, span, busy and idle time of the work the step launched (µs), and
     each kernel's mean duration by name."""
-    by_correlation = {}
-    for r in rows:
-        if r["kind"] in GPU_KINDS:
-            by_correlation.setdefault(r["correlation"], []).append(r)
-    runtime = sorted((r for r in rows if r["kind"] == "runtime"), key=lambda r: r["start"])
-    starts = [r["start"] for r in runtime]
+    trace = indexed(trace_or_rows)
     kinds = {}
-    for step in sorted((r for r in rows if r["kind"] == "range" and r["name"].startswith("MD step")
-                        and r["end"] > r["start"]), key=lambda r: r["start"]):
+    for step in (r for r in trace.ranges if r["name"].startswith("MD step")):
         kinds.setdefault(step["name"], []).append(step)
     out = {}
     for name, steps in kinds.items():
         samples = []
         for step in steps[skip_first:]:
-            lo = bisect.bisect_left(starts, step["start"])
-            hi = bisect.bisect_left(starts, step["end"])
-            work = [g for call in runtime[lo:hi] if base_name(call["name"]) in LAUNCHES
-                    for g in by_correlation.get(call["correlation"], [])]
+            work = trace.launched_by(trace.calls_within(step["start"], step["end"]))
             if not work:
                 continue
             first = min(g["start"] for g in work)
@@ -213,8 +230,9 @@ def main(argv=None):
             rows = read_trace(path)
         except (OSError, KeyError, ValueError) as e:
             sys.exit(f"kernel_trace.py: {path}: not a haloex-kernel-trace CSV ({e})")
-        summaries[path] = summarize(rows, args.skip)
-        summaries[path]["normal_steps"] = normal_steps(rows)
+        trace = Trace(rows)
+        summaries[path] = summarize(trace, args.skip)
+        summaries[path]["normal_steps"] = normal_steps(trace)
         print(report(path, summaries[path]))
         print(steps_report(summaries[path]["normal_steps"]))
     if args.json:

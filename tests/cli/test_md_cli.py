@@ -1175,7 +1175,8 @@ class MdConventions(MdCli):
         self.assertNotIn("dropped", err)
         sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
         import kernel_trace
-        summary = kernel_trace.summarize(kernel_trace.read_trace(base + ".csv"))
+        trace = kernel_trace.Trace(kernel_trace.read_trace(base + ".csv"))
+        summary = kernel_trace.summarize(trace)
         self.assertGreaterEqual(summary["search_steps"], 2, summary)  # steps 20, 40 and 60, after the first
         total = summary["total"]
         self.assertGreater(total["kernels"], 0, total)
@@ -1186,7 +1187,7 @@ class MdConventions(MdCli):
         self.assertTrue(any("searchKernel" in name for name in summary["kernel_us_per_search_step"]),
                         list(summary["kernel_us_per_search_step"])[:20])
         # The normal steps run as graphs (the default): their nodes, one by one.
-        graph = kernel_trace.normal_steps(kernel_trace.read_trace(base + ".csv")).get("MD step (CUDA graph)")
+        graph = kernel_trace.normal_steps(trace).get("MD step (CUDA graph)")
         self.assertIsNotNone(graph, "no graph step with launched work")
         self.assertGreaterEqual(graph["kernels"], 1, graph)
         self.assertLessEqual(graph["busy_us"], graph["span_us"] + 1e-6, graph)
