@@ -81,7 +81,8 @@ void classifyAndSelect(const Vec3f* x, int n, const DimensionCut& cut, std::uint
                        cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream);
 // The wrap (as wrapAndSummarise's) and classifyAndSelect with one kernel for both (a
 // migration's first cut: two launches fewer); a non-finite particle is
-// reported in status[kFirstNonFinite] and gets no direction of its own.
+// reported in status[kFirstNonFinite] alone, its direction kTooFar without a
+// report of its own (the host refuses the non-finite position first).
 void wrapClassifyAndSelect(Vec3f* x, int n, const double boxLength[3], const DimensionCut& cut, std::uint8_t* direction,
                            int* lists, int* status, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream);
 
