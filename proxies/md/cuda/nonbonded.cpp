@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <fmt/format.h>
 #include <type_traits>
 
@@ -573,9 +574,9 @@ PairListHost Nonbonded::copyListToHost(ListKind kind, ListView view) const {
     return dense;
 }
 
-std::array<KernelResources, 8> nonbondedKernelResources() {
-    const auto pack = [](const char* name, const cudaFuncAttributes& a, int localBytesAllowed = 0) {
-        return KernelResources{name, a.numRegs, static_cast<int>(a.localSizeBytes), a.maxThreadsPerBlock,
+std::array<KernelResources, 14> nonbondedKernelResources() {
+    const auto pack = [](std::string name, const cudaFuncAttributes& a, int localBytesAllowed = 0) {
+        return KernelResources{std::move(name), a.numRegs, static_cast<int>(a.localSizeBytes), a.maxThreadsPerBlock,
                                localBytesAllowed};
     };
     // The long entries' pruning builds run 7 blocks per SM (72 registers) and
@@ -587,16 +588,35 @@ std::array<KernelResources, 8> nonbondedKernelResources() {
     // local kernel ran 3.4 % faster at 720 000 atoms
     // (bench/results/kernel-variants-NVIDIA-H200-2026-12-05-d.json).
     constexpr int kQuarterLongPruneSpill = 24;
-    return {pack("nonbonded (forces)", nonbondedKernelAttributes(false, false, false)),
-            pack("nonbonded (forces + energies)", nonbondedKernelAttributes(true, false, false)),
-            pack("nonbonded (forces, rolling prune)", nonbondedKernelAttributes(false, true, false)),
-            pack("nonbonded (forces + energies, rolling prune)", nonbondedKernelAttributes(true, true, false)),
-            pack("nonbonded (forces, rolling prune, entries > 32)", nonbondedKernelAttributes(false, true, true),
-                 kQuarterLongPruneSpill),
-            pack("nonbonded (forces + energies, rolling prune, entries > 32)",
-                 nonbondedKernelAttributes(true, true, true), kLongPruneSpill),
-            pack("pair search (one pass)", searchKernelAttributes()),
-            pack("full prune (search steps)", pruneKernelAttributes())};
+    // A list whose longest entry is exactly 32 runs the quarter tile without
+    // the long entries' loop; its pruning build (forces only), at 7 blocks
+    // per SM (72 registers, nbMinBlocks), has a 16-byte stack frame (12
+    // bytes spilled; ptxas of CUDA 13.0 for sm_90). Not measured against 6
+    // blocks: such a list is rare (its longest entry must be exactly 32).
+    constexpr int kQuarterPruneSpill = 16;
+    struct Build {
+        const char* tile;
+        ForceTile kind;
+        int pruneSpill;        // the forces-only pruning build's allowance
+        int energyPruneSpill;  // the pruning build with energies
+    };
+    constexpr Build builds[] = {{"", ForceTile::Four, 0, 0},
+                                {", quarter tile: longest entry 32", ForceTile::Quarter, kQuarterPruneSpill, 0},
+                                {", entries > 32", ForceTile::QuarterLong, kQuarterLongPruneSpill, kLongPruneSpill}};
+    std::array<KernelResources, 14> all;
+    std::size_t k = 0;
+    for (const Build& b : builds) {
+        all[k++] = pack(fmt::format("nonbonded (forces{})", b.tile), nonbondedKernelAttributes(false, false, b.kind));
+        all[k++] = pack(fmt::format("nonbonded (forces + energies{})", b.tile),
+                        nonbondedKernelAttributes(true, false, b.kind));
+        all[k++] = pack(fmt::format("nonbonded (forces, rolling prune{})", b.tile),
+                        nonbondedKernelAttributes(false, true, b.kind), b.pruneSpill);
+        all[k++] = pack(fmt::format("nonbonded (forces + energies, rolling prune{})", b.tile),
+                        nonbondedKernelAttributes(true, true, b.kind), b.energyPruneSpill);
+    }
+    all[k++] = pack("pair search (one pass)", searchKernelAttributes());
+    all[k++] = pack("full prune (search steps)", pruneKernelAttributes());
+    return all;
 }
 
 }  // namespace haloex::md::gpu

@@ -701,6 +701,12 @@ auto kernelFor(bool pruned, bool energies) {
                               : nonbondedKernel<false, false, kLongEntries, kQuarter>);
 }
 
+auto forceKernel(ForceTile tile, bool pruned, bool energies) {
+    return tile == ForceTile::QuarterLong ? kernelFor<true, true>(pruned, energies)
+           : tile == ForceTile::Quarter   ? kernelFor<false, true>(pruned, energies)
+                                          : kernelFor<false, false>(pruned, energies);
+}
+
 void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout& layout, bool local, bool energies,
                      int maxEnergyBlocks, double* dEnergies, cudaStream_t stream) {
     if (list.numEntries == 0) return;
@@ -717,9 +723,10 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
                                             list.innerPairs.data(), list.pruneState.data(), list.rlistInner2}
                                 : PruneArgs{};
     // Long entries are always 32 j clusters or more: the quarter tile.
-    const auto kernel = list.longEntries   ? kernelFor<true, true>(list.pruned, energies)
-                        : list.quarterTile ? kernelFor<false, true>(list.pruned, energies)
-                                           : kernelFor<false, false>(list.pruned, energies);
+    const ForceTile tile = list.longEntries   ? ForceTile::QuarterLong
+                           : list.quarterTile ? ForceTile::Quarter
+                                              : ForceTile::Four;
+    const auto kernel = forceKernel(tile, list.pruned, energies);
     cuda::launchDependent(kernel, energies ? energyBlocks : blocks, kNbThreads, 0, stream, params, entries,
                           list.numEntries, pairs, xq, f, dEnergies, prune);
 }
@@ -778,11 +785,9 @@ int energyKernelBlocksPerSm() {
     return std::max(perSm, 1);
 }
 
-cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune, bool longEntries) {
+cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune, ForceTile tile) {
     cudaFuncAttributes a{};
-    HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(
-                                                    longEntries ? kernelFor<true, true>(prune, energies)
-                                                                : kernelFor<false, false>(prune, energies))));
+    HALOEX_CUDA_CHECK(cudaFuncGetAttributes(&a, reinterpret_cast<const void*>(forceKernel(tile, prune, energies))));
     return a;
 }
 

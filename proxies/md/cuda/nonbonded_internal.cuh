@@ -349,6 +349,10 @@ cudaFuncAttributes pruneKernelAttributes();
 int energyKernelBlocksPerSm();
 int forceKernelBlocksPerSm();
 inline constexpr int kForceKernelWarpsPerBlock = 4;
-cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune, bool longEntries);
+// The force kernel's tiles, as launchNonbonded chooses them by the list's
+// longest entry: four pairs per lane (< 32 j clusters), the quarter tile
+// (exactly 32) and the quarter tile for long entries (> 32).
+enum class ForceTile { Four, Quarter, QuarterLong };
+cudaFuncAttributes nonbondedKernelAttributes(bool energies, bool prune, ForceTile tile);
 
 }  // namespace haloex::md::gpu::detail

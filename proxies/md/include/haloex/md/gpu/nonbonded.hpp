@@ -27,6 +27,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -226,15 +227,17 @@ private:
 
 // Registers and spills of the kernels on this device (for reports).
 struct KernelResources {
-    const char* name;
+    std::string name;
     int registers;
     int localBytes;  // > 0 means spills / local arrays
     int maxThreadsPerBlock;
     int localBytesAllowed = 0;  // a spill measured cheaper than the occupancy it buys back
 };
-// Forces, forces + energies, the same two with the fused rolling prune, and
-// those two for entries of more than 32 j clusters; the search (fill pass),
-// the search step's full prune.
-std::array<KernelResources, 8> nonbondedKernelResources();
+// Every force kernel build the launcher can choose -- forces, forces +
+// energies, the same two with the fused rolling prune, for each tile (four
+// pairs per lane; the quarter tile for a longest entry of 32; the quarter
+// tile for entries of more than 32) -- then the search (one pass) and the
+// search step's full prune.
+std::array<KernelResources, 14> nonbondedKernelResources();
 
 }  // namespace haloex::md::gpu
