@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other stress-tma multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -121,6 +121,35 @@ stage_stress() {
       stress_one 4 2x2x1 $t auto 500
       stress_one 4 1x2x2 $t auto 500
     fi
+  done
+  stop_mps
+}
+
+# The nvshmem tma path on 2 ranks sharing a GPU (MPS): STRESS_TMA_REPEATS
+# runs each of the fused exchange alone and replayed from a CUDA graph, one
+# at a time, the direct path once beside them, then compute-sanitizer
+# memcheck on each rank of a short tma run (the graph's illegal address of
+# ctest -L gpu under -j4 on 2026-12-05).
+stage_stress_tma() {
+  note "== stress, nvshmem tma on 2 ranks (MPS), ${STRESS_TMA_REPEATS:-3} runs each, then memcheck"
+  start_mps
+  local k graph log
+  for k in $(seq "${STRESS_TMA_REPEATS:-3}"); do
+    for graph in "" --cuda-graph; do
+      log="$out/stress-tma-$k${graph:+-graph}.log"
+      timeout 200 "${mpirun_np[@]}" 2 "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport nvshmem \
+        --nvshmem-path tma --grid 2x1x1 --steps 3000 --repartition-every 500 --atoms 6000 --wait-timeout 20 $graph \
+        >"$log" 2>&1
+      note "  tma${graph:+ graph} run $k: rc=$? $(grep -E -m1 'PASSED|FAILED|rror' "$log" | cut -c1-200)"
+    done
+  done
+  stress_one 2 2x1x1 nvshmem direct 3000
+  for graph in "" --cuda-graph; do
+    log="$out/stress-tma-memcheck${graph:+-graph}.log"
+    timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport nvshmem --nvshmem-path tma --grid 2x1x1 \
+      --steps 600 --repartition-every 500 --atoms 6000 --wait-timeout 120 $graph >"$log" 2>&1
+    note "  tma${graph:+ graph} memcheck: rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log") $(grep -E -m1 'PASSED|FAILED' "$log" | cut -c1-120)"
   done
   stop_mps
 }

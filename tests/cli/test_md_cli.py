@@ -1140,10 +1140,16 @@ class MdConventions(MdCli):
             self.skipTest("no GPU: nvidia-smi is missing or lists none")
         gpu = ["--device", "gpu", "--atoms", "22500", "--steps", "20", "--nstlist", "10", "--quiet"]
         _, ranges = self.nvtx_ranges(gpu + ["--cuda-graphs", "0"])
+        # One rank's default is the fused update: one kernel for the forces' scatter, leapfrog and gather.
         for name in ["search step", "migrate", "plan", "transport set-up", "positions", "pair search",
-                     "grid and counts", "lists", "prune", "count check", "MD step", "local non-bonded F", "leapfrog",
-                     "clear forces"]:
+                     "grid and counts", "lists", "prune", "count check", "MD step", "local non-bonded F",
+                     "scatter + leapfrog + gather"]:
             self.assertIn(name, ranges)
+        self.assertNotIn("leapfrog", ranges)
+        _, ranges = self.nvtx_ranges(gpu + ["--cuda-graphs", "0", "--fuse-update", "0"])
+        for name in ["local non-bonded F", "leapfrog", "clear forces"]:
+            self.assertIn(name, ranges)
+        self.assertNotIn("scatter + leapfrog + gather", ranges)
         # With graphs the step is one launch: one range around it, its phases are graph nodes. The step
         # after each search (steps 0 and 10) runs without one, while the graph is updated behind it, and so
         # does step 20's, evaluated after the run for the last step's energies (after its search).
