@@ -50,7 +50,9 @@ stage_build() {
     sed -n '/haloex .* configuration/,/executables/p' "$out/configure.log" | tee -a "$summary"
   fi
   local t0=$SECONDS
-  cmake --build "$build" -j "$(nproc)" >"$out/build.log" 2>&1 \
+  # BUILD_TARGETS: only these (a short lease), e.g. "haloex-halo-stress haloex-md".
+  # shellcheck disable=SC2086
+  cmake --build "$build" -j "$(nproc)" ${BUILD_TARGETS:+--target $BUILD_TARGETS} >"$out/build.log" 2>&1 \
     || { grep -E -A8 'error' "$out/build.log" | head -60; note "build FAILED"; return 1; }
   note "build ok ($((SECONDS - t0)) s)"
 }
