@@ -150,7 +150,7 @@ stage_stress_tma() {
     log="$out/stress-tma-memcheck${graph:+-graph}.log"
     timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport nvshmem --nvshmem-path tma --grid 2x1x1 \
-      --steps 600 --repartition-every 500 --atoms 6000 --wait-timeout 120 $graph >"$log" 2>&1
+      --steps "${STRESS_TMA_MEMCHECK_STEPS:-600}" --repartition-every 500 --atoms 6000 --wait-timeout 120 $graph >"$log" 2>&1
     note "  tma${graph:+ graph} memcheck: rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log") $(grep -E -m1 'PASSED|FAILED' "$log" | cut -c1-120)"
   done
   stop_mps
