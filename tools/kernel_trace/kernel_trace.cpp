@@ -8,7 +8,6 @@
 // OMPI_COMM_WORLD_RANK and ".csv" appended. A GPU timeline where Nsight
 // Systems is not installed; bench/kernel_trace.py summarises it.
 #include <cupti.h>
-#include <cxxabi.h>
 
 #include <cstdint>
 #include <cstdio>
@@ -17,9 +16,10 @@
 #include <fmt/format.h>
 #include <mutex>
 #include <string>
-#include <string_view>
 #include <unordered_map>
 #include <vector>
+
+#include "kernel_name.hpp"
 
 namespace {
 
@@ -45,37 +45,6 @@ void report(CUptiResult result, const char* what) {
     std::fprintf(stderr, "haloex-kernel-trace: %s failed: %s\n", what, text != nullptr ? text : "?");
 }
 
-// "ns::(anonymous namespace)::kernel<3>" from a mangled name: without the
-// return type and the parameter list. nvcc prefixes kernels of internal
-// linkage with "__nv_static_<n>__<hash>_<file>_<hash>_<n>_": demangled from
-// the "_Z" after it.
-std::string kernelName(const char* mangled) {
-    if (mangled == nullptr) return "?";
-    std::string symbol = mangled;
-    if (symbol.rfind("__nv_static_", 0) == 0) {
-        if (const auto z = symbol.find("__Z"); z != std::string::npos) symbol.erase(0, z + 1);
-    }
-    int status = 0;
-    char* plain = abi::__cxa_demangle(symbol.c_str(), nullptr, nullptr, &status);
-    std::string name = status == 0 && plain != nullptr ? plain : mangled;
-    std::free(plain);
-    if (name.rfind("void ", 0) == 0) name.erase(0, 5);  // a function template's return type
-    // Cut at the first '(' outside template brackets that does not open
-    // "(anonymous namespace)".
-    static constexpr std::string_view kAnonymous = "(anonymous namespace)";
-    int depth = 0;
-    for (std::size_t i = 0; i < name.size(); ++i) {
-        if (name.compare(i, kAnonymous.size(), kAnonymous) == 0) {
-            i += kAnonymous.size() - 1;
-            continue;
-        }
-        if (name[i] == '<') ++depth;
-        if (name[i] == '>') --depth;
-        if (name[i] == '(' && depth == 0 && i > 0) return name.substr(0, i);
-    }
-    return name;
-}
-
 std::string runtimeName(CUpti_CallbackId cbid) {
     const char* name = nullptr;
     if (cuptiGetCallbackName(CUPTI_CB_DOMAIN_RUNTIME_API, cbid, &name) != CUPTI_SUCCESS || name == nullptr) {
@@ -89,7 +58,8 @@ void take(const CUpti_Activity* record) {
         case CUPTI_ACTIVITY_KIND_KERNEL:
         case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: {
             const auto* k = reinterpret_cast<const CUpti_ActivityKernel10*>(record);
-            rows.push_back({"kernel", kernelName(k->name), k->start, k->end, k->streamId, k->correlationId});
+            rows.push_back(
+                {"kernel", haloex::kernel_trace::kernelName(k->name), k->start, k->end, k->streamId, k->correlationId});
             break;
         }
         case CUPTI_ACTIVITY_KIND_MEMCPY: {
