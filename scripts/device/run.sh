@@ -10,8 +10,9 @@
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
 #   mkdir -p /root/hx && tar xzf .devsrc/src.tar.gz -C /root/hx &&
 #   cp .devsrc/commit /root/hx/.commit && cd /root/hx && bash scripts/device/run.sh STAGE...
-# Logs and results go to $OUT (or ./out). Stages run in the order given; a
-# failing stage is reported and the next one still runs.
+# Logs and results go to $OUT (or ./out); with more than 8 files there, they
+# end up in $OUT/results.tar.gz beside summary.txt (see the end). Stages run
+# in the order given; a failing stage is reported and the next one still runs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${OUT:-$root/out}"
@@ -1500,5 +1501,12 @@ for stage in "$@"; do
   fi
 done
 note "== done"
-# The device tool brings back at most 8 files: pack the logs.
-(cd "$out" && tar czf logs.tar.gz --exclude=logs.tar.gz --exclude='*.json' . 2>/dev/null)
+# The device tool brings back only a few files of $OUT (8 on 2026-12-05; the
+# rest is lost with the machine): with more, everything goes into one
+# tarball, results.tar.gz, and only it and summary.txt stay. A call cut
+# short before this line keeps its files as they are: give the stages a
+# `timeout` below the call's limit.
+if [ "$(find "$out" -mindepth 1 | wc -l)" -gt 8 ]; then
+  (cd "$out" && tar czf /tmp/results.tar.gz . 2>/dev/null && find . -mindepth 1 ! -name summary.txt -delete &&
+    mv /tmp/results.tar.gz results.tar.gz)
+fi
