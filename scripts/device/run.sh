@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other stress-tma multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -11,7 +11,7 @@
 #   mkdir -p /root/hx && tar xzf .devsrc/src.tar.gz -C /root/hx &&
 #   cp .devsrc/commit /root/hx/.commit && cd /root/hx && bash scripts/device/run.sh STAGE...
 # Logs and results go to $OUT (or ./out); with more than 8 files there, they
-# end up in $OUT/results.tar.gz beside summary.txt (see the end). Stages run
+# end up in $OUT/results.tar.gz beside summary.txt (pack_out, at the end). Stages run
 # in the order given; a failing stage is reported and the next one still runs.
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -1493,6 +1493,20 @@ stage_mps_refusal() {
   stop_mps
 }
 
+# The device tool brings back only a few files of $OUT (8 on 2026-12-05; the
+# rest is lost with the machine): with more, everything goes into one
+# tarball, results.tar.gz, and only it and summary.txt stay. run.sh does it
+# at its end; a call whose `timeout` cut run.sh short runs `run.sh pack-out`
+# after it:  timeout 560 bash scripts/device/run.sh STAGES; bash scripts/device/run.sh pack-out
+pack_out() {
+  [ "$(find "$out" -type f | wc -l)" -gt 8 ] || return 0
+  rm -f /tmp/results.tar.gz
+  # A run killed by timeout may leave a child writing: tar's "file changed" is no failure here.
+  (cd "$out" && tar czf /tmp/results.tar.gz --warning=no-file-changed . 2>/dev/null
+    [ -s /tmp/results.tar.gz ] && find . -mindepth 1 ! -name summary.txt -delete && mv /tmp/results.tar.gz results.tar.gz)
+}
+stage_pack_out() { :; }  # only the packing at the end (see pack_out)
+
 for stage in "$@"; do
   if declare -F "stage_${stage//-/_}" >/dev/null; then
     "stage_${stage//-/_}" || note "stage $stage FAILED"
@@ -1501,12 +1515,5 @@ for stage in "$@"; do
   fi
 done
 note "== done"
-# The device tool brings back only a few files of $OUT (8 on 2026-12-05; the
-# rest is lost with the machine): with more, everything goes into one
-# tarball, results.tar.gz, and only it and summary.txt stay. A call cut
-# short before this line keeps its files as they are: give the stages a
-# `timeout` below the call's limit.
-if [ "$(find "$out" -mindepth 1 | wc -l)" -gt 8 ]; then
-  (cd "$out" && tar czf /tmp/results.tar.gz . 2>/dev/null && find . -mindepth 1 ! -name summary.txt -delete &&
-    mv /tmp/results.tar.gz results.tar.gz)
-fi
+pack_out
+
