@@ -94,14 +94,15 @@ stage_test_gpu() {
   stop_mps
 }
 
-stress_one() {  # np grid transport path steps
-  local np=$1 grid=$2 transport=$3 path=$4 steps=$5
-  local log="$out/stress-$transport-$path-$grid-$np.log"
+stress_one() {  # np grid transport path steps [tag [more options of haloex-halo-stress]]
+  local np=$1 grid=$2 transport=$3 path=$4 steps=$5 tag=${6:-}
+  shift $(($# < 6 ? $# : 6))
+  local log="$out/stress-$transport-$path-$grid-$np${tag:+-$tag}.log"
   timeout 300 "${mpirun_np[@]}" "$np" "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport "$transport" \
     --nvshmem-path "$path" --grid "$grid" --steps "$steps" --repartition-every 500 --atoms "${STRESS_ATOMS:-6000}" \
-    --wait-timeout 20 >"$log" 2>&1
+    --wait-timeout 20 "$@" >"$log" 2>&1
   local rc=$?
-  note "stress np=$np $grid $transport/$path: rc=$rc $(grep -E 'PASSED|FAILED|SKIPPED' "$log" | head -1 | cut -c1-160)"
+  note "stress np=$np $grid $transport/$path${tag:+ ($tag)}: rc=$rc $(grep -E 'PASSED|FAILED|SKIPPED' "$log" | head -1 | cut -c1-160)"
   [ $rc -eq 0 ] || [ $rc -eq 77 ] || tail -15 "$log"
 }
 
@@ -138,13 +139,8 @@ stage_stress_tma() {
   start_mps
   local k graph log
   for k in $(seq "${STRESS_TMA_REPEATS:-3}"); do
-    for graph in "" --cuda-graph; do
-      log="$out/stress-tma-$k${graph:+-graph}.log"
-      timeout 200 "${mpirun_np[@]}" 2 "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport nvshmem \
-        --nvshmem-path tma --grid 2x1x1 --steps 3000 --repartition-every 500 --atoms 6000 --wait-timeout 20 $graph \
-        >"$log" 2>&1
-      note "  tma${graph:+ graph} run $k: rc=$? $(grep -E -m1 'PASSED|FAILED|rror' "$log" | cut -c1-200)"
-    done
+    stress_one 2 2x1x1 nvshmem tma 3000 "run$k"
+    stress_one 2 2x1x1 nvshmem tma 3000 "run$k-graph" --cuda-graph
   done
   stress_one 2 2x1x1 nvshmem direct 3000
   for graph in "" --cuda-graph; do
