@@ -149,7 +149,11 @@ def summarize(trace_or_rows, skip_first=1):
     return out
 
 
-def normal_steps(trace_or_rows, skip_first=10):
+# Normal steps left out at the start of each kind (the first steps warm up).
+NORMAL_STEPS_SKIPPED = 10
+
+
+def normal_steps(trace_or_rows, skip_first=NORMAL_STEPS_SKIPPED):
     """Per kind of "MD step" range (its name), means over its steps after the first `skip_first` of that kind
     (the first steps warm up): kernels, copies, span, busy and idle time of the work the step launched (µs), and
     each kernel's mean duration by name."""
@@ -205,8 +209,8 @@ def report(path, summary, top=12):
 
 
 def steps_report(steps, top=8):
-    out = ["  normal steps (means per step after the first 10 of each kind, µs): span of the work each launched, "
-           "GPU busy within it, idle (launch and tail latency)"]
+    out = [f"  normal steps (means per step after the first {NORMAL_STEPS_SKIPPED} of each kind, µs): "
+           "span of the work each launched, GPU busy within it, idle (launch and tail latency)"]
     if not steps:
         out.append("    no \"MD step\" range with launched work")
     for name, s in steps.items():
