@@ -140,11 +140,12 @@ def summarize(trace_or_rows, skip_first=1):
         for part in present[0]["parts"]:
             parts[part] = mean_accounts([p["parts"][part] for p in present if part in p["parts"]])
         out["phases"][name] = {"account": mean_accounts([p["account"] for p in present]), "parts": parts}
-    kernels = {}  # kernel time by name within the same search steps' windows
+    kernels = {}  # kernel time by name within the same search steps' windows (kernels by start, bisected)
+    by_start = sorted((r for r in trace.gpu if r["kind"] == "kernel"), key=lambda r: r["start"])
+    starts = [r["start"] for r in by_start]
     for step in (s["range"] for s in steps):
-        for r in trace.gpu:
-            if r["kind"] == "kernel" and step["start"] <= r["start"] < step["end"]:
-                kernels[r["name"]] = kernels.get(r["name"], 0.0) + (r["end"] - r["start"]) / 1e3
+        for r in by_start[bisect.bisect_left(starts, step["start"]):bisect.bisect_left(starts, step["end"])]:
+            kernels[r["name"]] = kernels.get(r["name"], 0.0) + (r["end"] - r["start"]) / 1e3
     out["kernel_us_per_search_step"] = {k: v / len(steps) for k, v in sorted(kernels.items(), key=lambda kv: -kv[1])}
     return out
 
