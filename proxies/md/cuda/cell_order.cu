@@ -1,14 +1,21 @@
 // CellOrder (cell_order.hpp): the home grid chosen as the build chooses it
 // (grid_build.cu's bounds and choice kernels, over the home atoms alone),
-// then one stable radix sort of (column, z) keys.
+// then the atoms sorted by (column, z): up to kColumnSortMaxAtoms home atoms
+// by buckets per column and one block's sort per column, as the build sorts
+// (a few launches instead of a radix sort's six passes over 46-bit keys);
+// above it by one stable radix sort of (column, z) keys, which the build too
+// uses there. HALOEX_COLUMN_SORT=0/1 forces either (tests).
 #include "haloex/md/gpu/cell_order.hpp"
 
 #include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
 
+#include "column_sort.cuh"
 #include "haloex/cuda/check.hpp"
 #include "nonbonded_internal.cuh"
 
@@ -36,9 +43,63 @@ __global__ void cellKeysKernel(const Vec3f* __restrict__ x, int n, const GridSta
     keys[i] = cellOrderKey(state->grids.home, p.x, p.y, p.z);
 }
 
+// The sort by columns, step 1: each atom's key and its column's count. A
+// skipped choice writes the identity order and counts nothing.
+__global__ void cellCountKernel(const Vec3f* __restrict__ x, int n, const GridState* __restrict__ state,
+                                std::uint64_t* __restrict__ keys, int* __restrict__ columnCount,
+                                int* __restrict__ order) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    if (state->skipped != 0) {
+        order[i] = i;
+        return;
+    }
+    const Vec3f p = x[i];
+    const std::uint64_t key = cellOrderKey(state->grids.home, p.x, p.y, p.z);
+    keys[i] = key;
+    atomicAdd(&columnCount[key >> 32], 1);
+}
+
+// Step 2: each atom's word -- its z bits above its index -- into its
+// column's part of `bucket`, in any order (an atomic cursor per column).
+__global__ void cellBucketKernel(const std::uint64_t* __restrict__ keys, int n, const GridState* __restrict__ state,
+                                 const int* __restrict__ columnStart, int* __restrict__ columnFill,
+                                 std::uint64_t* __restrict__ bucket) {
+    const int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n || state->skipped != 0) return;
+    const std::uint64_t key = keys[i];
+    const auto column = static_cast<int>(key >> 32);
+    bucket[columnStart[column] + atomicAdd(&columnFill[column], 1)] = (key << 32) | static_cast<std::uint32_t>(i);
+}
+
+// Step 3: blocks take the columns in turn (their number is on the device
+// only); a column too long for shared memory is sorted by rank.
+__global__ void __launch_bounds__(detail::kColumnSortThreads)
+    cellColumnSortKernel(const int* __restrict__ columnStart, const std::uint64_t* __restrict__ bucket,
+                         const GridState* __restrict__ state, int* __restrict__ order) {
+    __shared__ std::uint64_t words[detail::kColumnSortMax];
+    if (state->skipped != 0) return;
+    const int numColumns = state->grids.home.numColumns();
+    for (int column = blockIdx.x; column < numColumns; column += gridDim.x) {
+        const int begin = columnStart[column];
+        const int n = columnStart[column + 1] - begin;
+        if (n > detail::kColumnSortMax) detail::sortColumnByRank(bucket + begin, n, order + begin);
+        else if (n > 0) detail::sortColumnInShared(bucket + begin, n, words, order + begin);
+    }
+}
+
 // Buffers grow with the build's headroom (NonbondedOptions::growthFactor), so
 // later searches rarely allocate.
 constexpr double kGrowth = 1.25;
+// As the build's sort by columns (grid_build.cu): the buckets pay up to here.
+constexpr int kColumnSortMaxAtoms = 100000;
+// Blocks of the column sort: enough to fill a GPU at the sizes it serves.
+constexpr int kColumnSortBlocks = 2048;
+
+bool useColumnSort(int n) {
+    if (const char* forced = std::getenv("HALOEX_COLUMN_SORT")) return std::atoi(forced) != 0;
+    return n <= kColumnSortMaxAtoms;
+}
 
 }  // namespace
 
@@ -49,10 +110,57 @@ struct CellOrder::Impl {
     cuda::DeviceBuffer<BuildSizes> sizes;
     cuda::DeviceBuffer<unsigned char> partials;
     cuda::DeviceBuffer<GridState> state;
-    cuda::DeviceBuffer<std::uint64_t> keys, keysSorted;
+    cuda::DeviceBuffer<std::uint64_t> keys, keysSorted;  // keysSorted: the radix sort's; bucket: the columns'
     cuda::DeviceBuffer<int> atoms, order;
+    cuda::DeviceBuffer<int> columnCountAndFill;  // 2 (n + 1): counts, then the bucket cursors (one memset)
+    cuda::DeviceBuffer<int> columnStart;         // n + 1: no grid has more columns than atoms
     cuda::DeviceBuffer<unsigned char> cubTemp;
+
+    void sortByColumns(const Vec3f* x, int n, cudaStream_t stream);
+    void sortByRadix(const Vec3f* x, int n, cudaStream_t stream);
 };
+
+void CellOrder::Impl::sortByColumns(const Vec3f* x, int n, cudaStream_t stream) {
+    const auto slots = static_cast<std::size_t>(n) + 1;
+    detail::reserveWithHeadroom(columnCountAndFill, 2 * slots, kGrowth);
+    detail::reserveWithHeadroom(columnStart, slots, kGrowth);
+    std::size_t bytes = 0;
+    HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, columnCountAndFill.data(), columnStart.data(),
+                                                    static_cast<int>(slots), stream));
+    detail::reserveWithHeadroom(cubTemp, std::max<std::size_t>(bytes, 1), kGrowth);
+    int* counts = columnCountAndFill.data();
+    int* fill = counts + slots;
+    HALOEX_CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * slots * sizeof(int), stream));
+    const int blocks = detail::blocksFor(n, kThreads);
+    cellCountKernel<<<blocks, kThreads, 0, stream>>>(x, n, state.data(), keys.data(), counts, order.data());
+    HALOEX_CUDA_CHECK_LAUNCH();
+    bytes = cubTemp.size();
+    HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(cubTemp.data(), bytes, counts, columnStart.data(),
+                                                    static_cast<int>(slots), stream));
+    // keysSorted holds the bucket's words (the radix path's output buffer).
+    cellBucketKernel<<<blocks, kThreads, 0, stream>>>(keys.data(), n, state.data(), columnStart.data(), fill,
+                                                      keysSorted.data());
+    HALOEX_CUDA_CHECK_LAUNCH();
+    cellColumnSortKernel<<<std::min(n, kColumnSortBlocks), detail::kColumnSortThreads, 0, stream>>>(
+        columnStart.data(), keysSorted.data(), state.data(), order.data());
+    HALOEX_CUDA_CHECK_LAUNCH();
+}
+
+void CellOrder::Impl::sortByRadix(const Vec3f* x, int n, cudaStream_t stream) {
+    detail::reserveWithHeadroom(atoms, static_cast<std::size_t>(n), kGrowth);
+    // The column count is below 2^bitsFor(n) (no grid has more columns than atoms).
+    const int endBit = 32 + detail::bitsFor(n);
+    std::size_t bytes = 0;
+    HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.data(), keysSorted.data(), atoms.data(),
+                                                      order.data(), n, 0, endBit, stream));
+    detail::reserveWithHeadroom(cubTemp, std::max<std::size_t>(bytes, 1), kGrowth);
+    cellKeysKernel<<<detail::blocksFor(n, kThreads), kThreads, 0, stream>>>(x, n, state.data(), keys.data(),
+                                                                            atoms.data());
+    HALOEX_CUDA_CHECK_LAUNCH();
+    bytes = cubTemp.size();
+    HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(cubTemp.data(), bytes, keys.data(), keysSorted.data(),
+                                                      atoms.data(), order.data(), n, 0, endBit, stream));
+}
 
 CellOrder::CellOrder() : impl_(std::make_unique<Impl>()) {
     impl_->sizesHost.reserve(1);
@@ -68,15 +176,8 @@ const int* CellOrder::compute(const Vec3f* x, int n, cudaStream_t stream) {
     const auto count = static_cast<std::size_t>(std::max(n, 1));
     detail::reserveWithHeadroom(m.keys, count, kGrowth);
     detail::reserveWithHeadroom(m.keysSorted, count, kGrowth);
-    detail::reserveWithHeadroom(m.atoms, count, kGrowth);
     detail::reserveWithHeadroom(m.order, count, kGrowth);
     if (n <= 0) return m.order.data();
-    // The column count is below 2^bitsFor(n) (no grid has more columns than atoms).
-    const int endBit = 32 + detail::bitsFor(n);
-    std::size_t bytes = 0;
-    HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, m.keys.data(), m.keysSorted.data(),
-                                                      m.atoms.data(), m.order.data(), n, 0, endBit, stream));
-    detail::reserveWithHeadroom(m.cubTemp, std::max<std::size_t>(bytes, 1), kGrowth);
 
     // The home atoms alone: no halo set, no column limit.
     if (m.copyPending) HALOEX_CUDA_CHECK(cudaEventSynchronize(m.sizesCopied));  // the last copy has read it
@@ -86,12 +187,8 @@ const int* CellOrder::compute(const Vec3f* x, int n, cudaStream_t stream) {
     m.sizesCopied.record(stream);
     m.copyPending = true;
     detail::enqueueGridChoice(x, nullptr, m.sizes.data(), m.partials.data(), INT_MAX, m.state.data(), stream);
-    cellKeysKernel<<<detail::blocksFor(n, kThreads), kThreads, 0, stream>>>(x, n, m.state.data(), m.keys.data(),
-                                                                            m.atoms.data());
-    HALOEX_CUDA_CHECK_LAUNCH();
-    bytes = m.cubTemp.size();
-    HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(m.cubTemp.data(), bytes, m.keys.data(), m.keysSorted.data(),
-                                                      m.atoms.data(), m.order.data(), n, 0, endBit, stream));
+    if (useColumnSort(n)) m.sortByColumns(x, n, stream);
+    else m.sortByRadix(x, n, stream);
     return m.order.data();
 }
 

@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdlib>
 
+#include "column_sort.cuh"
 #include "count_scan.cuh"
 #include "nonbonded_internal.cuh"
 
@@ -150,11 +151,9 @@ __global__ void bucketKernel(const std::uint32_t* __restrict__ keys, int count, 
     bucket[columnAtomStart[column] + atomicAdd(&columnFill[column], 1)] = (z << 32) | static_cast<std::uint32_t>(i);
 }
 
-// One block per column: a bitonic sort of its (z key, index) words in shared
-// memory, the indices written in order. A column longer than kColumnSortMax
-// atoms is left for the global sort (GridState::columnTooLong).
-constexpr int kColumnSortThreads = 256;
-constexpr int kColumnSortMax = 2048;
+// One block per column: its (z key, index) words sorted in shared memory, the
+// indices written in order. A column longer than kColumnSortMax atoms is left
+// for the global sort (GridState::columnTooLong).
 __global__ void __launch_bounds__(kColumnSortThreads)
     columnSortKernel(const int* __restrict__ columnAtomStart, const std::uint64_t* __restrict__ bucket,
                      GridState* __restrict__ state, int* __restrict__ sortedAtoms) {
@@ -170,26 +169,7 @@ __global__ void __launch_bounds__(kColumnSortThreads)
         }
         return;
     }
-    int size = 1;
-    while (size < n) size <<= 1;
-    for (int k = threadIdx.x; k < size; k += blockDim.x) words[k] = k < n ? bucket[begin + k] : ~std::uint64_t{0};
-    __syncthreads();
-    for (int span = 2; span <= size; span <<= 1) {
-        for (int stride = span / 2; stride > 0; stride >>= 1) {
-            for (int t = threadIdx.x; t < size / 2; t += blockDim.x) {
-                const int a = 2 * stride * (t / stride) + t % stride;
-                const int b = a + stride;
-                const bool ascending = (a & span) == 0;
-                const std::uint64_t wa = words[a], wb = words[b];
-                if ((wa > wb) == ascending) {
-                    words[a] = wb;
-                    words[b] = wa;
-                }
-            }
-            __syncthreads();
-        }
-    }
-    for (int k = threadIdx.x; k < n; k += blockDim.x) sortedAtoms[begin + k] = static_cast<int>(words[k] & 0xffffffffu);
+    sortColumnInShared(bucket + begin, n, words, sortedAtoms + begin);
 }
 
 // Thread 0 also records the cluster totals for the host's one read.

@@ -3,9 +3,11 @@
 // -- the layout leaves atoms in that order in place -- test_md_cluster_reference
 // checks on the CPU), and the device build leaves home atoms put in it in
 // place, on whole systems and decomposed ranks (halo atoms after the home
-// ones), with the sort by columns and with the global radix sort; a
-// non-finite position leaves the identity; no atom, one atom and calls of
-// changing sizes on one object are fine.
+// ones), with the sort by columns and with the global radix sort (both the
+// cell order's and the build's, HALOEX_COLUMN_SORT); a column too long for
+// one block's shared memory still sorts; a non-finite position leaves the
+// identity; no atom, one atom and calls of changing sizes on one object are
+// fine.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -60,8 +62,12 @@ void expectDeviceOrderAndBuild(std::vector<Vec3f> x, std::vector<float> q, std::
                                const std::string& name) {
     SCOPED_TRACE(name);
     const std::vector<Vec3f> home(x.begin(), x.begin() + numHome);
-    const std::vector<int> order = deviceCellOrder(home);
-    ASSERT_EQ(order, cellOrderReference(home)) << "the device's order differs from the reference's";
+    const std::vector<int> order = cellOrderReference(home);
+    for (const char* columnSort : {"1", "0"}) {
+        ::setenv("HALOEX_COLUMN_SORT", columnSort, 1);
+        ASSERT_EQ(deviceCellOrder(home), order)
+            << "the device's order differs from the reference's, HALOEX_COLUMN_SORT=" << columnSort;
+    }
     haloex::testing::reorderHome(order, numHome, x, q, zone);
     const md::ForceField ff;
     for (const char* columnSort : {"1", "0"}) {
@@ -108,17 +114,37 @@ TEST(CellOrderGpu, MatchesTheReferenceAndTheBuildLeavesDecomposedRanksInPlace) {
     }
 }
 
+// Atoms on a line along z share one column, past the 2 048 words one block
+// sorts in shared memory: the column is sorted by rank; equal z keep index order.
+TEST(CellOrderGpu, AColumnLongerThanOneBlockSortsIsStillInOrder) {
+    HALOEX_REQUIRE_GPU();
+    std::vector<Vec3f> line;
+    for (int i = 0; i < 3000; ++i) line.push_back(Vec3f{1.0f, 2.0f, static_cast<float>((i * 7919) % 1000) * 0.01f});
+    const std::vector<int> reference = cellOrderReference(line);
+    for (const char* columnSort : {"1", "0"}) {
+        ::setenv("HALOEX_COLUMN_SORT", columnSort, 1);
+        EXPECT_EQ(deviceCellOrder(line), reference) << "HALOEX_COLUMN_SORT=" << columnSort;
+    }
+    ::unsetenv("HALOEX_COLUMN_SORT");
+}
+
 TEST(CellOrderGpu, ANonFinitePositionLeavesTheIdentity) {
     HALOEX_REQUIRE_GPU();
     const md::ForceField ff;
     auto s = haloex::testing::uniformSystem(1000, 2.5, 17, ff);
     std::vector<int> identity(s.x.size());
     std::iota(identity.begin(), identity.end(), 0);
-    s.x[500].y = std::numeric_limits<float>::quiet_NaN();
-    EXPECT_EQ(deviceCellOrder(s.x), identity);
-    s.x[500].y = 1.0f;
-    s.x[20].z = std::numeric_limits<float>::infinity();
-    EXPECT_EQ(deviceCellOrder(s.x), identity);
+    for (const char* columnSort : {"1", "0"}) {
+        SCOPED_TRACE(fmt::format("HALOEX_COLUMN_SORT={}", columnSort));
+        ::setenv("HALOEX_COLUMN_SORT", columnSort, 1);
+        s.x[500].y = std::numeric_limits<float>::quiet_NaN();
+        EXPECT_EQ(deviceCellOrder(s.x), identity);
+        s.x[500].y = 1.0f;
+        s.x[20].z = std::numeric_limits<float>::infinity();
+        EXPECT_EQ(deviceCellOrder(s.x), identity);
+        s.x[20].z = 1.0f;
+    }
+    ::unsetenv("HALOEX_COLUMN_SORT");
 }
 
 TEST(CellOrderGpu, NoAtomOneAtomAndChangingSizesAreFine) {
@@ -126,11 +152,16 @@ TEST(CellOrderGpu, NoAtomOneAtomAndChangingSizesAreFine) {
     EXPECT_TRUE(deviceCellOrder({}).empty());
     EXPECT_EQ(deviceCellOrder({Vec3f{1.0f, 2.0f, 3.0f}}), std::vector<int>{0});
     const md::ForceField ff;
-    CellOrder order;  // one object, growing and shrinking
+    CellOrder order;  // one object, growing and shrinking, switching sorts
     for (int n : {10, 3000, 50, 3000}) {
         const auto s = haloex::testing::uniformSystem(n, std::cbrt(n / 100.0) + 0.4, n, ff);
-        EXPECT_EQ(deviceCellOrder(order, s.x), cellOrderReference(s.x)) << n << " atoms";
+        for (const char* columnSort : {"1", "0"}) {
+            ::setenv("HALOEX_COLUMN_SORT", columnSort, 1);
+            EXPECT_EQ(deviceCellOrder(order, s.x), cellOrderReference(s.x))
+                << n << " atoms, HALOEX_COLUMN_SORT=" << columnSort;
+        }
     }
+    ::unsetenv("HALOEX_COLUMN_SORT");
 }
 
 }  // namespace
