@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu strong-scaling exchange-account exchange-ab search-ab signals-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 strong-scaling exchange-account exchange-ab search-ab signals-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
-# On x2/x4/x8: build multi-gpu (issue 33's measurements first, in priority order, then the rest)
+# On x2/x4/x8: build multi-gpu (issue 33's measurements first, in priority order, then the rest),
+#   or its parts multi-gpu-1 .. multi-gpu-4, one device call each
 # nccl-device beside every transport (md-check compares its energies with the others).
 # Run committed code: scripts/device/pack.sh here, carry .devsrc, and there
 #   mkdir -p /root/hx && tar xzf .devsrc/src.tar.gz -C /root/hx &&
@@ -308,19 +309,37 @@ stage_signals_ab() {
 # One command per multi-GPU kind: the measurements first (a lease may be
 # short), then the correctness the GPUs add (nccl and nccl-device, which MPS
 # cannot share), the micro-benchmarks, Jacobi and GROMACS where its package
-# was carried (GMX_TARBALL). Run as: run.sh build multi-gpu
-stage_multi_gpu() {
-  note "== multi-GPU ($ngpu GPUs): strong-scaling essentials, exchange-account, kernel-trace, strong-scaling rest, test-gpu, commbench, jacobi, md-dd (all sizes), gromacs-dd, gromacs"
+# was carried (GMX_TARBALL). Run as: run.sh build multi-gpu -- or, where one
+# call cannot hold it all (a device call ends after 10 minutes), its four
+# parts in priority order, one call each, every call ending with pack-out:
+#   run.sh build multi-gpu-1; run.sh pack-out   (then -2, -3, -4 on the warm build)
+stage_multi_gpu_1() {
+  note "== multi-GPU part 1 ($ngpu GPUs): strong-scaling essentials, exchange-account, kernel-trace"
   SS_PASSES=1 stage_strong_scaling || note "stage strong-scaling (essentials) FAILED"
   stage_exchange_account || note "stage exchange-account FAILED"
   TRACE_SIZES=11250 stage_kernel_trace || note "stage kernel-trace FAILED"
+}
+stage_multi_gpu_2() {
+  note "== multi-GPU part 2 ($ngpu GPUs): strong-scaling rest, test-gpu"
   SS_PASSES=2 SS_RAN1=1 stage_strong_scaling || note "stage strong-scaling (the rest) FAILED"
   stage_test_gpu || note "stage test-gpu FAILED"
+}
+stage_multi_gpu_3() {
+  note "== multi-GPU part 3 ($ngpu GPUs): commbench, jacobi, md-dd (all sizes)"
   stage_commbench || note "stage commbench FAILED"
   JACOBI_NP=$ngpu stage_jacobi || note "stage jacobi FAILED"
   DD_RANKS=2 stage_md_dd || note "stage md-dd FAILED"
+}
+stage_multi_gpu_4() {
+  note "== multi-GPU part 4 ($ngpu GPUs): gromacs-dd, gromacs"
   stage_gromacs_dd || note "stage gromacs-dd FAILED"
   stage_gromacs || note "stage gromacs FAILED"
+}
+stage_multi_gpu() {
+  stage_multi_gpu_1
+  stage_multi_gpu_2
+  stage_multi_gpu_3
+  stage_multi_gpu_4
 }
 
 # One forward and one reverse exchange alone, every transport and path, one
