@@ -24,6 +24,9 @@ import sys
 
 GPU_KINDS = ("kernel", "memcpy", "memset")
 BLOCKING = ("cudaStreamSynchronize", "cudaEventSynchronize", "cudaDeviceSynchronize", "cudaMemcpy")
+# Allocations and frees: on the step's path each costs host time, and cudaFree waits for the whole device.
+ALLOCATIONS = ("cudaMalloc", "cudaFree", "cudaMallocHost", "cudaFreeHost", "cudaHostAlloc", "cudaMallocAsync",
+               "cudaFreeAsync")
 LAUNCHES = ("cudaLaunchKernel", "cudaLaunchKernelExC", "cudaGraphLaunch", "cudaMemcpyAsync", "cudaMemsetAsync",
             "cudaLaunchCooperativeKernel", "cudaMemcpy", "cudaMemset")
 
@@ -99,6 +102,8 @@ def account(trace, lo, hi):
         "kernels": sum(1 for r in work if r["kind"] == "kernel"),
         "copies_and_memsets": sum(1 for r in work if r["kind"] != "kernel"),
         "blocking_us": sum(r["end"] - r["start"] for r in calls if base_name(r["name"]) in BLOCKING) / 1e3,
+        "allocations": sum(1 for r in calls if base_name(r["name"]) in ALLOCATIONS),
+        "allocation_us": sum(r["end"] - r["start"] for r in calls if base_name(r["name"]) in ALLOCATIONS) / 1e3,
     }
 
 
@@ -191,7 +196,8 @@ def normal_steps(trace_or_rows, skip_first=NORMAL_STEPS_SKIPPED):
 
 def line(name, a, indent):
     return (f"{' ' * indent}{name:<28} wall {a['wall_us']:8.1f}  gpu busy {a['gpu_busy_us']:8.1f}  "
-            f"blocking {a['blocking_us']:7.1f}  kernels {a['kernels']:5.1f}  copies {a['copies_and_memsets']:4.1f}")
+            f"blocking {a['blocking_us']:7.1f}  kernels {a['kernels']:5.1f}  copies {a['copies_and_memsets']:4.1f}  "
+            f"allocs {a['allocations']:4.1f} ({a['allocation_us']:.1f} us)")
 
 
 def report(path, summary, top=12):

@@ -12,7 +12,8 @@ import kernel_trace  # noqa: E402
 
 
 def search_step(t0, correlation):
-    """One search step at t0 (ns): migrate (a kernel, then a 90 µs synchronisation) and pair search (a kernel and a
+    """One search step at t0 (ns): migrate (a kernel, then a 90 µs synchronisation, then a buffer grown: a free and
+    an allocation, 12 µs) and pair search (a kernel and a
     copy, a 540 µs synchronisation) with its part "grid and counts"; the kernels and copy carry the correlation of
     the launch calls inside their phase."""
     c = correlation
@@ -24,6 +25,8 @@ def search_step(t0, correlation):
         ("runtime", "cudaLaunchKernel_v7000", t0 + 10_000, t0 + 15_000, 1, c + 10),
         ("kernel", "wrapAndClassifyKernel", t0 + 50_000, t0 + 150_000, 7, c + 10),
         ("runtime", "cudaStreamSynchronize_v3020", t0 + 160_000, t0 + 250_000, 1, c + 11),
+        ("runtime", "cudaFree_v3020", t0 + 251_000, t0 + 259_000, 1, c + 15),
+        ("runtime", "cudaMalloc_v3020", t0 + 260_000, t0 + 264_000, 1, c + 16),
         ("runtime", "cudaGraphLaunch_v10000", t0 + 310_000, t0 + 320_000, 1, c + 12),
         ("kernel", "searchKernel<2>", t0 + 320_000, t0 + 520_000, 7, c + 12),
         ("runtime", "cudaMemcpyAsync_v3020", t0 + 330_000, t0 + 331_000, 1, c + 13),
@@ -64,9 +67,11 @@ class AccountTest(unittest.TestCase):
         self.assertAlmostEqual(migrate["gpu_busy_us"], 100.0)
         self.assertAlmostEqual(migrate["blocking_us"], 90.0)
         self.assertEqual(migrate["kernels"], 1)
+        self.assertEqual((migrate["allocations"], migrate["allocation_us"]), (2, 12.0))
         pair = s["phases"]["pair search"]
         self.assertAlmostEqual(pair["account"]["wall_us"], 700.0)
         self.assertEqual((pair["account"]["kernels"], pair["account"]["copies_and_memsets"]), (1, 1))
+        self.assertEqual(pair["account"]["allocations"], 0)
         part = pair["parts"]["grid and counts"]
         self.assertAlmostEqual(part["wall_us"], 600.0)
         self.assertAlmostEqual(part["gpu_busy_us"], 210.0)
