@@ -1,10 +1,10 @@
 // CellOrder (cell_order.hpp): the home grid chosen as the build chooses it
 // (grid_build.cu's bounds and choice kernels, over the home atoms alone),
-// then the atoms sorted by (column, z): up to kColumnSortMaxAtoms home atoms
-// by buckets per column and one block's sort per column, as the build sorts
-// (a few launches instead of a radix sort's six passes over 46-bit keys);
-// above it by one stable radix sort of (column, z) keys, which the build too
-// uses there. HALOEX_COLUMN_SORT=0/1 forces either (tests).
+// then the atoms sorted by (column, z): where the sort by columns pays
+// (columnSortPays, column_sort.cuh, which the build chooses by too), by
+// buckets per column and one block's sort per column (a few launches instead
+// of a radix sort's six passes over 46-bit keys); elsewhere by one stable
+// radix sort of (column, z) keys.
 #include "haloex/md/gpu/cell_order.hpp"
 
 #include <cub/device/device_radix_sort.cuh>
@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 
 #include "column_sort.cuh"
 #include "haloex/cuda/check.hpp"
@@ -91,15 +90,8 @@ __global__ void __launch_bounds__(detail::kColumnSortThreads)
 // Buffers grow with the build's headroom (NonbondedOptions::growthFactor), so
 // later searches rarely allocate.
 constexpr double kGrowth = 1.25;
-// As the build's sort by columns (grid_build.cu): the buckets pay up to here.
-constexpr int kColumnSortMaxAtoms = 100000;
 // Blocks of the column sort: enough to fill a GPU at the sizes it serves.
 constexpr int kColumnSortBlocks = 2048;
-
-bool useColumnSort(int n) {
-    if (const char* forced = std::getenv("HALOEX_COLUMN_SORT")) return std::atoi(forced) != 0;
-    return n <= kColumnSortMaxAtoms;
-}
 
 }  // namespace
 
@@ -187,7 +179,7 @@ const int* CellOrder::compute(const Vec3f* x, int n, cudaStream_t stream) {
     m.sizesCopied.record(stream);
     m.copyPending = true;
     detail::enqueueGridChoice(x, nullptr, m.sizes.data(), m.partials.data(), INT_MAX, m.state.data(), stream);
-    if (useColumnSort(n)) m.sortByColumns(x, n, stream);
+    if (detail::columnSortPays(n)) m.sortByColumns(x, n, stream);
     else m.sortByRadix(x, n, stream);
     return m.order.data();
 }

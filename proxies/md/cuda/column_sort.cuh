@@ -6,8 +6,21 @@
 // practice, so a bitonic sort in shared memory beats a global radix sort's
 // passes over every atom.
 #include <cstdint>
+#include <cstdlib>
 
 namespace haloex::md::gpu::detail {
+
+// Whether `atoms` atoms sort faster by columns than by CUB's global radix
+// sort: measured on an H200 (docs/md-engine.md), 32 against 58 us at 22 500
+// atoms, 110 against 80 at 720 000, where the radix sort's passes are
+// bandwidth-bound and the buckets' scattered writes are not. The grid build
+// and the cell order both choose by it; HALOEX_COLUMN_SORT=0/1 forces one
+// way (tests).
+constexpr int kColumnSortMaxAtoms = 100000;
+inline bool columnSortPays(int atoms) {
+    if (const char* forced = std::getenv("HALOEX_COLUMN_SORT")) return std::atoi(forced) != 0;
+    return atoms <= kColumnSortMaxAtoms;
+}
 
 constexpr int kColumnSortThreads = 256;
 constexpr int kColumnSortMax = 2048;  // words a block sorts in shared memory (16 KiB)

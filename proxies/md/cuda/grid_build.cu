@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 
 #include "column_sort.cuh"
 #include "count_scan.cuh"
@@ -266,16 +265,9 @@ int grown(int capacity, int needed, double growth) {
     return static_cast<int>(static_cast<double>(needed) * growth) + 16;
 }
 
-// The sort by columns where it pays: measured on an H200 (docs/md-engine.md),
-// 32 against 58 us at 22 500 atoms, 110 against 80 at 720 000, where the
-// global radix sort's four passes are bandwidth-bound and the buckets'
-// scattered writes are not. HALOEX_COLUMN_SORT=0/1 forces it (tests).
-constexpr int kColumnSortMaxAtoms = 100000;
-bool useColumnSort(const DeviceLayout& layout) {
-    if (layout.columnsTooLong) return false;
-    if (const char* forced = std::getenv("HALOEX_COLUMN_SORT")) return std::atoi(forced) != 0;
-    return layout.atomCapacity <= kColumnSortMaxAtoms;
-}
+// The sort by columns where it pays (columnSortPays), unless a column was
+// too long for it.
+bool useColumnSort(const DeviceLayout& layout) { return !layout.columnsTooLong && columnSortPays(layout.atomCapacity); }
 
 // Room for the grids to grow by a row or two between searches.
 int columnsWithHeadroom(int needed, double growth) { return needed + static_cast<int>(needed * (growth - 1.0)) + 16; }
