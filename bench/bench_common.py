@@ -490,14 +490,29 @@ def _processes_named(names):
         return None
     seen = set()
     for pid in pids:
-        try:
-            with open(f"/proc/{pid}/comm") as f:
-                name = f.read().strip()
-        except OSError:
-            continue
+        name = _process_name(f"/proc/{pid}")
         if name in names:
             seen.add(name)
     return sorted(seen)
+
+
+# The kernel keeps a process's comm to 15 characters ("nvidia-cuda-mps-control" reads "nvidia-cuda-mps").
+COMM_LENGTH = 15
+
+
+def _process_name(proc_dir):
+    """The process's name: its comm, or where that is cut at COMM_LENGTH characters, its command line's first
+    word (the control daemon and the server share the cut name). None when unreadable."""
+    try:
+        with open(os.path.join(proc_dir, "comm")) as f:
+            name = f.read().strip()
+        if len(name) < COMM_LENGTH:
+            return name
+        with open(os.path.join(proc_dir, "cmdline"), "rb") as f:
+            argv0 = f.read().split(b"\0")[0].decode(errors="replace")
+        return os.path.basename(argv0) or name
+    except OSError:
+        return None
 
 
 def mps_state(env=None, processes=None):

@@ -177,21 +177,44 @@ def normal_steps(trace_or_rows, skip_first=NORMAL_STEPS_SKIPPED):
             first = min(g["start"] for g in work)
             last = max(g["end"] for g in work)
             busy = union_within([(g["start"], g["end"]) for g in work], first, last)
+            kernel_us = {}  # by name, summed: a step may launch one kernel twice (the local and non-local lists)
+            for g in work:
+                if g["kind"] == "kernel":
+                    kernel_us[g["name"]] = kernel_us.get(g["name"], 0.0) + (g["end"] - g["start"]) / 1e3
             samples.append({"kernels": sum(1 for g in work if g["kind"] == "kernel"),
                             "copies_and_memsets": sum(1 for g in work if g["kind"] != "kernel"),
                             "span_us": (last - first) / 1e3, "busy_us": busy / 1e3,
                             "idle_us": (last - first - busy) / 1e3,
-                            "kernel_us": {g["name"]: (g["end"] - g["start"]) / 1e3 for g in work
-                                          if g["kind"] == "kernel"}})
+                            "kernel_us": kernel_us,
+                            "sequence": [(g["kind"], g["name"], g["stream"], (g["start"] - first) / 1e3,
+                                          (g["end"] - first) / 1e3) for g in sorted(work, key=lambda g: g["start"])]})
         if not samples:
             continue
         names = sorted({k for sample in samples for k in sample["kernel_us"]})
         kernel_us = {k: statistics.fmean(sample["kernel_us"][k] for sample in samples if k in sample["kernel_us"])
                      for k in names}
         out[name] = {"steps": len(samples),
-                     **mean_accounts([{k: v for k, v in sample.items() if k != "kernel_us"} for sample in samples]),
-                     "kernel_us": dict(sorted(kernel_us.items(), key=lambda kv: -kv[1]))}
+                     **mean_accounts([{k: v for k, v in sample.items() if k not in ("kernel_us", "sequence")}
+                                      for sample in samples]),
+                     "kernel_us": dict(sorted(kernel_us.items(), key=lambda kv: -kv[1])),
+                     "timeline": step_timeline([sample["sequence"] for sample in samples])}
     return out
+
+
+def step_timeline(sequences):
+    """The step's work in start order, as medians over the steps whose work came in the most common order (kind,
+    name and stream per position): each item's start and end (µs after the step's first work started) and stream.
+    Says which kernel waits for which and where the idle time lies; steps in another order are counted apart."""
+    if not sequences:
+        return {"steps": 0, "other_order_steps": 0, "items": []}
+    orders = {}
+    for seq in sequences:
+        orders.setdefault(tuple((kind, name, stream) for kind, name, stream, _, _ in seq), []).append(seq)
+    order, chosen = max(orders.items(), key=lambda kv: len(kv[1]))
+    items = [{"kind": kind, "name": name, "stream": stream,
+              "start_us": statistics.median(seq[i][3] for seq in chosen),
+              "end_us": statistics.median(seq[i][4] for seq in chosen)} for i, (kind, name, stream) in enumerate(order)]
+    return {"steps": len(chosen), "other_order_steps": len(sequences) - len(chosen), "items": items}
 
 
 def line(name, a, indent):
@@ -226,6 +249,13 @@ def steps_report(steps, top=8):
                    f"idle {s['idle_us']:6.2f}")
         for kernel, us in list(s["kernel_us"].items())[:top]:
             out.append(f"      {us:8.2f}  {kernel[:110]}")
+        t = s.get("timeline")
+        if t and t["items"]:
+            out.append(f"      in start order (medians of {t['steps']} steps in this order, {t['other_order_steps']} "
+                       "in another; µs after the step's first work started):")
+            for item in t["items"]:
+                out.append(f"      {item['start_us']:7.2f} -> {item['end_us']:7.2f}  stream {item['stream']:>3}  "
+                           f"{item['name'][:100]}")
     return "\n".join(out)
 
 

@@ -585,14 +585,21 @@ stage_search_timeline() {
 # sharing GPU 0 under MPS) at TRACE_RANK_SIZES atoms in all (nvshmem direct,
 # 2x1x1), nstlist 50; a CSV per rank and
 # bench/kernel_trace.py's account of each phase (wall, GPU busy, blocking,
-# launches). ~1 min.
+# launches). TRACE_SM=P: every run under MPS with P % of the SMs per rank
+# (the one-GPU estimate's setting: its normal steps' timelines side by side).
+# ~1 min.
 stage_kernel_trace() {
-  local lib="$build/lib/libhaloex-kernel-trace.so" cupti n r
+  local lib="$build/lib/libhaloex-kernel-trace.so" cupti n r cap=()
   [ -f "$lib" ] || { note "kernel-trace: no $lib (built only where the toolkit has CUPTI)"; return 1; }
   cupti=$(ldd "$lib" | awk '/libcupti/ {print $3; exit}')
+  if [ -n "${TRACE_SM:-}" ]; then
+    start_mps
+    cap=(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$TRACE_SM")
+    note "kernel-trace: every run under MPS with $TRACE_SM % of the SMs per rank"
+  fi
   for n in ${TRACE_SIZES:-11250 90000}; do
     note "== kernel trace of search steps, one rank, $n atoms"
-    CUDA_INJECTION64_PATH="$lib" NVTX_INJECTION64_PATH="$cupti" HALOEX_KERNEL_TRACE="$out/ktrace-1r-$n" \
+    env "${cap[@]}" CUDA_INJECTION64_PATH="$lib" NVTX_INJECTION64_PATH="$cupti" HALOEX_KERNEL_TRACE="$out/ktrace-1r-$n" \
       timeout 300 "$build/bin/haloex-md" --device gpu --atoms "$n" --steps 600 --nstlist 50 --quiet --log none \
       >"$out/ktrace-1r-$n.log" 2>&1
     note "  rc=$? $(grep -m1 'haloex-kernel-trace' "$out/ktrace-1r-$n.log")"
@@ -606,7 +613,7 @@ stage_kernel_trace() {
   fi
   for n in ${TRACE_RANK_SIZES:-22500}; do
     note "== kernel trace of search steps, $where, $n atoms"
-    timeout 300 "${mpirun_np[@]}" 2 -x CUDA_INJECTION64_PATH="$lib" -x NVTX_INJECTION64_PATH="$cupti" \
+    timeout 300 "${mpirun_np[@]}" 2 ${cap:+-x "${cap[0]}"} -x CUDA_INJECTION64_PATH="$lib" -x NVTX_INJECTION64_PATH="$cupti" \
       -x HALOEX_KERNEL_TRACE="$out/ktrace-2r-$n" "$build/bin/haloex-md" "${shared[@]}" --quiet --log none \
       --transport nvshmem --nvshmem-path direct --grid 2x1x1 --atoms "$n" --steps 600 --nstlist 50 \
       >"$out/ktrace-2r-$n.log" 2>&1
@@ -616,7 +623,7 @@ stage_kernel_trace() {
         | tee -a "$summary"
     done
   done
-  [ "$ngpu" -lt 2 ] && stop_mps
+  { [ "$ngpu" -lt 2 ] || [ -n "${TRACE_SM:-}" ]; } && stop_mps
   return 0
 }
 

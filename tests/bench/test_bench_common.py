@@ -185,6 +185,20 @@ class HeaderTest(unittest.TestCase):
             self.assertIn("stale", stale["note"])
             self.assertIn("running", bc.mps_state({"CUDA_MPS_PIPE_DIRECTORY": tmp}))
 
+    def test_a_process_name_past_the_comm_length_comes_from_its_command_line(self):
+        # /proc/PID/comm holds 15 characters: the MPS daemon reads "nvidia-cuda-mps" there, so the records of
+        # 2026-12-06 and before said "no MPS daemon visible" while it ran.
+        with tempfile.TemporaryDirectory() as tmp:
+            with open(os.path.join(tmp, "comm"), "w") as f:
+                f.write("nvidia-cuda-mps\n")
+            with open(os.path.join(tmp, "cmdline"), "wb") as f:
+                f.write(b"/usr/bin/nvidia-cuda-mps-control\0-d\0")
+            self.assertEqual(bc._process_name(tmp), "nvidia-cuda-mps-control")
+            with open(os.path.join(tmp, "comm"), "w") as f:
+                f.write("mpirun\n")
+            self.assertEqual(bc._process_name(tmp), "mpirun")
+            self.assertIsNone(bc._process_name(os.path.join(tmp, "absent")))
+
     def test_record_header(self):
         h = bc.record_header("test", {"suite": "dd"}, bc.launcher_prefix(2), "on")
         self.assertEqual(h["schema_version"], bc.SCHEMA_VERSION)

@@ -110,6 +110,31 @@ class AccountTest(unittest.TestCase):
         self.assertAlmostEqual(plain["idle_us"], 0.0)
         self.assertIn("MD step (CUDA graph)", kernel_trace.steps_report(steps))
 
+    def test_a_kernel_launched_twice_in_a_step_counts_twice_and_the_timeline_keeps_both(self):
+        # Eleven two-rank-like graph steps: the same force kernel on two streams (4 µs on stream 9 from the
+        # step's first work, 10 µs on stream 7), then an update; the last step runs the update first (another order).
+        rows = []
+        for k in range(12):
+            t0, c = 1_000_000 + 100_000 * k, 1000 + k
+            rows += [("range", "MD step (CUDA graph)", t0, t0 + 2_000, 0, c),
+                     ("runtime", "cudaGraphLaunch_v10000", t0 + 500, t0 + 1_500, 1, c),
+                     ("kernel", "forceKernel", t0 + 3_000, t0 + 13_000, 7, c),
+                     ("kernel", "forceKernel", t0 + 4_000, t0 + 8_000, 9, c),
+                     ("kernel", "updateKernel", t0 + (14_000 if k < 11 else 2_000), t0 + (16_000 if k < 11 else 2_500),
+                      7, c)]
+        path = os.path.join(self.tmp.name, "twice.csv")
+        write(path, rows)
+        graph = kernel_trace.normal_steps(kernel_trace.read_trace(path))["MD step (CUDA graph)"]
+        self.assertEqual(graph["kernels"], 3)
+        self.assertAlmostEqual(graph["kernel_us"]["forceKernel"], 14.0)
+        timeline = graph["timeline"]
+        self.assertEqual((timeline["steps"], timeline["other_order_steps"]), (1, 1))
+        self.assertEqual([(i["name"], i["stream"]) for i in timeline["items"]],
+                         [("forceKernel", "7"), ("forceKernel", "9"), ("updateKernel", "7")])
+        self.assertEqual([(i["start_us"], i["end_us"]) for i in timeline["items"]],
+                         [(0.0, 10.0), (1.0, 5.0), (11.0, 13.0)])
+        self.assertIn("in start order", kernel_trace.steps_report({"MD step (CUDA graph)": graph}))
+
     def test_busy_time_is_a_union_clipped_to_the_range(self):
         self.assertEqual(kernel_trace.union_within([(0, 10), (5, 20), (30, 40)], 8, 35), 12 + 5)
         self.assertEqual(kernel_trace.union_within([], 0, 10), 0)
