@@ -8,13 +8,15 @@ For every "search step" range of a file, and for each of its phases (the ranges 
 order, plan, ..., pair search) and their parts (the ranges inside those), the wall time, the time the GPU was busy
 (the union of kernels, copies and memsets within the range), the kernels and copies the range launched (by their
 launch calls' correlation), and the host's time in blocking calls (stream, event and device synchronisations,
-blocking copies). Means over the search steps of a file, a file per rank. Wall time the GPU was not busy and the
-host did not wait is launch overhead, host work or collectives (MPI).
+blocking copies), the host's time inside any CUDA runtime call and, per phase, the calls that took it (count and
+time by name). Means over the search steps of a file, a file per rank. Wall time outside CUDA calls is host work
+or collectives (MPI).
 
 And the normal steps: for every kind of "MD step" range (with or without a CUDA graph, with or without energies),
 the kernels and copies its launch calls started (a graph's nodes one by one), the span from the first one's start to
 the last one's end, the time the GPU was busy with them within it and the idle rest (launch and tail latency between
-kernels), and each kernel's mean duration."""
+kernels), each kernel's mean duration (summed where a step launches one twice), and the step's work in start
+order with its stream, start and end (medians over the steps in the most common order)."""
 import argparse
 import bisect
 import csv
@@ -104,7 +106,19 @@ def account(trace, lo, hi):
         "blocking_us": sum(r["end"] - r["start"] for r in calls if base_name(r["name"]) in BLOCKING) / 1e3,
         "allocations": sum(1 for r in calls if base_name(r["name"]) in ALLOCATIONS),
         "allocation_us": sum(r["end"] - r["start"] for r in calls if base_name(r["name"]) in ALLOCATIONS) / 1e3,
+        # Host time inside CUDA runtime calls (their union); the wall time outside them is host work and MPI.
+        "runtime_us": union_within([(r["start"], r["end"]) for r in calls], lo, hi) / 1e3,
     }
+
+
+def runtime_calls(trace, lo, hi):
+    """The CUDA runtime calls that started in [lo, hi), by name: [count, host µs]."""
+    out = {}
+    for r in trace.calls_within(lo, hi):
+        entry = out.setdefault(base_name(r["name"]), [0, 0.0])
+        entry[0] += 1
+        entry[1] += (r["end"] - r["start"]) / 1e3
+    return out
 
 
 def search_steps(trace):
@@ -122,6 +136,7 @@ def search_steps(trace):
             entry["phases"][phase["name"]] = {
                 "account": account(trace, phase["start"], phase["end"]),
                 "parts": {p["name"]: account(trace, p["start"], p["end"]) for p in parts},
+                "calls": runtime_calls(trace, phase["start"], phase["end"]),
             }
         steps.append(entry)
     return steps
@@ -144,7 +159,14 @@ def summarize(trace_or_rows, skip_first=1):
         parts = {}
         for part in present[0]["parts"]:
             parts[part] = mean_accounts([p["parts"][part] for p in present if part in p["parts"]])
-        out["phases"][name] = {"account": mean_accounts([p["account"] for p in present]), "parts": parts}
+        calls = {}  # per search step: count and host µs of each runtime call, by name
+        for p in present:
+            for call, (count, us) in p["calls"].items():
+                c = calls.setdefault(call, [0.0, 0.0])
+                c[0] += count / len(present)
+                c[1] += us / len(present)
+        out["phases"][name] = {"account": mean_accounts([p["account"] for p in present]), "parts": parts,
+                               "calls": dict(sorted(calls.items(), key=lambda kv: -kv[1][1]))}
     kernels = {}  # kernel time by name within the same search steps' windows (kernels by start, bisected)
     by_start = sorted((r for r in trace.gpu if r["kind"] == "kernel"), key=lambda r: r["start"])
     starts = [r["start"] for r in by_start]
@@ -219,11 +241,12 @@ def step_timeline(sequences):
 
 def line(name, a, indent):
     return (f"{' ' * indent}{name:<28} wall {a['wall_us']:8.1f}  gpu busy {a['gpu_busy_us']:8.1f}  "
-            f"blocking {a['blocking_us']:7.1f}  kernels {a['kernels']:5.1f}  copies {a['copies_and_memsets']:4.1f}  "
+            f"blocking {a['blocking_us']:7.1f}  in CUDA calls {a.get('runtime_us', 0.0):7.1f}  "
+            f"kernels {a['kernels']:5.1f}  copies {a['copies_and_memsets']:4.1f}  "
             f"allocs {a['allocations']:4.1f} ({a['allocation_us']:.1f} us)")
 
 
-def report(path, summary, top=12):
+def report(path, summary, top=12, calls_top=5):
     out = [f"{path}: {summary['search_steps']} search steps (means, µs; the first left out)"]
     if summary["search_steps"] == 0:
         return "\n".join(out + ["  no \"search step\" range: was NVTX_INJECTION64_PATH set to libcupti?"])
@@ -232,6 +255,9 @@ def report(path, summary, top=12):
         out.append(line(name, phase["account"], 4))
         for part, a in phase["parts"].items():
             out.append(line(part, a, 6))
+        top = list(phase.get("calls", {}).items())[:calls_top]
+        if top:
+            out.append(" " * 6 + "calls: " + ", ".join(f"{call} {n:.1f}x {us:.1f}" for call, (n, us) in top))
     out.append("  kernels by time per search step:")
     for name, us in list(summary["kernel_us_per_search_step"].items())[:top]:
         out.append(f"    {us:8.1f}  {name[:110]}")

@@ -68,6 +68,11 @@ class AccountTest(unittest.TestCase):
         self.assertAlmostEqual(migrate["blocking_us"], 90.0)
         self.assertEqual(migrate["kernels"], 1)
         self.assertEqual((migrate["allocations"], migrate["allocation_us"]), (2, 12.0))
+        # Host time in CUDA calls: launch 5, synchronisation 90, free 8, allocation 4 µs; the rest is host work.
+        self.assertAlmostEqual(migrate["runtime_us"], 5.0 + 90.0 + 8.0 + 4.0)
+        self.assertEqual(s["phases"]["migrate"]["calls"],
+                         {"cudaStreamSynchronize": [1.0, 90.0], "cudaFree": [1.0, 8.0], "cudaLaunchKernel": [1.0, 5.0],
+                          "cudaMalloc": [1.0, 4.0]})
         pair = s["phases"]["pair search"]
         self.assertAlmostEqual(pair["account"]["wall_us"], 700.0)
         self.assertEqual((pair["account"]["kernels"], pair["account"]["copies_and_memsets"]), (1, 1))
