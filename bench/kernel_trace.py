@@ -255,9 +255,9 @@ def report(path, summary, top=12, calls_top=5):
         out.append(line(name, phase["account"], 4))
         for part, a in phase["parts"].items():
             out.append(line(part, a, 6))
-        top = list(phase.get("calls", {}).items())[:calls_top]
-        if top:
-            out.append(" " * 6 + "calls: " + ", ".join(f"{call} {n:.1f}x {us:.1f}" for call, (n, us) in top))
+        calls = list(phase.get("calls", {}).items())[:calls_top]
+        if calls:
+            out.append(" " * 6 + "calls: " + ", ".join(f"{call} {n:.1f}x {us:.1f}" for call, (n, us) in calls))
     out.append("  kernels by time per search step:")
     for name, us in list(summary["kernel_us_per_search_step"].items())[:top]:
         out.append(f"    {us:8.1f}  {name[:110]}")

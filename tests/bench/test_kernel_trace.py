@@ -82,6 +82,9 @@ class AccountTest(unittest.TestCase):
         self.assertAlmostEqual(part["gpu_busy_us"], 210.0)
         self.assertAlmostEqual(part["blocking_us"], 540.0)
         self.assertEqual(s["kernel_us_per_search_step"], {"searchKernel<2>": 200.0, "wrapAndClassifyKernel": 100.0})
+        text = kernel_trace.report(self.path, s)
+        self.assertIn("calls: cudaStreamSynchronize 1.0x 90.0", text)
+        self.assertIn("200.0  searchKernel<2>", text)
 
     def test_normal_steps_by_kind_after_the_first_ten(self):
         # Twelve graph steps 100 µs apart (the first ten left out): a graph launch whose two kernels run 3-8 and
