@@ -447,12 +447,14 @@ stage_md_check() {
 # MD_AB_GRID (2x1x1), MD_AB_TRANSPORTS (nvshmem paths as nvshmem:PATH),
 # MD_AB_ATOMS atoms, MD_AB_REPEATS (2) repeats each in alternating order
 # (MD_AB_NSTLIST: a fixed nstlist), the steady state, all steps and the
-# search step as the runs report them.
+# search step as the runs report them. MD_AB_SM=P: every rank gets P % of
+# the SMs (the one-GPU estimate's setting).
 stage_md_ab_bins() {
   local other=${MD_AB_OTHER:?set MD_AB_OTHER to the other haloex-md}
-  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV} (${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, under MPS)"
+  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV} (${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, under MPS${MD_AB_SM:+, $MD_AB_SM % of the SMs per rank})"
   start_mps
-  local t n r v exe path json benv
+  local t n r v exe path json benv cap=()
+  [ -n "${MD_AB_SM:-}" ] && cap=(-x "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$MD_AB_SM")
   for n in ${MD_AB_ATOMS:-22500 90000}; do
     for t in ${MD_AB_TRANSPORTS:-nvshmem:direct nvshmem:tma ipc}; do
       path=(); [ "${t%%:*}" = nvshmem ] && path=(--nvshmem-path "${t#*:}")
@@ -463,10 +465,10 @@ stage_md_ab_bins() {
           # MD_AB_B_ENV="VAR=value": B runs with it (an A/B of a switch inside one build).
           benv=(); [ $v = B ] && [ -n "${MD_AB_B_ENV:-}" ] && benv=(-x "$MD_AB_B_ENV")
           if [ "${MD_AB_RANKS:-2}" = 1 ]; then  # one rank: no launcher, no transport (there is no halo)
-            timeout 200 env ${benv[1]:+"${benv[1]}"} "$exe" --device gpu --quiet --log none --atoms "$n" --steps "${MD_AB_STEPS:-2000}" \
+            timeout 200 env ${benv[1]:+"${benv[1]}"} ${cap[1]:+"${cap[1]}"} "$exe" --device gpu --quiet --log none --atoms "$n" --steps "${MD_AB_STEPS:-2000}" \
               ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --json "$json" >"$json.log" 2>&1
           else
-            timeout 200 "${mpirun_np[@]}" "${MD_AB_RANKS:-2}" "${benv[@]}" "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
+            timeout 200 "${mpirun_np[@]}" "${MD_AB_RANKS:-2}" "${benv[@]}" "${cap[@]}" "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
               --atoms "$n" --steps "${MD_AB_STEPS:-2000}" ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --grid "${MD_AB_GRID:-2x1x1}" --json "$json" >"$json.log" 2>&1
           fi
           note "  $n atoms $t $v (repeat $r): rc=$? $(grep -E 'Performance:|Steady state:|Search step' "$json.log" | sed 's/^ *//' | cut -c1-300 | tr '\n' ' ')"
