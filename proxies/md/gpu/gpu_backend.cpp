@@ -253,6 +253,14 @@ public:
         for (int s = 0; s < count; ++s) {
             const bool energies = energiesOnLast && s == count - 1;
             const bool scaled = pendingScale_.has_value();
+            // The timeline is sampled from the last step before the host
+            // waits (synchronize): only that step records its events. Each
+            // event is a graph node on the step's critical path (the
+            // kernels around it cannot follow one another directly). The
+            // energy graph is captured with them (an energy step is always
+            // a call's last); a normal last step is enqueued directly, with
+            // them.
+            const bool timed = options_.timing && s == count - 1;
             if (scaled) {
                 *scaleHost_.data() = static_cast<float>(*pendingScale_);
                 HALOEX_CUDA_CHECK(cudaMemcpyAsync(scale_.data(), scaleHost_.data(), sizeof(float),
@@ -264,13 +272,13 @@ public:
                 // normal step's graph captured, updated and uploaded while
                 // the GPU runs it (the GPU would wait for them otherwise).
                 const NvtxRange range(energies ? "MD step, energies" : "MD step");
-                enqueueStep(halo, energies, scaled);
+                enqueueStep(halo, energies, scaled, timed);
                 refreshBehindStep_ = false;
                 refreshGraph(normalGraph_, halo, false);
                 // On the other stream, so that the upload runs beside this
                 // step (the next launch on local_ waits for it).
                 HALOEX_CUDA_CHECK(cudaGraphUpload(normalGraph_.exec, nonlocal_.get()));
-            } else if (useGraphs_ && !scaled) {
+            } else if (useGraphs_ && !scaled && (energies || !timed)) {
                 StepGraph& graph = energies ? energyGraph_ : normalGraph_;
                 if (graph.stale) refreshGraph(graph, halo, energies);
                 // One range for the whole step: its phases are nodes of the
@@ -279,7 +287,7 @@ public:
                 HALOEX_CUDA_CHECK(cudaGraphLaunch(graph.exec, local_.get()));
             } else {
                 const NvtxRange range(energies ? "MD step, energies" : "MD step");
-                enqueueStep(halo, energies, scaled);
+                enqueueStep(halo, energies, scaled, timed);
             }
             ++stepsRun_;
             timelinePending_ = true;
@@ -337,9 +345,10 @@ public:
 
 private:
     // One MD step, enqueued on the two streams.
-    void enqueueStep(CoordinateForceHalo& halo, bool energies, bool scaled) {
+    // timed: record the timeline's events (the step runSteps samples).
+    void enqueueStep(CoordinateForceHalo& halo, bool energies, bool scaled, bool timed) {
         cudaStream_t local = local_.get(), nonlocal = nonlocal_.get();
-        const bool timing = options_.timing;
+        const bool timing = timed;
         const bool parts = timing && options_.timelineParts;
         if (energies) {
             nonbonded_->clearEnergies(local);
@@ -353,7 +362,7 @@ private:
         const bool fused = context_.fuseUpdate;
         if (halo.plan().pulses.empty()) {
             // One rank: no halo, so no non-local work and no second stream.
-            enqueueLocalForces(x, f, energies, fused, local);
+            enqueueLocalForces(x, f, energies, fused, timed, local);
             if (fused) {
                 const NvtxRange range("scatter + leapfrog + gather");
                 nonbonded_->updateLocal(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr,
@@ -373,7 +382,7 @@ private:
         // before the exchange so that a transport which blocks the host (ipc,
         // staged wait for their pack kernels) cannot delay the local kernel's
         // launch -- the order GROMACS and the paper use.
-        enqueueLocalForces(x, f, energies, fused, local);
+        enqueueLocalForces(x, f, energies, fused, timed, local);
 
         // Non-local, overlapping the above on the high-priority stream: halo
         // coordinates in, non-local forces, halo forces out.
@@ -419,8 +428,8 @@ private:
     // The local list's forces, timed and named as the step's local part:
     // with the fused update the force kernel alone (the positions are in slot
     // order already), else gather, kernel and scatter into f.
-    void enqueueLocalForces(const Vec3f* x, Vec3f* f, bool energies, bool fused, cudaStream_t local) {
-        if (options_.timing) events_.localStart.recordTimestamp(local);
+    void enqueueLocalForces(const Vec3f* x, Vec3f* f, bool energies, bool fused, bool timed, cudaStream_t local) {
+        if (timed) events_.localStart.recordTimestamp(local);
         {
             const NvtxRange range("local non-bonded F");
             if (fused) {
@@ -429,7 +438,7 @@ private:
                 nonbonded_->computeLocal(x, f, energies, local);
             }
         }
-        if (options_.timing) events_.localEnd.recordTimestamp(local);
+        if (timed) events_.localEnd.recordTimestamp(local);
     }
 
     void update(CoordinateForceHalo& halo, bool energies, bool scaled) {
@@ -490,7 +499,8 @@ private:
     void refreshGraph(StepGraph& step, CoordinateForceHalo& halo, bool energies) {
         cudaGraph_t graph = nullptr;
         HALOEX_CUDA_CHECK(cudaStreamBeginCapture(local_.get(), cudaStreamCaptureModeThreadLocal));
-        enqueueStep(halo, energies, false);
+        // Only the energy step's graph records the timeline (see runSteps).
+        enqueueStep(halo, energies, false, /*timed=*/energies && options_.timing);
         HALOEX_CUDA_CHECK(cudaStreamEndCapture(local_.get(), &graph));
         if (!energies) normalGraphNodes_ = nodesByType(graph);
         bool updated = false;

@@ -171,6 +171,11 @@ TEST_P(MdEngineGpuFusedUpdate, FollowsTheUnfusedStep) {
         };
         EXPECT_EQ(nodes(fused, "kernel"), 2);
         EXPECT_EQ(nodes(fused, "memset"), 0);
+        // No timeline event in the normal step's graph (the sampled last
+        // step before each wait records them), and samples were taken.
+        EXPECT_EQ(nodes(fused, "event record"), 0);
+        EXPECT_EQ(nodes(unfused, "event record"), 0);
+        EXPECT_GT(fused.timings.samples, 0);
         EXPECT_EQ(nodes(unfused, "kernel"), 4);
         EXPECT_GE(nodes(unfused, "memset"), 1);
     }

@@ -198,6 +198,15 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
         // The graph path ran wherever the exchange can be captured, and on
         // one rank with any transport (no halo, nothing is exchanged in a step).
         EXPECT_EQ(gpu.graphs, graphs && (run.capturable || world.size() == 1));
+        // The timeline is sampled from the last step before each wait:
+        // the normal step's graph records no event (each would sit on the
+        // step's critical path), and samples were still taken.
+        if (gpu.graphs) {
+            const auto events = gpu.stepGraphNodes.find("event record");
+            EXPECT_EQ(events == gpu.stepGraphNodes.end() ? 0 : events->second, 0);
+        }
+        EXPECT_GT(gpu.timings.samples, 0);
+        EXPECT_EQ(gpu.timings.localUs.size(), static_cast<std::size_t>(gpu.timings.samples));
         if (gpu.graphs && !sortAtoms) {
             const auto it = gpu.stepGraphNodes.find("kernel");
             (kernels.fuseUpdate ? graphKernelsFused : graphKernelsUnfused) =
