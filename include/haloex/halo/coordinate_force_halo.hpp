@@ -94,6 +94,10 @@ public:
     /// The last forward and reverse kernels' timestamps (synchronises the
     /// device); empty when not recorded.
     std::optional<transport::ExchangeTimestamps> lastExchangeTimestamps() const { return exchange_->lastTimestamps(); }
+    /// A launch-completion event of the forward's kernel
+    /// (transport::CoordinateForceExchange::signalForwardLaunched): true
+    /// where the exchange records it. Before capturing the exchange in a graph.
+    bool signalForwardLaunched(void* event) { return exchange_->signalForwardLaunched(event); }
 
 private:
     void requireBound(const char* what) const;

@@ -93,6 +93,21 @@ public:
     /// device has finished them (this call synchronises the device); empty
     /// when not recording.
     virtual std::optional<ExchangeTimestamps> lastTimestamps() const { return std::nullopt; }
+
+    /// Records `event` (a cudaEvent_t made with cudaEventDisableTiming) in
+    /// every later forwardCoordinates once all blocks of its kernel have
+    /// begun (a launch-completion event), so that work another stream
+    /// orders after the event starts only once the exchange kernel holds
+    /// its SMs (a kernel launched first on another stream can otherwise
+    /// fill them, and the exchange waits for its first wave). True where
+    /// the forward is one kernel launch (the nvshmem transport's fused
+    /// launch); false, and nothing recorded, elsewhere. nullptr stops it.
+    /// Before capturing the exchange in a CUDA graph. An experiment
+    /// (haloex-md's HALOEX_FORWARD_FIRST=1), not yet measured.
+    virtual bool signalForwardLaunched(void* event) {
+        (void)event;
+        return false;
+    }
 };
 
 }  // namespace haloex::transport

@@ -7,10 +7,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <fmt/format.h>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "haloex/core/error.hpp"
@@ -381,8 +383,11 @@ private:
         // Local first: home-home forces need nothing from the peers. Enqueued
         // before the exchange so that a transport which blocks the host (ipc,
         // staged wait for their pack kernels) cannot delay the local kernel's
-        // launch -- the order GROMACS and the paper use.
-        enqueueLocalForces(x, f, energies, fused, timed, local);
+        // launch -- the order GROMACS and the paper use. Forward first
+        // (HALOEX_FORWARD_FIRST=1, the exchange signals its kernel's launch):
+        // the local kernel then waits for the exchange kernel's blocks to
+        // begin, so that its own first wave cannot hold the SMs they need.
+        if (!forwardFirst_) enqueueLocalForces(x, f, energies, fused, timed, local);
 
         // Non-local, overlapping the above on the high-priority stream: halo
         // coordinates in, non-local forces, halo forces out.
@@ -391,6 +396,10 @@ private:
             NvtxParts ranges;
             ranges.next("forward x (halo)");
             halo.gatherCoordinates(context_.box, nonlocal);
+            if (forwardFirst_) {
+                HALOEX_CUDA_CHECK(cudaStreamWaitEvent(local, forwardLaunched_.get(), 0));
+                enqueueLocalForces(x, f, energies, fused, timed, local);
+            }
             if (parts) events_.forwardEnd.recordTimestamp(nonlocal);
             ranges.next("non-local non-bonded F");
             if (fused) {
@@ -597,6 +606,18 @@ private:
             halo.recordExchangeTimestamps(true)) {
             timestampedHalo_ = &halo;
         }
+        // HALOEX_FORWARD_FIRST=1, an experiment not yet measured: the
+        // forward's kernel before the local one (enqueueStep), where the
+        // exchange can signal its launch.
+        if (forwardFirstRequested() && !plan.pulses.empty() && forwardSignalHalo_ != &halo) {
+            forwardFirst_ = halo.signalForwardLaunched(forwardLaunched_.get());
+            forwardSignalHalo_ = &halo;
+        }
+    }
+
+    static bool forwardFirstRequested() {
+        const char* v = std::getenv("HALOEX_FORWARD_FIRST");
+        return v != nullptr && std::string_view(v) == "1";
     }
 
     // The last step's timeline (events are re-recorded every step).
@@ -684,6 +705,9 @@ private:
     StepTimings timings_;
     // The halo whose exchange kernels record timestamps (--timeline-parts), or null.
     CoordinateForceHalo* timestampedHalo_ = nullptr;
+    cuda::Event forwardLaunched_{false};  // HALOEX_FORWARD_FIRST: the forward kernel's blocks have begun
+    CoordinateForceHalo* forwardSignalHalo_ = nullptr;
+    bool forwardFirst_ = false;
     // The coordinates and forces of the local atoms (home, then halo), which
     // the halo exchange reads and writes.
     StepArrays arrays_;

@@ -3,8 +3,8 @@
 // state itself (ipc, nvshmem, nccl-device share mappings, watchdogs and
 // signals between their blocks and their MD exchange): it forwards each call
 // to the transport's bindArrays, forwardCoordinates, reverseForces,
-// clearForces and counters, and to its clearHaloForces, recordTimestamps and
-// lastTimestamps where it has them. Internal.
+// clearForces and counters, and to its clearHaloForces, recordTimestamps,
+// lastTimestamps and signalForwardLaunched where it has them. Internal.
 #include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::transport {
@@ -43,6 +43,14 @@ public:
             return transport_.lastTimestamps();
         } else {
             return std::nullopt;
+        }
+    }
+    bool signalForwardLaunched(void* event) override {
+        if constexpr (requires { transport_.signalForwardLaunched(event); }) {
+            return transport_.signalForwardLaunched(event);
+        } else {
+            (void)event;
+            return false;
         }
     }
 

@@ -35,9 +35,9 @@ constexpr auto fusedCommUnpackF = fusedReverse<Vec3f, NvshmemPeers>;
 
 }  // namespace
 
-void launchFusedPackCommX(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream) {
+void launchFusedPackCommX(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream, cudaEvent_t launched) {
     const dim3 grid(blocksPerPulse, args.numPulses);
-    cuda::launchDependent(fusedPackCommX, grid, kFusedThreads, 0, stream, args);
+    cuda::launchDependentSignalling(launched, fusedPackCommX, grid, kFusedThreads, 0, stream, args);
 }
 
 void launchFusedCommUnpackF(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream) {

@@ -8,7 +8,10 @@ namespace haloex::nvshmem_detail {
 
 // Grid (blocksPerPulse, numPulses); every block must be resident at once
 // (the caller bounds blocksPerPulse * numPulses by maxResidentFusedBlocks()).
-void launchFusedPackCommX(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream);
+// `launched` (may be null): a launch-completion event of the kernel
+// (CoordinateForceExchange::signalForwardLaunched).
+void launchFusedPackCommX(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream,
+                          cudaEvent_t launched = nullptr);
 void launchFusedCommUnpackF(const FusedArgs& args, int blocksPerPulse, cudaStream_t stream);
 // The intermediate design, as an ablation: grid (blocksPerPulse, 1) per
 // pulse, coordinates in pulse order, forces in reverse; same kernels, same

@@ -169,7 +169,7 @@ public:
             args.shift[p] = static_cast<float>(pulse.shiftSign * box.length[pulse.dim]);
         }
         if (launch_ == LaunchMode::Fused) {
-            launchFusedPackCommX(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
+            launchFusedPackCommX(args, blocksPerPulse_, static_cast<cudaStream_t>(stream), forwardLaunched_);
         } else {
             launchPackCommXPerPulse(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
         }
@@ -184,6 +184,14 @@ public:
         } else {
             launchCommUnpackFPerPulse(baseArgs(forceState_), blocksPerPulse_, static_cast<cudaStream_t>(stream));
         }
+    }
+
+    // The fused forward's launch-completion event (CoordinateForceExchange::signalForwardLaunched);
+    // one launch per pulse (the ablation) has no single kernel to signal.
+    bool signalForwardLaunched(void* event) {
+        if (launch_ != LaunchMode::Fused) return false;
+        forwardLaunched_ = static_cast<cudaEvent_t>(event);
+        return true;
     }
 
     // Device timestamps inside the fused kernels (CoordinateForceExchange::recordTimestamps).
@@ -460,8 +468,9 @@ private:
     WaitDiagnostics* diagnosticsDevice_ = nullptr;
     cuda::DeviceBuffer<int> abortFlag_;
     int blocksPerPulse_ = 1;
-    FusedAgreement agreed_;      // what the ranks agreed on for plan_ (agreeOnFusedSetup)
-    bool blockSignals_ = false;  // coordinates signal per sending block (blockSignalsGiven)
+    cudaEvent_t forwardLaunched_ = nullptr;  // signalForwardLaunched
+    FusedAgreement agreed_;                  // what the ranks agreed on for plan_ (agreeOnFusedSetup)
+    bool blockSignals_ = false;              // coordinates signal per sending block (blockSignalsGiven)
     std::unique_ptr<Watchdog> watchdog_;
 };
 

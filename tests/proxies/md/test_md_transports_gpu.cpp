@@ -14,12 +14,15 @@
 // NCCL's reason there (they run on one GPU per rank). This is the multi-rank
 // energy check that scripts/device/run.sh's stage md-check made by hand:
 // ctest -R test_md_transports_gpu_np runs it for any rank count registered.
+// MdTransportsGpuForwardFirst: the same check for nvshmem with the forward
+// exchange's kernel launched before the local one (HALOEX_FORWARD_FIRST=1).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <utility>
@@ -260,6 +263,40 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
         EXPECT_EQ(graphKernelsFused, graphKernelsUnfused - 2)
             << "kernels in the normal step's graph: " << graphKernelsUnfused << " unfused, " << graphKernelsFused
             << " fused";
+    }
+}
+
+// HALOEX_FORWARD_FIRST=1 (an experiment, docs/md-engine.md): nvshmem's
+// forward kernel launched before the local force kernel, which waits for its
+// launch-completion event; with graphs, cell order and the fused update (the
+// defaults of several GPU ranks), the energies equal the CPU reference's as
+// in the test above. One rank has no exchange: nothing to reorder.
+TEST(MdTransportsGpuForwardFirst, NvshmemMatchesTheCpuReference) {
+    runtime::World& world = testsupport::mpiTestWorld();
+    if (md::visibleGpuCount() == 0) GTEST_SKIP() << "no GPU visible: run under mpi_gpu_launch on a GPU machine";
+    if (world.size() == 1) GTEST_SKIP() << "one rank exchanges nothing: the forward-first order needs two or more";
+    md::selectGpuForRank(world, /*allowShared=*/true);
+    if (const std::string why = unavailableReason(Backend::Nvshmem, world); !why.empty()) {
+        GTEST_SKIP() << "nvshmem: " << why;
+    }
+    const md::RunSummary* cpu = world.rank() == 0 ? &cpuReference(world.size()) : nullptr;
+    world.barrier();
+    ASSERT_EQ(setenv("HALOEX_FORWARD_FIRST", "1", 1), 0);
+    const GpuRun run = runOnGpu(world, Backend::Nvshmem, StepKernels{true, true, true}, false);
+    unsetenv("HALOEX_FORWARD_FIRST");
+    const md::RunSummary& gpu = run.summary;
+    EXPECT_EQ(gpu.steps, kSteps);
+    EXPECT_TRUE(gpu.graphs);
+    if (cpu == nullptr) return;
+    ASSERT_EQ(gpu.energies.size(), cpu->energies.size());
+    for (std::size_t k = 0; k < gpu.energies.size(); ++k) {
+        const md::EnergySample& g = gpu.energies[k];
+        const md::EnergySample& c = cpu->energies[k];
+        ASSERT_EQ(g.step, c.step);
+        EXPECT_LE(relative(g.total, c.total), kRelativeBound)
+            << "step " << g.step << ": total " << g.total << " against the CPU's " << c.total;
+        EXPECT_LE(relative(g.kinetic, c.kinetic), kRelativeBound)
+            << "step " << g.step << ": kinetic " << g.kinetic << " against the CPU's " << c.kinetic;
     }
 }
 

@@ -53,20 +53,41 @@ inline bool dependentLaunchEnabled() {
 // kernel<<<grid, block, sharedBytes, stream>>>(args...), marked as a
 // programmatic dependent of the previous kernel on `stream` (when enabled).
 // Captured into CUDA graphs as a programmatic edge.
+// `launched` (not null): also recorded once every block of the kernel has
+// begun (a launch-completion event; CUDA calls it best effort: a stream
+// that waits for it may wait for the kernel's end instead). Made with
+// cudaEventDisableTiming. In a stream capture, an edge from the kernel's
+// launch-completion port.
 template <class... Params, class... Args>
-void launchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t sharedBytes, cudaStream_t stream,
-                     Args&&... args) {
-    cudaLaunchAttribute attribute{};
-    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute.val.programmaticStreamSerializationAllowed = 1;
+void launchDependentSignalling(cudaEvent_t launched, void (*kernel)(Params...), dim3 grid, dim3 block,
+                               std::size_t sharedBytes, cudaStream_t stream, Args&&... args) {
+    cudaLaunchAttribute attributes[2]{};
+    unsigned count = 0;
+    if (dependentLaunchEnabled()) {
+        attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attributes[count].val.programmaticStreamSerializationAllowed = 1;
+        ++count;
+    }
+    if (launched != nullptr) {
+        attributes[count].id = cudaLaunchAttributeLaunchCompletionEvent;
+        attributes[count].val.launchCompletionEvent.event = launched;
+        attributes[count].val.launchCompletionEvent.flags = 0;
+        ++count;
+    }
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
     config.blockDim = block;
     config.dynamicSmemBytes = sharedBytes;
     config.stream = stream;
-    config.attrs = &attribute;
-    config.numAttrs = dependentLaunchEnabled() ? 1 : 0;
+    config.attrs = attributes;
+    config.numAttrs = count;
     HALOEX_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(std::forward<Args>(args))...));
+}
+
+template <class... Params, class... Args>
+void launchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t sharedBytes, cudaStream_t stream,
+                     Args&&... args) {
+    launchDependentSignalling(nullptr, kernel, grid, block, sharedBytes, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace haloex::cuda
