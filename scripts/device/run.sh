@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 strong-scaling exchange-account exchange-ab search-ab signals-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -306,6 +306,24 @@ stage_signals_ab() {
     stage_md_ab_bins
 }
 
+# Issue 33: the forward exchange's kernel launched before the local force
+# kernel, which waits for its launch-completion event (HALOEX_FORWARD_FIRST=1,
+# B), against the default order (A), the same build: its GPU test (in
+# test_md_transports_gpu on 2 and 4 ranks), then two ranks on 2x1x1 at
+# 22 500 atoms with half the SMs each (the estimate's setting) and without a
+# cap, 3 alternating repeats; then B's kernel trace (the forward's start in
+# every step). ~5 min.
+stage_forward_first_ab() {
+  CTEST_R='test_md_transports_gpu_np[24]' stage_ctest_select
+  local sm
+  for sm in 50 ""; do
+    MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_FORWARD_FIRST=1 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+      MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM="$sm" \
+      stage_md_ab_bins
+  done
+  TRACE_ENV=HALOEX_FORWARD_FIRST=1 TRACE_SM=50 TRACE_SIZES=11250 TRACE_RANK_SIZES=22500 stage_kernel_trace
+}
+
 # One command per multi-GPU kind: the measurements first (a lease may be
 # short), then the correctness the GPUs add (nccl and nccl-device, which MPS
 # cannot share), the micro-benchmarks, Jacobi and GROMACS where its package
@@ -588,7 +606,8 @@ stage_search_timeline() {
 # 2x1x1), nstlist 50; a CSV per rank and
 # bench/kernel_trace.py's account of each phase (wall, GPU busy, blocking,
 # launches). TRACE_SM=P: every run under MPS with P % of the SMs per rank
-# (the one-GPU estimate's setting: its normal steps' timelines side by side).
+# (the one-GPU estimate's setting: its normal steps' timelines side by side);
+# TRACE_ENV="VAR=value": every run gets it (a switch under test).
 # ~1 min.
 stage_kernel_trace() {
   local lib="$build/lib/libhaloex-kernel-trace.so" cupti n r cap=()
@@ -598,6 +617,10 @@ stage_kernel_trace() {
     start_mps
     cap=(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$TRACE_SM")
     note "kernel-trace: every run under MPS with $TRACE_SM % of the SMs per rank"
+  fi
+  if [ -n "${TRACE_ENV:-}" ]; then
+    cap+=("$TRACE_ENV")
+    note "kernel-trace: every run with $TRACE_ENV"
   fi
   for n in ${TRACE_SIZES:-11250 90000}; do
     note "== kernel trace of search steps, one rank, $n atoms"
@@ -615,7 +638,9 @@ stage_kernel_trace() {
   fi
   for n in ${TRACE_RANK_SIZES:-22500}; do
     note "== kernel trace of search steps, $where, $n atoms"
-    timeout 300 "${mpirun_np[@]}" 2 ${cap:+-x "${cap[0]}"} -x CUDA_INJECTION64_PATH="$lib" -x NVTX_INJECTION64_PATH="$cupti" \
+    local xs=() v
+    for v in "${cap[@]}"; do xs+=(-x "$v"); done
+    timeout 300 "${mpirun_np[@]}" 2 "${xs[@]}" -x CUDA_INJECTION64_PATH="$lib" -x NVTX_INJECTION64_PATH="$cupti" \
       -x HALOEX_KERNEL_TRACE="$out/ktrace-2r-$n" "$build/bin/haloex-md" "${shared[@]}" --quiet --log none \
       --transport nvshmem --nvshmem-path direct --grid 2x1x1 --atoms "$n" --steps 600 --nstlist 50 \
       >"$out/ktrace-2r-$n.log" 2>&1
