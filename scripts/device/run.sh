@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -322,6 +322,21 @@ stage_forward_first_ab() {
       stage_md_ab_bins
   done
   TRACE_ENV=HALOEX_FORWARD_FIRST=1 TRACE_SM=50 TRACE_SIZES=11250 TRACE_RANK_SIZES=22500 stage_kernel_trace
+}
+
+# The search step: the cell order as one CUDA graph launch
+# (HALOEX_CELL_ORDER_GRAPH=1, B) against its twelve launches (A), the same
+# build: its GPU test, then one rank at 11 250 and 90 000 atoms and two
+# ranks at 22 500 (under MPS a launch costs 8-9 us), nstlist 50, 3
+# alternating repeats; then B's kernel trace (the cell order's CUDA calls,
+# and whether the graph is captured again at every search). ~5 min.
+stage_cell_order_graph_ab() {
+  CTEST_R='CellOrderGpu' stage_ctest_select
+  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_CELL_ORDER_GRAPH=1 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+    MD_AB_NSTLIST=50 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=1 MD_AB_ATOMS="11250 90000" stage_md_ab_bins
+  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_CELL_ORDER_GRAPH=1 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+    MD_AB_NSTLIST=50 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 stage_md_ab_bins
+  TRACE_ENV=HALOEX_CELL_ORDER_GRAPH=1 TRACE_SIZES=11250 TRACE_RANK_SIZES=22500 stage_kernel_trace
 }
 
 # One command per multi-GPU kind: the measurements first (a lease may be

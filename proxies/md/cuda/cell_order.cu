@@ -13,6 +13,9 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <cstdlib>
+#include <string_view>
+#include <vector>
 
 #include "column_sort.cuh"
 #include "haloex/cuda/check.hpp"
@@ -87,6 +90,15 @@ __global__ void __launch_bounds__(detail::kColumnSortThreads)
     }
 }
 
+// HALOEX_CELL_ORDER_GRAPH=1 (an experiment): CellOrder::compute as one graph
+// launch (CellOrder::Impl::launchAsGraph). Not on the legacy or per-thread
+// default streams, which cannot be captured.
+bool graphRequested(cudaStream_t stream) {
+    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return false;
+    const char* v = std::getenv("HALOEX_CELL_ORDER_GRAPH");
+    return v != nullptr && std::string_view(v) == "1";
+}
+
 // Buffers grow with the build's headroom (NonbondedOptions::growthFactor), so
 // later searches rarely allocate.
 constexpr double kGrowth = 1.25;
@@ -107,12 +119,32 @@ struct CellOrder::Impl {
     cuda::DeviceBuffer<int> columnCountAndFill;  // 2 (n + 1): counts, then the bucket cursors (one memset)
     cuda::DeviceBuffer<int> columnStart;         // n + 1: no grid has more columns than atoms
     cuda::DeviceBuffer<unsigned char> cubTemp;
+    // HALOEX_CELL_ORDER_GRAPH=1 (an experiment, not yet measured): the copy
+    // of the sizes, the grid choice and the sort as one CUDA graph, launched
+    // again while everything it was captured with is the same (the key:
+    // positions, count, buffers, sort), else captured again and the
+    // executable graph updated in place. One launch instead of twelve.
+    cudaGraphExec_t exec = nullptr;
+    std::vector<std::uintptr_t> key;
 
+    Impl() = default;
+    Impl(const Impl&) = delete;
+    Impl& operator=(const Impl&) = delete;
+    ~Impl() {
+        if (exec != nullptr) cudaGraphExecDestroy(exec);
+    }
+
+    void reserveColumns(int n, cudaStream_t stream);
     void sortByColumns(const Vec3f* x, int n, cudaStream_t stream);
+    void reserveRadix(int n, cudaStream_t stream);
     void sortByRadix(const Vec3f* x, int n, cudaStream_t stream);
+    void enqueue(const Vec3f* x, int n, bool columns, cudaStream_t stream);
+    void launchAsGraph(const Vec3f* x, int n, bool columns, cudaStream_t stream);
 };
 
-void CellOrder::Impl::sortByColumns(const Vec3f* x, int n, cudaStream_t stream) {
+// The buffers of the sort by columns, before anything is enqueued (a graph
+// captures the pointers).
+void CellOrder::Impl::reserveColumns(int n, cudaStream_t stream) {
     const auto slots = static_cast<std::size_t>(n) + 1;
     detail::reserveWithHeadroom(columnCountAndFill, 2 * slots, kGrowth);
     detail::reserveWithHeadroom(columnStart, slots, kGrowth);
@@ -120,13 +152,17 @@ void CellOrder::Impl::sortByColumns(const Vec3f* x, int n, cudaStream_t stream) 
     HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(nullptr, bytes, columnCountAndFill.data(), columnStart.data(),
                                                     static_cast<int>(slots), stream));
     detail::reserveWithHeadroom(cubTemp, std::max<std::size_t>(bytes, 1), kGrowth);
+}
+
+void CellOrder::Impl::sortByColumns(const Vec3f* x, int n, cudaStream_t stream) {
+    const auto slots = static_cast<std::size_t>(n) + 1;
     int* counts = columnCountAndFill.data();
     int* fill = counts + slots;
     HALOEX_CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * slots * sizeof(int), stream));
     const int blocks = detail::blocksFor(n, kThreads);
     cellCountKernel<<<blocks, kThreads, 0, stream>>>(x, n, state.data(), keys.data(), counts, order.data());
     HALOEX_CUDA_CHECK_LAUNCH();
-    bytes = cubTemp.size();
+    std::size_t bytes = cubTemp.size();
     HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(cubTemp.data(), bytes, counts, columnStart.data(),
                                                     static_cast<int>(slots), stream));
     // keysSorted holds the bucket's words (the radix path's output buffer).
@@ -138,18 +174,22 @@ void CellOrder::Impl::sortByColumns(const Vec3f* x, int n, cudaStream_t stream) 
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void CellOrder::Impl::sortByRadix(const Vec3f* x, int n, cudaStream_t stream) {
+void CellOrder::Impl::reserveRadix(int n, cudaStream_t stream) {
     detail::reserveWithHeadroom(atoms, static_cast<std::size_t>(n), kGrowth);
-    // The column count is below 2^bitsFor(n) (no grid has more columns than atoms).
     const int endBit = 32 + detail::bitsFor(n);
     std::size_t bytes = 0;
     HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(nullptr, bytes, keys.data(), keysSorted.data(), atoms.data(),
                                                       order.data(), n, 0, endBit, stream));
     detail::reserveWithHeadroom(cubTemp, std::max<std::size_t>(bytes, 1), kGrowth);
+}
+
+void CellOrder::Impl::sortByRadix(const Vec3f* x, int n, cudaStream_t stream) {
+    // The column count is below 2^bitsFor(n) (no grid has more columns than atoms).
+    const int endBit = 32 + detail::bitsFor(n);
     cellKeysKernel<<<detail::blocksFor(n, kThreads), kThreads, 0, stream>>>(x, n, state.data(), keys.data(),
                                                                             atoms.data());
     HALOEX_CUDA_CHECK_LAUNCH();
-    bytes = cubTemp.size();
+    std::size_t bytes = cubTemp.size();
     HALOEX_CUDA_CHECK(cub::DeviceRadixSort::SortPairs(cubTemp.data(), bytes, keys.data(), keysSorted.data(),
                                                       atoms.data(), order.data(), n, 0, endBit, stream));
 }
@@ -174,14 +214,69 @@ const int* CellOrder::compute(const Vec3f* x, int n, cudaStream_t stream) {
     // The home atoms alone: no halo set, no column limit.
     if (m.copyPending) HALOEX_CUDA_CHECK(cudaEventSynchronize(m.sizesCopied));  // the last copy has read it
     m.sizesHost[0] = BuildSizes{n, n};
-    HALOEX_CUDA_CHECK(
-        cudaMemcpyAsync(m.sizes.data(), m.sizesHost.data(), sizeof(BuildSizes), cudaMemcpyHostToDevice, stream));
+    const bool columns = detail::columnSortPays(n);
+    if (columns) m.reserveColumns(n, stream);
+    else m.reserveRadix(n, stream);
+    if (graphRequested(stream)) {
+        m.launchAsGraph(x, n, columns, stream);
+    } else {
+        m.enqueue(x, n, columns, stream);
+    }
     m.sizesCopied.record(stream);
     m.copyPending = true;
-    detail::enqueueGridChoice(x, nullptr, m.sizes.data(), m.partials.data(), INT_MAX, m.state.data(), stream);
-    if (detail::columnSortPays(n)) m.sortByColumns(x, n, stream);
-    else m.sortByRadix(x, n, stream);
     return m.order.data();
+}
+
+// The copy of the sizes, the grid choice and the sort (buffers reserved).
+void CellOrder::Impl::enqueue(const Vec3f* x, int n, bool columns, cudaStream_t stream) {
+    HALOEX_CUDA_CHECK(
+        cudaMemcpyAsync(sizes.data(), sizesHost.data(), sizeof(BuildSizes), cudaMemcpyHostToDevice, stream));
+    detail::enqueueGridChoice(x, nullptr, sizes.data(), partials.data(), INT_MAX, state.data(), stream);
+    if (columns) sortByColumns(x, n, stream);
+    else sortByRadix(x, n, stream);
+}
+
+void CellOrder::Impl::launchAsGraph(const Vec3f* x, int n, bool columns, cudaStream_t stream) {
+    std::vector<std::uintptr_t> now;
+    for (const void* p : {static_cast<const void*>(x), static_cast<const void*>(sizes.data()),
+                          static_cast<const void*>(sizesHost.data()), static_cast<const void*>(partials.data()),
+                          static_cast<const void*>(state.data()), static_cast<const void*>(keys.data()),
+                          static_cast<const void*>(keysSorted.data()), static_cast<const void*>(atoms.data()),
+                          static_cast<const void*>(order.data()), static_cast<const void*>(columnCountAndFill.data()),
+                          static_cast<const void*>(columnStart.data()), static_cast<const void*>(cubTemp.data())}) {
+        now.push_back(reinterpret_cast<std::uintptr_t>(p));
+    }
+    now.push_back(static_cast<std::uintptr_t>(n));
+    now.push_back(columns ? 1U : 0U);
+    now.push_back(static_cast<std::uintptr_t>(cubTemp.size()));
+    if (exec == nullptr || now != key) {
+        cudaGraph_t graph = nullptr;
+        HALOEX_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+        try {
+            enqueue(x, n, columns, stream);
+        } catch (...) {
+            cudaStreamEndCapture(stream, &graph);  // leaves the stream usable
+            if (graph != nullptr) cudaGraphDestroy(graph);
+            throw;
+        }
+        HALOEX_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+        bool updated = false;
+        if (exec != nullptr) {
+            cudaGraphExecUpdateResultInfo info{};
+            updated = cudaGraphExecUpdate(exec, graph, &info) == cudaSuccess;
+            if (!updated) {
+                cudaGetLastError();  // a refused update is not an error: instantiate anew
+                cudaGraphExecDestroy(exec);
+                exec = nullptr;
+            }
+        }
+        cudaError_t instantiated = cudaSuccess;
+        if (!updated) instantiated = cudaGraphInstantiate(&exec, graph, 0);
+        cudaGraphDestroy(graph);
+        HALOEX_CUDA_CHECK(instantiated);
+        key = std::move(now);
+    }
+    HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, stream));
 }
 
 }  // namespace haloex::md::gpu

@@ -164,4 +164,34 @@ TEST(CellOrderGpu, NoAtomOneAtomAndChangingSizesAreFine) {
     ::unsetenv("HALOEX_COLUMN_SORT");
 }
 
+// HALOEX_CELL_ORDER_GRAPH=1 (an experiment): the order as one graph launch
+// equals the reference's -- captured at the first call, launched again for
+// the same positions and count (the second call on one buffer), updated for
+// another count and for the other sort.
+TEST(CellOrderGpu, AsOneGraphTheOrderIsTheReferences) {
+    HALOEX_REQUIRE_GPU();
+    ::setenv("HALOEX_CELL_ORDER_GRAPH", "1", 1);
+    const md::ForceField ff;
+    CellOrder order;
+    cuda::Stream stream;
+    for (const char* columnSort : {"1", "0"}) {
+        ::setenv("HALOEX_COLUMN_SORT", columnSort, 1);
+        for (int n : {3000, 2990, 5000}) {
+            const auto s = haloex::testing::uniformSystem(n, std::cbrt(n / 100.0) + 0.4, n, ff);
+            const cuda::DeviceBuffer<Vec3f> dX = upload(s.x);
+            const std::vector<int> want = cellOrderReference(s.x);
+            for (int call = 0; call < 2; ++call) {  // the second launches the graph the first captured
+                const int* dOrder = order.compute(dX.data(), n, stream);
+                std::vector<int> got(s.x.size());
+                HALOEX_CUDA_CHECK(
+                    cudaMemcpyAsync(got.data(), dOrder, got.size() * sizeof(int), cudaMemcpyDeviceToHost, stream));
+                HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+                EXPECT_EQ(got, want) << n << " atoms, call " << call << ", HALOEX_COLUMN_SORT=" << columnSort;
+            }
+        }
+    }
+    ::unsetenv("HALOEX_COLUMN_SORT");
+    ::unsetenv("HALOEX_CELL_ORDER_GRAPH");
+}
+
 }  // namespace
