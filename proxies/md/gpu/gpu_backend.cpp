@@ -350,8 +350,7 @@ private:
     // timed: record the timeline's events (the step runSteps samples).
     void enqueueStep(CoordinateForceHalo& halo, bool energies, bool scaled, bool timed) {
         cudaStream_t local = local_.get(), nonlocal = nonlocal_.get();
-        const bool timing = timed;
-        const bool parts = timing && options_.timelineParts;
+        const bool parts = timed && options_.timelineParts;
         if (energies) {
             nonbonded_->clearEnergies(local);
             HALOEX_CUDA_CHECK(cudaMemsetAsync(kinetic_.data(), 0, sizeof(double), local));
@@ -391,7 +390,7 @@ private:
 
         // Non-local, overlapping the above on the high-priority stream: halo
         // coordinates in, non-local forces, halo forces out.
-        if (timing) events_.nonlocalStart.recordTimestamp(nonlocal);
+        if (timed) events_.nonlocalStart.recordTimestamp(nonlocal);
         {
             NvtxParts ranges;
             ranges.next("forward x (halo)");
@@ -413,7 +412,7 @@ private:
             ranges.next("reverse f (halo)");
             halo.scatterAddForces(nonlocal);
         }
-        if (timing) events_.nonlocalEnd.recordTimestamp(nonlocal);
+        if (timed) events_.nonlocalEnd.recordTimestamp(nonlocal);
         nonlocalDone_.record(nonlocal);
 
         // Update once all forces are home.
