@@ -285,23 +285,62 @@ def steps_report(steps, top=8):
     return "\n".join(out)
 
 
+def start_skew(first, second, name_part):
+    """How far apart two ranks start the same kernel: for every kernel of `first` whose name contains `name_part`,
+    the start of the nearest such kernel of `second` minus its own (µs; positive: the other rank started later).
+    Both traces must share a clock (one host: CUPTI's timestamps are the host's). Median, 10th and 90th percentile
+    and count; None when either has none."""
+    def starts(trace):
+        return sorted(r["start"] for r in trace.gpu if r["kind"] == "kernel" and name_part in r["name"])
+    mine, theirs = starts(indexed(first)), starts(indexed(second))
+    if not mine or not theirs:
+        return None
+    skews = []
+    for s in mine:
+        i = bisect.bisect_left(theirs, s)
+        nearest = min((theirs[j] for j in (i - 1, i) if 0 <= j < len(theirs)), key=lambda t: abs(t - s))
+        skews.append((nearest - s) / 1e3)
+    skews.sort()
+
+    def pct(q):
+        return skews[min(len(skews) - 1, int(q * (len(skews) - 1) + 0.5))]
+    return {"kernel": name_part, "count": len(skews), "median_us": statistics.median(skews), "p10_us": pct(0.1),
+            "p90_us": pct(0.9)}
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("traces", nargs="+", help="haloex-kernel-trace CSV files (a file per rank)")
     parser.add_argument("--json", help="write the summaries here as JSON")
     parser.add_argument("--skip", type=int, default=1, help="search steps left out at the start (default 1)")
+    parser.add_argument("--skew", metavar="NAME", action="append", default=[],
+                        help="with two traces (two ranks of one host): how far apart they start the kernels whose "
+                             "name contains NAME (repeatable), e.g. --skew fusedForward")
     args = parser.parse_args(argv)
+    if args.skew and len(args.traces) != 2:
+        parser.error("--skew compares two traces (a rank each)")
     summaries = {}
+    traces = []
     for path in args.traces:
         try:
             rows = read_trace(path)
         except (OSError, KeyError, ValueError) as e:
             sys.exit(f"kernel_trace.py: {path}: not a haloex-kernel-trace CSV ({e})")
         trace = Trace(rows)
+        traces.append(trace)
         summaries[path] = summarize(trace, args.skip)
         summaries[path]["normal_steps"] = normal_steps(trace)
         print(report(path, summaries[path]))
         print(steps_report(summaries[path]["normal_steps"]))
+    for name in args.skew:
+        skew = start_skew(traces[0], traces[1], name)
+        if skew is None:
+            print(f"start skew of {name}: no such kernel in one of the traces")
+            continue
+        summaries.setdefault("start_skew", {})[name] = skew
+        print(f"start skew of {name} ({skew['count']} kernels of {args.traces[0]}): the other rank starts it "
+              f"{skew['median_us']:+.2f} us later (median; 10th/90th percentile {skew['p10_us']:+.2f} / "
+              f"{skew['p90_us']:+.2f})")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(summaries, f, indent=1)

@@ -664,6 +664,9 @@ stage_kernel_trace() {
       python3 "$root/bench/kernel_trace.py" "$out/ktrace-2r-$n.rank$r.csv" --json "$out/ktrace-2r-$n.rank$r.json" 2>&1 \
         | tee -a "$summary"
     done
+    # How far apart the two ranks start their exchange kernels (one host: one clock).
+    python3 "$root/bench/kernel_trace.py" "$out/ktrace-2r-$n.rank0.csv" "$out/ktrace-2r-$n.rank1.csv" \
+      --skew fusedForward --skew fusedReverse 2>&1 | grep -E '^start skew|Error|error' | tee -a "$summary"
   done
   { [ "$ngpu" -lt 2 ] || [ -n "${TRACE_SM:-}" ]; } && stop_mps
   return 0

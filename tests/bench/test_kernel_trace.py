@@ -143,6 +143,23 @@ class AccountTest(unittest.TestCase):
                          [(0.0, 10.0), (1.0, 5.0), (11.0, 13.0)])
         self.assertIn("in start order", kernel_trace.steps_report({"MD step (CUDA graph)": graph}))
 
+    def test_start_skew_pairs_each_kernel_with_the_other_ranks_nearest(self):
+        # Rank 0 starts fusedForward at 0, 100, 200 µs; rank 1 at 3, 95, 260 µs, and another kernel in between.
+        def trace(starts):
+            return kernel_trace.Trace([{"kind": "kernel", "name": "fusedForward<Vec3>", "start": s * 1000,
+                                        "end": s * 1000 + 5000, "stream": "1", "correlation": i}
+                                       for i, s in enumerate(starts)]
+                                      + [{"kind": "kernel", "name": "gatherKernel", "start": 50_000, "end": 51_000,
+                                          "stream": "1", "correlation": 99}])
+        skew = kernel_trace.start_skew(trace([0, 100, 200]), trace([3, 95, 260]), "fusedForward")
+        self.assertEqual(skew["count"], 3)
+        self.assertAlmostEqual(skew["median_us"], 3.0)
+        self.assertAlmostEqual(skew["p10_us"], -5.0)
+        self.assertAlmostEqual(skew["p90_us"], 60.0)
+        self.assertIsNone(kernel_trace.start_skew(trace([0]), trace([1]), "reverse"))
+        with self.assertRaises(SystemExit):
+            kernel_trace.main(["one.csv", "--skew", "fusedForward"])
+
     def test_busy_time_is_a_union_clipped_to_the_range(self):
         self.assertEqual(kernel_trace.union_within([(0, 10), (5, 20), (30, 40)], 8, 35), 12 + 5)
         self.assertEqual(kernel_trace.union_within([], 0, 10), 0)
