@@ -19,6 +19,7 @@
 
 #include "column_sort.cuh"
 #include "haloex/cuda/check.hpp"
+#include "haloex/detail/cuda/graph_capture.hpp"
 #include "nonbonded_internal.cuh"
 
 namespace haloex::md::gpu {
@@ -94,7 +95,7 @@ __global__ void __launch_bounds__(detail::kColumnSortThreads)
 // launch (CellOrder::Impl::launchAsGraph). Not on the legacy or per-thread
 // default streams, which cannot be captured.
 bool graphRequested(cudaStream_t stream) {
-    if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return false;
+    if (!cuda::capturableStream(stream)) return false;
     const char* v = std::getenv("HALOEX_CELL_ORDER_GRAPH");
     return v != nullptr && std::string_view(v) == "1";
 }
@@ -250,30 +251,7 @@ void CellOrder::Impl::launchAsGraph(const Vec3f* x, int n, bool columns, cudaStr
     now.push_back(columns ? 1U : 0U);
     now.push_back(static_cast<std::uintptr_t>(cubTemp.size()));
     if (exec == nullptr || now != key) {
-        cudaGraph_t graph = nullptr;
-        HALOEX_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-        try {
-            enqueue(x, n, columns, stream);
-        } catch (...) {
-            cudaStreamEndCapture(stream, &graph);  // leaves the stream usable
-            if (graph != nullptr) cudaGraphDestroy(graph);
-            throw;
-        }
-        HALOEX_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-        bool updated = false;
-        if (exec != nullptr) {
-            cudaGraphExecUpdateResultInfo info{};
-            updated = cudaGraphExecUpdate(exec, graph, &info) == cudaSuccess;
-            if (!updated) {
-                cudaGetLastError();  // a refused update is not an error: instantiate anew
-                cudaGraphExecDestroy(exec);
-                exec = nullptr;
-            }
-        }
-        cudaError_t instantiated = cudaSuccess;
-        if (!updated) instantiated = cudaGraphInstantiate(&exec, graph, 0);
-        cudaGraphDestroy(graph);
-        HALOEX_CUDA_CHECK(instantiated);
+        cuda::updateOrInstantiate(exec, cuda::captureGraph(stream, [&] { enqueue(x, n, columns, stream); }), 0);
         key = std::move(now);
     }
     HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, stream));

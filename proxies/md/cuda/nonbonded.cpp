@@ -1,6 +1,7 @@
 // Nonbonded: the host side of the GPU non-bonded module (nonbonded.hpp). The
 // kernels and their launchers live in the .cu files.
 #include "haloex/detail/cuda/blocking_ops.hpp"
+#include "haloex/detail/cuda/graph_capture.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
 
 #include <algorithm>
@@ -218,8 +219,7 @@ struct Nonbonded::Impl {
     }
 
     static bool useSearchGraph(bool option, cudaStream_t stream) {
-        // The legacy and per-thread default streams cannot be captured.
-        if (stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread) return false;
+        if (!cuda::capturableStream(stream)) return false;
         if (const char* forced = std::getenv("HALOEX_SEARCH_GRAPH")) return std::atoi(forced) != 0;
         return option;
     }
@@ -235,19 +235,9 @@ struct Nonbonded::Impl {
         std::vector<std::uintptr_t> key = searchGraphKey(dX, dCharge, dZoneMask, prune, stream);
         if (searchGraph.exec == nullptr || key != searchGraph.key) {
             searchGraph.reset();
-            cudaGraph_t graph = nullptr;
-            HALOEX_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-            try {
-                enqueueGridAndCounts(dX, dCharge, dZoneMask, prune, stream);
-            } catch (...) {
-                cudaStreamEndCapture(stream, &graph);  // leaves the stream usable
-                if (graph != nullptr) cudaGraphDestroy(graph);
-                throw;
-            }
-            HALOEX_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-            const cudaError_t instantiated = cudaGraphInstantiate(&searchGraph.exec, graph, 0);
-            cudaGraphDestroy(graph);
-            HALOEX_CUDA_CHECK(instantiated);
+            cudaGraph_t graph =
+                cuda::captureGraph(stream, [&] { enqueueGridAndCounts(dX, dCharge, dZoneMask, prune, stream); });
+            cuda::updateOrInstantiate(searchGraph.exec, graph, 0);  // reset above: instantiated anew
             searchGraph.key = std::move(key);
             ++searchGraphCaptures;
         }

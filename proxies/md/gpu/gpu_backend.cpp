@@ -18,6 +18,7 @@
 #include "haloex/core/error.hpp"
 #include "haloex/detail/core/nvtx.hpp"
 #include "haloex/detail/cuda/api_sync_counter.hpp"
+#include "haloex/detail/cuda/graph_capture.hpp"
 #include "haloex/cuda/check.hpp"
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
@@ -505,33 +506,20 @@ private:
     };
 
     void refreshGraph(StepGraph& step, CoordinateForceHalo& halo, bool energies) {
-        cudaGraph_t graph = nullptr;
-        HALOEX_CUDA_CHECK(cudaStreamBeginCapture(local_.get(), cudaStreamCaptureModeThreadLocal));
         // Only the energy step's graph records the timeline (see runSteps).
-        enqueueStep(halo, energies, false, /*timed=*/energies && options_.timing);
-        HALOEX_CUDA_CHECK(cudaStreamEndCapture(local_.get(), &graph));
+        cudaGraph_t graph = cuda::captureGraph(local_.get(), [&] {
+            enqueueStep(halo, energies, false, /*timed=*/energies && options_.timing);
+        });
         if (!energies) normalGraphNodes_ = nodesByType(graph);
-        bool updated = false;
-        if (step.exec) {
-            cudaGraphExecUpdateResultInfo info{};
-            updated = cudaGraphExecUpdate(step.exec, graph, &info) == cudaSuccess;
-            if (!updated) {
-                cudaGetLastError();  // the refusal is not an error: instantiate anew
-                HALOEX_CUDA_CHECK(cudaGraphExecDestroy(step.exec));
-                step.exec = nullptr;
-            }
-        }
-        if (!updated) {
-            // Keep the captured stream priorities: without this flag every
-            // node runs at the launch stream's (normal) priority, and the
-            // non-local chain queues behind the thousands of local
-            // non-bonded blocks.
-            HALOEX_CUDA_CHECK(cudaGraphInstantiate(&step.exec, graph, cudaGraphInstantiateFlagUseNodePriority));
-            ++graphInstantiations_;
-        } else {
+        // Instantiated keeping the captured stream priorities: without the
+        // flag every node runs at the launch stream's (normal) priority, and
+        // the non-local chain queues behind the thousands of local
+        // non-bonded blocks.
+        if (cuda::updateOrInstantiate(step.exec, graph, cudaGraphInstantiateFlagUseNodePriority)) {
             ++graphUpdates_;
+        } else {
+            ++graphInstantiations_;
         }
-        HALOEX_CUDA_CHECK(cudaGraphDestroy(graph));
         step.stale = false;
     }
 
