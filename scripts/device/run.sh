@@ -625,21 +625,22 @@ stage_search_timeline() {
 # TRACE_ENV="VAR=value": every run gets it (a switch under test).
 # ~1 min.
 stage_kernel_trace() {
-  local lib="$build/lib/libhaloex-kernel-trace.so" cupti n r cap=()
+  local lib="$build/lib/libhaloex-kernel-trace.so" cupti n v run_env=() mpi_env=()
   [ -f "$lib" ] || { note "kernel-trace: no $lib (built only where the toolkit has CUPTI)"; return 1; }
   cupti=$(ldd "$lib" | awk '/libcupti/ {print $3; exit}')
   if [ -n "${TRACE_SM:-}" ]; then
     start_mps
-    cap=(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$TRACE_SM")
+    run_env=(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE="$TRACE_SM")
     note "kernel-trace: every run under MPS with $TRACE_SM % of the SMs per rank"
   fi
   if [ -n "${TRACE_ENV:-}" ]; then
-    cap+=("$TRACE_ENV")
+    run_env+=("$TRACE_ENV")
     note "kernel-trace: every run with $TRACE_ENV"
   fi
+  for v in "${run_env[@]}"; do mpi_env+=(-x "$v"); done
   for n in ${TRACE_SIZES:-11250 90000}; do
     note "== kernel trace of search steps, one rank, $n atoms"
-    env "${cap[@]}" CUDA_INJECTION64_PATH="$lib" NVTX_INJECTION64_PATH="$cupti" HALOEX_KERNEL_TRACE="$out/ktrace-1r-$n" \
+    env "${run_env[@]}" CUDA_INJECTION64_PATH="$lib" NVTX_INJECTION64_PATH="$cupti" HALOEX_KERNEL_TRACE="$out/ktrace-1r-$n" \
       timeout 300 "$build/bin/haloex-md" --device gpu --atoms "$n" --steps 600 --nstlist 50 --quiet --log none \
       >"$out/ktrace-1r-$n.log" 2>&1
     note "  rc=$? $(grep -m1 'haloex-kernel-trace' "$out/ktrace-1r-$n.log")"
@@ -653,20 +654,15 @@ stage_kernel_trace() {
   fi
   for n in ${TRACE_RANK_SIZES:-22500}; do
     note "== kernel trace of search steps, $where, $n atoms"
-    local xs=() v
-    for v in "${cap[@]}"; do xs+=(-x "$v"); done
-    timeout 300 "${mpirun_np[@]}" 2 "${xs[@]}" -x CUDA_INJECTION64_PATH="$lib" -x NVTX_INJECTION64_PATH="$cupti" \
+    timeout 300 "${mpirun_np[@]}" 2 "${mpi_env[@]}" -x CUDA_INJECTION64_PATH="$lib" -x NVTX_INJECTION64_PATH="$cupti" \
       -x HALOEX_KERNEL_TRACE="$out/ktrace-2r-$n" "$build/bin/haloex-md" "${shared[@]}" --quiet --log none \
       --transport nvshmem --nvshmem-path direct --grid 2x1x1 --atoms "$n" --steps 600 --nstlist 50 \
       >"$out/ktrace-2r-$n.log" 2>&1
     note "  rc=$?"
-    for r in 0 1; do
-      python3 "$root/bench/kernel_trace.py" "$out/ktrace-2r-$n.rank$r.csv" --json "$out/ktrace-2r-$n.rank$r.json" 2>&1 \
-        | tee -a "$summary"
-    done
-    # How far apart the two ranks start their exchange kernels (one host: one clock).
+    # Both ranks' accounts, then how far apart they start their exchange
+    # kernels (one host: one clock).
     python3 "$root/bench/kernel_trace.py" "$out/ktrace-2r-$n.rank0.csv" "$out/ktrace-2r-$n.rank1.csv" \
-      --skew fusedForward --skew fusedReverse 2>&1 | grep -E '^start skew|Error|error' | tee -a "$summary"
+      --skew fusedForward --skew fusedReverse --json "$out/ktrace-2r-$n.json" 2>&1 | tee -a "$summary"
   done
   { [ "$ngpu" -lt 2 ] || [ -n "${TRACE_SM:-}" ]; } && stop_mps
   return 0
