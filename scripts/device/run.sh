@@ -307,21 +307,24 @@ stage_signals_ab() {
 }
 
 # Issue 33: the forward exchange's kernel launched before the local force
-# kernel, which waits for its launch-completion event (HALOEX_FORWARD_FIRST=1,
-# B), against the default order (A), the same build: its GPU test (in
-# test_md_transports_gpu on 2 and 4 ranks), then two ranks on 2x1x1 at
-# 22 500 atoms with half the SMs each (the estimate's setting) and without a
-# cap, 3 alternating repeats; then B's kernel trace (the forward's start in
-# every step). ~5 min.
+# kernel, which waits for its launch-completion event (the default, A), against
+# the local kernel first (HALOEX_FORWARD_FIRST=0, B), the same build: the GPU
+# tests (test_md_transports_gpu on 2 and 4 ranks, both orders), then two ranks
+# on 2x1x1 at 22 500 atoms with half the SMs each (the estimate's setting) and
+# without a cap, and four ranks on 2x2x1 at 45 000 (two pulses), 3 alternating
+# repeats; then the default's kernel trace (the forward's start in every
+# step). ~3 min.
 stage_forward_first_ab() {
   CTEST_R='test_md_transports_gpu_np[24]' stage_ctest_select
   local sm
   for sm in 50 ""; do
-    MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_FORWARD_FIRST=1 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+    MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_FORWARD_FIRST=0 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
       MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM="$sm" \
       stage_md_ab_bins
   done
-  TRACE_ENV=HALOEX_FORWARD_FIRST=1 TRACE_SM=50 TRACE_SIZES=11250 TRACE_RANK_SIZES=22500 stage_kernel_trace
+  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_FORWARD_FIRST=0 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
+  TRACE_SM=50 TRACE_SIZES=11250 TRACE_RANK_SIZES=22500 stage_kernel_trace
 }
 
 # The search step: the cell order as one CUDA graph launch

@@ -383,10 +383,13 @@ private:
         // Local first: home-home forces need nothing from the peers. Enqueued
         // before the exchange so that a transport which blocks the host (ipc,
         // staged wait for their pack kernels) cannot delay the local kernel's
-        // launch -- the order GROMACS and the paper use. Forward first
-        // (HALOEX_FORWARD_FIRST=1, the exchange signals its kernel's launch):
-        // the local kernel then waits for the exchange kernel's blocks to
-        // begin, so that its own first wave cannot hold the SMs they need.
+        // launch -- the order GROMACS and the paper use. Forward first (where
+        // the exchange signals its kernel's launch: nvshmem's fused forward;
+        // HALOEX_FORWARD_FIRST=0 turns it off): the local kernel then waits
+        // for the exchange kernel's blocks to begin, so that its own first
+        // wave cannot hold the SMs they need. In the step's graph under MPS
+        // that edge acted as the forward's end (docs/md-engine.md), and the
+        // step was still faster.
         if (!forwardFirst_) enqueueLocalForces(x, f, energies, fused, timed, local);
 
         // Non-local, overlapping the above on the high-priority stream: halo
@@ -593,9 +596,9 @@ private:
             halo.recordExchangeTimestamps(true)) {
             timestampedHalo_ = &halo;
         }
-        // HALOEX_FORWARD_FIRST=1, an experiment not yet measured: the
-        // forward's kernel before the local one (enqueueStep), where the
-        // exchange can signal its launch.
+        // The forward's kernel before the local one (enqueueStep), where the
+        // exchange can signal its launch (nvshmem's fused forward);
+        // HALOEX_FORWARD_FIRST=0 keeps the local kernel first.
         if (forwardFirstRequested() && !plan.pulses.empty() && forwardSignalHalo_ != &halo) {
             forwardFirst_ = halo.signalForwardLaunched(forwardLaunched_.get());
             forwardSignalHalo_ = &halo;
@@ -604,7 +607,7 @@ private:
 
     static bool forwardFirstRequested() {
         const char* v = std::getenv("HALOEX_FORWARD_FIRST");
-        return v != nullptr && std::string_view(v) == "1";
+        return v == nullptr || std::string_view(v) != "0";
     }
 
     // The last step's timeline (events are re-recorded every step).

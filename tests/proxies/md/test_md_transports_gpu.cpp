@@ -14,8 +14,9 @@
 // NCCL's reason there (they run on one GPU per rank). This is the multi-rank
 // energy check that scripts/device/run.sh's stage md-check made by hand:
 // ctest -R test_md_transports_gpu_np runs it for any rank count registered.
-// MdTransportsGpuForwardFirst: the same check for nvshmem with the forward
-// exchange's kernel launched before the local one (HALOEX_FORWARD_FIRST=1).
+// Several nvshmem ranks launch the forward exchange's kernel before the local
+// one (the default); MdTransportsGpuLocalFirst: the same check for nvshmem
+// with the local kernel first (HALOEX_FORWARD_FIRST=0).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -266,22 +267,23 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
     }
 }
 
-// HALOEX_FORWARD_FIRST=1 (an experiment, docs/md-engine.md): nvshmem's
-// forward kernel launched before the local force kernel, which waits for its
-// launch-completion event; with graphs, cell order and the fused update (the
-// defaults of several GPU ranks), the energies equal the CPU reference's as
-// in the test above. One rank has no exchange: nothing to reorder.
-TEST(MdTransportsGpuForwardFirst, NvshmemMatchesTheCpuReference) {
+// HALOEX_FORWARD_FIRST=0 (docs/md-engine.md): nvshmem's local force kernel
+// launched before the forward kernel, the order before forward-first became
+// the default (the tests above run that default); with graphs, cell order and
+// the fused update (the defaults of several GPU ranks), the energies equal
+// the CPU reference's as in the test above. One rank has no exchange: nothing
+// to reorder.
+TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
     runtime::World& world = testsupport::mpiTestWorld();
     if (md::visibleGpuCount() == 0) GTEST_SKIP() << "no GPU visible: run under mpi_gpu_launch on a GPU machine";
-    if (world.size() == 1) GTEST_SKIP() << "one rank exchanges nothing: the forward-first order needs two or more";
+    if (world.size() == 1) GTEST_SKIP() << "one rank exchanges nothing: the local-first order needs two or more";
     md::selectGpuForRank(world, /*allowShared=*/true);
     if (const std::string why = unavailableReason(Backend::Nvshmem, world); !why.empty()) {
         GTEST_SKIP() << "nvshmem: " << why;
     }
     const md::RunSummary* cpu = world.rank() == 0 ? &cpuReference(world.size()) : nullptr;
     world.barrier();
-    ASSERT_EQ(setenv("HALOEX_FORWARD_FIRST", "1", 1), 0);
+    ASSERT_EQ(setenv("HALOEX_FORWARD_FIRST", "0", 1), 0);
     const GpuRun run = runOnGpu(world, Backend::Nvshmem, StepKernels{true, true, true}, false);
     unsetenv("HALOEX_FORWARD_FIRST");
     const md::RunSummary& gpu = run.summary;
