@@ -42,6 +42,12 @@ using namespace detail;
 
 namespace {
 
+// The first kernel after a wait on another stream's launch-completion event
+// is launched plainly (cuda::StreamOrder::Full says why).
+cuda::StreamOrder streamOrder(bool firstAfterEventWait) {
+    return firstAfterEventWait ? cuda::StreamOrder::Full : cuda::StreamOrder::Programmatic;
+}
+
 // Entry length for the automatic choice (about 66 j clusters per i cluster
 // at 100 atoms/nm^3 and rlist 1 nm; ~7.8 atoms per cluster):
 // - 128, one entry for nearly every i cluster, where those give at least
@@ -255,11 +261,11 @@ struct Nonbonded::Impl {
     // re-prunes the next part of the list (fused). haloOnly: the non-local
     // list's halo slots alone (computeNonlocalHalo). Enqueue only.
     void compute(ListKind kind, const Vec3f* dX, Vec3f* dF, bool withEnergies, cudaStream_t stream,
-                 bool haloOnly = false) {
+                 bool haloOnly = false, cuda::StreamOrder order = cuda::StreamOrder::Programmatic) {
         DeviceList& l = list(kind);
         if (l.numEntries == 0) return;
         const bool local = kind == ListKind::Local;
-        launchGather(dX, layout, local, stream, haloOnly);
+        launchGather(dX, layout, local, stream, haloOnly, order);
         launchNonbonded(params, l, layout, local, withEnergies, energyBlocks, energies.data(), stream);
         launchScatter(layout, l, local, dF, stream, haloOnly);
     }
@@ -419,9 +425,10 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     m.built = true;
 }
 
-void Nonbonded::computeLocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream) {
+void Nonbonded::computeLocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream,
+                             bool firstAfterEventWait) {
     impl_->requireBuilt("computeLocal");
-    impl_->compute(ListKind::Local, dX, dF, energies, stream);
+    impl_->compute(ListKind::Local, dX, dF, energies, stream, /*haloOnly=*/false, streamOrder(firstAfterEventWait));
 }
 
 void Nonbonded::computeNonlocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream) {
@@ -434,12 +441,13 @@ void Nonbonded::computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, c
     impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream, /*haloOnly=*/true);
 }
 
-void Nonbonded::computeLocalForces(bool energies, cudaStream_t stream) {
+void Nonbonded::computeLocalForces(bool energies, cudaStream_t stream, bool firstAfterEventWait) {
     Impl& m = *impl_;
     m.requireBuilt("computeLocalForces");
     DeviceList& l = m.list(ListKind::Local);
     if (l.numEntries > 0) {
-        launchNonbonded(m.params, l, m.layout, /*local=*/true, energies, m.energyBlocks, m.energies.data(), stream);
+        launchNonbonded(m.params, l, m.layout, /*local=*/true, energies, m.energyBlocks, m.energies.data(), stream,
+                        streamOrder(firstAfterEventWait));
     }
 }
 

@@ -684,12 +684,13 @@ __global__ void countWithinCutoffKernel(const ClusterEntry* __restrict__ entries
 
 }  // namespace
 
-void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream, bool haloOnly) {
+void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream, bool haloOnly,
+                  cuda::StreamOrder order) {
     const SlotSet set = slotSet(layout, local, haloOnly);
     if (set.count == 0) return;
     float4* xq = local ? layout.xqLocal.data() : layout.xqNonlocal.data();
-    cuda::launchDependent(gatherKernel, blocksFor(set.count, kThreads), kThreads, 0, stream, dX,
-                          layout.atomOfSlot.data(), layout.chargeOfSlot.data(), set, xq);
+    cuda::launchOrdered(order, gatherKernel, blocksFor(set.count, kThreads), kThreads, 0, stream, dX,
+                        layout.atomOfSlot.data(), layout.chargeOfSlot.data(), set, xq);
 }
 
 // The force kernel for a list: entries longer than 32 or not, pruned or not, with energies or not.
@@ -708,7 +709,7 @@ auto forceKernel(ForceTile tile, bool pruned, bool energies) {
 }
 
 void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout& layout, bool local, bool energies,
-                     int maxEnergyBlocks, double* dEnergies, cudaStream_t stream) {
+                     int maxEnergyBlocks, double* dEnergies, cudaStream_t stream, cuda::StreamOrder order) {
     if (list.numEntries == 0) return;
     const float4* xq = local ? layout.xqLocal.data() : layout.xqNonlocal.data();
     float4* f = local ? layout.fLocal.data() : layout.fNonlocal.data();
@@ -727,8 +728,8 @@ void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout&
                            : list.quarterTile ? ForceTile::Quarter
                                               : ForceTile::Four;
     const auto kernel = forceKernel(tile, list.pruned, energies);
-    cuda::launchDependent(kernel, energies ? energyBlocks : blocks, kNbThreads, 0, stream, params, entries,
-                          list.numEntries, pairs, xq, f, dEnergies, prune);
+    cuda::launchOrdered(order, kernel, energies ? energyBlocks : blocks, kNbThreads, 0, stream, params, entries,
+                        list.numEntries, pairs, xq, f, dEnergies, prune);
 }
 
 void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF, cudaStream_t stream, bool haloOnly) {

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "haloex/cuda/device_buffer.hpp"
+#include "haloex/detail/cuda/stream_order.hpp"
 #include "haloex/md/gpu/cluster_reference.hpp"
 #include "haloex/md/gpu/integrate.hpp"
 
@@ -303,7 +304,8 @@ struct KernelParams {
 // Gathers positions of the local list's slots (home) or the non-local list's
 // (its home clusters and the halo; haloOnly: the halo alone, where the fused
 // update with a halo keeps the home clusters' slots) into the matching xq copy.
-void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream, bool haloOnly = false);
+void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_t stream, bool haloOnly = false,
+                  cuda::StreamOrder order = cuda::StreamOrder::Programmatic);
 // The pair kernel over one list (list.evaluated*: the inner list when
 // pruned) into the list's slot-ordered force buffer.
 // With energies, the grid is capped at maxEnergyBlocks. When the list is
@@ -312,7 +314,8 @@ void launchGather(const Vec3f* dX, DeviceLayout& layout, bool local, cudaStream_
 // inner lists from the distances it computed (with this step's positions)
 // (the scatter then advances the part) -- no second pass over the list.
 void launchNonbonded(const KernelParams& params, DeviceList& list, DeviceLayout& layout, bool local, bool energies,
-                     int maxEnergyBlocks, double* dEnergies, cudaStream_t stream);
+                     int maxEnergyBlocks, double* dEnergies, cudaStream_t stream,
+                     cuda::StreamOrder order = cuda::StreamOrder::Programmatic);
 // Adds the list's slot-ordered forces into dF and clears them (the slots the
 // gather visits: haloOnly as there, the home clusters' forces then stay in
 // their slots for the fused update); a pruned list's rolling prune moves on

@@ -387,9 +387,7 @@ private:
         // the exchange signals its kernel's launch: nvshmem's fused forward;
         // HALOEX_FORWARD_FIRST=0 turns it off): the local kernel then waits
         // for the exchange kernel's blocks to begin, so that its own first
-        // wave cannot hold the SMs they need. In the step's graph under MPS
-        // that edge acted as the forward's end (docs/md-engine.md), and the
-        // step was still faster.
+        // wave cannot hold the SMs they need.
         if (!forwardFirst_) enqueueLocalForces(x, f, energies, fused, timed, local);
 
         // Non-local, overlapping the above on the high-priority stream: halo
@@ -401,7 +399,7 @@ private:
             halo.gatherCoordinates(context_.box, nonlocal);
             if (forwardFirst_) {
                 HALOEX_CUDA_CHECK(cudaStreamWaitEvent(local, forwardLaunched_.get(), 0));
-                enqueueLocalForces(x, f, energies, fused, timed, local);
+                enqueueLocalForces(x, f, energies, fused, timed, local, /*afterForwardLaunched=*/true);
             }
             if (parts) events_.forwardEnd.recordTimestamp(nonlocal);
             ranges.next("non-local non-bonded F");
@@ -440,14 +438,15 @@ private:
     // The local list's forces, timed and named as the step's local part:
     // with the fused update the force kernel alone (the positions are in slot
     // order already), else gather, kernel and scatter into f.
-    void enqueueLocalForces(const Vec3f* x, Vec3f* f, bool energies, bool fused, bool timed, cudaStream_t local) {
+    void enqueueLocalForces(const Vec3f* x, Vec3f* f, bool energies, bool fused, bool timed, cudaStream_t local,
+                            bool afterForwardLaunched = false) {
         if (timed) events_.localStart.recordTimestamp(local);
         {
             const NvtxRange range("local non-bonded F");
             if (fused) {
-                nonbonded_->computeLocalForces(energies, local);
+                nonbonded_->computeLocalForces(energies, local, afterForwardLaunched);
             } else {
-                nonbonded_->computeLocal(x, f, energies, local);
+                nonbonded_->computeLocal(x, f, energies, local, afterForwardLaunched);
             }
         }
         if (timed) events_.localEnd.recordTimestamp(local);

@@ -21,6 +21,7 @@
 #include <utility>
 
 #include "haloex/cuda/check.hpp"
+#include "haloex/detail/cuda/stream_order.hpp"
 
 namespace haloex::cuda {
 
@@ -50,6 +51,10 @@ inline bool dependentLaunchEnabled() {
     return enabled;
 }
 
+template <class... Params, class... Args>
+void launchOrderedSignalling(StreamOrder order, cudaEvent_t launched, void (*kernel)(Params...), dim3 grid,
+                             dim3 block, std::size_t sharedBytes, cudaStream_t stream, Args&&... args);
+
 // kernel<<<grid, block, sharedBytes, stream>>>(args...), marked as a
 // programmatic dependent of the previous kernel on `stream` (when enabled).
 // Captured into CUDA graphs as a programmatic edge.
@@ -61,9 +66,17 @@ inline bool dependentLaunchEnabled() {
 template <class... Params, class... Args>
 void launchDependentSignalling(cudaEvent_t launched, void (*kernel)(Params...), dim3 grid, dim3 block,
                                std::size_t sharedBytes, cudaStream_t stream, Args&&... args) {
+    launchOrderedSignalling(StreamOrder::Programmatic, launched, kernel, grid, block, sharedBytes, stream,
+                            std::forward<Args>(args)...);
+}
+
+// launchDependentSignalling, or without the programmatic mark (StreamOrder::Full).
+template <class... Params, class... Args>
+void launchOrderedSignalling(StreamOrder order, cudaEvent_t launched, void (*kernel)(Params...), dim3 grid,
+                             dim3 block, std::size_t sharedBytes, cudaStream_t stream, Args&&... args) {
     cudaLaunchAttribute attributes[2]{};
     unsigned count = 0;
-    if (dependentLaunchEnabled()) {
+    if (order == StreamOrder::Programmatic && dependentLaunchEnabled()) {
         attributes[count].id = cudaLaunchAttributeProgrammaticStreamSerialization;
         attributes[count].val.programmaticStreamSerializationAllowed = 1;
         ++count;
@@ -88,6 +101,13 @@ template <class... Params, class... Args>
 void launchDependent(void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t sharedBytes, cudaStream_t stream,
                      Args&&... args) {
     launchDependentSignalling(nullptr, kernel, grid, block, sharedBytes, stream, std::forward<Args>(args)...);
+}
+
+// launchDependent, or a plain launch (StreamOrder::Full).
+template <class... Params, class... Args>
+void launchOrdered(StreamOrder order, void (*kernel)(Params...), dim3 grid, dim3 block, std::size_t sharedBytes,
+                   cudaStream_t stream, Args&&... args) {
+    launchOrderedSignalling(order, nullptr, kernel, grid, block, sharedBytes, stream, std::forward<Args>(args)...);
 }
 
 }  // namespace haloex::cuda

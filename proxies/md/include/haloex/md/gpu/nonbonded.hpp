@@ -132,7 +132,12 @@ public:
     // self term) and virial (-1/2 sum r_ij . f_ij) into deviceEnergies().
     // With pruning, the same kernel also re-prunes the next part of the local
     // list with these positions (the next call evaluates the result).
-    void computeLocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream);
+    // firstAfterEventWait (here and in computeLocalForces): the stream has
+    // just waited for another stream's launch-completion event, so the first
+    // kernel is launched plainly, not as a programmatic dependent
+    // (cuda::StreamOrder::Full says why).
+    void computeLocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream,
+                      bool firstAfterEventWait = false);
     // Same for the non-local list; reads halo positions, adds forces on home
     // and halo atoms (the latter go home by the reverse halo exchange).
     // Enqueues nothing when the list is empty.
@@ -151,7 +156,7 @@ public:
     // energy and makes gpu::checkFinite's check of the old positions and the
     // forces into dFirstBad. args.numAtoms must be numHome(). The results are
     // computeLocal + gpu::leapfrog's, bit for bit.
-    void computeLocalForces(bool energies, cudaStream_t stream);
+    void computeLocalForces(bool energies, cudaStream_t stream, bool firstAfterEventWait = false);
     void updateLocal(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream);
     // A rank with a halo, the same fused update after computeLocalForces:
     // each home atom's force is its local slot's plus its non-local slot's
