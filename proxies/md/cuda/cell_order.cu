@@ -91,13 +91,13 @@ __global__ void __launch_bounds__(detail::kColumnSortThreads)
     }
 }
 
-// HALOEX_CELL_ORDER_GRAPH=1 (an experiment): CellOrder::compute as one graph
-// launch (CellOrder::Impl::launchAsGraph). Not on the legacy or per-thread
-// default streams, which cannot be captured.
+// CellOrder::compute as one graph launch (CellOrder::Impl::launchAsGraph),
+// unless HALOEX_CELL_ORDER_GRAPH=0. Not on the legacy or per-thread default
+// streams, which cannot be captured.
 bool graphRequested(cudaStream_t stream) {
     if (!cuda::capturableStream(stream)) return false;
     const char* v = std::getenv("HALOEX_CELL_ORDER_GRAPH");
-    return v != nullptr && std::string_view(v) == "1";
+    return v == nullptr || std::string_view(v) != "0";
 }
 
 // Buffers grow with the build's headroom (NonbondedOptions::growthFactor), so
@@ -120,11 +120,11 @@ struct CellOrder::Impl {
     cuda::DeviceBuffer<int> columnCountAndFill;  // 2 (n + 1): counts, then the bucket cursors (one memset)
     cuda::DeviceBuffer<int> columnStart;         // n + 1: no grid has more columns than atoms
     cuda::DeviceBuffer<unsigned char> cubTemp;
-    // HALOEX_CELL_ORDER_GRAPH=1 (an experiment, not yet measured): the copy
-    // of the sizes, the grid choice and the sort as one CUDA graph, launched
-    // again while everything it was captured with is the same (the key:
-    // positions, count, buffers, sort), else captured again and the
-    // executable graph updated in place. One launch instead of twelve.
+    // The copy of the sizes, the grid choice and the sort as one CUDA graph,
+    // launched again while everything it was captured with is the same (the
+    // key: positions, count, buffers, sort), else captured again and the
+    // executable graph updated in place. One launch instead of twelve
+    // (HALOEX_CELL_ORDER_GRAPH=0: the twelve).
     cudaGraphExec_t exec = nullptr;
     std::vector<std::uintptr_t> key;
 

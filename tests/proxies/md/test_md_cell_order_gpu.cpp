@@ -7,7 +7,7 @@
 // cell order's and the build's, HALOEX_COLUMN_SORT); a column too long for
 // one block's shared memory still sorts; a non-finite position leaves the
 // identity; no atom, one atom and calls of changing sizes on one object are
-// fine.
+// fine; one graph launch (the default) and twelve launches agree.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -164,29 +164,33 @@ TEST(CellOrderGpu, NoAtomOneAtomAndChangingSizesAreFine) {
     ::unsetenv("HALOEX_COLUMN_SORT");
 }
 
-// HALOEX_CELL_ORDER_GRAPH=1 (an experiment): the order as one graph launch
-// equals the reference's -- captured at the first call, launched again for
-// the same positions and count (the second call on one buffer), updated for
-// another count and for the other sort.
-TEST(CellOrderGpu, AsOneGraphTheOrderIsTheReferences) {
+// The order as one graph launch (the default) equals the reference's --
+// captured at the first call, launched again for the same positions and
+// count (the second call on one buffer), updated for another count and for
+// the other sort; and so does the order of twelve launches
+// (HALOEX_CELL_ORDER_GRAPH=0). The tests above run the default.
+TEST(CellOrderGpu, AsOneGraphAndAsTwelveLaunchesTheOrderIsTheReferences) {
     HALOEX_REQUIRE_GPU();
-    ::setenv("HALOEX_CELL_ORDER_GRAPH", "1", 1);
     const md::ForceField ff;
-    CellOrder order;
-    cuda::Stream stream;
-    for (const char* columnSort : {"1", "0"}) {
-        ::setenv("HALOEX_COLUMN_SORT", columnSort, 1);
-        for (int n : {3000, 2990, 5000}) {
-            const auto s = haloex::testing::uniformSystem(n, std::cbrt(n / 100.0) + 0.4, n, ff);
-            const cuda::DeviceBuffer<Vec3f> dX = upload(s.x);
-            const std::vector<int> want = cellOrderReference(s.x);
-            for (int call = 0; call < 2; ++call) {  // the second launches the graph the first captured
-                const int* dOrder = order.compute(dX.data(), n, stream);
-                std::vector<int> got(s.x.size());
-                HALOEX_CUDA_CHECK(
-                    cudaMemcpyAsync(got.data(), dOrder, got.size() * sizeof(int), cudaMemcpyDeviceToHost, stream));
-                HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
-                EXPECT_EQ(got, want) << n << " atoms, call " << call << ", HALOEX_COLUMN_SORT=" << columnSort;
+    for (const char* graph : {"1", "0"}) {
+        ::setenv("HALOEX_CELL_ORDER_GRAPH", graph, 1);
+        CellOrder order;
+        cuda::Stream stream;
+        for (const char* columnSort : {"1", "0"}) {
+            ::setenv("HALOEX_COLUMN_SORT", columnSort, 1);
+            for (int n : {3000, 2990, 5000}) {
+                const auto s = haloex::testing::uniformSystem(n, std::cbrt(n / 100.0) + 0.4, n, ff);
+                const cuda::DeviceBuffer<Vec3f> dX = upload(s.x);
+                const std::vector<int> want = cellOrderReference(s.x);
+                for (int call = 0; call < 2; ++call) {  // the second launches the graph the first captured
+                    const int* dOrder = order.compute(dX.data(), n, stream);
+                    std::vector<int> got(s.x.size());
+                    HALOEX_CUDA_CHECK(cudaMemcpyAsync(got.data(), dOrder, got.size() * sizeof(int),
+                                                      cudaMemcpyDeviceToHost, stream));
+                    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+                    EXPECT_EQ(got, want) << n << " atoms, call " << call << ", HALOEX_COLUMN_SORT=" << columnSort
+                                         << ", HALOEX_CELL_ORDER_GRAPH=" << graph;
+                }
             }
         }
     }
