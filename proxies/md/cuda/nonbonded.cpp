@@ -425,8 +425,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
     m.built = true;
 }
 
-void Nonbonded::computeLocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream,
-                             bool firstAfterEventWait) {
+void Nonbonded::computeLocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream, bool firstAfterEventWait) {
     impl_->requireBuilt("computeLocal");
     impl_->compute(ListKind::Local, dX, dF, energies, stream, /*haloOnly=*/false, streamOrder(firstAfterEventWait));
 }

@@ -185,8 +185,8 @@ TEST(CellOrderGpu, AsOneGraphAndAsTwelveLaunchesTheOrderIsTheReferences) {
                 for (int call = 0; call < 2; ++call) {  // the second launches the graph the first captured
                     const int* dOrder = order.compute(dX.data(), n, stream);
                     std::vector<int> got(s.x.size());
-                    HALOEX_CUDA_CHECK(cudaMemcpyAsync(got.data(), dOrder, got.size() * sizeof(int),
-                                                      cudaMemcpyDeviceToHost, stream));
+                    HALOEX_CUDA_CHECK(
+                        cudaMemcpyAsync(got.data(), dOrder, got.size() * sizeof(int), cudaMemcpyDeviceToHost, stream));
                     HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
                     EXPECT_EQ(got, want) << n << " atoms, call " << call << ", HALOEX_COLUMN_SORT=" << columnSort
                                          << ", HALOEX_CELL_ORDER_GRAPH=" << graph;

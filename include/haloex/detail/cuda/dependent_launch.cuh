@@ -52,8 +52,8 @@ inline bool dependentLaunchEnabled() {
 }
 
 template <class... Params, class... Args>
-void launchOrderedSignalling(StreamOrder order, cudaEvent_t launched, void (*kernel)(Params...), dim3 grid,
-                             dim3 block, std::size_t sharedBytes, cudaStream_t stream, Args&&... args);
+void launchOrderedSignalling(StreamOrder order, cudaEvent_t launched, void (*kernel)(Params...), dim3 grid, dim3 block,
+                             std::size_t sharedBytes, cudaStream_t stream, Args&&... args);
 
 // kernel<<<grid, block, sharedBytes, stream>>>(args...), marked as a
 // programmatic dependent of the previous kernel on `stream` (when enabled).
@@ -72,8 +72,8 @@ void launchDependentSignalling(cudaEvent_t launched, void (*kernel)(Params...), 
 
 // launchDependentSignalling, or without the programmatic mark (StreamOrder::Full).
 template <class... Params, class... Args>
-void launchOrderedSignalling(StreamOrder order, cudaEvent_t launched, void (*kernel)(Params...), dim3 grid,
-                             dim3 block, std::size_t sharedBytes, cudaStream_t stream, Args&&... args) {
+void launchOrderedSignalling(StreamOrder order, cudaEvent_t launched, void (*kernel)(Params...), dim3 grid, dim3 block,
+                             std::size_t sharedBytes, cudaStream_t stream, Args&&... args) {
     cudaLaunchAttribute attributes[2]{};
     unsigned count = 0;
     if (order == StreamOrder::Programmatic && dependentLaunchEnabled()) {

@@ -136,8 +136,7 @@ public:
     // just waited for another stream's launch-completion event, so the first
     // kernel is launched plainly, not as a programmatic dependent
     // (cuda::StreamOrder::Full says why).
-    void computeLocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream,
-                      bool firstAfterEventWait = false);
+    void computeLocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream, bool firstAfterEventWait = false);
     // Same for the non-local list; reads halo positions, adds forces on home
     // and halo atoms (the latter go home by the reverse halo exchange).
     // Enqueues nothing when the list is empty.
