@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab fused-kernels-check kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -151,6 +151,25 @@ stage_stress_tma() {
       --steps "${STRESS_TMA_MEMCHECK_STEPS:-600}" --repartition-every 500 --atoms 6000 --wait-timeout 120 $graph >"$log" 2>&1
     note "  tma${graph:+ graph} memcheck: rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log") $(grep -E -m1 'PASSED|FAILED' "$log" | cut -c1-120)"
   done
+  stop_mps
+}
+
+# The fused exchange kernels after a change to them: their GPU tests (the
+# load/store kernels alone, the device transports and the MD engine on 2 and
+# 4 ranks under MPS), compute-sanitizer memcheck and racecheck of the
+# load/store test, and memcheck of each rank of a short nvshmem direct run
+# of haloex-halo-stress on 2 ranks. ~3 min.
+stage_fused_kernels_check() {
+  CTEST_R='test_fused_exchange_loadstore|test_transport_device_np[24]|test_md_transports_gpu_np[24]' stage_ctest_select
+  note "== compute-sanitizer on the fused exchange kernels"
+  sanitize_test memcheck test_fused_exchange_loadstore '*' fused-loadstore "load/store fused kernels"
+  sanitize_test racecheck test_fused_exchange_loadstore '*' fused-loadstore "load/store fused kernels"
+  start_mps
+  local log="$out/fused-direct-memcheck.log"
+  timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+    "$build/bin/haloex-halo-stress" --allow-shared-gpus --transport nvshmem --nvshmem-path direct --grid 2x1x1 \
+    --steps 600 --repartition-every 500 --atoms 6000 --wait-timeout 120 --cuda-graph >"$log" 2>&1
+  note "  nvshmem direct (2 ranks, graph) memcheck: rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log") $(grep -E -m1 'PASSED|FAILED' "$log" | cut -c1-120)"
   stop_mps
 }
 
