@@ -211,66 +211,19 @@ __device__ bool lastBlockOfPulse(const FusedArgsOf<T>& a, int p, int* flag, bool
     return *flag != 0;
 }
 
-// A thread's first entry of a pulse, loaded before the kernel's first
-// barrier (fusedForward, fusedReverse): the pulse record, the index map and
-// the element are dependent loads, which then overlap the exchange counter's
-// and the abort flag's instead of following them. index < 0: none.
-template <class T>
-struct FirstEntry {
-    int entry = -1;  // the entry's position in the pulse's send list
-    int index = 0;   // indexMap[entry]
-    T value{};       // forward: x[index], unshifted
-};
-
-// This thread's first independent entry of P on the forward's direct and put
-// paths (blockRange as forwardDirect takes it), its element loaded.
-template <class T>
-__device__ __forceinline__ FirstEntry<T> loadFirstForwardEntry(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P) {
-    int begin, end;
-    blockRange(P.sendCount, 1, begin, end);
-    FirstEntry<T> first;
-    const int i = begin + static_cast<int>(threadIdx.x);
-    if (i < min(end, P.numIndependent)) {
-        first.entry = i;
-        first.index = P.indexMap[i];
-        first.value = a.x[first.index];
-    }
-    return first;
-}
-
-// This thread's first entry of P on the reverse's direct path (its index only:
-// the peer's element is read after the wait).
-template <class T>
-__device__ __forceinline__ FirstEntry<T> loadFirstReverseEntry(const PulseRecordOf<T>& P) {
-    int begin, end;
-    blockRange(P.sendCount, 1, begin, end);
-    FirstEntry<T> first;
-    const int i = begin + static_cast<int>(threadIdx.x);
-    if (i < end) {
-        first.entry = i;
-        first.index = P.indexMap[i];
-    }
-    return first;
-}
-
 // Forward, direct path: each thread stores its entries into `dst` (the
 // receiver's array through a peer pointer, or the put path's staging slot).
 // Independent entries (home elements) at once, forwarded ones after the
 // pulses that brought them have arrived. Clears *okShared on a failed wait.
 template <class T>
 __device__ void forwardDirect(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, float shift, T* dst,
-                              std::uint64_t seq, const WaitContext& ctx, int* okShared, const FirstEntry<T>& first) {
+                              std::uint64_t seq, const WaitContext& ctx, int* okShared) {
     const int* map = P.indexMap;
     const T* x = a.x;
     int begin, end;
     blockRange(P.sendCount, 1, begin, end);
     const int independentEnd = min(end, P.numIndependent);
-    int i = begin + static_cast<int>(threadIdx.x);
-    if (first.entry >= 0) {  // loaded before the kernel's barrier: i == first.entry < independentEnd
-        dst[i] = ExchangeElement<T>::shifted(first.value, P.dim, P.shiftSign, shift);
-        i += blockDim.x;
-    }
-    for (; i < independentEnd; i += blockDim.x) {
+    for (int i = begin + threadIdx.x; i < independentEnd; i += blockDim.x) {
         dst[i] = ExchangeElement<T>::shifted(x[map[i]], P.dim, P.shiftSign, shift);
     }
     if (end > P.numIndependent) {
@@ -345,17 +298,11 @@ __device__ void forwardBulk(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, 
 // Reverse, direct path: add the peer's elements (pulled through its pointer,
 // or from the put path's staging slot) into the owners.
 template <class T>
-__device__ void reverseDirect(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, const T* src,
-                              const FirstEntry<T>& first) {
+__device__ void reverseDirect(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, const T* src) {
     const int* map = P.indexMap;
     int begin, end;
     blockRange(P.sendCount, 1, begin, end);
-    int i = begin + static_cast<int>(threadIdx.x);
-    if (first.entry >= 0) {  // its index loaded before the wait: i == first.entry < end
-        ExchangeElement<T>::accumulate(&a.f[first.index], src[i]);
-        i += blockDim.x;
-    }
-    for (; i < end; i += blockDim.x) ExchangeElement<T>::accumulate(&a.f[map[i]], src[i]);
+    for (int i = begin + threadIdx.x; i < end; i += blockDim.x) ExchangeElement<T>::accumulate(&a.f[map[i]], src[i]);
 }
 
 // Reverse, bulk path: each warp pulls a chunk of the peer's elements into
@@ -405,14 +352,11 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
     // through the whole exchange and slow the local force kernel beside it.
     cuda::waitForPrerequisiteGrids();
     const int p = a.firstPulse + static_cast<int>(blockIdx.y);
-    if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceStart);
     const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::CoordinateKernel};
-    const bool notAborted = threadIdx.x != 0 || !aborted(ctx);
     const PulseRecordOf<T>& P = a.pulses[p];
-    const bool bulk = kBulkCapable<T> && P.sendPath == PathKind::Tma;
-    const FirstEntry<T> first = bulk ? FirstEntry<T>{} : loadFirstForwardEntry(a, P);
-    if (threadIdx.x == 0) okShared = notAborted;
+    if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceStart);
+    if (threadIdx.x == 0) okShared = !aborted(ctx);
     __syncthreads();
     if (!okShared) {
         finishKernel(a, seq);
@@ -421,11 +365,11 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
 
     const float shift = a.shift[p];
     const bool put = Peers::kCanPut && P.sendPath == PathKind::Put;
-    if (bulk) {
+    if (kBulkCapable<T> && P.sendPath == PathKind::Tma) {
         forwardBulk(a, P, shift, tmaBuffer, seq, ctx, &okShared);
     } else {
         T* dst = put ? a.staging + static_cast<long long>(p) * a.stagingStride : P.peerX + P.remoteRecvOffset;
-        forwardDirect(a, P, shift, dst, seq, ctx, &okShared, first);
+        forwardDirect(a, P, shift, dst, seq, ctx, &okShared);
     }
 
     // Notify the receiver: with signals per block, each block once its own
@@ -492,14 +436,11 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
 
     cuda::waitForPrerequisiteGrids();                                           // e.g. the scatter of the halo forces
     const int p = a.firstPulse + static_cast<int>(gridDim.y - 1 - blockIdx.y);  // last pulse first
-    if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceStart);
     const std::uint64_t seq = *reinterpret_cast<volatile std::uint64_t*>(a.sequence);
     const WaitContext ctx{a.diagnostics, a.abortFlag, a.timeoutNs, a.myPe, WaitDiagnostics::ForceKernel};
-    const bool notAborted = threadIdx.x != 0 || !aborted(ctx);
     const PulseRecordOf<T>& P = a.pulses[p];
-    const bool bulk = kBulkCapable<T> && P.sendPath == PathKind::Tma;
-    const FirstEntry<T> first = bulk ? FirstEntry<T>{} : loadFirstReverseEntry(P);
-    if (threadIdx.x == 0) okShared = notAborted;
+    if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceStart);
+    if (threadIdx.x == 0) okShared = !aborted(ctx);
     __syncthreads();
     if (!okShared) {
         finishKernel(a, seq);
@@ -550,13 +491,12 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
     }
     __syncthreads();
     cuda::allowDependentGrids();  // after the wait, as in fusedForward
-    if (okShared && bulk) {
+    if (okShared && kBulkCapable<T> && P.sendPath == PathKind::Tma) {
         reverseBulk(a, P, tmaBuffer, tmaBarrier);
     } else if (okShared) {
         reverseDirect(a, P,
                       putHere ? a.forceStaging + static_cast<long long>(p) * a.stagingStride
-                              : P.peerF + P.remoteRecvOffset,
-                      first);
+                              : P.peerF + P.remoteRecvOffset);
     }
 
     // Publish "pulse p accumulated" for the earlier pulses that wait on it
