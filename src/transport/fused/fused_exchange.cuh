@@ -430,7 +430,11 @@ template <class T, class Peers>
 __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) {
     using namespace fused;
     __shared__ int flag;
-    __shared__ int okShared;
+    // Thread 0's verdicts, one word per phase: a word written again while
+    // other threads may still read it is a race (compute-sanitizer racecheck).
+    __shared__ int okShared;        // not aborted at the start
+    __shared__ int holderOk;        // block 0: the later pulses accumulated, and not aborted
+    __shared__ int receivedShared;  // the peer's data arrived
     __shared__ alignas(128) T tmaBuffer[kWarps][kTmaElements];
     __shared__ alignas(8) std::uint64_t tmaBarrier[kWarps];
 
@@ -453,22 +457,24 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
     // elements have accumulated here, our data on slot p is complete.
     if (blockIdx.x == 0) {
         if (threadIdx.x == 0) {
+            bool ok = true;
             std::uint64_t mask = P.waitsReverse;
-            while (mask && okShared) {
+            while (mask && ok) {
                 const int q = __ffsll(static_cast<long long>(mask)) - 1;
                 mask &= mask - 1;
-                okShared = waitSignalGe(&a.doneWords[q], seq, ctx, WaitDiagnostics::ForceDependency, q, a.myPe,
-                                        /*systemScope=*/false);
+                ok = waitSignalGe(&a.doneWords[q], seq, ctx, WaitDiagnostics::ForceDependency, q, a.myPe,
+                                  /*systemScope=*/false);
             }
             if (P.waitsReverse != 0) stamp(a, p, kTraceDependencies);
             // A NIC (put over InfiniBand) reads the data without a GPU
             // acquire: make it visible at system scope first. The direct
             // paths' release store below is cumulative over what this thread
             // acquired, so they need no fence of their own.
-            if (okShared && putBack) __threadfence_system();
+            if (ok && putBack) __threadfence_system();
+            holderOk = ok;
         }
         __syncthreads();
-        if (okShared && p != a.withholdPulse) {
+        if (holderOk && p != a.withholdPulse) {
             if (putBack) {
                 const std::size_t bytes = static_cast<std::size_t>(P.recvCount) * sizeof(T);
                 if (bytes > 0) {
@@ -485,15 +491,18 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
     }
 
     // Data owner: add the peer's data on the elements this rank sent.
-    if (threadIdx.x == 0 && okShared) {
-        okShared = waitSignalGe(&a.forceSignal[p], seq, ctx, WaitDiagnostics::ForceReady, p, P.sendPe);
-        if (blockIdx.x == 0) stamp(a, p, kTraceReceived);
+    if (threadIdx.x == 0) {
+        const bool holderDone = blockIdx.x != 0 || holderOk;
+        receivedShared =
+            holderDone && waitSignalGe(&a.forceSignal[p], seq, ctx, WaitDiagnostics::ForceReady, p, P.sendPe);
+        if (holderDone && blockIdx.x == 0) stamp(a, p, kTraceReceived);
     }
     __syncthreads();
+    const bool received = receivedShared != 0;
     cuda::allowDependentGrids();  // after the wait, as in fusedForward
-    if (okShared && kBulkCapable<T> && P.sendPath == PathKind::Tma) {
+    if (received && kBulkCapable<T> && P.sendPath == PathKind::Tma) {
         reverseBulk(a, P, tmaBuffer, tmaBarrier);
-    } else if (okShared) {
+    } else if (received) {
         reverseDirect(a, P,
                       putHere ? a.forceStaging + static_cast<long long>(p) * a.stagingStride
                               : P.peerF + P.remoteRecvOffset);
@@ -504,7 +513,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
     // system-scope release by the block that waits for this word).
     const bool last = lastBlockOfPulse(a, p, &flag, /*systemRelease=*/false);
     if (last && threadIdx.x == 0) stamp(a, p, kTraceFinished);
-    if (last && okShared && threadIdx.x == 0) releaseStoreGpu(&a.doneWords[p], seq);
+    if (last && received && threadIdx.x == 0) releaseStoreGpu(&a.doneWords[p], seq);
     finishKernel(a, seq);
 }
 
