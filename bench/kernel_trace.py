@@ -190,6 +190,7 @@ def normal_steps(trace_or_rows, skip_first=NORMAL_STEPS_SKIPPED):
     for step in (r for r in trace.ranges if r["name"].startswith("MD step")):
         kinds.setdefault(step["name"], []).append(step)
     out = {}
+    bounds = {}  # id of a sampled step's range: its work's (first start, last end)
     for name, steps in kinds.items():
         samples = []
         for step in steps[skip_first:]:
@@ -198,6 +199,7 @@ def normal_steps(trace_or_rows, skip_first=NORMAL_STEPS_SKIPPED):
                 continue
             first = min(g["start"] for g in work)
             last = max(g["end"] for g in work)
+            bounds[id(step)] = (first, last)
             busy = union_within([(g["start"], g["end"]) for g in work], first, last)
             kernel_us = {}  # by name, summed: a step may launch one kernel twice (the local and non-local lists)
             for g in work:
@@ -220,6 +222,28 @@ def normal_steps(trace_or_rows, skip_first=NORMAL_STEPS_SKIPPED):
                                       for sample in samples]),
                      "kernel_us": dict(sorted(kernel_us.items(), key=lambda kv: -kv[1])),
                      "timeline": step_timeline([sample["sequence"] for sample in samples])}
+    for name, gaps in gaps_between_steps(trace, bounds).items():
+        if name in out:
+            out[name]["gap_to_next"] = gaps
+    return out
+
+
+def gaps_between_steps(trace, bounds):
+    """Per kind of step, how long the GPU waits between one step's last work and the next step's first (µs;
+    median and 10th / 90th percentiles), over pairs of sampled steps of that kind that follow each other with
+    no other step or search step between them -- the cost of starting a step (a graph launch's) that the span
+    leaves out."""
+    ordered = sorted((r for r in trace.ranges if r["name"].startswith("MD step") or r["name"] == "search step"),
+                     key=lambda r: r["start"])
+    gaps = {}
+    for a, b in zip(ordered, ordered[1:]):
+        if a["name"] == b["name"] and id(a) in bounds and id(b) in bounds:
+            gaps.setdefault(a["name"], []).append((bounds[id(b)][0] - bounds[id(a)][1]) / 1e3)
+    out = {}
+    for name, values in gaps.items():
+        values.sort()
+        out[name] = {"pairs": len(values), "median_us": statistics.median(values),
+                     "p10_us": values[len(values) // 10], "p90_us": values[(9 * len(values)) // 10]}
     return out
 
 
@@ -273,6 +297,11 @@ def steps_report(steps, top=8):
         out.append(f"    {name:<32} {s['steps']:5d} steps  kernels {s['kernels']:5.1f}  "
                    f"copies {s['copies_and_memsets']:4.1f}  span {s['span_us']:7.2f}  busy {s['busy_us']:7.2f}  "
                    f"idle {s['idle_us']:6.2f}")
+        gap = s.get("gap_to_next")
+        if gap:
+            out.append(f"      gap to the next step of this kind (its first work after this one's last): median "
+                       f"{gap['median_us']:.2f}, 10th / 90th percentile {gap['p10_us']:.2f} / {gap['p90_us']:.2f} "
+                       f"({gap['pairs']} pairs)")
         for kernel, us in list(s["kernel_us"].items())[:top]:
             out.append(f"      {us:8.2f}  {kernel[:110]}")
         t = s.get("timeline")

@@ -112,11 +112,31 @@ class AccountTest(unittest.TestCase):
         self.assertAlmostEqual(graph["busy_us"], (5.0 + 7.0) / 2 + 4.0)
         self.assertAlmostEqual(graph["idle_us"], 11.0 - ((5.0 + 7.0) / 2 + 4.0))
         self.assertEqual(graph["kernel_us"], {"forceKernel": 6.0, "updateKernel": 4.0})
+        # Steps 10 and 11 are sampled and follow each other: step 10's update ends 14 µs after its start, step
+        # 11's first kernel starts 103 µs after it.
+        self.assertEqual(graph["gap_to_next"]["pairs"], 1)
+        self.assertAlmostEqual(graph["gap_to_next"]["median_us"], 89.0)
+        self.assertIn("gap to the next step of this kind", kernel_trace.steps_report(steps))
         plain = steps["MD step"]
+        self.assertNotIn("gap_to_next", plain)  # one sampled step: no pair
         self.assertEqual((plain["steps"], plain["kernels"]), (1, 1))
         self.assertAlmostEqual(plain["span_us"], 2.0)
         self.assertAlmostEqual(plain["idle_us"], 0.0)
         self.assertIn("MD step (CUDA graph)", kernel_trace.steps_report(steps))
+
+    def test_no_gap_across_a_search_step(self):
+        # Twelve graph steps as above, with a search step between the two sampled ones: no pair to measure.
+        rows = [("range", "search step", 2_050_000, 2_090_000, 0, 99)]
+        for k in range(12):
+            t0, c = 1_000_000 + 100_000 * k, 1000 + k
+            rows += [("range", "MD step (CUDA graph)", t0, t0 + 2_000, 0, c),
+                     ("runtime", "cudaGraphLaunch_v10000", t0 + 500, t0 + 1_500, 1, c),
+                     ("kernel", "forceKernel", t0 + 3_000, t0 + 8_000, 7, c)]
+        path = os.path.join(self.tmp.name, "steps-search.csv")
+        write(path, rows)
+        graph = kernel_trace.normal_steps(kernel_trace.read_trace(path))["MD step (CUDA graph)"]
+        self.assertEqual(graph["steps"], 2)
+        self.assertNotIn("gap_to_next", graph)
 
     def test_a_kernel_launched_twice_in_a_step_counts_twice_and_the_timeline_keeps_both(self):
         # Eleven two-rank-like graph steps: the same force kernel on two streams (4 µs on stream 9 from the
