@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab fused-kernels-check kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -503,12 +503,13 @@ stage_md_check() {
 # MD_AB_ATOMS atoms, MD_AB_REPEATS (2) repeats each in alternating order
 # (MD_AB_NSTLIST: a fixed nstlist), the steady state, all steps and the
 # search step as the runs report them. MD_AB_SM=P: every rank gets P % of
-# the SMs (the one-GPU estimate's setting).
+# the SMs (the one-GPU estimate's setting). MD_AB_B_ENV / MD_AB_B_ARGS: an
+# environment variable / options for B alone (an A/B inside one build).
 stage_md_ab_bins() {
   local other=${MD_AB_OTHER:?set MD_AB_OTHER to the other haloex-md}
-  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV} (${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, under MPS${MD_AB_SM:+, $MD_AB_SM % of the SMs per rank})"
+  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV}${MD_AB_B_ARGS:+ and $MD_AB_B_ARGS} (${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, under MPS${MD_AB_SM:+, $MD_AB_SM % of the SMs per rank})"
   start_mps
-  local t n r v exe path json benv cap=()
+  local t n r v exe path json benv bargs cap=()
   [ -n "${MD_AB_SM:-}" ] && cap=(-x "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$MD_AB_SM")
   for n in ${MD_AB_ATOMS:-22500 90000}; do
     for t in ${MD_AB_TRANSPORTS:-nvshmem:direct nvshmem:tma ipc}; do
@@ -519,12 +520,14 @@ stage_md_ab_bins() {
           json="$out/mdab-${MD_AB_RANKS:-2}r-${MD_AB_GRID:-2x1x1}-$n-${t/:/-}-$v-$r.json"
           # MD_AB_B_ENV="VAR=value": B runs with it (an A/B of a switch inside one build).
           benv=(); [ $v = B ] && [ -n "${MD_AB_B_ENV:-}" ] && benv=(-x "$MD_AB_B_ENV")
+          # MD_AB_B_ARGS="--option value ...": B runs with these options too.
+          bargs=(); [ $v = B ] && [ -n "${MD_AB_B_ARGS:-}" ] && read -r -a bargs <<<"$MD_AB_B_ARGS"
           if [ "${MD_AB_RANKS:-2}" = 1 ]; then  # one rank: no launcher, no transport (there is no halo)
             timeout 200 env ${benv[1]:+"${benv[1]}"} ${cap[1]:+"${cap[1]}"} "$exe" --device gpu --quiet --log none --atoms "$n" --steps "${MD_AB_STEPS:-2000}" \
-              ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --json "$json" >"$json.log" 2>&1
+              ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} "${bargs[@]}" --json "$json" >"$json.log" 2>&1
           else
             timeout 200 "${mpirun_np[@]}" "${MD_AB_RANKS:-2}" "${benv[@]}" "${cap[@]}" "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
-              --atoms "$n" --steps "${MD_AB_STEPS:-2000}" ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --grid "${MD_AB_GRID:-2x1x1}" --json "$json" >"$json.log" 2>&1
+              --atoms "$n" --steps "${MD_AB_STEPS:-2000}" ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} --grid "${MD_AB_GRID:-2x1x1}" "${bargs[@]}" --json "$json" >"$json.log" 2>&1
           fi
           note "  $n atoms $t $v (repeat $r): rc=$? $(grep -E 'Performance:|Steady state:|Search step' "$json.log" | sed 's/^ *//' | cut -c1-300 | tr '\n' ' ')"
         done
@@ -644,7 +647,8 @@ stage_search_timeline() {
 # bench/kernel_trace.py's account of each phase (wall, GPU busy, blocking,
 # launches). TRACE_SM=P: every run under MPS with P % of the SMs per rank
 # (the one-GPU estimate's setting: its normal steps' timelines side by side);
-# TRACE_ENV="VAR=value": every run gets it (a switch under test).
+# TRACE_ENV="VAR=value": every run gets it (a switch under test);
+# TRACE_ARGS="--option value ...": haloex-md options for every run.
 # ~1 min.
 stage_kernel_trace() {
   local lib="$build/lib/libhaloex-kernel-trace.so" cupti n v run_env=() mpi_env=()
@@ -659,12 +663,17 @@ stage_kernel_trace() {
     run_env+=("$TRACE_ENV")
     note "kernel-trace: every run with $TRACE_ENV"
   fi
+  local args=()  # TRACE_ARGS: haloex-md options for every run
+  if [ -n "${TRACE_ARGS:-}" ]; then
+    read -r -a args <<<"$TRACE_ARGS"
+    note "kernel-trace: every run with $TRACE_ARGS"
+  fi
   for v in "${run_env[@]}"; do mpi_env+=(-x "$v"); done
   for n in ${TRACE_SIZES:-11250 90000}; do
     note "== kernel trace of search steps, one rank, $n atoms"
     env "${run_env[@]}" CUDA_INJECTION64_PATH="$lib" NVTX_INJECTION64_PATH="$cupti" HALOEX_KERNEL_TRACE="$out/ktrace-1r-$n" \
       timeout 300 "$build/bin/haloex-md" --device gpu --atoms "$n" --steps 600 --nstlist 50 --quiet --log none \
-      >"$out/ktrace-1r-$n.log" 2>&1
+      "${args[@]}" >"$out/ktrace-1r-$n.log" 2>&1
     note "  rc=$? $(grep -m1 'haloex-kernel-trace' "$out/ktrace-1r-$n.log")"
     python3 "$root/bench/kernel_trace.py" "$out/ktrace-1r-$n.csv" --json "$out/ktrace-1r-$n.json" 2>&1 | tee -a "$summary"
   done
@@ -679,7 +688,7 @@ stage_kernel_trace() {
     timeout 300 "${mpirun_np[@]}" 2 "${mpi_env[@]}" -x CUDA_INJECTION64_PATH="$lib" -x NVTX_INJECTION64_PATH="$cupti" \
       -x HALOEX_KERNEL_TRACE="$out/ktrace-2r-$n" "$build/bin/haloex-md" "${shared[@]}" --quiet --log none \
       --transport nvshmem --nvshmem-path direct --grid 2x1x1 --atoms "$n" --steps 600 --nstlist 50 \
-      >"$out/ktrace-2r-$n.log" 2>&1
+      "${args[@]}" >"$out/ktrace-2r-$n.log" 2>&1
     note "  rc=$?"
     # Both ranks' accounts, then how far apart they start their exchange
     # kernels (one host: one clock).
@@ -1112,6 +1121,37 @@ stage_fused_halo() {
 stage_multi_rank_nstlist() {
   ESTIMATE_VARIANTS=nvshmem/direct,nvshmem/direct+nstlist=40,nvshmem/direct+nstlist=80 ESTIMATE_SIZES=11250,22500 \
     stage_md_estimate
+}
+
+# Issue 34 part 4 (fewer launches at small sizes): the normal steps as
+# graphs of several steps (--steps-per-graph 4 and 16) against a graph per
+# step, at the three sizes whose steady goals are missed, 3 alternating
+# repeats (~3 min on one H200).
+# Graphs of several steps on several ranks (issue 33): the two-rank step
+# graph starts 4.7-5.1 us after the last one ends, one rank's 1.5. A = one
+# graph per step, B = --steps-per-graph 4, the same build: the GPU tests,
+# then two ranks 2x1x1 at 22 500 atoms with half the SMs each and without a
+# cap, four ranks 2x2x1 at 45 000, one rank at 11 250 with half the SMs (the
+# estimate's pair), 3 alternating repeats; then B's kernel trace (the gap
+# inside a graph of several steps). ~5 min.
+stage_steps_per_graph_ab() {
+  CTEST_R='StepsPerGraph' stage_ctest_select
+  local sm
+  for sm in 50 ""; do
+    MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 4" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+      MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM="$sm" \
+      stage_md_ab_bins
+  done
+  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 4" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
+  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 4" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+    MD_AB_RANKS=1 MD_AB_ATOMS=11250 MD_AB_SM=50 stage_md_ab_bins
+  TRACE_SM=50 TRACE_SIZES=' ' TRACE_ARGS="--steps-per-graph 4" stage_kernel_trace
+}
+
+stage_steps_per_graph() {
+  MDV_SIZES="5626 11250 22500" MDV_REPEATS=3 MDV_STEPS=4000 \
+    MDV_VARIANTS=$'--steps-per-graph 1\n--steps-per-graph 4\n--steps-per-graph 16' stage_md_variants
 }
 
 # The sizes the lease of 2026-12-05 left out of fused-update, for the

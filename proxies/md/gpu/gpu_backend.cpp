@@ -251,8 +251,13 @@ public:
     }
 
     std::int64_t stepsRun() const override { return stepsRun_; }
+    std::int64_t stepsInMultiStepGraphs() const override { return stepsInMultiStepGraphs_; }
 
     void runSteps(CoordinateForceHalo& halo, int count, bool energiesOnLast) override {
+        int launchedHere = 0;  // steps this call has queued (the GPU is busy with them)
+        // The call's last step runs alone: an energy step has its own graph,
+        // and a timed one records the timeline's events (below).
+        const int lastStepApart = energiesOnLast || options_.timing ? 1 : 0;
         for (int s = 0; s < count; ++s) {
             const bool energies = energiesOnLast && s == count - 1;
             const bool scaled = pendingScale_.has_value();
@@ -281,6 +286,16 @@ public:
                 // On the other stream, so that the upload runs beside this
                 // step (the next launch on local_ waits for it).
                 HALOEX_CUDA_CHECK(cudaGraphUpload(normalGraph_.exec, nonlocal_.get()));
+            } else if (const int run = multiStepRun(count - s - lastStepApart, launchedHere);
+                       useGraphs_ && !scaled && !energies && run > 1) {
+                // --steps-per-graph: `run` normal steps in one launch.
+                if (multiGraph_.stale) refreshGraph(multiGraph_, halo, false, run);
+                const NvtxRange range("MD steps (CUDA graph of several)");
+                HALOEX_CUDA_CHECK(cudaGraphLaunch(multiGraph_.exec, local_.get()));
+                s += run - 1;
+                stepsRun_ += run - 1;
+                launchedHere += run - 1;
+                stepsInMultiStepGraphs_ += run;
             } else if (useGraphs_ && !scaled && (energies || !timed)) {
                 StepGraph& graph = energies ? energyGraph_ : normalGraph_;
                 if (graph.stale) refreshGraph(graph, halo, energies);
@@ -293,8 +308,21 @@ public:
                 enqueueStep(halo, energies, scaled, timed);
             }
             ++stepsRun_;
+            ++launchedHere;
             timelinePending_ = true;
         }
+    }
+
+    // How many normal steps the next launch may take as one graph of
+    // several (--steps-per-graph): stepsPerGraph_ when that many normal steps
+    // remain and the graph is current or may be captured now, else 1. After
+    // a search the graph is captured again, but only once kMultiGraphLead
+    // steps are queued: the GPU runs them while the host captures. (The
+    // first step after a search is runSteps' branch before this one.)
+    int multiStepRun(int normalStepsLeft, int launchedHere) const {
+        if (stepsPerGraph_ <= 1 || normalStepsLeft < stepsPerGraph_) return 1;
+        if (multiGraph_.stale && launchedHere < kMultiGraphLead) return 1;
+        return stepsPerGraph_;
     }
 
     EnergyTerms energies() override {
@@ -507,12 +535,13 @@ private:
         bool stale = true;
     };
 
-    void refreshGraph(StepGraph& step, CoordinateForceHalo& halo, bool energies) {
+    // `steps` normal steps in one graph (--steps-per-graph), else one step.
+    void refreshGraph(StepGraph& step, CoordinateForceHalo& halo, bool energies, int steps = 1) {
         // Only the energy step's graph records the timeline (see runSteps).
         cudaGraph_t graph = cuda::captureGraph(local_.get(), [&] {
-            enqueueStep(halo, energies, false, /*timed=*/energies && options_.timing);
+            for (int k = 0; k < steps; ++k) enqueueStep(halo, energies, false, /*timed=*/energies && options_.timing);
         });
-        if (!energies) normalGraphNodes_ = nodesByType(graph);
+        if (!energies && steps == 1) normalGraphNodes_ = nodesByType(graph);
         // Instantiated keeping the captured stream priorities: without the
         // flag every node runs at the launch stream's (normal) priority, and
         // the non-local chain queues behind the thousands of local
@@ -531,7 +560,7 @@ private:
     // behind the next step (which runs without a graph), the energy step's
     // when it is needed.
     void markGraphsStale(CoordinateForceHalo& halo) {
-        normalGraph_.stale = energyGraph_.stale = true;
+        normalGraph_.stale = energyGraph_.stale = multiGraph_.stale = true;
         if (!useGraphs_) return;
         if (normalGraph_.exec == nullptr) {
             refreshGraph(normalGraph_, halo, false);
@@ -542,7 +571,7 @@ private:
     }
 
     void destroyGraphs() {
-        for (StepGraph* g : {&normalGraph_, &energyGraph_}) {
+        for (StepGraph* g : {&normalGraph_, &energyGraph_, &multiGraph_}) {
             if (g->exec) cudaGraphExecDestroy(g->exec);
             g->exec = nullptr;
             g->stale = true;
@@ -589,6 +618,7 @@ private:
         halo.clearForces(local_.get());
         // Without pulses the exchange does nothing in a step, so any step can be captured.
         useGraphs_ = context.useGraphs && (halo.graphCapturable() || plan.pulses.empty());
+        stepsPerGraph_ = context.stepsPerGraph;
         // --timeline-parts: timestamps inside the exchange kernels too, where
         // they record them (before the step graphs are captured).
         if (options_.timelineParts && !plan.pulses.empty() && timestampedHalo_ == nullptr &&
@@ -688,6 +718,11 @@ private:
     bool timelinePending_ = false;
     bool haloInLastStep_ = false;
     StepGraph normalGraph_, energyGraph_;
+    // --steps-per-graph: stepsPerGraph_ normal steps per launch (multiGraph_).
+    StepGraph multiGraph_;
+    int stepsPerGraph_ = 1;
+    std::int64_t stepsInMultiStepGraphs_ = 0;
+    static constexpr int kMultiGraphLead = 4;
     bool refreshBehindStep_ = false;  // a search changed the lists: see runSteps
     std::int64_t graphInstantiations_ = 0, graphUpdates_ = 0;
     std::map<std::string, int> normalGraphNodes_;

@@ -304,6 +304,10 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     requireOption(o.sortAtoms != Toggle::On || onGpu,
                   "--sort-atoms 1 with the CPU reference: the cell order is that of the GPU's pair search; use "
                   "--device gpu, or --sort-atoms 0");
+    requireOption(o.stepsPerGraph == 1 || (onGpu && o.cudaGraphs),
+                  fmt::format("--steps-per-graph {} {}: graphs of several steps are CUDA graphs of the GPU step; use "
+                              "--device gpu with --cuda-graphs 1, or --steps-per-graph 1",
+                              o.stepsPerGraph, onGpu ? "with --cuda-graphs 0" : "with the CPU reference"));
     if (o.thermoEvery == 0) {
         o.thermoEvery =
             o.steps == kStepsUntilStopped ? kDefaultThermoEveryUntilStopped : std::max<std::int64_t>(1, o.steps / 10);
@@ -557,6 +561,7 @@ struct Engine::Impl {
         context.pruneParts = e.options_.pruneParts;
         context.dt = e.options_.dt;
         context.useGraphs = cudaGraphsFor(e.options_, e.transport_.name());
+        context.stepsPerGraph = e.options_.stepsPerGraph;
         context.fuseUpdate = summary.stepKernels.fuseUpdate;
         context.sortAtoms = summary.stepKernels.sortAtoms;
         return context;
@@ -1275,6 +1280,7 @@ struct Engine::Impl {
         summary.transportNotes = gatherNotes(e.halo_.describe());
         summary.graphs = e.backend_.graphsActive();
         summary.stepGraphNodes = e.backend_.stepGraphNodes();
+        summary.stepsInMultiStepGraphs = e.backend_.stepsInMultiStepGraphs();
         summary.timings = e.backend_.timings();
     }
 };

@@ -82,6 +82,7 @@ std::string logHeader(const MdOptions& o, const LogContext& c) {
         row("cuda-graphs", cudaGraphsFor(o, c.transport) ? "on"
                            : o.cudaGraphs                ? "off (nccl: only with --cuda-graphs 1)"
                                                          : "off");
+        if (o.stepsPerGraph > 1) row("steps-per-graph", std::to_string(o.stepsPerGraph));
     }
     if (o.device != "cpu") {
         const StepKernelChoice& k = c.stepKernels;

@@ -92,6 +92,10 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
         fmt::print(out, "             host synchronisations per step: {:.2f}; CUDA graphs: {}{}\n", s.hostSyncsPerStep,
                    s.graphs ? "yes" : "no",
                    s.stepGraphNodes.empty() ? "" : " (a normal step: " + graphNodeList(s) + ")");
+        if (s.stepsInMultiStepGraphs > 0) {
+            fmt::print(out, "             normal steps in graphs of several steps (--steps-per-graph): {} of {}\n",
+                       s.stepsInMultiStepGraphs, s.normalSteps);
+        }
     }
     if (s.apiSyncsCounted) {
         std::string names;
@@ -235,6 +239,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     }
     j["cuda_graphs"] = s.graphs;
     if (!s.stepGraphNodes.empty()) j["step_graph_nodes"] = s.stepGraphNodes;
+    j["steps_in_multi_step_graphs"] = s.stepsInMultiStepGraphs;
     j["transport_notes"] = s.transportNotes;
     j["settings"] = {{"rc", s.rc},
                      {"rlist", s.rlist},
@@ -253,6 +258,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
                      {"device", o.device},
                      {"nvshmem_path", o.nvshmemPath},
                      {"nvshmem_launch", o.nvshmemLaunch},
+                     {"steps_per_graph", o.stepsPerGraph},
                      {"fuse_update", s.stepKernels.fuseUpdate},
                      {"fuse_update_reason", s.stepKernels.fuseUpdateReason},
                      {"sort_atoms", s.stepKernels.sortAtoms},

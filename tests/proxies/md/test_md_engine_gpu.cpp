@@ -182,6 +182,29 @@ TEST_P(MdEngineGpuFusedUpdate, FollowsTheUnfusedStep) {
     expectSameEnergiesWithinRounding(fused, unfused);
 }
 
+// --steps-per-graph: the normal steps launched as graphs of three steps
+// follow one graph per step (energies within 1e-6 relative: the force
+// kernel's float atomics add in a different order from run to run either
+// way), and graphs of several steps did run: 60 steps, a search every 30,
+// energies every 15, so each chunk of 14 normal steps queues 4 steps one by
+// one (the GPU runs them while the host captures the graph of three) and
+// then three graphs of three. (Over 150 steps the two trajectories drifted
+// 1.4e-6 apart by step 135, the float sums' chaos, not a wrong step.)
+TEST(MdEngineGpu, StepsPerGraphFollowsOneGraphPerStep) {
+    if (!haveGpu()) GTEST_SKIP() << "no GPU visible: the GPU engine test needs one";
+    md::MdOptions o = shortRunWithSearches();
+    o.steps = 60;
+    o.nstlist = 30;
+    o.thermoEvery = 15;
+    const auto single = runOnGpu(o, "device");
+    o.stepsPerGraph = 3;
+    const auto multi = runOnGpu(o, "device");
+    EXPECT_EQ(single.stepsInMultiStepGraphs, 0);
+    EXPECT_GE(multi.stepsInMultiStepGraphs, 4 * 9) << "graphs of three steps should have run in every chunk";
+    EXPECT_LE(multi.stepsInMultiStepGraphs, multi.normalSteps);
+    expectSameEnergiesWithinRounding(multi, single);
+}
+
 std::string fusedCaseName(const ::testing::TestParamInfo<bool>& graphs) {
     return graphs.param ? "graphs" : "noGraphsVRescale";
 }

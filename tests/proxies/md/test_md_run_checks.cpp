@@ -82,6 +82,8 @@ TEST(RunChecks, NumericOptionsOutOfRangeAreRefusedNamingTheRange) {
     expectRefused([](MdOptions& o) { o.thermoEvery = -5; }, "--thermo-every -5: out of range");
     expectRefused([](MdOptions& o) { o.trajEvery = -1; }, "--traj-every -1: out of range");
     expectRefused([](MdOptions& o) { o.waitTimeoutSeconds = -1.0; }, "--wait-timeout -1: out of range");
+    expectRefused([](MdOptions& o) { o.stepsPerGraph = 0; }, "--steps-per-graph 0: out of range");
+    expectRefused([](MdOptions& o) { o.stepsPerGraph = kMaxStepsPerGraph + 1; }, "--steps-per-graph 65: out of range");
     requireOptionRanges(MdOptions{});  // the defaults are in range
 }
 
@@ -178,6 +180,22 @@ TEST(RunChecks, TheFusedUpdateIsForTheGpu) {
     EXPECT_EQ(resolveOptions(o, 1, true).fuseUpdate, Toggle::On);
     o.grid = "2x1x1";
     EXPECT_EQ(resolveOptions(o, 2, true).fuseUpdate, Toggle::On);
+}
+
+// --steps-per-graph N > 1 captures N GPU steps in one CUDA graph: the CPU
+// reference and a run without graphs refuse it, naming why; 1 runs anywhere.
+TEST(RunChecks, GraphsOfSeveralStepsNeedTheGpuWithGraphs) {
+    MdOptions o;
+    o.stepsPerGraph = 4;
+    const std::string cpu = errorMessageOf([&] { resolveOptions(o, 1, false); });
+    EXPECT_TRUE(contains(cpu, "--steps-per-graph 4 with the CPU reference")) << cpu;
+    EXPECT_EQ(resolveOptions(o, 1, true).stepsPerGraph, 4);
+    o.cudaGraphs = false;
+    const std::string noGraphs = errorMessageOf([&] { resolveOptions(o, 1, true); });
+    EXPECT_TRUE(contains(noGraphs, "with --cuda-graphs 0")) << noGraphs;
+    EXPECT_TRUE(contains(noGraphs, "--steps-per-graph 1")) << noGraphs;
+    o.stepsPerGraph = 1;
+    EXPECT_EQ(resolveOptions(o, 1, false).stepsPerGraph, 1);
 }
 
 // --sort-atoms orders the GPU's device-resident atoms: the CPU reference

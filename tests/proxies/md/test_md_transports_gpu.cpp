@@ -16,7 +16,8 @@
 // ctest -R test_md_transports_gpu_np runs it for any rank count registered.
 // Several nvshmem ranks launch the forward exchange's kernel before the local
 // one (the default); MdTransportsGpuLocalFirst: the same check for nvshmem
-// with the local kernel first (HALOEX_FORWARD_FIRST=0).
+// with the local kernel first (HALOEX_FORWARD_FIRST=0);
+// MdTransportsGpuStepsPerGraph: for nvshmem with graphs of three steps.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -77,11 +78,9 @@ md::MdOptions comparedOptions(int ranks) {
     return o;
 }
 
-// The CPU reference backend on `ranks` thread ranks of this process (rank 0's summary).
-const md::RunSummary& cpuReference(int ranks) {
-    static std::map<int, md::RunSummary> cache;
-    if (auto it = cache.find(ranks); it != cache.end()) return it->second;
-    const md::MdOptions resolved = md::resolveOptions(comparedOptions(ranks), ranks, false);
+// The CPU reference backend with options `o` on `ranks` thread ranks of this process (rank 0's summary).
+md::RunSummary cpuRun(const md::MdOptions& o, int ranks) {
+    const md::MdOptions resolved = md::resolveOptions(o, ranks, false);
     md::RunSummary out;
     runtime::runInProcess(ranks, [&](runtime::World& world) {
         transport::ReferenceTransport transport(world);
@@ -90,7 +89,14 @@ const md::RunSummary& cpuReference(int ranks) {
         const md::RunSummary s = engine.run();
         if (world.rank() == 0) out = s;
     });
-    return cache.emplace(ranks, std::move(out)).first->second;
+    return out;
+}
+
+// cpuRun with comparedOptions, once per rank count.
+const md::RunSummary& cpuReference(int ranks) {
+    static std::map<int, md::RunSummary> cache;
+    if (auto it = cache.find(ranks); it != cache.end()) return it->second;
+    return cache.emplace(ranks, cpuRun(comparedOptions(ranks), ranks)).first->second;
 }
 
 struct GpuRun {
@@ -104,9 +110,11 @@ struct StepKernels {
     bool fuseUpdate = false;
 };
 
-GpuRun runOnGpu(runtime::World& world, Backend backend, StepKernels k, bool timelineParts) {
+// `base`: the options before the step kernels' (comparedOptions where not given).
+GpuRun runOnGpu(runtime::World& world, Backend backend, StepKernels k, bool timelineParts,
+                const md::MdOptions* base = nullptr) {
     const bool graphs = k.graphs;
-    md::MdOptions o = comparedOptions(world.size());
+    md::MdOptions o = base != nullptr ? *base : comparedOptions(world.size());
     o.transport = std::string(toString(backend));
     o.sortAtoms = k.sortAtoms ? md::Toggle::On : md::Toggle::Off;
     o.fuseUpdate = k.fuseUpdate ? md::Toggle::On : md::Toggle::Off;
@@ -294,6 +302,49 @@ TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
     for (std::size_t k = 0; k < gpu.energies.size(); ++k) {
         const md::EnergySample& g = gpu.energies[k];
         const md::EnergySample& c = cpu->energies[k];
+        ASSERT_EQ(g.step, c.step);
+        EXPECT_LE(relative(g.total, c.total), kRelativeBound)
+            << "step " << g.step << ": total " << g.total << " against the CPU's " << c.total;
+        EXPECT_LE(relative(g.kinetic, c.kinetic), kRelativeBound)
+            << "step " << g.step << ": kinetic " << g.kinetic << " against the CPU's " << c.kinetic;
+    }
+}
+
+// --steps-per-graph on several nvshmem ranks (docs/md-engine.md): the normal
+// steps launched as graphs of three steps, each with its halo exchanges;
+// 40 steps, energies every 10, a search every 20, so each call's nine
+// normal steps queue four one by one (the GPU runs them while the host
+// captures) and then graphs of three. The energies at steps 0, 10, ..., 40
+// equal the CPU reference's within 1e-6 relative, and graphs of several
+// steps did run.
+TEST(MdTransportsGpuStepsPerGraph, NvshmemMatchesTheCpuReference) {
+    runtime::World& world = testsupport::mpiTestWorld();
+    if (md::visibleGpuCount() == 0) GTEST_SKIP() << "no GPU visible: run under mpi_gpu_launch on a GPU machine";
+    if (world.size() == 1) {
+        GTEST_SKIP() << "one rank: MdEngineGpu.StepsPerGraphFollowsOneGraphPerStep covers it (no exchange here)";
+    }
+    md::selectGpuForRank(world, /*allowShared=*/true);
+    if (const std::string why = unavailableReason(Backend::Nvshmem, world); !why.empty()) {
+        GTEST_SKIP() << "nvshmem: " << why;
+    }
+    md::MdOptions o = comparedOptions(world.size());
+    o.steps = 40;
+    o.thermoEvery = 10;
+    o.nstlist = 20;
+    const md::RunSummary cpu = world.rank() == 0 ? cpuRun(o, world.size()) : md::RunSummary{};
+    world.barrier();
+    o.stepsPerGraph = 3;
+    const GpuRun run = runOnGpu(world, Backend::Nvshmem, StepKernels{true, true, true}, false, &o);
+    const md::RunSummary& gpu = run.summary;
+    EXPECT_EQ(gpu.steps, 40);
+    EXPECT_TRUE(gpu.graphs);
+    if (world.rank() != 0) return;
+    EXPECT_GE(gpu.stepsInMultiStepGraphs, 3 * 4) << "a graph of three steps should have run in every call";
+    EXPECT_LE(gpu.stepsInMultiStepGraphs, gpu.normalSteps);
+    ASSERT_EQ(gpu.energies.size(), cpu.energies.size());
+    for (std::size_t k = 0; k < gpu.energies.size(); ++k) {
+        const md::EnergySample& g = gpu.energies[k];
+        const md::EnergySample& c = cpu.energies[k];
         ASSERT_EQ(g.step, c.step);
         EXPECT_LE(relative(g.total, c.total), kRelativeBound)
             << "step " << g.step << ": total " << g.total << " against the CPU's " << c.total;

@@ -109,6 +109,7 @@ struct BackendContext {
     int pruneParts = 0;
     double dt = 0.002;
     bool useGraphs = true;
+    int stepsPerGraph = 1;    // MdOptions::stepsPerGraph (GPU, with graphs)
     bool fuseUpdate = false;  // MdOptions::fuseUpdate (GPU, one rank)
     bool sortAtoms = false;   // MdOptions::sortAtoms (GPU, device search)
 };
@@ -182,6 +183,8 @@ public:
     // "memset", "memcpy", "event record", "event wait", "other"): what one
     // step launches (issue 34 part 4). Empty without graphs.
     virtual std::map<std::string, int> stepGraphNodes() const { return {}; }
+    // Normal steps run inside graphs of several steps (MdOptions::stepsPerGraph).
+    virtual std::int64_t stepsInMultiStepGraphs() const { return 0; }
 };
 
 inline RankBackend::DeviceSearchReport RankBackend::searchOnDevice(CoordinateForceHalo&, const plan::Decomposition&,

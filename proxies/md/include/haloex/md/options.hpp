@@ -36,6 +36,8 @@ inline constexpr std::int64_t kDefaultStepsCpu = 200;
 // Energy lines of a run until stopped, when --thermo-every is not given.
 inline constexpr std::int64_t kDefaultThermoEveryUntilStopped = 1000;
 inline constexpr int kMaxVirtualRanks = 1024;
+// --steps-per-graph: a graph of more steps gains nothing more and costs its capture after every search.
+inline constexpr int kMaxStepsPerGraph = 64;
 // Closest two atoms of a start configuration may be (nm): nearer ones have
 // forces that blow the system up at the first step (LJ sigma is 0.2 nm; the
 // lattice start keeps neighbours more than 0.2 nm apart). --min-distance
@@ -111,6 +113,10 @@ struct MdOptions {
     std::string nvshmemLaunch = "fused";  // fused | per-pulse (the ablation, docs/nvshmem.md)
     bool allowSharedGpus = false;
     bool cudaGraphs = true;
+    // GPU, with CUDA graphs: normal steps launched as graphs of this many
+    // steps (1: a graph per step). A chunk of normal steps between searches
+    // and energy steps takes as many such graphs as fit; the rest one by one.
+    int stepsPerGraph = 1;
     // GPU, one rank: the force scatter, the leapfrog and the next step's
     // gather in one kernel (Nonbonded::updateLocal); results are the same
     // bit for bit. GPU, device search: the home atoms put in the pair
