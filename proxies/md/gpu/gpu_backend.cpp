@@ -408,14 +408,14 @@ private:
         stepStart_.record(local);
         stepStart_.waitOn(nonlocal);
 
-        // Local first: home-home forces need nothing from the peers. Enqueued
-        // before the exchange so that a transport which blocks the host (ipc,
+        // Forward first where the exchange signals its kernel's launch
+        // (nvshmem's fused forward; HALOEX_FORWARD_FIRST=0 turns it off): the
+        // local kernel then waits for the exchange kernel's blocks to begin,
+        // so that its own first wave cannot hold the SMs they need. Else
+        // local first -- home-home forces need nothing from the peers, and
+        // enqueued before the exchange a transport which blocks the host (ipc,
         // staged wait for their pack kernels) cannot delay the local kernel's
-        // launch -- the order GROMACS and the paper use. Forward first (where
-        // the exchange signals its kernel's launch: nvshmem's fused forward;
-        // HALOEX_FORWARD_FIRST=0 turns it off): the local kernel then waits
-        // for the exchange kernel's blocks to begin, so that its own first
-        // wave cannot hold the SMs they need.
+        // launch: the order GROMACS and the paper use.
         if (!forwardFirst_) enqueueLocalForces(x, f, energies, fused, timed, local);
 
         // Non-local, overlapping the above on the high-priority stream: halo
