@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -373,6 +373,20 @@ stage_multi_gpu_1() {
   SS_PASSES=1 stage_strong_scaling || note "stage strong-scaling (essentials) FAILED"
   stage_exchange_account || note "stage exchange-account FAILED"
   TRACE_SIZES=11250 stage_kernel_trace || note "stage kernel-trace FAILED"
+  stage_multi_gpu_ab || note "stage multi-gpu-ab FAILED"
+}
+# The switches the one-GPU estimate chose, on real GPUs (one rank per GPU, no
+# MPS): the local kernel first (HALOEX_FORWARD_FIRST=0) and graphs of four
+# steps (--steps-per-graph 4), each against the defaults, two ranks at
+# 22 500 and 45 000 atoms, 3 alternating repeats. ~3 min.
+stage_multi_gpu_ab() {
+  [ "$ngpu" -ge 2 ] || { note "multi-gpu-ab: needs two GPUs ($ngpu visible)"; return 1; }
+  MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_FORWARD_FIRST=0 MD_AB_REPEATS=3 \
+    MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
+    stage_md_ab_bins
+  MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 4" MD_AB_REPEATS=3 \
+    MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
+    stage_md_ab_bins
 }
 stage_multi_gpu_2() {
   note "== multi-GPU part 2 ($ngpu GPUs): strong-scaling rest, test-gpu"
@@ -505,10 +519,13 @@ stage_md_check() {
 # search step as the runs report them. MD_AB_SM=P: every rank gets P % of
 # the SMs (the one-GPU estimate's setting). MD_AB_B_ENV / MD_AB_B_ARGS: an
 # environment variable / options for B alone (an A/B inside one build).
+# MD_AB_NO_MPS=1: no MPS daemon (one rank per GPU on a machine of several).
 stage_md_ab_bins() {
   local other=${MD_AB_OTHER:?set MD_AB_OTHER to the other haloex-md}
-  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV}${MD_AB_B_ARGS:+ and $MD_AB_B_ARGS} (${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, under MPS${MD_AB_SM:+, $MD_AB_SM % of the SMs per rank})"
-  start_mps
+  local where="under MPS"
+  [ -n "${MD_AB_NO_MPS:-}" ] && where="no MPS"
+  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV}${MD_AB_B_ARGS:+ and $MD_AB_B_ARGS} (${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, $where${MD_AB_SM:+, $MD_AB_SM % of the SMs per rank})"
+  [ -n "${MD_AB_NO_MPS:-}" ] || start_mps
   local t n r v exe path json benv bargs cap=()
   [ -n "${MD_AB_SM:-}" ] && cap=(-x "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$MD_AB_SM")
   for n in ${MD_AB_ATOMS:-22500 90000}; do
