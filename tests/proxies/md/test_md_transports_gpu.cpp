@@ -15,9 +15,10 @@
 // energy check that scripts/device/run.sh's stage md-check made by hand:
 // ctest -R test_md_transports_gpu_np runs it for any rank count registered.
 // Several nvshmem ranks launch the forward exchange's kernel before the local
-// one (the default); MdTransportsGpuLocalFirst: the same check for nvshmem
-// with the local kernel first (HALOEX_FORWARD_FIRST=0);
-// MdTransportsGpuStepsPerGraph: for nvshmem with graphs of three steps.
+// one (the default); MdTransportsGpuLocalFirst, MdTransportsGpuStepsPerGraph
+// and MdTransportsGpuSplitUpdate: the same check for nvshmem with the local
+// kernel first (HALOEX_FORWARD_FIRST=0), with graphs of three steps, and
+// with the fused update in two parts (HALOEX_SPLIT_UPDATE=1).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -275,72 +276,9 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
     }
 }
 
-// HALOEX_FORWARD_FIRST=0 (docs/md-engine.md): nvshmem's local force kernel
-// launched before the forward kernel, the order before forward-first became
-// the default (the tests above run that default); with graphs, cell order and
-// the fused update (the defaults of several GPU ranks), the energies equal
-// the CPU reference's as in the test above. One rank has no exchange: nothing
-// to reorder.
-TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
-    runtime::World& world = testsupport::mpiTestWorld();
-    if (md::visibleGpuCount() == 0) GTEST_SKIP() << "no GPU visible: run under mpi_gpu_launch on a GPU machine";
-    if (world.size() == 1) GTEST_SKIP() << "one rank exchanges nothing: the local-first order needs two or more";
-    md::selectGpuForRank(world, /*allowShared=*/true);
-    if (const std::string why = unavailableReason(Backend::Nvshmem, world); !why.empty()) {
-        GTEST_SKIP() << "nvshmem: " << why;
-    }
-    const md::RunSummary* cpu = world.rank() == 0 ? &cpuReference(world.size()) : nullptr;
-    world.barrier();
-    ASSERT_EQ(setenv("HALOEX_FORWARD_FIRST", "0", 1), 0);
-    const GpuRun run = runOnGpu(world, Backend::Nvshmem, StepKernels{true, true, true}, false);
-    unsetenv("HALOEX_FORWARD_FIRST");
-    const md::RunSummary& gpu = run.summary;
-    EXPECT_EQ(gpu.steps, kSteps);
-    EXPECT_TRUE(gpu.graphs);
-    if (cpu == nullptr) return;
-    ASSERT_EQ(gpu.energies.size(), cpu->energies.size());
-    for (std::size_t k = 0; k < gpu.energies.size(); ++k) {
-        const md::EnergySample& g = gpu.energies[k];
-        const md::EnergySample& c = cpu->energies[k];
-        ASSERT_EQ(g.step, c.step);
-        EXPECT_LE(relative(g.total, c.total), kRelativeBound)
-            << "step " << g.step << ": total " << g.total << " against the CPU's " << c.total;
-        EXPECT_LE(relative(g.kinetic, c.kinetic), kRelativeBound)
-            << "step " << g.step << ": kinetic " << g.kinetic << " against the CPU's " << c.kinetic;
-    }
-}
-
-// --steps-per-graph on several nvshmem ranks (docs/md-engine.md): the normal
-// steps launched as graphs of three steps, each with its halo exchanges;
-// 40 steps, energies every 10, a search every 20, so each call's nine
-// normal steps queue four one by one (the GPU runs them while the host
-// captures) and then graphs of three. The energies at steps 0, 10, ..., 40
-// equal the CPU reference's within 1e-6 relative, and graphs of several
-// steps did run.
-TEST(MdTransportsGpuStepsPerGraph, NvshmemMatchesTheCpuReference) {
-    runtime::World& world = testsupport::mpiTestWorld();
-    if (md::visibleGpuCount() == 0) GTEST_SKIP() << "no GPU visible: run under mpi_gpu_launch on a GPU machine";
-    if (world.size() == 1) {
-        GTEST_SKIP() << "one rank: MdEngineGpu.StepsPerGraphFollowsOneGraphPerStep covers it (no exchange here)";
-    }
-    md::selectGpuForRank(world, /*allowShared=*/true);
-    if (const std::string why = unavailableReason(Backend::Nvshmem, world); !why.empty()) {
-        GTEST_SKIP() << "nvshmem: " << why;
-    }
-    md::MdOptions o = comparedOptions(world.size());
-    o.steps = 40;
-    o.thermoEvery = 10;
-    o.nstlist = 20;
-    const md::RunSummary cpu = world.rank() == 0 ? cpuRun(o, world.size()) : md::RunSummary{};
-    world.barrier();
-    o.stepsPerGraph = 3;
-    const GpuRun run = runOnGpu(world, Backend::Nvshmem, StepKernels{true, true, true}, false, &o);
-    const md::RunSummary& gpu = run.summary;
-    EXPECT_EQ(gpu.steps, 40);
-    EXPECT_TRUE(gpu.graphs);
-    if (world.rank() != 0) return;
-    EXPECT_GE(gpu.stepsInMultiStepGraphs, 3 * 4) << "a graph of three steps should have run in every call";
-    EXPECT_LE(gpu.stepsInMultiStepGraphs, gpu.normalSteps);
+// Every energy sample of `gpu` (rank 0's) equals the CPU reference's within
+// kRelativeBound, step by step.
+void expectEnergiesMatch(const md::RunSummary& gpu, const md::RunSummary& cpu) {
     ASSERT_EQ(gpu.energies.size(), cpu.energies.size());
     for (std::size_t k = 0; k < gpu.energies.size(); ++k) {
         const md::EnergySample& g = gpu.energies[k];
@@ -351,6 +289,95 @@ TEST(MdTransportsGpuStepsPerGraph, NvshmemMatchesTheCpuReference) {
         EXPECT_LE(relative(g.kinetic, c.kinetic), kRelativeBound)
             << "step " << g.step << ": kinetic " << g.kinetic << " against the CPU's " << c.kinetic;
     }
+}
+
+// One nvshmem variant of the step on several ranks (set up by `variant`
+// before the run: an environment variable or options) against the CPU
+// reference with the same options, with graphs, cell order and the fused
+// update (the defaults of several GPU ranks). Skips where nvshmem cannot run,
+// and on one rank (no exchange, nothing the variants change). `check` looks
+// at rank 0's summary (and the default-options run's, `plain`, when asked).
+template <class Variant, class Check>
+void expectNvshmemVariantMatchesCpu(md::MdOptions o, const char* what, Variant variant, Check check,
+                                    bool withPlainRun = false) {
+    runtime::World& world = testsupport::mpiTestWorld();
+    if (md::visibleGpuCount() == 0) GTEST_SKIP() << "no GPU visible: run under mpi_gpu_launch on a GPU machine";
+    if (world.size() == 1) GTEST_SKIP() << "one rank exchanges nothing: " << what << " needs two or more";
+    md::selectGpuForRank(world, /*allowShared=*/true);
+    if (const std::string why = unavailableReason(Backend::Nvshmem, world); !why.empty()) {
+        GTEST_SKIP() << "nvshmem: " << why;
+    }
+    const md::RunSummary cpu = world.rank() == 0 ? cpuRun(o, world.size()) : md::RunSummary{};
+    world.barrier();
+    md::RunSummary plain;
+    if (withPlainRun) plain = runOnGpu(world, Backend::Nvshmem, StepKernels{true, true, true}, false, &o).summary;
+    const auto undo = variant(o);
+    const GpuRun run = runOnGpu(world, Backend::Nvshmem, StepKernels{true, true, true}, false, &o);
+    undo();
+    const md::RunSummary& gpu = run.summary;
+    EXPECT_EQ(gpu.steps, o.steps);
+    EXPECT_TRUE(gpu.graphs);
+    if (world.rank() != 0) return;
+    check(gpu, plain);
+    expectEnergiesMatch(gpu, cpu);
+}
+
+// Sets an environment variable for the variant's run; the returned call unsets it.
+auto withEnvironment(const char* name, const char* value) {
+    return [=](md::MdOptions&) {
+        EXPECT_EQ(setenv(name, value, 1), 0);
+        return [=] { unsetenv(name); };
+    };
+}
+
+// HALOEX_FORWARD_FIRST=0 (docs/md-engine.md): nvshmem's local force kernel
+// launched before the forward kernel, the order before forward-first became
+// the default (the tests above run that default).
+TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
+    expectNvshmemVariantMatchesCpu(comparedOptions(testsupport::mpiTestWorld().size()), "the local-first order",
+                                   withEnvironment("HALOEX_FORWARD_FIRST", "0"),
+                                   [](const md::RunSummary&, const md::RunSummary&) {});
+}
+
+// --steps-per-graph on several nvshmem ranks (docs/md-engine.md): the normal
+// steps launched as graphs of three steps, each with its halo exchanges;
+// 40 steps, energies every 10, a search every 20, so each call's nine
+// normal steps queue four one by one (the GPU runs them while the host
+// captures) and then graphs of three. The energies at steps 0, 10, ..., 40
+// equal the CPU reference's, and graphs of several steps did run.
+TEST(MdTransportsGpuStepsPerGraph, NvshmemMatchesTheCpuReference) {
+    md::MdOptions o = comparedOptions(testsupport::mpiTestWorld().size());
+    o.steps = 40;
+    o.thermoEvery = 10;
+    o.nstlist = 20;
+    expectNvshmemVariantMatchesCpu(
+        o, "graphs of several steps with an exchange",
+        [](md::MdOptions& options) {
+            options.stepsPerGraph = 3;
+            return [] {};
+        },
+        [](const md::RunSummary& gpu, const md::RunSummary&) {
+            EXPECT_GE(gpu.stepsInMultiStepGraphs, 3 * 4) << "a graph of three steps should have run in every call";
+            EXPECT_LE(gpu.stepsInMultiStepGraphs, gpu.normalSteps);
+        });
+}
+
+// HALOEX_SPLIT_UPDATE=1 (an experiment, docs/md-engine.md): the fused update
+// in two kernels, the home atoms no pulse sends beside the reverse exchange,
+// the others after it; one kernel more in the normal step's graph than the
+// default run's.
+TEST(MdTransportsGpuSplitUpdate, NvshmemMatchesTheCpuReference) {
+    expectNvshmemVariantMatchesCpu(
+        comparedOptions(testsupport::mpiTestWorld().size()), "the split update",
+        withEnvironment("HALOEX_SPLIT_UPDATE", "1"),
+        [](const md::RunSummary& gpu, const md::RunSummary& plain) {
+            const auto kernels = [](const md::RunSummary& s) {
+                const auto it = s.stepGraphNodes.find("kernel");
+                return it == s.stepGraphNodes.end() ? 0 : it->second;
+            };
+            EXPECT_EQ(kernels(gpu), kernels(plain) + 1) << "kernels in the normal step's graph";
+        },
+        /*withPlainRun=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(DeviceTransports, MdTransportsGpu,
