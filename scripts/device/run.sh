@@ -335,15 +335,22 @@ stage_signals_ab() {
 # step). ~3 min.
 stage_forward_first_ab() {
   CTEST_R='test_md_transports_gpu_np[24]' stage_ctest_select
+  MD_AB_B_ENV=HALOEX_FORWARD_FIRST=0 switch_ab_runs
+  TRACE_SM=50 TRACE_SIZES=11250 TRACE_RANK_SIZES=22500 stage_kernel_trace
+}
+
+# An issue-33 switch's A/B inside one build (B with MD_AB_B_ENV or
+# MD_AB_B_ARGS as the caller sets them): two ranks 2x1x1 at 22 500 atoms with
+# half the SMs each (the estimate's setting) and without a cap, then four
+# ranks 2x2x1 at 45 000 (two pulses), nvshmem direct, 3 alternating repeats.
+switch_ab_runs() {
   local sm
   for sm in 50 ""; do
-    MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_FORWARD_FIRST=0 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
-      MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM="$sm" \
-      stage_md_ab_bins
+    MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" \
+      MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM="$sm" stage_md_ab_bins
   done
-  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_FORWARD_FIRST=0 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
-    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
-  TRACE_SM=50 TRACE_SIZES=11250 TRACE_RANK_SIZES=22500 stage_kernel_trace
+  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" \
+    MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
 }
 
 # The search step: the cell order as one CUDA graph launch (the default, A)
@@ -1140,10 +1147,6 @@ stage_multi_rank_nstlist() {
     stage_md_estimate
 }
 
-# Issue 34 part 4 (fewer launches at small sizes): the normal steps as
-# graphs of several steps (--steps-per-graph 4 and 16) against a graph per
-# step, at the three sizes whose steady goals are missed, 3 alternating
-# repeats (~3 min on one H200).
 # Graphs of several steps on several ranks (issue 33): the two-rank step
 # graph starts 4.7-5.1 us after the last one ends, one rank's 1.5. A = one
 # graph per step, B = --steps-per-graph 4, the same build: the GPU tests,
@@ -1153,14 +1156,7 @@ stage_multi_rank_nstlist() {
 # inside a graph of several steps). ~5 min.
 stage_steps_per_graph_ab() {
   CTEST_R='StepsPerGraph' stage_ctest_select
-  local sm
-  for sm in 50 ""; do
-    MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 4" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
-      MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM="$sm" \
-      stage_md_ab_bins
-  done
-  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 4" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
-    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
+  MD_AB_B_ARGS="--steps-per-graph 4" switch_ab_runs
   MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 4" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
     MD_AB_RANKS=1 MD_AB_ATOMS=11250 MD_AB_SM=50 stage_md_ab_bins
   TRACE_SM=50 TRACE_SIZES=' ' TRACE_ARGS="--steps-per-graph 4" stage_kernel_trace
@@ -1174,17 +1170,14 @@ stage_steps_per_graph_ab() {
 # reverse). ~4 min.
 stage_split_update_ab() {
   CTEST_R='test_md_transports_gpu_np[24]' stage_ctest_select
-  local sm
-  for sm in 50 ""; do
-    MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_SPLIT_UPDATE=1 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
-      MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM="$sm" \
-      stage_md_ab_bins
-  done
-  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_SPLIT_UPDATE=1 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
-    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
+  MD_AB_B_ENV=HALOEX_SPLIT_UPDATE=1 switch_ab_runs
   TRACE_SM=50 TRACE_SIZES=' ' TRACE_ENV=HALOEX_SPLIT_UPDATE=1 stage_kernel_trace
 }
 
+# Issue 34 part 4 (fewer launches at small sizes): the normal steps as
+# graphs of several steps (--steps-per-graph 4 and 16) against a graph per
+# step, at the three sizes whose steady goals are missed, 3 alternating
+# repeats (~3 min on one H200).
 stage_steps_per_graph() {
   MDV_SIZES="5626 11250 22500" MDV_REPEATS=3 MDV_STEPS=4000 \
     MDV_VARIANTS=$'--steps-per-graph 1\n--steps-per-graph 4\n--steps-per-graph 16' stage_md_variants
