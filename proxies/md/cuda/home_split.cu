@@ -16,7 +16,8 @@ namespace {
 constexpr int kThreads = 256;
 
 // interior[map[i]] = 0 for the pulse's independent entries (home atoms).
-__global__ void markSentKernel(const int* __restrict__ map, int count, int numHome, std::uint8_t* __restrict__ interior) {
+__global__ void markSentKernel(const int* __restrict__ map, int count, int numHome,
+                               std::uint8_t* __restrict__ interior) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= count) return;
     const int atom = map[i];
@@ -47,8 +48,8 @@ void HomeSplit::build(const plan::ParticleHaloPlan& plan, int numHome, cudaStrea
     }
     if (!host.empty()) {
         hostMaps_.reserve(host.size());
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(hostMaps_.data(), host.data(), host.size() * sizeof(int),
-                                          cudaMemcpyHostToDevice, stream));
+        HALOEX_CUDA_CHECK(
+            cudaMemcpyAsync(hostMaps_.data(), host.data(), host.size() * sizeof(int), cudaMemcpyHostToDevice, stream));
         // The upload reads `host` before it leaves this scope.
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
         markSent(hostMaps_.data(), static_cast<int>(host.size()), numHome, interior_.data(), stream);
