@@ -102,8 +102,8 @@ public:
     /// fill them, and the exchange waits for its first wave). True where
     /// the forward is one kernel launch (the nvshmem transport's fused
     /// launch); false, and nothing recorded, elsewhere. nullptr stops it.
-    /// Before capturing the exchange in a CUDA graph. An experiment
-    /// (haloex-md's HALOEX_FORWARD_FIRST=1), not yet measured.
+    /// Before capturing the exchange in a CUDA graph. haloex-md uses it by
+    /// default (HALOEX_FORWARD_FIRST=0 turns it off; docs/md-engine.md).
     virtual bool signalForwardLaunched(void* event) {
         (void)event;
         return false;
