@@ -51,26 +51,8 @@ inline bool dependentLaunchEnabled() {
     return enabled;
 }
 
-template <class... Params, class... Args>
-void launchOrderedSignalling(StreamOrder order, cudaEvent_t launched, void (*kernel)(Params...), dim3 grid, dim3 block,
-                             std::size_t sharedBytes, cudaStream_t stream, Args&&... args);
-
-// kernel<<<grid, block, sharedBytes, stream>>>(args...), marked as a
-// programmatic dependent of the previous kernel on `stream` (when enabled).
-// Captured into CUDA graphs as a programmatic edge.
-// `launched` (not null): also recorded once every block of the kernel has
-// begun (a launch-completion event; CUDA calls it best effort: a stream
-// that waits for it may wait for the kernel's end instead). Made with
-// cudaEventDisableTiming. In a stream capture, an edge from the kernel's
-// launch-completion port.
-template <class... Params, class... Args>
-void launchDependentSignalling(cudaEvent_t launched, void (*kernel)(Params...), dim3 grid, dim3 block,
-                               std::size_t sharedBytes, cudaStream_t stream, Args&&... args) {
-    launchOrderedSignalling(StreamOrder::Programmatic, launched, kernel, grid, block, sharedBytes, stream,
-                            std::forward<Args>(args)...);
-}
-
-// launchDependentSignalling, or without the programmatic mark (StreamOrder::Full).
+// launchDependentSignalling (below), or without the programmatic mark
+// (StreamOrder::Full).
 template <class... Params, class... Args>
 void launchOrderedSignalling(StreamOrder order, cudaEvent_t launched, void (*kernel)(Params...), dim3 grid, dim3 block,
                              std::size_t sharedBytes, cudaStream_t stream, Args&&... args) {
@@ -95,6 +77,21 @@ void launchOrderedSignalling(StreamOrder order, cudaEvent_t launched, void (*ker
     config.attrs = attributes;
     config.numAttrs = count;
     HALOEX_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(std::forward<Args>(args))...));
+}
+
+// kernel<<<grid, block, sharedBytes, stream>>>(args...), marked as a
+// programmatic dependent of the previous kernel on `stream` (when enabled).
+// Captured into CUDA graphs as a programmatic edge.
+// `launched` (not null): also recorded once every block of the kernel has
+// begun (a launch-completion event; CUDA calls it best effort: a stream
+// that waits for it may wait for the kernel's end instead). Made with
+// cudaEventDisableTiming. In a stream capture, an edge from the kernel's
+// launch-completion port.
+template <class... Params, class... Args>
+void launchDependentSignalling(cudaEvent_t launched, void (*kernel)(Params...), dim3 grid, dim3 block,
+                               std::size_t sharedBytes, cudaStream_t stream, Args&&... args) {
+    launchOrderedSignalling(StreamOrder::Programmatic, launched, kernel, grid, block, sharedBytes, stream,
+                            std::forward<Args>(args)...);
 }
 
 template <class... Params, class... Args>
