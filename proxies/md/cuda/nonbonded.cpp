@@ -488,12 +488,12 @@ void Nonbonded::updateHomePart(const LeapfrogArgs& args, Vec3f* dF, int* dFirstB
                                bool boundary, cudaStream_t stream) {
     Impl& m = *impl_;
     m.requireBuilt("updateHomePart");
-    if (args.numAtoms != m.layout.numHome || split.order == nullptr || split.interiorCount == nullptr) {
+    const bool noSplit = split.order == nullptr || split.interiorCount == nullptr;
+    if (args.numAtoms != m.layout.numHome || noSplit) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("Nonbonded::updateHomePart: {} atoms to update, the lists hold {} home atoms{}; the "
                                "parts together move every home atom",
-                               args.numAtoms, m.layout.numHome,
-                               split.order == nullptr || split.interiorCount == nullptr ? ", and no split given" : ""));
+                               args.numAtoms, m.layout.numHome, noSplit ? ", and no split given" : ""));
     }
     launchUpdateLocal(m.layout, m.list(ListKind::Local), args, /*dF=*/nullptr, dF, dFirstBad, stream,
                       UpdatePart{split.order, split.interiorCount, boundary});

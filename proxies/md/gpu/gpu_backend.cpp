@@ -447,14 +447,15 @@ private:
         if (timed) events_.nonlocalEnd.recordTimestamp(nonlocal);
         nonlocalDone_.record(nonlocal);
 
+        const gpu::LeapfrogArgs args = leapfrogArgs(energies, scaled);
+        int* firstBad = energies ? firstBad_.data() : nullptr;
         // HALOEX_SPLIT_UPDATE=1: the atoms no pulse sends are updated once
         // both force kernels are done, beside the scatter and the reverse
         // exchange; the others after it (below).
         if (fused && splitUpdate_) {
             const NvtxRange range("interior force sum + leapfrog + gather");
             HALOEX_CUDA_CHECK(cudaStreamWaitEvent(local, nonlocalForcesDone_.get(), 0));
-            nonbonded_->updateHomePart(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr,
-                                       homeSplit_.split(), /*boundary=*/false, local);
+            nonbonded_->updateHomePart(args, f, firstBad, homeSplit_.split(), /*boundary=*/false, local);
         }
 
         // Update once all forces are home.
@@ -465,10 +466,9 @@ private:
             NvtxParts ranges;
             ranges.next("force sum + leapfrog + gather");
             if (splitUpdate_) {
-                nonbonded_->updateHomePart(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr,
-                                           homeSplit_.split(), /*boundary=*/true, local);
+                nonbonded_->updateHomePart(args, f, firstBad, homeSplit_.split(), /*boundary=*/true, local);
             } else {
-                nonbonded_->updateHome(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr, local);
+                nonbonded_->updateHome(args, f, firstBad, local);
             }
             // The update zeroed the home forces; the halo's, where the
             // transport needs them cleared here (not nvshmem, nccl-device).
