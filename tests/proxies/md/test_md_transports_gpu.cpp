@@ -27,6 +27,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -293,13 +294,14 @@ void expectEnergiesMatch(const md::RunSummary& gpu, const md::RunSummary& cpu) {
 
 // One nvshmem variant of the step on several ranks (set up by `variant`
 // before the run: an environment variable or options) against the CPU
-// reference with the same options, with graphs, cell order and the fused
-// update (the defaults of several GPU ranks). Skips where nvshmem cannot run,
-// and on one rank (no exchange, nothing the variants change). `check` looks
-// at rank 0's summary (and the default-options run's, `plain`, when asked).
+// reference with the same options (`changed`, or comparedOptions and its
+// cached reference), with graphs, cell order and the fused update (the
+// defaults of several GPU ranks). Skips where nvshmem cannot run, and on one
+// rank (no exchange, nothing the variants change). `check` looks at rank 0's
+// summary (and the run without the variant, `plain`, when asked).
 template <class Variant, class Check>
-void expectNvshmemVariantMatchesCpu(md::MdOptions o, const char* what, Variant variant, Check check,
-                                    bool withPlainRun = false) {
+void expectNvshmemVariantMatchesCpu(const std::optional<md::MdOptions>& changed, const char* what, Variant variant,
+                                    Check check, bool withPlainRun = false) {
     runtime::World& world = testsupport::mpiTestWorld();
     if (md::visibleGpuCount() == 0) GTEST_SKIP() << "no GPU visible: run under mpi_gpu_launch on a GPU machine";
     if (world.size() == 1) GTEST_SKIP() << "one rank exchanges nothing: " << what << " needs two or more";
@@ -307,7 +309,9 @@ void expectNvshmemVariantMatchesCpu(md::MdOptions o, const char* what, Variant v
     if (const std::string why = unavailableReason(Backend::Nvshmem, world); !why.empty()) {
         GTEST_SKIP() << "nvshmem: " << why;
     }
-    const md::RunSummary cpu = world.rank() == 0 ? cpuRun(o, world.size()) : md::RunSummary{};
+    md::MdOptions o = changed.value_or(comparedOptions(world.size()));
+    md::RunSummary cpu;
+    if (world.rank() == 0) cpu = changed ? cpuRun(o, world.size()) : cpuReference(world.size());
     world.barrier();
     md::RunSummary plain;
     if (withPlainRun) plain = runOnGpu(world, Backend::Nvshmem, StepKernels{true, true, true}, false, &o).summary;
@@ -334,8 +338,7 @@ auto withEnvironment(const char* name, const char* value) {
 // launched before the forward kernel, the order before forward-first became
 // the default (the tests above run that default).
 TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
-    expectNvshmemVariantMatchesCpu(comparedOptions(testsupport::mpiTestWorld().size()), "the local-first order",
-                                   withEnvironment("HALOEX_FORWARD_FIRST", "0"),
+    expectNvshmemVariantMatchesCpu(std::nullopt, "the local-first order", withEnvironment("HALOEX_FORWARD_FIRST", "0"),
                                    [](const md::RunSummary&, const md::RunSummary&) {});
 }
 
@@ -368,8 +371,7 @@ TEST(MdTransportsGpuStepsPerGraph, NvshmemMatchesTheCpuReference) {
 // default run's.
 TEST(MdTransportsGpuSplitUpdate, NvshmemMatchesTheCpuReference) {
     expectNvshmemVariantMatchesCpu(
-        comparedOptions(testsupport::mpiTestWorld().size()), "the split update",
-        withEnvironment("HALOEX_SPLIT_UPDATE", "1"),
+        std::nullopt, "the split update", withEnvironment("HALOEX_SPLIT_UPDATE", "1"),
         [](const md::RunSummary& gpu, const md::RunSummary& plain) {
             const auto kernels = [](const md::RunSummary& s) {
                 const auto it = s.stepGraphNodes.find("kernel");
