@@ -383,15 +383,15 @@ stage_multi_gpu_1() {
   stage_multi_gpu_ab || note "stage multi-gpu-ab FAILED"
 }
 # The switches the one-GPU estimate chose, on real GPUs (one rank per GPU, no
-# MPS): the local kernel first (HALOEX_FORWARD_FIRST=0) and graphs of four
-# steps (--steps-per-graph 4), each against the defaults, two ranks at
-# 22 500 and 45 000 atoms, 3 alternating repeats. ~3 min.
+# MPS): the local kernel first (HALOEX_FORWARD_FIRST=0) and a graph per step
+# (--steps-per-graph 1; the default is graphs of four), each against the
+# defaults, two ranks at 22 500 and 45 000 atoms, 3 alternating repeats. ~3 min.
 stage_multi_gpu_ab() {
   [ "$ngpu" -ge 2 ] || { note "multi-gpu-ab: needs two GPUs ($ngpu visible)"; return 1; }
   MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_FORWARD_FIRST=0 MD_AB_REPEATS=3 \
     MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
     stage_md_ab_bins
-  MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 4" MD_AB_REPEATS=3 \
+  MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 1" MD_AB_REPEATS=3 \
     MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
     stage_md_ab_bins
 }
@@ -1148,18 +1148,19 @@ stage_multi_rank_nstlist() {
 }
 
 # Graphs of several steps on several ranks (issue 33): the two-rank step
-# graph starts 4.7-5.1 us after the last one ends, one rank's 1.5. A = one
-# graph per step, B = --steps-per-graph 4, the same build: the GPU tests,
+# graph starts 4.7-5.1 us after the last one ends, one rank's 1.5. A = the
+# default (graphs of four steps since 2026-12-06), B = --steps-per-graph 1
+# (a graph per step), the same build: the GPU tests,
 # then two ranks 2x1x1 at 22 500 atoms with half the SMs each and without a
 # cap, four ranks 2x2x1 at 45 000, one rank at 11 250 with half the SMs (the
-# estimate's pair), 3 alternating repeats; then B's kernel trace (the gap
+# estimate's pair), 3 alternating repeats; then A's kernel trace (the gap
 # inside a graph of several steps). ~5 min.
 stage_steps_per_graph_ab() {
-  CTEST_R='StepsPerGraph' stage_ctest_select
-  MD_AB_B_ARGS="--steps-per-graph 4" switch_ab_runs
-  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 4" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+  CTEST_R='StepsPerGraph|test_md_transports_gpu_np[24]' stage_ctest_select
+  MD_AB_B_ARGS="--steps-per-graph 1" switch_ab_runs
+  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 1" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
     MD_AB_RANKS=1 MD_AB_ATOMS=11250 MD_AB_SM=50 stage_md_ab_bins
-  TRACE_SM=50 TRACE_SIZES=' ' TRACE_ARGS="--steps-per-graph 4" stage_kernel_trace
+  TRACE_SM=50 TRACE_SIZES=' ' stage_kernel_trace
 }
 
 # The fused update in two parts (HALOEX_SPLIT_UPDATE=1, B) against one

@@ -158,7 +158,8 @@ void addOptions(CLI::App& app, md::MdOptions& o) {
                    "GPU, with CUDA graphs: launch the normal steps as graphs of this many steps (each step then "
                    "starts behind an edge of the graph, not a graph launch: on several ranks a launch leaves "
                    "several us between steps; the steps between two searches or energy steps that do not fill "
-                   "one run one by one); 1 to 64 (checked with the other ranges)")
+                   "one run one by one); 0 (automatic: 4 on the GPU with CUDA graphs, else 1) or 1 to 64 (checked with "
+                   "the other ranges)")
         ->capture_default_str();
     // auto | 0 | 1 (md::Toggle): auto is decided at set-up (step_kernels.hpp).
     const auto addToggle = [&app](const char* name, md::Toggle& target, const std::string& help) {

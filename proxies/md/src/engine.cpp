@@ -304,6 +304,7 @@ MdOptions resolveOptions(MdOptions o, int numRanks, bool onGpu) {
     requireOption(o.sortAtoms != Toggle::On || onGpu,
                   "--sort-atoms 1 with the CPU reference: the cell order is that of the GPU's pair search; use "
                   "--device gpu, or --sort-atoms 0");
+    if (o.stepsPerGraph == 0) o.stepsPerGraph = onGpu && o.cudaGraphs ? kAutoStepsPerGraph : 1;
     requireOption(o.stepsPerGraph == 1 || (onGpu && o.cudaGraphs),
                   fmt::format("--steps-per-graph {} {}: graphs of several steps are CUDA graphs of the GPU step; use "
                               "--device gpu with --cuda-graphs 1, or --steps-per-graph 1",

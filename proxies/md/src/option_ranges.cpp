@@ -58,8 +58,10 @@ void requireOptionRanges(const MdOptions& o) {
     requireReal("--wait-timeout", o.waitTimeoutSeconds, 0.0, true, kMaxWaitSeconds,
                 fmt::format("0 (default) or a number of seconds up to {:g}", kMaxWaitSeconds));
     requireCount("--thermo-every", o.thermoEvery, 0, kMaxStepCount, "0 (automatic: steps/10) or " + steps);
-    requireCount("--steps-per-graph", o.stepsPerGraph, 1, kMaxStepsPerGraph,
-                 fmt::format("1 (a graph per step) to {} steps per CUDA graph", kMaxStepsPerGraph));
+    requireCount("--steps-per-graph", o.stepsPerGraph, 0, kMaxStepsPerGraph,
+                 fmt::format("0 (automatic: {} on the GPU with CUDA graphs, else 1), 1 (a graph per step) to {} "
+                             "steps per CUDA graph",
+                             kAutoStepsPerGraph, kMaxStepsPerGraph));
     requireReal("--drift-from", o.driftFromPs, 0.0, true, kHuge,
                 "0 (the whole run) or the time in ps from which the conserved-energy drift is fitted, e.g. 4");
     requireCount("--traj-every", o.trajEvery, 0, kMaxStepCount, "0 (automatic: --thermo-every) or " + steps);

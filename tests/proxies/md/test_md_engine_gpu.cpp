@@ -136,10 +136,11 @@ md::MdOptions shortRunWithSearches() {
     return o;
 }
 
-// `got` follows `want` at every energy step, within 1e-6 relative.
-void expectSameEnergiesWithinRounding(const md::RunSummary& got, const md::RunSummary& want) {
+// `got` follows `want` at every energy step (at least `atLeast` of them),
+// within 1e-6 relative.
+void expectSameEnergiesWithinRounding(const md::RunSummary& got, const md::RunSummary& want, std::size_t atLeast = 9) {
     ASSERT_EQ(got.energies.size(), want.energies.size());
-    ASSERT_GE(got.energies.size(), 9u);
+    ASSERT_GE(got.energies.size(), atLeast);
     for (std::size_t k = 0; k < got.energies.size(); ++k) {
         const auto& a = got.energies[k];
         const auto& b = want.energies[k];
@@ -196,13 +197,14 @@ TEST(MdEngineGpu, StepsPerGraphFollowsOneGraphPerStep) {
     o.steps = 60;
     o.nstlist = 30;
     o.thermoEvery = 15;
+    o.stepsPerGraph = 1;  // the default (0) takes kAutoStepsPerGraph here
     const auto single = runOnGpu(o, "device");
     o.stepsPerGraph = 3;
     const auto multi = runOnGpu(o, "device");
     EXPECT_EQ(single.stepsInMultiStepGraphs, 0);
     EXPECT_GE(multi.stepsInMultiStepGraphs, 4 * 9) << "graphs of three steps should have run in every chunk";
     EXPECT_LE(multi.stepsInMultiStepGraphs, multi.normalSteps);
-    expectSameEnergiesWithinRounding(multi, single);
+    expectSameEnergiesWithinRounding(multi, single, /*atLeast=*/5);  // steps 0, 15, 30, 45, 60
 }
 
 std::string fusedCaseName(const ::testing::TestParamInfo<bool>& graphs) {

@@ -82,7 +82,7 @@ TEST(RunChecks, NumericOptionsOutOfRangeAreRefusedNamingTheRange) {
     expectRefused([](MdOptions& o) { o.thermoEvery = -5; }, "--thermo-every -5: out of range");
     expectRefused([](MdOptions& o) { o.trajEvery = -1; }, "--traj-every -1: out of range");
     expectRefused([](MdOptions& o) { o.waitTimeoutSeconds = -1.0; }, "--wait-timeout -1: out of range");
-    expectRefused([](MdOptions& o) { o.stepsPerGraph = 0; }, "--steps-per-graph 0: out of range");
+    expectRefused([](MdOptions& o) { o.stepsPerGraph = -1; }, "--steps-per-graph -1: out of range");
     expectRefused([](MdOptions& o) { o.stepsPerGraph = kMaxStepsPerGraph + 1; }, "--steps-per-graph 65: out of range");
     requireOptionRanges(MdOptions{});  // the defaults are in range
 }
@@ -196,6 +196,18 @@ TEST(RunChecks, GraphsOfSeveralStepsNeedTheGpuWithGraphs) {
     EXPECT_TRUE(contains(noGraphs, "--steps-per-graph 1")) << noGraphs;
     o.stepsPerGraph = 1;
     EXPECT_EQ(resolveOptions(o, 1, false).stepsPerGraph, 1);
+}
+
+// --steps-per-graph 0, the default, is kAutoStepsPerGraph on the GPU with
+// graphs and 1 without them or on the CPU reference (never refused).
+TEST(RunChecks, AutomaticStepsPerGraphIsSeveralOnlyOnTheGpuWithGraphs) {
+    MdOptions o;
+    EXPECT_EQ(o.stepsPerGraph, 0);
+    EXPECT_EQ(resolveOptions(o, 1, true).stepsPerGraph, kAutoStepsPerGraph);
+    EXPECT_GT(kAutoStepsPerGraph, 1);
+    EXPECT_EQ(resolveOptions(o, 1, false).stepsPerGraph, 1);
+    o.cudaGraphs = false;
+    EXPECT_EQ(resolveOptions(o, 1, true).stepsPerGraph, 1);
 }
 
 // --sort-atoms orders the GPU's device-resident atoms: the CPU reference

@@ -38,6 +38,11 @@ inline constexpr std::int64_t kDefaultThermoEveryUntilStopped = 1000;
 inline constexpr int kMaxVirtualRanks = 1024;
 // --steps-per-graph: a graph of more steps gains nothing more and costs its capture after every search.
 inline constexpr int kMaxStepsPerGraph = 64;
+// --steps-per-graph 0's choice on the GPU with graphs: two ranks under MPS
+// 50.16 -> 48.06 us per step, four 87.52 -> 82.18, one 29.67 -> 28.13
+// (H100, bench/results/md-ab-steps-per-graph-1xH100-2026-12-06.txt); one
+// H200 rank without MPS unchanged (md-steps-per-graph-1xH200-2026-12-05.txt).
+inline constexpr int kAutoStepsPerGraph = 4;
 // Closest two atoms of a start configuration may be (nm): nearer ones have
 // forces that blow the system up at the first step (LJ sigma is 0.2 nm; the
 // lattice start keeps neighbours more than 0.2 nm apart). --min-distance
@@ -116,7 +121,8 @@ struct MdOptions {
     // GPU, with CUDA graphs: normal steps launched as graphs of this many
     // steps (1: a graph per step). A chunk of normal steps between searches
     // and energy steps takes as many such graphs as fit; the rest one by one.
-    int stepsPerGraph = 1;
+    // 0 (automatic): kAutoStepsPerGraph on the GPU with graphs, else 1.
+    int stepsPerGraph = 0;
     // GPU, one rank: the force scatter, the leapfrog and the next step's
     // gather in one kernel (Nonbonded::updateLocal); results are the same
     // bit for bit. GPU, device search: the home atoms put in the pair
