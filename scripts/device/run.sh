@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab fused-kernels-check steps-per-graph steps-per-graph-ab split-update-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -1161,18 +1161,6 @@ stage_steps_per_graph_ab() {
   MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 1" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
     MD_AB_RANKS=1 MD_AB_ATOMS=11250 MD_AB_SM=50 stage_md_ab_bins
   TRACE_SM=50 TRACE_SIZES=' ' stage_kernel_trace
-}
-
-# The fused update in two parts (HALOEX_SPLIT_UPDATE=1, B) against one
-# kernel after the reverse exchange (A), the same build: the GPU tests (in
-# test_md_transports_gpu on 2 and 4 ranks), two ranks 2x1x1 at 22 500 atoms
-# with half the SMs each and without a cap, four ranks 2x2x1 at 45 000, 3
-# alternating repeats; then B's kernel trace (the update's tail after the
-# reverse). ~4 min.
-stage_split_update_ab() {
-  CTEST_R='test_md_transports_gpu_np[24]' stage_ctest_select
-  MD_AB_B_ENV=HALOEX_SPLIT_UPDATE=1 switch_ab_runs
-  TRACE_SM=50 TRACE_SIZES=' ' TRACE_ENV=HALOEX_SPLIT_UPDATE=1 stage_kernel_trace
 }
 
 # Issue 34 part 4 (fewer launches at small sizes): the normal steps as

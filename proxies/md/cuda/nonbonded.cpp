@@ -261,17 +261,12 @@ struct Nonbonded::Impl {
     // re-prunes the next part of the list (fused). haloOnly: the non-local
     // list's halo slots alone (computeNonlocalHalo). Enqueue only.
     void compute(ListKind kind, const Vec3f* dX, Vec3f* dF, bool withEnergies, cudaStream_t stream,
-                 bool haloOnly = false, cuda::StreamOrder order = cuda::StreamOrder::Programmatic,
-                 cudaEvent_t forcesComputed = nullptr) {
+                 bool haloOnly = false, cuda::StreamOrder order = cuda::StreamOrder::Programmatic) {
         DeviceList& l = list(kind);
-        if (l.numEntries == 0) {
-            if (forcesComputed != nullptr) HALOEX_CUDA_CHECK(cudaEventRecord(forcesComputed, stream));
-            return;
-        }
+        if (l.numEntries == 0) return;
         const bool local = kind == ListKind::Local;
         launchGather(dX, layout, local, stream, haloOnly, order);
         launchNonbonded(params, l, layout, local, withEnergies, energyBlocks, energies.data(), stream);
-        if (forcesComputed != nullptr) HALOEX_CUDA_CHECK(cudaEventRecord(forcesComputed, stream));
         launchScatter(layout, l, local, dF, stream, haloOnly);
     }
 };
@@ -440,11 +435,9 @@ void Nonbonded::computeNonlocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaS
     impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream);
 }
 
-void Nonbonded::computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream,
-                                    cudaEvent_t forcesComputed) {
+void Nonbonded::computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream) {
     impl_->requireBuilt("computeNonlocalHalo");
-    impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream, /*haloOnly=*/true, cuda::StreamOrder::Programmatic,
-                   forcesComputed);
+    impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream, /*haloOnly=*/true);
 }
 
 void Nonbonded::computeLocalForces(bool energies, cudaStream_t stream, bool firstAfterEventWait) {
@@ -482,21 +475,6 @@ void Nonbonded::updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, 
                                args.numAtoms, m.layout.numHome));
     }
     launchUpdateLocal(m.layout, m.list(ListKind::Local), args, /*dF=*/nullptr, dF, dFirstBad, stream);
-}
-
-void Nonbonded::updateHomePart(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, const HomeAtomsSplit& split,
-                               bool boundary, cudaStream_t stream) {
-    Impl& m = *impl_;
-    m.requireBuilt("updateHomePart");
-    const bool noSplit = split.order == nullptr || split.interiorCount == nullptr;
-    if (args.numAtoms != m.layout.numHome || noSplit) {
-        throwError(ErrorKind::InvalidInput,
-                   fmt::format("Nonbonded::updateHomePart: {} atoms to update, the lists hold {} home atoms{}; the "
-                               "parts together move every home atom",
-                               args.numAtoms, m.layout.numHome, noSplit ? ", and no split given" : ""));
-    }
-    launchUpdateLocal(m.layout, m.list(ListKind::Local), args, /*dF=*/nullptr, dF, dFirstBad, stream,
-                      UpdatePart{split.order, split.interiorCount, boundary});
 }
 
 void Nonbonded::clearEnergies(cudaStream_t stream) { impl_->energies.zeroAsync(stream); }

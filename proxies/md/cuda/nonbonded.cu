@@ -605,28 +605,19 @@ __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __re
 // its non-local slot's (left there by the non-local list's halo-only
 // scatter, zero otherwise); `forces` is not written, and the new position
 // also goes to the non-local slot order, so that the non-local gather visits
-// the halo slots alone. part.order (not null): only the atoms
-// part.order[begin, end) of that partition of the home atoms (UpdatePart).
+// the halo slots alone.
 template <bool kEnergies, bool kHaloForces>
 __global__ void __launch_bounds__(kThreads)
     updateLocalKernel(float4* __restrict__ fSlots, const int* __restrict__ slotOfHomeAtom,
                       const float* __restrict__ chargeOfSlot, int numHome, float4* __restrict__ xq, LeapfrogArgs a,
                       Vec3f* __restrict__ forces, Vec3f* __restrict__ haloForces, float4* __restrict__ fNonlocalSlots,
-                      float4* __restrict__ xqNonlocal, int* firstBad, int* pruneState, int numEntries, int parts,
-                      UpdatePart part) {
+                      float4* __restrict__ xqNonlocal, int* firstBad, int* pruneState, int numEntries, int parts) {
     cuda::waitForPrerequisiteGrids();
     cuda::allowDependentGrids();
     if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
     const float lambda = a.velocityScale != nullptr ? *a.velocityScale : 1.0f;
     double ekin2 = 0.0;  // sum m (|v_old|^2 + |v_new|^2), as leapfrogKernel
-    int begin = 0, end = numHome;
-    if (part.order != nullptr) {
-        const int interior = *part.interiorCount;  // written at the search, before the step
-        begin = part.boundary ? interior : 0;
-        end = part.boundary ? numHome : interior;
-    }
-    for (int k = begin + blockIdx.x * blockDim.x + threadIdx.x; k < end; k += gridDim.x * blockDim.x) {
-        const int atom = part.order != nullptr ? part.order[k] : k;
+    for (int atom = blockIdx.x * blockDim.x + threadIdx.x; atom < numHome; atom += gridDim.x * blockDim.x) {
         const int slot = slotOfHomeAtom[atom];
         const float4 fv = fSlots[slot];
         fSlots[slot] = make_float4(0.f, 0.f, 0.f, 0.f);
@@ -751,11 +742,10 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
 }
 
 void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, Vec3f* dHaloForces,
-                       int* dFirstBad, cudaStream_t stream, UpdatePart part) {
+                       int* dFirstBad, cudaStream_t stream) {
     const int numHome = layout.numHome;
     if (numHome == 0) return;
-    // The rolling prune moves on once a step: with the interior part.
-    int* pruneState = list.pruned && !(part.order != nullptr && part.boundary) ? list.pruneState.data() : nullptr;
+    int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
     // With energies at most kMaxReductionBlocks blocks stride over the atoms:
     // few same-address double atomics.
     const bool energies = args.averageKineticEnergy != nullptr;
@@ -767,7 +757,7 @@ void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArg
     cuda::launchDependent(kernel, blocks, kThreads, 0, stream, layout.fLocal.data(), layout.slotOfHomeAtom.data(),
                           layout.chargeOfSlot.data(), numHome, layout.xqLocal.data(), args, dF, dHaloForces,
                           layout.fNonlocal.data(), layout.xqNonlocal.data(), dFirstBad, pruneState, list.numEntries,
-                          list.pruneParts, part);
+                          list.pruneParts);
 }
 
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

@@ -331,15 +331,8 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
 // non-local ones); with
 // args.averageKineticEnergy also an energy step's kinetic energy and the
 // non-finite check into dFirstBad.
-// part.order (not null): the update of one part of the home atoms alone
-// (Nonbonded::updateHome's HomePart).
-struct UpdatePart {
-    const int* order = nullptr;          // a partition of the home atoms (device)
-    const int* interiorCount = nullptr;  // its first part's length (device)
-    bool boundary = false;               // the second part, else the first
-};
 void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, Vec3f* dHaloForces,
-                       int* dFirstBad, cudaStream_t stream, UpdatePart part = {});
+                       int* dFirstBad, cudaStream_t stream);
 // Adds to *dCount the atom pairs with atomDistance2 < rc2 of the list's
 // evaluated entries (outer = false) or of its outer list (diagnostic).
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

@@ -23,7 +23,6 @@
 #include "haloex/cuda/device_buffer.hpp"
 #include "haloex/cuda/device_select.hpp"
 #include "haloex/md/gpu/cell_order.hpp"
-#include "haloex/md/gpu/home_split.hpp"
 #include "haloex/md/gpu/integrate.hpp"
 #include "haloex/md/gpu/nonbonded.hpp"
 #include "haloex/md/gpu_backend.hpp"
@@ -435,8 +434,7 @@ private:
             if (fused) {
                 // The home clusters' positions and forces stay in slot
                 // order for updateHome: the halo's alone move here.
-                nonbonded_->computeNonlocalHalo(x, f, energies, nonlocal,
-                                                splitUpdate_ ? nonlocalForcesDone_.get() : nullptr);
+                nonbonded_->computeNonlocalHalo(x, f, energies, nonlocal);
             } else {
                 nonbonded_->computeNonlocal(x, f, energies, nonlocal);
             }
@@ -447,17 +445,6 @@ private:
         if (timed) events_.nonlocalEnd.recordTimestamp(nonlocal);
         nonlocalDone_.record(nonlocal);
 
-        const gpu::LeapfrogArgs args = leapfrogArgs(energies, scaled);
-        int* firstBad = energies ? firstBad_.data() : nullptr;
-        // HALOEX_SPLIT_UPDATE=1: the atoms no pulse sends are updated once
-        // both force kernels are done, beside the scatter and the reverse
-        // exchange; the others after it (below).
-        if (fused && splitUpdate_) {
-            const NvtxRange range("interior force sum + leapfrog + gather");
-            HALOEX_CUDA_CHECK(cudaStreamWaitEvent(local, nonlocalForcesDone_.get(), 0));
-            nonbonded_->updateHomePart(args, f, firstBad, homeSplit_.split(), /*boundary=*/false, local);
-        }
-
         // Update once all forces are home.
         nonlocalDone_.waitOn(local);
         if (fused) {
@@ -465,11 +452,7 @@ private:
             // scatter and the reverse exchange added (Nonbonded::updateHome).
             NvtxParts ranges;
             ranges.next("force sum + leapfrog + gather");
-            if (splitUpdate_) {
-                nonbonded_->updateHomePart(args, f, firstBad, homeSplit_.split(), /*boundary=*/true, local);
-            } else {
-                nonbonded_->updateHome(args, f, firstBad, local);
-            }
+            nonbonded_->updateHome(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr, local);
             // The update zeroed the home forces; the halo's, where the
             // transport needs them cleared here (not nvshmem, nccl-device).
             ranges.next("clear halo forces");
@@ -633,10 +616,6 @@ private:
         // for it: the next step (or its graph) is ordered after it on this stream.
         halo.scatterAddForces(local_.get());
         halo.clearForces(local_.get());
-        // HALOEX_SPLIT_UPDATE=1 (an experiment): the fused update in two
-        // parts, the home atoms no pulse sends first (enqueueStep).
-        splitUpdate_ = context.fuseUpdate && !plan.pulses.empty() && splitUpdateRequested();
-        if (splitUpdate_) homeSplit_.build(plan, numHome_, local_.get());
         // Without pulses the exchange does nothing in a step, so any step can be captured.
         useGraphs_ = context.useGraphs && (halo.graphCapturable() || plan.pulses.empty());
         stepsPerGraph_ = context.stepsPerGraph;
@@ -653,11 +632,6 @@ private:
             forwardFirst_ = halo.signalForwardLaunched(forwardLaunched_.get());
             forwardSignalHalo_ = &halo;
         }
-    }
-
-    static bool splitUpdateRequested() {
-        const char* v = std::getenv("HALOEX_SPLIT_UPDATE");
-        return v != nullptr && std::string_view(v) == "1";
     }
 
     static bool forwardFirstRequested() {
@@ -723,9 +697,6 @@ private:
     cuda::Stream local_;
     cuda::Stream nonlocal_;
     cuda::Event stepStart_, nonlocalDone_;
-    cuda::Event nonlocalForcesDone_;  // HALOEX_SPLIT_UPDATE: the non-local force kernel's end
-    gpu::HomeSplit homeSplit_;
-    bool splitUpdate_ = false;
     TimelineEvents events_;
     BackendContext context_;
     std::unique_ptr<gpu::Nonbonded> nonbonded_;

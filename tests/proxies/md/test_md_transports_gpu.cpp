@@ -15,10 +15,9 @@
 // energy check that scripts/device/run.sh's stage md-check made by hand:
 // ctest -R test_md_transports_gpu_np runs it for any rank count registered.
 // Several nvshmem ranks launch the forward exchange's kernel before the local
-// one (the default); MdTransportsGpuLocalFirst, MdTransportsGpuStepsPerGraph
-// and MdTransportsGpuSplitUpdate: the same check for nvshmem with the local
-// kernel first (HALOEX_FORWARD_FIRST=0), with graphs of three steps, and
-// with the fused update in two parts (HALOEX_SPLIT_UPDATE=1).
+// one (the default); MdTransportsGpuLocalFirst and MdTransportsGpuStepsPerGraph:
+// the same check for nvshmem with the local kernel first
+// (HALOEX_FORWARD_FIRST=0) and with graphs of three steps.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -298,10 +297,10 @@ void expectEnergiesMatch(const md::RunSummary& gpu, const md::RunSummary& cpu) {
 // cached reference), with graphs, cell order and the fused update (the
 // defaults of several GPU ranks). Skips where nvshmem cannot run, and on one
 // rank (no exchange, nothing the variants change). `check` looks at rank 0's
-// summary (and the run without the variant, `plain`, when asked).
+// summary.
 template <class Variant, class Check>
 void expectNvshmemVariantMatchesCpu(const std::optional<md::MdOptions>& changed, const char* what, Variant variant,
-                                    Check check, bool withPlainRun = false) {
+                                    Check check) {
     runtime::World& world = testsupport::mpiTestWorld();
     if (md::visibleGpuCount() == 0) GTEST_SKIP() << "no GPU visible: run under mpi_gpu_launch on a GPU machine";
     if (world.size() == 1) GTEST_SKIP() << "one rank exchanges nothing: " << what << " needs two or more";
@@ -313,8 +312,6 @@ void expectNvshmemVariantMatchesCpu(const std::optional<md::MdOptions>& changed,
     md::RunSummary cpu;
     if (world.rank() == 0) cpu = changed ? cpuRun(o, world.size()) : cpuReference(world.size());
     world.barrier();
-    md::RunSummary plain;
-    if (withPlainRun) plain = runOnGpu(world, Backend::Nvshmem, StepKernels{true, true, true}, false, &o).summary;
     const auto undo = variant(o);
     const GpuRun run = runOnGpu(world, Backend::Nvshmem, StepKernels{true, true, true}, false, &o);
     undo();
@@ -322,7 +319,7 @@ void expectNvshmemVariantMatchesCpu(const std::optional<md::MdOptions>& changed,
     EXPECT_EQ(gpu.steps, o.steps);
     EXPECT_TRUE(gpu.graphs);
     if (world.rank() != 0) return;
-    check(gpu, plain);
+    check(gpu);
     expectEnergiesMatch(gpu, cpu);
 }
 
@@ -339,7 +336,7 @@ auto withEnvironment(const char* name, const char* value) {
 // the default (the tests above run that default).
 TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
     expectNvshmemVariantMatchesCpu(std::nullopt, "the local-first order", withEnvironment("HALOEX_FORWARD_FIRST", "0"),
-                                   [](const md::RunSummary&, const md::RunSummary&) {});
+                                   [](const md::RunSummary&) {});
 }
 
 // --steps-per-graph on several nvshmem ranks (docs/md-engine.md): the normal
@@ -359,27 +356,10 @@ TEST(MdTransportsGpuStepsPerGraph, NvshmemMatchesTheCpuReference) {
             options.stepsPerGraph = 3;
             return [] {};
         },
-        [](const md::RunSummary& gpu, const md::RunSummary&) {
+        [](const md::RunSummary& gpu) {
             EXPECT_GE(gpu.stepsInMultiStepGraphs, 3 * 4) << "a graph of three steps should have run in every call";
             EXPECT_LE(gpu.stepsInMultiStepGraphs, gpu.normalSteps);
         });
-}
-
-// HALOEX_SPLIT_UPDATE=1 (an experiment, docs/md-engine.md): the fused update
-// in two kernels, the home atoms no pulse sends beside the reverse exchange,
-// the others after it; one kernel more in the normal step's graph than the
-// default run's.
-TEST(MdTransportsGpuSplitUpdate, NvshmemMatchesTheCpuReference) {
-    expectNvshmemVariantMatchesCpu(
-        std::nullopt, "the split update", withEnvironment("HALOEX_SPLIT_UPDATE", "1"),
-        [](const md::RunSummary& gpu, const md::RunSummary& plain) {
-            const auto kernels = [](const md::RunSummary& s) {
-                const auto it = s.stepGraphNodes.find("kernel");
-                return it == s.stepGraphNodes.end() ? 0 : it->second;
-            };
-            EXPECT_EQ(kernels(gpu), kernels(plain) + 1) << "kernels in the normal step's graph";
-        },
-        /*withPlainRun=*/true);
 }
 
 INSTANTIATE_TEST_SUITE_P(DeviceTransports, MdTransportsGpu,

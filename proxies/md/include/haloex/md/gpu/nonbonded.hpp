@@ -168,29 +168,13 @@ public:
     // computeNonlocal + gpu::leapfrog's up to the order of the float
     // additions into each atom's force.
     void updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream);
-    // updateHome for one part of the home atoms (HALOEX_SPLIT_UPDATE=1,
-    // docs/md-engine.md): split.order (device, numHome() entries) lists the
-    // interior atoms first -- those whose dF entry nothing outside this rank
-    // adds to (no pulse sends them), *split.interiorCount of them (device) --
-    // then the boundary ones. The interior part may run once the local and
-    // non-local force kernels are done, before the reverse exchange; the
-    // boundary part after it. Together the same results as updateHome.
-    struct HomeAtomsSplit {
-        const int* order = nullptr;
-        const int* interiorCount = nullptr;
-    };
-    void updateHomePart(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, const HomeAtomsSplit& split, bool boundary,
-                        cudaStream_t stream);
     // computeNonlocal for a step that ends in updateHome: the non-local
     // list's home clusters read the positions build() or the last updateHome
     // put in slot order and leave their forces in their slots for updateHome;
     // only the halo slots are gathered from dX and scattered into dF (after
     // gpu::leapfrog, use computeNonlocal). Two kernels of the non-local path
     // visit the halo alone.
-    // forcesComputed (not null): recorded on `stream` between the force kernel
-    // and the scatter (the interior updateHomePart waits for it).
-    void computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream,
-                             cudaEvent_t forcesComputed = nullptr);
+    void computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream);
 
     // Zeroes the energy accumulators (enqueued on `stream`).
     void clearEnergies(cudaStream_t stream);
