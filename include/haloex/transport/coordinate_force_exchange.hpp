@@ -101,9 +101,11 @@ public:
     /// its SMs (a kernel launched first on another stream can otherwise
     /// fill them, and the exchange waits for its first wave). True where
     /// the forward is one kernel launch (the nvshmem transport's fused
-    /// launch); false, and nothing recorded, elsewhere. nullptr stops it.
-    /// Before capturing the exchange in a CUDA graph. haloex-md uses it by
-    /// default (HALOEX_FORWARD_FIRST=0 turns it off; docs/md-engine.md).
+    /// launch); false, and nothing recorded, elsewhere. nullptr stops it, as
+    /// does destroying this exchange (the transport may serve another
+    /// exchange after it: the event must live until then). Before capturing
+    /// the exchange in a CUDA graph. haloex-md uses it by default
+    /// (HALOEX_FORWARD_FIRST=0 turns it off; docs/md-engine.md).
     virtual bool signalForwardLaunched(void* event) {
         (void)event;
         return false;

@@ -605,6 +605,14 @@ private:
             (nbOptions.rlistInner > 0.0 && nonbonded_->pruneParts() != nbOptions.pruneParts)) {
             nonbonded_ = std::make_unique<gpu::Nonbonded>(*context.forceField, context.rlist, nbOptions);
         }
+        // The forward's kernel before the local one (enqueueStep), where the
+        // exchange can signal its launch (nvshmem's fused forward);
+        // HALOEX_FORWARD_FIRST=0 keeps the local kernel first. Set before this
+        // search's first forward: the transport may have served another
+        // backend before this one (the automatic choice's trial runs).
+        forwardFirst_ =
+            forwardFirstRequested() && !plan.pulses.empty() && halo.signalForwardLaunched(forwardLaunched_.get());
+        if (!forwardFirst_) halo.signalForwardLaunched(nullptr);
         // Halo positions for the search (every rank takes part).
         halo.clearForces(local_.get());
         halo.gatherCoordinates(context.box, local_.get());
@@ -624,13 +632,6 @@ private:
         if (options_.timelineParts && !plan.pulses.empty() && timestampedHalo_ == nullptr &&
             halo.recordExchangeTimestamps(true)) {
             timestampedHalo_ = &halo;
-        }
-        // The forward's kernel before the local one (enqueueStep), where the
-        // exchange can signal its launch (nvshmem's fused forward);
-        // HALOEX_FORWARD_FIRST=0 keeps the local kernel first.
-        if (forwardFirstRequested() && !plan.pulses.empty() && forwardSignalHalo_ != &halo) {
-            forwardFirst_ = halo.signalForwardLaunched(forwardLaunched_.get());
-            forwardSignalHalo_ = &halo;
         }
     }
 
@@ -730,7 +731,6 @@ private:
     // The halo whose exchange kernels record timestamps (--timeline-parts), or null.
     CoordinateForceHalo* timestampedHalo_ = nullptr;
     cuda::Event forwardLaunched_{false};  // HALOEX_FORWARD_FIRST: the forward kernel's blocks have begun
-    CoordinateForceHalo* forwardSignalHalo_ = nullptr;
     bool forwardFirst_ = false;
     // The coordinates and forces of the local atoms (home, then halo), which
     // the halo exchange reads and writes.

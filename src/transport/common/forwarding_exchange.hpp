@@ -13,6 +13,18 @@ template <class Transport, bool kGraphCapturable>
 class ForwardingCoordinateForceExchange final : public CoordinateForceExchange {
 public:
     explicit ForwardingCoordinateForceExchange(Transport& transport) : transport_(transport) {}
+    // The transport outlives this exchange (an engine's, then the next's: the
+    // automatic choice hands its measured transport on): an event signalled
+    // through this exchange belongs to its user, so it is not left behind.
+    ~ForwardingCoordinateForceExchange() override {
+        if (signalling_) {
+            if constexpr (requires { transport_.signalForwardLaunched(nullptr); }) {
+                transport_.signalForwardLaunched(nullptr);
+            }
+        }
+    }
+    ForwardingCoordinateForceExchange(const ForwardingCoordinateForceExchange&) = delete;
+    ForwardingCoordinateForceExchange& operator=(const ForwardingCoordinateForceExchange&) = delete;
     void bind(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) override {
         transport_.bindArrays(plan, coordinates, forces);
     }
@@ -47,7 +59,9 @@ public:
     }
     bool signalForwardLaunched(void* event) override {
         if constexpr (requires { transport_.signalForwardLaunched(event); }) {
-            return transport_.signalForwardLaunched(event);
+            const bool recorded = transport_.signalForwardLaunched(event);
+            signalling_ = recorded && event != nullptr;
+            return recorded;
         } else {
             (void)event;
             return false;
@@ -56,6 +70,7 @@ public:
 
 private:
     Transport& transport_;
+    bool signalling_ = false;  // an event of this exchange's user is registered in the transport
 };
 
 }  // namespace haloex::transport
