@@ -479,7 +479,9 @@ def pdl_setting(env=None):
     v = env.get("HALOEX_PDL")
     if v == "0":
         return {"HALOEX_PDL": v, "pdl": "off (HALOEX_PDL=0)"}
-    return {"HALOEX_PDL": v, "pdl": "on where the GPU has compute capability >= 9 (HALOEX_PDL unset or not 0)"}
+    if v not in (None, "", "1"):
+        return {"HALOEX_PDL": v, "pdl": "refused: haloex stops at its first launch (HALOEX_PDL takes 0 or 1)"}
+    return {"HALOEX_PDL": v, "pdl": "on where the GPU has compute capability >= 9 (HALOEX_PDL unset, empty or 1)"}
 
 
 def _processes_named(names):

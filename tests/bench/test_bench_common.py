@@ -172,6 +172,8 @@ class HeaderTest(unittest.TestCase):
         self.assertTrue(bc.pdl_setting(env)["pdl"].startswith("off"))
         self.assertTrue(bc.pdl_setting({})["pdl"].startswith("on"))
         self.assertIsNone(bc.pdl_setting({})["HALOEX_PDL"])
+        self.assertTrue(bc.pdl_setting({"HALOEX_PDL": "1"})["pdl"].startswith("on"))
+        self.assertTrue(bc.pdl_setting({"HALOEX_PDL": "off"})["pdl"].startswith("refused"))
 
     def test_mps_from_the_control_pipe(self):
         with tempfile.TemporaryDirectory() as tmp:

@@ -14,11 +14,11 @@
 #include <climits>
 #include <cstdint>
 #include <cstdlib>
-#include <string_view>
 #include <vector>
 
 #include "column_sort.cuh"
 #include "haloex/cuda/check.hpp"
+#include "haloex/detail/core/environment_switch.hpp"
 #include "haloex/detail/cuda/graph_capture.hpp"
 #include "nonbonded_internal.cuh"
 
@@ -96,8 +96,8 @@ __global__ void __launch_bounds__(detail::kColumnSortThreads)
 // streams, which cannot be captured.
 bool graphRequested(cudaStream_t stream) {
     if (!cuda::capturableStream(stream)) return false;
-    const char* v = std::getenv("HALOEX_CELL_ORDER_GRAPH");
-    return v == nullptr || std::string_view(v) != "0";
+    return ::haloex::detail::environmentSwitch("HALOEX_CELL_ORDER_GRAPH", true,
+                                               "the cell order as one CUDA graph launch, else its kernels one by one");
 }
 
 // Buffers grow with the build's headroom (NonbondedOptions::growthFactor), so

@@ -6,7 +6,8 @@
 // practice, so a bitonic sort in shared memory beats a global radix sort's
 // passes over every atom.
 #include <cstdint>
-#include <cstdlib>
+
+#include "haloex/detail/core/environment_switch.hpp"
 
 namespace haloex::md::gpu::detail {
 
@@ -18,8 +19,8 @@ namespace haloex::md::gpu::detail {
 // way (tests).
 constexpr int kColumnSortMaxAtoms = 100000;
 inline bool columnSortPays(int atoms) {
-    if (const char* forced = std::getenv("HALOEX_COLUMN_SORT")) return std::atoi(forced) != 0;
-    return atoms <= kColumnSortMaxAtoms;
+    return ::haloex::detail::environmentSwitch("HALOEX_COLUMN_SORT", atoms <= kColumnSortMaxAtoms,
+                                               "the sort by columns forced on or off, for tests");
 }
 
 constexpr int kColumnSortThreads = 256;

@@ -15,6 +15,7 @@
 #include <type_traits>
 
 #include "haloex/core/error.hpp"
+#include "haloex/detail/core/environment_switch.hpp"
 #include "haloex/detail/core/nvtx.hpp"
 #include "nonbonded_internal.cuh"
 
@@ -226,8 +227,8 @@ struct Nonbonded::Impl {
 
     static bool useSearchGraph(bool option, cudaStream_t stream) {
         if (!cuda::capturableStream(stream)) return false;
-        if (const char* forced = std::getenv("HALOEX_SEARCH_GRAPH")) return std::atoi(forced) != 0;
-        return option;
+        return ::haloex::detail::environmentSwitch("HALOEX_SEARCH_GRAPH", option,
+                                                   "the pair search's grid and count passes as a CUDA graph");
     }
 
     void launchGridAndCounts(const Vec3f* dX, const float* dCharge, const std::uint8_t* dZoneMask,
@@ -355,7 +356,8 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
         t = now;
     };
     const double growth = m.options.growthFactor;
-    if (const char* timeline = std::getenv("HALOEX_SEARCH_TIMELINE"); timeline != nullptr && std::atoi(timeline) != 0) {
+    if (::haloex::detail::environmentSwitch("HALOEX_SEARCH_TIMELINE", false,
+                                            "the pair search build's parts timed on the host")) {
         if (!m.marks) m.marks = std::make_unique<BuildMarks>();
     }
     const SearchPrune prune{m.pruning() ? m.options.pruneParts : 0, m.rlistInner2};

@@ -12,10 +12,10 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "haloex/core/error.hpp"
+#include "haloex/detail/core/environment_switch.hpp"
 #include "haloex/detail/core/nvtx.hpp"
 #include "haloex/detail/cuda/api_sync_counter.hpp"
 #include "haloex/detail/cuda/graph_capture.hpp"
@@ -636,8 +636,8 @@ private:
     }
 
     static bool forwardFirstRequested() {
-        const char* v = std::getenv("HALOEX_FORWARD_FIRST");
-        return v == nullptr || std::string_view(v) != "0";
+        return ::haloex::detail::environmentSwitch("HALOEX_FORWARD_FIRST", true,
+                                                   "the forward exchange's kernel launched before the local one");
     }
 
     // The last step's timeline (events are re-recorded every step).

@@ -17,10 +17,10 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
-#include <string_view>
 #include <utility>
 
 #include "haloex/cuda/check.hpp"
+#include "haloex/detail/core/environment_switch.hpp"
 #include "haloex/detail/cuda/stream_order.hpp"
 
 namespace haloex::cuda {
@@ -41,8 +41,11 @@ __device__ __forceinline__ void allowDependentGrids() {
 // GPU per rank).
 inline bool dependentLaunchEnabled() {
     static const bool enabled = [] {
-        const char* v = std::getenv("HALOEX_PDL");
-        if (v != nullptr && std::string_view(v) == "0") return false;
+        if (!::haloex::detail::environmentSwitch("HALOEX_PDL", true,
+                                                 "programmatic dependent launch, where the GPU "
+                                                 "has compute capability 9 or more")) {
+            return false;
+        }
         int device = 0, major = 0;
         HALOEX_CUDA_CHECK(cudaGetDevice(&device));
         HALOEX_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
