@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -1559,6 +1559,22 @@ stage_cli_refusals() {
     >"$out/refusal-h5md.log" 2>&1)
   note "  --traj traj.h5: rc=$? $(grep -m1 -iE 'h5md|hdf5' "$out/refusal-h5md.log" | cut -c1-240); files left: $(ls "$dir" | tr '\n' ' ')"
   "$build/bin/haloex-md" --version 2>&1 | grep -iE 'h5md|hdf5' | head -2 | tee -a "$summary"
+}
+
+# The on/off environment switches (haloex::detail::environmentSwitch) on a
+# GPU run: a value other than 0 or 1 stops haloex-md with the switch's
+# message (rc and first line noted), and 0 and 1 run. ~30 s.
+stage_switch_refusals() {
+  note "== environment switches: values other than 0 or 1 refused"
+  local sw value log
+  for sw in HALOEX_PDL HALOEX_CELL_ORDER_GRAPH HALOEX_SEARCH_GRAPH HALOEX_COLUMN_SORT; do
+    for value in off 1 0; do
+      log="$out/switch-$sw-$value.log"
+      env "$sw=$value" timeout 60 "$build/bin/haloex-md" --device gpu --atoms 3000 --steps 20 --log none --quiet \
+        >"$log" 2>&1
+      note "  $sw=$value: rc=$? $(grep -m1 -E "$sw|Performance" "$log" | cut -c1-200)"
+    done
+  done
 }
 
 # examples/fused_stencil on 4 thread ranks (one process, one context), which
