@@ -11,24 +11,8 @@
 namespace haloex::transport {
 namespace {
 
-// What ForwardingCoordinateForceExchange calls; only the event matters here.
-struct RecordingTransport {
-    void bindArrays(const plan::ParticleHaloPlan&, const SharedArray&, const SharedArray&) {}
-    void forwardCoordinates(const plan::Box&, StreamHandle) {}
-    void reverseForces(StreamHandle) {}
-    void clearForces(StreamHandle) {}
-    const TransportCounters& counters() const { return counters_; }
-    bool signalForwardLaunched(void* event) {
-        ++signals;
-        registered = event;
-        return true;
-    }
-    void* registered = nullptr;
-    int signals = 0;
-    TransportCounters counters_;
-};
-
-// Without signalForwardLaunched (ipc, staged): nothing to register or undo.
+// What ForwardingCoordinateForceExchange calls, without signalForwardLaunched
+// (as ipc and staged): nothing to register or undo.
 struct PlainTransport {
     void bindArrays(const plan::ParticleHaloPlan&, const SharedArray&, const SharedArray&) {}
     void forwardCoordinates(const plan::Box&, StreamHandle) {}
@@ -36,6 +20,17 @@ struct PlainTransport {
     void clearForces(StreamHandle) {}
     const TransportCounters& counters() const { return counters_; }
     TransportCounters counters_;
+};
+
+// With it (as nvshmem): the event it holds, and how often it was set.
+struct RecordingTransport : PlainTransport {
+    bool signalForwardLaunched(void* event) {
+        ++signals;
+        registered = event;
+        return true;
+    }
+    void* registered = nullptr;
+    int signals = 0;
 };
 
 using Recording = ForwardingCoordinateForceExchange<RecordingTransport, true>;
