@@ -3,7 +3,8 @@
 // signalled through one exchange is the caller's, so destroying that
 // exchange unregisters it from the transport, which may serve another
 // exchange next (the automatic choice hands its measured transport on to
-// the run; a stale event there failed the run's first forward on the GPU).
+// the run; a stale event there failed the run's first forward on the GPU),
+// unless another exchange has registered its own since.
 #include <gtest/gtest.h>
 
 #include "forwarding_exchange.hpp"
@@ -29,6 +30,7 @@ struct RecordingTransport : PlainTransport {
         registered = event;
         return true;
     }
+    void* forwardLaunchedEvent() const { return registered; }
     void* registered = nullptr;
     int signals = 0;
 };
@@ -58,6 +60,18 @@ TEST(ForwardingExchange, AnExchangeThatSignalledNothingLeavesTheTransportAlone) 
         first.signalForwardLaunched(&event);
     }
     EXPECT_EQ(transport.registered, &event) << "another exchange's registration was undone";
+}
+
+TEST(ForwardingExchange, AnExchangeGoingAwayLeavesAnotherExchangesLaterEvent) {
+    RecordingTransport transport;
+    int mine = 0, theirs = 0;
+    Recording second(transport);
+    {
+        Recording first(transport);
+        first.signalForwardLaunched(&mine);
+        second.signalForwardLaunched(&theirs);  // registered after first's
+    }
+    EXPECT_EQ(transport.registered, &theirs) << "the exchange that went away undid another's registration";
 }
 
 TEST(ForwardingExchange, TransportsWithoutTheSignalRecordNothing) {

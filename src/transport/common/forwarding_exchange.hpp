@@ -11,14 +11,21 @@ namespace haloex::transport {
 
 template <class Transport, bool kGraphCapturable>
 class ForwardingCoordinateForceExchange final : public CoordinateForceExchange {
+    static_assert(
+        !requires(Transport & t) { t.signalForwardLaunched(nullptr); } ||
+            requires(const Transport& t) { t.forwardLaunchedEvent(); },
+        "a transport that registers a launch-completion event must report it (forwardLaunchedEvent), so "
+        "that an exchange going away unregisters its own event and only its own");
+
 public:
     explicit ForwardingCoordinateForceExchange(Transport& transport) : transport_(transport) {}
     // The transport outlives this exchange (an engine's, then the next's: the
     // automatic choice hands its measured transport on): an event signalled
-    // through this exchange belongs to its user, so it is not left behind.
+    // through this exchange belongs to its user, so it is not left behind --
+    // unless another exchange has registered its own since.
     ~ForwardingCoordinateForceExchange() override {
-        if (signalling_) {
-            if constexpr (requires { transport_.signalForwardLaunched(nullptr); }) {
+        if constexpr (requires { transport_.forwardLaunchedEvent(); }) {
+            if (signalled_ != nullptr && transport_.forwardLaunchedEvent() == signalled_) {
                 transport_.signalForwardLaunched(nullptr);
             }
         }
@@ -60,7 +67,7 @@ public:
     bool signalForwardLaunched(void* event) override {
         if constexpr (requires { transport_.signalForwardLaunched(event); }) {
             const bool recorded = transport_.signalForwardLaunched(event);
-            signalling_ = recorded && event != nullptr;
+            signalled_ = recorded ? event : nullptr;
             return recorded;
         } else {
             (void)event;
@@ -70,7 +77,7 @@ public:
 
 private:
     Transport& transport_;
-    bool signalling_ = false;  // an event of this exchange's user is registered in the transport
+    void* signalled_ = nullptr;  // the event this exchange's user registered in the transport, if any
 };
 
 }  // namespace haloex::transport

@@ -193,6 +193,9 @@ public:
         forwardLaunched_ = static_cast<cudaEvent_t>(event);
         return true;
     }
+    // The event signalForwardLaunched registered last (null: none), so that
+    // an exchange going away unregisters only its own.
+    void* forwardLaunchedEvent() const { return forwardLaunched_; }
 
     // Device timestamps inside the fused kernels (CoordinateForceExchange::recordTimestamps).
     bool recordTimestamps(bool on) { return recordFusedTimestamps(coordState_, forceState_, on); }
