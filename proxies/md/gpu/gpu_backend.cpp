@@ -254,7 +254,6 @@ public:
     std::int64_t stepsInMultiStepGraphs() const override { return stepsInMultiStepGraphs_; }
 
     void runSteps(CoordinateForceHalo& halo, int count, bool energiesOnLast) override {
-        int launchedHere = 0;  // steps this call has queued (the GPU is busy with them)
         // The call's last step runs alone: an energy step has its own graph,
         // and a timed one records the timeline's events (below).
         const int lastStepApart = energiesOnLast || options_.timing ? 1 : 0;
@@ -286,7 +285,7 @@ public:
                 // On the other stream, so that the upload runs beside this
                 // step (the next launch on local_ waits for it).
                 HALOEX_CUDA_CHECK(cudaGraphUpload(normalGraph_.exec, nonlocal_.get()));
-            } else if (const int run = multiStepRun(count - s - lastStepApart, launchedHere);
+            } else if (const int run = multiStepRun(count - s - lastStepApart, /*queuedThisCall=*/s);
                        useGraphs_ && !scaled && !energies && run > 1) {
                 // --steps-per-graph: `run` normal steps in one launch.
                 if (multiGraph_.stale) refreshGraph(multiGraph_, halo, false, run);
@@ -294,7 +293,6 @@ public:
                 HALOEX_CUDA_CHECK(cudaGraphLaunch(multiGraph_.exec, local_.get()));
                 s += run - 1;
                 stepsRun_ += run - 1;
-                launchedHere += run - 1;
                 stepsInMultiStepGraphs_ += run;
             } else if (useGraphs_ && !scaled && (energies || !timed)) {
                 StepGraph& graph = energies ? energyGraph_ : normalGraph_;
@@ -308,7 +306,6 @@ public:
                 enqueueStep(halo, energies, scaled, timed);
             }
             ++stepsRun_;
-            ++launchedHere;
             timelinePending_ = true;
         }
     }
@@ -317,11 +314,12 @@ public:
     // several (--steps-per-graph): stepsPerGraph_ when that many normal steps
     // remain and the graph is current or may be captured now, else 1. After
     // a search the graph is captured again, but only once kMultiGraphLead
-    // steps are queued: the GPU runs them while the host captures. (The
-    // first step after a search is runSteps' branch before this one.)
-    int multiStepRun(int normalStepsLeft, int launchedHere) const {
+    // steps of this call are queued (`queuedThisCall`: the GPU is busy with
+    // them), so the GPU runs them while the host captures. (The first step
+    // after a search is runSteps' branch before this one.)
+    int multiStepRun(int normalStepsLeft, int queuedThisCall) const {
         if (stepsPerGraph_ <= 1 || normalStepsLeft < stepsPerGraph_) return 1;
-        if (multiGraph_.stale && launchedHere < kMultiGraphLead) return 1;
+        if (multiGraph_.stale && queuedThisCall < kMultiGraphLead) return 1;
         return stepsPerGraph_;
     }
 
