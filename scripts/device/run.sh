@@ -531,9 +531,9 @@ stage_md_ab_bins() {
   local other=${MD_AB_OTHER:?set MD_AB_OTHER to the other haloex-md}
   local where="under MPS"
   [ -n "${MD_AB_NO_MPS:-}" ] && where="no MPS"
-  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV}${MD_AB_B_ARGS:+ and $MD_AB_B_ARGS} (${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, $where${MD_AB_SM:+, $MD_AB_SM % of the SMs per rank})"
+  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV}${MD_AB_B_ARGS:+ and $MD_AB_B_ARGS} (${MD_AB_ARGS:+both with $MD_AB_ARGS, }${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, $where${MD_AB_SM:+, $MD_AB_SM % of the SMs per rank})"
   [ -n "${MD_AB_NO_MPS:-}" ] || start_mps
-  local t n r v exe path json benv bargs cap=()
+  local t n r v exe path json benv bargs both cap=()
   [ -n "${MD_AB_SM:-}" ] && cap=(-x "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$MD_AB_SM")
   for n in ${MD_AB_ATOMS:-22500 90000}; do
     for t in ${MD_AB_TRANSPORTS:-nvshmem:direct nvshmem:tma ipc}; do
@@ -546,6 +546,8 @@ stage_md_ab_bins() {
           benv=(); [ $v = B ] && [ -n "${MD_AB_B_ENV:-}" ] && benv=(-x "$MD_AB_B_ENV")
           # MD_AB_B_ARGS="--option value ...": B runs with these options too.
           bargs=(); [ $v = B ] && [ -n "${MD_AB_B_ARGS:-}" ] && read -r -a bargs <<<"$MD_AB_B_ARGS"
+          # MD_AB_ARGS="--option value ...": both sides run with these (e.g. --dt).
+          [ -n "${MD_AB_ARGS:-}" ] && read -r -a both <<<"$MD_AB_ARGS" && bargs+=("${both[@]}")
           if [ "${MD_AB_RANKS:-2}" = 1 ]; then  # one rank: no launcher, no transport (there is no halo)
             timeout 200 env ${benv[1]:+"${benv[1]}"} ${cap[1]:+"${cap[1]}"} "$exe" --device gpu --quiet --log none --atoms "$n" --steps "${MD_AB_STEPS:-2000}" \
               ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} "${bargs[@]}" --json "$json" >"$json.log" 2>&1
