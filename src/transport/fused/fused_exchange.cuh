@@ -173,32 +173,17 @@ __device__ __forceinline__ int pulseIndex(const FusedArgsOf<T>& a, const PulseRe
     return static_cast<int>(&P - a.pulses);
 }
 
-// The launch's block count finds the block that advances the exchange
-// counter (`sequence`), so that the next exchange (or graph replay) uses a
-// new value; only the launch that completes the exchange advances it. The
-// count wraps to 0 at the end of every launch, so per-pulse launches reuse it
-// one after the other. A block counts itself in once all its threads have
-// read the step value (after the block's first barrier): the last block to
-// count knows that every block has read it, and the atomic's round trip
-// overlaps the block's work instead of ending it (at the end it delayed the
-// kernel's completion, which the next kernel of the chain waits for). With
-// timestamps a block counts at its end, where the last one stamps the
-// kernel's end.
+// Every block of a fused kernel ends here; the last one of the launch that
+// completes the exchange advances the exchange counter, so the next exchange
+// (or graph replay) uses a new value. The block counter wraps to 0 at the end
+// of every launch, so per-pulse launches reuse it one after the other.
 template <class T>
-__device__ __forceinline__ unsigned countBlockIn(const FusedArgsOf<T>& a) {
-    return threadIdx.x == 0 && a.trace == nullptr ? atomicInc(a.kernelBlockCounter, gridDim.x * gridDim.y - 1) : 0u;
-}
-
-// Every block of a fused kernel ends here, with what countBlockIn returned.
-template <class T>
-__device__ void finishKernel(const FusedArgsOf<T>& a, std::uint64_t seq, unsigned arrival) {
+__device__ void finishKernel(const FusedArgsOf<T>& a, std::uint64_t seq) {
     if (threadIdx.x == 0) {
         const unsigned total = gridDim.x * gridDim.y;
-        if (a.trace != nullptr) arrival = atomicInc(a.kernelBlockCounter, total - 1);
-        if (arrival == total - 1 && a.trace != nullptr) a.trace[kTraceKernelEnd] = globalTimerNs();
-        if (arrival == total - 1 && a.completesExchange) {
-            *reinterpret_cast<volatile std::uint64_t*>(a.sequence) = seq + 1;
-        }
+        const unsigned old = atomicInc(a.kernelBlockCounter, total - 1);
+        if (old == total - 1 && a.trace != nullptr) a.trace[kTraceKernelEnd] = globalTimerNs();
+        if (old == total - 1 && a.completesExchange) *reinterpret_cast<volatile std::uint64_t*>(a.sequence) = seq + 1;
     }
 }
 
@@ -372,10 +357,9 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
     const PulseRecordOf<T>& P = a.pulses[p];
     if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceStart);
     if (threadIdx.x == 0) okShared = !aborted(ctx);
-    __syncthreads();  // every thread has read seq
-    const unsigned arrival = countBlockIn(a);
+    __syncthreads();
     if (!okShared) {
-        finishKernel(a, seq, arrival);
+        finishKernel(a, seq);
         return;
     }
 
@@ -434,7 +418,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
         for (int i = begin + threadIdx.x; i < end; i += blockDim.x) a.f[P.recvOffset + i] = T{};
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceFinished);
-    finishKernel(a, seq, arrival);
+    finishKernel(a, seq);
 }
 
 // ---------------------------------------------------------------------------
@@ -461,10 +445,9 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
     const PulseRecordOf<T>& P = a.pulses[p];
     if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceStart);
     if (threadIdx.x == 0) okShared = !aborted(ctx);
-    __syncthreads();  // every thread has read seq
-    const unsigned arrival = countBlockIn(a);
+    __syncthreads();
     if (!okShared) {
-        finishKernel(a, seq, arrival);
+        finishKernel(a, seq);
         return;
     }
     const bool putBack = Peers::kCanPut && P.recvPath == PathKind::Put;
@@ -538,7 +521,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
         if (last && threadIdx.x == 0) stamp(a, p, kTraceFinished);
         if (last && received && threadIdx.x == 0) releaseStoreGpu(&a.doneWords[p], seq);
     }
-    finishKernel(a, seq, arrival);
+    finishKernel(a, seq);
 }
 
 // Blocks of fusedForward<T, Peers> and fusedReverse<T, Peers> that fit on
