@@ -54,5 +54,19 @@ TEST_F(EnvironmentSwitch, AnyOtherValueIsRefusedNamingWhatItTakes) {
     }
 }
 
+TEST_F(EnvironmentSwitch, ARunDependentDefaultIsDescribedByItsRule) {
+    set("off");
+    try {
+        environmentSwitch(kName, true, "a test switch", "1 up to 100000 atoms, 0 above");
+        ADD_FAILURE() << "accepted";
+    } catch (const Error& e) {
+        const std::string message = e.what();
+        EXPECT_NE(message.find("use 0 or 1 (a test switch; unset: 1 up to 100000 atoms, 0 above)"), std::string::npos)
+            << message;
+    }
+    set("0");
+    EXPECT_FALSE(environmentSwitch(kName, true, "a test switch", "1 up to 100000 atoms, 0 above"));
+}
+
 }  // namespace
 }  // namespace haloex::detail

@@ -17,10 +17,11 @@ namespace haloex::md::gpu::detail {
 // bandwidth-bound and the buckets' scattered writes are not. The grid build
 // and the cell order both choose by it; HALOEX_COLUMN_SORT=0/1 forces one
 // way (tests).
-constexpr int kColumnSortMaxAtoms = 100000;
+constexpr int kColumnSortMaxAtoms = 100000;  // the refusal's text below says it too
 inline bool columnSortPays(int atoms) {
     return ::haloex::detail::environmentSwitch("HALOEX_COLUMN_SORT", atoms <= kColumnSortMaxAtoms,
-                                               "the sort by columns forced on or off, for tests");
+                                               "the sort by columns forced on or off, for tests",
+                                               "1 up to 100000 atoms, 0 above");
 }
 
 constexpr int kColumnSortThreads = 256;

@@ -10,7 +10,9 @@ namespace haloex::detail {
 
 // The switch `name`, or `fallback` where it is unset or empty; throws
 // haloex::Error (InvalidInput) for any value but 0 or 1. `what` says what it
-// switches, for that message.
-bool environmentSwitch(const char* name, bool fallback, const char* what);
+// switches, for that message; `whenUnset`, where the default depends on the
+// run (e.g. on the atom count), says how it is chosen, in place of this
+// run's value (which would read as the rule).
+bool environmentSwitch(const char* name, bool fallback, const char* what, const char* whenUnset = nullptr);
 
 }  // namespace haloex::detail
