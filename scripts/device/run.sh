@@ -395,6 +395,34 @@ stage_multi_gpu_ab() {
     MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
     stage_md_ab_bins
 }
+# What each part of the non-local chain costs the step, bounded by leaving
+# it out (docs/results.md, "The non-local chain's parts bounded"): the
+# branch-only patch kept in its record (HALOEX_BOUND_SKIP) applied to a copy
+# of this tree, built, and each part's A/B run inside that build (A without
+# the variable, B with it). The forces are then wrong, so both sides run at
+# --dt 0.0001 and nstlist 50 to stay finite: timing bounds, never results.
+# BOUND_PARTS: comma lists, one A/B each; one rank per GPU where there are
+# two, else two ranks under MPS with half the SMs each. ~2 min.
+stage_bound_chain() {
+  local record="$root/bench/results/md-bound-nonlocal-chain-1xH100-2026-12-06.txt" src=/tmp/hx-bound part
+  note "== the non-local chain's parts bounded (the patch of $(basename "$record"))"
+  rm -rf "$src" && mkdir -p "$src"
+  tar -C "$root" --exclude=./build-gpu --exclude=./.devsrc -cf - . | tar -C "$src" -xf -
+  sed -n '/^== the patch/,/^== call 3/p' "$record" | sed '1d;$d' >"$src/bound.patch"
+  (cd "$src" && patch -p1 <bound.patch) >"$out/bound-patch.log" 2>&1 \
+    || { tail -5 "$out/bound-patch.log"; note "bound-chain: the patch does not apply to this tree"; return 1; }
+  { cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DHALOEX_BUILD_TESTS=OFF && cmake --build "$src/build" -j "$(nproc)" --target haloex-md; } \
+    >"$out/bound-build.log" 2>&1 || { tail -20 "$out/bound-build.log"; note "bound-chain: build FAILED"; return 1; }
+  # stage_md_ab_bins runs B from $build: this function's build, by bash's dynamic scope.
+  local build="$src/build" sm=50 nomps=""
+  [ "$ngpu" -ge 2 ] && { sm=""; nomps=1; }
+  for part in ${BOUND_PARTS:-gather,scatter reverse forward,reverse}; do
+    MD_AB_SM="$sm" MD_AB_NO_MPS="$nomps" MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV="HALOEX_BOUND_SKIP=$part" \
+      MD_AB_ARGS="--dt 0.0001" MD_AB_NSTLIST=50 MD_AB_REPEATS=2 MD_AB_STEPS=3000 MD_AB_TRANSPORTS=nvshmem:direct \
+      MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 stage_md_ab_bins
+  done
+}
 stage_multi_gpu_2() {
   note "== multi-GPU part 2 ($ngpu GPUs): strong-scaling rest, test-gpu"
   SS_PASSES=2 SS_RAN1=1 stage_strong_scaling || note "stage strong-scaling (the rest) FAILED"
