@@ -429,10 +429,11 @@ stage_multi_gpu_2() {
   stage_test_gpu || note "stage test-gpu FAILED"
 }
 stage_multi_gpu_3() {
-  note "== multi-GPU part 3 ($ngpu GPUs): commbench, jacobi, md-dd (all sizes)"
+  note "== multi-GPU part 3 ($ngpu GPUs): commbench, jacobi, md-dd (all sizes), bound-chain"
   stage_commbench || note "stage commbench FAILED"
   JACOBI_NP=$ngpu stage_jacobi || note "stage jacobi FAILED"
   DD_RANKS=2 stage_md_dd || note "stage md-dd FAILED"
+  stage_bound_chain || note "stage bound-chain FAILED"
 }
 stage_multi_gpu_4() {
   note "== multi-GPU part 4 ($ngpu GPUs): gromacs-dd, gromacs"
