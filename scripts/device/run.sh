@@ -411,9 +411,7 @@ stage_bound_chain() {
   sed -n '/^== the patch/,/^== call 3/p' "$record" | sed '1d;$d' >"$src/bound.patch"
   (cd "$src" && patch -p1 <bound.patch) >"$out/bound-patch.log" 2>&1 \
     || { tail -5 "$out/bound-patch.log"; note "bound-chain: the patch does not apply to this tree"; return 1; }
-  { cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-      -DHALOEX_BUILD_TESTS=OFF && cmake --build "$src/build" -j "$(nproc)" --target haloex-md; } \
-    >"$out/bound-build.log" 2>&1 || { tail -20 "$out/bound-build.log"; note "bound-chain: build FAILED"; return 1; }
+  build_md_tree "$src" "$out/bound-build.log" || { note "bound-chain: build FAILED"; return 1; }
   # stage_md_ab_bins runs B from $build: this function's build, by bash's dynamic scope.
   local build="$src/build" sm=50 nomps=""
   [ "$ngpu" -ge 2 ] && { sm=""; nomps=1; }
@@ -1295,13 +1293,21 @@ build_variant_a() {
 # haloex-md of another commit (pack.sh --other COMMIT: .devsrc/other.tar.gz)
 # as /tmp/haloex-md-A, for md-ab-bins (MD_AB_OTHER=/tmp/haloex-md-A): an A/B
 # of two whole commits in one lease.
+# haloex-md of another source tree (SRC) in SRC/build, without tests; the
+# log to LOG, its tail printed where the build fails.
+build_md_tree() {  # SRC LOG
+  { cmake -S "$1" -B "$1/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+      -DHALOEX_BUILD_TESTS=OFF && cmake --build "$1/build" -j "$(nproc)" --target haloex-md; } >"$2" 2>&1 \
+    || { tail -30 "$2"; return 1; }
+}
+
 stage_build_other() {
   local tarball="$root/.devsrc/other.tar.gz" src=/tmp/hx-other
   [ -f "$tarball" ] || { note "build-other: no $tarball (pack.sh --other COMMIT)"; return 1; }
   note "== build of the other commit $(cat "$root/.devsrc/other-commit" 2>/dev/null) (haloex-md, and its haloex-bench-nonbonded where it has one)"
   rm -rf "$src" && mkdir -p "$src" && tar xzf "$tarball" -C "$src"
   local t0=$SECONDS
-  { cmake -S "$src" -B "$src/build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90       -DHALOEX_BUILD_TESTS=OFF && cmake --build "$src/build" -j "$(nproc)" --target haloex-md; } >"$out/build-other.log" 2>&1     || { tail -30 "$out/build-other.log"; note "build-other FAILED"; return 1; }
+  build_md_tree "$src" "$out/build-other.log" || { note "build-other FAILED"; return 1; }
   cp "$src/build/bin/haloex-md" /tmp/haloex-md-A
   # The kernels' A (stage kernel-ab); a commit before --as-md (2689f13) has a bench program kernel-ab cannot drive.
   if cmake --build "$src/build" -j "$(nproc)" --target haloex-bench-nonbonded >>"$out/build-other.log" 2>&1; then
