@@ -82,6 +82,16 @@ void CoordinateForceHalo::gatherCoordinates(const plan::Box& box, transport::Str
     exchange_->forwardCoordinates(box, stream);
 }
 
+std::optional<transport::HomeCoordinateStores> CoordinateForceHalo::homeCoordinateStores(const plan::Box& box) const {
+    requireBound("homeCoordinateStores");
+    return exchange_->homeCoordinateStores(box);
+}
+
+void CoordinateForceHalo::gatherCoordinatesAfterHomeStores(const plan::Box& box, transport::StreamHandle stream) {
+    requireBound("gatherCoordinatesAfterHomeStores");
+    exchange_->forwardCoordinatesAfterHomeStores(box, stream);
+}
+
 void CoordinateForceHalo::scatterAddForces(transport::StreamHandle stream) {
     requireBound("scatterAddForces");
     exchange_->reverseForces(stream);

@@ -27,6 +27,9 @@
 #include "haloex/cuda/device_select.hpp"
 #include "peer_fused_transport.hpp"
 #endif
+#if HALOEX_TEST_HOME_STORES
+#include "home_stores_kernel.hpp"
+#endif
 
 using namespace haloex;
 
@@ -306,6 +309,73 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
         GTEST_SKIP() << *refused;
     }
     testsupport::expectNoMismatches(mismatches, mpi);
+}
+
+// A kernel of the caller stores the home coordinates through the table of
+// homeCoordinateStores (as haloex-md's update does), then the forward after
+// home stores moves the rest: the halo is the reference's bit for bit, round
+// after round (forces travel back in between, as in an MD step), and the
+// table is offered exactly where every pulse that sends home atoms has a
+// load/store path (nvshmem direct and tma, not put; no other transport yet).
+// Where it is empty the forward after home stores is a full forward.
+TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
+    const DeviceCase& c = GetParam();
+    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
+#if !HALOEX_TEST_HOME_STORES
+    GTEST_SKIP() << "this build has no CUDA kernels of its own for the test (haloex_cuda is missing)";
+#else
+    runtime::World* mpi = mpiWorld();
+    const int numRanks = mpi ? mpi->size() : 2;
+    const auto scenarios = testsupport::scenariosForRanks(numRanks);
+    ASSERT_FALSE(scenarios.empty()) << "no decomposition scenario for " << numRanks << " ranks";
+    const bool offersStores = c.transport == "nvshmem" && c.nvshmemPath != "put";
+    std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
+    for (const auto& s : scenarios) {
+        SCOPED_TRACE(fmt::format("{} on grid {}", c.label(), s.grid));
+        const plan::Decomposition d = testsupport::makeDecomposition(s);
+        const testsupport::Expected expected = testsupport::referenceResults(d, s, planAlignment(c));
+        const auto body = [&](runtime::World& w) {
+            cuda::selectDevice(w, true);
+            cuda::Stream stream;
+            const testsupport::MemoryOps m = deviceMemory(stream);
+            auto t = makeFor(c, w);
+            const auto r = static_cast<std::size_t>(w.rank());
+            const plan::ParticleHaloPlan& plan = expected.plans[r];
+            testsupport::TransportRun run(*t, w);
+            const auto n = static_cast<std::size_t>(plan.numLocal);
+            run.x.emplace(allocateCollective<Vec3f>(w, *t, n, "the test's coordinates"));
+            run.f.emplace(allocateCollective<Vec3f>(w, *t, n, "the test's forces"));
+            run.halo.setPlan(plan, *run.x, *run.f);
+            const auto stores = run.halo.homeCoordinateStores(d.box());
+            const bool sendsHome = std::any_of(plan.pulses.begin(), plan.pulses.end(),
+                                               [](const plan::Pulse& p) { return p.numIndependent > 0; });
+            std::string& mismatch = mismatches[r];
+            if (stores.has_value() != (offersStores && sendsHome)) {
+                mismatch += fmt::format("homeCoordinateStores is {} (expected {}); ", stores ? "offered" : "empty",
+                                        offersStores && sendsHome ? "offered" : "empty");
+            }
+            for (int round = 0; round < 2; ++round) {
+                testsupport::upload(m, run.x->data(), expected.inputs[r].x);  // halo slots hold sentinels
+                w.barrier();  // no peer stores into them before they are written
+                if (stores) testsupport::storeHomeCoordinates(*stores, run.x->data(), plan.numHome, stream);
+                run.halo.gatherCoordinatesAfterHomeStores(d.box(), stream);
+                m.synchronize();
+                const std::string got = testsupport::compareBitwise("coordinates after home stores", w.rank(),
+                                                                    testsupport::download<Vec3f>(m, run.x->data(), n),
+                                                                    expected.outputs[r].x, plan.zoneMask);
+                if (!got.empty()) mismatch += fmt::format("round {}: {}; ", round, got);
+                testsupport::upload(m, run.f->data(), expected.inputs[r].f);
+                run.halo.scatterAddForces(stream);
+                run.halo.clearForces(stream);
+                m.synchronize();
+            }
+        };
+        if (const auto refused = testsupport::runOnRanks(mpi, numRanks, body, isSharedGpuRefusal)) {
+            GTEST_SKIP() << *refused;
+        }
+    }
+    testsupport::expectNoMismatches(mismatches, mpi);
+#endif
 }
 
 // The search step's blocks (migration, the device plan builder, the halo

@@ -66,6 +66,22 @@ public:
     /// Forward: the home coordinates the plan sends, shifted by `box` where
     /// a pulse crosses it, into the receivers' halo slots. Collective.
     void gatherCoordinates(const plan::Box& box, transport::StreamHandle stream);
+    /// Where a kernel of yours may store the home coordinates itself (the
+    /// update that computes them), so that the next forward is
+    /// gatherCoordinatesAfterHomeStores: per pulse the receiver's slot and
+    /// each home atom's entry (transport::HomeCoordinateStores; the device
+    /// function is haloex::device::storeHomeCoordinate in
+    /// halo/home_coordinate_stores.cuh). Empty where the backend cannot
+    /// take them (no load/store path to every receiver, or no fused
+    /// forward). Valid until the next setPlan; not collective.
+    std::optional<transport::HomeCoordinateStores> homeCoordinateStores(const plan::Box& box) const;
+    /// gatherCoordinates after your work on `stream` stored every home atom
+    /// through homeCoordinateStores(box) since this rank's last forward
+    /// (and after its last scatterAddForces, as the forward itself runs):
+    /// only the atoms that arrived through earlier pulses move here, then
+    /// the receivers are signalled. Where homeCoordinateStores is empty, a
+    /// full gatherCoordinates. Collective.
+    void gatherCoordinatesAfterHomeStores(const plan::Box& box, transport::StreamHandle stream);
     /// Reverse: the forces on halo atoms back to their owners, added into the
     /// owners' entries; then the home entries hold complete forces. Collective.
     void scatterAddForces(transport::StreamHandle stream);

@@ -46,6 +46,28 @@ struct ExchangeTimestamps {
     std::uint64_t reverseEnd = 0;          ///< the force kernel's last block ended
 };
 
+/// Where a caller's own kernel may store the home coordinates that the next
+/// forward sends (CoordinateForceExchange::homeCoordinateStores): per pulse,
+/// the receiver's array at this pulse's receive slot (a peer pointer) and,
+/// for each home atom, its entry in the pulse or -1. An atom that a pulse
+/// sends goes to destination[entry], shifted by `shift` along `dim` where
+/// `shiftSign` is not 0 -- what the forward would store. The device function
+/// that does it for one atom is haloex::device::storeHomeCoordinate
+/// (halo/home_coordinate_stores.cuh). Valid until the next bind.
+struct HomeCoordinateStores {
+    static constexpr int kMaxPulses = 8;  ///< pulses with home entries that a table holds
+    /// One pulse that sends home atoms.
+    struct Pulse {
+        Vec3f* destination = nullptr;      ///< the receiver's array at this pulse's receive offset
+        const int* entryOfHome = nullptr;  ///< device [numHome]: the atom's entry in the pulse, or -1
+        int dim = 0;                       ///< the pulse's dimension
+        int shiftSign = 0;                 ///< 0: no periodic shift
+        float shift = 0.0f;                ///< shiftSign * box length along dim, rounded once to float
+    };
+    int numPulses = 0;         ///< pulses in `pulses` (those that send home atoms)
+    Pulse pulses[kMaxPulses];  ///< the first numPulses are set
+};
+
 /// A backend's own coordinate/force exchange on the caller's arrays (see the
 /// file's description); BlockTransport::makeCoordinateForceExchange makes it.
 class CoordinateForceExchange {
@@ -64,6 +86,23 @@ public:
     /// Reverse: forces of received atoms back to their owners, added into the
     /// owners' entries. After it the home entries hold complete forces.
     virtual void reverseForces(StreamHandle stream) = 0;
+    /// Where a kernel of the caller may store the home coordinates itself,
+    /// e.g. the update that computes them (HomeCoordinateStores), for the
+    /// shifts of `box`; empty where this exchange cannot take them (no load/
+    /// store path to every receiver, or no fused forward). A hint only: a
+    /// caller that never stores keeps calling forwardCoordinates.
+    virtual std::optional<HomeCoordinateStores> homeCoordinateStores(const plan::Box& box) const {
+        (void)box;
+        return std::nullopt;
+    }
+    /// forwardCoordinates for a caller whose work earlier on `stream` stored
+    /// every home atom through homeCoordinateStores(box) since this rank's
+    /// last forward: only the forwarded entries (atoms that arrived through
+    /// an earlier pulse) are stored here, then the receivers are signalled.
+    /// Where homeCoordinateStores is empty, a full forwardCoordinates.
+    virtual void forwardCoordinatesAfterHomeStores(const plan::Box& box, StreamHandle stream) {
+        forwardCoordinates(box, stream);
+    }
     /// Zeroes the forces for the next step, ordered after any peer's reads of them.
     virtual void clearForces(StreamHandle stream) = 0;
     /// clearForces for a caller that zeroed the home entries itself (e.g. in

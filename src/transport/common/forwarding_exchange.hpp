@@ -4,7 +4,8 @@
 // signals between their blocks and their MD exchange): it forwards each call
 // to the transport's bindArrays, forwardCoordinates, reverseForces,
 // clearForces and counters, and to its clearHaloForces, recordTimestamps,
-// lastTimestamps and signalForwardLaunched where it has them. Internal.
+// lastTimestamps, signalForwardLaunched, homeCoordinateStores and
+// forwardCoordinatesAfterHomeStores where it has them. Internal.
 #include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::transport {
@@ -37,6 +38,21 @@ public:
     }
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) override {
         transport_.forwardCoordinates(box, stream);
+    }
+    std::optional<HomeCoordinateStores> homeCoordinateStores(const plan::Box& box) const override {
+        if constexpr (requires(const Transport& t) { t.homeCoordinateStores(box); }) {
+            return transport_.homeCoordinateStores(box);
+        } else {
+            (void)box;
+            return std::nullopt;
+        }
+    }
+    void forwardCoordinatesAfterHomeStores(const plan::Box& box, StreamHandle stream) override {
+        if constexpr (requires { transport_.forwardCoordinatesAfterHomeStores(box, stream); }) {
+            transport_.forwardCoordinatesAfterHomeStores(box, stream);
+        } else {
+            transport_.forwardCoordinates(box, stream);
+        }
     }
     void reverseForces(StreamHandle stream) override { transport_.reverseForces(stream); }
     void clearForces(StreamHandle stream) override { transport_.clearForces(stream); }

@@ -80,6 +80,10 @@ struct FusedArgsOf {
     // Whether this launch completes the exchange: then its last block
     // advances `sequence`, once per exchange whatever the number of launches.
     bool completesExchange = true;
+    // Forward only: the caller's kernel before this launch stored every
+    // pulse's independent entries (home atoms) into the receivers already
+    // (transport::HomeCoordinateStores); the forwarded entries are left.
+    bool homeStored = false;
     T* x = nullptr;                        // symmetric
     T* f = nullptr;                        // symmetric
     T* staging = nullptr;                  // symmetric, coordinate send slots (put path)

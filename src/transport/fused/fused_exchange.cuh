@@ -222,7 +222,8 @@ __device__ void forwardDirect(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P
     const T* x = a.x;
     int begin, end;
     blockRange(P.sendCount, 1, begin, end);
-    const int independentEnd = min(end, P.numIndependent);
+    // With the home entries stored by the caller's kernel, none of them here.
+    const int independentEnd = a.homeStored ? begin : min(end, P.numIndependent);
     for (int i = begin + threadIdx.x; i < independentEnd; i += blockDim.x) {
         dst[i] = ExchangeElement<T>::shifted(x[map[i]], P.dim, P.shiftSign, shift);
     }
@@ -365,7 +366,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
 
     const float shift = a.shift[p];
     const bool put = Peers::kCanPut && P.sendPath == PathKind::Put;
-    if (kBulkCapable<T> && P.sendPath == PathKind::Tma) {
+    if (kBulkCapable<T> && P.sendPath == PathKind::Tma && !a.homeStored) {
         forwardBulk(a, P, shift, tmaBuffer, seq, ctx, &okShared);
     } else {
         T* dst = put ? a.staging + static_cast<long long>(p) * a.stagingStride : P.peerX + P.remoteRecvOffset;
@@ -380,6 +381,9 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
         __syncthreads();
         if (threadIdx.x == 0) {
             if (blockIdx.x == 0) stamp(a, p, kTraceSent);
+            // The home entries came from the kernel before this one: a
+            // system-scope fence makes sure the release covers them too.
+            if (a.homeStored) __threadfence_system();
             if (okShared && p != a.withholdPulse) releaseStoreSys(&P.peerCoordBlockWords[blockIdx.x], seq);
             if (blockIdx.x == 0) stamp(a, p, kTraceSignalled);
         }

@@ -13,6 +13,7 @@
 
 #include "fused_kernels.hpp"
 #include "fused_setup.hpp"
+#include "home_stores.hpp"
 #include "index_map_upload.hpp"
 #include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
@@ -159,11 +160,14 @@ public:
         blocks_.exchangeAgreedBlocksInPlace(blocks, landed, agreedMaxSendBytes, stream);
     }
 
-    void forwardCoordinates(const plan::Box& box, StreamHandle stream) {
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) { forward(box, stream, false); }
+
+    void forward(const plan::Box& box, StreamHandle stream, bool homeStored) {
         throwIfTimedOut();
         ++counters_.forwardCalls;
         if (plan_.pulses.empty()) return;
         FusedArgs args = baseArgs(coordState_);
+        args.homeStored = homeStored;
         for (std::size_t p = 0; p < plan_.pulses.size(); ++p) {
             const auto& pulse = plan_.pulses[p];
             args.shift[p] = static_cast<float>(pulse.shiftSign * box.length[pulse.dim]);
@@ -173,6 +177,24 @@ public:
         } else {
             launchPackCommXPerPulse(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
         }
+    }
+
+    // Where the caller's kernel may store the home coordinates itself
+    // (CoordinateForceExchange::homeCoordinateStores): every pulse that
+    // sends home atoms reaches its receiver by load/store (uploadPulses).
+    std::optional<HomeCoordinateStores> homeCoordinateStores(const plan::Box& box) const {
+        if (!homeStores_) return std::nullopt;
+        HomeCoordinateStores stores = *homeStores_;
+        for (int k = 0; k < stores.numPulses; ++k) {
+            HomeCoordinateStores::Pulse& pulse = stores.pulses[k];
+            pulse.shift = static_cast<float>(pulse.shiftSign * box.length[pulse.dim]);  // as forwardCoordinates
+        }
+        return stores;
+    }
+    // The forward once the caller stored the home entries: the fused kernels
+    // skip them (FusedArgs::homeStored).
+    void forwardCoordinatesAfterHomeStores(const plan::Box& box, StreamHandle stream) {
+        forward(box, stream, homeStores_.has_value());
     }
 
     void reverseForces(StreamHandle stream) {
@@ -335,6 +357,33 @@ private:
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
         }
+        buildHomeStores(records);
+    }
+
+    // The table of homeCoordinateStores: each pulse that sends home atoms,
+    // its receiver's slot (a peer pointer) and every home atom's entry in it.
+    // None where such a pulse goes by put (no pointer to store through) or
+    // there are more of them than a table holds.
+    void buildHomeStores(const std::vector<PulseRecord>& records) {
+        homeStores_.reset();
+        std::vector<int> sending;
+        for (int p = 0; p < static_cast<int>(records.size()); ++p) {
+            if (records[p].numIndependent == 0) continue;
+            if (records[p].sendPath == PathKind::Put) return;
+            sending.push_back(p);
+        }
+        if (sending.empty() || static_cast<int>(sending.size()) > HomeCoordinateStores::kMaxPulses) return;
+        const auto numHome = static_cast<std::size_t>(plan_.numHome);
+        entryOfHome_.resize(sending.size() * numHome);
+        HALOEX_CUDA_CHECK(cudaMemsetAsync(entryOfHome_.data(), 0xff, entryOfHome_.bytes(), cudaStreamLegacy));
+        HomeCoordinateStores stores;
+        for (const int p : sending) {
+            const PulseRecord& r = records[p];
+            int* entries = entryOfHome_.data() + static_cast<std::size_t>(stores.numPulses) * numHome;
+            writeEntriesOfHome(r.indexMap, r.numIndependent, entries, cudaStreamLegacy);
+            stores.pulses[stores.numPulses++] = {r.peerX + r.remoteRecvOffset, entries, r.dim, r.shiftSign, 0.0f};
+        }
+        homeStores_ = stores;  // bindArrays synchronises the device before any kernel reads it
     }
 
     // A device-side wait that timed out has left its diagnostic in mapped
@@ -467,6 +516,8 @@ private:
     FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<int> indexMaps_;
     cuda::DeviceBuffer<PulseRecord> pulseRecords_;
+    cuda::DeviceBuffer<int> entryOfHome_;             // homeStores_'s entries, pulse after pulse
+    std::optional<HomeCoordinateStores> homeStores_;  // buildHomeStores; shifts set per call
     cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
     WaitDiagnostics* diagnosticsDevice_ = nullptr;
     cuda::DeviceBuffer<int> abortFlag_;
