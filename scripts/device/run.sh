@@ -353,6 +353,28 @@ switch_ab_runs() {
     MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
 }
 
+# The update storing the next forward's home entries into the receivers
+# (HALOEX_HOME_STORES, on by default: B) against the forward storing them
+# itself (=0: A), the same build: the transport tests on 2 and 4 ranks (and
+# the home-stores case on 8: 2x2x2, three pulses with forwarded entries),
+# the MD transports against the CPU reference, memcheck of two ranks' MD
+# steps through the table, then switch_ab_runs. ~6 min.
+stage_home_stores_ab() {
+  CTEST_R='test_transport_device_np[24]|test_md_transports_gpu_np[24]|test_fused_exchange_loadstore' stage_ctest_select
+  start_mps
+  local log="$out/home-stores-np8.log"
+  timeout 300 "${mpirun_np[@]}" 8 "$build/bin/tests/test_transport_device" \
+    --gtest_filter='*ForwardAfterHomeStores*' >"$log" 2>&1
+  note "  the home-stores case on 8 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
+  log="$out/home-stores-md-memcheck.log"
+  timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+    "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none --transport nvshmem --nvshmem-path direct \
+    --grid 2x1x1 --atoms 6000 --steps 120 --nstlist 20 >"$log" 2>&1
+  note "  haloex-md, 2 ranks, home stores (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
+  stop_mps
+  MD_AB_A_ENV=HALOEX_HOME_STORES=0 switch_ab_runs
+}
+
 # The search step: the cell order as one CUDA graph launch (the default, A)
 # against its twelve launches (HALOEX_CELL_ORDER_GRAPH=0, B), the same
 # build: its GPU test, then one rank at 11 250 and 90 000 atoms and two
@@ -558,7 +580,7 @@ stage_md_ab_bins() {
   local other=${MD_AB_OTHER:?set MD_AB_OTHER to the other haloex-md}
   local where="under MPS"
   [ -n "${MD_AB_NO_MPS:-}" ] && where="no MPS"
-  note "== MD A/B of two builds: A = $other, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV}${MD_AB_B_ARGS:+ and $MD_AB_B_ARGS} (${MD_AB_ARGS:+both with $MD_AB_ARGS, }${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, $where${MD_AB_SM:+, $MD_AB_SM % of the SMs per rank})"
+  note "== MD A/B of two builds: A = $other${MD_AB_A_ENV:+ with $MD_AB_A_ENV}, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV}${MD_AB_B_ARGS:+ and $MD_AB_B_ARGS} (${MD_AB_ARGS:+both with $MD_AB_ARGS, }${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, $where${MD_AB_SM:+, $MD_AB_SM % of the SMs per rank})"
   [ -n "${MD_AB_NO_MPS:-}" ] || start_mps
   local t n r v exe path json benv bargs both cap=()
   [ -n "${MD_AB_SM:-}" ] && cap=(-x "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$MD_AB_SM")
@@ -571,6 +593,8 @@ stage_md_ab_bins() {
           json="$out/mdab-${MD_AB_RANKS:-2}r-${MD_AB_GRID:-2x1x1}-$n-${t/:/-}-$v-$r.json"
           # MD_AB_B_ENV="VAR=value": B runs with it (an A/B of a switch inside one build).
           benv=(); [ $v = B ] && [ -n "${MD_AB_B_ENV:-}" ] && benv=(-x "$MD_AB_B_ENV")
+          # MD_AB_A_ENV="VAR=value": A runs with it (a switch that is on by default, off in A).
+          [ $v = A ] && [ -n "${MD_AB_A_ENV:-}" ] && benv=(-x "$MD_AB_A_ENV")
           # MD_AB_B_ARGS="--option value ...": B runs with these options too.
           bargs=(); [ $v = B ] && [ -n "${MD_AB_B_ARGS:-}" ] && read -r -a bargs <<<"$MD_AB_B_ARGS"
           # MD_AB_ARGS="--option value ...": both sides run with these (e.g. --dt).

@@ -467,7 +467,8 @@ void Nonbonded::updateLocal(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad,
     launchUpdateLocal(m.layout, m.list(ListKind::Local), args, dF, /*dHaloForces=*/nullptr, dFirstBad, stream);
 }
 
-void Nonbonded::updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream) {
+void Nonbonded::updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream,
+                           const transport::HomeCoordinateStores* homeStores) {
     Impl& m = *impl_;
     m.requireBuilt("updateHome");
     if (args.numAtoms != m.layout.numHome) {
@@ -476,7 +477,7 @@ void Nonbonded::updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, 
                                "update moves every home atom",
                                args.numAtoms, m.layout.numHome));
     }
-    launchUpdateLocal(m.layout, m.list(ListKind::Local), args, /*dF=*/nullptr, dF, dFirstBad, stream);
+    launchUpdateLocal(m.layout, m.list(ListKind::Local), args, /*dF=*/nullptr, dF, dFirstBad, stream, homeStores);
 }
 
 void Nonbonded::clearEnergies(cudaStream_t stream) { impl_->energies.zeroAsync(stream); }

@@ -25,6 +25,7 @@
 
 #include "haloex/md/gpu/nonbonded.hpp"
 #include "haloex/detail/cuda/dependent_launch.cuh"
+#include "haloex/halo/home_coordinate_stores.cuh"
 #include "leapfrog_step.cuh"
 #include "nonbonded_internal.cuh"
 
@@ -611,7 +612,8 @@ __global__ void __launch_bounds__(kThreads)
     updateLocalKernel(float4* __restrict__ fSlots, const int* __restrict__ slotOfHomeAtom,
                       const float* __restrict__ chargeOfSlot, int numHome, float4* __restrict__ xq, LeapfrogArgs a,
                       Vec3f* __restrict__ forces, Vec3f* __restrict__ haloForces, float4* __restrict__ fNonlocalSlots,
-                      float4* __restrict__ xqNonlocal, int* firstBad, int* pruneState, int numEntries, int parts) {
+                      float4* __restrict__ xqNonlocal, int* firstBad, int* pruneState, int numEntries, int parts,
+                      const transport::HomeCoordinateStores homeStores) {
     cuda::waitForPrerequisiteGrids();
     cuda::allowDependentGrids();
     if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
@@ -642,6 +644,7 @@ __global__ void __launch_bounds__(kThreads)
         xq[slot] = next;
         if constexpr (kHaloForces) {
             xqNonlocal[slot] = next;
+            if (homeStores.numPulses > 0) haloex::device::storeHomeCoordinate(homeStores, atom, x);
         } else {
             forces[atom] = f;
         }
@@ -742,7 +745,7 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
 }
 
 void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, Vec3f* dHaloForces,
-                       int* dFirstBad, cudaStream_t stream) {
+                       int* dFirstBad, cudaStream_t stream, const transport::HomeCoordinateStores* homeStores) {
     const int numHome = layout.numHome;
     if (numHome == 0) return;
     int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
@@ -757,7 +760,8 @@ void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArg
     cuda::launchDependent(kernel, blocks, kThreads, 0, stream, layout.fLocal.data(), layout.slotOfHomeAtom.data(),
                           layout.chargeOfSlot.data(), numHome, layout.xqLocal.data(), args, dF, dHaloForces,
                           layout.fNonlocal.data(), layout.xqNonlocal.data(), dFirstBad, pruneState, list.numEntries,
-                          list.pruneParts);
+                          list.pruneParts,
+                          homeStores != nullptr && haloForces ? *homeStores : transport::HomeCoordinateStores{});
 }
 
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

@@ -12,6 +12,7 @@
 #include "haloex/detail/cuda/stream_order.hpp"
 #include "haloex/md/gpu/cluster_reference.hpp"
 #include "haloex/md/gpu/integrate.hpp"
+#include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::md::gpu::detail {
 
@@ -330,9 +331,11 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
 // gather of the new positions into the local slots (with dHaloForces also the
 // non-local ones); with
 // args.averageKineticEnergy also an energy step's kinetic energy and the
-// non-finite check into dFirstBad.
+// non-finite check into dFirstBad; with homeStores (a halo only) also the
+// stores of the next forward's home entries (Nonbonded::updateHome).
 void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, Vec3f* dHaloForces,
-                       int* dFirstBad, cudaStream_t stream);
+                       int* dFirstBad, cudaStream_t stream,
+                       const transport::HomeCoordinateStores* homeStores = nullptr);
 // Adds to *dCount the atom pairs with atomDistance2 < rc2 of the list's
 // evaluated entries (outer = false) or of its outer list (diagnostic).
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

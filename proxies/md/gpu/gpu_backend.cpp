@@ -422,7 +422,14 @@ private:
         {
             NvtxParts ranges;
             ranges.next("forward x (halo)");
-            halo.gatherCoordinates(context_.box, nonlocal);
+            // The last update stored the home entries already (homeStores_),
+            // except before the first step after a search; a captured step
+            // always follows an update (markGraphsStale).
+            if (fused && homeStores_ && (capturing_ || !forwardNeedsHomeEntries_)) {
+                halo.gatherCoordinatesAfterHomeStores(context_.box, nonlocal);
+            } else {
+                halo.gatherCoordinates(context_.box, nonlocal);
+            }
             if (forwardFirst_) {
                 HALOEX_CUDA_CHECK(cudaStreamWaitEvent(local, forwardLaunched_.get(), 0));
                 enqueueLocalForces(x, f, energies, fused, timed, local, /*afterForwardLaunched=*/true);
@@ -450,7 +457,9 @@ private:
             // scatter and the reverse exchange added (Nonbonded::updateHome).
             NvtxParts ranges;
             ranges.next("force sum + leapfrog + gather");
-            nonbonded_->updateHome(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr, local);
+            nonbonded_->updateHome(leapfrogArgs(energies, scaled), f, energies ? firstBad_.data() : nullptr, local,
+                                   homeStores_ ? &*homeStores_ : nullptr);
+            if (homeStores_ && !capturing_) forwardNeedsHomeEntries_ = false;
             // The update zeroed the home forces; the halo's, where the
             // transport needs them cleared here (not nvshmem, nccl-device).
             ranges.next("clear halo forces");
@@ -536,9 +545,11 @@ private:
     // `steps` normal steps in one graph (--steps-per-graph), else one step.
     void refreshGraph(StepGraph& step, CoordinateForceHalo& halo, bool energies, int steps = 1) {
         // Only the energy step's graph records the timeline (see runSteps).
+        capturing_ = true;
         cudaGraph_t graph = cuda::captureGraph(local_.get(), [&] {
             for (int k = 0; k < steps; ++k) enqueueStep(halo, energies, false, /*timed=*/energies && options_.timing);
         });
+        capturing_ = false;
         if (!energies && steps == 1) normalGraphNodes_ = nodesByType(graph);
         // Instantiated keeping the captured stream priorities: without the
         // flag every node runs at the launch stream's (normal) priority, and
@@ -563,7 +574,9 @@ private:
         if (normalGraph_.exec == nullptr) {
             refreshGraph(normalGraph_, halo, false);
             refreshGraph(energyGraph_, halo, true);
-            return;
+            // A captured step's forward takes the home entries from the update
+            // before it, which the first step after a search has not had.
+            if (!homeStores_) return;
         }
         refreshBehindStep_ = true;
     }
@@ -611,6 +624,14 @@ private:
         forwardFirst_ =
             forwardFirstRequested() && !plan.pulses.empty() && halo.signalForwardLaunched(forwardLaunched_.get());
         if (!forwardFirst_) halo.signalForwardLaunched(nullptr);
+        // The fused update stores the home entries of the next forward itself
+        // where the exchange lets it (HALOEX_HOME_STORES=0 turns it off);
+        // the forward below and the first step's take them themselves.
+        homeStores_.reset();
+        if (context.fuseUpdate && !plan.pulses.empty() && homeStoresRequested()) {
+            homeStores_ = halo.homeCoordinateStores(context.box);
+        }
+        forwardNeedsHomeEntries_ = true;
         // Halo positions for the search (every rank takes part).
         halo.clearForces(local_.get());
         halo.gatherCoordinates(context.box, local_.get());
@@ -631,6 +652,11 @@ private:
             halo.recordExchangeTimestamps(true)) {
             timestampedHalo_ = &halo;
         }
+    }
+
+    static bool homeStoresRequested() {
+        return ::haloex::detail::environmentSwitch(
+            "HALOEX_HOME_STORES", true, "the update storing the next forward's home entries into the receivers");
     }
 
     static bool forwardFirstRequested() {
@@ -730,6 +756,11 @@ private:
     CoordinateForceHalo* timestampedHalo_ = nullptr;
     cuda::Event forwardLaunched_{false};  // HALOEX_FORWARD_FIRST: the forward kernel's blocks have begun
     bool forwardFirst_ = false;
+    // HALOEX_HOME_STORES: where the update stores the next forward's home
+    // entries (CoordinateForceHalo::homeCoordinateStores; this plan's).
+    std::optional<transport::HomeCoordinateStores> homeStores_;
+    bool forwardNeedsHomeEntries_ = true;  // no update has stored them since the last search
+    bool capturing_ = false;               // refreshGraph is capturing enqueueStep
     // The coordinates and forces of the local atoms (home, then halo), which
     // the halo exchange reads and writes.
     StepArrays arrays_;

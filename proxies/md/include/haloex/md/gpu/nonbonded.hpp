@@ -36,6 +36,7 @@
 #include "haloex/md/gpu/cluster_reference.hpp"
 #include "haloex/md/gpu/integrate.hpp"
 #include "haloex/plan/box.hpp"
+#include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::md::gpu {
 
@@ -166,8 +167,11 @@ public:
     // (CoordinateForceHalo::clearHaloForces). The new positions go to both
     // the local and the non-local slot order. The results are computeLocal +
     // computeNonlocal + gpu::leapfrog's up to the order of the float
-    // additions into each atom's force.
-    void updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream);
+    // additions into each atom's force. With homeStores (CoordinateForceHalo::
+    // homeCoordinateStores) each new position also goes where the next
+    // forward sends it, for gatherCoordinatesAfterHomeStores.
+    void updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, cudaStream_t stream,
+                    const transport::HomeCoordinateStores* homeStores = nullptr);
     // computeNonlocal for a step that ends in updateHome: the non-local
     // list's home clusters read the positions build() or the last updateHome
     // put in slot order and leave their forces in their slots for updateHome;
