@@ -358,8 +358,9 @@ switch_ab_runs() {
 # itself (=0: A), the same build: the transport tests on 2 and 4 ranks (and
 # the home-stores case on 8: 2x2x2, three pulses with forwarded entries),
 # the MD transports against the CPU reference, memcheck of two ranks' MD
-# steps through the table, then switch_ab_runs. ~6 min.
-stage_home_stores_ab() {
+# steps through the table (stage home-stores-check, ~4 min), then
+# switch_ab_runs (stage home-stores-ab, ~4 min).
+stage_home_stores_check() {
   CTEST_R='test_transport_device_np[24]|test_md_transports_gpu_np[24]|test_fused_exchange_loadstore' stage_ctest_select
   start_mps
   local log="$out/home-stores-np8.log"
@@ -372,8 +373,8 @@ stage_home_stores_ab() {
     --grid 2x1x1 --atoms 6000 --steps 120 --nstlist 20 >"$log" 2>&1
   note "  haloex-md, 2 ranks, home stores (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
   stop_mps
-  MD_AB_A_ENV=HALOEX_HOME_STORES=0 switch_ab_runs
 }
+stage_home_stores_ab() { MD_AB_A_ENV=HALOEX_HOME_STORES=0 switch_ab_runs; }
 
 # The search step: the cell order as one CUDA graph launch (the default, A)
 # against its twelve launches (HALOEX_CELL_ORDER_GRAPH=0, B), the same
