@@ -365,12 +365,14 @@ stage_home_stores_check() {
   start_mps
   local log="$out/home-stores-np8.log"
   timeout 300 "${mpirun_np[@]}" 8 "$build/bin/tests/test_transport_device" \
-    --gtest_filter='*ForwardAfterHomeStores*' >"$log" 2>&1
+    --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
   note "  the home-stores case on 8 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
+  # Without CUDA graphs: compute-sanitizer 2025 crashes inside cudaGraphUpload
+  # (docs/results.md, Known problems); the steps enqueue the same kernels.
   log="$out/home-stores-md-memcheck.log"
   timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
     "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none --transport nvshmem --nvshmem-path direct \
-    --grid 2x1x1 --atoms 6000 --steps 120 --nstlist 20 >"$log" 2>&1
+    --grid 2x1x1 --atoms 6000 --steps 120 --nstlist 20 --cuda-graphs 0 >"$log" 2>&1
   note "  haloex-md, 2 ranks, home stores (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
   stop_mps
 }
@@ -936,13 +938,14 @@ stage_sanitize_search() {
   # One rank: the wrap-only migration and the plan builder's home prefix.
   for t in memcheck racecheck; do
     timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/haloex-md" --device gpu --search device \
-      --atoms 6000 --steps 30 --nstlist 10 --quiet --log none >"$out/sanitize-md-1rank-$t.log" 2>&1
+      --atoms 6000 --steps 30 --nstlist 10 --quiet --log none --cuda-graphs 0 >"$out/sanitize-md-1rank-$t.log" 2>&1
     note "  haloex-md 1 rank, search on the device ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-md-1rank-$t.log")"
   done
   start_mps
+  # Without CUDA graphs: compute-sanitizer crashes inside cudaGraphUpload (Known problems).
   timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 "$build/bin/haloex-md" \
     --allow-shared-gpus --transport nvshmem --search device --atoms 6000 --steps 30 --nstlist 10 --grid 2x1x1 --quiet \
-    >"$out/sanitize-md-nvshmem.log" 2>&1
+    --cuda-graphs 0 >"$out/sanitize-md-nvshmem.log" 2>&1
   note "  haloex-md 2 ranks nvshmem, search on the device (memcheck): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-md-nvshmem.log")"
   stop_mps
 }
