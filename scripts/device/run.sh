@@ -408,15 +408,20 @@ stage_multi_gpu_1() {
   stage_multi_gpu_ab || note "stage multi-gpu-ab FAILED"
 }
 # The switches the one-GPU estimate chose, on real GPUs (one rank per GPU, no
-# MPS): the local kernel first (HALOEX_FORWARD_FIRST=0) and a graph per step
-# (--steps-per-graph 1; the default is graphs of four), each against the
-# defaults, two ranks at 22 500 and 45 000 atoms, 3 alternating repeats. ~3 min.
+# MPS): the local kernel first (HALOEX_FORWARD_FIRST=0), a graph per step
+# (--steps-per-graph 1; the default is graphs of four) and the forward
+# storing the home entries itself (HALOEX_HOME_STORES=0; the default is the
+# update storing them over NVLink), each against the defaults, two ranks at
+# 22 500 and 45 000 atoms, 3 alternating repeats. ~4 min.
 stage_multi_gpu_ab() {
   [ "$ngpu" -ge 2 ] || { note "multi-gpu-ab: needs two GPUs ($ngpu visible)"; return 1; }
   MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_FORWARD_FIRST=0 MD_AB_REPEATS=3 \
     MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
     stage_md_ab_bins
   MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 1" MD_AB_REPEATS=3 \
+    MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
+    stage_md_ab_bins
+  MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_HOME_STORES=0 MD_AB_REPEATS=3 \
     MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
     stage_md_ab_bins
 }

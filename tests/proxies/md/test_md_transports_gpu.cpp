@@ -339,6 +339,14 @@ TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
                                    [](const md::RunSummary&) {});
 }
 
+// HALOEX_HOME_STORES=0 (docs/md-engine.md): nvshmem's forward stores the
+// home atoms' coordinates itself instead of the fused update storing them
+// into the receivers (the default, which the tests above run).
+TEST(MdTransportsGpuWithoutHomeStores, NvshmemMatchesTheCpuReference) {
+    expectNvshmemVariantMatchesCpu(std::nullopt, "the forward storing the home entries itself",
+                                   withEnvironment("HALOEX_HOME_STORES", "0"), [](const md::RunSummary&) {});
+}
+
 // --steps-per-graph on several nvshmem ranks (docs/md-engine.md): the normal
 // steps launched as graphs of three steps, each with its halo exchanges;
 // 40 steps, energies every 10, a search every 20, so each call's nine
