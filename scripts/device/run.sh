@@ -367,8 +367,8 @@ stage_home_stores_check() {
   timeout 300 "${mpirun_np[@]}" 8 "$build/bin/tests/test_transport_device" \
     --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
   note "  the home-stores case on 8 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
-  # Without CUDA graphs: compute-sanitizer 2025 crashes inside cudaGraphUpload
-  # (docs/results.md, Known problems); the steps enqueue the same kernels.
+  # Without CUDA graphs: on an H100 compute-sanitizer crashed inside
+  # cudaGraphUpload (results.md, Known problems); the steps enqueue the same kernels.
   log="$out/home-stores-md-memcheck.log"
   timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
     "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none --transport nvshmem --nvshmem-path direct \
@@ -943,15 +943,19 @@ stage_sanitize_search() {
   # One rank: the wrap-only migration and the plan builder's home prefix.
   for t in memcheck racecheck; do
     timeout 300 compute-sanitizer --tool $t --error-exitcode 9 "$build/bin/haloex-md" --device gpu --search device \
-      --atoms 6000 --steps 30 --nstlist 10 --quiet --log none --cuda-graphs 0 >"$out/sanitize-md-1rank-$t.log" 2>&1
+      --atoms 6000 --steps 30 --nstlist 10 --quiet --log none >"$out/sanitize-md-1rank-$t.log" 2>&1
     note "  haloex-md 1 rank, search on the device ($t): rc=$? $(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$out/sanitize-md-1rank-$t.log")"
   done
   start_mps
-  # Without CUDA graphs: compute-sanitizer crashes inside cudaGraphUpload (Known problems).
-  timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 "$build/bin/haloex-md" \
-    --allow-shared-gpus --transport nvshmem --search device --atoms 6000 --steps 30 --nstlist 10 --grid 2x1x1 --quiet \
-    --cuda-graphs 0 >"$out/sanitize-md-nvshmem.log" 2>&1
-  note "  haloex-md 2 ranks nvshmem, search on the device (memcheck): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-md-nvshmem.log")"
+  # With the step graphs (as before), then without: on an H100 on 2026-12-06
+  # compute-sanitizer crashed inside cudaGraphUpload (results.md, Known problems).
+  local graphs
+  for graphs in 1 0; do
+    timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 "$build/bin/haloex-md" \
+      --allow-shared-gpus --transport nvshmem --search device --atoms 6000 --steps 30 --nstlist 10 --grid 2x1x1 --quiet \
+      --cuda-graphs $graphs >"$out/sanitize-md-nvshmem-graphs$graphs.log" 2>&1
+    note "  haloex-md 2 ranks nvshmem, search on the device, --cuda-graphs $graphs (memcheck): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-md-nvshmem-graphs$graphs.log")"
+  done
   stop_mps
 }
 
