@@ -1641,7 +1641,8 @@ stage_cli_refusals() {
 stage_switch_refusals() {
   note "== environment switches: values other than 0 or 1 refused"
   local sw value log
-  for sw in HALOEX_PDL HALOEX_CELL_ORDER_GRAPH HALOEX_SEARCH_GRAPH HALOEX_COLUMN_SORT; do
+  for sw in HALOEX_PDL HALOEX_CELL_ORDER_GRAPH HALOEX_SEARCH_GRAPH HALOEX_COLUMN_SORT HALOEX_FORWARD_FIRST \
+    HALOEX_HOME_STORES; do
     for value in off 1 0; do
       log="$out/switch-$sw-$value.log"
       env "$sw=$value" timeout 60 "$build/bin/haloex-md" --device gpu --atoms 3000 --steps 20 --log none --quiet \

@@ -628,7 +628,7 @@ private:
         // where the exchange lets it (HALOEX_HOME_STORES=0 turns it off);
         // the forward below and the first step's take them themselves.
         homeStores_.reset();
-        if (context.fuseUpdate && !plan.pulses.empty() && homeStoresRequested()) {
+        if (homeStoresRequested() && context.fuseUpdate && !plan.pulses.empty()) {  // a bad value refused on any run
             homeStores_ = halo.homeCoordinateStores(context.box);
         }
         forwardNeedsHomeEntries_ = true;

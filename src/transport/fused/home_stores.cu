@@ -17,7 +17,7 @@ void writeEntriesOfHome(const int* map, int numIndependent, int* entryOfHome, cu
     if (numIndependent <= 0) return;
     constexpr int kThreads = 256;
     entriesOfHomeKernel<<<(numIndependent + kThreads - 1) / kThreads, kThreads, 0, stream>>>(map, numIndependent,
-                                                                                          entryOfHome);
+                                                                                             entryOfHome);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
