@@ -316,7 +316,8 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
 // home stores moves the rest: the halo is the reference's bit for bit, round
 // after round (forces travel back in between, as in an MD step), and the
 // table is offered exactly where every pulse that sends home atoms has a
-// load/store path (nvshmem direct and tma, not put; no other transport yet).
+// load/store path (nvshmem direct and tma, not put; the nccl-device code over
+// IPC windows; none of the CPU-orchestrated transports).
 // Where it is empty the forward after home stores is a full forward.
 TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
     const DeviceCase& c = GetParam();
@@ -328,7 +329,7 @@ TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
     const int numRanks = mpi ? mpi->size() : 2;
     const auto scenarios = testsupport::scenariosForRanks(numRanks);
     ASSERT_FALSE(scenarios.empty()) << "no decomposition scenario for " << numRanks << " ranks";
-    const bool offersStores = c.transport == "nvshmem" && c.nvshmemPath != "put";
+    const bool offersStores = (c.transport == "nvshmem" && c.nvshmemPath != "put") || c.transport == kPeerFusedIpc;
     std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
     for (const auto& s : scenarios) {
         SCOPED_TRACE(fmt::format("{} on grid {}", c.label(), s.grid));

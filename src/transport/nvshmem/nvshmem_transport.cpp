@@ -184,12 +184,7 @@ public:
     // sends home atoms reaches its receiver by load/store (uploadPulses).
     std::optional<HomeCoordinateStores> homeCoordinateStores(const plan::Box& box) const {
         if (!homeStores_) return std::nullopt;
-        HomeCoordinateStores stores = *homeStores_;
-        for (int k = 0; k < stores.numPulses; ++k) {
-            HomeCoordinateStores::Pulse& pulse = stores.pulses[k];
-            pulse.shift = static_cast<float>(pulse.shiftSign * box.length[pulse.dim]);  // as forwardCoordinates
-        }
-        return stores;
+        return withShifts(*homeStores_, box);
     }
     // The forward once the caller stored the home entries: the fused kernels
     // skip them (FusedArgs::homeStored).
@@ -357,33 +352,7 @@ private:
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
         }
-        buildHomeStores(records);
-    }
-
-    // The table of homeCoordinateStores: each pulse that sends home atoms,
-    // its receiver's slot (a peer pointer) and every home atom's entry in it.
-    // None where such a pulse goes by put (no pointer to store through) or
-    // there are more of them than a table holds.
-    void buildHomeStores(const std::vector<PulseRecord>& records) {
-        homeStores_.reset();
-        std::vector<int> sending;
-        for (int p = 0; p < static_cast<int>(records.size()); ++p) {
-            if (records[p].numIndependent == 0) continue;
-            if (records[p].sendPath == PathKind::Put) return;
-            sending.push_back(p);
-        }
-        if (sending.empty() || static_cast<int>(sending.size()) > HomeCoordinateStores::kMaxPulses) return;
-        const auto numHome = static_cast<std::size_t>(plan_.numHome);
-        entryOfHome_.resize(sending.size() * numHome);
-        HALOEX_CUDA_CHECK(cudaMemsetAsync(entryOfHome_.data(), 0xff, entryOfHome_.bytes(), cudaStreamLegacy));
-        HomeCoordinateStores stores;
-        for (const int p : sending) {
-            const PulseRecord& r = records[p];
-            int* entries = entryOfHome_.data() + static_cast<std::size_t>(stores.numPulses) * numHome;
-            writeEntriesOfHome(r.indexMap, r.numIndependent, entries, cudaStreamLegacy);
-            stores.pulses[stores.numPulses++] = {r.peerX + r.remoteRecvOffset, entries, r.dim, r.shiftSign, 0.0f};
-        }
-        homeStores_ = stores;  // bindArrays synchronises the device before any kernel reads it
+        homeStores_ = buildHomeStores(records, plan_.numHome, entryOfHome_);
     }
 
     // A device-side wait that timed out has left its diagnostic in mapped

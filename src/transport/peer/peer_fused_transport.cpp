@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <exception>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "haloex/transport/coordinate_force_exchange.hpp"
 #include "fused_setup.hpp"
 #include "halo_kernels.hpp"
+#include "home_stores.hpp"
 #include "loadstore_kernels.hpp"
 #include "search_blocks.hpp"
 #include "slotted_blocks.hpp"
@@ -126,11 +128,26 @@ public:
         if (reallocated) world_.barrier();
     }
 
-    void forwardCoordinates(const plan::Box& box, StreamHandle stream) {
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) { forward(box, stream, false); }
+
+    // Where the caller's kernel may store the home coordinates itself
+    // (CoordinateForceExchange::homeCoordinateStores): every pulse's peer is
+    // a window this rank stores into.
+    std::optional<HomeCoordinateStores> homeCoordinateStores(const plan::Box& box) const {
+        if (!homeStores_) return std::nullopt;
+        return withShifts(*homeStores_, box);
+    }
+    // The forward once the caller stored the home entries (FusedArgs::homeStored).
+    void forwardCoordinatesAfterHomeStores(const plan::Box& box, StreamHandle stream) {
+        forward(box, stream, homeStores_.has_value());
+    }
+
+    void forward(const plan::Box& box, StreamHandle stream, bool homeStored) {
         throwIfTimedOut();
         ++counters_.forwardCalls;
         if (plan_.pulses.empty()) return;
         FusedArgs args = baseArgs(coordState_);
+        args.homeStored = homeStored;
         for (std::size_t p = 0; p < plan_.pulses.size(); ++p) {
             const auto& pulse = plan_.pulses[p];
             args.shift[p] = static_cast<float>(pulse.shiftSign * box.length[pulse.dim]);
@@ -298,6 +315,7 @@ private:
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
         }
+        homeStores_ = buildHomeStores(records, plan_.numHome, entryOfHome_);
         notes_ = {fmt::format("{}: {} pulse(s), {} block(s) of {} threads per pulse, one fused kernel per exchange, "
                               "direct stores into the peers' windows ({}), {}, wait limit {:.0f} s; search-step "
                               "blocks copied into the peers' staging windows by a kernel and signalled (one host "
@@ -350,6 +368,8 @@ private:
     cuda::DevicePulseMaps maps_;
     FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<PulseRecord> pulseRecords_;
+    cuda::DeviceBuffer<int> entryOfHome_;             // homeStores_'s entries, pulse after pulse
+    std::optional<HomeCoordinateStores> homeStores_;  // buildHomeStores; shifts set per call
     cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
     WaitDiagnostics* diagnosticsDevice_ = nullptr;
     cuda::DeviceBuffer<int> abortFlag_;
