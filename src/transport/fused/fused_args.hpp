@@ -67,6 +67,9 @@ struct PulseRecordOf {
     std::uint64_t* peerCoordBlockWords = nullptr;
     std::uint64_t waitsForward = 0;  // bit q: pulse q's receive before the dependent entries
     std::uint64_t waitsReverse = 0;  // bit q: pulse q's accumulation before sending forces back
+    // Some pulse's waitsReverse holds this one: the reverse publishes this
+    // pulse's done word (markDonePublishers; no waiter, no block count).
+    bool publishesDone = false;
 };
 
 template <class T>

@@ -515,12 +515,12 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
     // Publish "pulse p accumulated" for the earlier pulses that wait on it
     // (local atomics only, read on this GPU or pulled by a peer after a
     // system-scope release by the block that waits for this word). Only a
-    // pulse that forwarded earlier pulses' elements has such waiters (q
-    // waits for p exactly when p's forward waited for q): the others skip
+    // pulse with such waiters (P.publishesDone, from the plan: the pulses
+    // that forwarded earlier pulses' elements) publishes: the others skip
     // the block count, a fence and an atomic round trip at the end of the
     // step's non-local chain. With timestamps every pulse counts, for its
     // `finished` point.
-    if (P.waitsForward != 0 || a.trace != nullptr) {
+    if (P.publishesDone || a.trace != nullptr) {
         const bool last = lastBlockOfPulse(a, p, &flag, /*systemRelease=*/false);
         if (last && threadIdx.x == 0) stamp(a, p, kTraceFinished);
         if (last && received && threadIdx.x == 0) releaseStoreGpu(&a.doneWords[p], seq);

@@ -100,6 +100,19 @@ inline PulseRecord pulseRecordOf(const plan::Pulse& pulse, const int* indexMap) 
     return r;
 }
 
+// Marks the pulses whose done word some other pulse's reverse waits for
+// (PulseRecord::publishesDone): q of every record's waitsReverse. Both plan
+// builders derive waitsReverse from waitsForward, so these are the pulses
+// that forwarded others' atoms; read from the plan, the kernel does not rely
+// on that.
+inline void markDonePublishers(std::vector<PulseRecord>& records) {
+    for (const PulseRecord& r : records) {
+        for (std::uint64_t mask = r.waitsReverse; mask != 0; mask &= mask - 1) {
+            records[static_cast<std::size_t>(__builtin_ctzll(mask))].publishesDone = true;
+        }
+    }
+}
+
 // Blocks per pulse of the fused launches, from what the ranks agreed
 // (FusedAgreement: the same on every rank). Every block spins while
 // it waits, so all must be resident at once: the grid is bounded by

@@ -348,6 +348,7 @@ private:
             }
         }
         blockSignals_ = blockSignals_ && movesCoordinatesDirectly(records);
+        markDonePublishers(records);
         pulseRecords_.resize(std::max(1, numPulses));
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
