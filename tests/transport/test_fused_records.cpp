@@ -6,6 +6,8 @@
 #include <vector>
 
 #include "fused_setup.hpp"
+#include "haloex/plan/particle_plan.hpp"
+#include "transport_check.hpp"
 
 using namespace haloex;
 using haloex::nvshmem_detail::PulseRecord;
@@ -48,4 +50,30 @@ TEST(FusedRecords, TheFlagFollowsWaitsReverseNotWaitsForward) {
 TEST(FusedRecords, OnePulseAloneHasNoWaiters) {
     const auto records = recordsOf(std::vector<plan::Pulse>(1));
     EXPECT_FALSE(records[0].publishesDone);
+}
+
+// For the plans the CPU planner builds (the device builder's equal them:
+// the property suite) the flag is the pulses that forwarded earlier
+// pulses' atoms -- the rule the reverse kernel used before the flag, so
+// every such plan runs the same kernel path: 1, 2 and 3 pulses along x,
+// 2-D and 3-D grids.
+TEST(FusedRecords, ForThePlannersPlansThePublishersAreThePulsesThatForwarded) {
+    for (int ranks : {2, 3, 4, 6, 8}) {
+        for (const testsupport::Scenario& s : testsupport::scenariosForRanks(ranks)) {
+            const plan::Decomposition d = testsupport::makeDecomposition(s);
+            const auto built = plan::buildParticlePlansInProcess(d, testsupport::randomHomePositions(d, s), 4);
+            int publishers = 0;
+            for (const plan::ParticleHaloPlan& p : built.plans) {
+                const auto records = recordsOf(p.pulses);
+                for (std::size_t k = 0; k < records.size(); ++k) {
+                    EXPECT_EQ(records[k].publishesDone, records[k].waitsForward != 0)
+                        << s.grid << " rank " << p.rank << " pulse " << k;
+                    publishers += records[k].publishesDone ? 1 : 0;
+                }
+            }
+            if (s.grid == "2x2x2" || s.grid == "8x1x1" || s.grid == "2x2x1") {
+                EXPECT_GT(publishers, 0) << s.grid << ": a grid with forwarding pulses has publishers";
+            }
+        }
+    }
 }
