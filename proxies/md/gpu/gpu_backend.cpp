@@ -364,6 +364,15 @@ public:
     StepTimings timings() const override { return timings_; }
     bool graphsActive() const override { return useGraphs_; }
     std::map<std::string, int> stepGraphNodes() const override { return normalGraphNodes_; }
+    std::vector<std::string> exchangeNotes() const override {
+        if (!haloExchange_) return {};
+        return {forwardFirst_ ? "the forward exchange's kernel is launched first; the local force kernel starts once "
+                                "its blocks have begun (HALOEX_FORWARD_FIRST=0: the local kernel first)"
+                              : "the local force kernel is launched before the forward exchange",
+                homeStores_ ? "the update stores the next forward's home entries into the receivers, the forward "
+                              "moves only the forwarded ones (HALOEX_HOME_STORES=0: the forward stores them all)"
+                            : "the forward stores the home entries itself (" + noHomeStoresReason_ + ")"};
+    }
     void countApiSyncs(bool on) override {
         if (apiSyncCounter_) apiSyncCounter_->setCounting(on);
     }
@@ -628,8 +637,14 @@ private:
         // where the exchange lets it (HALOEX_HOME_STORES=0 turns it off);
         // the forward below and the first step's take them themselves.
         homeStores_.reset();
-        if (homeStoresRequested() && context.fuseUpdate && !plan.pulses.empty()) {  // a bad value refused on any run
+        haloExchange_ = !plan.pulses.empty();
+        if (!homeStoresRequested()) {  // read on every run: a bad value is refused with one rank too
+            noHomeStoresReason_ = "HALOEX_HOME_STORES=0";
+        } else if (!context.fuseUpdate) {
+            noHomeStoresReason_ = "they need the fused update";
+        } else if (haloExchange_) {
             homeStores_ = halo.homeCoordinateStores(context.box);
+            noHomeStoresReason_ = "the transport offers no home stores: it has no load/store path to every receiver";
         }
         forwardNeedsHomeEntries_ = true;
         // Halo positions for the search (every rank takes part).
@@ -760,6 +775,8 @@ private:
     // entries (CoordinateForceHalo::homeCoordinateStores; this plan's).
     std::optional<transport::HomeCoordinateStores> homeStores_;
     bool forwardNeedsHomeEntries_ = true;  // no update has stored them since the last search
+    bool haloExchange_ = false;            // this plan has pulses (exchangeNotes)
+    std::string noHomeStoresReason_;       // why homeStores_ is empty (exchangeNotes)
     bool capturing_ = false;               // refreshGraph is capturing enqueueStep
     // The coordinates and forces of the local atoms (home, then halo), which
     // the halo exchange reads and writes.

@@ -1282,6 +1282,7 @@ struct Engine::Impl {
         summary.graphs = e.backend_.graphsActive();
         summary.stepGraphNodes = e.backend_.stepGraphNodes();
         summary.stepsInMultiStepGraphs = e.backend_.stepsInMultiStepGraphs();
+        summary.exchangeNotes = e.backend_.exchangeNotes();
         summary.timings = e.backend_.timings();
     }
 };

@@ -55,6 +55,7 @@ void printPerformanceSummary(std::ostream& out, const RunSummary& s, const MdOpt
         fmt::print(out, "     dynamic pruning: off\n");
     }
     for (const auto& note : s.transportNotes) fmt::print(out, "     {}\n", note);
+    for (const auto& note : s.exchangeNotes) fmt::print(out, "     exchange: {}\n", note);
     if (!o.autoSelectionLines.empty()) {
         fmt::print(out, "     transport {}: {}\n", s.transport, o.transportReason);
         for (const auto& line : o.autoSelectionLines) fmt::print(out, "     {}\n", line);
@@ -241,6 +242,7 @@ std::string summaryToJson(const RunSummary& s, const MdOptions& o) {
     if (!s.stepGraphNodes.empty()) j["step_graph_nodes"] = s.stepGraphNodes;
     j["steps_in_multi_step_graphs"] = s.stepsInMultiStepGraphs;
     j["transport_notes"] = s.transportNotes;
+    j["exchange_notes"] = s.exchangeNotes;
     j["settings"] = {{"rc", s.rc},
                      {"rlist", s.rlist},
                      {"nstlist", s.nstlist},

@@ -1,7 +1,8 @@
 // The exchange kernels' device timestamps as the run summary reports them
 // (exchangeKernelParts, backend.hpp): the named intervals in µs, in order,
 // parts whose points were not both reached (or are out of order) left out;
-// and the summary's text and JSON carrying them (--timeline-parts).
+// and the summary's text and JSON carrying them (--timeline-parts), and the
+// backend's lines on how the step meets the exchange.
 #include <gtest/gtest.h>
 
 #include <sstream>
@@ -88,3 +89,25 @@ TEST(ExchangeKernelParts, TheSummaryPrintsAndRecordsThem) {
 }
 
 }  // namespace
+
+// How the step meets the exchange (RankBackend::exchangeNotes: the launch
+// order, who stores the forward's home entries): one summary line each,
+// and the JSON's list; a run without a halo says nothing.
+TEST(ExchangeNotes, TheSummaryPrintsAndRecordsThem) {
+    RunSummary s;
+    s.exchangeNotes = {"the forward exchange's kernel is launched first",
+                       "the update stores the next forward's home entries into the receivers"};
+    const MdOptions o;
+    std::ostringstream text;
+    printPerformanceSummary(text, s, o);
+    for (const std::string& note : s.exchangeNotes) {
+        EXPECT_NE(text.str().find("     exchange: " + note + "\n"), std::string::npos) << text.str();
+    }
+    const std::string json = summaryToJson(s, o);
+    EXPECT_NE(json.find("\"exchange_notes\""), std::string::npos) << json;
+    EXPECT_NE(json.find("home entries into the receivers"), std::string::npos) << json;
+    s.exchangeNotes.clear();
+    std::ostringstream none;
+    printPerformanceSummary(none, s, o);
+    EXPECT_EQ(none.str().find("exchange:"), std::string::npos) << none.str();
+}

@@ -335,8 +335,14 @@ auto withEnvironment(const char* name, const char* value) {
 // launched before the forward kernel, the order before forward-first became
 // the default (the tests above run that default).
 TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
-    expectNvshmemVariantMatchesCpu(std::nullopt, "the local-first order", withEnvironment("HALOEX_FORWARD_FIRST", "0"),
-                                   [](const md::RunSummary&) {});
+    expectNvshmemVariantMatchesCpu(
+        std::nullopt, "the local-first order", withEnvironment("HALOEX_FORWARD_FIRST", "0"),
+        [](const md::RunSummary& gpu) {
+            ASSERT_EQ(gpu.exchangeNotes.size(), 2u);
+            EXPECT_NE(gpu.exchangeNotes[0].find("local force kernel is launched before"), std::string::npos)
+                << gpu.exchangeNotes[0];
+            EXPECT_NE(gpu.exchangeNotes[1].find("update stores"), std::string::npos) << gpu.exchangeNotes[1];
+        });
 }
 
 // HALOEX_HOME_STORES=0 (docs/md-engine.md): nvshmem's forward stores the
@@ -344,7 +350,11 @@ TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
 // into the receivers (the default, which the tests above run).
 TEST(MdTransportsGpuWithoutHomeStores, NvshmemMatchesTheCpuReference) {
     expectNvshmemVariantMatchesCpu(std::nullopt, "the forward storing the home entries itself",
-                                   withEnvironment("HALOEX_HOME_STORES", "0"), [](const md::RunSummary&) {});
+                                   withEnvironment("HALOEX_HOME_STORES", "0"), [](const md::RunSummary& gpu) {
+                                       ASSERT_EQ(gpu.exchangeNotes.size(), 2u);
+                                       EXPECT_NE(gpu.exchangeNotes[1].find("(HALOEX_HOME_STORES=0)"), std::string::npos)
+                                           << gpu.exchangeNotes[1];
+                                   });
 }
 
 // --steps-per-graph on several nvshmem ranks (docs/md-engine.md): the normal

@@ -185,6 +185,10 @@ public:
     virtual std::map<std::string, int> stepGraphNodes() const { return {}; }
     // Normal steps run inside graphs of several steps (MdOptions::stepsPerGraph).
     virtual std::int64_t stepsInMultiStepGraphs() const { return 0; }
+    // How the step meets the halo exchange, one line each, for the run
+    // summary: which kernel goes first, who stores the forward's home
+    // entries, and why (RunSummary::exchangeNotes). Empty without a halo.
+    virtual std::vector<std::string> exchangeNotes() const { return {}; }
 };
 
 inline RankBackend::DeviceSearchReport RankBackend::searchOnDevice(CoordinateForceHalo&, const plan::Decomposition&,

@@ -106,6 +106,7 @@ struct RunSummary {
     bool graphs = false;
     std::map<std::string, int> stepGraphNodes;  // RankBackend::stepGraphNodes (rank 0)
     std::int64_t stepsInMultiStepGraphs = 0;    // RankBackend::stepsInMultiStepGraphs (rank 0)
+    std::vector<std::string> exchangeNotes;     // RankBackend::exchangeNotes (rank 0)
     std::vector<EnergySample> energies;
     // Least-squares slope of the conserved energy over the energy samples
     // from MdOptions::driftFromPs on, per atom (kJ/mol/ps per atom; 0 with
