@@ -72,6 +72,12 @@ struct PulseRecordOf {
     bool publishesDone = false;
 };
 
+// The periodic shift a pulse adds along its dimension: shiftSign times the
+// box length there, rounded once to float. The fused forward's
+// (FusedArgsOf::shift) and the home stores' (HomeCoordinateStores::Pulse::
+// shift) both come from here, so both store the same bits.
+inline float pulseShift(int shiftSign, double boxLength) { return static_cast<float>(shiftSign * boxLength); }
+
 template <class T>
 struct FusedArgsOf {
     const PulseRecordOf<T>* pulses = nullptr;

@@ -45,7 +45,7 @@ std::optional<transport::HomeCoordinateStores> buildHomeStores(const std::vector
 transport::HomeCoordinateStores withShifts(transport::HomeCoordinateStores stores, const plan::Box& box) {
     for (int k = 0; k < stores.numPulses; ++k) {
         auto& pulse = stores.pulses[k];
-        pulse.shift = static_cast<float>(pulse.shiftSign * box.length[pulse.dim]);  // as the forwards' args.shift
+        pulse.shift = pulseShift(pulse.shiftSign, box.length[pulse.dim]);
     }
     return stores;
 }

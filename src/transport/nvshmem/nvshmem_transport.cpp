@@ -170,7 +170,7 @@ public:
         args.homeStored = homeStored;
         for (std::size_t p = 0; p < plan_.pulses.size(); ++p) {
             const auto& pulse = plan_.pulses[p];
-            args.shift[p] = static_cast<float>(pulse.shiftSign * box.length[pulse.dim]);
+            args.shift[p] = pulseShift(pulse.shiftSign, box.length[pulse.dim]);
         }
         if (launch_ == LaunchMode::Fused) {
             launchFusedPackCommX(args, blocksPerPulse_, static_cast<cudaStream_t>(stream), forwardLaunched_);
