@@ -38,7 +38,6 @@ std::optional<transport::HomeCoordinateStores> buildHomeStores(const std::vector
         HALOEX_CUDA_CHECK_LAUNCH();
         stores.pulses[stores.numPulses++] = {r.peerX + r.remoteRecvOffset, entryOfHome, r.dim, r.shiftSign, 0.0f};
     }
-    HALOEX_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
     return stores;
 }
 

@@ -15,8 +15,9 @@
 namespace haloex::nvshmem_detail {
 
 // The table for `records` (this plan's, with device index maps), its entries
-// written into `entries` (grown as needed); finished on the device on
-// return (set-up is blocking). Empty where a pulse that sends home atoms
+// written into `entries` (grown as needed) on the legacy stream: the caller
+// synchronises the device before any kernel reads them (both transports'
+// bindArrays do, right after uploadPulses). Empty where a pulse that sends home atoms
 // goes by put (no pointer to store through), where no pulse sends any, or
 // where more pulses do than a table holds. The shifts are set per call
 // (withShifts).
