@@ -949,12 +949,15 @@ stage_sanitize_search() {
   start_mps
   # With the step graphs (as before), then without: on an H100 on 2026-12-06
   # compute-sanitizer crashed inside cudaGraphUpload (results.md, Known problems).
-  local graphs
-  for graphs in 1 0; do
-    timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 "$build/bin/haloex-md" \
-      --allow-shared-gpus --transport nvshmem --search device --atoms 6000 --steps 30 --nstlist 10 --grid 2x1x1 --quiet \
-      --cuda-graphs $graphs >"$out/sanitize-md-nvshmem-graphs$graphs.log" 2>&1
-    note "  haloex-md 2 ranks nvshmem, search on the device, --cuda-graphs $graphs (memcheck): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-md-nvshmem-graphs$graphs.log")"
+  # The third run: graphs without programmatic dependent launch (HALOEX_PDL=0),
+  # to tell whether the graphs' programmatic edges are what the crash needs.
+  local run graphs pdl tag
+  for run in 1:1 0:1 1:0; do
+    graphs=${run%%:*} pdl=${run##*:} tag=graphs${run%%:*}-pdl${run##*:}
+    HALOEX_PDL=$pdl timeout 300 "${mpirun_np[@]}" 2 -x HALOEX_PDL compute-sanitizer --tool memcheck --error-exitcode 9 \
+      "$build/bin/haloex-md" --allow-shared-gpus --transport nvshmem --search device --atoms 6000 --steps 30 \
+      --nstlist 10 --grid 2x1x1 --quiet --cuda-graphs $graphs >"$out/sanitize-md-nvshmem-$tag.log" 2>&1
+    note "  haloex-md 2 ranks nvshmem, search on the device, --cuda-graphs $graphs, HALOEX_PDL=$pdl (memcheck): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-md-nvshmem-$tag.log")"
   done
   stop_mps
 }
