@@ -47,12 +47,15 @@ __global__ void cellKeysKernel(const Vec3f* __restrict__ x, int n, const GridSta
 }
 
 // The sort by columns, step 1: each atom's key and its column's count. A
-// skipped choice writes the identity order and counts nothing.
-__global__ void cellCountKernel(const Vec3f* __restrict__ x, int n, const GridState* __restrict__ state,
-                                std::uint64_t* __restrict__ keys, int* __restrict__ columnCount,
-                                int* __restrict__ order) {
+// skipped choice writes the identity order and counts nothing. The count
+// comes from the device (sizes->numHome, copied there by the same graph) and
+// the grid covers the reserved capacity, so one captured graph serves every
+// count up to it: on several ranks the count changes at every search.
+__global__ void cellCountKernel(const Vec3f* __restrict__ x, const BuildSizes* __restrict__ sizes,
+                                const GridState* __restrict__ state, std::uint64_t* __restrict__ keys,
+                                int* __restrict__ columnCount, int* __restrict__ order) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+    if (i >= sizes->numHome) return;
     if (state->skipped != 0) {
         order[i] = i;
         return;
@@ -65,11 +68,11 @@ __global__ void cellCountKernel(const Vec3f* __restrict__ x, int n, const GridSt
 
 // Step 2: each atom's word -- its z bits above its index -- into its
 // column's part of `bucket`, in any order (an atomic cursor per column).
-__global__ void cellBucketKernel(const std::uint64_t* __restrict__ keys, int n, const GridState* __restrict__ state,
-                                 const int* __restrict__ columnStart, int* __restrict__ columnFill,
-                                 std::uint64_t* __restrict__ bucket) {
+__global__ void cellBucketKernel(const std::uint64_t* __restrict__ keys, const BuildSizes* __restrict__ sizes,
+                                 const GridState* __restrict__ state, const int* __restrict__ columnStart,
+                                 int* __restrict__ columnFill, std::uint64_t* __restrict__ bucket) {
     const int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n || state->skipped != 0) return;
+    if (i >= sizes->numHome || state->skipped != 0) return;
     const std::uint64_t key = keys[i];
     const auto column = static_cast<int>(key >> 32);
     bucket[columnStart[column] + atomicAdd(&columnFill[column], 1)] = (key << 32) | static_cast<std::uint32_t>(i);
@@ -120,13 +123,17 @@ struct CellOrder::Impl {
     cuda::DeviceBuffer<int> columnCountAndFill;  // 2 (n + 1): counts, then the bucket cursors (one memset)
     cuda::DeviceBuffer<int> columnStart;         // n + 1: no grid has more columns than atoms
     cuda::DeviceBuffer<unsigned char> cubTemp;
+    // The atoms the sort by columns is sized for (its grids, memset and
+    // scan), grown with headroom: counts up to it launch the same work.
+    int columnAtoms = 0;
     // The copy of the sizes, the grid choice and the sort as one CUDA graph,
     // launched again while everything it was captured with is the same (the
-    // key: positions, count, buffers, sort), else captured again and the
-    // executable graph updated in place. One launch instead of twelve
-    // (HALOEX_CELL_ORDER_GRAPH=0: the twelve).
+    // key: positions, the count or the sort by columns' capacity, buffers,
+    // sort), else captured again and the executable graph updated in place.
+    // One launch instead of twelve (HALOEX_CELL_ORDER_GRAPH=0: the twelve).
     cudaGraphExec_t exec = nullptr;
     std::vector<std::uintptr_t> key;
+    int captures = 0;
 
     Impl() = default;
     Impl(const Impl&) = delete;
@@ -136,7 +143,7 @@ struct CellOrder::Impl {
     }
 
     void reserveColumns(int n, cudaStream_t stream);
-    void sortByColumns(const Vec3f* x, int n, cudaStream_t stream);
+    void sortByColumns(const Vec3f* x, cudaStream_t stream);
     void reserveRadix(int n, cudaStream_t stream);
     void sortByRadix(const Vec3f* x, int n, cudaStream_t stream);
     void enqueue(const Vec3f* x, int n, bool columns, cudaStream_t stream);
@@ -146,7 +153,8 @@ struct CellOrder::Impl {
 // The buffers of the sort by columns, before anything is enqueued (a graph
 // captures the pointers).
 void CellOrder::Impl::reserveColumns(int n, cudaStream_t stream) {
-    const auto slots = static_cast<std::size_t>(n) + 1;
+    if (n > columnAtoms) columnAtoms = static_cast<int>(static_cast<double>(n) * kGrowth) + 16;
+    const auto slots = static_cast<std::size_t>(columnAtoms) + 1;
     detail::reserveWithHeadroom(columnCountAndFill, 2 * slots, kGrowth);
     detail::reserveWithHeadroom(columnStart, slots, kGrowth);
     std::size_t bytes = 0;
@@ -155,22 +163,23 @@ void CellOrder::Impl::reserveColumns(int n, cudaStream_t stream) {
     detail::reserveWithHeadroom(cubTemp, std::max<std::size_t>(bytes, 1), kGrowth);
 }
 
-void CellOrder::Impl::sortByColumns(const Vec3f* x, int n, cudaStream_t stream) {
-    const auto slots = static_cast<std::size_t>(n) + 1;
+// The count (n <= columnAtoms) reaches the kernels through `sizes`.
+void CellOrder::Impl::sortByColumns(const Vec3f* x, cudaStream_t stream) {
+    const auto slots = static_cast<std::size_t>(columnAtoms) + 1;
     int* counts = columnCountAndFill.data();
     int* fill = counts + slots;
     HALOEX_CUDA_CHECK(cudaMemsetAsync(counts, 0, 2 * slots * sizeof(int), stream));
-    const int blocks = detail::blocksFor(n, kThreads);
-    cellCountKernel<<<blocks, kThreads, 0, stream>>>(x, n, state.data(), keys.data(), counts, order.data());
+    const int blocks = detail::blocksFor(columnAtoms, kThreads);
+    cellCountKernel<<<blocks, kThreads, 0, stream>>>(x, sizes.data(), state.data(), keys.data(), counts, order.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     std::size_t bytes = cubTemp.size();
     HALOEX_CUDA_CHECK(cub::DeviceScan::ExclusiveSum(cubTemp.data(), bytes, counts, columnStart.data(),
                                                     static_cast<int>(slots), stream));
     // keysSorted holds the bucket's words (the radix path's output buffer).
-    cellBucketKernel<<<blocks, kThreads, 0, stream>>>(keys.data(), n, state.data(), columnStart.data(), fill,
+    cellBucketKernel<<<blocks, kThreads, 0, stream>>>(keys.data(), sizes.data(), state.data(), columnStart.data(), fill,
                                                       keysSorted.data());
     HALOEX_CUDA_CHECK_LAUNCH();
-    cellColumnSortKernel<<<std::min(n, kColumnSortBlocks), detail::kColumnSortThreads, 0, stream>>>(
+    cellColumnSortKernel<<<std::min(columnAtoms, kColumnSortBlocks), detail::kColumnSortThreads, 0, stream>>>(
         columnStart.data(), keysSorted.data(), state.data(), order.data());
     HALOEX_CUDA_CHECK_LAUNCH();
 }
@@ -228,12 +237,14 @@ const int* CellOrder::compute(const Vec3f* x, int n, cudaStream_t stream) {
     return m.order.data();
 }
 
+int CellOrder::graphCaptures() const { return impl_->captures; }
+
 // The copy of the sizes, the grid choice and the sort (buffers reserved).
 void CellOrder::Impl::enqueue(const Vec3f* x, int n, bool columns, cudaStream_t stream) {
     HALOEX_CUDA_CHECK(
         cudaMemcpyAsync(sizes.data(), sizesHost.data(), sizeof(BuildSizes), cudaMemcpyHostToDevice, stream));
     detail::enqueueGridChoice(x, nullptr, sizes.data(), partials.data(), INT_MAX, state.data(), stream);
-    if (columns) sortByColumns(x, n, stream);
+    if (columns) sortByColumns(x, stream);
     else sortByRadix(x, n, stream);
 }
 
@@ -247,12 +258,15 @@ void CellOrder::Impl::launchAsGraph(const Vec3f* x, int n, bool columns, cudaStr
                           static_cast<const void*>(columnStart.data()), static_cast<const void*>(cubTemp.data())}) {
         now.push_back(reinterpret_cast<std::uintptr_t>(p));
     }
-    now.push_back(static_cast<std::uintptr_t>(n));
+    // The sort by columns reads the count on the device: its graph serves
+    // every count up to columnAtoms. The radix sort's passes take it.
+    now.push_back(static_cast<std::uintptr_t>(columns ? columnAtoms : n));
     now.push_back(columns ? 1U : 0U);
     now.push_back(static_cast<std::uintptr_t>(cubTemp.size()));
     if (exec == nullptr || now != key) {
         cuda::updateOrInstantiate(exec, cuda::captureGraph(stream, [&] { enqueue(x, n, columns, stream); }), 0);
         key = std::move(now);
+        ++captures;
     }
     HALOEX_CUDA_CHECK(cudaGraphLaunch(exec, stream));
 }

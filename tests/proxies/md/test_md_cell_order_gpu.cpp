@@ -198,4 +198,38 @@ TEST(CellOrderGpu, AsOneGraphAndAsTwelveLaunchesTheOrderIsTheReferences) {
     ::unsetenv("HALOEX_CELL_ORDER_GRAPH");
 }
 
+// On several ranks the home count changes at every search while the
+// positions stay in one array: the sort by columns' graph, captured once,
+// serves every count up to its capacity (read on the device), and its order
+// is the reference's for each count; the radix sort captures per count.
+TEST(CellOrderGpu, OneGraphServesChangingCountsInOneArray) {
+    HALOEX_REQUIRE_GPU();
+    ::unsetenv("HALOEX_CELL_ORDER_GRAPH");
+    const md::ForceField ff;
+    const auto s = haloex::testing::uniformSystem(3000, std::cbrt(3000 / 100.0) + 0.4, 41, ff);
+    const cuda::DeviceBuffer<Vec3f> dX = upload(s.x);
+    const std::vector<int> counts = {3000, 2990, 2400, 3000, 17, 2999};
+    for (const char* columnSort : {"1", "0"}) {
+        SCOPED_TRACE(fmt::format("HALOEX_COLUMN_SORT={}", columnSort));
+        ::setenv("HALOEX_COLUMN_SORT", columnSort, 1);
+        CellOrder order;
+        cuda::Stream stream;
+        for (int n : counts) {
+            const std::vector<Vec3f> home(s.x.begin(), s.x.begin() + n);
+            const int* dOrder = order.compute(dX.data(), n, stream);
+            std::vector<int> got(home.size());
+            HALOEX_CUDA_CHECK(
+                cudaMemcpyAsync(got.data(), dOrder, got.size() * sizeof(int), cudaMemcpyDeviceToHost, stream));
+            HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+            EXPECT_EQ(got, cellOrderReference(home)) << n << " atoms";
+        }
+        if (std::string(columnSort) == "1") {
+            EXPECT_EQ(order.graphCaptures(), 1) << "the sort by columns captured its graph again for a smaller count";
+        } else {
+            EXPECT_GE(order.graphCaptures(), 5) << "the radix sort's passes take the count: one capture per count";
+        }
+    }
+    ::unsetenv("HALOEX_COLUMN_SORT");
+}
+
 }  // namespace

@@ -30,6 +30,12 @@ public:
     // still name the right atom by its index.
     const int* compute(const Vec3f* x, int n, cudaStream_t stream);
 
+    // How many times compute() captured its graph: once, plus once per change
+    // of the positions' array, a buffer's growth or the sort; the radix sort
+    // (above 100 000 atoms) also per change of the count. The sort by
+    // columns serves every count up to its capacity with one graph.
+    int graphCaptures() const;
+
 private:
     struct Impl;
     std::unique_ptr<Impl> impl_;
