@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <climits>
+#include <cstring>
 #include <fmt/format.h>
 
 #include "haloex/core/error.hpp"
@@ -78,8 +79,10 @@ void Migrator::completeMigration(MigrationStats& stats, const ParticleStore& par
         throwNonFinite(particles, statusHost_[kFirstNonFinite], rank);
     }
     if (idField_ >= 0) {
-        stats.idSum = idSumsHost_[0];
-        stats.idSquareSum = idSumsHost_[1];
+        unsigned long long sums[2];
+        std::memcpy(sums, statusHost_.data() + kIdSumsAt, sizeof(sums));
+        stats.idSum = sums[0];
+        stats.idSquareSum = sums[1];
     }
 }
 
@@ -95,9 +98,8 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
     const auto& L = decomposition.box().length;
     const double lengths[3] = {L.x, L.y, L.z};
     MigrationStats stats;
-    status_.resize(kMigrationStatus);
-    statusHost_.reserve(kMigrationStatus);
-    idSumsHost_.reserve(2);
+    status_.resize(kMigrationReadback);
+    statusHost_.reserve(kMigrationReadback);
 
     const auto readStatus = [&] {
         HALOEX_CUDA_CHECK(cudaMemcpyAsync(statusHost_.data(), status_.data(), kMigrationStatus * sizeof(int),
@@ -179,7 +181,6 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         for (int k = 0; k < particles.numFields(); ++k) {
             stayers.add(particles.field(k), particles.nextField(k), particles.elementBytes(k));
         }
-        stayers.gather(stayList, stay, stream);
         // One block per direction, a section per field; arrivals go after
         // the particles that stayed. Both blocks travel in one
         // exchangeAgreedBlocksInPlace call (no synchronisation or reduction
@@ -194,8 +195,8 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
                                                      recvUpperBytes, upper},
                                                     {sendBlock_.data() + sendDownBytes, sendUpBytes, upper,
                                                      recvBlock_.data() + recvUpperBytes, recvLowerBytes, lower}};
-        // Every field packed by one kernel per direction.
-        const auto pack = [&](const int* list, int count, std::byte* block) {
+        // The stayers and both blocks' fields in one kernel.
+        const auto packed = [&](int count, std::byte* block) {
             FieldCopyBatch batch;
             std::size_t offset = 0;
             for (int k = 0; k < particles.numFields(); ++k) {
@@ -203,14 +204,18 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
                 batch.add(particles.field(k), block + offset, bytes);
                 offset += alignedSection(static_cast<std::size_t>(count) * bytes);
             }
-            batch.gather(list, count, stream);
+            return batch;
         };
-        pack(downList, down, sendBlock_.data());
-        pack(upList, up, sendBlock_.data() + sendDownBytes);
+        const FieldCopyBatch packDown = packed(down, sendBlock_.data());
+        const FieldCopyBatch packUp = packed(up, sendBlock_.data() + sendDownBytes);
+        const FieldCopyBatch::Segment moves[] = {{&stayers, stayList, stay},
+                                                 {&packDown, downList, down},
+                                                 {&packUp, upList, up}};
+        FieldCopyBatch::gatherAll(moves, stream);
         const void* landed[2] = {nullptr, nullptr};
         transport.exchangeAgreedBlocksInPlace(blocks, landed, agreedBlockBytes, stream);
-        // ... and unpacked by one kernel per direction, from where it landed.
-        const auto unpack = [&](const void* block, int arriving, int at) {
+        // ... and both unpacked by one kernel, from where they landed.
+        const auto unpacked = [&](const void* block, int arriving, int at) {
             FieldCopyBatch batch;
             std::size_t offset = 0;
             for (int k = 0; k < particles.numFields(); ++k) {
@@ -220,10 +225,12 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
                           bytes);
                 offset += alignedSection(static_cast<std::size_t>(arriving) * bytes);
             }
-            batch.gather(nullptr, arriving, stream);
+            return batch;
         };
-        unpack(landed[0], fromUpper, stay);
-        unpack(landed[1], fromLower, stay + fromUpper);
+        const FieldCopyBatch fromAbove = unpacked(landed[0], fromUpper, stay);
+        const FieldCopyBatch fromBelow = unpacked(landed[1], fromLower, stay + fromUpper);
+        const FieldCopyBatch::Segment arrivals[] = {{&fromAbove, nullptr, fromUpper}, {&fromBelow, nullptr, fromLower}};
+        FieldCopyBatch::gatherAll(arrivals, stream);
         HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
         particles.swapNext(next, stream);
         clock.mark("blocks");
@@ -232,15 +239,12 @@ MigrationStats Migrator::beginMigration(ParticleStore& particles, const plan::De
         n = next;
     }
     stats.particles = n;
-    if (idField_ >= 0) {
-        idSums_.resize(2);
-        idSums_.zeroAsync(stream);
-        accumulateIdSums(particles.fieldAs<std::int64_t>(idField_), n, idSums_.data(), stream);
-        HALOEX_CUDA_CHECK(cudaMemcpyAsync(idSumsHost_.data(), idSums_.data(), 2 * sizeof(unsigned long long),
-                                          cudaMemcpyDeviceToHost, stream));
+    if (idField_ >= 0) {  // into the status' id sums, which the last cut's reset zeroed
+        accumulateIdSums(particles.fieldAs<std::int64_t>(idField_), n,
+                         reinterpret_cast<unsigned long long*>(status_.data() + kIdSumsAt), stream);
     }
-    // After a cut the status slot was reset (the wrap was checked already).
-    HALOEX_CUDA_CHECK(cudaMemcpyAsync(statusHost_.data(), status_.data(), kMigrationStatus * sizeof(int),
+    // The status with the id sums, in one copy (the wrap was checked already).
+    HALOEX_CUDA_CHECK(cudaMemcpyAsync(statusHost_.data(), status_.data(), kMigrationReadback * sizeof(int),
                                       cudaMemcpyDeviceToHost, stream));
     copied_.record(stream);
     clock.mark("fingerprint");

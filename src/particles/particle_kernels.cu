@@ -43,6 +43,7 @@ __global__ void resetStatusKernel(int* status) {
     status[kFirstNonFinite] = INT_MAX;
     status[kFirstTooFar] = INT_MAX;
     status[kCountStay] = status[kCountDown] = status[kCountUp] = 0;
+    for (int w = kIdSumsAt; w < kMigrationReadback; ++w) status[w] = 0;
 }
 
 struct Lengths {
@@ -232,6 +233,27 @@ __global__ void copyFieldsKernel(FieldCopies fields, const int* __restrict__ ind
     for (int f = 0; f < fields.count; ++f) copyElement(fields.in[f], src, fields.out[f], j, fields.bytes[f]);
 }
 
+struct GatherSegments {
+    int count = 0;
+    FieldCopies fields[kGatherSegments];
+    const int* index[kGatherSegments] = {};
+    int size[kGatherSegments] = {};
+};
+
+// copyFieldsKernel for the segments one after the other along the grid.
+__global__ void copySegmentsKernel(GatherSegments s) {
+    int j = blockIdx.x * blockDim.x + threadIdx.x;
+    for (int q = 0; q < s.count; ++q) {
+        if (j < s.size[q]) {
+            const FieldCopies& fields = s.fields[q];
+            const long long src = s.index[q] != nullptr ? s.index[q][j] : j;
+            for (int f = 0; f < fields.count; ++f) copyElement(fields.in[f], src, fields.out[f], j, fields.bytes[f]);
+            return;
+        }
+        j -= s.size[q];
+    }
+}
+
 __global__ void homePrefixKernel(const Vec3f* __restrict__ home, int numHome, int end, bool copyPositions,
                                  Vec3f* __restrict__ x, std::uint8_t* __restrict__ image,
                                  std::uint8_t* __restrict__ mask, FieldCopies fields) {
@@ -293,12 +315,35 @@ void FieldCopyBatch::add(const void* in, void* out, std::size_t elementBytes) {
     ++b.count;
 }
 
-void FieldCopyBatch::gather(const int* index, int count, cudaStream_t stream) {
+void FieldCopyBatch::gather(const int* index, int count, cudaStream_t stream) const {
     if (count <= 0) return;
     for (const FieldCopies& b : batches_) {
         copyFieldsKernel<<<blocksFor(count), kThreads, 0, stream>>>(b, index, count);
         HALOEX_CUDA_CHECK_LAUNCH();
     }
+}
+
+void FieldCopyBatch::gatherAll(std::span<const Segment> segments, cudaStream_t stream) {
+    const bool oneLaunch =
+        segments.size() <= static_cast<std::size_t>(kGatherSegments) &&
+        std::all_of(segments.begin(), segments.end(), [](const Segment& g) { return g.batch->batches_.size() <= 1; });
+    if (!oneLaunch) {
+        for (const Segment& g : segments) g.batch->gather(g.index, g.count, stream);
+        return;
+    }
+    GatherSegments s;
+    long long total = 0;
+    for (const Segment& g : segments) {
+        if (g.count <= 0 || g.batch->batches_.empty()) continue;
+        s.fields[s.count] = g.batch->batches_.front();
+        s.index[s.count] = g.index;
+        s.size[s.count] = g.count;
+        ++s.count;
+        total += g.count;
+    }
+    if (total == 0) return;
+    copySegmentsKernel<<<blocksFor(total), kThreads, 0, stream>>>(s);
+    HALOEX_CUDA_CHECK_LAUNCH();
 }
 
 void accumulateIdSums(const std::int64_t* ids, int n, unsigned long long* sums, cudaStream_t stream) {

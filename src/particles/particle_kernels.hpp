@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "haloex/core/vec3.hpp"
@@ -33,27 +34,44 @@ class FieldCopyBatch {
 public:
     void add(const void* in, void* out, std::size_t elementBytes);
     // out[j] = in[index[j]] (index null: in[j]) for j < count, every field.
-    void gather(const int* index, int count, cudaStream_t stream);
+    void gather(const int* index, int count, cudaStream_t stream) const;
+
+    // Several gathers, each its own batch, index and count: one launch for
+    // up to kGatherSegments of them whose batches each fit one launch (a
+    // migration's stayers and both leaving lists; both arriving blocks), else
+    // one gather after the other.
+    struct Segment {
+        const FieldCopyBatch* batch;
+        const int* index;
+        int count;
+    };
+    static void gatherAll(std::span<const Segment> segments, cudaStream_t stream);
 
 private:
     std::vector<FieldCopies> batches_;
 };
+inline constexpr int kGatherSegments = 3;
 
 // --- migration ----------------------------------------------------------------
 enum Direction : std::uint8_t { kStay = 0, kDown = 1, kUp = 2, kTooFar = 3 };
 
 // status slots: the first particle with a non-finite position, the first
-// that moved more than one cell, and the lengths of the three lists.
+// that moved more than one cell, and the lengths of the three lists; then,
+// 8-byte aligned, the id sums (two unsigned 64-bit words), so that the
+// migration's last read brings both in one copy.
 enum MigrationStatus : int {
     kFirstNonFinite = 0,
     kFirstTooFar = 1,
     kCountStay = 2,
     kCountDown = 3,
     kCountUp = 4,
-    kMigrationStatus = 5
+    kMigrationStatus = 5,
+    kIdSumsAt = 6,
+    kMigrationReadback = kIdSumsAt + 4
 };
 
-// Resets the status (the "first" slots to INT_MAX, the counts to 0).
+// Resets the status (the "first" slots to INT_MAX, the counts and the id
+// sums after them to 0).
 void resetMigrationStatus(int* status, cudaStream_t stream);
 
 // The identity every slot starts from.

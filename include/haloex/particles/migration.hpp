@@ -97,15 +97,13 @@ private:
     bool pending_ = false;                        ///< a beginMigration awaits its completeMigration
     cuda::DeviceBuffer<std::uint8_t> direction_;  ///< per particle: stay, down, up, invalid
     cuda::DeviceBuffer<int> selected_;            ///< stayers, then leavers down, then up
-    cuda::DeviceBuffer<int> status_;              ///< device counters and the first bad particle
-    cuda::DeviceBuffer<unsigned long long> idSums_;
+    cuda::DeviceBuffer<int> status_;              ///< device counters, the first bad particle, the id sums
     cuda::DeviceBuffer<std::byte> sendBlock_, recvBlock_, cubTemp_;
     /// The status as the host reads it: at each cut, and last (copied
     /// asynchronously, with the id sums; `copied_` marks their arrival) for
     /// completeMigration, whose kFirstNonFinite is still the wrap's where no
     /// dimension was cut.
     cuda::PinnedBuffer<int> statusHost_;
-    cuda::PinnedBuffer<unsigned long long> idSumsHost_;
     cuda::Event copied_;
     /// No decomposed dimension: the wrap's summary, alternating between two
     /// device slots (detail::WrapSummary, 24 bytes each).
