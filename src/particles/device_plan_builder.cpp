@@ -120,11 +120,19 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
     const auto pad = [&](int upTo) {
         if (upTo <= size) return;
         reserveLocal(upTo, size, stream);
-        fillPadding(size, upTo, positions_.data(), images_.data(), masks_.data(), stream);
+        // The first kFieldCopies fields zeroed by the padding's kernel, any others by a memset each.
+        FieldCopies zeroed{};
         for (std::size_t f = 0; f < fields_.size(); ++f) {
+            if (zeroed.count < kFieldCopies) {
+                zeroed.out[zeroed.count] = fields_[f].data();
+                zeroed.bytes[zeroed.count] = static_cast<int>(fieldBytes_[f]);
+                ++zeroed.count;
+                continue;
+            }
             HALOEX_CUDA_CHECK(cudaMemsetAsync(fields_[f].data() + static_cast<std::size_t>(size) * fieldBytes_[f], 0,
                                               static_cast<std::size_t>(upTo - size) * fieldBytes_[f], stream));
         }
+        fillPadding(size, upTo, positions_.data(), images_.data(), masks_.data(), zeroed, stream);
         size = upTo;
     };
     // A block carries positions, images, zone masks, then each field.

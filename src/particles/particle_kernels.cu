@@ -202,13 +202,6 @@ __device__ inline void writePadding(int i, Vec3f* x, std::uint8_t* image, std::u
     mask[i] = plan::kPaddingMask;
 }
 
-__global__ void fillPaddingKernel(int begin, int end, Vec3f* __restrict__ x, std::uint8_t* __restrict__ image,
-                                  std::uint8_t* __restrict__ mask) {
-    const int i = begin + blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= end) return;
-    writePadding(i, x, image, mask);
-}
-
 // Element src of a field to its element dst (in == nullptr: zeroed), by
 // 4-byte words where the size allows, else by bytes.
 template <class Word>
@@ -224,6 +217,14 @@ __device__ inline void copyWords(const void* in, long long src, void* out, long 
 __device__ inline void copyElement(const void* in, long long src, void* out, long long dst, int bytes) {
     if (bytes % 4 == 0) copyWords<std::uint32_t>(in, src, out, dst, bytes / 4);
     else copyWords<std::uint8_t>(in, src, out, dst, bytes);
+}
+
+__global__ void fillPaddingKernel(int begin, int end, Vec3f* __restrict__ x, std::uint8_t* __restrict__ image,
+                                  std::uint8_t* __restrict__ mask, FieldCopies fields) {
+    const int i = begin + blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= end) return;
+    writePadding(i, x, image, mask);
+    for (int f = 0; f < fields.count; ++f) copyElement(nullptr, i, fields.out[f], i, fields.bytes[f]);
 }
 
 __global__ void copyFieldsKernel(FieldCopies fields, const int* __restrict__ index, int count) {
@@ -440,9 +441,10 @@ void writeHomePrefix(const Vec3f* homePositions, int numHome, int end, bool copy
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-void fillPadding(int begin, int end, Vec3f* x, std::uint8_t* image, std::uint8_t* mask, cudaStream_t stream) {
+void fillPadding(int begin, int end, Vec3f* x, std::uint8_t* image, std::uint8_t* mask, const FieldCopies& fields,
+                 cudaStream_t stream) {
     if (end <= begin) return;
-    fillPaddingKernel<<<blocksFor(end - begin), kThreads, 0, stream>>>(begin, end, x, image, mask);
+    fillPaddingKernel<<<blocksFor(end - begin), kThreads, 0, stream>>>(begin, end, x, image, mask, fields);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

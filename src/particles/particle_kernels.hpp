@@ -142,7 +142,10 @@ void packHaloRecords(const int* map, int count, const Vec3f* x, const std::uint8
 // kFieldCopies take more calls, with copyPositions false for them.
 void writeHomePrefix(const Vec3f* homePositions, int numHome, int end, bool copyPositions, Vec3f* x,
                      std::uint8_t* image, std::uint8_t* mask, const FieldCopies& fields, cudaStream_t stream);
-// Padding entries [begin, end): NaN positions, no image, kPaddingMask.
-void fillPadding(int begin, int end, Vec3f* x, std::uint8_t* image, std::uint8_t* mask, cudaStream_t stream);
+// Padding entries [begin, end): NaN positions, no image, kPaddingMask, and
+// element i of each fields.out[f] zeroed (fields.in unused; up to
+// kFieldCopies fields, the rest zeroed by the caller).
+void fillPadding(int begin, int end, Vec3f* x, std::uint8_t* image, std::uint8_t* mask, const FieldCopies& fields,
+                 cudaStream_t stream);
 
 }  // namespace haloex::particles::detail
