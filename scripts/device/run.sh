@@ -415,15 +415,15 @@ stage_multi_gpu_1() {
 # 22 500 and 45 000 atoms, 3 alternating repeats. ~4 min.
 stage_multi_gpu_ab() {
   [ "$ngpu" -ge 2 ] || { note "multi-gpu-ab: needs two GPUs ($ngpu visible)"; return 1; }
-  MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_FORWARD_FIRST=0 MD_AB_REPEATS=3 \
-    MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
-    stage_md_ab_bins
-  MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ARGS="--steps-per-graph 1" MD_AB_REPEATS=3 \
-    MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
-    stage_md_ab_bins
-  MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_HOME_STORES=0 MD_AB_REPEATS=3 \
-    MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" \
-    stage_md_ab_bins
+  # One A/B of the build against itself with B changed by: an environment
+  # variable (env:VAR=value) or options (args:...).
+  local change
+  for change in env:HALOEX_FORWARD_FIRST=0 "args:--steps-per-graph 1" env:HALOEX_HOME_STORES=0; do
+    MD_AB_B_ENV=$([ "${change%%:*}" = env ] && echo "${change#*:}") \
+      MD_AB_B_ARGS=$([ "${change%%:*}" = args ] && echo "${change#*:}") \
+      MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+      MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS="22500 45000" stage_md_ab_bins
+  done
 }
 # What each part of the non-local chain costs the step, bounded by leaving
 # it out (docs/results.md, "The non-local chain's parts bounded"): the
