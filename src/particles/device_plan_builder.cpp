@@ -175,7 +175,6 @@ const plan::ParticleHaloPlan& DevicePlanBuilder::build(const plan::Decomposition
             slots.offset[q] = plan_.pulses[q].recvOffset;
             slots.size[q] = plan_.pulses[q].recvCount;
         }
-        HALOEX_CUDA_CHECK(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), stream));
         const HaloSelection selection{positions_.data(),
                                       images_.data(),
                                       masks_.data(),

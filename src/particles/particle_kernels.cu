@@ -165,19 +165,30 @@ struct WithinHalo {
     }
 };
 
-__global__ void attributeKernel(const int* __restrict__ selected, int maxEntries, int numHome, SourceSlots slots,
-                                int* __restrict__ counters) {
-    const int j = blockIdx.x * blockDim.x + threadIdx.x;
-    if (j >= maxEntries || j >= counters[kSelected]) return;
-    const int i = selected[j];
-    if (i < numHome) {
-        atomicAdd(&counters[kIndependent], 1);
-        return;
+// The first of the sorted map[0, count) at or above value.
+__device__ inline int firstAtOrAbove(const int* __restrict__ map, int count, int value) {
+    int lo = 0, hi = count;
+    while (lo < hi) {
+        const int mid = (lo + hi) / 2;
+        if (map[mid] < value) lo = mid + 1;
+        else hi = mid;
     }
-    for (int q = 0; q < slots.count; ++q) {
-        if (i >= slots.offset[q] && i < slots.offset[q] + slots.size[q]) {
-            atomicAdd(&counters[kFirstSource + q], 1);
-            return;
+    return lo;
+}
+
+// The selection is ascending (a stable selection of ascending candidates),
+// so home atoms (index < numHome) come first and each earlier pulse's slot,
+// a contiguous range of indices, is a contiguous run of the map: every
+// count is two binary searches, written whole (nothing to zero before).
+__global__ void attributeKernel(const int* __restrict__ selected, int numHome, SourceSlots slots,
+                                int* __restrict__ counters) {
+    const int count = counters[kSelected];
+    for (int q = static_cast<int>(threadIdx.x) - 1; q < slots.count; q += static_cast<int>(blockDim.x)) {
+        if (q < 0) {
+            counters[kIndependent] = firstAtOrAbove(selected, count, numHome);
+        } else {
+            counters[kFirstSource + q] = firstAtOrAbove(selected, count, slots.offset[q] + slots.size[q]) -
+                                         firstAtOrAbove(selected, count, slots.offset[q]);
         }
     }
 }
@@ -418,9 +429,12 @@ void wrapClassifyAndSelect(Vec3f* x, int n, const double boxLength[3], const Dim
 
 void selectHaloCandidates(const HaloSelection& selection, int first, int count, int numHome, const SourceSlots& slots,
                           int* map, int* counters, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream) {
-    if (count <= 0) return;
+    if (count <= 0) {  // no candidate: nothing selected, nothing attributed
+        HALOEX_CUDA_CHECK(cudaMemsetAsync(counters, 0, kPlanCounters * sizeof(int), stream));
+        return;
+    }
     selectIndices(first, count, WithinHalo{selection}, map, counters + kSelected, temp, stream);
-    attributeKernel<<<blocksFor(count), kThreads, 0, stream>>>(map, count, numHome, slots, counters);
+    attributeKernel<<<1, 64, 0, stream>>>(map, numHome, slots, counters);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

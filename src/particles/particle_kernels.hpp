@@ -126,9 +126,12 @@ struct SourceSlots {
     int size[kMaxSourcePulses];
 };
 // The candidates [first, first + count) within the halo (ascending, stable)
-// into map, their number in counters[kSelected]; every selected entry is
-// attributed to home (index < numHome) or to the earlier pulse whose slot
-// holds it. counters must be zeroed by the caller.
+// into map, their number in counters[kSelected]; the selected entries are
+// counted by where they come from: home (index < numHome) in
+// counters[kIndependent], the slot of earlier pulse q in
+// counters[kFirstSource + q] (q < slots.count; all written, nothing to zero
+// first). An entry in neither is counted nowhere: the caller's sum of the
+// counts then falls short of counters[kSelected].
 void selectHaloCandidates(const HaloSelection& selection, int first, int count, int numHome, const SourceSlots& slots,
                           int* map, int* counters, cuda::DeviceBuffer<std::byte>& temp, cudaStream_t stream);
 // The selected atoms as they travel: positions (unshifted), images and zone
