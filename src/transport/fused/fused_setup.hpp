@@ -167,6 +167,23 @@ inline std::string signalsNote(bool blockSignals) {
 }
 
 // "p (dimension x, stage s)" for the wait diagnostics; p alone outside the plan.
+// Each pulse's periodic shift for `box` into a forward's arguments
+// (pulseShift: the bits the home stores use too).
+inline void setForwardShifts(FusedArgs& args, const plan::ParticleHaloPlan& plan, const plan::Box& box) {
+    for (std::size_t p = 0; p < plan.pulses.size(); ++p) {
+        const plan::Pulse& pulse = plan.pulses[p];
+        args.shift[p] = pulseShift(pulse.shiftSign, box.length[pulse.dim]);
+    }
+}
+
+// The fused transports' clearForces: the home forces (and the padding before
+// the first slot) zeroed; the halo slots are cleared by the next forward,
+// after the peers pulled them.
+inline void clearHomeForces(Vec3f* f, const plan::ParticleHaloPlan& plan, cudaStream_t stream) {
+    const int upTo = plan.pulses.empty() ? plan.numLocal : plan.pulses.front().recvOffset;
+    if (upTo > 0) HALOEX_CUDA_CHECK(cudaMemsetAsync(f, 0, upTo * sizeof(Vec3f), stream));
+}
+
 inline std::string describeFusedPulse(const plan::ParticleHaloPlan& plan, int p) {
     if (p < 0 || p >= static_cast<int>(plan.pulses.size())) return fmt::format("{}", p);
     const plan::Pulse& pulse = plan.pulses[static_cast<std::size_t>(p)];

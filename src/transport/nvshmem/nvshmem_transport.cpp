@@ -168,10 +168,7 @@ public:
         if (plan_.pulses.empty()) return;
         FusedArgs args = baseArgs(coordState_);
         args.homeStored = homeStored;
-        for (std::size_t p = 0; p < plan_.pulses.size(); ++p) {
-            const auto& pulse = plan_.pulses[p];
-            args.shift[p] = pulseShift(pulse.shiftSign, box.length[pulse.dim]);
-        }
+        setForwardShifts(args, plan_, box);
         if (launch_ == LaunchMode::Fused) {
             launchFusedPackCommX(args, blocksPerPulse_, static_cast<cudaStream_t>(stream), forwardLaunched_);
         } else {
@@ -220,14 +217,7 @@ public:
         return readFusedTimestamps(coordState_, forceState_, static_cast<int>(plan_.pulses.size()));
     }
 
-    void clearForces(StreamHandle stream) {
-        // Home atoms (and alignment padding before the first slot); the halo
-        // slots are cleared by the next forward, after the peers pulled them.
-        const int upTo = plan_.pulses.empty() ? plan_.numLocal : plan_.pulses.front().recvOffset;
-        if (upTo > 0) {
-            HALOEX_CUDA_CHECK(cudaMemsetAsync(f_, 0, upTo * sizeof(Vec3f), static_cast<cudaStream_t>(stream)));
-        }
-    }
+    void clearForces(StreamHandle stream) { clearHomeForces(f_, plan_, static_cast<cudaStream_t>(stream)); }
     // The caller zeroed the home forces: nothing is left (see clearForces).
     void clearHaloForces(StreamHandle) {}
 

@@ -148,10 +148,7 @@ public:
         if (plan_.pulses.empty()) return;
         FusedArgs args = baseArgs(coordState_);
         args.homeStored = homeStored;
-        for (std::size_t p = 0; p < plan_.pulses.size(); ++p) {
-            const auto& pulse = plan_.pulses[p];
-            args.shift[p] = pulseShift(pulse.shiftSign, box.length[pulse.dim]);
-        }
+        setForwardShifts(args, plan_, box);
         launchLoadStoreForward(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
     }
 
@@ -172,13 +169,7 @@ public:
     void clearHaloForces(StreamHandle) {}
 
     void clearForces(StreamHandle stream) {
-        // Home atoms (and the padding before the first slot); the halo slots
-        // are cleared by the next forward, after the peers pulled them.
-        const int upTo = plan_.pulses.empty() ? plan_.numLocal : plan_.pulses.front().recvOffset;
-        if (upTo > 0) {
-            HALOEX_CUDA_CHECK(
-                cudaMemsetAsync(forces_.data, 0, upTo * sizeof(Vec3f), static_cast<cudaStream_t>(stream)));
-        }
+        clearHomeForces(static_cast<Vec3f*>(forces_.data), plan_, static_cast<cudaStream_t>(stream));
     }
 
     // Search-step blocks, as nvshmem's (fused/slotted_blocks.hpp) but with
