@@ -92,6 +92,11 @@ void CoordinateForceHalo::gatherCoordinatesAfterHomeStores(const plan::Box& box,
     exchange_->forwardCoordinatesAfterHomeStores(box, stream);
 }
 
+void CoordinateForceHalo::gatherCoordinatesAfterHomeSignals(const plan::Box& box, transport::StreamHandle stream) {
+    requireBound("gatherCoordinatesAfterHomeSignals");
+    exchange_->forwardCoordinatesAfterHomeSignals(box, stream);
+}
+
 void CoordinateForceHalo::scatterAddForces(transport::StreamHandle stream) {
     requireBound("scatterAddForces");
     exchange_->reverseForces(stream);

@@ -8,18 +8,21 @@
 namespace haloex::testsupport {
 namespace {
 
-__global__ void storeHomeKernel(const transport::HomeCoordinateStores stores, const Vec3f* x, int numHome) {
+__global__ void storeHomeKernel(const transport::HomeCoordinateStores stores, const Vec3f* x, int numHome,
+                                bool signal) {
     const int atom = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
     if (atom < numHome) device::storeHomeCoordinate(stores, atom, x[atom]);
+    if (signal) device::signalHomeStores(stores);  // every thread of every block
 }
 
 }  // namespace
 
-void storeHomeCoordinates(const transport::HomeCoordinateStores& stores, const Vec3f* x, int numHome,
+void storeHomeCoordinates(const transport::HomeCoordinateStores& stores, const Vec3f* x, int numHome, bool signal,
                           cudaStream_t stream) {
-    if (numHome <= 0) return;
     constexpr int kThreads = 128;
-    storeHomeKernel<<<(numHome + kThreads - 1) / kThreads, kThreads, 0, stream>>>(stores, x, numHome);
+    // One block even with no home atom: the signals still go out.
+    const int blocks = numHome > 0 ? (numHome + kThreads - 1) / kThreads : 1;
+    storeHomeKernel<<<blocks, kThreads, 0, stream>>>(stores, x, numHome, signal);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 

@@ -9,7 +9,10 @@
 
 namespace haloex::testsupport {
 
-void storeHomeCoordinates(const transport::HomeCoordinateStores& stores, const Vec3f* x, int numHome,
+// With `signal`, every block also calls signalHomeStores at its end (the
+// receivers in stores.signals hear from this kernel; the forward is then
+// gatherCoordinatesAfterHomeSignals).
+void storeHomeCoordinates(const transport::HomeCoordinateStores& stores, const Vec3f* x, int numHome, bool signal,
                           cudaStream_t stream);
 
 }  // namespace haloex::testsupport

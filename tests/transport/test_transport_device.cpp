@@ -355,16 +355,32 @@ TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
                 mismatch += fmt::format("homeCoordinateStores is {} (expected {}); ", stores ? "offered" : "empty",
                                         offersStores && sendsHome ? "offered" : "empty");
             }
-            for (int round = 0; round < 2; ++round) {
+            // Signals offered for every pulse that sends home atoms alone
+            // (one signal word each: nvshmem direct and tma, the IPC windows).
+            int allHome = 0;
+            for (const plan::Pulse& p : plan.pulses) allHome += p.sendCount() == p.numIndependent ? 1 : 0;
+            if (stores && stores->numSignals != allHome) {
+                mismatch +=
+                    fmt::format("{} signals offered, {} pulses send home atoms alone; ", stores->numSignals, allHome);
+            }
+            // Rounds 0-1: the forward signals every pulse; rounds 2-3: the
+            // storing kernel signals those it can (gatherCoordinatesAfterHomeSignals).
+            for (int round = 0; round < 4; ++round) {
+                const bool signal = round >= 2;
                 testsupport::upload(m, run.x->data(), expected.inputs[r].x);  // halo slots hold sentinels
                 w.barrier();  // no peer stores into them before they are written
-                if (stores) testsupport::storeHomeCoordinates(*stores, run.x->data(), plan.numHome, stream);
-                run.halo.gatherCoordinatesAfterHomeStores(d.box(), stream);
+                if (stores) testsupport::storeHomeCoordinates(*stores, run.x->data(), plan.numHome, signal, stream);
+                if (signal) {
+                    run.halo.gatherCoordinatesAfterHomeSignals(d.box(), stream);
+                } else {
+                    run.halo.gatherCoordinatesAfterHomeStores(d.box(), stream);
+                }
                 m.synchronize();
                 const std::string got = testsupport::compareBitwise("coordinates after home stores", w.rank(),
                                                                     testsupport::download<Vec3f>(m, run.x->data(), n),
                                                                     expected.outputs[r].x, plan.zoneMask);
-                if (!got.empty()) mismatch += fmt::format("round {}: {}; ", round, got);
+                if (!got.empty())
+                    mismatch += fmt::format("round {} (signals by the storing kernel: {}): {}; ", round, signal, got);
                 testsupport::upload(m, run.f->data(), expected.inputs[r].f);
                 run.halo.scatterAddForces(stream);
                 run.halo.clearForces(stream);

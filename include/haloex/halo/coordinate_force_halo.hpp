@@ -82,6 +82,13 @@ public:
     /// the receivers are signalled. Where homeCoordinateStores is empty, a
     /// full gatherCoordinates. Collective.
     void gatherCoordinatesAfterHomeStores(const plan::Box& box, transport::StreamHandle stream);
+    /// gatherCoordinatesAfterHomeStores where the storing kernel also called
+    /// haloex::device::signalHomeStores at its end, in every block: the
+    /// receivers of the pulses that send home atoms alone
+    /// (HomeCoordinateStores::signals) have their signal from that kernel,
+    /// as soon as its last block is done, and only the rest are signalled
+    /// here. Collective.
+    void gatherCoordinatesAfterHomeSignals(const plan::Box& box, transport::StreamHandle stream);
     /// Reverse: the forces on halo atoms back to their owners, added into the
     /// owners' entries; then the home entries hold complete forces. Collective.
     void scatterAddForces(transport::StreamHandle stream);

@@ -66,6 +66,16 @@ struct HomeCoordinateStores {
     };
     int numPulses = 0;         ///< pulses in `pulses` (those that send home atoms)
     Pulse pulses[kMaxPulses];  ///< the first numPulses are set
+
+    /// The receivers the storing kernel may signal itself
+    /// (haloex::device::signalHomeStores, then forwardCoordinatesAfterHomeSignals):
+    /// those of the pulses that send home atoms alone (nothing forwarded),
+    /// where the exchange signals each pulse with one word. numSignals 0:
+    /// none (signalHomeStores does nothing; the forward signals them all).
+    int numSignals = 0;
+    std::uint64_t* signals[kMaxPulses] = {};  ///< each receiver's signal word (a peer pointer)
+    const std::uint64_t* sequence = nullptr;  ///< device: the value the next forward signals
+    unsigned* blockCounter = nullptr;         ///< device: the storing kernel's finished blocks (wraps to 0)
 };
 
 /// A backend's own coordinate/force exchange on the caller's arrays (see the
@@ -102,6 +112,13 @@ public:
     /// Where homeCoordinateStores is empty, a full forwardCoordinates.
     virtual void forwardCoordinatesAfterHomeStores(const plan::Box& box, StreamHandle stream) {
         forwardCoordinates(box, stream);
+    }
+    /// forwardCoordinatesAfterHomeStores where that kernel also signalled the
+    /// receivers it could (HomeCoordinateStores::signals, through
+    /// haloex::device::signalHomeStores): their pulses are not signalled
+    /// again here; this rank's own receives are still waited for.
+    virtual void forwardCoordinatesAfterHomeSignals(const plan::Box& box, StreamHandle stream) {
+        forwardCoordinatesAfterHomeStores(box, stream);
     }
     /// Zeroes the forces for the next step, ordered after any peer's reads of them.
     virtual void clearForces(StreamHandle stream) = 0;

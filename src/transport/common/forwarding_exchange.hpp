@@ -54,6 +54,13 @@ public:
             transport_.forwardCoordinates(box, stream);
         }
     }
+    void forwardCoordinatesAfterHomeSignals(const plan::Box& box, StreamHandle stream) override {
+        if constexpr (requires { transport_.forwardCoordinatesAfterHomeSignals(box, stream); }) {
+            transport_.forwardCoordinatesAfterHomeSignals(box, stream);
+        } else {
+            forwardCoordinatesAfterHomeStores(box, stream);
+        }
+    }
     void reverseForces(StreamHandle stream) override { transport_.reverseForces(stream); }
     void clearForces(StreamHandle stream) override { transport_.clearForces(stream); }
     void clearHaloForces(StreamHandle stream) override {

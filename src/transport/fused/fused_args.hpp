@@ -93,6 +93,9 @@ struct FusedArgsOf {
     // pulse's independent entries (home atoms) into the receivers already
     // (transport::HomeCoordinateStores); the forwarded entries are left.
     bool homeStored = false;
+    // Forward only: bit p set -- the caller's kernel also signalled pulse p's
+    // receiver (haloex::device::signalHomeStores), so this launch does not.
+    unsigned callerSignalled = 0;
     T* x = nullptr;                        // symmetric
     T* f = nullptr;                        // symmetric
     T* staging = nullptr;                  // symmetric, coordinate send slots (put path)

@@ -376,8 +376,14 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
     // Notify the receiver: with signals per block, each block once its own
     // stores are out (its word on the receiver, a release at system scope
     // that the barrier makes cover the whole block's stores and bulk copies);
-    // else the pulse's last block once every block has packed.
-    if (a.coordBlockWords != nullptr && !put) {
+    // else the pulse's last block once every block has packed. Not at all
+    // where the caller's kernel signalled it (it sent home atoms alone).
+    if ((a.callerSignalled >> p) & 1u) {
+        if (blockIdx.x == 0 && threadIdx.x == 0) {
+            stamp(a, p, kTraceSent);
+            stamp(a, p, kTraceSignalled);
+        }
+    } else if (a.coordBlockWords != nullptr && !put) {
         __syncthreads();
         if (threadIdx.x == 0) {
             if (blockIdx.x == 0) stamp(a, p, kTraceSent);

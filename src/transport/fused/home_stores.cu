@@ -13,6 +13,8 @@ __global__ void entriesOfHomeKernel(const int* __restrict__ map, int numIndepend
     if (i < numIndependent) entryOfHome[map[i]] = i;
 }
 
+__global__ void advanceKernel(std::uint64_t* sequence) { *sequence += 1; }
+
 }  // namespace
 
 std::optional<transport::HomeCoordinateStores> buildHomeStores(const std::vector<PulseRecord>& records, int numHome,
@@ -39,6 +41,37 @@ std::optional<transport::HomeCoordinateStores> buildHomeStores(const std::vector
         stores.pulses[stores.numPulses++] = {r.peerX + r.remoteRecvOffset, entryOfHome, r.dim, r.shiftSign, 0.0f};
     }
     return stores;
+}
+
+unsigned homeSignalledPulses(const std::vector<PulseRecord>& records, const HomeSignalSource& source) {
+    if (!source.perPulseSignals || source.sequence == nullptr || source.blockCounter == nullptr) return 0;
+    unsigned mask = 0;
+    for (int p = 0; p < static_cast<int>(records.size()) && p < transport::HomeCoordinateStores::kMaxPulses; ++p) {
+        const PulseRecord& r = records[p];
+        if (r.sendCount != r.numIndependent || r.sendPath == PathKind::Put || r.peerCoordSignal == nullptr ||
+            p == source.withholdPulse) {
+            continue;
+        }
+        mask |= 1u << p;
+    }
+    return mask;
+}
+
+transport::HomeCoordinateStores withHomeSignals(transport::HomeCoordinateStores stores,
+                                                const std::vector<PulseRecord>& records, unsigned signalled,
+                                                const HomeSignalSource& source) {
+    stores.numSignals = 0;
+    for (int p = 0; p < static_cast<int>(records.size()); ++p) {
+        if (((signalled >> p) & 1u) != 0) stores.signals[stores.numSignals++] = records[p].peerCoordSignal;
+    }
+    stores.sequence = stores.numSignals > 0 ? source.sequence : nullptr;
+    stores.blockCounter = stores.numSignals > 0 ? source.blockCounter : nullptr;
+    return stores;
+}
+
+void skipSequenceValue(std::uint64_t* sequence) {
+    advanceKernel<<<1, 1, 0, cudaStreamLegacy>>>(sequence);
+    HALOEX_CUDA_CHECK_LAUNCH();
 }
 
 transport::HomeCoordinateStores withShifts(transport::HomeCoordinateStores stores, const plan::Box& box) {

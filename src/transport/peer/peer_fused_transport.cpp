@@ -128,7 +128,7 @@ public:
         if (reallocated) world_.barrier();
     }
 
-    void forwardCoordinates(const plan::Box& box, StreamHandle stream) { forward(box, stream, false); }
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) { forward(box, stream, false, false); }
 
     // Where the caller's kernel may store the home coordinates itself
     // (CoordinateForceExchange::homeCoordinateStores): every pulse's peer is
@@ -139,15 +139,20 @@ public:
     }
     // The forward once the caller stored the home entries (FusedArgs::homeStored).
     void forwardCoordinatesAfterHomeStores(const plan::Box& box, StreamHandle stream) {
-        forward(box, stream, homeStores_.has_value());
+        forward(box, stream, homeStores_.has_value(), false);
+    }
+    // ... and also signalled the pulses of homeSignalled_ (FusedArgs::callerSignalled).
+    void forwardCoordinatesAfterHomeSignals(const plan::Box& box, StreamHandle stream) {
+        forward(box, stream, homeStores_.has_value(), homeStores_.has_value());
     }
 
-    void forward(const plan::Box& box, StreamHandle stream, bool homeStored) {
+    void forward(const plan::Box& box, StreamHandle stream, bool homeStored, bool callerSignalled) {
         throwIfTimedOut();
         ++counters_.forwardCalls;
         if (plan_.pulses.empty()) return;
         FusedArgs args = baseArgs(coordState_);
         args.homeStored = homeStored;
+        args.callerSignalled = callerSignalled ? homeSignalled_ : 0u;
         setForwardShifts(args, plan_, box);
         launchLoadStoreForward(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
     }
@@ -308,6 +313,14 @@ private:
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
         }
         homeStores_ = buildHomeStores(records, plan_.numHome, entryOfHome_);
+        // Where the storing kernel may signal receivers too
+        // (forwardCoordinatesAfterHomeSignals), and a fresh counter value for
+        // this plan's first forward on every rank (skipSequenceValue says why).
+        if (homeSignalBlocks_.size() == 0) homeSignalBlocks_.resizeZeroed(1);
+        const HomeSignalSource signalSource{coordState_.sequence.data(), homeSignalBlocks_.data(), !blockSignals_, -1};
+        homeSignalled_ = homeStores_ ? homeSignalledPulses(records, signalSource) : 0u;
+        if (homeStores_) homeStores_ = withHomeSignals(*homeStores_, records, homeSignalled_, signalSource);
+        skipSequenceValue(coordState_.sequence.data());
         notes_ = {fmt::format("{}: {} pulse(s), {} block(s) of {} threads per pulse, one fused kernel per exchange, "
                               "direct stores into the peers' windows ({}), {}, wait limit {:.0f} s; search-step "
                               "blocks copied into the peers' staging windows by a kernel and signalled (one host "
@@ -362,6 +375,8 @@ private:
     cuda::DeviceBuffer<PulseRecord> pulseRecords_;
     cuda::DeviceBuffer<int> entryOfHome_;             // homeStores_'s entries, pulse after pulse
     std::optional<HomeCoordinateStores> homeStores_;  // buildHomeStores; shifts set per call
+    cuda::DeviceBuffer<unsigned> homeSignalBlocks_;   // the storing kernel's block counter (signalHomeStores)
+    unsigned homeSignalled_ = 0;                      // pulses the storing kernel signals (bit p)
     cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
     WaitDiagnostics* diagnosticsDevice_ = nullptr;
     cuda::DeviceBuffer<int> abortFlag_;
