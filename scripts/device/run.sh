@@ -378,6 +378,30 @@ stage_home_stores_check() {
 }
 stage_home_stores_ab() { MD_AB_A_ENV=HALOEX_HOME_STORES=0 switch_ab_runs; }
 
+# The update's last block signalling the receivers of the pulses that send
+# home atoms alone (HALOEX_HOME_SIGNALS, on by default: B) against the forward
+# signalling them (=0: A), the same build: the transport tests on 2 and 4
+# ranks (the storing kernel's signals in ForwardAfterHomeStoresMatchesReference),
+# the home-stores case on 8 ranks, the MD transports against the CPU
+# reference (MdTransportsGpuWithoutHomeSignals among them), then two ranks
+# 2x1x1 at 22 500 atoms with half the SMs each and four ranks 2x2x1 at 45 000,
+# 3 alternating repeats. ~5 min.
+stage_home_signals_check() {
+  CTEST_R='test_transport_device_np[24]|test_md_transports_gpu_np[24]|test_fused_exchange_loadstore' stage_ctest_select
+  start_mps
+  local log="$out/home-signals-np8.log"
+  timeout 300 "${mpirun_np[@]}" 8 "$build/bin/tests/test_transport_device" \
+    --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
+  note "  the home-stores case (with the storing kernel's signals) on 8 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
+  stop_mps
+}
+stage_home_signals_ab() {
+  MD_AB_A_ENV=HALOEX_HOME_SIGNALS=0 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
+  MD_AB_A_ENV=HALOEX_HOME_SIGNALS=0 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
+}
+
 # The search step: the cell order as one CUDA graph launch (the default, A)
 # against its twelve launches (HALOEX_CELL_ORDER_GRAPH=0, B), the same
 # build: its GPU test, then one rank at 11 250 and 90 000 atoms and two
@@ -1645,7 +1669,7 @@ stage_switch_refusals() {
   note "== environment switches: values other than 0 or 1 refused"
   local sw value log
   for sw in HALOEX_PDL HALOEX_CELL_ORDER_GRAPH HALOEX_SEARCH_GRAPH HALOEX_COLUMN_SORT HALOEX_FORWARD_FIRST \
-    HALOEX_HOME_STORES; do
+    HALOEX_HOME_STORES HALOEX_HOME_SIGNALS; do
     for value in off 1 0; do
       log="$out/switch-$sw-$value.log"
       env "$sw=$value" timeout 60 "$build/bin/haloex-md" --device gpu --atoms 3000 --steps 20 --log none --quiet \

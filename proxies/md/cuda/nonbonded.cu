@@ -650,6 +650,9 @@ __global__ void __launch_bounds__(kThreads)
         }
     }
     if constexpr (kEnergies) blockSumAtomicAdd<kThreads>(0.25 * ekin2, a.averageKineticEnergy);
+    // The receivers that need nothing but the home entries learn of them as
+    // soon as the last block is done (every block takes part).
+    if constexpr (kHaloForces) haloex::device::signalHomeStores(homeStores);
 }
 
 // Diagnostic census of a list: count[0] its atom pairs closer than rc, with

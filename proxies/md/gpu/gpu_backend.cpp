@@ -370,8 +370,20 @@ public:
                                 "its blocks have begun (HALOEX_FORWARD_FIRST=0: the local kernel first)"
                               : "the local force kernel is launched before the forward exchange",
                 homeStores_ ? "the update stores the next forward's home entries into the receivers, the forward "
-                              "moves only the forwarded ones (HALOEX_HOME_STORES=0: the forward stores them all)"
+                              "moves only the forwarded ones (HALOEX_HOME_STORES=0: the forward stores them all); " +
+                                  homeSignalsNote()
                             : "the forward stores the home entries itself (" + noHomeStoresReason_ + ")"};
+    }
+    // Who signals the receivers of the pulses that send home atoms alone.
+    std::string homeSignalsNote() const {
+        if (homeStores_->numSignals > 0) {
+            return fmt::format("the update's last block also signals the receivers of the {} pulse(s) that send home "
+                               "atoms alone (HALOEX_HOME_SIGNALS=0: the forward signals them)",
+                               homeStores_->numSignals);
+        }
+        return homeSignalsRequested() ? "the forward signals every receiver (no pulse sends home atoms alone, or the "
+                                        "exchange signals per block)"
+                                      : "the forward signals every receiver (HALOEX_HOME_SIGNALS=0)";
     }
     void countApiSyncs(bool on) override {
         if (apiSyncCounter_) apiSyncCounter_->setCounting(on);
@@ -435,7 +447,11 @@ private:
             // except before the first step after a search; a captured step
             // always follows an update (markGraphsStale).
             if (fused && homeStores_ && (capturing_ || !forwardNeedsHomeEntries_)) {
-                halo.gatherCoordinatesAfterHomeStores(context_.box, nonlocal);
+                if (homeStores_->numSignals > 0) {
+                    halo.gatherCoordinatesAfterHomeSignals(context_.box, nonlocal);
+                } else {
+                    halo.gatherCoordinatesAfterHomeStores(context_.box, nonlocal);
+                }
             } else {
                 halo.gatherCoordinates(context_.box, nonlocal);
             }
@@ -646,6 +662,9 @@ private:
             homeStores_ = halo.homeCoordinateStores(context.box);
             noHomeStoresReason_ = "the transport offers no home stores: it has no load/store path to every receiver";
         }
+        // The update also signals the receivers that need nothing else, where
+        // the table lets it (HALOEX_HOME_SIGNALS=0: the forward signals them).
+        if (!homeSignalsRequested() && homeStores_) homeStores_->numSignals = 0;
         forwardNeedsHomeEntries_ = true;
         // Halo positions for the search (every rank takes part).
         halo.clearForces(local_.get());
@@ -672,6 +691,12 @@ private:
     static bool homeStoresRequested() {
         return ::haloex::detail::environmentSwitch(
             "HALOEX_HOME_STORES", true, "the update storing the next forward's home entries into the receivers");
+    }
+
+    static bool homeSignalsRequested() {
+        return ::haloex::detail::environmentSwitch(
+            "HALOEX_HOME_SIGNALS", true,
+            "the update signalling the receivers of the pulses that send home atoms alone");
     }
 
     static bool forwardFirstRequested() {
