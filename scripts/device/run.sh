@@ -395,6 +395,29 @@ stage_home_signals_check() {
   note "  the home-stores case (with the storing kernel's signals) on 8 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
   stop_mps
 }
+# The few-minute subset of home-signals-check and -ab for a short lease: the
+# home-stores case on 2 and 4 ranks, haloex-md's nvshmem tests against the
+# CPU reference on 2 ranks (the default with the update's signals, and
+# HALOEX_HOME_SIGNALS=0), then two ranks 2x1x1 at 22 500 atoms with half the
+# SMs each, 2 alternating repeats. ~1.5 min after the build.
+stage_home_signals_quick() {
+  start_mps
+  local np log
+  for np in 2 4; do
+    log="$out/home-signals-np$np.log"
+    timeout 120 "${mpirun_np[@]}" "$np" "$build/bin/tests/test_transport_device" \
+      --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
+    note "  the home-stores case (with the storing kernel's signals) on $np ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
+  done
+  log="$out/home-signals-md-np2.log"
+  timeout 200 "${mpirun_np[@]}" 2 "$build/bin/tests/test_md_transports_gpu" \
+    --gtest_filter='*nvshmem*:*Nvshmem*' --gtest_color=no >"$log" 2>&1
+  note "  haloex-md's nvshmem tests on 2 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines; $(grep -m1 -o 'the update.s last block also signals[^;]*' "$log" | head -1)"
+  grep -E -A12 '^\[  FAILED|Failure' "$log" | head -40
+  stop_mps
+  MD_AB_A_ENV=HALOEX_HOME_SIGNALS=0 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=2 MD_AB_STEPS=3000 \
+    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
+}
 stage_home_signals_ab() {
   MD_AB_A_ENV=HALOEX_HOME_SIGNALS=0 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
     MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
