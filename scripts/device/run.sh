@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab home-stores-check home-stores-ab home-signals-check home-signals-ab home-signals-quick fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -379,11 +379,12 @@ stage_home_stores_check() {
 stage_home_stores_ab() { MD_AB_A_ENV=HALOEX_HOME_STORES=0 switch_ab_runs; }
 
 # The update's last block signalling the receivers of the pulses that send
-# home atoms alone (HALOEX_HOME_SIGNALS, on by default: B) against the forward
-# signalling them (=0: A), the same build: the transport tests on 2 and 4
+# home atoms alone (HALOEX_HOME_SIGNALS=1: B) against the forward signalling
+# them (the default until this has run and been measured: A), the same
+# build: the transport tests on 2 and 4
 # ranks (the storing kernel's signals in ForwardAfterHomeStoresMatchesReference),
 # the home-stores case on 8 ranks, the MD transports against the CPU
-# reference (MdTransportsGpuWithoutHomeSignals among them), then two ranks
+# reference (MdTransportsGpuWithHomeSignals among them), then two ranks
 # 2x1x1 at 22 500 atoms with half the SMs each and four ranks 2x2x1 at 45 000,
 # 3 alternating repeats. ~5 min.
 stage_home_signals_check() {
@@ -397,9 +398,9 @@ stage_home_signals_check() {
 }
 # The few-minute subset of home-signals-check and -ab for a short lease: the
 # home-stores case on 2 and 4 ranks, haloex-md's nvshmem tests against the
-# CPU reference on 2 ranks (the default with the update's signals, and
-# HALOEX_HOME_SIGNALS=0), then two ranks 2x1x1 at 22 500 atoms with half the
-# SMs each, 2 alternating repeats. ~1.5 min after the build.
+# CPU reference on 2 ranks (the default, and HALOEX_HOME_SIGNALS=1), then
+# two ranks 2x1x1 at 22 500 atoms with half the SMs each, 2 alternating
+# repeats. ~1.5 min after the build.
 stage_home_signals_quick() {
   start_mps
   local np log
@@ -415,13 +416,13 @@ stage_home_signals_quick() {
   note "  haloex-md's nvshmem tests on 2 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines; $(grep -m1 -o 'the update.s last block also signals[^;]*' "$log" | head -1)"
   grep -E -A12 '^\[  FAILED|Failure' "$log" | head -40
   stop_mps
-  MD_AB_A_ENV=HALOEX_HOME_SIGNALS=0 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=2 MD_AB_STEPS=3000 \
+  MD_AB_B_ENV=HALOEX_HOME_SIGNALS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=2 MD_AB_STEPS=3000 \
     MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
 }
 stage_home_signals_ab() {
-  MD_AB_A_ENV=HALOEX_HOME_SIGNALS=0 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+  MD_AB_B_ENV=HALOEX_HOME_SIGNALS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
     MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
-  MD_AB_A_ENV=HALOEX_HOME_SIGNALS=0 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+  MD_AB_B_ENV=HALOEX_HOME_SIGNALS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
     MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
 }
 
@@ -458,14 +459,17 @@ stage_multi_gpu_1() {
 # MPS): the local kernel first (HALOEX_FORWARD_FIRST=0), a graph per step
 # (--steps-per-graph 1; the default is graphs of four) and the forward
 # storing the home entries itself (HALOEX_HOME_STORES=0; the default is the
-# update storing them over NVLink), each against the defaults, two ranks at
-# 22 500 and 45 000 atoms, 3 alternating repeats. ~4 min.
+# update storing them over NVLink), and the update's last block signalling
+# the receivers (HALOEX_HOME_SIGNALS=1, off by default until measured), each
+# against the defaults, two ranks at 22 500 and 45 000 atoms, 3 alternating
+# repeats. ~5 min.
 stage_multi_gpu_ab() {
   [ "$ngpu" -ge 2 ] || { note "multi-gpu-ab: needs two GPUs ($ngpu visible)"; return 1; }
   # One A/B of the build against itself with B changed by: an environment
   # variable (env:VAR=value) or options (args:...).
   local change
-  for change in env:HALOEX_FORWARD_FIRST=0 "args:--steps-per-graph 1" env:HALOEX_HOME_STORES=0; do
+  for change in env:HALOEX_FORWARD_FIRST=0 "args:--steps-per-graph 1" env:HALOEX_HOME_STORES=0 \
+    env:HALOEX_HOME_SIGNALS=1; do
     MD_AB_B_ENV=$([ "${change%%:*}" = env ] && echo "${change#*:}") \
       MD_AB_B_ARGS=$([ "${change%%:*}" = args ] && echo "${change#*:}") \
       MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \

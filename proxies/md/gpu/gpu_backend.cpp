@@ -378,12 +378,13 @@ public:
     std::string homeSignalsNote() const {
         if (homeStores_->numSignals > 0) {
             return fmt::format("the update's last block also signals the receivers of the {} pulse(s) that send home "
-                               "atoms alone (HALOEX_HOME_SIGNALS=0: the forward signals them)",
+                               "atoms alone (HALOEX_HOME_SIGNALS=1; unset or 0: the forward signals them)",
                                homeStores_->numSignals);
         }
         return homeSignalsRequested() ? "the forward signals every receiver (no pulse sends home atoms alone, or the "
                                         "exchange signals per block)"
-                                      : "the forward signals every receiver (HALOEX_HOME_SIGNALS=0)";
+                                      : "the forward signals every receiver (HALOEX_HOME_SIGNALS=1: the update's last "
+                                        "block signals those of the pulses that send home atoms alone)";
     }
     void countApiSyncs(bool on) override {
         if (apiSyncCounter_) apiSyncCounter_->setCounting(on);
@@ -662,8 +663,9 @@ private:
             homeStores_ = halo.homeCoordinateStores(context.box);
             noHomeStoresReason_ = "the transport offers no home stores: it has no load/store path to every receiver";
         }
-        // The update also signals the receivers that need nothing else, where
-        // the table lets it (HALOEX_HOME_SIGNALS=0: the forward signals them).
+        // With HALOEX_HOME_SIGNALS=1 the update also signals the receivers
+        // that need nothing else, where the table lets it; by default (0,
+        // until it has run and been measured on a GPU) the forward does.
         if (!homeSignalsRequested() && homeStores_) homeStores_->numSignals = 0;
         forwardNeedsHomeEntries_ = true;
         // Halo positions for the search (every rank takes part).
@@ -695,7 +697,7 @@ private:
 
     static bool homeSignalsRequested() {
         return ::haloex::detail::environmentSwitch(
-            "HALOEX_HOME_SIGNALS", true,
+            "HALOEX_HOME_SIGNALS", false,
             "the update signalling the receivers of the pulses that send home atoms alone");
     }
 
