@@ -342,23 +342,22 @@ TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
             EXPECT_NE(gpu.exchangeNotes[0].find("local force kernel is launched before"), std::string::npos)
                 << gpu.exchangeNotes[0];
             EXPECT_NE(gpu.exchangeNotes[1].find("update stores"), std::string::npos) << gpu.exchangeNotes[1];
-            // 2x1x1 and 2x2x1 each have a pulse that sends home atoms alone.
-            EXPECT_NE(gpu.exchangeNotes[1].find("also signals"), std::string::npos) << gpu.exchangeNotes[1];
         });
 }
 
-// HALOEX_HOME_SIGNALS=0 (docs/md-engine.md): the update stores the home
-// entries but nvshmem's forward signals every receiver itself, instead of
-// the update's last block signalling those of the pulses that send home
-// atoms alone (the default, which the tests above run).
-TEST(MdTransportsGpuWithoutHomeSignals, NvshmemMatchesTheCpuReference) {
-    expectNvshmemVariantMatchesCpu(
-        std::nullopt, "the forward signalling every receiver itself", withEnvironment("HALOEX_HOME_SIGNALS", "0"),
-        [](const md::RunSummary& gpu) {
-            ASSERT_EQ(gpu.exchangeNotes.size(), 2u);
-            EXPECT_NE(gpu.exchangeNotes[1].find("update stores"), std::string::npos) << gpu.exchangeNotes[1];
-            EXPECT_NE(gpu.exchangeNotes[1].find("(HALOEX_HOME_SIGNALS=0)"), std::string::npos) << gpu.exchangeNotes[1];
-        });
+// HALOEX_HOME_SIGNALS=1 (docs/md-engine.md): the update's last block also
+// signals the receivers of the pulses that send home atoms alone (2x1x1 and
+// 2x2x1 each have one), and nvshmem's forward signals only the rest; by
+// default (the tests above) the forward signals every receiver.
+TEST(MdTransportsGpuWithHomeSignals, NvshmemMatchesTheCpuReference) {
+    expectNvshmemVariantMatchesCpu(std::nullopt, "the update's last block signalling receivers",
+                                   withEnvironment("HALOEX_HOME_SIGNALS", "1"), [](const md::RunSummary& gpu) {
+                                       ASSERT_EQ(gpu.exchangeNotes.size(), 2u);
+                                       EXPECT_NE(gpu.exchangeNotes[1].find("update stores"), std::string::npos)
+                                           << gpu.exchangeNotes[1];
+                                       EXPECT_NE(gpu.exchangeNotes[1].find("also signals"), std::string::npos)
+                                           << gpu.exchangeNotes[1];
+                                   });
 }
 
 // HALOEX_HOME_STORES=0 (docs/md-engine.md): nvshmem's forward stores the
