@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab home-stores-check home-stores-ab home-signals-check home-signals-ab home-signals-quick fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab home-stores-check home-stores-ab home-signals-ab home-signals-quick fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -366,7 +366,7 @@ stage_home_stores_check() {
   local log="$out/home-stores-np8.log"
   timeout 300 "${mpirun_np[@]}" 8 "$build/bin/tests/test_transport_device" \
     --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
-  note "  the home-stores case on 8 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
+  note "  the home-stores case (with and without the storing kernel's signals) on 8 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
   # Without CUDA graphs: on an H100 compute-sanitizer crashed inside
   # cudaGraphUpload (results.md, Known problems); the steps enqueue the same kernels.
   log="$out/home-stores-md-memcheck.log"
@@ -381,22 +381,12 @@ stage_home_stores_ab() { MD_AB_A_ENV=HALOEX_HOME_STORES=0 switch_ab_runs; }
 # The update's last block signalling the receivers of the pulses that send
 # home atoms alone (HALOEX_HOME_SIGNALS=1: B) against the forward signalling
 # them (the default until this has run and been measured: A), the same
-# build: the transport tests on 2 and 4
-# ranks (the storing kernel's signals in ForwardAfterHomeStoresMatchesReference),
-# the home-stores case on 8 ranks, the MD transports against the CPU
-# reference (MdTransportsGpuWithHomeSignals among them), then two ranks
-# 2x1x1 at 22 500 atoms with half the SMs each and four ranks 2x2x1 at 45 000,
-# 3 alternating repeats. ~5 min.
-stage_home_signals_check() {
-  CTEST_R='test_transport_device_np[24]|test_md_transports_gpu_np[24]|test_fused_exchange_loadstore' stage_ctest_select
-  start_mps
-  local log="$out/home-signals-np8.log"
-  timeout 300 "${mpirun_np[@]}" 8 "$build/bin/tests/test_transport_device" \
-    --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
-  note "  the home-stores case (with the storing kernel's signals) on 8 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
-  stop_mps
-}
-# The few-minute subset of home-signals-check and -ab for a short lease: the
+# build: two ranks 2x1x1 at 22 500 atoms with half the SMs each and four
+# ranks 2x2x1 at 45 000, 3 alternating repeats (~3 min). Its tests are
+# home-stores-check's (ForwardAfterHomeStoresMatchesReference has rounds with
+# the storing kernel's signals; test_md_transports_gpu has
+# MdTransportsGpuWithHomeSignals).
+# The few-minute subset of home-stores-check and home-signals-ab for a short lease: the
 # home-stores case on 2 and 4 ranks, haloex-md's nvshmem tests against the
 # CPU reference on 2 ranks (the default, and HALOEX_HOME_SIGNALS=1), then
 # two ranks 2x1x1 at 22 500 atoms with half the SMs each, 2 alternating
