@@ -54,7 +54,9 @@ public:
 
     /// Collective: adopts the plan and the arrays. Throws InvalidInput for an
     /// array smaller than plan.numLocal elements or in other memory than the
-    /// transport's fast path needs (naming allocateCollective).
+    /// transport's fast path needs (naming allocateCollective). No exchange
+    /// of this halo may still be running on the GPU (the transports rewrite
+    /// what their kernels read): finish the streams' work first.
     void setPlan(const plan::ParticleHaloPlan& plan, CollectiveBuffer<Vec3f>& coordinates,
                  CollectiveBuffer<Vec3f>& forces);
     /// The plan of the last setPlan (empty before) and the arrays bound with it.
@@ -87,7 +89,12 @@ public:
     /// receivers of the pulses that send home atoms alone
     /// (HomeCoordinateStores::signals) have their signal from that kernel,
     /// as soon as its last block is done, and only the rest are signalled
-    /// here. Collective.
+    /// here. The kernel must signal whenever the table it used names signals
+    /// (numSignals > 0): this call does not signal those pulses, and their
+    /// receivers would wait until the exchange's time limit. After such a
+    /// kernel the next forward is this call (or a setPlan comes first): a
+    /// full forward would rewrite entries its receivers may already read.
+    /// Collective.
     void gatherCoordinatesAfterHomeSignals(const plan::Box& box, transport::StreamHandle stream);
     /// Reverse: the forces on halo atoms back to their owners, added into the
     /// owners' entries; then the home entries hold complete forces. Collective.

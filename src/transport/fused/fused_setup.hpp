@@ -166,7 +166,6 @@ inline std::string signalsNote(bool blockSignals) {
                         : "coordinates signalled once per pulse";
 }
 
-// "p (dimension x, stage s)" for the wait diagnostics; p alone outside the plan.
 // Each pulse's periodic shift for `box` into a forward's arguments
 // (pulseShift: the bits the home stores use too).
 inline void setForwardShifts(FusedArgs& args, const plan::ParticleHaloPlan& plan, const plan::Box& box) {
@@ -184,6 +183,7 @@ inline void clearHomeForces(Vec3f* f, const plan::ParticleHaloPlan& plan, cudaSt
     if (upTo > 0) HALOEX_CUDA_CHECK(cudaMemsetAsync(f, 0, upTo * sizeof(Vec3f), stream));
 }
 
+// "p (dimension x, stage s)" for the wait diagnostics; p alone outside the plan.
 inline std::string describeFusedPulse(const plan::ParticleHaloPlan& plan, int p) {
     if (p < 0 || p >= static_cast<int>(plan.pulses.size())) return fmt::format("{}", p);
     const plan::Pulse& pulse = plan.pulses[static_cast<std::size_t>(p)];
