@@ -15,8 +15,7 @@ __global__ void entriesOfHomeKernel(const int* __restrict__ map, int numIndepend
 
 __global__ void advanceKernel(std::uint64_t* sequence) { *sequence += 1; }
 
-}  // namespace
-
+// The table's pulses and entries (see HomeStores::rebuild), without signals or shifts.
 std::optional<transport::HomeCoordinateStores> buildHomeStores(const std::vector<PulseRecord>& records, int numHome,
                                                                cuda::DeviceBuffer<int>& entries) {
     using transport::HomeCoordinateStores;
@@ -43,13 +42,15 @@ std::optional<transport::HomeCoordinateStores> buildHomeStores(const std::vector
     return stores;
 }
 
-unsigned homeSignalledPulses(const std::vector<PulseRecord>& records, const HomeSignalSource& source) {
-    if (!source.perPulseSignals || source.sequence == nullptr || source.blockCounter == nullptr) return 0;
+// The pulses whose receivers the storing kernel signals: those that send
+// home atoms alone (or nothing), by load/store, each signalled with one word.
+unsigned homeSignalledPulses(const std::vector<PulseRecord>& records, bool perPulseSignals, int withholdPulse) {
+    if (!perPulseSignals) return 0;
     unsigned mask = 0;
     for (int p = 0; p < static_cast<int>(records.size()) && p < transport::HomeCoordinateStores::kMaxPulses; ++p) {
         const PulseRecord& r = records[p];
         if (r.sendCount != r.numIndependent || r.sendPath == PathKind::Put || r.peerCoordSignal == nullptr ||
-            p == source.withholdPulse) {
+            p == withholdPulse) {
             continue;
         }
         mask |= 1u << p;
@@ -57,24 +58,34 @@ unsigned homeSignalledPulses(const std::vector<PulseRecord>& records, const Home
     return mask;
 }
 
+// `stores` with those pulses' signals (none where the mask is 0).
 transport::HomeCoordinateStores withHomeSignals(transport::HomeCoordinateStores stores,
                                                 const std::vector<PulseRecord>& records, unsigned signalled,
-                                                const HomeSignalSource& source) {
+                                                const std::uint64_t* sequence, unsigned* blockCounter) {
     stores.numSignals = 0;
     for (int p = 0; p < static_cast<int>(records.size()); ++p) {
         if (((signalled >> p) & 1u) != 0) stores.signals[stores.numSignals++] = records[p].peerCoordSignal;
     }
-    stores.sequence = stores.numSignals > 0 ? source.sequence : nullptr;
-    stores.blockCounter = stores.numSignals > 0 ? source.blockCounter : nullptr;
+    stores.sequence = stores.numSignals > 0 ? sequence : nullptr;
+    stores.blockCounter = stores.numSignals > 0 ? blockCounter : nullptr;
     return stores;
 }
 
-void skipSequenceValue(std::uint64_t* sequence) {
+}  // namespace
+
+void HomeStores::rebuild(const std::vector<PulseRecord>& records, int numHome, std::uint64_t* sequence,
+                         bool perPulseSignals, int withholdPulse) {
+    stores_ = buildHomeStores(records, numHome, entries_);
+    if (blockCounter_.size() == 0) blockCounter_.resizeZeroed(1);
+    signalled_ = stores_ ? homeSignalledPulses(records, perPulseSignals, withholdPulse) : 0u;
+    if (stores_) stores_ = withHomeSignals(*stores_, records, signalled_, sequence, blockCounter_.data());
     advanceKernel<<<1, 1, 0, cudaStreamLegacy>>>(sequence);
     HALOEX_CUDA_CHECK_LAUNCH();
 }
 
-transport::HomeCoordinateStores withShifts(transport::HomeCoordinateStores stores, const plan::Box& box) {
+std::optional<transport::HomeCoordinateStores> HomeStores::table(const plan::Box& box) const {
+    if (!stores_) return std::nullopt;
+    transport::HomeCoordinateStores stores = *stores_;
     for (int k = 0; k < stores.numPulses; ++k) {
         auto& pulse = stores.pulses[k];
         pulse.shift = pulseShift(pulse.shiftSign, box.length[pulse.dim]);

@@ -15,41 +15,37 @@
 
 namespace haloex::nvshmem_detail {
 
-// The table for `records` (this plan's, with device index maps), its entries
-// written into `entries` (grown as needed) on the legacy stream: the caller
-// synchronises the device before any kernel reads them (both transports'
-// bindArrays do, right after uploadPulses). Empty where a pulse that sends home atoms
-// goes by put (no pointer to store through), where no pulse sends any, or
-// where more pulses do than a table holds. The shifts are set per call
-// (withShifts).
-std::optional<transport::HomeCoordinateStores> buildHomeStores(const std::vector<PulseRecord>& records, int numHome,
-                                                               cuda::DeviceBuffer<int>& entries);
+// One fused transport's table across binds: what it hands out
+// (CoordinateForceExchange::homeCoordinateStores) and which pulses the
+// storing kernel signals (FusedArgs::callerSignalled).
+class HomeStores {
+public:
+    // At every bind, once this plan's records are final: the table for them
+    // (with device index maps), written on the legacy stream -- the caller
+    // synchronises the device before any kernel reads it (both transports'
+    // bindArrays do, right after uploadPulses). Empty where a pulse that
+    // sends home atoms goes by put (no pointer to store through), where no
+    // pulse sends any, or where more pulses do than a table holds. Its
+    // signals: for the pulses that send home atoms alone (or nothing), by
+    // load/store, each signalled with one word (`perPulseSignals`), never the
+    // one a test withholds. Also skips one value of the forward's exchange
+    // counter `sequence`, on every rank, so that a signal a storing kernel
+    // sent under the last plan (for a forward that then never came: a
+    // search followed) is below what the new plan's first forward waits for.
+    void rebuild(const std::vector<PulseRecord>& records, int numHome, std::uint64_t* sequence, bool perPulseSignals,
+                 int withholdPulse);
+    // The table with each pulse's periodic shift for `box`, rounded to float
+    // as the forward rounds its own; empty where none is offered.
+    std::optional<transport::HomeCoordinateStores> table(const plan::Box& box) const;
+    bool offered() const { return stores_.has_value(); }
+    // Bit p: the storing kernel signals pulse p's receiver.
+    unsigned signalledPulses() const { return signalled_; }
 
-// What a storing kernel needs to signal receivers itself
-// (HomeCoordinateStores::signals): the forward's exchange counter and a
-// zeroed block counter of the transport's; none while receivers wait for
-// signals per block, and never for a pulse a test withholds.
-struct HomeSignalSource {
-    const std::uint64_t* sequence = nullptr;
-    unsigned* blockCounter = nullptr;
-    bool perPulseSignals = false;
-    int withholdPulse = -1;
+private:
+    cuda::DeviceBuffer<int> entries_;                        // each pulse's entryOfHome, pulse after pulse
+    cuda::DeviceBuffer<unsigned> blockCounter_;              // the storing kernel's finished blocks (signalHomeStores)
+    std::optional<transport::HomeCoordinateStores> stores_;  // shifts set per call (table)
+    unsigned signalled_ = 0;
 };
-// The pulses whose receivers the storing kernel signals: those that send
-// home atoms alone (or nothing), by load/store, each signalled with one word.
-unsigned homeSignalledPulses(const std::vector<PulseRecord>& records, const HomeSignalSource& source);
-// `stores` with those pulses' signals (none where the mask is 0).
-transport::HomeCoordinateStores withHomeSignals(transport::HomeCoordinateStores stores,
-                                                const std::vector<PulseRecord>& records, unsigned signalled,
-                                                const HomeSignalSource& source);
-// Advances the forward's exchange counter by one (on the legacy stream): at
-// every bind, on every rank, so that a signal a storing kernel sent under the
-// last plan (for a forward that then never came: a search followed) is below
-// what the new plan's first forward waits for.
-void skipSequenceValue(std::uint64_t* sequence);
-
-// `stores` with each pulse's periodic shift for `box`, rounded to float as
-// the forward rounds its own.
-transport::HomeCoordinateStores withShifts(transport::HomeCoordinateStores stores, const plan::Box& box);
 
 }  // namespace haloex::nvshmem_detail

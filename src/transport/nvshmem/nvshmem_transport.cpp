@@ -168,7 +168,7 @@ public:
         if (plan_.pulses.empty()) return;
         FusedArgs args = baseArgs(coordState_);
         args.homeStored = homeStored;
-        args.callerSignalled = callerSignalled ? homeSignalled_ : 0u;
+        args.callerSignalled = callerSignalled ? homeStores_.signalledPulses() : 0u;
         setForwardShifts(args, plan_, box);
         if (launch_ == LaunchMode::Fused) {
             launchFusedPackCommX(args, blocksPerPulse_, static_cast<cudaStream_t>(stream), forwardLaunched_);
@@ -181,17 +181,16 @@ public:
     // (CoordinateForceExchange::homeCoordinateStores): every pulse that
     // sends home atoms reaches its receiver by load/store (uploadPulses).
     std::optional<HomeCoordinateStores> homeCoordinateStores(const plan::Box& box) const {
-        if (!homeStores_) return std::nullopt;
-        return withShifts(*homeStores_, box);
+        return homeStores_.table(box);
     }
     // The forward once the caller stored the home entries: the fused kernels
     // skip them (FusedArgs::homeStored).
     void forwardCoordinatesAfterHomeStores(const plan::Box& box, StreamHandle stream) {
-        forward(box, stream, homeStores_.has_value(), false);
+        forward(box, stream, homeStores_.offered(), false);
     }
-    // ... and also signalled the pulses of homeSignalled_ (FusedArgs::callerSignalled).
+    // ... and also signalled the pulses it could (FusedArgs::callerSignalled).
     void forwardCoordinatesAfterHomeSignals(const plan::Box& box, StreamHandle stream) {
-        forward(box, stream, homeStores_.has_value(), homeStores_.has_value());
+        forward(box, stream, homeStores_.offered(), homeStores_.offered());
     }
 
     void reverseForces(StreamHandle stream) {
@@ -348,16 +347,9 @@ private:
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
         }
-        homeStores_ = buildHomeStores(records, plan_.numHome, entryOfHome_);
-        // Where the storing kernel may signal receivers too
-        // (forwardCoordinatesAfterHomeSignals), and a fresh counter value for
-        // this plan's first forward on every rank (skipSequenceValue says why).
-        if (homeSignalBlocks_.size() == 0) homeSignalBlocks_.resizeZeroed(1);
-        const HomeSignalSource signalSource{coordState_.sequence.data(), homeSignalBlocks_.data(), !blockSignals_,
-                                            withholdPulse_};
-        homeSignalled_ = homeStores_ ? homeSignalledPulses(records, signalSource) : 0u;
-        if (homeStores_) homeStores_ = withHomeSignals(*homeStores_, records, homeSignalled_, signalSource);
-        skipSequenceValue(coordState_.sequence.data());
+        // The table, where the storing kernel may signal too, and a fresh
+        // counter value for this plan's first forward (HomeStores::rebuild).
+        homeStores_.rebuild(records, plan_.numHome, coordState_.sequence.data(), !blockSignals_, withholdPulse_);
     }
 
     // A device-side wait that timed out has left its diagnostic in mapped
@@ -490,10 +482,7 @@ private:
     FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<int> indexMaps_;
     cuda::DeviceBuffer<PulseRecord> pulseRecords_;
-    cuda::DeviceBuffer<int> entryOfHome_;             // homeStores_'s entries, pulse after pulse
-    std::optional<HomeCoordinateStores> homeStores_;  // buildHomeStores; shifts set per call
-    cuda::DeviceBuffer<unsigned> homeSignalBlocks_;   // the storing kernel's block counter (signalHomeStores)
-    unsigned homeSignalled_ = 0;                      // pulses the storing kernel signals (bit p)
+    HomeStores homeStores_;  // homeCoordinateStores' table, rebuilt at every bind
     cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
     WaitDiagnostics* diagnosticsDevice_ = nullptr;
     cuda::DeviceBuffer<int> abortFlag_;

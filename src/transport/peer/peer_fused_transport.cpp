@@ -134,16 +134,15 @@ public:
     // (CoordinateForceExchange::homeCoordinateStores): every pulse's peer is
     // a window this rank stores into.
     std::optional<HomeCoordinateStores> homeCoordinateStores(const plan::Box& box) const {
-        if (!homeStores_) return std::nullopt;
-        return withShifts(*homeStores_, box);
+        return homeStores_.table(box);
     }
     // The forward once the caller stored the home entries (FusedArgs::homeStored).
     void forwardCoordinatesAfterHomeStores(const plan::Box& box, StreamHandle stream) {
-        forward(box, stream, homeStores_.has_value(), false);
+        forward(box, stream, homeStores_.offered(), false);
     }
-    // ... and also signalled the pulses of homeSignalled_ (FusedArgs::callerSignalled).
+    // ... and also signalled the pulses it could (FusedArgs::callerSignalled).
     void forwardCoordinatesAfterHomeSignals(const plan::Box& box, StreamHandle stream) {
-        forward(box, stream, homeStores_.has_value(), homeStores_.has_value());
+        forward(box, stream, homeStores_.offered(), homeStores_.offered());
     }
 
     void forward(const plan::Box& box, StreamHandle stream, bool homeStored, bool callerSignalled) {
@@ -152,7 +151,7 @@ public:
         if (plan_.pulses.empty()) return;
         FusedArgs args = baseArgs(coordState_);
         args.homeStored = homeStored;
-        args.callerSignalled = callerSignalled ? homeSignalled_ : 0u;
+        args.callerSignalled = callerSignalled ? homeStores_.signalledPulses() : 0u;
         setForwardShifts(args, plan_, box);
         launchLoadStoreForward(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
     }
@@ -312,15 +311,9 @@ private:
         if (numPulses > 0) {
             cuda::copyToDeviceNow(pulseRecords_.data(), records.data(), numPulses * sizeof(PulseRecord));
         }
-        homeStores_ = buildHomeStores(records, plan_.numHome, entryOfHome_);
-        // Where the storing kernel may signal receivers too
-        // (forwardCoordinatesAfterHomeSignals), and a fresh counter value for
-        // this plan's first forward on every rank (skipSequenceValue says why).
-        if (homeSignalBlocks_.size() == 0) homeSignalBlocks_.resizeZeroed(1);
-        const HomeSignalSource signalSource{coordState_.sequence.data(), homeSignalBlocks_.data(), !blockSignals_, -1};
-        homeSignalled_ = homeStores_ ? homeSignalledPulses(records, signalSource) : 0u;
-        if (homeStores_) homeStores_ = withHomeSignals(*homeStores_, records, homeSignalled_, signalSource);
-        skipSequenceValue(coordState_.sequence.data());
+        // The table, where the storing kernel may signal too, and a fresh
+        // counter value for this plan's first forward (HomeStores::rebuild).
+        homeStores_.rebuild(records, plan_.numHome, coordState_.sequence.data(), !blockSignals_, -1);
         notes_ = {fmt::format("{}: {} pulse(s), {} block(s) of {} threads per pulse, one fused kernel per exchange, "
                               "direct stores into the peers' windows ({}), {}, wait limit {:.0f} s; search-step "
                               "blocks copied into the peers' staging windows by a kernel and signalled (one host "
@@ -373,10 +366,7 @@ private:
     cuda::DevicePulseMaps maps_;
     FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<PulseRecord> pulseRecords_;
-    cuda::DeviceBuffer<int> entryOfHome_;             // homeStores_'s entries, pulse after pulse
-    std::optional<HomeCoordinateStores> homeStores_;  // buildHomeStores; shifts set per call
-    cuda::DeviceBuffer<unsigned> homeSignalBlocks_;   // the storing kernel's block counter (signalHomeStores)
-    unsigned homeSignalled_ = 0;                      // pulses the storing kernel signals (bit p)
+    HomeStores homeStores_;  // homeCoordinateStores' table, rebuilt at every bind
     cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
     WaitDiagnostics* diagnosticsDevice_ = nullptr;
     cuda::DeviceBuffer<int> abortFlag_;
