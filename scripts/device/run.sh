@@ -410,6 +410,13 @@ stage_home_signals_quick() {
     MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
 }
 stage_home_signals_ab() {
+  start_mps
+  local log="$out/home-signals-md-memcheck.log"
+  HALOEX_HOME_SIGNALS=1 timeout 300 "${mpirun_np[@]}" 2 -x HALOEX_HOME_SIGNALS compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+    "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none --transport nvshmem --nvshmem-path direct \
+    --grid 2x1x1 --atoms 6000 --steps 120 --nstlist 20 --cuda-graphs 0 >"$log" 2>&1
+  note "  haloex-md, 2 ranks, HALOEX_HOME_SIGNALS=1 (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
+  stop_mps
   MD_AB_B_ENV=HALOEX_HOME_SIGNALS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
     MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
   MD_AB_B_ENV=HALOEX_HOME_SIGNALS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
