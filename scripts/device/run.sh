@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab home-stores-check home-stores-ab home-signals-ab home-signals-quick fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab home-stores-check home-stores-ab home-signals-ab home-signals-quick mutation-bind-advance fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -377,6 +377,31 @@ stage_home_stores_check() {
   stop_mps
 }
 stage_home_stores_ab() { MD_AB_A_ENV=HALOEX_HOME_STORES=0 switch_ab_runs; }
+
+# Does the home-stores test catch a bind that no longer moves the coordinate
+# counter on? Builds test_transport_device without HomeStores::rebuild's
+# advance, runs the home-stores case on 2 ranks (it must fail, in its
+# "after a stale signal and a new bind" check), then restores the file and
+# rebuilds. ~1 min on a warm build.
+stage_mutation_bind_advance() {
+  local file="$root/src/transport/fused/home_stores.cu" log="$out/mutation-bind-advance.log"
+  note "== mutation: HomeStores::rebuild without the coordinate counter's advance"
+  cp "$file" "$out/home_stores.cu.orig"
+  sed -i 's|^    advanceKernel<<<1, 1, 0, cudaStreamLegacy>>>(sequence);|    (void)advanceKernel;  // mutation: no advance|' "$file"
+  if cmp -s "$file" "$out/home_stores.cu.orig"; then note "  the advance's line was not found: nothing mutated"; return 1; fi
+  if cmake --build "$build" --target test_transport_device >"$out/mutation-build.log" 2>&1; then
+    start_mps
+    timeout 120 "${mpirun_np[@]}" 2 "$build/bin/tests/test_transport_device" \
+      --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
+    note "  mutated, 2 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -c 'after a stale signal and a new bind' "$log") lines naming the stale signal"
+    stop_mps
+  else
+    note "  the mutated build FAILED"; tail -20 "$out/mutation-build.log"
+  fi
+  cp "$out/home_stores.cu.orig" "$file"
+  cmake --build "$build" --target test_transport_device >>"$out/mutation-build.log" 2>&1
+  note "  restored and rebuilt: rc=$?"
+}
 
 # The update's last block signalling the receivers of the pulses that send
 # home atoms alone (HALOEX_HOME_SIGNALS=1: B) against the forward signalling
@@ -999,13 +1024,17 @@ stage_sanitize_search() {
   # compute-sanitizer crashed inside cudaGraphUpload (results.md, Known problems).
   # The third run: graphs without programmatic dependent launch (HALOEX_PDL=0),
   # to tell whether the graphs' programmatic edges are what the crash needs.
-  local run graphs pdl tag
-  for run in 1:1 0:1 1:0; do
-    graphs=${run%%:*} pdl=${run##*:} tag=graphs${run%%:*}-pdl${run##*:}
-    HALOEX_PDL=$pdl timeout 300 "${mpirun_np[@]}" 2 -x HALOEX_PDL compute-sanitizer --tool memcheck --error-exitcode 9 \
+  # The fourth: graphs without the explicit upload behind the first step
+  # after a search (HALOEX_GRAPH_UPLOAD=0: the next launch uploads).
+  local run graphs pdl upload tag
+  for run in 1:1:1 0:1:1 1:0:1 1:1:0; do
+    IFS=: read -r graphs pdl upload <<<"$run"
+    tag=graphs$graphs-pdl$pdl$([ "$upload" = 0 ] && echo -upload0)
+    HALOEX_PDL=$pdl HALOEX_GRAPH_UPLOAD=$upload timeout 300 "${mpirun_np[@]}" 2 -x HALOEX_PDL -x HALOEX_GRAPH_UPLOAD \
+      compute-sanitizer --tool memcheck --error-exitcode 9 \
       "$build/bin/haloex-md" --allow-shared-gpus --transport nvshmem --search device --atoms 6000 --steps 30 \
       --nstlist 10 --grid 2x1x1 --quiet --cuda-graphs $graphs >"$out/sanitize-md-nvshmem-$tag.log" 2>&1
-    note "  haloex-md 2 ranks nvshmem, search on the device, --cuda-graphs $graphs, HALOEX_PDL=$pdl (memcheck): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-md-nvshmem-$tag.log")"
+    note "  haloex-md 2 ranks nvshmem, search on the device, --cuda-graphs $graphs, HALOEX_PDL=$pdl, HALOEX_GRAPH_UPLOAD=$upload (memcheck): rc=$? $(grep -m1 -E 'ERROR SUMMARY' "$out/sanitize-md-nvshmem-$tag.log")"
   done
   stop_mps
 }
@@ -1693,7 +1722,7 @@ stage_switch_refusals() {
   note "== environment switches: values other than 0 or 1 refused"
   local sw value log
   for sw in HALOEX_PDL HALOEX_CELL_ORDER_GRAPH HALOEX_SEARCH_GRAPH HALOEX_COLUMN_SORT HALOEX_FORWARD_FIRST \
-    HALOEX_HOME_STORES HALOEX_HOME_SIGNALS; do
+    HALOEX_HOME_STORES HALOEX_HOME_SIGNALS HALOEX_GRAPH_UPLOAD; do
     for value in off 1 0; do
       log="$out/switch-$sw-$value.log"
       env "$sw=$value" timeout 60 "$build/bin/haloex-md" --device gpu --atoms 3000 --steps 20 --log none --quiet \

@@ -12,7 +12,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <chrono>
 #include <iostream>
+#include <thread>
 
 #include "haloex/config.hpp"
 #include "haloex/core/error.hpp"
@@ -390,6 +392,40 @@ TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
                                                                     expected.outputs[r].x, plan.zoneMask);
                 if (!got.empty())
                     mismatch += fmt::format("round {} (signals by the storing kernel: {}): {}; ", round, signal, got);
+                testsupport::upload(m, run.f->data(), expected.inputs[r].f);
+                run.halo.scatterAddForces(stream);
+                run.halo.clearForces(stream);
+                m.synchronize();
+            }
+            // A search between the update and the forward: the storing
+            // kernel signals a forward that never comes, and the plan is
+            // bound again. Binding moves the coordinate counter on, so the
+            // new plan's first forward must not take that stale signal for
+            // its own: with rank 0's stores held back 200 ms, a receiver
+            // that did would find its halo slots still holding sentinels.
+            if (stores && stores->numSignals > 0) {
+                testsupport::upload(m, run.x->data(), expected.inputs[r].x);
+                w.barrier();
+                testsupport::storeHomeCoordinates(*stores, run.x->data(), plan.numHome, true, stream);
+                m.synchronize();
+                w.barrier();  // every stale signal has landed
+                run.halo.setPlan(plan, *run.x, *run.f);
+                const auto rebound = run.halo.homeCoordinateStores(d.box());
+                testsupport::upload(m, run.x->data(), expected.inputs[r].x);
+                w.barrier();
+                if (w.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                if (rebound) {
+                    testsupport::storeHomeCoordinates(*rebound, run.x->data(), plan.numHome, true, stream);
+                    run.halo.gatherCoordinatesAfterHomeSignals(d.box(), stream);
+                } else {
+                    mismatch += "homeCoordinateStores is empty after the plan was bound again; ";
+                    run.halo.gatherCoordinates(d.box(), stream);
+                }
+                m.synchronize();
+                const std::string got = testsupport::compareBitwise("coordinates after a new bind", w.rank(),
+                                                                    testsupport::download<Vec3f>(m, run.x->data(), n),
+                                                                    expected.outputs[r].x, plan.zoneMask);
+                if (!got.empty()) mismatch += fmt::format("after a stale signal and a new bind: {}; ", got);
                 testsupport::upload(m, run.f->data(), expected.inputs[r].f);
                 run.halo.scatterAddForces(stream);
                 run.halo.clearForces(stream);

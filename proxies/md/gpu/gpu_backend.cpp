@@ -284,7 +284,10 @@ public:
                 refreshGraph(normalGraph_, halo, false);
                 // On the other stream, so that the upload runs beside this
                 // step (the next launch on local_ waits for it).
-                HALOEX_CUDA_CHECK(cudaGraphUpload(normalGraph_.exec, nonlocal_.get()));
+                // HALOEX_GRAPH_UPLOAD=0 leaves it to the next launch: a
+                // diagnostic for compute-sanitizer, which crashed inside this
+                // call on an H100 (docs/results.md, Known problems).
+                if (graphUploadBehindStep_) HALOEX_CUDA_CHECK(cudaGraphUpload(normalGraph_.exec, nonlocal_.get()));
             } else if (const int run = multiStepRun(count - s - lastStepApart, /*queuedThisCall=*/s);
                        useGraphs_ && !scaled && !energies && run > 1) {
                 // --steps-per-graph: `run` normal steps in one launch.
@@ -701,6 +704,12 @@ private:
             "the update signalling the receivers of the pulses that send home atoms alone");
     }
 
+    static bool graphUploadRequested() {
+        return ::haloex::detail::environmentSwitch(
+            "HALOEX_GRAPH_UPLOAD", true,
+            "the step graph uploaded beside the first step after a search, else by its first launch");
+    }
+
     static bool forwardFirstRequested() {
         return ::haloex::detail::environmentSwitch("HALOEX_FORWARD_FIRST", true,
                                                    "the forward exchange's kernel launched before the local one");
@@ -791,6 +800,7 @@ private:
     std::int64_t stepsInMultiStepGraphs_ = 0;
     static constexpr int kMultiGraphLead = 4;
     bool refreshBehindStep_ = false;  // a search changed the lists: see runSteps
+    bool graphUploadBehindStep_ = graphUploadRequested();
     std::int64_t graphInstantiations_ = 0, graphUpdates_ = 0;
     std::map<std::string, int> normalGraphNodes_;
     StepTimings timings_;
