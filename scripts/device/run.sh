@@ -393,7 +393,7 @@ stage_mutation_bind_advance() {
     start_mps
     timeout 120 "${mpirun_np[@]}" 2 "$build/bin/tests/test_transport_device" \
       --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
-    note "  mutated, 2 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -c 'after a stale signal and a new bind' "$log") lines naming the stale signal"
+    note "  mutated, 2 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED|^\[rank [0-9]+\] .* failed at' "$log") FAILED lines (any rank), $(grep -c 'after a stale signal and a new bind' "$log") lines naming the stale signal"
     stop_mps
   else
     note "  the mutated build FAILED"; tail -20 "$out/mutation-build.log"
