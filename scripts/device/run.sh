@@ -367,13 +367,18 @@ stage_home_stores_check() {
   timeout 300 "${mpirun_np[@]}" 8 "$build/bin/tests/test_transport_device" \
     --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
   note "  the home-stores case (with and without the storing kernel's signals) on 8 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
-  # Without CUDA graphs: on an H100 compute-sanitizer crashed inside
-  # cudaGraphUpload (results.md, Known problems); the steps enqueue the same kernels.
-  log="$out/home-stores-md-memcheck.log"
-  timeout 300 "${mpirun_np[@]}" 2 compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
-    "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none --transport nvshmem --nvshmem-path direct \
-    --grid 2x1x1 --atoms 6000 --steps 120 --nstlist 20 --cuda-graphs 0 >"$log" 2>&1
-  note "  haloex-md, 2 ranks, home stores (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
+  # Without CUDA graphs, then with them but without the explicit upload
+  # after a search (HALOEX_GRAPH_UPLOAD=0): with it compute-sanitizer crashes
+  # inside cudaGraphUpload on an H100 (results.md, Known problems).
+  local graphs
+  for graphs in 0 1; do
+    log="$out/home-stores-md-memcheck-graphs$graphs.log"
+    HALOEX_GRAPH_UPLOAD=0 timeout 300 "${mpirun_np[@]}" 2 -x HALOEX_GRAPH_UPLOAD compute-sanitizer --tool memcheck \
+      --error-exitcode 9 --print-limit 20 \
+      "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none --transport nvshmem --nvshmem-path direct \
+      --grid 2x1x1 --atoms 6000 --steps 120 --nstlist 20 --cuda-graphs $graphs >"$log" 2>&1
+    note "  haloex-md, 2 ranks, home stores, --cuda-graphs $graphs (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
+  done
   stop_mps
 }
 stage_home_stores_ab() { MD_AB_A_ENV=HALOEX_HOME_STORES=0 switch_ab_runs; }
@@ -437,10 +442,11 @@ stage_home_signals_quick() {
 stage_home_signals_ab() {
   start_mps
   local log="$out/home-signals-md-memcheck.log"
-  HALOEX_HOME_SIGNALS=1 timeout 300 "${mpirun_np[@]}" 2 -x HALOEX_HOME_SIGNALS compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+  HALOEX_HOME_SIGNALS=1 HALOEX_GRAPH_UPLOAD=0 timeout 300 "${mpirun_np[@]}" 2 -x HALOEX_HOME_SIGNALS -x HALOEX_GRAPH_UPLOAD \
+    compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
     "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none --transport nvshmem --nvshmem-path direct \
-    --grid 2x1x1 --atoms 6000 --steps 120 --nstlist 20 --cuda-graphs 0 >"$log" 2>&1
-  note "  haloex-md, 2 ranks, HALOEX_HOME_SIGNALS=1 (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
+    --grid 2x1x1 --atoms 6000 --steps 120 --nstlist 20 >"$log" 2>&1
+  note "  haloex-md, 2 ranks, HALOEX_HOME_SIGNALS=1, graphs without the explicit upload (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
   stop_mps
   MD_AB_B_ENV=HALOEX_HOME_SIGNALS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
     MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins

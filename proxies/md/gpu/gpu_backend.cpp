@@ -667,8 +667,8 @@ private:
             noHomeStoresReason_ = "the transport offers no home stores: it has no load/store path to every receiver";
         }
         // With HALOEX_HOME_SIGNALS=1 the update also signals the receivers
-        // that need nothing else, where the table lets it; by default (0,
-        // until it has run and been measured on a GPU) the forward does.
+        // that need nothing else, where the table lets it; by default (0:
+        // slower on one GPU under MPS, docs/results.md) the forward does.
         if (!homeSignalsRequested() && homeStores_) homeStores_->numSignals = 0;
         forwardNeedsHomeEntries_ = true;
         // Halo positions for the search (every rank takes part).
