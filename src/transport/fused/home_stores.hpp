@@ -48,4 +48,33 @@ private:
     unsigned signalled_ = 0;
 };
 
+// The three calls of CoordinateForceExchange's home-store path, written
+// once for both fused transports (CRTP): `Transport` has
+// forward(box, stream, homeStored, callerSignalled) and rebuilds
+// homeStores_ at every bind.
+template <class Transport>
+class HomeStoreCalls {
+public:
+    // Where the caller's kernel may store the home coordinates itself
+    // (CoordinateForceExchange::homeCoordinateStores).
+    std::optional<transport::HomeCoordinateStores> homeCoordinateStores(const plan::Box& box) const {
+        return homeStores_.table(box);
+    }
+    // The forward once the caller stored the home entries: the fused kernels
+    // skip them (FusedArgs::homeStored).
+    void forwardCoordinatesAfterHomeStores(const plan::Box& box, transport::StreamHandle stream) {
+        self().forward(box, stream, homeStores_.offered(), false);
+    }
+    // ... and also signalled the pulses it could (FusedArgs::callerSignalled).
+    void forwardCoordinatesAfterHomeSignals(const plan::Box& box, transport::StreamHandle stream) {
+        self().forward(box, stream, homeStores_.offered(), homeStores_.offered());
+    }
+
+protected:
+    HomeStores homeStores_;  // rebuilt at every bind
+
+private:
+    Transport& self() { return static_cast<Transport&>(*this); }
+};
+
 }  // namespace haloex::nvshmem_detail

@@ -65,7 +65,7 @@ const char* pathName(PathKind p) {
     return "?";
 }
 
-class NvshmemTransport final : public BlockTransport {
+class NvshmemTransport final : public BlockTransport, public HomeStoreCalls<NvshmemTransport> {
 public:
     NvshmemTransport(runtime::World& world, const TransportOptions& options)
         : world_(world), forcedPath_(parsePath(options.nvshmemPath)), launch_(parseLaunch(options.nvshmemLaunch)),
@@ -175,22 +175,6 @@ public:
         } else {
             launchPackCommXPerPulse(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
         }
-    }
-
-    // Where the caller's kernel may store the home coordinates itself
-    // (CoordinateForceExchange::homeCoordinateStores): every pulse that
-    // sends home atoms reaches its receiver by load/store (uploadPulses).
-    std::optional<HomeCoordinateStores> homeCoordinateStores(const plan::Box& box) const {
-        return homeStores_.table(box);
-    }
-    // The forward once the caller stored the home entries: the fused kernels
-    // skip them (FusedArgs::homeStored).
-    void forwardCoordinatesAfterHomeStores(const plan::Box& box, StreamHandle stream) {
-        forward(box, stream, homeStores_.offered(), false);
-    }
-    // ... and also signalled the pulses it could (FusedArgs::callerSignalled).
-    void forwardCoordinatesAfterHomeSignals(const plan::Box& box, StreamHandle stream) {
-        forward(box, stream, homeStores_.offered(), homeStores_.offered());
     }
 
     void reverseForces(StreamHandle stream) {
@@ -482,7 +466,6 @@ private:
     FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<int> indexMaps_;
     cuda::DeviceBuffer<PulseRecord> pulseRecords_;
-    HomeStores homeStores_;  // homeCoordinateStores' table, rebuilt at every bind
     cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
     WaitDiagnostics* diagnosticsDevice_ = nullptr;
     cuda::DeviceBuffer<int> abortFlag_;

@@ -40,7 +40,7 @@ constexpr std::size_t kBlockSignalsAt = 2 * kMaxPulses;
 // After those, each pulse's words of coordinate signals per block (kMaxSignalBlocks).
 constexpr std::size_t kCoordBlockWordsAt = kBlockSignalsAt + kMaxBlocksPerCall;
 
-class PeerFusedTransport final : public BlockTransport {
+class PeerFusedTransport final : public BlockTransport, public HomeStoreCalls<PeerFusedTransport> {
 public:
     PeerFusedTransport(runtime::World& world, const TransportOptions& options, ArrayMemory windows,
                        PeerAllocator allocate, std::string name)
@@ -129,21 +129,6 @@ public:
     }
 
     void forwardCoordinates(const plan::Box& box, StreamHandle stream) { forward(box, stream, false, false); }
-
-    // Where the caller's kernel may store the home coordinates itself
-    // (CoordinateForceExchange::homeCoordinateStores): every pulse's peer is
-    // a window this rank stores into.
-    std::optional<HomeCoordinateStores> homeCoordinateStores(const plan::Box& box) const {
-        return homeStores_.table(box);
-    }
-    // The forward once the caller stored the home entries (FusedArgs::homeStored).
-    void forwardCoordinatesAfterHomeStores(const plan::Box& box, StreamHandle stream) {
-        forward(box, stream, homeStores_.offered(), false);
-    }
-    // ... and also signalled the pulses it could (FusedArgs::callerSignalled).
-    void forwardCoordinatesAfterHomeSignals(const plan::Box& box, StreamHandle stream) {
-        forward(box, stream, homeStores_.offered(), homeStores_.offered());
-    }
 
     void forward(const plan::Box& box, StreamHandle stream, bool homeStored, bool callerSignalled) {
         throwIfTimedOut();
@@ -366,7 +351,6 @@ private:
     cuda::DevicePulseMaps maps_;
     FusedKernelState coordState_, forceState_;
     cuda::DeviceBuffer<PulseRecord> pulseRecords_;
-    HomeStores homeStores_;  // homeCoordinateStores' table, rebuilt at every bind
     cuda::PinnedBuffer<WaitDiagnostics> diagnostics_;
     WaitDiagnostics* diagnosticsDevice_ = nullptr;
     cuda::DeviceBuffer<int> abortFlag_;
