@@ -488,7 +488,7 @@ stage_multi_gpu_1() {
 # (--steps-per-graph 1; the default is graphs of four) and the forward
 # storing the home entries itself (HALOEX_HOME_STORES=0; the default is the
 # update storing them over NVLink), and the update's last block signalling
-# the receivers (HALOEX_HOME_SIGNALS=1, off by default until measured), each
+# the receivers (HALOEX_HOME_SIGNALS=1, off by default: slower on one GPU), each
 # against the defaults, two ranks at 22 500 and 45 000 atoms, 3 alternating
 # repeats. ~5 min.
 stage_multi_gpu_ab() {
