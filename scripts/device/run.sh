@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab home-stores-check home-stores-ab home-signals-ab home-signals-quick mutation-bind-advance fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-quick multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab home-stores-check home-stores-ab home-signals-ab home-signals-quick mutation-bind-advance fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -476,6 +476,16 @@ stage_cell_order_graph_ab() {
 # call cannot hold it all (a device call ends after 10 minutes), its four
 # parts in priority order, one call each, every call ending with pack-out:
 #   run.sh build multi-gpu-1; run.sh pack-out   (then -2, -3, -4 on the warm build)
+# For a lease with only a few minutes of device time left: the headline of
+# issue 33 alone -- two GPUs at 22 500 atoms (11 250 per GPU) and the
+# 11 250-atom system on one of them (md_bench dd runs each size on one GPU
+# first; 5 625 per GPU gives that size), the strong-scaling essentials
+# (nvshmem direct, nccl with graphs, ipc, nvshmem without the cell order and
+# fused update), 600 steps each (--quick). Run as
+# `BUILD_TARGETS=haloex-md run.sh build multi-gpu-quick`: ~2 min.
+stage_multi_gpu_quick() {
+  QUICK=1 SS_PASSES=1 SS_SIZES="5625 11250" stage_strong_scaling
+}
 stage_multi_gpu_1() {
   note "== multi-GPU part 1 ($ngpu GPUs): strong-scaling essentials, exchange-account, kernel-trace"
   SS_PASSES=1 stage_strong_scaling || note "stage strong-scaling (essentials) FAILED"
