@@ -389,33 +389,34 @@ stage_home_stores_ab() { MD_AB_A_ENV=HALOEX_HOME_STORES=0 switch_ab_runs; }
 # "after a stale signal and a new bind" check), then restores the file and
 # rebuilds. ~1 min on a warm build.
 stage_mutation_bind_advance() {
-  local file="$root/src/transport/fused/home_stores.cu" log="$out/mutation-bind-advance.log"
+  local file="$root/src/transport/fused/home_stores.cu" log="$out/mutation-bind-advance.log" failed=0 rc
   note "== mutation: HomeStores::rebuild without the coordinate counter's advance"
   cp "$file" "$out/home_stores.cu.orig"
+  # Restored however the stage ends (a call cut short included), and touched,
+  # so that the next build recompiles it.
+  trap 'cp "$out/home_stores.cu.orig" "$file"; touch "$file"' EXIT
   sed -i 's|^    advanceKernel<<<1, 1, 0, cudaStreamLegacy>>>(sequence);|    (void)advanceKernel;  // mutation: no advance|' "$file"
   if cmp -s "$file" "$out/home_stores.cu.orig"; then note "  the advance's line was not found: nothing mutated"; return 1; fi
   if cmake --build "$build" --target test_transport_device >"$out/mutation-build.log" 2>&1; then
     start_mps
     timeout 120 "${mpirun_np[@]}" 2 "$build/bin/tests/test_transport_device" \
       --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
-    note "  mutated, 2 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED|^\[rank [0-9]+\] .* failed at' "$log") FAILED lines (any rank), $(grep -c 'after a stale signal and a new bind' "$log") lines naming the stale signal"
+    rc=$?
+    failed=$(grep -c 'after a stale signal and a new bind' "$log")
+    note "  mutated, 2 ranks: rc=$rc $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED|^\[rank [0-9]+\] .* failed at' "$log") FAILED lines (any rank), $failed lines naming the stale signal"
     stop_mps
   else
     note "  the mutated build FAILED"; tail -20 "$out/mutation-build.log"
   fi
-  cp "$out/home_stores.cu.orig" "$file"
+  cp "$out/home_stores.cu.orig" "$file" && touch "$file"
+  trap - EXIT
   cmake --build "$build" --target test_transport_device >>"$out/mutation-build.log" 2>&1
-  note "  restored and rebuilt: rc=$?"
+  rc=$?
+  note "  restored and rebuilt: rc=$rc"
+  [ "$rc" = 0 ] || return 1
+  [ "$failed" -gt 0 ] || { note "  the mutation was NOT detected"; return 1; }
 }
 
-# The update's last block signalling the receivers of the pulses that send
-# home atoms alone (HALOEX_HOME_SIGNALS=1: B) against the forward signalling
-# them (the default until this has run and been measured: A), the same
-# build: two ranks 2x1x1 at 22 500 atoms with half the SMs each and four
-# ranks 2x2x1 at 45 000, 3 alternating repeats (~3 min). Its tests are
-# home-stores-check's (ForwardAfterHomeStoresMatchesReference has rounds with
-# the storing kernel's signals; test_md_transports_gpu has
-# MdTransportsGpuWithHomeSignals).
 # The few-minute subset of home-stores-check and home-signals-ab for a short lease: the
 # home-stores case on 2 and 4 ranks, haloex-md's nvshmem tests against the
 # CPU reference on 2 ranks (the default, and HALOEX_HOME_SIGNALS=1), then
@@ -439,6 +440,15 @@ stage_home_signals_quick() {
   MD_AB_B_ENV=HALOEX_HOME_SIGNALS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=2 MD_AB_STEPS=3000 \
     MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
 }
+# The update's last block signalling the receivers of the pulses that send
+# home atoms alone (HALOEX_HOME_SIGNALS=1: B) against the forward signalling
+# them (the default: A; B measured slower on one GPU), the same build: first
+# memcheck of two ranks' MD steps with B (graphs uploaded by their first
+# launch), then two ranks 2x1x1 at 22 500 atoms with half the SMs each and
+# four ranks 2x2x1 at 45 000, 3 alternating repeats (~4 min). Its tests are
+# home-stores-check's (ForwardAfterHomeStoresMatchesReference has rounds with
+# the storing kernel's signals; test_md_transports_gpu has
+# MdTransportsGpuWithHomeSignals).
 stage_home_signals_ab() {
   start_mps
   local log="$out/home-signals-md-memcheck.log"
@@ -498,7 +508,7 @@ stage_cell_order_graph_ab() {
 # fused update), 600 steps each (--quick). Run as
 # `BUILD_TARGETS=haloex-md run.sh build multi-gpu-quick`: ~2 min.
 stage_multi_gpu_quick() {
-  QUICK=1 SS_PASSES=1 SS_SIZES="5625 11250" stage_strong_scaling
+  QUICK=1 SS_PASSES=1 SS_SIZES="5625 11250" SS_GRIDS=2:2x1x1 stage_strong_scaling
 }
 stage_multi_gpu_1() {
   note "== multi-GPU part 1 ($ngpu GPUs): strong-scaling essentials, exchange-account, kernel-trace"
