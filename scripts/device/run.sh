@@ -384,13 +384,22 @@ stage_home_stores_check() {
 stage_home_stores_ab() { MD_AB_A_ENV=HALOEX_HOME_STORES=0 switch_ab_runs; }
 
 # Does the home-stores test catch a bind that no longer moves the coordinate
-# counter on? Builds test_transport_device without HomeStores::rebuild's
-# advance, runs the home-stores case on 2 ranks (it must fail, in its
-# "after a stale signal and a new bind" check), then restores the file and
-# rebuilds. ~1 min on a warm build.
+# counter on? Runs the home-stores case on 2 ranks as built (it must pass),
+# builds test_transport_device without HomeStores::rebuild's advance, runs
+# it again (it must fail, in its "after a stale signal and a new bind"
+# check), then restores the file and rebuilds. ~1.5 min on a warm build
+# (BUILD_TARGETS=test_transport_device is enough for it).
 stage_mutation_bind_advance() {
   local file="$root/src/transport/fused/home_stores.cu" log="$out/mutation-bind-advance.log" failed=0 rc
   note "== mutation: HomeStores::rebuild without the coordinate counter's advance"
+  # First as built: the case must pass.
+  start_mps
+  timeout 120 "${mpirun_np[@]}" 2 "$build/bin/tests/test_transport_device" \
+    --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$out/mutation-unmutated.log" 2>&1
+  rc=$?
+  note "  as built, 2 ranks: rc=$rc $(grep -E -c '^\[       OK' "$out/mutation-unmutated.log") OK, $(grep -E -c '^\[  FAILED|^\[rank [0-9]+\] .* failed at' "$out/mutation-unmutated.log") FAILED lines (any rank)"
+  stop_mps
+  [ "$rc" = 0 ] || { note "  the case fails as built: no mutation run"; return 1; }
   cp "$file" "$out/home_stores.cu.orig"
   # Restored however the stage ends (a call cut short included), and touched,
   # so that the next build recompiles it.
