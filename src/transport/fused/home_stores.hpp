@@ -77,4 +77,15 @@ private:
     Transport& self() { return static_cast<Transport&>(*this); }
 };
 
+// What ForwardingCoordinateForceExchange looks for (with `requires`) to
+// offer the home-store path; asserted where a fused transport makes its
+// exchange, so that a name made ambiguous by a later base class is a
+// compile error, not a silent fall back to the full forward.
+template <class T>
+concept OffersHomeStores = requires(T& t, const T& c, const plan::Box& box, transport::StreamHandle stream) {
+    c.homeCoordinateStores(box);
+    t.forwardCoordinatesAfterHomeStores(box, stream);
+    t.forwardCoordinatesAfterHomeSignals(box, stream);
+};
+
 }  // namespace haloex::nvshmem_detail

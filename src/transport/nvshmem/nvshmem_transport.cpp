@@ -477,6 +477,7 @@ private:
 };
 
 std::unique_ptr<CoordinateForceExchange> NvshmemTransport::makeCoordinateForceExchange() {
+    static_assert(OffersHomeStores<NvshmemTransport>);
     return std::make_unique<ForwardingCoordinateForceExchange<NvshmemTransport, true>>(*this);
 }
 

@@ -363,6 +363,7 @@ private:
 };
 
 std::unique_ptr<CoordinateForceExchange> PeerFusedTransport::makeCoordinateForceExchange() {
+    static_assert(OffersHomeStores<PeerFusedTransport>);
     return std::make_unique<ForwardingCoordinateForceExchange<PeerFusedTransport, true>>(*this);
 }
 
