@@ -50,8 +50,8 @@ private:
 
 // The three calls of CoordinateForceExchange's home-store path, written
 // once for both fused transports (CRTP): `Transport` has
-// forward(box, stream, homeStored, callerSignalled) and rebuilds
-// homeStores_ at every bind.
+// forward(box, stream, homeStored, callerSignalled) -- the last a mask of
+// pulses, FusedArgs::callerSignalled -- and rebuilds homeStores_ at every bind.
 template <class Transport>
 class HomeStoreCalls {
 public:
@@ -63,11 +63,11 @@ public:
     // The forward once the caller stored the home entries: the fused kernels
     // skip them (FusedArgs::homeStored).
     void forwardCoordinatesAfterHomeStores(const plan::Box& box, transport::StreamHandle stream) {
-        self().forward(box, stream, homeStores_.offered(), false);
+        self().forward(box, stream, homeStores_.offered(), 0u);
     }
     // ... and also signalled the pulses it could (FusedArgs::callerSignalled).
     void forwardCoordinatesAfterHomeSignals(const plan::Box& box, transport::StreamHandle stream) {
-        self().forward(box, stream, homeStores_.offered(), homeStores_.offered());
+        self().forward(box, stream, homeStores_.offered(), homeStores_.signalledPulses());
     }
 
 protected:

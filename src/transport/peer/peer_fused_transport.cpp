@@ -128,15 +128,15 @@ public:
         if (reallocated) world_.barrier();
     }
 
-    void forwardCoordinates(const plan::Box& box, StreamHandle stream) { forward(box, stream, false, false); }
+    void forwardCoordinates(const plan::Box& box, StreamHandle stream) { forward(box, stream, false, 0u); }
 
-    void forward(const plan::Box& box, StreamHandle stream, bool homeStored, bool callerSignalled) {
+    void forward(const plan::Box& box, StreamHandle stream, bool homeStored, unsigned callerSignalled) {
         throwIfTimedOut();
         ++counters_.forwardCalls;
         if (plan_.pulses.empty()) return;
         FusedArgs args = baseArgs(coordState_);
         args.homeStored = homeStored;
-        args.callerSignalled = callerSignalled ? homeStores_.signalledPulses() : 0u;
+        args.callerSignalled = callerSignalled;
         setForwardShifts(args, plan_, box);
         launchLoadStoreForward(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
     }
