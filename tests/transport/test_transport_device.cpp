@@ -377,6 +377,20 @@ TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
                                         "signals per block: {}); ",
                                         stores->numSignals, expectedSignals, allHome, perBlock);
             }
+            // The end of every round: the halo against the reference's bit
+            // for bit (a mismatch named by `round`), then the forces travel
+            // back, as in an MD step.
+            const auto checkHaloThenReverse = [&](const std::string& round) {
+                m.synchronize();
+                const std::string got = testsupport::compareBitwise("coordinates after home stores", w.rank(),
+                                                                    testsupport::download<Vec3f>(m, run.x->data(), n),
+                                                                    expected.outputs[r].x, plan.zoneMask);
+                if (!got.empty()) mismatch += fmt::format("{}: {}; ", round, got);
+                testsupport::upload(m, run.f->data(), expected.inputs[r].f);
+                run.halo.scatterAddForces(stream);
+                run.halo.clearForces(stream);
+                m.synchronize();
+            };
             // Rounds 0-1: the forward signals every pulse; rounds 2-3: the
             // storing kernel signals those it can (gatherCoordinatesAfterHomeSignals).
             for (int round = 0; round < 4; ++round) {
@@ -389,16 +403,7 @@ TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
                 } else {
                     run.halo.gatherCoordinatesAfterHomeStores(d.box(), stream);
                 }
-                m.synchronize();
-                const std::string got = testsupport::compareBitwise("coordinates after home stores", w.rank(),
-                                                                    testsupport::download<Vec3f>(m, run.x->data(), n),
-                                                                    expected.outputs[r].x, plan.zoneMask);
-                if (!got.empty())
-                    mismatch += fmt::format("round {} (signals by the storing kernel: {}): {}; ", round, signal, got);
-                testsupport::upload(m, run.f->data(), expected.inputs[r].f);
-                run.halo.scatterAddForces(stream);
-                run.halo.clearForces(stream);
-                m.synchronize();
+                checkHaloThenReverse(fmt::format("round {} (signals by the storing kernel: {})", round, signal));
             }
             // A search between the update and the forward: the storing
             // kernel signals a forward that never comes, and the plan is
@@ -433,15 +438,7 @@ TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
                     mismatch += "homeCoordinateStores is empty after the plan was bound again; ";
                     run.halo.gatherCoordinates(d.box(), stream);
                 }
-                m.synchronize();
-                const std::string got = testsupport::compareBitwise("coordinates after a new bind", w.rank(),
-                                                                    testsupport::download<Vec3f>(m, run.x->data(), n),
-                                                                    expected.outputs[r].x, plan.zoneMask);
-                if (!got.empty()) mismatch += fmt::format("after a stale signal and a new bind: {}; ", got);
-                testsupport::upload(m, run.f->data(), expected.inputs[r].f);
-                run.halo.scatterAddForces(stream);
-                run.halo.clearForces(stream);
-                m.synchronize();
+                checkHaloThenReverse("after a stale signal and a new bind");
             }
         };
         if (const auto refused = testsupport::runOnRanks(mpi, numRanks, body, isSharedGpuRefusal)) {
