@@ -25,6 +25,11 @@ export CUDA_MPS_PIPE_DIRECTORY=/tmp/mps CUDA_MPS_LOG_DIRECTORY=/tmp/mpslog
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c GPU || true)
 summary="$out/summary.txt"
 note() { printf '%s\n' "$*" | tee -a "$summary"; }
+# "N OK, M FAILED lines (any rank), K SKIPPED" of a GoogleTest log; under
+# mpirun another rank's failure reads "[rank R] ... failed at".
+gtest_counts() {
+  echo "$(grep -E -c '^\[       OK' "$1") OK, $(grep -E -c '^\[  FAILED|^\[rank [0-9]+\] .* failed at' "$1") FAILED lines (any rank), $(grep -E -c '^\[  SKIPPED' "$1") SKIPPED"
+}
 # The one launcher line, bench/bench_common.py's (MPIRUN, MPIRUN_ARGS): the stages' own runs and the bench drivers' alike.
 read -r -a mpirun_np <<<"$(python3 -c 'import sys; sys.path.insert(0, sys.argv[1]); import bench_common as b; print(b.MPIRUN, b.MPIRUN_ARGS, "-np")' "$root/bench")"
 
@@ -360,13 +365,19 @@ switch_ab_runs() {
 # the MD transports against the CPU reference, memcheck of two ranks' MD
 # steps through the table (stage home-stores-check, ~4 min), then
 # switch_ab_runs (stage home-stores-ab, ~4 min).
+# The home-stores case of test_transport_device (every device transport) on
+# $1 ranks under the running MPS, into log $2, within $3 seconds (default
+# 120); returns its rc.
+run_home_stores_case() {
+  timeout "${3:-120}" "${mpirun_np[@]}" "$1" "$build/bin/tests/test_transport_device" \
+    --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$2" 2>&1
+}
 stage_home_stores_check() {
   CTEST_R='test_transport_device_np[24]|test_md_transports_gpu_np[24]|test_fused_exchange_loadstore' stage_ctest_select
   start_mps
   local log="$out/home-stores-np8.log"
-  timeout 300 "${mpirun_np[@]}" 8 "$build/bin/tests/test_transport_device" \
-    --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
-  note "  the home-stores case (with and without the storing kernel's signals) on 8 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
+  run_home_stores_case 8 "$log" 300
+  note "  the home-stores case (with and without the storing kernel's signals) on 8 ranks: rc=$? $(gtest_counts "$log")"
   # Without CUDA graphs, then with them but without the explicit upload
   # after a search (HALOEX_GRAPH_UPLOAD=0): with it compute-sanitizer crashes
   # inside cudaGraphUpload on an H100 (results.md, Known problems).
@@ -394,10 +405,9 @@ stage_mutation_bind_advance() {
   note "== mutation: HomeStores::rebuild without the coordinate counter's advance"
   # First as built: the case must pass.
   start_mps
-  timeout 120 "${mpirun_np[@]}" 2 "$build/bin/tests/test_transport_device" \
-    --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$out/mutation-unmutated.log" 2>&1
+  run_home_stores_case 2 "$out/mutation-unmutated.log"
   rc=$?
-  note "  as built, 2 ranks: rc=$rc $(grep -E -c '^\[       OK' "$out/mutation-unmutated.log") OK, $(grep -E -c '^\[  FAILED|^\[rank [0-9]+\] .* failed at' "$out/mutation-unmutated.log") FAILED lines (any rank)"
+  note "  as built, 2 ranks: rc=$rc $(gtest_counts "$out/mutation-unmutated.log")"
   stop_mps
   [ "$rc" = 0 ] || { note "  the case fails as built: no mutation run"; return 1; }
   cp "$file" "$out/home_stores.cu.orig"
@@ -408,11 +418,10 @@ stage_mutation_bind_advance() {
   if cmp -s "$file" "$out/home_stores.cu.orig"; then note "  the advance's line was not found: nothing mutated"; return 1; fi
   if cmake --build "$build" --target test_transport_device >"$out/mutation-build.log" 2>&1; then
     start_mps
-    timeout 120 "${mpirun_np[@]}" 2 "$build/bin/tests/test_transport_device" \
-      --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
+    run_home_stores_case 2 "$log"
     rc=$?
     failed=$(grep -c 'after a stale signal and a new bind' "$log")
-    note "  mutated, 2 ranks: rc=$rc $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED|^\[rank [0-9]+\] .* failed at' "$log") FAILED lines (any rank), $failed lines naming the stale signal"
+    note "  mutated, 2 ranks: rc=$rc $(gtest_counts "$log"), $failed lines naming the stale signal"
     stop_mps
   else
     note "  the mutated build FAILED"; tail -20 "$out/mutation-build.log"
@@ -436,14 +445,13 @@ stage_home_signals_quick() {
   local np log
   for np in 2 4; do
     log="$out/home-signals-np$np.log"
-    timeout 120 "${mpirun_np[@]}" "$np" "$build/bin/tests/test_transport_device" \
-      --gtest_filter='*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
-    note "  the home-stores case (with the storing kernel's signals) on $np ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines, $(grep -E -c '^\[  SKIPPED' "$log") SKIPPED"
+    run_home_stores_case "$np" "$log"
+    note "  the home-stores case (with the storing kernel's signals) on $np ranks: rc=$? $(gtest_counts "$log")"
   done
   log="$out/home-signals-md-np2.log"
   timeout 200 "${mpirun_np[@]}" 2 "$build/bin/tests/test_md_transports_gpu" \
     --gtest_filter='*nvshmem*:*Nvshmem*' --gtest_color=no >"$log" 2>&1
-  note "  haloex-md's nvshmem tests on 2 ranks: rc=$? $(grep -E -c '^\[       OK' "$log") OK, $(grep -E -c '^\[  FAILED' "$log") FAILED lines; $(grep -m1 -o 'the update.s last block also signals[^;]*' "$log" | head -1)"
+  note "  haloex-md's nvshmem tests on 2 ranks: rc=$? $(gtest_counts "$log"); $(grep -m1 -o 'the update.s last block also signals[^;]*' "$log" | head -1)"
   grep -E -A12 '^\[  FAILED|Failure' "$log" | head -40
   stop_mps
   MD_AB_B_ENV=HALOEX_HOME_SIGNALS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=2 MD_AB_STEPS=3000 \
