@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-quick multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab graph-upload-ab home-stores-check home-stores-ab home-signals-ab home-signals-quick mutation-bind-advance fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-quick multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab graph-upload-ab forward-copy-check forward-copy-ab home-stores-check home-stores-ab home-signals-ab home-signals-quick mutation-bind-advance fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -481,6 +481,53 @@ stage_home_signals_ab() {
     MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
 }
 
+# The forward copying the halo positions into the non-local kernel's slots
+# (HALOEX_FORWARD_COPY, on by default): test_transport_device's case
+# (ForwardCopiesReceivedCoordinates, every device transport) and the
+# home-stores case beside it on 2, 4 and 8 ranks, haloex-md's nvshmem tests
+# against the CPU reference on 2 ranks (the default copies; one test runs
+# HALOEX_FORWARD_COPY=0), and memcheck of two ranks' MD steps with the copy
+# (graphs uploaded by their first launch) and of four ranks 2x2x1 (two
+# pulses). ~3 min (BUILD_TARGETS="haloex-md test_transport_device
+# test_md_transports_gpu").
+stage_forward_copy_check() {
+  note "== the forward's copy into the non-local kernel's slots: correctness"
+  start_mps
+  local np log
+  for np in 2 4 8; do
+    log="$out/forward-copy-np$np.log"
+    timeout 240 "${mpirun_np[@]}" "$np" "$build/bin/tests/test_transport_device" \
+      --gtest_filter='*ForwardCopiesReceivedCoordinates*:*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
+    note "  the copy and home-stores cases on $np ranks: rc=$? $(gtest_counts "$log")"
+    grep -E -m10 'failed at|Failure|mismatch' "$log"
+  done
+  log="$out/forward-copy-md-np2.log"
+  timeout 240 "${mpirun_np[@]}" 2 "$build/bin/tests/test_md_transports_gpu" \
+    --gtest_filter='*nvshmem*:*Nvshmem*' --gtest_color=no >"$log" 2>&1
+  note "  haloex-md's nvshmem tests on 2 ranks: rc=$? $(gtest_counts "$log")"
+  grep -E -A12 '^\[  FAILED|Failure' "$log" | head -40
+  local grid
+  for grid in 2x1x1:2 2x2x1:4; do
+    log="$out/forward-copy-md-memcheck-${grid%%:*}.log"
+    HALOEX_GRAPH_UPLOAD=0 timeout 300 "${mpirun_np[@]}" "${grid##*:}" -x HALOEX_GRAPH_UPLOAD \
+      compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
+      "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none --transport nvshmem --nvshmem-path direct \
+      --grid "${grid%%:*}" --atoms 6000 --steps 120 --nstlist 20 >"$log" 2>&1
+    note "  haloex-md ${grid%%:*}, the forward's copy, graphs (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
+  done
+  stop_mps
+}
+# The forward's copy (the default, B) against a gather kernel after the
+# forward (HALOEX_FORWARD_COPY=0, A), the same build: two ranks 2x1x1 at
+# 22 500 atoms with half the SMs each and four ranks 2x2x1 at 45 000, 3
+# alternating repeats (~4 min).
+stage_forward_copy_ab() {
+  MD_AB_A_ENV=HALOEX_FORWARD_COPY=0 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
+  MD_AB_A_ENV=HALOEX_FORWARD_COPY=0 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
+}
+
 # The step graph uploaded beside the first step after a search (the
 # default, A) against its first launch uploading it (HALOEX_GRAPH_UPLOAD=0,
 # B; with it compute-sanitizer does not crash, results.md Known problems),
@@ -539,16 +586,17 @@ stage_multi_gpu_1() {
 # (--steps-per-graph 1; the default is graphs of four) and the forward
 # storing the home entries itself (HALOEX_HOME_STORES=0; the default is the
 # update storing them over NVLink), and the update's last block signalling
-# the receivers (HALOEX_HOME_SIGNALS=1, off by default: slower on one GPU), each
-# against the defaults, two ranks at 22 500 and 45 000 atoms, 3 alternating
-# repeats. ~5 min.
+# the receivers (HALOEX_HOME_SIGNALS=1, off by default: slower on one GPU), and
+# a gather kernel after the forward instead of its own copy
+# (HALOEX_FORWARD_COPY=0), each against the defaults, two ranks at 22 500 and
+# 45 000 atoms, 3 alternating repeats. ~6 min.
 stage_multi_gpu_ab() {
   [ "$ngpu" -ge 2 ] || { note "multi-gpu-ab: needs two GPUs ($ngpu visible)"; return 1; }
   # One A/B of the build against itself with B changed by: an environment
   # variable (env:VAR=value) or options (args:...).
   local change
   for change in env:HALOEX_FORWARD_FIRST=0 "args:--steps-per-graph 1" env:HALOEX_HOME_STORES=0 \
-    env:HALOEX_HOME_SIGNALS=1; do
+    env:HALOEX_HOME_SIGNALS=1 env:HALOEX_FORWARD_COPY=0; do
     MD_AB_B_ENV=$([ "${change%%:*}" = env ] && echo "${change#*:}") \
       MD_AB_B_ARGS=$([ "${change%%:*}" = args ] && echo "${change#*:}") \
       MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
@@ -1779,7 +1827,7 @@ stage_switch_refusals() {
   note "== environment switches: values other than 0 or 1 refused"
   local sw value log
   for sw in HALOEX_PDL HALOEX_CELL_ORDER_GRAPH HALOEX_SEARCH_GRAPH HALOEX_COLUMN_SORT HALOEX_FORWARD_FIRST \
-    HALOEX_HOME_STORES HALOEX_HOME_SIGNALS HALOEX_GRAPH_UPLOAD; do
+    HALOEX_HOME_STORES HALOEX_HOME_SIGNALS HALOEX_GRAPH_UPLOAD HALOEX_FORWARD_COPY; do
     for value in off 1 0; do
       log="$out/switch-$sw-$value.log"
       env "$sw=$value" timeout 60 "$build/bin/haloex-md" --device gpu --atoms 3000 --steps 20 --log none --quiet \

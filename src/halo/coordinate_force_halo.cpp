@@ -97,6 +97,18 @@ void CoordinateForceHalo::gatherCoordinatesAfterHomeSignals(const plan::Box& box
     exchange_->forwardCoordinatesAfterHomeSignals(box, stream);
 }
 
+bool CoordinateForceHalo::copyReceivedCoordinates(const transport::ReceivedCoordinateCopy& copy) {
+    requireBound("copyReceivedCoordinates");
+    if (copy.destination != nullptr && (copy.stride < 3 || copy.recordOfElement == nullptr)) {
+        throwError(ErrorKind::InvalidInput,
+                   fmt::format("CoordinateForceHalo::copyReceivedCoordinates: stride = {} floats per record and "
+                               "record map {}; a copy needs at least 3 floats per record (x, y, z) and a device map "
+                               "of plan().numLocal records (-1: not copied). Pass a null destination to stop it",
+                               copy.stride, copy.recordOfElement == nullptr ? "missing" : "given"));
+    }
+    return exchange_->copyReceivedCoordinates(copy);
+}
+
 void CoordinateForceHalo::scatterAddForces(transport::StreamHandle stream) {
     requireBound("scatterAddForces");
     exchange_->reverseForces(stream);

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <iostream>
 #include <thread>
 
@@ -440,6 +441,113 @@ TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
                 }
                 checkHaloThenReverse("after a stale signal and a new bind");
             }
+        };
+        if (const auto refused = testsupport::runOnRanks(mpi, numRanks, body, isSharedGpuRefusal)) {
+            GTEST_SKIP() << *refused;
+        }
+    }
+    testsupport::expectNoMismatches(mismatches, mpi);
+#endif
+}
+
+// copyReceivedCoordinates (haloex-md's non-local gather, done by the
+// forward): the fused transports' forward also copies each received
+// coordinate into the caller's records -- x, y, z at the element's record,
+// bit for bit the reference's halo, the record's fourth float kept, an
+// element mapped to -1 (and the slots' padding) not copied -- forward after
+// forward; a new bind stops it. The other transports decline it and copy
+// nothing.
+TEST_P(DeviceTransport, ForwardCopiesReceivedCoordinates) {
+    const DeviceCase& c = GetParam();
+    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
+#if !HALOEX_HAVE_CUDA
+    GTEST_SKIP() << "this build has no CUDA";
+#else
+    runtime::World* mpi = mpiWorld();
+    const int numRanks = mpi ? mpi->size() : 2;
+    const auto scenarios = testsupport::scenariosForRanks(numRanks);
+    ASSERT_FALSE(scenarios.empty()) << "no decomposition scenario for " << numRanks << " ranks";
+    std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
+    for (const auto& s : scenarios) {
+        SCOPED_TRACE(fmt::format("{} on grid {}", c.label(), s.grid));
+        const plan::Decomposition d = testsupport::makeDecomposition(s);
+        const testsupport::Expected expected = testsupport::referenceResults(d, s, planAlignment(c));
+        const auto body = [&](runtime::World& w) {
+            cuda::selectDevice(w, true);
+            cuda::Stream stream;
+            const testsupport::MemoryOps m = deviceMemory(stream);
+            auto t = makeFor(c, w);
+            const auto r = static_cast<std::size_t>(w.rank());
+            const plan::ParticleHaloPlan& plan = expected.plans[r];
+            testsupport::TransportRun run(*t, w);
+            const auto n = static_cast<std::size_t>(plan.numLocal);
+            run.x.emplace(allocateCollective<Vec3f>(w, *t, n, "the test's coordinates"));
+            run.f.emplace(allocateCollective<Vec3f>(w, *t, n, "the test's forces"));
+            run.halo.setPlan(plan, *run.x, *run.f);
+            // Halo element e goes to record n - 1 - e (reversed: the copy
+            // follows the map, not the order), every third one nowhere.
+            const std::size_t home = static_cast<std::size_t>(plan.numHome);
+            const std::size_t numRecords = std::max<std::size_t>(n - home, 1);
+            std::vector<int> recordOf(n, -1);
+            for (std::size_t e = home; e < n; ++e) {
+                if ((e - home) % 3 != 2) recordOf[e] = static_cast<int>(n - 1 - e);
+            }
+            std::vector<bool> received(n, false);  // not the slots' padding
+            for (const plan::Pulse& p : plan.pulses) {
+                for (int i = 0; i < p.recvCount; ++i) received[static_cast<std::size_t>(p.recvOffset + i)] = true;
+            }
+            std::vector<float> untouched(4 * numRecords);
+            for (std::size_t i = 0; i < untouched.size(); ++i) untouched[i] = -1000.0f - static_cast<float>(i);
+            cuda::DeviceBuffer<int> dRecordOf(n);
+            cuda::DeviceBuffer<float> dRecords(untouched.size());
+            testsupport::upload(m, dRecordOf.data(), recordOf);
+            std::string& mismatch = mismatches[r];
+            const bool copies = run.halo.copyReceivedCoordinates({dRecords.data(), 4, dRecordOf.data()});
+            if (copies != fusedKernels(c)) {
+                mismatch += fmt::format("copyReceivedCoordinates returned {} (expected {}); ", copies, !copies);
+            }
+            // One forward (and its reverse, as in an MD step): the halo is the
+            // reference's; the records hold it where the copy is set.
+            const auto forwardAndCheck = [&](const std::string& round, bool copySet) {
+                testsupport::upload(m, dRecords.data(), untouched);
+                testsupport::upload(m, run.x->data(), expected.inputs[r].x);  // halo slots hold sentinels
+                w.barrier();  // no peer stores into them before they are written
+                run.halo.gatherCoordinates(d.box(), stream);
+                m.synchronize();
+                const auto x = testsupport::download<Vec3f>(m, run.x->data(), n);
+                const std::string got =
+                    testsupport::compareBitwise("coordinates", w.rank(), x, expected.outputs[r].x, plan.zoneMask);
+                if (!got.empty()) mismatch += fmt::format("{}: {}; ", round, got);
+                const auto records = testsupport::download<float>(m, dRecords.data(), untouched.size());
+                std::vector<float> want = untouched;
+                for (std::size_t e = home; e < n; ++e) {
+                    if (!copySet || !received[e] || recordOf[e] < 0) continue;
+                    const Vec3f v = expected.outputs[r].x[e];
+                    const auto at = 4 * static_cast<std::size_t>(recordOf[e]);
+                    want[at] = v.x;
+                    want[at + 1] = v.y;
+                    want[at + 2] = v.z;
+                }
+                int wrong = 0;
+                std::size_t first = 0;
+                for (std::size_t i = 0; i < want.size(); ++i) {
+                    if (std::memcmp(&records[i], &want[i], sizeof(float)) != 0 && wrong++ == 0) first = i;
+                }
+                if (wrong > 0) {
+                    mismatch +=
+                        fmt::format("{}: {} of {} record floats differ, the first float {} of record {}: "
+                                    "{} (expected {}); ",
+                                    round, wrong, want.size(), first % 4, first / 4, records[first], want[first]);
+                }
+                testsupport::upload(m, run.f->data(), expected.inputs[r].f);
+                run.halo.scatterAddForces(stream);
+                run.halo.clearForces(stream);
+                m.synchronize();
+            };
+            forwardAndCheck("first forward", copies);
+            forwardAndCheck("second forward", copies);
+            run.halo.setPlan(plan, *run.x, *run.f);
+            forwardAndCheck("after a new bind", false);
         };
         if (const auto refused = testsupport::runOnRanks(mpi, numRanks, body, isSharedGpuRefusal)) {
             GTEST_SKIP() << *refused;

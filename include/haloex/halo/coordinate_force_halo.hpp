@@ -96,6 +96,15 @@ public:
     /// full forward would rewrite entries its receivers may already read.
     /// Collective.
     void gatherCoordinatesAfterHomeSignals(const plan::Box& box, transport::StreamHandle stream);
+    /// Asks every later forward to also copy each received coordinate into
+    /// your own layout (transport::ReceivedCoordinateCopy: x, y, z into the
+    /// record recordOfElement[e] of `destination`, the rest of the record
+    /// kept) inside its kernel, once it has arrived: what a gather kernel of
+    /// yours after the forward would do, without that kernel. True where the
+    /// backend does it (nvshmem, nccl-device); false elsewhere, and nothing
+    /// is copied. A null destination stops it; so does setPlan. Throws
+    /// InvalidInput for a stride below 3 or no record map. Not collective.
+    bool copyReceivedCoordinates(const transport::ReceivedCoordinateCopy& copy);
     /// Reverse: the forces on halo atoms back to their owners, added into the
     /// owners' entries; then the home entries hold complete forces. Collective.
     void scatterAddForces(transport::StreamHandle stream);

@@ -78,6 +78,20 @@ struct HomeCoordinateStores {
     unsigned* blockCounter = nullptr;         ///< device: the storing kernel's finished blocks (wraps to 0)
 };
 
+/// A second copy of the received coordinates in the caller's own layout
+/// (CoordinateForceExchange::copyReceivedCoordinates), e.g. a force
+/// kernel's cluster order: received element e (plan.numHome <= e <
+/// plan.numLocal) also goes, as the three floats x, y, z, to
+/// destination[stride * recordOfElement[e] + 0, 1, 2]; the record's other
+/// floats are kept (a charge, say). An element whose record is -1 is not
+/// copied. Both arrays are the caller's, in device memory, and must stay
+/// valid while the copy is set.
+struct ReceivedCoordinateCopy {
+    float* destination = nullptr;          ///< the records; nullptr: no copy
+    int stride = 4;                        ///< floats per record, at least 3
+    const int* recordOfElement = nullptr;  ///< [plan.numLocal]: element e's record, or -1 (only halo entries are read)
+};
+
 /// A backend's own coordinate/force exchange on the caller's arrays (see the
 /// file's description); BlockTransport::makeCoordinateForceExchange makes it.
 class CoordinateForceExchange {
@@ -119,6 +133,18 @@ public:
     /// again here; this rank's own receives are still waited for.
     virtual void forwardCoordinatesAfterHomeSignals(const plan::Box& box, StreamHandle stream) {
         forwardCoordinatesAfterHomeStores(box, stream);
+    }
+    /// Sets the copy that every later forward makes of each received
+    /// coordinate once it has arrived, inside the forward's own kernel, so
+    /// that the caller needs no kernel of its own between the forward and
+    /// the halo's first reader (haloex-md's non-local gather); a null
+    /// destination stops it. True where this exchange makes the copy (the
+    /// fused transports); false, and nothing set, elsewhere: the caller then
+    /// copies itself. bind stops it (the plan's elements changed). Before
+    /// capturing the forward in a CUDA graph: the kernel's arguments change.
+    virtual bool copyReceivedCoordinates(const ReceivedCoordinateCopy& copy) {
+        (void)copy;
+        return false;
     }
     /// Zeroes the forces for the next step, ordered after any peer's reads of them.
     virtual void clearForces(StreamHandle stream) = 0;

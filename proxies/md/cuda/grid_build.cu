@@ -200,7 +200,7 @@ __global__ void __launch_bounds__(kThreads)
                     const int* __restrict__ clusterColumn, const GridState* __restrict__ state, int columnCapacity,
                     long long slotCapacity, float sqrtCoulomb, int* __restrict__ atomOfSlot,
                     std::uint8_t* __restrict__ zoneOfSlot, float* __restrict__ chargeOfSlot,
-                    int* __restrict__ slotOfHomeAtom, float4* __restrict__ xqLocal, float4* __restrict__ xqNonlocal,
+                    int* __restrict__ slotOfAtom, float4* __restrict__ xqLocal, float4* __restrict__ xqNonlocal,
                     float4* __restrict__ fLocal, float4* __restrict__ fNonlocal, float4* __restrict__ bboxLo,
                     float4* __restrict__ bboxHi) {
     const long long slot = static_cast<long long>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -230,10 +230,8 @@ __global__ void __launch_bounds__(kThreads)
     zoneOfSlot[slot] = z;
     chargeOfSlot[slot] = xq.w;
     xqNonlocal[slot] = xq;
-    if (slot < numHomeSlots) {
-        xqLocal[slot] = xq;
-        if (atom >= 0) slotOfHomeAtom[atom] = static_cast<int>(slot);
-    }
+    if (atom >= 0) slotOfAtom[atom] = static_cast<int>(slot);
+    if (slot < numHomeSlots) xqLocal[slot] = xq;
 
     // The cluster's lanes: a mask of its eight, its first lane.
     const int lane = static_cast<int>(threadIdx.x & 31);
@@ -338,7 +336,7 @@ void reserveLayout(DeviceLayout& layout, int numHome, int numLocal, double growt
     reserveWithHeadroom(layout.atomOfSlot, slots, growth);
     reserveWithHeadroom(layout.zoneOfSlot, slots, growth);
     reserveWithHeadroom(layout.chargeOfSlot, slots, growth);
-    reserveWithHeadroom(layout.slotOfHomeAtom, static_cast<std::size_t>(std::max(layout.homeCapacity, 1)), growth);
+    reserveWithHeadroom(layout.slotOfAtom, static_cast<std::size_t>(std::max(layout.atomCapacity, 1)), growth);
     reserveWithHeadroom(layout.xqLocal, slots, growth);
     reserveWithHeadroom(layout.xqNonlocal, slots, growth);
     reserveWithHeadroom(layout.fLocal, slots, growth);
@@ -393,12 +391,14 @@ void enqueueLayout(DeviceLayout& layout, const Vec3f* dX, const float* dCharge, 
                                                                                layout.clusterColumn.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     mark(marks, "column scan", stream);
-    // 4. Slots: atom, zone, charge and position of every cluster position.
+    // 4. Slots: atom, zone, charge and position of every cluster position,
+    // and each atom's slot (-1 first: padding atoms have none).
+    HALOEX_CUDA_CHECK(cudaMemsetAsync(layout.slotOfAtom.data(), 0xff, layout.slotOfAtom.size() * sizeof(int), stream));
     fillSlotsKernel<<<blocksFor(layout.maxSlots(), kThreads), kThreads, 0, stream>>>(
         dX, dCharge, dZoneMask, layout.atomsSorted.data(), layout.columnAtomStart.data(),
         layout.columnClusterStart.data(), layout.clusterColumn.data(), layout.state.data(), columns, layout.maxSlots(),
         sqrtCoulomb, layout.atomOfSlot.data(), layout.zoneOfSlot.data(), layout.chargeOfSlot.data(),
-        layout.slotOfHomeAtom.data(), layout.xqLocal.data(), layout.xqNonlocal.data(), layout.fLocal.data(),
+        layout.slotOfAtom.data(), layout.xqLocal.data(), layout.xqNonlocal.data(), layout.fLocal.data(),
         layout.fNonlocal.data(), layout.bboxLo.data(), layout.bboxHi.data());
     HALOEX_CUDA_CHECK_LAUNCH();
     mark(marks, "slots and boxes", stream);

@@ -180,7 +180,7 @@ struct Nonbonded::Impl {
         buffer(l.atomOfSlot);
         buffer(l.zoneOfSlot);
         buffer(l.chargeOfSlot);
-        buffer(l.slotOfHomeAtom);
+        buffer(l.slotOfAtom);
         buffer(l.xqLocal);
         buffer(l.xqNonlocal);
         buffer(l.fLocal);
@@ -260,13 +260,14 @@ struct Nonbonded::Impl {
 
     // Gather, kernel, scatter for one list. With pruning the kernel also
     // re-prunes the next part of the list (fused). haloOnly: the non-local
-    // list's halo slots alone (computeNonlocalHalo). Enqueue only.
+    // list's halo slots alone (computeNonlocalHalo); gather false: the
+    // positions are in slot order already. Enqueue only.
     void compute(ListKind kind, const Vec3f* dX, Vec3f* dF, bool withEnergies, cudaStream_t stream,
-                 bool haloOnly = false, cuda::StreamOrder order = cuda::StreamOrder::Programmatic) {
+                 bool haloOnly = false, cuda::StreamOrder order = cuda::StreamOrder::Programmatic, bool gather = true) {
         DeviceList& l = list(kind);
         if (l.numEntries == 0) return;
         const bool local = kind == ListKind::Local;
-        launchGather(dX, layout, local, stream, haloOnly, order);
+        if (gather) launchGather(dX, layout, local, stream, haloOnly, order);
         launchNonbonded(params, l, layout, local, withEnergies, energyBlocks, energies.data(), stream);
         launchScatter(layout, l, local, dF, stream, haloOnly);
     }
@@ -437,9 +438,17 @@ void Nonbonded::computeNonlocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaS
     impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream);
 }
 
-void Nonbonded::computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream) {
+void Nonbonded::computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream, bool haloCopied) {
     impl_->requireBuilt("computeNonlocalHalo");
-    impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream, /*haloOnly=*/true);
+    impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream, /*haloOnly=*/true, cuda::StreamOrder::Programmatic,
+                   /*gather=*/!haloCopied);
+}
+
+transport::ReceivedCoordinateCopy Nonbonded::haloPositionCopy() {
+    Impl& m = *impl_;
+    m.requireBuilt("haloPositionCopy");
+    static_assert(sizeof(float4) == 4 * sizeof(float), "a slot is four floats: x, y, z, charge");
+    return {reinterpret_cast<float*>(m.layout.xqNonlocal.data()), 4, m.layout.slotOfAtom.data()};
 }
 
 void Nonbonded::computeLocalForces(bool energies, cudaStream_t stream, bool firstAfterEventWait) {

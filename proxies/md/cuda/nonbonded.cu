@@ -592,7 +592,7 @@ __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __re
 // update and the next step's gather in one pass over the home atoms, in their
 // order (their positions, velocities and forces are read and written
 // contiguously; only the slot-ordered force and position are reached through
-// slotOfHomeAtom). Each home atom has exactly one slot and nothing else adds
+// slotOfAtom). Each home atom has exactly one slot and nothing else adds
 // to its force, so the force is stored (no atomics, no clearing); the new
 // position goes to the caller's array and straight into the slot order the
 // next force kernel reads. Empty slots are not visited: nothing reads their
@@ -609,7 +609,7 @@ __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __re
 // the halo slots alone.
 template <bool kEnergies, bool kHaloForces>
 __global__ void __launch_bounds__(kThreads)
-    updateLocalKernel(float4* __restrict__ fSlots, const int* __restrict__ slotOfHomeAtom,
+    updateLocalKernel(float4* __restrict__ fSlots, const int* __restrict__ slotOfAtom,
                       const float* __restrict__ chargeOfSlot, int numHome, float4* __restrict__ xq, LeapfrogArgs a,
                       Vec3f* __restrict__ forces, Vec3f* __restrict__ haloForces, float4* __restrict__ fNonlocalSlots,
                       float4* __restrict__ xqNonlocal, int* firstBad, int* pruneState, int numEntries, int parts,
@@ -620,7 +620,7 @@ __global__ void __launch_bounds__(kThreads)
     const float lambda = a.velocityScale != nullptr ? *a.velocityScale : 1.0f;
     double ekin2 = 0.0;  // sum m (|v_old|^2 + |v_new|^2), as leapfrogKernel
     for (int atom = blockIdx.x * blockDim.x + threadIdx.x; atom < numHome; atom += gridDim.x * blockDim.x) {
-        const int slot = slotOfHomeAtom[atom];
+        const int slot = slotOfAtom[atom];
         const float4 fv = fSlots[slot];
         fSlots[slot] = make_float4(0.f, 0.f, 0.f, 0.f);
         Vec3f f{fv.x, fv.y, fv.z};
@@ -760,7 +760,7 @@ void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArg
     const bool haloForces = dHaloForces != nullptr;
     const auto kernel = haloForces ? (energies ? updateLocalKernel<true, true> : updateLocalKernel<false, true>)
                                    : (energies ? updateLocalKernel<true, false> : updateLocalKernel<false, false>);
-    cuda::launchDependent(kernel, blocks, kThreads, 0, stream, layout.fLocal.data(), layout.slotOfHomeAtom.data(),
+    cuda::launchDependent(kernel, blocks, kThreads, 0, stream, layout.fLocal.data(), layout.slotOfAtom.data(),
                           layout.chargeOfSlot.data(), numHome, layout.xqLocal.data(), args, dF, dHaloForces,
                           layout.fNonlocal.data(), layout.xqNonlocal.data(), dFirstBad, pruneState, list.numEntries,
                           list.pruneParts,

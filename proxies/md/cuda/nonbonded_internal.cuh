@@ -94,9 +94,11 @@ struct DeviceLayout {
     cuda::DeviceBuffer<int> atomOfSlot;           // -1: empty slot
     cuda::DeviceBuffer<std::uint8_t> zoneOfSlot;  // kPaddingMask for empty slots
     cuda::DeviceBuffer<float> chargeOfSlot;       // q sqrt(f); 0 for empty slots
-    // homeCapacity: each home atom's slot (the inverse of atomOfSlot over the
-    // home slots), so the one-rank fused update walks the atoms in order.
-    cuda::DeviceBuffer<int> slotOfHomeAtom;
+    // atomCapacity: each atom's slot, -1 for padding (the inverse of
+    // atomOfSlot), so the fused update walks the home atoms in order and the
+    // forward copies the halo's positions into their slots
+    // (Nonbonded::haloPositionCopy).
+    cuda::DeviceBuffer<int> slotOfAtom;
     cuda::DeviceBuffer<float4> bboxLo, bboxHi;  // per cluster
     // Positions + scaled charge per slot: the local kernel's copy (home slots)
     // and the non-local kernel's copy (all slots at the build; each step the

@@ -375,7 +375,11 @@ public:
                 homeStores_ ? "the update stores the next forward's home entries into the receivers, the forward "
                               "moves only the forwarded ones (HALOEX_HOME_STORES=0: the forward stores them all); " +
                                   homeSignalsNote()
-                            : "the forward stores the home entries itself (" + noHomeStoresReason_ + ")"};
+                            : "the forward stores the home entries itself (" + noHomeStoresReason_ + ")",
+                haloCopied_ ? "the forward copies the halo positions into the non-local kernel's slots: no gather "
+                              "kernel (HALOEX_FORWARD_COPY=0: a gather kernel after it)"
+                            : "a gather kernel puts the halo positions into the non-local kernel's slots (" +
+                                  noHaloCopyReason_ + ")"};
     }
     // Who signals the receivers of the pulses that send home atoms alone.
     std::string homeSignalsNote() const {
@@ -467,8 +471,9 @@ private:
             ranges.next("non-local non-bonded F");
             if (fused) {
                 // The home clusters' positions and forces stay in slot
-                // order for updateHome: the halo's alone move here.
-                nonbonded_->computeNonlocalHalo(x, f, energies, nonlocal);
+                // order for updateHome: the halo's alone move here (their
+                // positions already did, in the forward, where haloCopied_).
+                nonbonded_->computeNonlocalHalo(x, f, energies, nonlocal, haloCopied_);
             } else {
                 nonbonded_->computeNonlocal(x, f, energies, nonlocal);
             }
@@ -671,11 +676,26 @@ private:
         // slower on one GPU under MPS, docs/results.md) the forward does.
         if (!homeSignalsRequested() && homeStores_) homeStores_->numSignals = 0;
         forwardNeedsHomeEntries_ = true;
-        // Halo positions for the search (every rank takes part).
+        // Halo positions for the search (every rank takes part), without
+        // the last lists' copy into their slots (the build writes them all).
+        if (haloExchange_) halo.copyReceivedCoordinates({});
+        haloCopied_ = false;
         halo.clearForces(local_.get());
         halo.gatherCoordinates(context.box, local_.get());
         nonbonded_->build(arrays_.coordinates(), dCharges, dMasks, numHome_, numLocal_, context.box, context.periodic,
                           local_.get());  // synchronises the stream
+        // The forward copies the received positions into the non-local
+        // kernel's slots itself where the exchange can (the fused
+        // transports): no gather kernel between the two
+        // (HALOEX_FORWARD_COPY=0 keeps it).
+        if (!forwardCopyRequested()) {  // read on every run: a bad value is refused with one rank too
+            noHaloCopyReason_ = "HALOEX_FORWARD_COPY=0";
+        } else if (!context.fuseUpdate) {
+            noHaloCopyReason_ = "it needs the fused update";
+        } else if (haloExchange_) {
+            haloCopied_ = halo.copyReceivedCoordinates(nonbonded_->haloPositionCopy());
+            noHaloCopyReason_ = "the transport cannot copy inside its forward";
+        }
         // A forward without its reverse: complete the pair so the transports'
         // ordering contract (forward, reverse alternate) holds. The forces are
         // zero; the reverse only advances the exchange state. Nothing waits
@@ -696,6 +716,11 @@ private:
     static bool homeStoresRequested() {
         return ::haloex::detail::environmentSwitch(
             "HALOEX_HOME_STORES", true, "the update storing the next forward's home entries into the receivers");
+    }
+
+    static bool forwardCopyRequested() {
+        return ::haloex::detail::environmentSwitch(
+            "HALOEX_FORWARD_COPY", true, "the forward copying the halo positions into the non-local kernel's slots");
     }
 
     static bool homeSignalsRequested() {
@@ -814,7 +839,11 @@ private:
     bool forwardNeedsHomeEntries_ = true;  // no update has stored them since the last search
     bool haloExchange_ = false;            // this plan has pulses (exchangeNotes)
     std::string noHomeStoresReason_;       // why homeStores_ is empty (exchangeNotes)
-    bool capturing_ = false;               // refreshGraph is capturing enqueueStep
+    // HALOEX_FORWARD_COPY: the forward puts the halo positions into the
+    // non-local kernel's slots (Nonbonded::haloPositionCopy; these lists').
+    bool haloCopied_ = false;
+    std::string noHaloCopyReason_;  // why haloCopied_ is false (exchangeNotes)
+    bool capturing_ = false;        // refreshGraph is capturing enqueueStep
     // The coordinates and forces of the local atoms (home, then halo), which
     // the halo exchange reads and writes.
     StepArrays arrays_;

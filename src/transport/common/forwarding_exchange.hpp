@@ -4,8 +4,9 @@
 // signals between their blocks and their MD exchange): it forwards each call
 // to the transport's bindArrays, forwardCoordinates, reverseForces,
 // clearForces and counters, and to its clearHaloForces, recordTimestamps,
-// lastTimestamps, signalForwardLaunched, homeCoordinateStores and
-// forwardCoordinatesAfterHomeStores where it has them. Internal.
+// lastTimestamps, signalForwardLaunched, homeCoordinateStores,
+// forwardCoordinatesAfterHomeStores and copyReceivedCoordinates where it has
+// them. Internal.
 #include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::transport {
@@ -59,6 +60,14 @@ public:
             transport_.forwardCoordinatesAfterHomeSignals(box, stream);
         } else {
             forwardCoordinatesAfterHomeStores(box, stream);
+        }
+    }
+    bool copyReceivedCoordinates(const ReceivedCoordinateCopy& copy) override {
+        if constexpr (requires { transport_.copyReceivedCoordinates(copy); }) {
+            return transport_.copyReceivedCoordinates(copy);
+        } else {
+            (void)copy;
+            return false;
         }
     }
     void reverseForces(StreamHandle stream) override { transport_.reverseForces(stream); }

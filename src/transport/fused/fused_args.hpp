@@ -96,6 +96,12 @@ struct FusedArgsOf {
     // Forward only: bit p set -- the caller's kernel also signalled pulse p's
     // receiver (haloex::device::signalHomeStores), so this launch does not.
     unsigned callerSignalled = 0;
+    // Forward only: each received element e also goes to the caller's
+    // records (transport::ReceivedCoordinateCopy), as x, y, z at
+    // copyDestination + copyStride * copyRecordOfElement[e]; null: no copy.
+    float* copyDestination = nullptr;
+    const int* copyRecordOfElement = nullptr;
+    int copyStride = 0;
     T* x = nullptr;                        // symmetric
     T* f = nullptr;                        // symmetric
     T* staging = nullptr;                  // symmetric, coordinate send slots (put path)

@@ -19,6 +19,7 @@
 #include <cstdint>
 
 #include <algorithm>
+#include <type_traits>
 
 #include "device_sync.cuh"
 #include "fused_args.hpp"
@@ -296,6 +297,18 @@ __device__ void forwardBulk(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, 
     if (!ok) atomicExch(okShared, 0);
 }
 
+// One received element into the caller's record (FusedArgs::copyDestination):
+// x, y, z; the record's other floats kept.
+__device__ __forceinline__ void copyReceived(const FusedArgsOf<Vec3f>& a, int element) {
+    const int record = a.copyRecordOfElement[element];
+    if (record < 0) return;
+    const Vec3f v = a.x[element];
+    float* d = a.copyDestination + static_cast<long long>(record) * a.copyStride;
+    d[0] = v.x;
+    d[1] = v.y;
+    d[2] = v.z;
+}
+
 // Reverse, direct path: add the peer's elements (pulled through its pointer,
 // or from the put path's staging slot) into the owners.
 template <class T>
@@ -422,10 +435,19 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
                                                            static_cast<int>(threadIdx.x), blockDim.x));
     if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceReceived);
     cuda::allowDependentGrids();
+    // The receive slot's part of this block: its reverse data cleared and,
+    // where the caller asked (copyReceivedCoordinates), its coordinates
+    // copied into the caller's records -- what a gather kernel after this
+    // one would do, without its launch and its wait for free SMs.
     if (received) {
         int begin, end;
         blockRange(P.recvCapacity, 1, begin, end);
-        for (int i = begin + threadIdx.x; i < end; i += blockDim.x) a.f[P.recvOffset + i] = T{};
+        for (int i = begin + threadIdx.x; i < end; i += blockDim.x) {
+            a.f[P.recvOffset + i] = T{};
+            if constexpr (std::is_same_v<T, Vec3f>) {
+                if (a.copyDestination != nullptr && i < P.recvCount) copyReceived(a, P.recvOffset + i);
+            }
+        }
     }
     if (blockIdx.x == 0 && threadIdx.x == 0) stamp(a, p, kTraceFinished);
     finishKernel(a, seq);

@@ -14,6 +14,7 @@
 #include "fused_kernels.hpp"
 #include "fused_setup.hpp"
 #include "home_stores.hpp"
+#include "received_copy.hpp"
 #include "index_map_upload.hpp"
 #include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
@@ -65,7 +66,9 @@ const char* pathName(PathKind p) {
     return "?";
 }
 
-class NvshmemTransport final : public BlockTransport, public HomeStoreCalls<NvshmemTransport> {
+class NvshmemTransport final : public BlockTransport,
+                               public HomeStoreCalls<NvshmemTransport>,
+                               public ReceivedCopyCalls {
 public:
     NvshmemTransport(runtime::World& world, const TransportOptions& options)
         : world_(world), forcedPath_(parsePath(options.nvshmemPath)), launch_(parseLaunch(options.nvshmemLaunch)),
@@ -115,6 +118,7 @@ public:
             }
         }
         plan_ = plan;
+        dropReceivedCopy();  // its records were for the last plan's elements
         // Everything the ranks must decide alike for this plan, in one reduction.
         agreed_ =
             agreeOnFusedSetup(world_, plan_, (std::max(plan_.maxSendCount(), plan_.maxRecvCapacity()) + 3) / 4 * 4,
@@ -169,6 +173,7 @@ public:
         FusedArgs args = baseArgs(coordState_);
         args.homeStored = homeStored;
         args.callerSignalled = callerSignalled;
+        addReceivedCopy(args);
         setForwardShifts(args, plan_, box);
         if (launch_ == LaunchMode::Fused) {
             launchFusedPackCommX(args, blocksPerPulse_, static_cast<cudaStream_t>(stream), forwardLaunched_);
@@ -478,6 +483,7 @@ private:
 
 std::unique_ptr<CoordinateForceExchange> NvshmemTransport::makeCoordinateForceExchange() {
     static_assert(OffersHomeStores<NvshmemTransport>);
+    static_assert(OffersReceivedCopy<NvshmemTransport>);
     return std::make_unique<ForwardingCoordinateForceExchange<NvshmemTransport, true>>(*this);
 }
 

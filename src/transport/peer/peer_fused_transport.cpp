@@ -24,6 +24,7 @@
 #include "fused_setup.hpp"
 #include "halo_kernels.hpp"
 #include "home_stores.hpp"
+#include "received_copy.hpp"
 #include "loadstore_kernels.hpp"
 #include "search_blocks.hpp"
 #include "slotted_blocks.hpp"
@@ -40,7 +41,9 @@ constexpr std::size_t kBlockSignalsAt = 2 * kMaxPulses;
 // After those, each pulse's words of coordinate signals per block (kMaxSignalBlocks).
 constexpr std::size_t kCoordBlockWordsAt = kBlockSignalsAt + kMaxBlocksPerCall;
 
-class PeerFusedTransport final : public BlockTransport, public HomeStoreCalls<PeerFusedTransport> {
+class PeerFusedTransport final : public BlockTransport,
+                                 public HomeStoreCalls<PeerFusedTransport>,
+                                 public ReceivedCopyCalls {
 public:
     PeerFusedTransport(runtime::World& world, const TransportOptions& options, ArrayMemory windows,
                        PeerAllocator allocate, std::string name)
@@ -111,6 +114,7 @@ public:
             }
         }
         plan_ = plan;
+        dropReceivedCopy();  // its records were for the last plan's elements
         const bool reallocated = coordinates.allocation != xAllocation_ || forces.allocation != fAllocation_;
         coordinates_ = coordinates;
         forces_ = forces;
@@ -137,6 +141,7 @@ public:
         FusedArgs args = baseArgs(coordState_);
         args.homeStored = homeStored;
         args.callerSignalled = callerSignalled;
+        addReceivedCopy(args);
         setForwardShifts(args, plan_, box);
         launchLoadStoreForward(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
     }
@@ -364,6 +369,7 @@ private:
 
 std::unique_ptr<CoordinateForceExchange> PeerFusedTransport::makeCoordinateForceExchange() {
     static_assert(OffersHomeStores<PeerFusedTransport>);
+    static_assert(OffersReceivedCopy<PeerFusedTransport>);
     return std::make_unique<ForwardingCoordinateForceExchange<PeerFusedTransport, true>>(*this);
 }
 

@@ -338,10 +338,12 @@ TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
     expectNvshmemVariantMatchesCpu(
         std::nullopt, "the local-first order", withEnvironment("HALOEX_FORWARD_FIRST", "0"),
         [](const md::RunSummary& gpu) {
-            ASSERT_EQ(gpu.exchangeNotes.size(), 2u);
+            ASSERT_EQ(gpu.exchangeNotes.size(), 3u);
             EXPECT_NE(gpu.exchangeNotes[0].find("local force kernel is launched before"), std::string::npos)
                 << gpu.exchangeNotes[0];
             EXPECT_NE(gpu.exchangeNotes[1].find("update stores"), std::string::npos) << gpu.exchangeNotes[1];
+            EXPECT_NE(gpu.exchangeNotes[2].find("the forward copies the halo positions"), std::string::npos)
+                << gpu.exchangeNotes[2];
         });
 }
 
@@ -352,7 +354,7 @@ TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
 TEST(MdTransportsGpuWithHomeSignals, NvshmemMatchesTheCpuReference) {
     expectNvshmemVariantMatchesCpu(std::nullopt, "the update's last block signalling receivers",
                                    withEnvironment("HALOEX_HOME_SIGNALS", "1"), [](const md::RunSummary& gpu) {
-                                       ASSERT_EQ(gpu.exchangeNotes.size(), 2u);
+                                       ASSERT_EQ(gpu.exchangeNotes.size(), 3u);
                                        EXPECT_NE(gpu.exchangeNotes[1].find("update stores"), std::string::npos)
                                            << gpu.exchangeNotes[1];
                                        EXPECT_NE(gpu.exchangeNotes[1].find("also signals"), std::string::npos)
@@ -366,10 +368,22 @@ TEST(MdTransportsGpuWithHomeSignals, NvshmemMatchesTheCpuReference) {
 TEST(MdTransportsGpuWithoutHomeStores, NvshmemMatchesTheCpuReference) {
     expectNvshmemVariantMatchesCpu(std::nullopt, "the forward storing the home entries itself",
                                    withEnvironment("HALOEX_HOME_STORES", "0"), [](const md::RunSummary& gpu) {
-                                       ASSERT_EQ(gpu.exchangeNotes.size(), 2u);
+                                       ASSERT_EQ(gpu.exchangeNotes.size(), 3u);
                                        EXPECT_NE(gpu.exchangeNotes[1].find("(HALOEX_HOME_STORES=0)"), std::string::npos)
                                            << gpu.exchangeNotes[1];
                                    });
+}
+
+// HALOEX_FORWARD_COPY=0 (docs/md-engine.md): a gather kernel after nvshmem's
+// forward puts the halo positions into the non-local kernel's slots instead
+// of the forward's own copy (the default, which the tests above run).
+TEST(MdTransportsGpuWithoutForwardCopy, NvshmemMatchesTheCpuReference) {
+    expectNvshmemVariantMatchesCpu(
+        std::nullopt, "a gather kernel after the forward", withEnvironment("HALOEX_FORWARD_COPY", "0"),
+        [](const md::RunSummary& gpu) {
+            ASSERT_EQ(gpu.exchangeNotes.size(), 3u);
+            EXPECT_NE(gpu.exchangeNotes[2].find("(HALOEX_FORWARD_COPY=0)"), std::string::npos) << gpu.exchangeNotes[2];
+        });
 }
 
 // --steps-per-graph on several nvshmem ranks (docs/md-engine.md): the normal

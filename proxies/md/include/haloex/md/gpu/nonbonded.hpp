@@ -177,8 +177,15 @@ public:
     // put in slot order and leave their forces in their slots for updateHome;
     // only the halo slots are gathered from dX and scattered into dF (after
     // gpu::leapfrog, use computeNonlocal). Two kernels of the non-local path
-    // visit the halo alone.
-    void computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream);
+    // visit the halo alone. haloCopied: the halo's positions are in slot
+    // order already (the forward made haloPositionCopy()'s copy): no gather.
+    void computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream, bool haloCopied = false);
+    // The copy of the received positions into the non-local kernel's slot
+    // order that a forward exchange can make in its own kernel
+    // (CoordinateForceHalo::copyReceivedCoordinates): each halo atom's x, y,
+    // z into its slot, the slot's charge kept -- computeNonlocalHalo's
+    // gather, done by the exchange. Valid until the next build().
+    transport::ReceivedCoordinateCopy haloPositionCopy();
 
     // Zeroes the energy accumulators (enqueued on `stream`).
     void clearEnergies(cudaStream_t stream);
