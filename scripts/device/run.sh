@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-quick multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab graph-upload-ab forward-copy-check forward-copy-ab home-stores-check home-stores-ab home-signals-ab home-signals-quick mutation-bind-advance fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-quick multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab graph-upload-ab halo-records-check halo-records-ab home-stores-check home-stores-ab home-signals-ab home-signals-quick mutation-bind-advance fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -481,51 +481,61 @@ stage_home_signals_ab() {
     MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
 }
 
-# The forward copying the halo positions into the non-local kernel's slots
-# (HALOEX_FORWARD_COPY, on by default): test_transport_device's case
-# (ForwardCopiesReceivedCoordinates, every device transport) and the
-# home-stores case beside it on 2, 4 and 8 ranks, haloex-md's nvshmem tests
-# against the CPU reference on 2 ranks (the default copies; one test runs
-# HALOEX_FORWARD_COPY=0), and memcheck of two ranks' MD steps with the copy
-# (graphs uploaded by their first launch) and of four ranks 2x2x1 (two
-# pulses). ~3 min (BUILD_TARGETS="haloex-md test_transport_device
-# test_md_transports_gpu").
-stage_forward_copy_check() {
-  note "== the forward's copy into the non-local kernel's slots: correctness"
+# The exchange moving the halo through the non-local kernel's slots: the
+# forward copying the positions in (HALOEX_FORWARD_COPY) and the reverse
+# taking the forces out (HALOEX_REVERSE_RECORDS), both on by default:
+# test_transport_device's case (HaloRecordsMatchTheReference, every device
+# transport) and the home-stores case beside it on 2, 4 and 8 ranks,
+# haloex-md's nvshmem tests against the CPU reference on 2 ranks (the
+# default; one test each with a switch at 0), NonbondedGpu's fused update
+# with the halo moved by an exchange (the prune counter), and memcheck of
+# two ranks' MD steps (graphs uploaded by their first launch) and of four
+# ranks 2x2x1 (two pulses). ~3 min (BUILD_TARGETS="haloex-md
+# test_transport_device test_md_transports_gpu test_md_nonbonded_gpu").
+stage_halo_records_check() {
+  note "== the exchange moving the halo through the non-local kernel's slots: correctness"
+  timeout 120 "$build/bin/tests/test_md_nonbonded_gpu" --gtest_filter='*FusedUpdateWithAHalo*' --gtest_color=no \
+    >"$out/halo-records-nonbonded.log" 2>&1
+  note "  NonbondedGpu's fused update with a halo: rc=$? $(gtest_counts "$out/halo-records-nonbonded.log")"
+  grep -E -m10 'Failure|Expected|mismatch' "$out/halo-records-nonbonded.log"
   start_mps
   local np log
   for np in 2 4 8; do
-    log="$out/forward-copy-np$np.log"
+    log="$out/halo-records-np$np.log"
     timeout 240 "${mpirun_np[@]}" "$np" "$build/bin/tests/test_transport_device" \
-      --gtest_filter='*ForwardCopiesReceivedCoordinates*:*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
-    note "  the copy and home-stores cases on $np ranks: rc=$? $(gtest_counts "$log")"
+      --gtest_filter='*HaloRecordsMatchTheReference*:*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
+    note "  the halo-records and home-stores cases on $np ranks: rc=$? $(gtest_counts "$log")"
     grep -E -m10 'failed at|Failure|mismatch' "$log"
   done
-  log="$out/forward-copy-md-np2.log"
+  log="$out/halo-records-md-np2.log"
   timeout 240 "${mpirun_np[@]}" 2 "$build/bin/tests/test_md_transports_gpu" \
     --gtest_filter='*nvshmem*:*Nvshmem*' --gtest_color=no >"$log" 2>&1
   note "  haloex-md's nvshmem tests on 2 ranks: rc=$? $(gtest_counts "$log")"
   grep -E -A12 '^\[  FAILED|Failure' "$log" | head -40
   local grid
   for grid in 2x1x1:2 2x2x1:4; do
-    log="$out/forward-copy-md-memcheck-${grid%%:*}.log"
+    log="$out/halo-records-md-memcheck-${grid%%:*}.log"
     HALOEX_GRAPH_UPLOAD=0 timeout 300 "${mpirun_np[@]}" "${grid##*:}" -x HALOEX_GRAPH_UPLOAD \
       compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none --transport nvshmem --nvshmem-path direct \
       --grid "${grid%%:*}" --atoms 6000 --steps 120 --nstlist 20 >"$log" 2>&1
-    note "  haloex-md ${grid%%:*}, the forward's copy, graphs (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
+    note "  haloex-md ${grid%%:*}, the halo through the slots, graphs (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
   done
   stop_mps
 }
-# The forward's copy (the default, B) against a gather kernel after the
-# forward (HALOEX_FORWARD_COPY=0, A), the same build: two ranks 2x1x1 at
-# 22 500 atoms with half the SMs each and four ranks 2x2x1 at 45 000, 3
-# alternating repeats (~4 min).
-stage_forward_copy_ab() {
-  MD_AB_A_ENV=HALOEX_FORWARD_COPY=0 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
-    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
-  MD_AB_A_ENV=HALOEX_FORWARD_COPY=0 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
-    MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
+# The exchange moving the halo through the slots (the default, B) against
+# the gather and scatter kernels (A: HALOEX_FORWARD_COPY=0
+# HALOEX_REVERSE_RECORDS=0), then each half alone against the default, the
+# same build: two ranks 2x1x1 at 22 500 atoms with half the SMs each (and
+# the pair at four ranks 2x2x1, 45 000), 3 alternating repeats (~6 min).
+stage_halo_records_ab() {
+  local a
+  for a in "HALOEX_FORWARD_COPY=0 HALOEX_REVERSE_RECORDS=0" HALOEX_FORWARD_COPY=0 HALOEX_REVERSE_RECORDS=0; do
+    MD_AB_A_ENV="$a" MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+      MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
+  done
+  MD_AB_A_ENV="HALOEX_FORWARD_COPY=0 HALOEX_REVERSE_RECORDS=0" MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 \
+    MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
 }
 
 # The step graph uploaded beside the first step after a search (the
@@ -587,8 +597,9 @@ stage_multi_gpu_1() {
 # storing the home entries itself (HALOEX_HOME_STORES=0; the default is the
 # update storing them over NVLink), and the update's last block signalling
 # the receivers (HALOEX_HOME_SIGNALS=1, off by default: slower on one GPU), and
-# a gather kernel after the forward instead of its own copy
-# (HALOEX_FORWARD_COPY=0), each against the defaults, two ranks at 22 500 and
+# the gather and scatter kernels instead of the exchange moving the halo
+# through the slots (HALOEX_FORWARD_COPY=0 HALOEX_REVERSE_RECORDS=0), each
+# against the defaults, two ranks at 22 500 and
 # 45 000 atoms, 3 alternating repeats. ~6 min.
 stage_multi_gpu_ab() {
   [ "$ngpu" -ge 2 ] || { note "multi-gpu-ab: needs two GPUs ($ngpu visible)"; return 1; }
@@ -596,7 +607,7 @@ stage_multi_gpu_ab() {
   # variable (env:VAR=value) or options (args:...).
   local change
   for change in env:HALOEX_FORWARD_FIRST=0 "args:--steps-per-graph 1" env:HALOEX_HOME_STORES=0 \
-    env:HALOEX_HOME_SIGNALS=1 env:HALOEX_FORWARD_COPY=0; do
+    env:HALOEX_HOME_SIGNALS=1 "env:HALOEX_FORWARD_COPY=0 HALOEX_REVERSE_RECORDS=0"; do
     MD_AB_B_ENV=$([ "${change%%:*}" = env ] && echo "${change#*:}") \
       MD_AB_B_ARGS=$([ "${change%%:*}" = args ] && echo "${change#*:}") \
       MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
@@ -768,7 +779,7 @@ stage_md_ab_bins() {
   [ -n "${MD_AB_NO_MPS:-}" ] && where="no MPS"
   note "== MD A/B of two builds: A = $other${MD_AB_A_ENV:+ with $MD_AB_A_ENV}, B = $build/bin/haloex-md${MD_AB_B_ENV:+ with $MD_AB_B_ENV}${MD_AB_B_ARGS:+ and $MD_AB_B_ARGS} (${MD_AB_ARGS:+both with $MD_AB_ARGS, }${MD_AB_RANKS:-2} rank(s), grid ${MD_AB_GRID:-2x1x1}, $where${MD_AB_SM:+, $MD_AB_SM % of the SMs per rank})"
   [ -n "${MD_AB_NO_MPS:-}" ] || start_mps
-  local t n r v exe path json benv bargs both cap=()
+  local t n r v w exe path json benv bargs both cap=()
   [ -n "${MD_AB_SM:-}" ] && cap=(-x "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=$MD_AB_SM")
   for n in ${MD_AB_ATOMS:-22500 90000}; do
     for t in ${MD_AB_TRANSPORTS:-nvshmem:direct nvshmem:tma ipc}; do
@@ -777,10 +788,10 @@ stage_md_ab_bins() {
         for v in $([ $((r % 2)) = 1 ] && echo A B || echo B A); do
           exe=$([ $v = A ] && echo "$other" || echo "$build/bin/haloex-md")
           json="$out/mdab-${MD_AB_RANKS:-2}r-${MD_AB_GRID:-2x1x1}-$n-${t/:/-}-$v-$r.json"
-          # MD_AB_B_ENV="VAR=value": B runs with it (an A/B of a switch inside one build).
-          benv=(); [ $v = B ] && [ -n "${MD_AB_B_ENV:-}" ] && benv=(-x "$MD_AB_B_ENV")
-          # MD_AB_A_ENV="VAR=value": A runs with it (a switch that is on by default, off in A).
-          [ $v = A ] && [ -n "${MD_AB_A_ENV:-}" ] && benv=(-x "$MD_AB_A_ENV")
+          # MD_AB_B_ENV="VAR=value ...": B runs with them (an A/B of a switch inside one build).
+          # MD_AB_A_ENV="VAR=value ...": A runs with them (switches on by default, off in A).
+          benv=()
+          for w in $([ $v = B ] && echo "${MD_AB_B_ENV:-}" || echo "${MD_AB_A_ENV:-}"); do benv+=(-x "$w"); done
           # MD_AB_B_ARGS="--option value ...": B runs with these options too.
           bargs=(); [ $v = B ] && [ -n "${MD_AB_B_ARGS:-}" ] && read -r -a bargs <<<"$MD_AB_B_ARGS"
           # MD_AB_ARGS="--option value ...": both sides run with these (e.g. --dt).
@@ -1827,7 +1838,7 @@ stage_switch_refusals() {
   note "== environment switches: values other than 0 or 1 refused"
   local sw value log
   for sw in HALOEX_PDL HALOEX_CELL_ORDER_GRAPH HALOEX_SEARCH_GRAPH HALOEX_COLUMN_SORT HALOEX_FORWARD_FIRST \
-    HALOEX_HOME_STORES HALOEX_HOME_SIGNALS HALOEX_GRAPH_UPLOAD HALOEX_FORWARD_COPY; do
+    HALOEX_HOME_STORES HALOEX_HOME_SIGNALS HALOEX_GRAPH_UPLOAD HALOEX_FORWARD_COPY HALOEX_REVERSE_RECORDS; do
     for value in off 1 0; do
       log="$out/switch-$sw-$value.log"
       env "$sw=$value" timeout 60 "$build/bin/haloex-md" --device gpu --atoms 3000 --steps 20 --log none --quiet \

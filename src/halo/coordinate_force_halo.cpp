@@ -97,16 +97,29 @@ void CoordinateForceHalo::gatherCoordinatesAfterHomeSignals(const plan::Box& box
     exchange_->forwardCoordinatesAfterHomeSignals(box, stream);
 }
 
-bool CoordinateForceHalo::copyReceivedCoordinates(const transport::ReceivedCoordinateCopy& copy) {
-    requireBound("copyReceivedCoordinates");
-    if (copy.destination != nullptr && (copy.stride < 3 || copy.recordOfElement == nullptr)) {
+namespace {
+// A stride that holds x, y, z and a map, or no records at all.
+void checkHaloRecords(const transport::HaloRecords& r, const char* what) {
+    if (r.records != nullptr && (r.stride < 3 || r.recordOfElement == nullptr)) {
         throwError(ErrorKind::InvalidInput,
-                   fmt::format("CoordinateForceHalo::copyReceivedCoordinates: stride = {} floats per record and "
-                               "record map {}; a copy needs at least 3 floats per record (x, y, z) and a device map "
-                               "of plan().numLocal records (-1: not copied). Pass a null destination to stop it",
-                               copy.stride, copy.recordOfElement == nullptr ? "missing" : "given"));
+                   fmt::format("CoordinateForceHalo::{}: stride = {} floats per record and record map {}; records "
+                               "need at least 3 floats per record (x, y, z) and a device map of plan().numLocal "
+                               "records (-1: none). Pass null records to stop",
+                               what, r.stride, r.recordOfElement == nullptr ? "missing" : "given"));
     }
-    return exchange_->copyReceivedCoordinates(copy);
+}
+}  // namespace
+
+bool CoordinateForceHalo::copyReceivedCoordinates(const transport::HaloRecords& records) {
+    requireBound("copyReceivedCoordinates");
+    checkHaloRecords(records, "copyReceivedCoordinates");
+    return exchange_->copyReceivedCoordinates(records);
+}
+
+bool CoordinateForceHalo::addHaloForcesFromRecords(const transport::HaloRecords& records) {
+    requireBound("addHaloForcesFromRecords");
+    checkHaloRecords(records, "addHaloForcesFromRecords");
+    return exchange_->addHaloForcesFromRecords(records);
 }
 
 void CoordinateForceHalo::scatterAddForces(transport::StreamHandle stream) {

@@ -252,11 +252,11 @@ TEST(ReferenceTransport, RefusesArraysSmallerThanThePlan) {
     });
 }
 
-// copyReceivedCoordinates: refused before a plan and for records that
-// cannot hold x, y, z or have no map (with what to do); a transport without
-// a fused forward (the reference) declines it, and the forward then leaves
-// the caller's records alone.
-TEST(ReferenceTransport, DeclinesTheReceivedCopyAndRefusesABadOne) {
+// copyReceivedCoordinates and addHaloForcesFromRecords: refused before a
+// plan and for records that cannot hold x, y, z or have no map (with what to
+// do); a transport without fused kernels (the reference) declines both, and
+// its exchange then leaves the caller's records alone.
+TEST(ReferenceTransport, DeclinesHaloRecordsAndRefusesBadOnes) {
     PlanCase c{"c", {4.0, 4.0, 4.0}, {2, 1, 1}, 0.9, 1.0, {1, 1, 1}};
     c.density = 10.0;
     const Scenario sc = buildScenario(c);
@@ -267,7 +267,9 @@ TEST(ReferenceTransport, DeclinesTheReceivedCopyAndRefusesABadOne) {
         std::vector<float> records(4 * static_cast<std::size_t>(plan.numLocal), -7.0f);
         std::vector<int> recordOf(static_cast<std::size_t>(plan.numLocal));
         for (int i = 0; i < plan.numLocal; ++i) recordOf[static_cast<std::size_t>(i)] = i;
-        EXPECT_THROW(halo.copyReceivedCoordinates({records.data(), 4, recordOf.data()}), Error) << "no plan yet";
+        const transport::HaloRecords good{records.data(), 4, recordOf.data()};
+        EXPECT_THROW(halo.copyReceivedCoordinates(good), Error) << "no plan yet";
+        EXPECT_THROW(halo.addHaloForcesFromRecords(good), Error) << "no plan yet";
         auto x = allocateCollective<Vec3f>(world, t, plan.numLocal);
         auto f = allocateCollective<Vec3f>(world, t, plan.numLocal);
         halo.setPlan(plan, x, f);
@@ -277,13 +279,15 @@ TEST(ReferenceTransport, DeclinesTheReceivedCopyAndRefusesABadOne) {
         } catch (const Error& e) {
             EXPECT_NE(std::string(e.what()).find("at least 3 floats per record"), std::string::npos) << e.what();
         }
-        EXPECT_THROW(halo.copyReceivedCoordinates({records.data(), 4, nullptr}), Error) << "no record map";
-        EXPECT_FALSE(halo.copyReceivedCoordinates({records.data(), 4, recordOf.data()}));
-        EXPECT_FALSE(halo.copyReceivedCoordinates({})) << "stopping a copy that was never set";
+        EXPECT_THROW(halo.addHaloForcesFromRecords({records.data(), 4, nullptr}), Error) << "no record map";
+        EXPECT_FALSE(halo.copyReceivedCoordinates(good));
+        EXPECT_FALSE(halo.addHaloForcesFromRecords(good));
+        EXPECT_FALSE(halo.copyReceivedCoordinates({})) << "stopping what was never set";
         for (int i = 0; i < plan.numHome; ++i) x.data()[i] = Vec3f(sc.homePositions[world.rank()][i]);
         halo.gatherCoordinates(sc.dd.box(), nullptr);
+        halo.scatterAddForces(nullptr);
         EXPECT_EQ(std::count(records.begin(), records.end(), -7.0f), static_cast<long>(records.size()))
-            << "the reference's forward wrote into records it declined";
+            << "the reference's exchange wrote into records it declined";
     });
 }
 

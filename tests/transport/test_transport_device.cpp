@@ -450,14 +450,18 @@ TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
 #endif
 }
 
-// copyReceivedCoordinates (haloex-md's non-local gather, done by the
-// forward): the fused transports' forward also copies each received
-// coordinate into the caller's records -- x, y, z at the element's record,
-// bit for bit the reference's halo, the record's fourth float kept, an
-// element mapped to -1 (and the slots' padding) not copied -- forward after
-// forward; a new bind stops it. The other transports decline it and copy
-// nothing.
-TEST_P(DeviceTransport, ForwardCopiesReceivedCoordinates) {
+// The caller's halo records (haloex-md's non-local slots, filled and emptied
+// by the exchange instead of its gather and scatter kernels): with
+// copyReceivedCoordinates the fused transports' forward also copies each
+// received coordinate into its record -- x, y, z bit for bit the reference's
+// halo, the record's fourth float kept, an element mapped to -1 (and the
+// slots' padding) not copied; with addHaloForcesFromRecords their reverse
+// takes each halo element's force as its entry plus its record (the test
+// puts the whole force in the record) and zeroes the record: the owners'
+// forces are the reference's within float tolerance. Exchange after
+// exchange; a new bind stops both. The other transports decline both and
+// touch no record.
+TEST_P(DeviceTransport, HaloRecordsMatchTheReference) {
     const DeviceCase& c = GetParam();
     if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
 #if !HALOEX_HAVE_CUDA
@@ -484,8 +488,8 @@ TEST_P(DeviceTransport, ForwardCopiesReceivedCoordinates) {
             run.x.emplace(allocateCollective<Vec3f>(w, *t, n, "the test's coordinates"));
             run.f.emplace(allocateCollective<Vec3f>(w, *t, n, "the test's forces"));
             run.halo.setPlan(plan, *run.x, *run.f);
-            // Halo element e goes to record n - 1 - e (reversed: the copy
-            // follows the map, not the order), every third one nowhere.
+            // Halo element e has record n - 1 - e (reversed: the exchange
+            // follows the map, not the order), every third one none.
             const std::size_t home = static_cast<std::size_t>(plan.numHome);
             const std::size_t numRecords = std::max<std::size_t>(n - home, 1);
             std::vector<int> recordOf(n, -1);
@@ -496,58 +500,92 @@ TEST_P(DeviceTransport, ForwardCopiesReceivedCoordinates) {
             for (const plan::Pulse& p : plan.pulses) {
                 for (int i = 0; i < p.recvCount; ++i) received[static_cast<std::size_t>(p.recvOffset + i)] = true;
             }
+            const auto recorded = [&](std::size_t e) { return e >= home && received[e] && recordOf[e] >= 0; };
             std::vector<float> untouched(4 * numRecords);
             for (std::size_t i = 0; i < untouched.size(); ++i) untouched[i] = -1000.0f - static_cast<float>(i);
             cuda::DeviceBuffer<int> dRecordOf(n);
-            cuda::DeviceBuffer<float> dRecords(untouched.size());
+            cuda::DeviceBuffer<float> dPositions(untouched.size()), dForces(untouched.size());
             testsupport::upload(m, dRecordOf.data(), recordOf);
             std::string& mismatch = mismatches[r];
-            const bool copies = run.halo.copyReceivedCoordinates({dRecords.data(), 4, dRecordOf.data()});
-            if (copies != fusedKernels(c)) {
-                mismatch += fmt::format("copyReceivedCoordinates returned {} (expected {}); ", copies, !copies);
+            const bool copies = run.halo.copyReceivedCoordinates({dPositions.data(), 4, dRecordOf.data()});
+            const bool takes = run.halo.addHaloForcesFromRecords({dForces.data(), 4, dRecordOf.data()});
+            if (copies != fusedKernels(c) || takes != fusedKernels(c)) {
+                mismatch += fmt::format("copyReceivedCoordinates returned {}, addHaloForcesFromRecords {} (expected "
+                                        "{} for both); ",
+                                        copies, takes, fusedKernels(c));
             }
-            // One forward (and its reverse, as in an MD step): the halo is the
-            // reference's; the records hold it where the copy is set.
-            const auto forwardAndCheck = [&](const std::string& round, bool copySet) {
-                testsupport::upload(m, dRecords.data(), untouched);
+            // The records' floats against `want`, bit for bit.
+            const auto checkRecords = [&](const std::string& what, const float* device,
+                                          const std::vector<float>& want) {
+                const auto got = testsupport::download<float>(m, device, want.size());
+                int wrong = 0;
+                std::size_t first = 0;
+                for (std::size_t i = 0; i < want.size(); ++i) {
+                    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && wrong++ == 0) first = i;
+                }
+                if (wrong > 0) {
+                    mismatch += fmt::format("{}: {} of {} floats differ, the first float {} of record {}: {} "
+                                            "(expected {}); ",
+                                            what, wrong, want.size(), first % 4, first / 4, got[first], want[first]);
+                }
+            };
+            // One forward and its reverse, as in an MD step.
+            const auto exchangeAndCheck = [&](const std::string& round, bool recordsSet) {
+                testsupport::upload(m, dPositions.data(), untouched);
                 testsupport::upload(m, run.x->data(), expected.inputs[r].x);  // halo slots hold sentinels
                 w.barrier();  // no peer stores into them before they are written
                 run.halo.gatherCoordinates(d.box(), stream);
                 m.synchronize();
-                const auto x = testsupport::download<Vec3f>(m, run.x->data(), n);
-                const std::string got =
-                    testsupport::compareBitwise("coordinates", w.rank(), x, expected.outputs[r].x, plan.zoneMask);
+                const std::string got = testsupport::compareBitwise("coordinates", w.rank(),
+                                                                    testsupport::download<Vec3f>(m, run.x->data(), n),
+                                                                    expected.outputs[r].x, plan.zoneMask);
                 if (!got.empty()) mismatch += fmt::format("{}: {}; ", round, got);
-                const auto records = testsupport::download<float>(m, dRecords.data(), untouched.size());
-                std::vector<float> want = untouched;
+                std::vector<float> wantPositions = untouched;
+                // The halo's forces: in their records where they are set
+                // (their entries zero), else in their entries.
+                std::vector<Vec3f> f = expected.inputs[r].f;
+                std::vector<float> forceRecords = untouched, wantForceRecords = untouched;
                 for (std::size_t e = home; e < n; ++e) {
-                    if (!copySet || !received[e] || recordOf[e] < 0) continue;
-                    const Vec3f v = expected.outputs[r].x[e];
+                    if (!recorded(e)) continue;
                     const auto at = 4 * static_cast<std::size_t>(recordOf[e]);
-                    want[at] = v.x;
-                    want[at + 1] = v.y;
-                    want[at + 2] = v.z;
+                    const Vec3f x = expected.outputs[r].x[e];
+                    if (recordsSet && copies) {
+                        wantPositions[at] = x.x;
+                        wantPositions[at + 1] = x.y;
+                        wantPositions[at + 2] = x.z;
+                    }
+                    if (recordsSet && takes) {
+                        forceRecords[at] = f[e].x;
+                        forceRecords[at + 1] = f[e].y;
+                        forceRecords[at + 2] = f[e].z;
+                        f[e] = Vec3f{};
+                        wantForceRecords[at] = wantForceRecords[at + 1] = wantForceRecords[at + 2] = 0.0f;
+                    }
                 }
-                int wrong = 0;
-                std::size_t first = 0;
-                for (std::size_t i = 0; i < want.size(); ++i) {
-                    if (std::memcmp(&records[i], &want[i], sizeof(float)) != 0 && wrong++ == 0) first = i;
-                }
-                if (wrong > 0) {
-                    mismatch +=
-                        fmt::format("{}: {} of {} record floats differ, the first float {} of record {}: "
-                                    "{} (expected {}); ",
-                                    round, wrong, want.size(), first % 4, first / 4, records[first], want[first]);
-                }
-                testsupport::upload(m, run.f->data(), expected.inputs[r].f);
+                checkRecords(round + ": position records", dPositions.data(), wantPositions);
+                testsupport::upload(m, dForces.data(), forceRecords);
+                testsupport::upload(m, run.f->data(), f);
+                w.barrier();
                 run.halo.scatterAddForces(stream);
+                m.synchronize();
+                const auto forces = testsupport::download<Vec3f>(m, run.f->data(), n);
+                const double tolerance = c.forceTolerance();
+                const std::string gotF =
+                    tolerance > 0.0
+                        ? testsupport::compareClose("forces", w.rank(), forces, expected.outputs[r].f, plan.zoneMask,
+                                                    tolerance)
+                        : testsupport::compareBitwise("forces", w.rank(), forces, expected.outputs[r].f, plan.zoneMask);
+                if (!gotF.empty()) mismatch += fmt::format("{}: {}; ", round, gotF);
+                checkRecords(round + ": force records after the reverse", dForces.data(),
+                             recordsSet && takes ? wantForceRecords : forceRecords);
                 run.halo.clearForces(stream);
                 m.synchronize();
+                w.barrier();
             };
-            forwardAndCheck("first forward", copies);
-            forwardAndCheck("second forward", copies);
+            exchangeAndCheck("first exchange", true);
+            exchangeAndCheck("second exchange", true);
             run.halo.setPlan(plan, *run.x, *run.f);
-            forwardAndCheck("after a new bind", false);
+            exchangeAndCheck("after a new bind", false);
         };
         if (const auto refused = testsupport::runOnRanks(mpi, numRanks, body, isSharedGpuRefusal)) {
             GTEST_SKIP() << *refused;

@@ -97,14 +97,23 @@ public:
     /// Collective.
     void gatherCoordinatesAfterHomeSignals(const plan::Box& box, transport::StreamHandle stream);
     /// Asks every later forward to also copy each received coordinate into
-    /// your own layout (transport::ReceivedCoordinateCopy: x, y, z into the
-    /// record recordOfElement[e] of `destination`, the rest of the record
-    /// kept) inside its kernel, once it has arrived: what a gather kernel of
-    /// yours after the forward would do, without that kernel. True where the
-    /// backend does it (nvshmem, nccl-device); false elsewhere, and nothing
-    /// is copied. A null destination stops it; so does setPlan. Throws
-    /// InvalidInput for a stride below 3 or no record map. Not collective.
-    bool copyReceivedCoordinates(const transport::ReceivedCoordinateCopy& copy);
+    /// your own layout (transport::HaloRecords: x, y, z into record
+    /// recordOfElement[e], the rest of the record kept) inside its kernel,
+    /// once it has arrived: what a gather kernel of yours after the forward
+    /// would do, without that kernel. True where the backend does it
+    /// (nvshmem, nccl-device); false elsewhere, and nothing is copied. Null
+    /// records stop it; so does setPlan. Throws InvalidInput for a stride
+    /// below 3 or no record map. Not collective.
+    bool copyReceivedCoordinates(const transport::HaloRecords& records);
+    /// Asks every later scatterAddForces to take each halo atom's force as
+    /// forces()[e] plus its record in your layout (transport::HaloRecords),
+    /// adding the record in and zeroing its x, y, z for the next step,
+    /// inside the reverse's kernel: what a scatter kernel of yours before
+    /// the reverse would do, without that kernel. True where the backend
+    /// does it (nvshmem, nccl-device); false elsewhere, and the records are
+    /// not read. Null records stop it; so does setPlan. Throws InvalidInput
+    /// as copyReceivedCoordinates. Not collective.
+    bool addHaloForcesFromRecords(const transport::HaloRecords& records);
     /// Reverse: the forces on halo atoms back to their owners, added into the
     /// owners' entries; then the home entries hold complete forces. Collective.
     void scatterAddForces(transport::StreamHandle stream);

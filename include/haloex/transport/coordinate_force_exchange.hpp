@@ -78,16 +78,17 @@ struct HomeCoordinateStores {
     unsigned* blockCounter = nullptr;         ///< device: the storing kernel's finished blocks (wraps to 0)
 };
 
-/// A second copy of the received coordinates in the caller's own layout
-/// (CoordinateForceExchange::copyReceivedCoordinates), e.g. a force
-/// kernel's cluster order: received element e (plan.numHome <= e <
-/// plan.numLocal) also goes, as the three floats x, y, z, to
-/// destination[stride * recordOfElement[e] + 0, 1, 2]; the record's other
-/// floats are kept (a charge, say). An element whose record is -1 is not
-/// copied. Both arrays are the caller's, in device memory, and must stay
-/// valid while the copy is set.
-struct ReceivedCoordinateCopy {
-    float* destination = nullptr;          ///< the records; nullptr: no copy
+/// Per-element records of the caller's own layout, e.g. a force kernel's
+/// cluster order, that the exchange's kernels read or write beside the
+/// arrays (CoordinateForceExchange::copyReceivedCoordinates,
+/// addHaloForcesFromRecords): halo element e (plan.numHome <= e <
+/// plan.numLocal) has the three floats x, y, z at
+/// records[stride * recordOfElement[e] + 0, 1, 2]; the record's other floats
+/// are never touched (a charge, say). An element whose record is -1 has
+/// none, and the receive slots' padding never has one. Both arrays are the
+/// caller's, in device memory, and must stay valid while they are set.
+struct HaloRecords {
+    float* records = nullptr;              ///< nullptr: none (stops what they were set for)
     int stride = 4;                        ///< floats per record, at least 3
     const int* recordOfElement = nullptr;  ///< [plan.numLocal]: element e's record, or -1 (only halo entries are read)
 };
@@ -134,16 +135,28 @@ public:
     virtual void forwardCoordinatesAfterHomeSignals(const plan::Box& box, StreamHandle stream) {
         forwardCoordinatesAfterHomeStores(box, stream);
     }
-    /// Sets the copy that every later forward makes of each received
-    /// coordinate once it has arrived, inside the forward's own kernel, so
+    /// Has every later forward also copy each received coordinate into
+    /// `records` once it has arrived, inside the forward's own kernel, so
     /// that the caller needs no kernel of its own between the forward and
-    /// the halo's first reader (haloex-md's non-local gather); a null
-    /// destination stops it. True where this exchange makes the copy (the
-    /// fused transports); false, and nothing set, elsewhere: the caller then
+    /// the halo's first reader (haloex-md's non-local gather); null records
+    /// stop it. True where this exchange makes the copy (the fused
+    /// transports); false, and nothing set, elsewhere: the caller then
     /// copies itself. bind stops it (the plan's elements changed). Before
     /// capturing the forward in a CUDA graph: the kernel's arguments change.
-    virtual bool copyReceivedCoordinates(const ReceivedCoordinateCopy& copy) {
-        (void)copy;
+    virtual bool copyReceivedCoordinates(const HaloRecords& records) {
+        (void)records;
+        return false;
+    }
+    /// Has every later reverse take each halo element's force as what the
+    /// forces array holds plus its record in `records`, which it adds in
+    /// and zeroes for the next step, inside the reverse's own kernel, so
+    /// that the caller needs no kernel of its own between its force kernel
+    /// and the reverse (haloex-md's non-local scatter); null records stop
+    /// it. True where this exchange does it (the fused transports); false,
+    /// and nothing set, elsewhere: the caller then adds them itself. bind
+    /// stops it. Before capturing the reverse in a CUDA graph.
+    virtual bool addHaloForcesFromRecords(const HaloRecords& records) {
+        (void)records;
         return false;
     }
     /// Zeroes the forces for the next step, ordered after any peer's reads of them.

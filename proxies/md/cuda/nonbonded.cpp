@@ -91,6 +91,9 @@ struct Nonbonded::Impl {
     int maxJ = 32;            // entry length of the last build
     float rlistInner2 = 0.f;  // pruning radius squared, as the prune kernel compares it
     bool built = false;
+    // setHaloMovedByExchange (false again at every build).
+    bool haloPositionsByExchange = false;
+    bool haloForcesByExchange = false;
     std::vector<std::pair<const char*, double>> buildParts;
 
     bool pruning() const { return options.rlistInner > 0.0; }
@@ -260,16 +263,17 @@ struct Nonbonded::Impl {
 
     // Gather, kernel, scatter for one list. With pruning the kernel also
     // re-prunes the next part of the list (fused). haloOnly: the non-local
-    // list's halo slots alone (computeNonlocalHalo); gather false: the
-    // positions are in slot order already. Enqueue only.
+    // list's halo slots alone (computeNonlocalHalo). Enqueue only.
     void compute(ListKind kind, const Vec3f* dX, Vec3f* dF, bool withEnergies, cudaStream_t stream,
-                 bool haloOnly = false, cuda::StreamOrder order = cuda::StreamOrder::Programmatic, bool gather = true) {
+                 bool haloOnly = false, cuda::StreamOrder order = cuda::StreamOrder::Programmatic) {
         DeviceList& l = list(kind);
         if (l.numEntries == 0) return;
         const bool local = kind == ListKind::Local;
-        if (gather) launchGather(dX, layout, local, stream, haloOnly, order);
+        // The exchange may move the halo slots' positions in and forces out
+        // itself (setHaloMovedByExchange): then no gather, no scatter.
+        if (!(haloOnly && haloPositionsByExchange)) launchGather(dX, layout, local, stream, haloOnly, order);
         launchNonbonded(params, l, layout, local, withEnergies, energyBlocks, energies.data(), stream);
-        launchScatter(layout, l, local, dF, stream, haloOnly);
+        if (!(haloOnly && haloForcesByExchange)) launchScatter(layout, l, local, dF, stream, haloOnly);
     }
 };
 
@@ -321,6 +325,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
                       const plan::Box& box, std::array<bool, 3> periodic, cudaStream_t stream) {
     Impl& m = *impl_;
     m.built = false;
+    m.haloPositionsByExchange = m.haloForcesByExchange = false;
     if (numHome < 0 || numLocal < numHome) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("Nonbonded::build: {} home atoms but {} local atoms; need 0 <= numHome <= numLocal",
@@ -438,17 +443,30 @@ void Nonbonded::computeNonlocal(const Vec3f* dX, Vec3f* dF, bool energies, cudaS
     impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream);
 }
 
-void Nonbonded::computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream, bool haloCopied) {
+void Nonbonded::computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream) {
     impl_->requireBuilt("computeNonlocalHalo");
-    impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream, /*haloOnly=*/true, cuda::StreamOrder::Programmatic,
-                   /*gather=*/!haloCopied);
+    impl_->compute(ListKind::Nonlocal, dX, dF, energies, stream, /*haloOnly=*/true);
 }
 
-transport::ReceivedCoordinateCopy Nonbonded::haloPositionCopy() {
+static_assert(sizeof(float4) == 4 * sizeof(float), "a slot is four floats: x, y, z and charge (or w)");
+
+transport::HaloRecords Nonbonded::haloPositionRecords() {
     Impl& m = *impl_;
-    m.requireBuilt("haloPositionCopy");
-    static_assert(sizeof(float4) == 4 * sizeof(float), "a slot is four floats: x, y, z, charge");
+    m.requireBuilt("haloPositionRecords");
     return {reinterpret_cast<float*>(m.layout.xqNonlocal.data()), 4, m.layout.slotOfAtom.data()};
+}
+
+transport::HaloRecords Nonbonded::haloForceRecords() {
+    Impl& m = *impl_;
+    m.requireBuilt("haloForceRecords");
+    return {reinterpret_cast<float*>(m.layout.fNonlocal.data()), 4, m.layout.slotOfAtom.data()};
+}
+
+void Nonbonded::setHaloMovedByExchange(bool positions, bool forces) {
+    Impl& m = *impl_;
+    m.requireBuilt("setHaloMovedByExchange");
+    m.haloPositionsByExchange = positions;
+    m.haloForcesByExchange = forces;
 }
 
 void Nonbonded::computeLocalForces(bool energies, cudaStream_t stream, bool firstAfterEventWait) {
@@ -486,7 +504,15 @@ void Nonbonded::updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, 
                                "update moves every home atom",
                                args.numAtoms, m.layout.numHome));
     }
-    launchUpdateLocal(m.layout, m.list(ListKind::Local), args, /*dF=*/nullptr, dF, dFirstBad, stream, homeStores);
+    // Where no scatter of the non-local list moves its rolling prune on
+    // (the exchange took the halo's forces), this update does.
+    DeviceList& nonlocal = m.list(ListKind::Nonlocal);
+    const PruneAdvance nonlocalPrune =
+        m.haloForcesByExchange && nonlocal.pruned && nonlocal.numEntries > 0
+            ? PruneAdvance{nonlocal.pruneState.data(), nonlocal.numEntries, nonlocal.pruneParts}
+            : PruneAdvance{};
+    launchUpdateLocal(m.layout, m.list(ListKind::Local), args, /*dF=*/nullptr, dF, dFirstBad, stream, homeStores,
+                      nonlocalPrune);
 }
 
 void Nonbonded::clearEnergies(cudaStream_t stream) { impl_->energies.zeroAsync(stream); }
@@ -555,6 +581,15 @@ ClusterLayoutHost Nonbonded::copyLayoutToHost() const {
         h.bboxHi.push_back({hi[c].x, hi[c].y, hi[c].z});
     }
     return h;
+}
+
+int Nonbonded::nextPrunePart(ListKind kind) const {
+    const DeviceList& l = impl_->list(kind);
+    if (!l.pruned || l.numEntries == 0) return -1;
+    int state[3] = {};
+    HALOEX_CUDA_CHECK(cudaDeviceSynchronize());
+    HALOEX_CUDA_CHECK(cudaMemcpy(state, l.pruneState.data(), sizeof(state), cudaMemcpyDeviceToHost));
+    return state[2];
 }
 
 PairListHost Nonbonded::copyListToHost(ListKind kind, ListView view) const {

@@ -613,10 +613,15 @@ __global__ void __launch_bounds__(kThreads)
                       const float* __restrict__ chargeOfSlot, int numHome, float4* __restrict__ xq, LeapfrogArgs a,
                       Vec3f* __restrict__ forces, Vec3f* __restrict__ haloForces, float4* __restrict__ fNonlocalSlots,
                       float4* __restrict__ xqNonlocal, int* firstBad, int* pruneState, int numEntries, int parts,
-                      const transport::HomeCoordinateStores homeStores) {
+                      PruneAdvance nonlocalPrune, const transport::HomeCoordinateStores homeStores) {
     cuda::waitForPrerequisiteGrids();
     cuda::allowDependentGrids();
-    if (pruneState != nullptr && blockIdx.x == 0 && threadIdx.x == 0) advancePrunePart(pruneState, numEntries, parts);
+    if (blockIdx.x == 0 && threadIdx.x == 0) {
+        if (pruneState != nullptr) advancePrunePart(pruneState, numEntries, parts);
+        if (nonlocalPrune.state != nullptr) {
+            advancePrunePart(nonlocalPrune.state, nonlocalPrune.numEntries, nonlocalPrune.parts);
+        }
+    }
     const float lambda = a.velocityScale != nullptr ? *a.velocityScale : 1.0f;
     double ekin2 = 0.0;  // sum m (|v_old|^2 + |v_new|^2), as leapfrogKernel
     for (int atom = blockIdx.x * blockDim.x + threadIdx.x; atom < numHome; atom += gridDim.x * blockDim.x) {
@@ -748,7 +753,8 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
 }
 
 void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, Vec3f* dHaloForces,
-                       int* dFirstBad, cudaStream_t stream, const transport::HomeCoordinateStores* homeStores) {
+                       int* dFirstBad, cudaStream_t stream, const transport::HomeCoordinateStores* homeStores,
+                       PruneAdvance nonlocalPrune) {
     const int numHome = layout.numHome;
     if (numHome == 0) return;
     int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
@@ -763,7 +769,7 @@ void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArg
     cuda::launchDependent(kernel, blocks, kThreads, 0, stream, layout.fLocal.data(), layout.slotOfAtom.data(),
                           layout.chargeOfSlot.data(), numHome, layout.xqLocal.data(), args, dF, dHaloForces,
                           layout.fNonlocal.data(), layout.xqNonlocal.data(), dFirstBad, pruneState, list.numEntries,
-                          list.pruneParts,
+                          list.pruneParts, nonlocalPrune,
                           homeStores != nullptr && haloForces ? *homeStores : transport::HomeCoordinateStores{});
 }
 

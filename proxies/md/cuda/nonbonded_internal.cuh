@@ -335,9 +335,16 @@ void launchScatter(DeviceLayout& layout, DeviceList& list, bool local, Vec3f* dF
 // args.averageKineticEnergy also an energy step's kinetic energy and the
 // non-finite check into dFirstBad; with homeStores (a halo only) also the
 // stores of the next forward's home entries (Nonbonded::updateHome).
+// nonlocalPrune: the non-local list's rolling prune, moved on here where no
+// scatter of that list does it (the exchange took the halo's forces).
+struct PruneAdvance {
+    int* state = nullptr;
+    int numEntries = 0;
+    int parts = 1;
+};
 void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArgs& args, Vec3f* dF, Vec3f* dHaloForces,
-                       int* dFirstBad, cudaStream_t stream,
-                       const transport::HomeCoordinateStores* homeStores = nullptr);
+                       int* dFirstBad, cudaStream_t stream, const transport::HomeCoordinateStores* homeStores = nullptr,
+                       PruneAdvance nonlocalPrune = {});
 // Adds to *dCount the atom pairs with atomDistance2 < rc2 of the list's
 // evaluated entries (outer = false) or of its outer list (diagnostic).
 void launchCountWithinCutoff(const DeviceList& list, bool outer, DeviceLayout& layout, bool local, Float3 boxLengths,

@@ -376,10 +376,15 @@ public:
                               "moves only the forwarded ones (HALOEX_HOME_STORES=0: the forward stores them all); " +
                                   homeSignalsNote()
                             : "the forward stores the home entries itself (" + noHomeStoresReason_ + ")",
-                haloCopied_ ? "the forward copies the halo positions into the non-local kernel's slots: no gather "
-                              "kernel (HALOEX_FORWARD_COPY=0: a gather kernel after it)"
-                            : "a gather kernel puts the halo positions into the non-local kernel's slots (" +
-                                  noHaloCopyReason_ + ")"};
+                (haloCopied_ ? std::string("the forward copies the halo positions into the non-local kernel's "
+                                           "slots: no gather kernel (HALOEX_FORWARD_COPY=0: a gather kernel after it)")
+                             : "a gather kernel puts the halo positions into the non-local kernel's slots (" +
+                                   noHaloCopyReason_ + ")") +
+                    "; " +
+                    (haloForcesTaken_
+                         ? std::string("the reverse takes the halo forces from those slots: no scatter "
+                                       "kernel (HALOEX_REVERSE_RECORDS=0: a scatter kernel before it)")
+                         : "a scatter kernel adds the halo forces from those slots (" + noForceRecordsReason_ + ")")};
     }
     // Who signals the receivers of the pulses that send home atoms alone.
     std::string homeSignalsNote() const {
@@ -471,9 +476,10 @@ private:
             ranges.next("non-local non-bonded F");
             if (fused) {
                 // The home clusters' positions and forces stay in slot
-                // order for updateHome: the halo's alone move here (their
-                // positions already did, in the forward, where haloCopied_).
-                nonbonded_->computeNonlocalHalo(x, f, energies, nonlocal, haloCopied_);
+                // order for updateHome: the halo's alone move here, where
+                // the exchange does not move them itself (haloCopied_,
+                // haloForcesTaken_).
+                nonbonded_->computeNonlocalHalo(x, f, energies, nonlocal);
             } else {
                 nonbonded_->computeNonlocal(x, f, energies, nonlocal);
             }
@@ -677,24 +683,37 @@ private:
         if (!homeSignalsRequested() && homeStores_) homeStores_->numSignals = 0;
         forwardNeedsHomeEntries_ = true;
         // Halo positions for the search (every rank takes part), without
-        // the last lists' copy into their slots (the build writes them all).
-        if (haloExchange_) halo.copyReceivedCoordinates({});
-        haloCopied_ = false;
+        // the last lists' records (the build writes every slot).
+        if (haloExchange_) {
+            halo.copyReceivedCoordinates({});
+            halo.addHaloForcesFromRecords({});
+        }
+        haloCopied_ = haloForcesTaken_ = false;
         halo.clearForces(local_.get());
         halo.gatherCoordinates(context.box, local_.get());
         nonbonded_->build(arrays_.coordinates(), dCharges, dMasks, numHome_, numLocal_, context.box, context.periodic,
                           local_.get());  // synchronises the stream
-        // The forward copies the received positions into the non-local
-        // kernel's slots itself where the exchange can (the fused
-        // transports): no gather kernel between the two
-        // (HALOEX_FORWARD_COPY=0 keeps it).
-        if (!forwardCopyRequested()) {  // read on every run: a bad value is refused with one rank too
-            noHaloCopyReason_ = "HALOEX_FORWARD_COPY=0";
-        } else if (!context.fuseUpdate) {
-            noHaloCopyReason_ = "it needs the fused update";
+        // The exchange moves the halo's positions into the non-local
+        // kernel's slots in its forward, and takes the halo's forces from
+        // them in its reverse, where it can (the fused transports): no
+        // gather and no scatter kernel on the non-local chain
+        // (HALOEX_FORWARD_COPY=0, HALOEX_REVERSE_RECORDS=0 keep them).
+        const bool copyRequested = forwardCopyRequested();        // read on every run: a bad value is refused
+        const bool recordsRequested = reverseRecordsRequested();  // with one rank too
+        noHaloCopyReason_ = "HALOEX_FORWARD_COPY=0";
+        noForceRecordsReason_ = "HALOEX_REVERSE_RECORDS=0";
+        if (haloExchange_ && !context.fuseUpdate) {
+            noHaloCopyReason_ = noForceRecordsReason_ = "it needs the fused update";
         } else if (haloExchange_) {
-            haloCopied_ = halo.copyReceivedCoordinates(nonbonded_->haloPositionCopy());
-            noHaloCopyReason_ = "the transport cannot copy inside its forward";
+            if (copyRequested) {
+                haloCopied_ = halo.copyReceivedCoordinates(nonbonded_->haloPositionRecords());
+                noHaloCopyReason_ = "the transport cannot copy inside its forward";
+            }
+            if (recordsRequested) {
+                haloForcesTaken_ = halo.addHaloForcesFromRecords(nonbonded_->haloForceRecords());
+                noForceRecordsReason_ = "the transport cannot take them inside its reverse";
+            }
+            nonbonded_->setHaloMovedByExchange(haloCopied_, haloForcesTaken_);
         }
         // A forward without its reverse: complete the pair so the transports'
         // ordering contract (forward, reverse alternate) holds. The forces are
@@ -721,6 +740,11 @@ private:
     static bool forwardCopyRequested() {
         return ::haloex::detail::environmentSwitch(
             "HALOEX_FORWARD_COPY", true, "the forward copying the halo positions into the non-local kernel's slots");
+    }
+
+    static bool reverseRecordsRequested() {
+        return ::haloex::detail::environmentSwitch(
+            "HALOEX_REVERSE_RECORDS", true, "the reverse taking the halo forces from the non-local kernel's slots");
     }
 
     static bool homeSignalsRequested() {
@@ -843,7 +867,11 @@ private:
     // non-local kernel's slots (Nonbonded::haloPositionCopy; these lists').
     bool haloCopied_ = false;
     std::string noHaloCopyReason_;  // why haloCopied_ is false (exchangeNotes)
-    bool capturing_ = false;        // refreshGraph is capturing enqueueStep
+    // HALOEX_REVERSE_RECORDS: the reverse takes the halo forces from the
+    // non-local kernel's slots (Nonbonded::haloForceRecords; these lists').
+    bool haloForcesTaken_ = false;
+    std::string noForceRecordsReason_;  // why haloForcesTaken_ is false (exchangeNotes)
+    bool capturing_ = false;            // refreshGraph is capturing enqueueStep
     // The coordinates and forces of the local atoms (home, then halo), which
     // the halo exchange reads and writes.
     StepArrays arrays_;

@@ -5,8 +5,8 @@
 // to the transport's bindArrays, forwardCoordinates, reverseForces,
 // clearForces and counters, and to its clearHaloForces, recordTimestamps,
 // lastTimestamps, signalForwardLaunched, homeCoordinateStores,
-// forwardCoordinatesAfterHomeStores and copyReceivedCoordinates where it has
-// them. Internal.
+// forwardCoordinatesAfterHomeStores, copyReceivedCoordinates and
+// addHaloForcesFromRecords where it has them. Internal.
 #include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::transport {
@@ -62,11 +62,19 @@ public:
             forwardCoordinatesAfterHomeStores(box, stream);
         }
     }
-    bool copyReceivedCoordinates(const ReceivedCoordinateCopy& copy) override {
-        if constexpr (requires { transport_.copyReceivedCoordinates(copy); }) {
-            return transport_.copyReceivedCoordinates(copy);
+    bool copyReceivedCoordinates(const HaloRecords& records) override {
+        if constexpr (requires { transport_.copyReceivedCoordinates(records); }) {
+            return transport_.copyReceivedCoordinates(records);
         } else {
-            (void)copy;
+            (void)records;
+            return false;
+        }
+    }
+    bool addHaloForcesFromRecords(const HaloRecords& records) override {
+        if constexpr (requires { transport_.addHaloForcesFromRecords(records); }) {
+            return transport_.addHaloForcesFromRecords(records);
+        } else {
+            (void)records;
             return false;
         }
     }

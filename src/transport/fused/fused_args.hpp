@@ -11,6 +11,9 @@
 namespace haloex::nvshmem_detail {
 
 inline constexpr int kMaxPulses = 32;
+// Block counters per pulse: a reverse that adds the caller's force records
+// counts its blocks twice (fusedReverse).
+inline constexpr int kPulseCounterPhases = 2;
 inline constexpr int kFusedThreads = 256;  // threads per block of the fused kernels
 // Signals per block (HALOEX_EXCHANGE_SIGNALS=block, docs/nvshmem.md): each
 // sending block of a coordinate pulse stores its own word on the receiver,
@@ -78,6 +81,14 @@ struct PulseRecordOf {
 // shift) both come from here, so both store the same bits.
 inline float pulseShift(int shiftSign, double boxLength) { return static_cast<float>(shiftSign * boxLength); }
 
+// The caller's per-element records (transport::HaloRecords): element e's
+// x, y, z at records + stride * recordOfElement[e].
+struct ElementRecords {
+    float* records = nullptr;
+    const int* recordOfElement = nullptr;
+    int stride = 0;
+};
+
 template <class T>
 struct FusedArgsOf {
     const PulseRecordOf<T>* pulses = nullptr;
@@ -96,12 +107,12 @@ struct FusedArgsOf {
     // Forward only: bit p set -- the caller's kernel also signalled pulse p's
     // receiver (haloex::device::signalHomeStores), so this launch does not.
     unsigned callerSignalled = 0;
-    // Forward only: each received element e also goes to the caller's
-    // records (transport::ReceivedCoordinateCopy), as x, y, z at
-    // copyDestination + copyStride * copyRecordOfElement[e]; null: no copy.
-    float* copyDestination = nullptr;
-    const int* copyRecordOfElement = nullptr;
-    int copyStride = 0;
+    // Forward: each received element e also goes to the caller's records
+    // (CoordinateForceExchange::copyReceivedCoordinates); reverse: each halo
+    // element's record is added into its force first, then zeroed
+    // (addHaloForcesFromRecords). Null records: none.
+    ElementRecords copyRecords;
+    ElementRecords forceRecords;
     T* x = nullptr;                        // symmetric
     T* f = nullptr;                        // symmetric
     T* staging = nullptr;                  // symmetric, coordinate send slots (put path)
@@ -115,7 +126,7 @@ struct FusedArgsOf {
     std::uint64_t* forceSignal = nullptr;    // symmetric [kMaxPulses]
     std::uint64_t* sequence = nullptr;       // device: the exchange counter of this kernel kind
     std::uint64_t* doneWords = nullptr;      // device [kMaxPulses]: pulse's forces accumulated (= sequence)
-    unsigned* pulseBlockCounters = nullptr;  // device [kMaxPulses]
+    unsigned* pulseBlockCounters = nullptr;  // device [kPulseCounterPhases * kMaxPulses]
     unsigned* kernelBlockCounter = nullptr;  // device [1]
     float shift[kMaxPulses] = {};            // per pulse, shiftSign * L[dim] rounded once to float
     WaitDiagnostics* diagnostics = nullptr;

@@ -195,8 +195,10 @@ __device__ void finishKernel(const FusedArgsOf<T>& a, std::uint64_t seq) {
 // at GPU scope only: the counter is local, and the system-scope release it
 // issues next (the signal) is cumulative over what it has acquired. (Each
 // system-scope fence costs ~0.6 us on H200; this keeps one per block.)
+// `phase`: which of the pulse's counters (kPulseCounterPhases of them), so
+// that one launch may count its blocks twice.
 template <class T>
-__device__ bool lastBlockOfPulse(const FusedArgsOf<T>& a, int p, int* flag, bool systemRelease) {
+__device__ bool lastBlockOfPulse(const FusedArgsOf<T>& a, int p, int* flag, bool systemRelease, int phase = 0) {
     __syncthreads();
     if (threadIdx.x == 0) {
         if (systemRelease) {
@@ -204,7 +206,7 @@ __device__ bool lastBlockOfPulse(const FusedArgsOf<T>& a, int p, int* flag, bool
         } else {
             __threadfence();
         }
-        const unsigned old = atomicInc(&a.pulseBlockCounters[p], gridDim.x - 1);
+        const unsigned old = atomicInc(&a.pulseBlockCounters[phase * kMaxPulses + p], gridDim.x - 1);
         *flag = old == gridDim.x - 1;
         if (*flag) __threadfence();  // acquire the other blocks' writes
     }
@@ -297,16 +299,29 @@ __device__ void forwardBulk(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, 
     if (!ok) atomicExch(okShared, 0);
 }
 
-// One received element into the caller's record (FusedArgs::copyDestination):
+// One received element into the caller's record (FusedArgs::copyRecords):
 // x, y, z; the record's other floats kept.
 __device__ __forceinline__ void copyReceived(const FusedArgsOf<Vec3f>& a, int element) {
-    const int record = a.copyRecordOfElement[element];
+    const ElementRecords& r = a.copyRecords;
+    const int record = r.recordOfElement[element];
     if (record < 0) return;
     const Vec3f v = a.x[element];
-    float* d = a.copyDestination + static_cast<long long>(record) * a.copyStride;
+    float* d = r.records + static_cast<long long>(record) * r.stride;
     d[0] = v.x;
     d[1] = v.y;
     d[2] = v.z;
+}
+
+// A halo element's record added into its force, then zeroed for the next
+// step (FusedArgs::forceRecords). Atomics: a later pulse's forces may be
+// added into the same element meanwhile (it forwarded the element).
+__device__ __forceinline__ void addForceRecord(const FusedArgsOf<Vec3f>& a, int element) {
+    const ElementRecords& r = a.forceRecords;
+    const int record = r.recordOfElement[element];
+    if (record < 0) return;
+    float* s = r.records + static_cast<long long>(record) * r.stride;
+    ExchangeElement<Vec3f>::accumulate(&a.f[element], Vec3f{s[0], s[1], s[2]});
+    s[0] = s[1] = s[2] = 0.0f;
 }
 
 // Reverse, direct path: add the peer's elements (pulled through its pointer,
@@ -445,7 +460,7 @@ __global__ void __launch_bounds__(kFusedThreads) fusedForward(FusedArgsOf<T> a) 
         for (int i = begin + threadIdx.x; i < end; i += blockDim.x) {
             a.f[P.recvOffset + i] = T{};
             if constexpr (std::is_same_v<T, Vec3f>) {
-                if (a.copyDestination != nullptr && i < P.recvCount) copyReceived(a, P.recvOffset + i);
+                if (a.copyRecords.records != nullptr && i < P.recvCount) copyReceived(a, P.recvOffset + i);
             }
         }
     }
@@ -485,9 +500,23 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
     const bool putBack = Peers::kCanPut && P.recvPath == PathKind::Put;
     const bool putHere = Peers::kCanPut && P.sendPath == PathKind::Put;
 
+    // Where the caller's records hold the halo's forces
+    // (addHaloForcesFromRecords), every block adds its share of slot p's
+    // into the forces first; the last of them to finish is then the
+    // holder below, else block 0 is.
+    bool holder = blockIdx.x == 0;
+    if constexpr (std::is_same_v<T, Vec3f>) {
+        if (a.forceRecords.records != nullptr) {
+            int begin, end;
+            blockRange(P.recvCount, 1, begin, end);
+            for (int i = begin + threadIdx.x; i < end; i += blockDim.x) addForceRecord(a, P.recvOffset + i);
+            holder = lastBlockOfPulse(a, p, &flag, /*systemRelease=*/false, /*phase=*/1);
+        }
+    }
+
     // Halo-data holder: once the later pulses that forwarded our received
     // elements have accumulated here, our data on slot p is complete.
-    if (blockIdx.x == 0) {
+    if (holder) {
         if (threadIdx.x == 0) {
             bool ok = true;
             std::uint64_t mask = P.waitsReverse;
@@ -524,10 +553,10 @@ __global__ void __launch_bounds__(kFusedThreads) fusedReverse(FusedArgsOf<T> a) 
 
     // Data owner: add the peer's data on the elements this rank sent.
     if (threadIdx.x == 0) {
-        const bool holderDone = blockIdx.x != 0 || holderOk;
+        const bool holderDone = !holder || holderOk;
         receivedShared =
             holderDone && waitSignalGe(&a.forceSignal[p], seq, ctx, WaitDiagnostics::ForceReady, p, P.sendPe);
-        if (holderDone && blockIdx.x == 0) stamp(a, p, kTraceReceived);
+        if (holderDone && holder) stamp(a, p, kTraceReceived);
     }
     __syncthreads();
     const bool received = receivedShared != 0;

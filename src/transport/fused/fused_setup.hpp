@@ -29,7 +29,7 @@ namespace haloex::nvshmem_detail {
 struct FusedKernelState {
     cuda::DeviceBuffer<std::uint64_t> sequence;   // [1], starts at 1
     cuda::DeviceBuffer<std::uint64_t> doneWords;  // [kMaxPulses]
-    cuda::DeviceBuffer<unsigned> pulseCounters;   // [kMaxPulses]
+    cuda::DeviceBuffer<unsigned> pulseCounters;   // [kPulseCounterPhases * kMaxPulses]
     cuda::DeviceBuffer<unsigned> kernelCounter;   // [1]
     cuda::DeviceBuffer<std::uint64_t> trace;      // [kTraceWords] while timestamps are recorded, else empty
     std::uint64_t* tracePointer() const {
@@ -38,7 +38,7 @@ struct FusedKernelState {
     void allocate() {
         sequence.resize(1);
         doneWords.resizeZeroed(kMaxPulses);
-        pulseCounters.resizeZeroed(kMaxPulses);
+        pulseCounters.resizeZeroed(kPulseCounterPhases * kMaxPulses);
         kernelCounter.resizeZeroed(1);
         const std::uint64_t one = 1;
         cuda::copyToDeviceNow(sequence.data(), &one, sizeof one);

@@ -14,7 +14,7 @@
 #include "fused_kernels.hpp"
 #include "fused_setup.hpp"
 #include "home_stores.hpp"
-#include "received_copy.hpp"
+#include "halo_records.hpp"
 #include "index_map_upload.hpp"
 #include "haloex/detail/cuda/blocking_ops.hpp"
 #include "haloex/core/error.hpp"
@@ -66,9 +66,7 @@ const char* pathName(PathKind p) {
     return "?";
 }
 
-class NvshmemTransport final : public BlockTransport,
-                               public HomeStoreCalls<NvshmemTransport>,
-                               public ReceivedCopyCalls {
+class NvshmemTransport final : public BlockTransport, public HomeStoreCalls<NvshmemTransport>, public HaloRecordCalls {
 public:
     NvshmemTransport(runtime::World& world, const TransportOptions& options)
         : world_(world), forcedPath_(parsePath(options.nvshmemPath)), launch_(parseLaunch(options.nvshmemLaunch)),
@@ -118,7 +116,7 @@ public:
             }
         }
         plan_ = plan;
-        dropReceivedCopy();  // its records were for the last plan's elements
+        dropHaloRecords();  // they were for the last plan's elements
         // Everything the ranks must decide alike for this plan, in one reduction.
         agreed_ =
             agreeOnFusedSetup(world_, plan_, (std::max(plan_.maxSendCount(), plan_.maxRecvCapacity()) + 3) / 4 * 4,
@@ -173,7 +171,7 @@ public:
         FusedArgs args = baseArgs(coordState_);
         args.homeStored = homeStored;
         args.callerSignalled = callerSignalled;
-        addReceivedCopy(args);
+        addCoordinateRecords(args);
         setForwardShifts(args, plan_, box);
         if (launch_ == LaunchMode::Fused) {
             launchFusedPackCommX(args, blocksPerPulse_, static_cast<cudaStream_t>(stream), forwardLaunched_);
@@ -186,10 +184,12 @@ public:
         throwIfTimedOut();
         ++counters_.reverseCalls;
         if (plan_.pulses.empty()) return;
+        FusedArgs args = baseArgs(forceState_);
+        addForceRecords(args);
         if (launch_ == LaunchMode::Fused) {
-            launchFusedCommUnpackF(baseArgs(forceState_), blocksPerPulse_, static_cast<cudaStream_t>(stream));
+            launchFusedCommUnpackF(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
         } else {
-            launchCommUnpackFPerPulse(baseArgs(forceState_), blocksPerPulse_, static_cast<cudaStream_t>(stream));
+            launchCommUnpackFPerPulse(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
         }
     }
 
@@ -483,7 +483,7 @@ private:
 
 std::unique_ptr<CoordinateForceExchange> NvshmemTransport::makeCoordinateForceExchange() {
     static_assert(OffersHomeStores<NvshmemTransport>);
-    static_assert(OffersReceivedCopy<NvshmemTransport>);
+    static_assert(OffersHaloRecords<NvshmemTransport>);
     return std::make_unique<ForwardingCoordinateForceExchange<NvshmemTransport, true>>(*this);
 }
 

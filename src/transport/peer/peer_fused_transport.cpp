@@ -24,7 +24,7 @@
 #include "fused_setup.hpp"
 #include "halo_kernels.hpp"
 #include "home_stores.hpp"
-#include "received_copy.hpp"
+#include "halo_records.hpp"
 #include "loadstore_kernels.hpp"
 #include "search_blocks.hpp"
 #include "slotted_blocks.hpp"
@@ -43,7 +43,7 @@ constexpr std::size_t kCoordBlockWordsAt = kBlockSignalsAt + kMaxBlocksPerCall;
 
 class PeerFusedTransport final : public BlockTransport,
                                  public HomeStoreCalls<PeerFusedTransport>,
-                                 public ReceivedCopyCalls {
+                                 public HaloRecordCalls {
 public:
     PeerFusedTransport(runtime::World& world, const TransportOptions& options, ArrayMemory windows,
                        PeerAllocator allocate, std::string name)
@@ -114,7 +114,7 @@ public:
             }
         }
         plan_ = plan;
-        dropReceivedCopy();  // its records were for the last plan's elements
+        dropHaloRecords();  // they were for the last plan's elements
         const bool reallocated = coordinates.allocation != xAllocation_ || forces.allocation != fAllocation_;
         coordinates_ = coordinates;
         forces_ = forces;
@@ -141,7 +141,7 @@ public:
         FusedArgs args = baseArgs(coordState_);
         args.homeStored = homeStored;
         args.callerSignalled = callerSignalled;
-        addReceivedCopy(args);
+        addCoordinateRecords(args);
         setForwardShifts(args, plan_, box);
         launchLoadStoreForward(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
     }
@@ -150,7 +150,9 @@ public:
         throwIfTimedOut();
         ++counters_.reverseCalls;
         if (plan_.pulses.empty()) return;
-        launchLoadStoreReverse(baseArgs(forceState_), blocksPerPulse_, static_cast<cudaStream_t>(stream));
+        FusedArgs args = baseArgs(forceState_);
+        addForceRecords(args);
+        launchLoadStoreReverse(args, blocksPerPulse_, static_cast<cudaStream_t>(stream));
     }
 
     // Device timestamps inside the fused kernels (CoordinateForceExchange::recordTimestamps).
@@ -369,7 +371,7 @@ private:
 
 std::unique_ptr<CoordinateForceExchange> PeerFusedTransport::makeCoordinateForceExchange() {
     static_assert(OffersHomeStores<PeerFusedTransport>);
-    static_assert(OffersReceivedCopy<PeerFusedTransport>);
+    static_assert(OffersHaloRecords<PeerFusedTransport>);
     return std::make_unique<ForwardingCoordinateForceExchange<PeerFusedTransport, true>>(*this);
 }
 

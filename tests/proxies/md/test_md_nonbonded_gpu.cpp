@@ -8,6 +8,7 @@
 // atoms), so one run on the GPU machine is enough to locate a problem.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <ostream>
@@ -625,7 +626,11 @@ TEST(NonbondedGpu, TheFusedUpdateTakesPaddingButNoHaloAtom) {
 // as computeLocal + computeNonlocal + leapfrog do, up to the order of the
 // float additions, over several steps (the halo atoms stay where they are:
 // no exchange here). A rank of a 2x2x1 grid: its non-local list has home
-// clusters and two zones of halo.
+// clusters and two zones of halo. Also with the halo moved by an exchange
+// (setHaloMovedByExchange: the test copies the halo's positions into
+// haloPositionRecords and zeroes haloForceRecords, as the fused transports'
+// kernels do), pruned: the atoms move alike, and the update moves both
+// lists' rolling prune on once a step.
 TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
     HALOEX_REQUIRE_GPU();
     const md::ForceField ff;
@@ -638,18 +643,56 @@ TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
         const auto k = static_cast<float>(i);
         v0[i] = Vec3f{0.3f * std::sin(k), 0.3f * std::cos(1.3f * k), 0.3f * std::sin(0.7f * k + 1.f)};
     }
-    enum class Path { Unfused, FusedHaloOnly, FusedFullNonlocal };
+    enum class Path { Unfused, FusedHaloOnly, FusedFullNonlocal, FusedHaloByExchange };
     constexpr int kSteps = 4;
     struct Result {
         std::vector<Vec3f> x, v;
     };
+    // With the exchange moving the halo (FusedHaloByExchange) the list is
+    // pruned (4 parts), so that the rolling prune's counter is checked.
+    constexpr int kParts = 4;
+    std::string pruneMismatch;
     const auto run = [&](Path path) {
         Inputs mine = in;
         DeviceInputs d(mine);
         cuda::DeviceBuffer<Vec3f> v = upload(v0);
         d.f.zeroAsync(stream);
-        Nonbonded nb(ff, kRlist);
+        const bool byExchange = path == Path::FusedHaloByExchange;
+        NonbondedOptions options;
+        if (byExchange) {
+            options.rlistInner = 0.95;
+            options.pruneParts = kParts;
+        }
+        Nonbonded nb(ff, kRlist, options);
         build(nb, mine, d, stream);
+        // The exchange's halo records (what its kernels would touch):
+        // the halo's positions copied in before the force kernel, their
+        // force records zeroed after it (the halo atoms do not move here,
+        // so their forces go nowhere).
+        std::vector<int> recordOf;
+        std::size_t numRecords = 0;
+        if (byExchange) {
+            nb.setHaloMovedByExchange(true, true);
+            const transport::HaloRecords positions = nb.haloPositionRecords();
+            recordOf.resize(d.x.size());
+            HALOEX_CUDA_CHECK(cudaMemcpy(recordOf.data(), positions.recordOfElement, recordOf.size() * sizeof(int),
+                                         cudaMemcpyDeviceToHost));
+            for (std::size_t e = 0; e < recordOf.size(); ++e) {
+                numRecords = std::max(numRecords, static_cast<std::size_t>(recordOf[e] + 1));
+            }
+        }
+        const auto moveHaloRecords = [&](const transport::HaloRecords& r, bool positions) {
+            std::vector<float> rec(4 * numRecords);
+            HALOEX_CUDA_CHECK(cudaMemcpy(rec.data(), r.records, rec.size() * sizeof(float), cudaMemcpyDeviceToHost));
+            for (std::size_t e = static_cast<std::size_t>(mine.numHome); e < recordOf.size(); ++e) {
+                if (recordOf[e] < 0) continue;
+                float* at = &rec[4 * static_cast<std::size_t>(recordOf[e])];
+                at[0] = positions ? mine.x[e].x : 0.f;
+                at[1] = positions ? mine.x[e].y : 0.f;
+                at[2] = positions ? mine.x[e].z : 0.f;
+            }
+            HALOEX_CUDA_CHECK(cudaMemcpy(r.records, rec.data(), rec.size() * sizeof(float), cudaMemcpyHostToDevice));
+        };
         LeapfrogArgs args;
         args.x = d.x.data();
         args.v = v.data();
@@ -663,13 +706,31 @@ TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
                 nb.computeNonlocal(d.x.data(), d.f.data(), false, stream);
                 leapfrog(args, stream);
             } else {
+                if (byExchange) {
+                    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+                    moveHaloRecords(nb.haloPositionRecords(), true);
+                }
                 nb.computeLocalForces(false, stream);
-                if (path == Path::FusedHaloOnly) {
+                if (path == Path::FusedHaloOnly || byExchange) {
                     nb.computeNonlocalHalo(d.x.data(), d.f.data(), false, stream);
                 } else {
                     nb.computeNonlocal(d.x.data(), d.f.data(), false, stream);
                 }
+                if (byExchange) {
+                    HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+                    moveHaloRecords(nb.haloForceRecords(), false);
+                }
                 nb.updateHome(args, d.f.data(), nullptr, stream);
+                // Without the non-local scatter the update moves that
+                // list's rolling prune on, once a step, as the local one's.
+                for (ListKind kind : {ListKind::Local, ListKind::Nonlocal}) {
+                    const int part = byExchange ? nb.nextPrunePart(kind) : -1;
+                    if (byExchange && part != (step + 1) % kParts) {
+                        pruneMismatch += fmt::format("{} list after step {}: next prune part {} (expected {}); ",
+                                                     kind == ListKind::Local ? "local" : "non-local", step, part,
+                                                     (step + 1) % kParts);
+                    }
+                }
                 // What clearHaloForces does for a transport that needs it.
                 HALOEX_CUDA_CHECK(cudaMemsetAsync(d.f.data() + mine.numHome, 0, haloBytes, stream));
             }
@@ -697,8 +758,11 @@ TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
         return r;
     };
     const std::vector<Vec3d> unfusedV = asReference(unfused.v), unfusedDx = asReference(displacements(unfused.x));
-    for (Path path : {Path::FusedHaloOnly, Path::FusedFullNonlocal}) {
-        const char* name = path == Path::FusedHaloOnly ? "computeNonlocalHalo" : "computeNonlocal";
+    for (Path path : {Path::FusedHaloOnly, Path::FusedFullNonlocal, Path::FusedHaloByExchange}) {
+        const char* name = path == Path::FusedHaloOnly ? "computeNonlocalHalo"
+                           : path == Path::FusedFullNonlocal
+                               ? "computeNonlocal"
+                               : "computeNonlocalHalo with the halo moved by the exchange";
         const Result fused = run(path);
         const auto dv = haloex::testing::compareForces(fused.v, unfusedV);
         EXPECT_LE(dv.relativeNorm, 1e-5) << "updateHome after " << name << ": velocities after " << kSteps
@@ -707,6 +771,7 @@ TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
         EXPECT_LE(dx.relativeNorm, 1e-5) << "updateHome after " << name << ": displacements after " << kSteps
                                          << " steps differ from the unfused step's: " << dx.report;
     }
+    EXPECT_EQ(pruneMismatch, "");
 }
 
 TEST(NonbondedGpu, ReportsKernelResources) {

@@ -344,6 +344,8 @@ TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
             EXPECT_NE(gpu.exchangeNotes[1].find("update stores"), std::string::npos) << gpu.exchangeNotes[1];
             EXPECT_NE(gpu.exchangeNotes[2].find("the forward copies the halo positions"), std::string::npos)
                 << gpu.exchangeNotes[2];
+            EXPECT_NE(gpu.exchangeNotes[2].find("the reverse takes the halo forces"), std::string::npos)
+                << gpu.exchangeNotes[2];
         });
 }
 
@@ -374,15 +376,29 @@ TEST(MdTransportsGpuWithoutHomeStores, NvshmemMatchesTheCpuReference) {
                                    });
 }
 
-// HALOEX_FORWARD_COPY=0 (docs/md-engine.md): a gather kernel after nvshmem's
-// forward puts the halo positions into the non-local kernel's slots instead
-// of the forward's own copy (the default, which the tests above run).
+// HALOEX_FORWARD_COPY=0 and HALOEX_REVERSE_RECORDS=0 (docs/md-engine.md):
+// a gather kernel after nvshmem's forward puts the halo positions into the
+// non-local kernel's slots, and a scatter kernel before its reverse adds the
+// halo forces from them, instead of the exchange's kernels (the default,
+// which the tests above run); each alone, so that either kernel pairs with
+// the exchange's half of the other.
 TEST(MdTransportsGpuWithoutForwardCopy, NvshmemMatchesTheCpuReference) {
     expectNvshmemVariantMatchesCpu(
         std::nullopt, "a gather kernel after the forward", withEnvironment("HALOEX_FORWARD_COPY", "0"),
         [](const md::RunSummary& gpu) {
             ASSERT_EQ(gpu.exchangeNotes.size(), 3u);
             EXPECT_NE(gpu.exchangeNotes[2].find("(HALOEX_FORWARD_COPY=0)"), std::string::npos) << gpu.exchangeNotes[2];
+            EXPECT_NE(gpu.exchangeNotes[2].find("the reverse takes"), std::string::npos) << gpu.exchangeNotes[2];
+        });
+}
+TEST(MdTransportsGpuWithoutReverseRecords, NvshmemMatchesTheCpuReference) {
+    expectNvshmemVariantMatchesCpu(
+        std::nullopt, "a scatter kernel before the reverse", withEnvironment("HALOEX_REVERSE_RECORDS", "0"),
+        [](const md::RunSummary& gpu) {
+            ASSERT_EQ(gpu.exchangeNotes.size(), 3u);
+            EXPECT_NE(gpu.exchangeNotes[2].find("(HALOEX_REVERSE_RECORDS=0)"), std::string::npos)
+                << gpu.exchangeNotes[2];
+            EXPECT_NE(gpu.exchangeNotes[2].find("the forward copies"), std::string::npos) << gpu.exchangeNotes[2];
         });
 }
 

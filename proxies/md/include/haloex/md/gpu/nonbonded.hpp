@@ -177,15 +177,23 @@ public:
     // put in slot order and leave their forces in their slots for updateHome;
     // only the halo slots are gathered from dX and scattered into dF (after
     // gpu::leapfrog, use computeNonlocal). Two kernels of the non-local path
-    // visit the halo alone. haloCopied: the halo's positions are in slot
-    // order already (the forward made haloPositionCopy()'s copy): no gather.
-    void computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream, bool haloCopied = false);
-    // The copy of the received positions into the non-local kernel's slot
-    // order that a forward exchange can make in its own kernel
-    // (CoordinateForceHalo::copyReceivedCoordinates): each halo atom's x, y,
-    // z into its slot, the slot's charge kept -- computeNonlocalHalo's
-    // gather, done by the exchange. Valid until the next build().
-    transport::ReceivedCoordinateCopy haloPositionCopy();
+    // visit the halo alone, or none where the exchange moves the halo
+    // (setHaloMovedByExchange).
+    void computeNonlocalHalo(const Vec3f* dX, Vec3f* dF, bool energies, cudaStream_t stream);
+    // The non-local kernel's halo slots as records of the halo's atoms
+    // (transport::HaloRecords: each atom's slot, -1 for padding), for a
+    // forward that copies the received positions into them itself
+    // (CoordinateForceHalo::copyReceivedCoordinates; the slot's charge
+    // kept) and a reverse that takes the halo's forces from them
+    // (addHaloForcesFromRecords). Valid until the next build().
+    transport::HaloRecords haloPositionRecords();
+    transport::HaloRecords haloForceRecords();
+    // Whether the exchange now does computeNonlocalHalo's gather (it copies
+    // into haloPositionRecords()) and its scatter (it takes
+    // haloForceRecords()): computeNonlocalHalo then launches the force
+    // kernel alone, and without the scatter updateHome moves the non-local
+    // list's rolling prune on. Off after every build().
+    void setHaloMovedByExchange(bool positions, bool forces);
 
     // Zeroes the energy accumulators (enqueued on `stream`).
     void clearEnergies(cudaStream_t stream);
@@ -234,6 +242,10 @@ public:
     // pointing at its kept pairs): compare with pruneReference().
     ClusterLayoutHost copyLayoutToHost() const;
     PairListHost copyListToHost(ListKind kind, ListView view = ListView::Outer) const;
+    // The part of the list the next force kernel re-prunes (the rolling
+    // prune's device counter; synchronises the device), or -1 for a list
+    // that is not pruned or is empty.
+    int nextPrunePart(ListKind kind) const;
 
 private:
     struct Impl;
