@@ -693,11 +693,17 @@ private:
         halo.gatherCoordinates(context.box, local_.get());
         nonbonded_->build(arrays_.coordinates(), dCharges, dMasks, numHome_, numLocal_, context.box, context.periodic,
                           local_.get());  // synchronises the stream
-        // The exchange moves the halo's positions into the non-local
-        // kernel's slots in its forward, and takes the halo's forces from
-        // them in its reverse, where it can (the fused transports): no
-        // gather and no scatter kernel on the non-local chain
-        // (HALOEX_FORWARD_COPY=0, HALOEX_REVERSE_RECORDS=0 keep them).
+        // A forward without its reverse: complete the pair so the transports'
+        // ordering contract (forward, reverse alternate) holds. The forces are
+        // zero; the reverse only advances the exchange state. Nothing waits
+        // for it: the next step (or its graph) is ordered after it on this stream.
+        halo.scatterAddForces(local_.get());
+        halo.clearForces(local_.get());
+        // From the next step on the exchange moves the halo's positions
+        // into the non-local kernel's slots in its forward, and takes the
+        // halo's forces from them in its reverse, where it can (the fused
+        // transports): no gather and no scatter kernel on the non-local
+        // chain (HALOEX_FORWARD_COPY=0, HALOEX_REVERSE_RECORDS=0 keep them).
         const bool copyRequested = forwardCopyRequested();        // read on every run: a bad value is refused
         const bool recordsRequested = reverseRecordsRequested();  // with one rank too
         noHaloCopyReason_ = "HALOEX_FORWARD_COPY=0";
@@ -715,12 +721,6 @@ private:
             }
             nonbonded_->setHaloMovedByExchange(haloCopied_, haloForcesTaken_);
         }
-        // A forward without its reverse: complete the pair so the transports'
-        // ordering contract (forward, reverse alternate) holds. The forces are
-        // zero; the reverse only advances the exchange state. Nothing waits
-        // for it: the next step (or its graph) is ordered after it on this stream.
-        halo.scatterAddForces(local_.get());
-        halo.clearForces(local_.get());
         // Without pulses the exchange does nothing in a step, so any step can be captured.
         useGraphs_ = context.useGraphs && (halo.graphCapturable() || plan.pulses.empty());
         stepsPerGraph_ = context.stepsPerGraph;
