@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-quick multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab graph-upload-ab halo-records-check halo-records-ab home-stores-check home-stores-ab home-signals-ab home-signals-quick mutation-bind-advance fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-quick multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab graph-upload-ab halo-records-check halo-records-ab md-nvshmem-tests home-stores-check home-stores-ab home-signals-ab home-signals-quick mutation-bind-advance fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -482,16 +482,32 @@ stage_home_signals_ab() {
 }
 
 # The exchange moving the halo through the non-local kernel's slots: the
-# forward copying the positions in (HALOEX_FORWARD_COPY) and the reverse
-# taking the forces out (HALOEX_REVERSE_RECORDS), both on by default:
-# test_transport_device's case (HaloRecordsMatchTheReference, every device
-# transport) and the home-stores case beside it on 2, 4 and 8 ranks,
-# haloex-md's nvshmem tests against the CPU reference on 2 ranks (the
-# default; one test each with a switch at 0), NonbondedGpu's fused update
-# with the halo moved by an exchange (the prune counter), and memcheck of
-# two ranks' MD steps (graphs uploaded by their first launch) and of four
-# ranks 2x2x1 (two pulses). ~3 min (BUILD_TARGETS="haloex-md
-# test_transport_device test_md_transports_gpu test_md_nonbonded_gpu").
+# forward copying the positions in (HALOEX_FORWARD_COPY=1) and the reverse
+# taking the forces out (HALOEX_REVERSE_RECORDS=1), both off by default
+# (slower on one GPU under MPS): test_transport_device's case
+# (HaloRecordsMatchTheReference, every device transport) and the
+# home-stores case beside it on 2, 4 and 8 ranks, haloex-md's nvshmem tests
+# against the CPU reference on 2 ranks (MdTransportsGpuWithHaloRecords runs
+# each switch and both), NonbondedGpu's fused update with the halo moved by
+# an exchange (the prune counter), and memcheck of two ranks' MD steps with
+# both on (graphs uploaded by their first launch) and of four ranks 2x2x1
+# (two pulses). ~3 min (BUILD_TARGETS="haloex-md test_transport_device
+# test_md_transports_gpu test_md_nonbonded_gpu").
+# haloex-md's nvshmem tests (test_md_transports_gpu, every variant) on 2
+# ranks under the running MPS. ~1 min.
+md_nvshmem_tests() {
+  local log="$out/md-nvshmem-np2.log"
+  timeout 240 "${mpirun_np[@]}" 2 "$build/bin/tests/test_md_transports_gpu" \
+    --gtest_filter='*nvshmem*:*Nvshmem*' --gtest_color=no >"$log" 2>&1
+  note "  haloex-md's nvshmem tests on 2 ranks: rc=$? $(gtest_counts "$log")"
+  grep -E -A12 '^\[  FAILED|Failure' "$log" | head -40
+}
+# The same as a stage of its own (BUILD_TARGETS=test_md_transports_gpu).
+stage_md_nvshmem_tests() {
+  start_mps
+  md_nvshmem_tests
+  stop_mps
+}
 stage_halo_records_check() {
   note "== the exchange moving the halo through the non-local kernel's slots: correctness"
   timeout 120 "$build/bin/tests/test_md_nonbonded_gpu" --gtest_filter='*FusedUpdateWithAHalo*' --gtest_color=no \
@@ -507,15 +523,12 @@ stage_halo_records_check() {
     note "  the halo-records and home-stores cases on $np ranks: rc=$? $(gtest_counts "$log")"
     grep -E -m10 'failed at|Failure|mismatch' "$log"
   done
-  log="$out/halo-records-md-np2.log"
-  timeout 240 "${mpirun_np[@]}" 2 "$build/bin/tests/test_md_transports_gpu" \
-    --gtest_filter='*nvshmem*:*Nvshmem*' --gtest_color=no >"$log" 2>&1
-  note "  haloex-md's nvshmem tests on 2 ranks: rc=$? $(gtest_counts "$log")"
-  grep -E -A12 '^\[  FAILED|Failure' "$log" | head -40
+  md_nvshmem_tests
   local grid
   for grid in 2x1x1:2 2x2x1:4; do
     log="$out/halo-records-md-memcheck-${grid%%:*}.log"
-    HALOEX_GRAPH_UPLOAD=0 timeout 300 "${mpirun_np[@]}" "${grid##*:}" -x HALOEX_GRAPH_UPLOAD \
+    HALOEX_GRAPH_UPLOAD=0 HALOEX_FORWARD_COPY=1 HALOEX_REVERSE_RECORDS=1 timeout 300 "${mpirun_np[@]}" "${grid##*:}" \
+      -x HALOEX_GRAPH_UPLOAD -x HALOEX_FORWARD_COPY -x HALOEX_REVERSE_RECORDS \
       compute-sanitizer --tool memcheck --error-exitcode 9 --print-limit 20 \
       "$build/bin/haloex-md" --allow-shared-gpus --quiet --log none --transport nvshmem --nvshmem-path direct \
       --grid "${grid%%:*}" --atoms 6000 --steps 120 --nstlist 20 >"$log" 2>&1
@@ -523,18 +536,18 @@ stage_halo_records_check() {
   done
   stop_mps
 }
-# The exchange moving the halo through the slots (the default, B) against
-# the gather and scatter kernels (A: HALOEX_FORWARD_COPY=0
-# HALOEX_REVERSE_RECORDS=0), then each half alone against the default, the
-# same build: two ranks 2x1x1 at 22 500 atoms with half the SMs each (and
-# the pair at four ranks 2x2x1, 45 000), 3 alternating repeats (~6 min).
+# The exchange moving the halo through the slots (B: HALOEX_FORWARD_COPY=1
+# HALOEX_REVERSE_RECORDS=1) against the gather and scatter kernels (the
+# default, A), then each half alone, the same build: two ranks 2x1x1 at
+# 22 500 atoms with half the SMs each (and the pair at four ranks 2x2x1,
+# 45 000), 3 alternating repeats (~6 min).
 stage_halo_records_ab() {
-  local a
-  for a in "HALOEX_FORWARD_COPY=0 HALOEX_REVERSE_RECORDS=0" HALOEX_FORWARD_COPY=0 HALOEX_REVERSE_RECORDS=0; do
-    MD_AB_A_ENV="$a" MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+  local b
+  for b in "HALOEX_FORWARD_COPY=1 HALOEX_REVERSE_RECORDS=1" HALOEX_FORWARD_COPY=1 HALOEX_REVERSE_RECORDS=1; do
+    MD_AB_B_ENV="$b" MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
       MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 MD_AB_SM=50 stage_md_ab_bins
   done
-  MD_AB_A_ENV="HALOEX_FORWARD_COPY=0 HALOEX_REVERSE_RECORDS=0" MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 \
+  MD_AB_B_ENV="HALOEX_FORWARD_COPY=1 HALOEX_REVERSE_RECORDS=1" MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 \
     MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
 }
 
@@ -597,9 +610,9 @@ stage_multi_gpu_1() {
 # storing the home entries itself (HALOEX_HOME_STORES=0; the default is the
 # update storing them over NVLink), and the update's last block signalling
 # the receivers (HALOEX_HOME_SIGNALS=1, off by default: slower on one GPU), and
-# the gather and scatter kernels instead of the exchange moving the halo
-# through the slots (HALOEX_FORWARD_COPY=0 HALOEX_REVERSE_RECORDS=0), each
-# against the defaults, two ranks at 22 500 and
+# the exchange moving the halo through the slots instead of the gather and
+# scatter kernels (HALOEX_FORWARD_COPY=1 HALOEX_REVERSE_RECORDS=1; off by
+# default: slower on one GPU), each against the defaults, two ranks at 22 500 and
 # 45 000 atoms, 3 alternating repeats. ~6 min.
 stage_multi_gpu_ab() {
   [ "$ngpu" -ge 2 ] || { note "multi-gpu-ab: needs two GPUs ($ngpu visible)"; return 1; }
@@ -607,7 +620,7 @@ stage_multi_gpu_ab() {
   # variable (env:VAR=value) or options (args:...).
   local change
   for change in env:HALOEX_FORWARD_FIRST=0 "args:--steps-per-graph 1" env:HALOEX_HOME_STORES=0 \
-    env:HALOEX_HOME_SIGNALS=1 "env:HALOEX_FORWARD_COPY=0 HALOEX_REVERSE_RECORDS=0"; do
+    env:HALOEX_HOME_SIGNALS=1 "env:HALOEX_FORWARD_COPY=1 HALOEX_REVERSE_RECORDS=1"; do
     MD_AB_B_ENV=$([ "${change%%:*}" = env ] && echo "${change#*:}") \
       MD_AB_B_ARGS=$([ "${change%%:*}" = args ] && echo "${change#*:}") \
       MD_AB_NO_MPS=1 MD_AB_OTHER="$build/bin/haloex-md" MD_AB_REPEATS=3 MD_AB_STEPS=3000 \

@@ -377,13 +377,13 @@ public:
                                   homeSignalsNote()
                             : "the forward stores the home entries itself (" + noHomeStoresReason_ + ")",
                 (haloCopied_ ? std::string("the forward copies the halo positions into the non-local kernel's "
-                                           "slots: no gather kernel (HALOEX_FORWARD_COPY=0: a gather kernel after it)")
+                                           "slots: no gather kernel (HALOEX_FORWARD_COPY=1)")
                              : "a gather kernel puts the halo positions into the non-local kernel's slots (" +
                                    noHaloCopyReason_ + ")") +
                     "; " +
                     (haloForcesTaken_
                          ? std::string("the reverse takes the halo forces from those slots: no scatter "
-                                       "kernel (HALOEX_REVERSE_RECORDS=0: a scatter kernel before it)")
+                                       "kernel (HALOEX_REVERSE_RECORDS=1)")
                          : "a scatter kernel adds the halo forces from those slots (" + noForceRecordsReason_ + ")")};
     }
     // Who signals the receivers of the pulses that send home atoms alone.
@@ -699,15 +699,18 @@ private:
         // for it: the next step (or its graph) is ordered after it on this stream.
         halo.scatterAddForces(local_.get());
         halo.clearForces(local_.get());
-        // From the next step on the exchange moves the halo's positions
-        // into the non-local kernel's slots in its forward, and takes the
-        // halo's forces from them in its reverse, where it can (the fused
-        // transports): no gather and no scatter kernel on the non-local
-        // chain (HALOEX_FORWARD_COPY=0, HALOEX_REVERSE_RECORDS=0 keep them).
+        // With HALOEX_FORWARD_COPY=1 / HALOEX_REVERSE_RECORDS=1 the
+        // exchange moves the halo's positions into the non-local kernel's
+        // slots in its forward / takes the halo's forces from them in its
+        // reverse from the next step on, where it can (the fused
+        // transports): no gather / no scatter kernel on the non-local
+        // chain. Off by default: on one GPU under MPS each measured slower
+        // (docs/results.md): the exchange kernels have few blocks, and
+        // their last one starts late beside the local force kernel.
         const bool copyRequested = forwardCopyRequested();        // read on every run: a bad value is refused
         const bool recordsRequested = reverseRecordsRequested();  // with one rank too
-        noHaloCopyReason_ = "HALOEX_FORWARD_COPY=0";
-        noForceRecordsReason_ = "HALOEX_REVERSE_RECORDS=0";
+        noHaloCopyReason_ = "HALOEX_FORWARD_COPY=1 has the forward copy them";
+        noForceRecordsReason_ = "HALOEX_REVERSE_RECORDS=1 has the reverse take them";
         if (haloExchange_ && !context.fuseUpdate) {
             noHaloCopyReason_ = noForceRecordsReason_ = "it needs the fused update";
         } else if (haloExchange_) {
@@ -739,12 +742,12 @@ private:
 
     static bool forwardCopyRequested() {
         return ::haloex::detail::environmentSwitch(
-            "HALOEX_FORWARD_COPY", true, "the forward copying the halo positions into the non-local kernel's slots");
+            "HALOEX_FORWARD_COPY", false, "the forward copying the halo positions into the non-local kernel's slots");
     }
 
     static bool reverseRecordsRequested() {
         return ::haloex::detail::environmentSwitch(
-            "HALOEX_REVERSE_RECORDS", true, "the reverse taking the halo forces from the non-local kernel's slots");
+            "HALOEX_REVERSE_RECORDS", false, "the reverse taking the halo forces from the non-local kernel's slots");
     }
 
     static bool homeSignalsRequested() {

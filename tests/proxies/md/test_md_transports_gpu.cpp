@@ -283,12 +283,9 @@ TEST_P(MdTransportsGpu, EnergiesMatchTheCpuReferenceWithAndWithoutGraphs) {
     }
     // The fused update replaces the local gather, the local scatter and the
     // leapfrog by one kernel (with a halo its forces are still cleared by the
-    // transport's clearForces); with a halo on a fused transport the
-    // exchange's kernels also do the non-local gather and scatter
-    // (HALOEX_FORWARD_COPY, HALOEX_REVERSE_RECORDS).
-    const bool haloByExchange = (backend == Backend::Nvshmem || backend == Backend::NcclDevice) && world.size() > 1;
+    // transport's clearForces).
     if (graphKernelsUnfused >= 0 && graphKernelsFused >= 0) {
-        EXPECT_EQ(graphKernelsFused, graphKernelsUnfused - (haloByExchange ? 4 : 2))
+        EXPECT_EQ(graphKernelsFused, graphKernelsUnfused - 2)
             << "kernels in the normal step's graph: " << graphKernelsUnfused << " unfused, " << graphKernelsFused
             << " fused";
     }
@@ -345,10 +342,8 @@ TEST(MdTransportsGpuLocalFirst, NvshmemMatchesTheCpuReference) {
             EXPECT_NE(gpu.exchangeNotes[0].find("local force kernel is launched before"), std::string::npos)
                 << gpu.exchangeNotes[0];
             EXPECT_NE(gpu.exchangeNotes[1].find("update stores"), std::string::npos) << gpu.exchangeNotes[1];
-            EXPECT_NE(gpu.exchangeNotes[2].find("the forward copies the halo positions"), std::string::npos)
-                << gpu.exchangeNotes[2];
-            EXPECT_NE(gpu.exchangeNotes[2].find("the reverse takes the halo forces"), std::string::npos)
-                << gpu.exchangeNotes[2];
+            EXPECT_NE(gpu.exchangeNotes[2].find("a gather kernel"), std::string::npos) << gpu.exchangeNotes[2];
+            EXPECT_NE(gpu.exchangeNotes[2].find("a scatter kernel"), std::string::npos) << gpu.exchangeNotes[2];
         });
 }
 
@@ -379,31 +374,38 @@ TEST(MdTransportsGpuWithoutHomeStores, NvshmemMatchesTheCpuReference) {
                                    });
 }
 
-// HALOEX_FORWARD_COPY=0 and HALOEX_REVERSE_RECORDS=0 (docs/md-engine.md):
-// a gather kernel after nvshmem's forward puts the halo positions into the
-// non-local kernel's slots, and a scatter kernel before its reverse adds the
-// halo forces from them, instead of the exchange's kernels (the default,
-// which the tests above run); each alone, so that either kernel pairs with
-// the exchange's half of the other.
-TEST(MdTransportsGpuWithoutForwardCopy, NvshmemMatchesTheCpuReference) {
+// HALOEX_FORWARD_COPY=1 and HALOEX_REVERSE_RECORDS=1 (docs/md-engine.md):
+// nvshmem's forward copies the halo positions into the non-local kernel's
+// slots and its reverse takes the halo forces from them, instead of a
+// gather kernel after the forward and a scatter kernel before the reverse
+// (the default, which the tests above run); each alone, so that either
+// half pairs with the other's kernel, and both.
+void expectHaloRecordsMatchCpu(const char* copy, const char* records) {
+    const bool copyOn = std::string(copy) == "1", recordsOn = std::string(records) == "1";
     expectNvshmemVariantMatchesCpu(
-        std::nullopt, "a gather kernel after the forward", withEnvironment("HALOEX_FORWARD_COPY", "0"),
-        [](const md::RunSummary& gpu) {
+        std::nullopt, "the exchange moving the halo through the non-local slots",
+        [=](md::MdOptions&) {
+            EXPECT_EQ(setenv("HALOEX_FORWARD_COPY", copy, 1), 0);
+            EXPECT_EQ(setenv("HALOEX_REVERSE_RECORDS", records, 1), 0);
+            return [] {
+                unsetenv("HALOEX_FORWARD_COPY");
+                unsetenv("HALOEX_REVERSE_RECORDS");
+            };
+        },
+        [=](const md::RunSummary& gpu) {
             ASSERT_EQ(gpu.exchangeNotes.size(), 3u);
-            EXPECT_NE(gpu.exchangeNotes[2].find("(HALOEX_FORWARD_COPY=0)"), std::string::npos) << gpu.exchangeNotes[2];
-            EXPECT_NE(gpu.exchangeNotes[2].find("the reverse takes"), std::string::npos) << gpu.exchangeNotes[2];
+            const std::string& note = gpu.exchangeNotes[2];
+            EXPECT_EQ(note.find("the forward copies the halo positions") != std::string::npos, copyOn) << note;
+            EXPECT_EQ(note.find("the reverse takes the halo forces") != std::string::npos, recordsOn) << note;
         });
 }
-TEST(MdTransportsGpuWithoutReverseRecords, NvshmemMatchesTheCpuReference) {
-    expectNvshmemVariantMatchesCpu(
-        std::nullopt, "a scatter kernel before the reverse", withEnvironment("HALOEX_REVERSE_RECORDS", "0"),
-        [](const md::RunSummary& gpu) {
-            ASSERT_EQ(gpu.exchangeNotes.size(), 3u);
-            EXPECT_NE(gpu.exchangeNotes[2].find("(HALOEX_REVERSE_RECORDS=0)"), std::string::npos)
-                << gpu.exchangeNotes[2];
-            EXPECT_NE(gpu.exchangeNotes[2].find("the forward copies"), std::string::npos) << gpu.exchangeNotes[2];
-        });
+TEST(MdTransportsGpuWithHaloRecords, NvshmemMatchesTheCpuReferenceWithTheForwardCopy) {
+    expectHaloRecordsMatchCpu("1", "0");
 }
+TEST(MdTransportsGpuWithHaloRecords, NvshmemMatchesTheCpuReferenceWithTheReverseRecords) {
+    expectHaloRecordsMatchCpu("0", "1");
+}
+TEST(MdTransportsGpuWithHaloRecords, NvshmemMatchesTheCpuReferenceWithBoth) { expectHaloRecordsMatchCpu("1", "1"); }
 
 // --steps-per-graph on several nvshmem ranks (docs/md-engine.md): the normal
 // steps launched as graphs of three steps, each with its halo exchanges;
