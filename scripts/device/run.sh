@@ -551,16 +551,16 @@ stage_halo_records_ab() {
     MD_AB_STEPS=3000 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=4 MD_AB_GRID=2x2x1 MD_AB_ATOMS=45000 stage_md_ab_bins
 }
 
-# The step graph uploaded beside the first step after a search (the
-# default, A) against its first launch uploading it (HALOEX_GRAPH_UPLOAD=0,
-# B; with it compute-sanitizer does not crash, results.md Known problems),
-# the same build: one rank at 11 250 atoms and two ranks at 22 500 with half
-# the SMs each, nstlist 50 (more searches, so more uploads), 3 alternating
-# repeats. Where B is no slower the explicit upload can go. ~2.5 min.
+# The step graph uploaded by its first launch after a search (the default
+# since the 30th session, A) against the upload beside the first step
+# (HALOEX_GRAPH_UPLOAD=1, B; with it compute-sanitizer crashes, results.md
+# Known problems), the same build: one rank at 11 250 atoms and two ranks at
+# 22 500 with half the SMs each, nstlist 50 (more searches, so more
+# uploads), 3 alternating repeats. ~2.5 min.
 stage_graph_upload_ab() {
-  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_GRAPH_UPLOAD=0 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_GRAPH_UPLOAD=1 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
     MD_AB_NSTLIST=50 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=1 MD_AB_ATOMS=11250 stage_md_ab_bins
-  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_GRAPH_UPLOAD=0 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
+  MD_AB_OTHER="$build/bin/haloex-md" MD_AB_B_ENV=HALOEX_GRAPH_UPLOAD=1 MD_AB_REPEATS=3 MD_AB_STEPS=3000 \
     MD_AB_NSTLIST=50 MD_AB_TRANSPORTS="nvshmem:direct" MD_AB_RANKS=2 MD_AB_GRID=2x1x1 MD_AB_ATOMS=22500 \
     MD_AB_SM=50 stage_md_ab_bins
 }
@@ -1154,7 +1154,8 @@ stage_sanitize_search() {
   # The third run: graphs without programmatic dependent launch (HALOEX_PDL=0),
   # to tell whether the graphs' programmatic edges are what the crash needs.
   # The fourth: graphs without the explicit upload behind the first step
-  # after a search (HALOEX_GRAPH_UPLOAD=0: the next launch uploads).
+  # after a search (HALOEX_GRAPH_UPLOAD=0: the next launch uploads; the
+  # default since the 30th session; the first three runs upload explicitly).
   local run graphs pdl upload tag
   for run in 1:1:1 0:1:1 1:0:1 1:1:0; do
     IFS=: read -r graphs pdl upload <<<"$run"

@@ -282,11 +282,11 @@ public:
                 enqueueStep(halo, energies, scaled, timed);
                 refreshBehindStep_ = false;
                 refreshGraph(normalGraph_, halo, false);
-                // On the other stream, so that the upload runs beside this
-                // step (the next launch on local_ waits for it).
-                // HALOEX_GRAPH_UPLOAD=0 leaves it to the next launch: a
-                // diagnostic for compute-sanitizer, which crashed inside this
-                // call on an H100 (docs/results.md, Known problems).
+                // The next launch uploads the graph; HALOEX_GRAPH_UPLOAD=1
+                // uploads it here on the other stream, beside this step (the
+                // next launch on local_ waits for it). Off by default: it
+                // measured no faster, and compute-sanitizer crashed inside
+                // this call on an H100 (docs/results.md, Known problems).
                 if (graphUploadBehindStep_) HALOEX_CUDA_CHECK(cudaGraphUpload(normalGraph_.exec, nonlocal_.get()));
             } else if (const int run = multiStepRun(count - s - lastStepApart, /*queuedThisCall=*/s);
                        useGraphs_ && !scaled && !energies && run > 1) {
@@ -758,7 +758,7 @@ private:
 
     static bool graphUploadRequested() {
         return ::haloex::detail::environmentSwitch(
-            "HALOEX_GRAPH_UPLOAD", true,
+            "HALOEX_GRAPH_UPLOAD", false,
             "the step graph uploaded beside the first step after a search, else by its first launch");
     }
 
