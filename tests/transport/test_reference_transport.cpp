@@ -232,14 +232,26 @@ TEST(ReferenceTransport, SetPlanAgainTakesTheNewPartitioningAndGrownArrays) {
     });
 }
 
-TEST(ReferenceTransport, RefusesArraysSmallerThanThePlan) {
+// A small 2x1x1 scenario, and each of its two thread ranks with the
+// reference transport, an unbound halo on it and the rank's plan.
+Scenario twoRankScenario() {
     PlanCase c{"c", {4.0, 4.0, 4.0}, {2, 1, 1}, 0.9, 1.0, {1, 1, 1}};
     c.density = 10.0;
-    const Scenario sc = buildScenario(c);
+    return buildScenario(c);
+}
+template <class Body>
+void onTwoReferenceRanks(const Scenario& sc, Body body) {
     runtime::runInProcess(2, [&](runtime::World& world) {
         transport::ReferenceTransport t(world);
         CoordinateForceHalo halo(t);
-        const auto& plan = sc.plan(world.rank());
+        body(world, t, halo, sc.plan(world.rank()));
+    });
+}
+
+TEST(ReferenceTransport, RefusesArraysSmallerThanThePlan) {
+    const Scenario sc = twoRankScenario();
+    onTwoReferenceRanks(sc, [&](runtime::World& world, transport::ReferenceTransport& t, CoordinateForceHalo& halo,
+                                const plan::ParticleHaloPlan& plan) {
         auto x = allocateCollective<Vec3f>(world, t, plan.numLocal);
         auto f = allocateCollective<Vec3f>(world, t, 1);
         try {
@@ -257,13 +269,9 @@ TEST(ReferenceTransport, RefusesArraysSmallerThanThePlan) {
 // do); a transport without fused kernels (the reference) declines both, and
 // its exchange then leaves the caller's records alone.
 TEST(ReferenceTransport, DeclinesHaloRecordsAndRefusesBadOnes) {
-    PlanCase c{"c", {4.0, 4.0, 4.0}, {2, 1, 1}, 0.9, 1.0, {1, 1, 1}};
-    c.density = 10.0;
-    const Scenario sc = buildScenario(c);
-    runtime::runInProcess(2, [&](runtime::World& world) {
-        transport::ReferenceTransport t(world);
-        CoordinateForceHalo halo(t);
-        const auto& plan = sc.plan(world.rank());
+    const Scenario sc = twoRankScenario();
+    onTwoReferenceRanks(sc, [&](runtime::World& world, transport::ReferenceTransport& t, CoordinateForceHalo& halo,
+                                const plan::ParticleHaloPlan& plan) {
         std::vector<float> records(4 * static_cast<std::size_t>(plan.numLocal), -7.0f);
         std::vector<int> recordOf(static_cast<std::size_t>(plan.numLocal));
         for (int i = 0; i < plan.numLocal; ++i) recordOf[static_cast<std::size_t>(i)] = i;

@@ -314,28 +314,33 @@ TEST_P(DeviceTransport, AdoptsNewPlansThatGrowAndShrink) {
     testsupport::expectNoMismatches(mismatches, mpi);
 }
 
-// A kernel of the caller stores the home coordinates through the table of
-// homeCoordinateStores (as haloex-md's update does), then the forward after
-// home stores moves the rest: the halo is the reference's bit for bit, round
-// after round (forces travel back in between, as in an MD step), and the
-// table is offered exactly where every pulse that sends home atoms has a
-// load/store path (nvshmem direct and tma, not put; the nccl-device code over
-// IPC windows; none of the CPU-orchestrated transports).
-// Where it is empty the forward after home stores is a full forward. A last
-// round has the storing kernel signal a forward that never comes before the
-// plan is bound again (a search): the new plan's first forward must not take
-// that signal for its own.
-TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
-    const DeviceCase& c = GetParam();
-    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
-#if !HALOEX_TEST_HOME_STORES
-    GTEST_SKIP() << "this build has no CUDA kernels of its own for the test (haloex_cuda is missing)";
-#else
+#if HALOEX_HAVE_CUDA
+// One rank's halo of one scenario, bound to the scenario's plan on fresh
+// collective arrays of its transport (onBoundHalos).
+struct BoundHalo {
+    runtime::World& w;
+    const plan::Decomposition& d;
+    const testsupport::Expected& expected;
+    std::size_t r;  // this rank
+    const plan::ParticleHaloPlan& plan;
+    std::size_t n;  // plan.numLocal
+    testsupport::TransportRun& run;
+    const testsupport::MemoryOps& m;
+    cudaStream_t stream;
+    transport::BlockTransport& transport;
+};
+
+// For every decomposition scenario of this rank count (thread ranks, or the
+// MPI job's): on every rank the case's transport and its halo bound
+// (BoundHalo), then `check(halo, mismatch)`, which appends what differs to
+// `mismatch`; at the end each rank's mismatches are expected empty. Skips
+// (with the reason) where the ranks cannot share the GPU.
+template <class Check>
+void onBoundHalos(const DeviceCase& c, Check check) {
     runtime::World* mpi = mpiWorld();
     const int numRanks = mpi ? mpi->size() : 2;
     const auto scenarios = testsupport::scenariosForRanks(numRanks);
     ASSERT_FALSE(scenarios.empty()) << "no decomposition scenario for " << numRanks << " ranks";
-    const bool offersStores = (c.transport == "nvshmem" && c.nvshmemPath != "put") || c.transport == kPeerFusedIpc;
     std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
     for (const auto& s : scenarios) {
         SCOPED_TRACE(fmt::format("{} on grid {}", c.label(), s.grid));
@@ -353,100 +358,125 @@ TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
             run.x.emplace(allocateCollective<Vec3f>(w, *t, n, "the test's coordinates"));
             run.f.emplace(allocateCollective<Vec3f>(w, *t, n, "the test's forces"));
             run.halo.setPlan(plan, *run.x, *run.f);
-            const auto stores = run.halo.homeCoordinateStores(d.box());
-            const bool sendsHome = std::any_of(plan.pulses.begin(), plan.pulses.end(),
-                                               [](const plan::Pulse& p) { return p.numIndependent > 0; });
-            std::string& mismatch = mismatches[r];
-            if (stores.has_value() != (offersStores && sendsHome)) {
-                mismatch += fmt::format("homeCoordinateStores is {} (expected {}); ", stores ? "offered" : "empty",
-                                        offersStores && sendsHome ? "offered" : "empty");
-            }
-            // Signals offered for every pulse that sends home atoms alone
-            // where each pulse is signalled with one word (nvshmem direct and
-            // tma, the IPC windows), none where the coordinates are signalled
-            // per sending block (the _blocksignals cases, as describe() says).
-            const bool perBlock = !t->describe().empty() &&
-                                  t->describe().front().find("signalled per sending block") != std::string::npos;
-            int allHome = 0;
-            for (std::size_t p = 0;
-                 p < plan.pulses.size() && p < std::size_t{transport::HomeCoordinateStores::kMaxPulses}; ++p) {
-                allHome += plan.pulses[p].sendCount() == plan.pulses[p].numIndependent ? 1 : 0;
-            }
-            const int expectedSignals = perBlock ? 0 : allHome;
-            if (stores && stores->numSignals != expectedSignals) {
-                mismatch += fmt::format("{} signals offered, expected {} ({} pulses send home atoms alone, "
-                                        "signals per block: {}); ",
-                                        stores->numSignals, expectedSignals, allHome, perBlock);
-            }
-            // The end of every round: the halo against the reference's bit
-            // for bit (a mismatch named by `round`), then the forces travel
-            // back, as in an MD step.
-            const auto checkHaloThenReverse = [&](const std::string& round) {
-                m.synchronize();
-                const std::string got = testsupport::compareBitwise("coordinates after home stores", w.rank(),
-                                                                    testsupport::download<Vec3f>(m, run.x->data(), n),
-                                                                    expected.outputs[r].x, plan.zoneMask);
-                if (!got.empty()) mismatch += fmt::format("{}: {}; ", round, got);
-                testsupport::upload(m, run.f->data(), expected.inputs[r].f);
-                run.halo.scatterAddForces(stream);
-                run.halo.clearForces(stream);
-                m.synchronize();
-            };
-            // Rounds 0-1: the forward signals every pulse; rounds 2-3: the
-            // storing kernel signals those it can (gatherCoordinatesAfterHomeSignals).
-            for (int round = 0; round < 4; ++round) {
-                const bool signal = round >= 2;
-                testsupport::upload(m, run.x->data(), expected.inputs[r].x);  // halo slots hold sentinels
-                w.barrier();  // no peer stores into them before they are written
-                if (stores) testsupport::storeHomeCoordinates(*stores, run.x->data(), plan.numHome, signal, stream);
-                if (signal) {
-                    run.halo.gatherCoordinatesAfterHomeSignals(d.box(), stream);
-                } else {
-                    run.halo.gatherCoordinatesAfterHomeStores(d.box(), stream);
-                }
-                checkHaloThenReverse(fmt::format("round {} (signals by the storing kernel: {})", round, signal));
-            }
-            // A search between the update and the forward: the storing
-            // kernel signals a forward that never comes, and the plan is
-            // bound again. Binding moves the coordinate counter on, so the
-            // new plan's first forward must not take that stale signal for
-            // its own: with rank 0's stores held back 200 ms, a receiver
-            // that did would find its halo slots still holding sentinels
-            // (unless it read them only after those 200 ms). Collective, so
-            // every rank runs the round or none does: a rank without
-            // signals while another has them is a mismatch, not a hang.
-            const bool signals = stores && stores->numSignals > 0;
-            const bool everyRank =
-                w.allReduceValue(std::int64_t{signals ? 1 : 0}, runtime::ReduceOp::Min) == std::int64_t{1};
-            if (signals != everyRank) {
-                mismatch += "the storing kernel's signals are offered on some ranks only; ";
-            }
-            if (everyRank) {
-                testsupport::upload(m, run.x->data(), expected.inputs[r].x);
-                w.barrier();
-                testsupport::storeHomeCoordinates(*stores, run.x->data(), plan.numHome, true, stream);
-                m.synchronize();
-                w.barrier();  // every stale signal has landed
-                run.halo.setPlan(plan, *run.x, *run.f);
-                const auto rebound = run.halo.homeCoordinateStores(d.box());
-                testsupport::upload(m, run.x->data(), expected.inputs[r].x);
-                w.barrier();
-                if (w.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-                if (rebound) {
-                    testsupport::storeHomeCoordinates(*rebound, run.x->data(), plan.numHome, true, stream);
-                    run.halo.gatherCoordinatesAfterHomeSignals(d.box(), stream);
-                } else {
-                    mismatch += "homeCoordinateStores is empty after the plan was bound again; ";
-                    run.halo.gatherCoordinates(d.box(), stream);
-                }
-                checkHaloThenReverse("after a stale signal and a new bind");
-            }
+            BoundHalo halo{w, d, expected, r, plan, n, run, m, stream, *t};
+            check(halo, mismatches[r]);
         };
         if (const auto refused = testsupport::runOnRanks(mpi, numRanks, body, isSharedGpuRefusal)) {
             GTEST_SKIP() << *refused;
         }
     }
     testsupport::expectNoMismatches(mismatches, mpi);
+}
+#endif
+
+// A kernel of the caller stores the home coordinates through the table of
+// homeCoordinateStores (as haloex-md's update does), then the forward after
+// home stores moves the rest: the halo is the reference's bit for bit, round
+// after round (forces travel back in between, as in an MD step), and the
+// table is offered exactly where every pulse that sends home atoms has a
+// load/store path (nvshmem direct and tma, not put; the nccl-device code over
+// IPC windows; none of the CPU-orchestrated transports).
+// Where it is empty the forward after home stores is a full forward. A last
+// round has the storing kernel signal a forward that never comes before the
+// plan is bound again (a search): the new plan's first forward must not take
+// that signal for its own.
+TEST_P(DeviceTransport, ForwardAfterHomeStoresMatchesReference) {
+    const DeviceCase& c = GetParam();
+    if (const std::string why = cannotRunHere(c); !why.empty()) GTEST_SKIP() << why;
+#if !HALOEX_TEST_HOME_STORES
+    GTEST_SKIP() << "this build has no CUDA kernels of its own for the test (haloex_cuda is missing)";
+#else
+    const bool offersStores = (c.transport == "nvshmem" && c.nvshmemPath != "put") || c.transport == kPeerFusedIpc;
+    onBoundHalos(c, [&](BoundHalo& b, std::string& mismatch) {
+        auto& [w, d, expected, r, plan, n, run, m, stream, transport] = b;
+        const auto stores = run.halo.homeCoordinateStores(d.box());
+        const bool sendsHome = std::any_of(plan.pulses.begin(), plan.pulses.end(),
+                                           [](const plan::Pulse& p) { return p.numIndependent > 0; });
+        if (stores.has_value() != (offersStores && sendsHome)) {
+            mismatch += fmt::format("homeCoordinateStores is {} (expected {}); ", stores ? "offered" : "empty",
+                                    offersStores && sendsHome ? "offered" : "empty");
+        }
+        // Signals offered for every pulse that sends home atoms alone
+        // where each pulse is signalled with one word (nvshmem direct and
+        // tma, the IPC windows), none where the coordinates are signalled
+        // per sending block (the _blocksignals cases, as describe() says).
+        const auto notes = b.transport.describe();
+        const bool perBlock = !notes.empty() && notes.front().find("signalled per sending block") != std::string::npos;
+        int allHome = 0;
+        for (std::size_t p = 0; p < plan.pulses.size() && p < std::size_t{transport::HomeCoordinateStores::kMaxPulses};
+             ++p) {
+            allHome += plan.pulses[p].sendCount() == plan.pulses[p].numIndependent ? 1 : 0;
+        }
+        const int expectedSignals = perBlock ? 0 : allHome;
+        if (stores && stores->numSignals != expectedSignals) {
+            mismatch += fmt::format("{} signals offered, expected {} ({} pulses send home atoms alone, "
+                                    "signals per block: {}); ",
+                                    stores->numSignals, expectedSignals, allHome, perBlock);
+        }
+        // The end of every round: the halo against the reference's bit
+        // for bit (a mismatch named by `round`), then the forces travel
+        // back, as in an MD step.
+        const auto checkHaloThenReverse = [&](const std::string& round) {
+            m.synchronize();
+            const std::string got = testsupport::compareBitwise("coordinates after home stores", w.rank(),
+                                                                testsupport::download<Vec3f>(m, run.x->data(), n),
+                                                                expected.outputs[r].x, plan.zoneMask);
+            if (!got.empty()) mismatch += fmt::format("{}: {}; ", round, got);
+            testsupport::upload(m, run.f->data(), expected.inputs[r].f);
+            run.halo.scatterAddForces(stream);
+            run.halo.clearForces(stream);
+            m.synchronize();
+        };
+        // Rounds 0-1: the forward signals every pulse; rounds 2-3: the
+        // storing kernel signals those it can (gatherCoordinatesAfterHomeSignals).
+        for (int round = 0; round < 4; ++round) {
+            const bool signal = round >= 2;
+            testsupport::upload(m, run.x->data(), expected.inputs[r].x);  // halo slots hold sentinels
+            w.barrier();  // no peer stores into them before they are written
+            if (stores) testsupport::storeHomeCoordinates(*stores, run.x->data(), plan.numHome, signal, stream);
+            if (signal) {
+                run.halo.gatherCoordinatesAfterHomeSignals(d.box(), stream);
+            } else {
+                run.halo.gatherCoordinatesAfterHomeStores(d.box(), stream);
+            }
+            checkHaloThenReverse(fmt::format("round {} (signals by the storing kernel: {})", round, signal));
+        }
+        // A search between the update and the forward: the storing
+        // kernel signals a forward that never comes, and the plan is
+        // bound again. Binding moves the coordinate counter on, so the
+        // new plan's first forward must not take that stale signal for
+        // its own: with rank 0's stores held back 200 ms, a receiver
+        // that did would find its halo slots still holding sentinels
+        // (unless it read them only after those 200 ms). Collective, so
+        // every rank runs the round or none does: a rank without
+        // signals while another has them is a mismatch, not a hang.
+        const bool signals = stores && stores->numSignals > 0;
+        const bool everyRank =
+            w.allReduceValue(std::int64_t{signals ? 1 : 0}, runtime::ReduceOp::Min) == std::int64_t{1};
+        if (signals != everyRank) {
+            mismatch += "the storing kernel's signals are offered on some ranks only; ";
+        }
+        if (everyRank) {
+            testsupport::upload(m, run.x->data(), expected.inputs[r].x);
+            w.barrier();
+            testsupport::storeHomeCoordinates(*stores, run.x->data(), plan.numHome, true, stream);
+            m.synchronize();
+            w.barrier();  // every stale signal has landed
+            run.halo.setPlan(plan, *run.x, *run.f);
+            const auto rebound = run.halo.homeCoordinateStores(d.box());
+            testsupport::upload(m, run.x->data(), expected.inputs[r].x);
+            w.barrier();
+            if (w.rank() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+            if (rebound) {
+                testsupport::storeHomeCoordinates(*rebound, run.x->data(), plan.numHome, true, stream);
+                run.halo.gatherCoordinatesAfterHomeSignals(d.box(), stream);
+            } else {
+                mismatch += "homeCoordinateStores is empty after the plan was bound again; ";
+                run.halo.gatherCoordinates(d.box(), stream);
+            }
+            checkHaloThenReverse("after a stale signal and a new bind");
+        }
+    });
 #endif
 }
 
@@ -467,131 +497,105 @@ TEST_P(DeviceTransport, HaloRecordsMatchTheReference) {
 #if !HALOEX_HAVE_CUDA
     GTEST_SKIP() << "this build has no CUDA";
 #else
-    runtime::World* mpi = mpiWorld();
-    const int numRanks = mpi ? mpi->size() : 2;
-    const auto scenarios = testsupport::scenariosForRanks(numRanks);
-    ASSERT_FALSE(scenarios.empty()) << "no decomposition scenario for " << numRanks << " ranks";
-    std::vector<std::string> mismatches(static_cast<std::size_t>(numRanks));
-    for (const auto& s : scenarios) {
-        SCOPED_TRACE(fmt::format("{} on grid {}", c.label(), s.grid));
-        const plan::Decomposition d = testsupport::makeDecomposition(s);
-        const testsupport::Expected expected = testsupport::referenceResults(d, s, planAlignment(c));
-        const auto body = [&](runtime::World& w) {
-            cuda::selectDevice(w, true);
-            cuda::Stream stream;
-            const testsupport::MemoryOps m = deviceMemory(stream);
-            auto t = makeFor(c, w);
-            const auto r = static_cast<std::size_t>(w.rank());
-            const plan::ParticleHaloPlan& plan = expected.plans[r];
-            testsupport::TransportRun run(*t, w);
-            const auto n = static_cast<std::size_t>(plan.numLocal);
-            run.x.emplace(allocateCollective<Vec3f>(w, *t, n, "the test's coordinates"));
-            run.f.emplace(allocateCollective<Vec3f>(w, *t, n, "the test's forces"));
-            run.halo.setPlan(plan, *run.x, *run.f);
-            // Halo element e has record n - 1 - e (reversed: the exchange
-            // follows the map, not the order), every third one none.
-            const std::size_t home = static_cast<std::size_t>(plan.numHome);
-            const std::size_t numRecords = std::max<std::size_t>(n - home, 1);
-            std::vector<int> recordOf(n, -1);
-            for (std::size_t e = home; e < n; ++e) {
-                if ((e - home) % 3 != 2) recordOf[e] = static_cast<int>(n - 1 - e);
-            }
-            std::vector<bool> received(n, false);  // not the slots' padding
-            for (const plan::Pulse& p : plan.pulses) {
-                for (int i = 0; i < p.recvCount; ++i) received[static_cast<std::size_t>(p.recvOffset + i)] = true;
-            }
-            const auto recorded = [&](std::size_t e) { return e >= home && received[e] && recordOf[e] >= 0; };
-            std::vector<float> untouched(4 * numRecords);
-            for (std::size_t i = 0; i < untouched.size(); ++i) untouched[i] = -1000.0f - static_cast<float>(i);
-            cuda::DeviceBuffer<int> dRecordOf(n);
-            cuda::DeviceBuffer<float> dPositions(untouched.size()), dForces(untouched.size());
-            testsupport::upload(m, dRecordOf.data(), recordOf);
-            std::string& mismatch = mismatches[r];
-            const bool copies = run.halo.copyReceivedCoordinates({dPositions.data(), 4, dRecordOf.data()});
-            const bool takes = run.halo.addHaloForcesFromRecords({dForces.data(), 4, dRecordOf.data()});
-            if (copies != fusedKernels(c) || takes != fusedKernels(c)) {
-                mismatch += fmt::format("copyReceivedCoordinates returned {}, addHaloForcesFromRecords {} (expected "
-                                        "{} for both); ",
-                                        copies, takes, fusedKernels(c));
-            }
-            // The records' floats against `want`, bit for bit.
-            const auto checkRecords = [&](const std::string& what, const float* device,
-                                          const std::vector<float>& want) {
-                const auto got = testsupport::download<float>(m, device, want.size());
-                int wrong = 0;
-                std::size_t first = 0;
-                for (std::size_t i = 0; i < want.size(); ++i) {
-                    if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && wrong++ == 0) first = i;
-                }
-                if (wrong > 0) {
-                    mismatch += fmt::format("{}: {} of {} floats differ, the first float {} of record {}: {} "
-                                            "(expected {}); ",
-                                            what, wrong, want.size(), first % 4, first / 4, got[first], want[first]);
-                }
-            };
-            // One forward and its reverse, as in an MD step.
-            const auto exchangeAndCheck = [&](const std::string& round, bool recordsSet) {
-                testsupport::upload(m, dPositions.data(), untouched);
-                testsupport::upload(m, run.x->data(), expected.inputs[r].x);  // halo slots hold sentinels
-                w.barrier();  // no peer stores into them before they are written
-                run.halo.gatherCoordinates(d.box(), stream);
-                m.synchronize();
-                const std::string got = testsupport::compareBitwise("coordinates", w.rank(),
-                                                                    testsupport::download<Vec3f>(m, run.x->data(), n),
-                                                                    expected.outputs[r].x, plan.zoneMask);
-                if (!got.empty()) mismatch += fmt::format("{}: {}; ", round, got);
-                std::vector<float> wantPositions = untouched;
-                // The halo's forces: in their records where they are set
-                // (their entries zero), else in their entries.
-                std::vector<Vec3f> f = expected.inputs[r].f;
-                std::vector<float> forceRecords = untouched, wantForceRecords = untouched;
-                for (std::size_t e = home; e < n; ++e) {
-                    if (!recorded(e)) continue;
-                    const auto at = 4 * static_cast<std::size_t>(recordOf[e]);
-                    const Vec3f x = expected.outputs[r].x[e];
-                    if (recordsSet && copies) {
-                        wantPositions[at] = x.x;
-                        wantPositions[at + 1] = x.y;
-                        wantPositions[at + 2] = x.z;
-                    }
-                    if (recordsSet && takes) {
-                        forceRecords[at] = f[e].x;
-                        forceRecords[at + 1] = f[e].y;
-                        forceRecords[at + 2] = f[e].z;
-                        f[e] = Vec3f{};
-                        wantForceRecords[at] = wantForceRecords[at + 1] = wantForceRecords[at + 2] = 0.0f;
-                    }
-                }
-                checkRecords(round + ": position records", dPositions.data(), wantPositions);
-                testsupport::upload(m, dForces.data(), forceRecords);
-                testsupport::upload(m, run.f->data(), f);
-                w.barrier();
-                run.halo.scatterAddForces(stream);
-                m.synchronize();
-                const auto forces = testsupport::download<Vec3f>(m, run.f->data(), n);
-                const double tolerance = c.forceTolerance();
-                const std::string gotF =
-                    tolerance > 0.0
-                        ? testsupport::compareClose("forces", w.rank(), forces, expected.outputs[r].f, plan.zoneMask,
-                                                    tolerance)
-                        : testsupport::compareBitwise("forces", w.rank(), forces, expected.outputs[r].f, plan.zoneMask);
-                if (!gotF.empty()) mismatch += fmt::format("{}: {}; ", round, gotF);
-                checkRecords(round + ": force records after the reverse", dForces.data(),
-                             recordsSet && takes ? wantForceRecords : forceRecords);
-                run.halo.clearForces(stream);
-                m.synchronize();
-                w.barrier();
-            };
-            exchangeAndCheck("first exchange", true);
-            exchangeAndCheck("second exchange", true);
-            run.halo.setPlan(plan, *run.x, *run.f);
-            exchangeAndCheck("after a new bind", false);
-        };
-        if (const auto refused = testsupport::runOnRanks(mpi, numRanks, body, isSharedGpuRefusal)) {
-            GTEST_SKIP() << *refused;
+    onBoundHalos(c, [&](BoundHalo& b, std::string& mismatch) {
+        auto& [w, d, expected, r, plan, n, run, m, stream, transport] = b;
+        // Halo element e has record n - 1 - e (reversed: the exchange
+        // follows the map, not the order), every third one none.
+        const std::size_t home = static_cast<std::size_t>(plan.numHome);
+        const std::size_t numRecords = std::max<std::size_t>(n - home, 1);
+        std::vector<int> recordOf(n, -1);
+        for (std::size_t e = home; e < n; ++e) {
+            if ((e - home) % 3 != 2) recordOf[e] = static_cast<int>(n - 1 - e);
         }
-    }
-    testsupport::expectNoMismatches(mismatches, mpi);
+        std::vector<bool> received(n, false);  // not the slots' padding
+        for (const plan::Pulse& p : plan.pulses) {
+            for (int i = 0; i < p.recvCount; ++i) received[static_cast<std::size_t>(p.recvOffset + i)] = true;
+        }
+        const auto recorded = [&](std::size_t e) { return e >= home && received[e] && recordOf[e] >= 0; };
+        std::vector<float> untouched(4 * numRecords);
+        for (std::size_t i = 0; i < untouched.size(); ++i) untouched[i] = -1000.0f - static_cast<float>(i);
+        cuda::DeviceBuffer<int> dRecordOf(n);
+        cuda::DeviceBuffer<float> dPositions(untouched.size()), dForces(untouched.size());
+        testsupport::upload(m, dRecordOf.data(), recordOf);
+        const bool copies = run.halo.copyReceivedCoordinates({dPositions.data(), 4, dRecordOf.data()});
+        const bool takes = run.halo.addHaloForcesFromRecords({dForces.data(), 4, dRecordOf.data()});
+        if (copies != fusedKernels(c) || takes != fusedKernels(c)) {
+            mismatch += fmt::format("copyReceivedCoordinates returned {}, addHaloForcesFromRecords {} (expected "
+                                    "{} for both); ",
+                                    copies, takes, fusedKernels(c));
+        }
+        // The records' floats against `want`, bit for bit.
+        const auto checkRecords = [&](const std::string& what, const float* device, const std::vector<float>& want) {
+            const auto got = testsupport::download<float>(m, device, want.size());
+            int wrong = 0;
+            std::size_t first = 0;
+            for (std::size_t i = 0; i < want.size(); ++i) {
+                if (std::memcmp(&got[i], &want[i], sizeof(float)) != 0 && wrong++ == 0) first = i;
+            }
+            if (wrong > 0) {
+                mismatch += fmt::format("{}: {} of {} floats differ, the first float {} of record {}: {} "
+                                        "(expected {}); ",
+                                        what, wrong, want.size(), first % 4, first / 4, got[first], want[first]);
+            }
+        };
+        // One forward and its reverse, as in an MD step.
+        const auto exchangeAndCheck = [&](const std::string& round, bool recordsSet) {
+            testsupport::upload(m, dPositions.data(), untouched);
+            testsupport::upload(m, run.x->data(), expected.inputs[r].x);  // halo slots hold sentinels
+            w.barrier();  // no peer stores into them before they are written
+            run.halo.gatherCoordinates(d.box(), stream);
+            m.synchronize();
+            const std::string got =
+                testsupport::compareBitwise("coordinates", w.rank(), testsupport::download<Vec3f>(m, run.x->data(), n),
+                                            expected.outputs[r].x, plan.zoneMask);
+            if (!got.empty()) mismatch += fmt::format("{}: {}; ", round, got);
+            std::vector<float> wantPositions = untouched;
+            // The halo's forces: in their records where they are set
+            // (their entries zero), else in their entries.
+            std::vector<Vec3f> f = expected.inputs[r].f;
+            std::vector<float> forceRecords = untouched, wantForceRecords = untouched;
+            for (std::size_t e = home; e < n; ++e) {
+                if (!recorded(e)) continue;
+                const auto at = 4 * static_cast<std::size_t>(recordOf[e]);
+                const Vec3f x = expected.outputs[r].x[e];
+                if (recordsSet && copies) {
+                    wantPositions[at] = x.x;
+                    wantPositions[at + 1] = x.y;
+                    wantPositions[at + 2] = x.z;
+                }
+                if (recordsSet && takes) {
+                    forceRecords[at] = f[e].x;
+                    forceRecords[at + 1] = f[e].y;
+                    forceRecords[at + 2] = f[e].z;
+                    f[e] = Vec3f{};
+                    wantForceRecords[at] = wantForceRecords[at + 1] = wantForceRecords[at + 2] = 0.0f;
+                }
+            }
+            checkRecords(round + ": position records", dPositions.data(), wantPositions);
+            testsupport::upload(m, dForces.data(), forceRecords);
+            testsupport::upload(m, run.f->data(), f);
+            w.barrier();
+            run.halo.scatterAddForces(stream);
+            m.synchronize();
+            const auto forces = testsupport::download<Vec3f>(m, run.f->data(), n);
+            const double tolerance = c.forceTolerance();
+            const std::string gotF =
+                tolerance > 0.0
+                    ? testsupport::compareClose("forces", w.rank(), forces, expected.outputs[r].f, plan.zoneMask,
+                                                tolerance)
+                    : testsupport::compareBitwise("forces", w.rank(), forces, expected.outputs[r].f, plan.zoneMask);
+            if (!gotF.empty()) mismatch += fmt::format("{}: {}; ", round, gotF);
+            checkRecords(round + ": force records after the reverse", dForces.data(),
+                         recordsSet && takes ? wantForceRecords : forceRecords);
+            run.halo.clearForces(stream);
+            m.synchronize();
+            w.barrier();
+        };
+        exchangeAndCheck("first exchange", true);
+        exchangeAndCheck("second exchange", true);
+        run.halo.setPlan(plan, *run.x, *run.f);
+        exchangeAndCheck("after a new bind", false);
+    });
 #endif
 }
 
