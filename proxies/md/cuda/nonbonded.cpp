@@ -94,6 +94,9 @@ struct Nonbonded::Impl {
     // setHaloMovedByExchange (false again at every build).
     bool haloPositionsByExchange = false;
     bool haloForcesByExchange = false;
+    // The last non-local compute enqueued no scatter, which moves the
+    // list's rolling prune on: the next updateHome does (at most once a step).
+    bool nonlocalScatterSkipped = false;
     std::vector<std::pair<const char*, double>> buildParts;
 
     bool pruning() const { return options.rlistInner > 0.0; }
@@ -273,7 +276,9 @@ struct Nonbonded::Impl {
         // itself (setHaloMovedByExchange): then no gather, no scatter.
         if (!(haloOnly && haloPositionsByExchange)) launchGather(dX, layout, local, stream, haloOnly, order);
         launchNonbonded(params, l, layout, local, withEnergies, energyBlocks, energies.data(), stream);
-        if (!(haloOnly && haloForcesByExchange)) launchScatter(layout, l, local, dF, stream, haloOnly);
+        const bool scatter = !(haloOnly && haloForcesByExchange);
+        if (scatter) launchScatter(layout, l, local, dF, stream, haloOnly);
+        if (!local) nonlocalScatterSkipped = !scatter;
     }
 };
 
@@ -325,7 +330,7 @@ void Nonbonded::build(const Vec3f* dX, const float* dCharge, const std::uint8_t*
                       const plan::Box& box, std::array<bool, 3> periodic, cudaStream_t stream) {
     Impl& m = *impl_;
     m.built = false;
-    m.haloPositionsByExchange = m.haloForcesByExchange = false;
+    m.haloPositionsByExchange = m.haloForcesByExchange = m.nonlocalScatterSkipped = false;
     if (numHome < 0 || numLocal < numHome) {
         throwError(ErrorKind::InvalidInput,
                    fmt::format("Nonbonded::build: {} home atoms but {} local atoms; need 0 <= numHome <= numLocal",
@@ -508,11 +513,12 @@ void Nonbonded::updateHome(const LeapfrogArgs& args, Vec3f* dF, int* dFirstBad, 
     // (the exchange took the halo's forces), this update does.
     DeviceList& nonlocal = m.list(ListKind::Nonlocal);
     const PruneAdvance nonlocalPrune =
-        m.haloForcesByExchange && nonlocal.pruned && nonlocal.numEntries > 0
+        m.nonlocalScatterSkipped && nonlocal.pruned && nonlocal.numEntries > 0
             ? PruneAdvance{nonlocal.pruneState.data(), nonlocal.numEntries, nonlocal.pruneParts}
             : PruneAdvance{};
     launchUpdateLocal(m.layout, m.list(ListKind::Local), args, /*dF=*/nullptr, dF, dFirstBad, stream, homeStores,
                       nonlocalPrune);
+    m.nonlocalScatterSkipped = false;  // moved on once for that compute
 }
 
 void Nonbonded::clearEnergies(cudaStream_t stream) { impl_->energies.zeroAsync(stream); }

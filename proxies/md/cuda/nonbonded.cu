@@ -588,6 +588,14 @@ __global__ void scatterForcesKernel(float4* __restrict__ fSlots, const int* __re
     atomicAdd(&f[atom].z, v.z);
 }
 
+// The non-local list's rolling prune moved on where the update has no atom
+// to do it (launchUpdateLocal with numHome 0).
+__global__ void advancePruneKernel(PruneAdvance prune) {
+    cuda::waitForPrerequisiteGrids();
+    cuda::allowDependentGrids();
+    advancePrunePart(prune.state, prune.numEntries, prune.parts);
+}
+
 // One rank, no halo (Nonbonded::updateLocal): the local scatter, the leapfrog
 // update and the next step's gather in one pass over the home atoms, in their
 // order (their positions, velocities and forces are read and written
@@ -756,7 +764,14 @@ void launchUpdateLocal(DeviceLayout& layout, DeviceList& list, const LeapfrogArg
                        int* dFirstBad, cudaStream_t stream, const transport::HomeCoordinateStores* homeStores,
                        PruneAdvance nonlocalPrune) {
     const int numHome = layout.numHome;
-    if (numHome == 0) return;
+    if (numHome == 0) {
+        // No atom to move, but the non-local list (halo pairs) may still
+        // need its prune moved on: the update is where it moves.
+        if (nonlocalPrune.state != nullptr) {
+            cuda::launchDependent(advancePruneKernel, 1, 1, 0, stream, nonlocalPrune);
+        }
+        return;
+    }
     int* pruneState = list.pruned ? list.pruneState.data() : nullptr;
     // With energies at most kMaxReductionBlocks blocks stride over the atoms:
     // few same-address double atomics.

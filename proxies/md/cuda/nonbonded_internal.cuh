@@ -97,7 +97,7 @@ struct DeviceLayout {
     // atomCapacity: each atom's slot, -1 for padding (the inverse of
     // atomOfSlot), so the fused update walks the home atoms in order and the
     // forward copies the halo's positions into their slots
-    // (Nonbonded::haloPositionCopy).
+    // (Nonbonded::haloPositionRecords).
     cuda::DeviceBuffer<int> slotOfAtom;
     cuda::DeviceBuffer<float4> bboxLo, bboxHi;  // per cluster
     // Positions + scaled charge per slot: the local kernel's copy (home slots)

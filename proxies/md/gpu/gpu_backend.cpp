@@ -867,7 +867,7 @@ private:
     bool haloExchange_ = false;            // this plan has pulses (exchangeNotes)
     std::string noHomeStoresReason_;       // why homeStores_ is empty (exchangeNotes)
     // HALOEX_FORWARD_COPY: the forward puts the halo positions into the
-    // non-local kernel's slots (Nonbonded::haloPositionCopy; these lists').
+    // non-local kernel's slots (Nonbonded::haloPositionRecords; these lists').
     bool haloCopied_ = false;
     std::string noHaloCopyReason_;  // why haloCopied_ is false (exchangeNotes)
     // HALOEX_REVERSE_RECORDS: the reverse takes the halo forces from the

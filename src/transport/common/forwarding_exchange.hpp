@@ -26,6 +26,14 @@ public:
     // through this exchange belongs to its user, so it is not left behind --
     // unless another exchange has registered its own since.
     ~ForwardingCoordinateForceExchange() override {
+        // Its user's halo records go with it: the transport's next
+        // exchange must not write into them.
+        if constexpr (requires { transport_.copyReceivedCoordinates(HaloRecords{}); }) {
+            transport_.copyReceivedCoordinates(HaloRecords{});
+        }
+        if constexpr (requires { transport_.addHaloForcesFromRecords(HaloRecords{}); }) {
+            transport_.addHaloForcesFromRecords(HaloRecords{});
+        }
         if constexpr (requires { transport_.forwardLaunchedEvent(); }) {
             if (signalled_ != nullptr && transport_.forwardLaunchedEvent() == signalled_) {
                 transport_.signalForwardLaunched(nullptr);

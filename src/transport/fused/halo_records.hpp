@@ -5,20 +5,23 @@
 // forward kernel copies each received coordinate into, and that their
 // reverse kernel takes the halo's forces from (FusedArgs::copyRecords,
 // forceRecords), held from the call to the next bind.
+#include <fmt/format.h>
+
 #include "fused_args.hpp"
+#include "haloex/core/error.hpp"
 #include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::nvshmem_detail {
 
 class HaloRecordCalls {
 public:
-    // Checked by the caller (CoordinateForceHalo); null records stop it.
+    // Null records stop it.
     bool copyReceivedCoordinates(const transport::HaloRecords& records) {
-        coordinates_ = records.records != nullptr ? records : transport::HaloRecords{};
+        coordinates_ = checked(records, "copyReceivedCoordinates");
         return true;
     }
     bool addHaloForcesFromRecords(const transport::HaloRecords& records) {
-        forces_ = records.records != nullptr ? records : transport::HaloRecords{};
+        forces_ = checked(records, "addHaloForcesFromRecords");
         return true;
     }
 
@@ -30,6 +33,18 @@ protected:
     void addForceRecords(FusedArgs& args) const { args.forceRecords = recordsOf(forces_); }
 
 private:
+    // The kernels read x, y, z through the map: refused before they could
+    // read past a record or through a null map.
+    static transport::HaloRecords checked(const transport::HaloRecords& r, const char* what) {
+        if (r.records == nullptr) return {};
+        if (r.stride < 3 || r.recordOfElement == nullptr) {
+            throwError(ErrorKind::InvalidInput,
+                       fmt::format("{}: stride = {} floats per record and record map {}; records need at least 3 "
+                                   "floats each (x, y, z) and a device map of the plan's numLocal elements",
+                                   what, r.stride, r.recordOfElement == nullptr ? "missing" : "given"));
+        }
+        return r;
+    }
     static ElementRecords recordsOf(const transport::HaloRecords& r) {
         return {r.records, r.recordOfElement, r.stride};
     }

@@ -97,6 +97,7 @@ public:
     // The coordinate/force exchange (NvshmemCoordinateForceExchange below):
     // the fused kernels on the caller's symmetric arrays.
     void bindArrays(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) {
+        dropHaloRecords();  // they were for the last plan's elements, also if this bind fails
         const int numPulses = static_cast<int>(plan.pulses.size());
         if (numPulses > kMaxPulses) {
             throwError(ErrorKind::Plan, fmt::format("the plan has {} pulses; the nvshmem transport supports at most {}",
@@ -116,7 +117,6 @@ public:
             }
         }
         plan_ = plan;
-        dropHaloRecords();  // they were for the last plan's elements
         // Everything the ranks must decide alike for this plan, in one reduction.
         agreed_ =
             agreeOnFusedSetup(world_, plan_, (std::max(plan_.maxSendCount(), plan_.maxRecvCapacity()) + 3) / 4 * 4,

@@ -95,6 +95,7 @@ public:
     // The coordinate/force exchange (PeerFusedCoordinateForceExchange below):
     // the fused kernels on the caller's windows.
     void bindArrays(const plan::ParticleHaloPlan& plan, const SharedArray& coordinates, const SharedArray& forces) {
+        dropHaloRecords();  // they were for the last plan's elements, also if this bind fails
         const int numPulses = static_cast<int>(plan.pulses.size());
         if (numPulses > kMaxPulses) {
             throwError(ErrorKind::Plan, fmt::format("the plan has {} pulses; the {} transport supports at most {}",
@@ -114,7 +115,6 @@ public:
             }
         }
         plan_ = plan;
-        dropHaloRecords();  // they were for the last plan's elements
         const bool reallocated = coordinates.allocation != xAllocation_ || forces.allocation != fAllocation_;
         coordinates_ = coordinates;
         forces_ = forces;

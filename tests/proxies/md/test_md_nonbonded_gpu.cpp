@@ -624,8 +624,8 @@ TEST(NonbondedGpu, TheFusedUpdateTakesPaddingButNoHaloAtom) {
 // non-local list's home clusters kept in slot order, only the halo gathered
 // and scattered -- and after the full computeNonlocal moves the home atoms
 // as computeLocal + computeNonlocal + leapfrog do, up to the order of the
-// float additions, over several steps (the halo atoms stay where they are:
-// no exchange here). A rank of a 2x2x1 grid: its non-local list has home
+// float additions, over several steps (the halo atoms move by a fixed step,
+// as an exchange would bring them). A rank of a 2x2x1 grid: its non-local list has home
 // clusters and two zones of halo. Also with the halo moved by an exchange
 // (setHaloMovedByExchange: the test copies the halo's positions into
 // haloPositionRecords and zeroes haloForceRecords, as the fused transports'
@@ -651,6 +651,7 @@ TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
     // With the exchange moving the halo (FusedHaloByExchange) the list is
     // pruned (4 parts), so that the rolling prune's counter is checked.
     constexpr int kParts = 4;
+    constexpr Vec3f kHaloStep{0.002f, -0.0015f, 0.001f};  // nm a step, every halo atom
     std::string pruneMismatch;
     const auto run = [&](Path path) {
         Inputs mine = in;
@@ -666,9 +667,9 @@ TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
         Nonbonded nb(ff, kRlist, options);
         build(nb, mine, d, stream);
         // The exchange's halo records (what its kernels would touch):
-        // the halo's positions copied in before the force kernel, their
-        // force records zeroed after it (the halo atoms do not move here,
-        // so their forces go nowhere).
+        // the halo's positions copied in before the force kernel (and not
+        // into d.x: a gather would read stale ones), their force records
+        // zeroed after it (the halo's forces go nowhere here).
         std::vector<int> recordOf;
         std::size_t numRecords = 0;
         if (byExchange) {
@@ -681,15 +682,27 @@ TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
                 numRecords = std::max(numRecords, static_cast<std::size_t>(recordOf[e] + 1));
             }
         }
+        // The halo atoms move by kHaloStep a step, as an exchange would
+        // bring them (halo: their positions this step).
+        std::vector<Vec3f> halo = mine.x;
+        const auto moveHalo = [&](int step) {
+            for (std::size_t e = static_cast<std::size_t>(mine.numHome); e < halo.size(); ++e) {
+                if (mine.padding.empty() || !mine.padding[e]) {
+                    const auto k = static_cast<float>(step);
+                    halo[e] = Vec3f{mine.x[e].x + k * kHaloStep.x, mine.x[e].y + k * kHaloStep.y,
+                                    mine.x[e].z + k * kHaloStep.z};
+                }
+            }
+        };
         const auto moveHaloRecords = [&](const transport::HaloRecords& r, bool positions) {
             std::vector<float> rec(4 * numRecords);
             HALOEX_CUDA_CHECK(cudaMemcpy(rec.data(), r.records, rec.size() * sizeof(float), cudaMemcpyDeviceToHost));
             for (std::size_t e = static_cast<std::size_t>(mine.numHome); e < recordOf.size(); ++e) {
                 if (recordOf[e] < 0) continue;
                 float* at = &rec[4 * static_cast<std::size_t>(recordOf[e])];
-                at[0] = positions ? mine.x[e].x : 0.f;
-                at[1] = positions ? mine.x[e].y : 0.f;
-                at[2] = positions ? mine.x[e].z : 0.f;
+                at[0] = positions ? halo[e].x : 0.f;
+                at[1] = positions ? halo[e].y : 0.f;
+                at[2] = positions ? halo[e].z : 0.f;
             }
             HALOEX_CUDA_CHECK(cudaMemcpy(r.records, rec.data(), rec.size() * sizeof(float), cudaMemcpyHostToDevice));
         };
@@ -700,6 +713,13 @@ TEST(NonbondedGpu, TheFusedUpdateWithAHaloMovesTheAtomsAsTheUnfusedStep) {
         args.numAtoms = mine.numHome;
         const std::size_t haloBytes = (d.f.size() - static_cast<std::size_t>(mine.numHome)) * sizeof(Vec3f);
         for (int step = 0; step < kSteps; ++step) {
+            moveHalo(step);
+            if (!byExchange) {
+                const auto home = static_cast<std::size_t>(mine.numHome);
+                HALOEX_CUDA_CHECK(cudaStreamSynchronize(stream));
+                HALOEX_CUDA_CHECK(cudaMemcpy(d.x.data() + home, halo.data() + home,
+                                             (halo.size() - home) * sizeof(Vec3f), cudaMemcpyHostToDevice));
+            }
             if (path == Path::Unfused) {
                 d.f.zeroAsync(stream);
                 nb.computeLocal(d.x.data(), d.f.data(), false, stream);
