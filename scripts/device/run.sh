@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything haloex does on the GPU machine, in one call of the device tool:
 #   scripts/device/run.sh STAGE...
-#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-quick multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab graph-upload-ab halo-records-check halo-records-ab md-nvshmem-tests home-stores-check home-stores-ab home-signals-ab home-signals-quick mutation-bind-advance fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
+#   stages: build build-other pack-out stress-tma multi-gpu multi-gpu-quick multi-gpu-1 multi-gpu-2 multi-gpu-3 multi-gpu-4 multi-gpu-ab strong-scaling exchange-account exchange-ab search-ab signals-ab forward-first-ab cell-order-graph-ab graph-upload-ab halo-records-check halo-records-quick halo-records-ab md-nvshmem-tests home-stores-check home-stores-ab home-signals-ab home-signals-quick mutation-bind-advance fused-kernels-check steps-per-graph steps-per-graph-ab kernel-trace step-tests fused-halo multi-rank-nstlist fused-update-large short-list-radius entry-length outer-radius roofline kernel-ab kernel-variants md-estimate test test-gpu ctest-select mps-refusal switch-refusals md-ab-bins ablation-check cli-refusals ab syncs search-tests list-search search-timeline search-trace profile-search rdc-cost search nve-drift nve-sizes short-lists fused-update md-variants conserve sanitize-search gromacs gromacs-dd stress stress-gpus exchange-timing timeout mps-nan md-check md-quality auto-select
 #           md-single md-dd nstlist-fit
 #           md-scaling md-stability sanitize jacobi-tiles jacobi jacobi-api commbench
 # On two or more GPUs (issue 18, 13): build test-gpu md-check stress-gpus md-dd jacobi commbench runs
@@ -534,6 +534,26 @@ stage_halo_records_check() {
       --grid "${grid%%:*}" --atoms 6000 --steps 120 --nstlist 20 >"$log" 2>&1
     note "  haloex-md ${grid%%:*}, the halo through the slots, graphs (memcheck): rc=$? $(grep -E -m1 'ERROR SUMMARY' "$log")"
   done
+  stop_mps
+}
+# The two-minute subset of halo-records-check for a short lease: NonbondedGpu's
+# fused update with the halo moved by an exchange, the halo-records and
+# home-stores cases on 2 ranks, and haloex-md's nvshmem tests on 2 ranks
+# (BUILD_TARGETS="haloex-md test_transport_device test_md_transports_gpu
+# test_md_nonbonded_gpu").
+stage_halo_records_quick() {
+  note "== the halo records, quick"
+  timeout 120 "$build/bin/tests/test_md_nonbonded_gpu" --gtest_filter='*FusedUpdateWithAHalo*' --gtest_color=no \
+    >"$out/halo-records-nonbonded.log" 2>&1
+  note "  NonbondedGpu's fused update with a halo: rc=$? $(gtest_counts "$out/halo-records-nonbonded.log")"
+  grep -E -m10 'Failure|Expected|mismatch' "$out/halo-records-nonbonded.log"
+  start_mps
+  local log="$out/halo-records-np2.log"
+  timeout 180 "${mpirun_np[@]}" 2 "$build/bin/tests/test_transport_device" \
+    --gtest_filter='*HaloRecordsMatchTheReference*:*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
+  note "  the halo-records and home-stores cases on 2 ranks: rc=$? $(gtest_counts "$log")"
+  grep -E -m10 'failed at|Failure|mismatch' "$log"
+  md_nvshmem_tests
   stop_mps
 }
 # The exchange moving the halo through the slots (B: HALOEX_FORWARD_COPY=1
