@@ -830,7 +830,11 @@ stage_md_ab_bins() {
           # MD_AB_ARGS="--option value ...": both sides run with these (e.g. --dt).
           [ -n "${MD_AB_ARGS:-}" ] && read -r -a both <<<"$MD_AB_ARGS" && bargs+=("${both[@]}")
           if [ "${MD_AB_RANKS:-2}" = 1 ]; then  # one rank: no launcher, no transport (there is no halo)
-            timeout 200 env ${benv[1]:+"${benv[1]}"} ${cap[1]:+"${cap[1]}"} "$exe" --device gpu --quiet --log none --atoms "$n" --steps "${MD_AB_STEPS:-2000}" \
+            # benv/cap hold "-x VAR=value" pairs (mpirun's form): every value for env.
+            local envs=() k
+            for ((k = 1; k < ${#benv[@]}; k += 2)); do envs+=("${benv[k]}"); done
+            [ -n "${cap[1]:-}" ] && envs+=("${cap[1]}")
+            timeout 200 env "${envs[@]}" "$exe" --device gpu --quiet --log none --atoms "$n" --steps "${MD_AB_STEPS:-2000}" \
               ${MD_AB_NSTLIST:+--nstlist $MD_AB_NSTLIST} "${bargs[@]}" --json "$json" >"$json.log" 2>&1
           else
             timeout 200 "${mpirun_np[@]}" "${MD_AB_RANKS:-2}" "${benv[@]}" "${cap[@]}" "$exe" --allow-shared-gpus --quiet --log none --transport "${t%%:*}" "${path[@]}" \
