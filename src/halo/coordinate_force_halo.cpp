@@ -6,6 +6,7 @@
 
 #include "generic_coordinate_force_exchange.hpp"
 #include "haloex/core/error.hpp"
+#include "haloex/detail/transport/halo_records_check.hpp"
 #include "pulse_engine.hpp"
 
 namespace haloex {
@@ -97,28 +98,15 @@ void CoordinateForceHalo::gatherCoordinatesAfterHomeSignals(const plan::Box& box
     exchange_->forwardCoordinatesAfterHomeSignals(box, stream);
 }
 
-namespace {
-// A stride that holds x, y, z and a map, or no records at all.
-void checkHaloRecords(const transport::HaloRecords& r, const char* what) {
-    if (r.records != nullptr && (r.stride < 3 || r.recordOfElement == nullptr)) {
-        throwError(ErrorKind::InvalidInput,
-                   fmt::format("CoordinateForceHalo::{}: stride = {} floats per record and record map {}; records "
-                               "need at least 3 floats per record (x, y, z) and a device map of plan().numLocal "
-                               "records (-1: none). Pass null records to stop",
-                               what, r.stride, r.recordOfElement == nullptr ? "missing" : "given"));
-    }
-}
-}  // namespace
-
 bool CoordinateForceHalo::copyReceivedCoordinates(const transport::HaloRecords& records) {
     requireBound("copyReceivedCoordinates");
-    checkHaloRecords(records, "copyReceivedCoordinates");
+    detail::checkHaloRecords(records, "CoordinateForceHalo::copyReceivedCoordinates");
     return exchange_->copyReceivedCoordinates(records);
 }
 
 bool CoordinateForceHalo::addHaloForcesFromRecords(const transport::HaloRecords& records) {
     requireBound("addHaloForcesFromRecords");
-    checkHaloRecords(records, "addHaloForcesFromRecords");
+    detail::checkHaloRecords(records, "CoordinateForceHalo::addHaloForcesFromRecords");
     return exchange_->addHaloForcesFromRecords(records);
 }
 

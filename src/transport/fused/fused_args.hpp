@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "haloex/core/vec3.hpp"
+#include "haloex/transport/coordinate_force_exchange.hpp"
 #include "wait_diagnostics.hpp"
 
 namespace haloex::nvshmem_detail {
@@ -81,14 +82,6 @@ struct PulseRecordOf {
 // shift) both come from here, so both store the same bits.
 inline float pulseShift(int shiftSign, double boxLength) { return static_cast<float>(shiftSign * boxLength); }
 
-// The caller's per-element records (transport::HaloRecords): element e's
-// x, y, z at records + stride * recordOfElement[e].
-struct ElementRecords {
-    float* records = nullptr;
-    const int* recordOfElement = nullptr;
-    int stride = 0;
-};
-
 template <class T>
 struct FusedArgsOf {
     const PulseRecordOf<T>* pulses = nullptr;
@@ -111,8 +104,8 @@ struct FusedArgsOf {
     // (CoordinateForceExchange::copyReceivedCoordinates); reverse: each halo
     // element's record is added into its force first, then zeroed
     // (addHaloForcesFromRecords). Null records: none.
-    ElementRecords copyRecords;
-    ElementRecords forceRecords;
+    transport::HaloRecords copyRecords;
+    transport::HaloRecords forceRecords;
     T* x = nullptr;                        // symmetric
     T* f = nullptr;                        // symmetric
     T* staging = nullptr;                  // symmetric, coordinate send slots (put path)

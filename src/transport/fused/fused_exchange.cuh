@@ -302,7 +302,7 @@ __device__ void forwardBulk(const FusedArgsOf<T>& a, const PulseRecordOf<T>& P, 
 // One received element into the caller's record (FusedArgs::copyRecords):
 // x, y, z; the record's other floats kept.
 __device__ __forceinline__ void copyReceived(const FusedArgsOf<Vec3f>& a, int element) {
-    const ElementRecords& r = a.copyRecords;
+    const transport::HaloRecords& r = a.copyRecords;
     const int record = r.recordOfElement[element];
     if (record < 0) return;
     const Vec3f v = a.x[element];
@@ -316,7 +316,7 @@ __device__ __forceinline__ void copyReceived(const FusedArgsOf<Vec3f>& a, int el
 // step (FusedArgs::forceRecords). Atomics: a later pulse's forces may be
 // added into the same element meanwhile (it forwarded the element).
 __device__ __forceinline__ void addForceRecord(const FusedArgsOf<Vec3f>& a, int element) {
-    const ElementRecords& r = a.forceRecords;
+    const transport::HaloRecords& r = a.forceRecords;
     const int record = r.recordOfElement[element];
     if (record < 0) return;
     float* s = r.records + static_cast<long long>(record) * r.stride;

@@ -5,23 +5,24 @@
 // forward kernel copies each received coordinate into, and that their
 // reverse kernel takes the halo's forces from (FusedArgs::copyRecords,
 // forceRecords), held from the call to the next bind.
-#include <fmt/format.h>
-
 #include "fused_args.hpp"
-#include "haloex/core/error.hpp"
+#include "haloex/detail/transport/halo_records_check.hpp"
 #include "haloex/transport/coordinate_force_exchange.hpp"
 
 namespace haloex::nvshmem_detail {
 
 class HaloRecordCalls {
 public:
-    // Null records stop it.
+    // Null records stop it (the kernels look at `records` alone). Checked
+    // here too: the exchange may be called without CoordinateForceHalo.
     bool copyReceivedCoordinates(const transport::HaloRecords& records) {
-        coordinates_ = checked(records, "copyReceivedCoordinates");
+        detail::checkHaloRecords(records, "copyReceivedCoordinates");
+        coordinates_ = records;
         return true;
     }
     bool addHaloForcesFromRecords(const transport::HaloRecords& records) {
-        forces_ = checked(records, "addHaloForcesFromRecords");
+        detail::checkHaloRecords(records, "addHaloForcesFromRecords");
+        forces_ = records;
         return true;
     }
 
@@ -29,25 +30,10 @@ protected:
     // At every bind: the records were for the last plan's elements.
     void dropHaloRecords() { coordinates_ = forces_ = {}; }
     // Into a forward's and a reverse's arguments.
-    void addCoordinateRecords(FusedArgs& args) const { args.copyRecords = recordsOf(coordinates_); }
-    void addForceRecords(FusedArgs& args) const { args.forceRecords = recordsOf(forces_); }
+    void addCoordinateRecords(FusedArgs& args) const { args.copyRecords = coordinates_; }
+    void addForceRecords(FusedArgs& args) const { args.forceRecords = forces_; }
 
 private:
-    // The kernels read x, y, z through the map: refused before they could
-    // read past a record or through a null map.
-    static transport::HaloRecords checked(const transport::HaloRecords& r, const char* what) {
-        if (r.records == nullptr) return {};
-        if (r.stride < 3 || r.recordOfElement == nullptr) {
-            throwError(ErrorKind::InvalidInput,
-                       fmt::format("{}: stride = {} floats per record and record map {}; records need at least 3 "
-                                   "floats each (x, y, z) and a device map of the plan's numLocal elements",
-                                   what, r.stride, r.recordOfElement == nullptr ? "missing" : "given"));
-        }
-        return r;
-    }
-    static ElementRecords recordsOf(const transport::HaloRecords& r) {
-        return {r.records, r.recordOfElement, r.stride};
-    }
     transport::HaloRecords coordinates_, forces_;
 };
 
