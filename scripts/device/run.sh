@@ -508,15 +508,18 @@ stage_md_nvshmem_tests() {
   md_nvshmem_tests
   stop_mps
 }
-stage_halo_records_check() {
-  note "== the exchange moving the halo through the non-local kernel's slots: correctness"
+# The halo records' tests: NonbondedGpu's fused update with the halo moved
+# by an exchange, then under MPS (left running) the halo-records and
+# home-stores cases on each of the rank counts given, and haloex-md's
+# nvshmem tests on 2 ranks.
+halo_records_tests() {
   timeout 120 "$build/bin/tests/test_md_nonbonded_gpu" --gtest_filter='*FusedUpdateWithAHalo*' --gtest_color=no \
     >"$out/halo-records-nonbonded.log" 2>&1
   note "  NonbondedGpu's fused update with a halo: rc=$? $(gtest_counts "$out/halo-records-nonbonded.log")"
   grep -E -m10 'Failure|Expected|mismatch' "$out/halo-records-nonbonded.log"
   start_mps
   local np log
-  for np in 2 4 8; do
+  for np in "$@"; do
     log="$out/halo-records-np$np.log"
     timeout 240 "${mpirun_np[@]}" "$np" "$build/bin/tests/test_transport_device" \
       --gtest_filter='*HaloRecordsMatchTheReference*:*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
@@ -524,7 +527,11 @@ stage_halo_records_check() {
     grep -E -m10 'failed at|Failure|mismatch' "$log"
   done
   md_nvshmem_tests
-  local grid
+}
+stage_halo_records_check() {
+  note "== the exchange moving the halo through the non-local kernel's slots: correctness"
+  halo_records_tests 2 4 8
+  local grid log
   for grid in 2x1x1:2 2x2x1:4; do
     log="$out/halo-records-md-memcheck-${grid%%:*}.log"
     HALOEX_GRAPH_UPLOAD=0 HALOEX_FORWARD_COPY=1 HALOEX_REVERSE_RECORDS=1 timeout 300 "${mpirun_np[@]}" "${grid##*:}" \
@@ -543,17 +550,7 @@ stage_halo_records_check() {
 # test_md_nonbonded_gpu").
 stage_halo_records_quick() {
   note "== the halo records, quick"
-  timeout 120 "$build/bin/tests/test_md_nonbonded_gpu" --gtest_filter='*FusedUpdateWithAHalo*' --gtest_color=no \
-    >"$out/halo-records-nonbonded.log" 2>&1
-  note "  NonbondedGpu's fused update with a halo: rc=$? $(gtest_counts "$out/halo-records-nonbonded.log")"
-  grep -E -m10 'Failure|Expected|mismatch' "$out/halo-records-nonbonded.log"
-  start_mps
-  local log="$out/halo-records-np2.log"
-  timeout 180 "${mpirun_np[@]}" 2 "$build/bin/tests/test_transport_device" \
-    --gtest_filter='*HaloRecordsMatchTheReference*:*ForwardAfterHomeStores*' --gtest_color=no >"$log" 2>&1
-  note "  the halo-records and home-stores cases on 2 ranks: rc=$? $(gtest_counts "$log")"
-  grep -E -m10 'failed at|Failure|mismatch' "$log"
-  md_nvshmem_tests
+  halo_records_tests 2
   stop_mps
 }
 # The exchange moving the halo through the slots (B: HALOEX_FORWARD_COPY=1
